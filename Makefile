@@ -1,0 +1,25 @@
+# The one test command (README): installs what the suite needs when missing,
+# then runs the whole suite with the race detector.
+GO ?= go
+
+.PHONY: test test-short lint bench deps run
+
+test: deps
+	$(GO) test -race -count=1 -timeout 25m ./...
+
+# test-short skips nothing but the long soak, which is behind a flag anyway.
+test-short:
+	$(GO) test -race -count=1 ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+deps:
+	@bash scripts/deps.sh
+
+bench:
+	@bash bench/run.sh
+
+run:
+	$(GO) run ./cmd/wsgateway --dev

@@ -1,0 +1,3 @@
+module github.com/wsgateway/wsgateway
+
+go 1.26.0

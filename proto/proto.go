@@ -1,0 +1,243 @@
+// Package proto holds the wire contract's message shapes and codes
+// (PROTOCOL.md §4), shared by the gateway and the Go client. It imports
+// nothing from the project.
+package proto
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// Subprotocol is the WebSocket subprotocol the gateway speaks.
+const Subprotocol = "lb.v1"
+
+// BearerPrefix prefixes a token carried as a second subprotocol.
+const BearerPrefix = "bearer."
+
+// Client message types.
+const (
+	TypeScore       = "score"
+	TypeSubscribe   = "subscribe"
+	TypeUnsubscribe = "unsubscribe"
+	TypePage        = "page"
+	TypeRank        = "rank"
+	TypeAuth        = "auth"
+)
+
+// Server message types.
+const (
+	TypeWelcome      = "welcome"
+	TypeAck          = "ack"
+	TypeSubscribed   = "subscribed"
+	TypeUnsubscribed = "unsubscribed"
+	TypeTop          = "top"
+	TypeView         = "view"
+	TypeAuthed       = "authed"
+	TypeError        = "error"
+	// TypePage and TypeRank are also the reply types of page and rank.
+)
+
+// Error codes.
+const (
+	CodeBadRequest          = "bad_request"
+	CodeUnauthorized        = "unauthorized"
+	CodeTokenExpired        = "token_expired"
+	CodeForbidden           = "forbidden"
+	CodeUnknownBoard        = "unknown_board"
+	CodeInvalidBoard        = "invalid_board"
+	CodeInvalidMember       = "invalid_member"
+	CodeInvalidScore        = "invalid_score"
+	CodeOutOfRange          = "out_of_range"
+	CodeDeltaTooLarge       = "delta_too_large"
+	CodeBoardClosed         = "board_closed"
+	CodeIdempotencyConflict = "idempotency_conflict"
+	CodeRateLimited         = "rate_limited"
+	CodeUnavailable         = "unavailable"
+	CodeInternal            = "internal"
+)
+
+// Close codes beyond RFC 6455's.
+const (
+	CloseTokenExpired = 4001
+	CloseForbidden    = 4003
+)
+
+// CodeOf maps an error to its contract code: an error (or one it wraps) that
+// has a `Code() string` method supplies it; anything else is internal. This is
+// the one place where Go errors become wire codes.
+func CodeOf(err error) string {
+	var c interface{ Code() string }
+	if errors.As(err, &c) {
+		return c.Code()
+	}
+	return CodeInternal
+}
+
+// HTTPStatus is the REST status for a contract code.
+func HTTPStatus(code string) int {
+	switch code {
+	case CodeUnauthorized, CodeTokenExpired:
+		return 401
+	case CodeForbidden:
+		return 403
+	case CodeUnknownBoard:
+		return 404
+	case CodeIdempotencyConflict:
+		return 409
+	case CodeRateLimited:
+		return 429
+	case CodeUnavailable:
+		return 503
+	case CodeInternal:
+		return 500
+	}
+	return 400
+}
+
+// Entry is one ranked member: {"rank":1,"member":"bob","score":120,"name":"Bob"}.
+type Entry struct {
+	Rank   int64  `json:"rank"`
+	Member string `json:"member"`
+	Score  int64  `json:"score"`
+	Name   string `json:"name,omitempty"`
+}
+
+// Request is any client message. Optional numbers are pointers so that absent
+// and zero differ. The gateway decodes it strictly (hub/decode.go).
+type Request struct {
+	Type   string          `json:"type"`
+	ID     string          `json:"id"`
+	Board  string          `json:"board,omitempty"`
+	Member string          `json:"member,omitempty"`
+	Delta  json.RawMessage `json:"delta,omitempty"` // an integer; raw so that 1.5 and "1" are told apart
+	Value  json.RawMessage `json:"value,omitempty"`
+	Top    *int            `json:"top,omitempty"`
+	Around *int            `json:"around,omitempty"`
+	Offset *int            `json:"offset,omitempty"`
+	Limit  *int            `json:"limit,omitempty"`
+	Period string          `json:"period,omitempty"`
+	Token  string          `json:"token,omitempty"`
+}
+
+// Limits are announced in welcome.
+type Limits struct {
+	MaxMessage int `json:"max_message"`
+	Rate       int `json:"rate"`
+}
+
+// Welcome is the first frame on every connection.
+type Welcome struct {
+	Type       string `json:"type"`
+	Member     string `json:"member"`
+	Role       string `json:"role"`
+	Node       string `json:"node"`
+	ServerTime int64  `json:"server_time"` // unix ms
+	Exp        int64  `json:"exp"`         // unix seconds, as in the token
+	Limits     Limits `json:"limits"`
+}
+
+// Ack answers a score.
+type Ack struct {
+	Type      string `json:"type,omitempty"` // omitted in REST results
+	ID        string `json:"id"`
+	Board     string `json:"board"`
+	Member    string `json:"member"`
+	Score     int64  `json:"score"`
+	Rank      int64  `json:"rank"`
+	PrevRank  *int64 `json:"prev_rank"` // null when the member was new
+	Duplicate bool   `json:"duplicate"`
+	Seq       int64  `json:"seq"`
+}
+
+// Subscribed answers subscribe; Unsubscribed (same shape) answers unsubscribe.
+type Subscribed struct {
+	Type  string `json:"type"`
+	ID    string `json:"id"`
+	Board string `json:"board"`
+}
+
+// PageReply answers page.
+type PageReply struct {
+	Type    string  `json:"type"`
+	ID      string  `json:"id"`
+	Board   string  `json:"board"`
+	Offset  int     `json:"offset"`
+	Entries []Entry `json:"entries"`
+	Total   int64   `json:"total"`
+	Period  int64   `json:"period,omitempty"`
+}
+
+// RankReply answers rank.
+type RankReply struct {
+	Type   string  `json:"type"`
+	ID     string  `json:"id"`
+	Board  string  `json:"board"`
+	Member string  `json:"member"`
+	Rank   *int64  `json:"rank"`  // null when absent
+	Score  *int64  `json:"score"` // null when absent
+	Around []Entry `json:"around"`
+	Period int64   `json:"period,omitempty"`
+}
+
+// Top is the live top-N frame of a board.
+type Top struct {
+	Type    string  `json:"type"`
+	Board   string  `json:"board"`
+	Seq     int64   `json:"seq"`
+	Entries []Entry `json:"entries"`
+	Total   int64   `json:"total"`
+	TS      int64   `json:"ts"` // unix ms
+}
+
+// View is the live frame of one member's rank and neighbours.
+type View struct {
+	Type   string  `json:"type"`
+	Board  string  `json:"board"`
+	Member string  `json:"member"`
+	Rank   *int64  `json:"rank"`  // null when absent
+	Score  *int64  `json:"score"` // null when absent
+	Around []Entry `json:"around"`
+	Seq    int64   `json:"seq"`
+	TS     int64   `json:"ts"`
+}
+
+// Authed answers auth.
+type Authed struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	Exp  int64  `json:"exp"`
+}
+
+// Error is an error frame; ID is omitted when the request's id is unknown.
+type Error struct {
+	Type         string `json:"type"`
+	ID           string `json:"id,omitempty"`
+	Code         string `json:"code"`
+	Message      string `json:"message"`
+	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
+}
+
+// ErrorBody is the REST error shape: {"error":{"code":…,"message":…}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the inner object of ErrorBody, and of a failed REST score result.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ScoreEvent is one element of the REST scores array.
+type ScoreEvent struct {
+	ID     string          `json:"id"`
+	Member string          `json:"member"`
+	Delta  json.RawMessage `json:"delta,omitempty"`
+	Value  json.RawMessage `json:"value,omitempty"`
+}
+
+// ScoreFailure is a failed element of the REST scores answer.
+type ScoreFailure struct {
+	ID    string      `json:"id"`
+	Error ErrorDetail `json:"error"`
+}

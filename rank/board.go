@@ -1,0 +1,210 @@
+package rank
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Order says which end of the board ranks first.
+type Order string
+
+const (
+	Desc Order = "desc" // higher scores rank first
+	Asc  Order = "asc"  // lower scores rank first
+)
+
+// Mode says how an event combines with a member's current score.
+type Mode string
+
+const (
+	Incr Mode = "incr" // add the event's delta
+	Best Mode = "best" // keep the better of the old score and the event's value
+	Set  Mode = "set"  // the event's value replaces the score
+)
+
+// Tiebreak orders members with equal scores.
+type Tiebreak string
+
+const (
+	First  Tiebreak = "first"  // the member that reached the score earlier ranks higher
+	Last   Tiebreak = "last"   // the member that reached the score later ranks higher
+	Shared Tiebreak = "shared" // equal scores share a rank (1, 1, 3)
+)
+
+// Reset is how often a board starts a new period.
+type Reset string
+
+const (
+	None    Reset = "none"
+	Hourly  Reset = "hourly"
+	Daily   Reset = "daily"
+	Weekly  Reset = "weekly" // ISO weeks, Monday 00:00 in the board's tz
+	Monthly Reset = "monthly"
+)
+
+// MaxScore is the largest magnitude of a score, delta or value: 2^53-1, the
+// largest integer every JSON client represents exactly.
+const MaxScore int64 = 1<<53 - 1
+
+// Limits of a board config.
+const (
+	MaxTop               = 100
+	MaxTitle             = 128
+	MinIdempotencyWindow = time.Second
+	MaxIdempotencyWindow = 7 * 24 * time.Hour
+)
+
+var (
+	boardIDRe  = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	memberIDRe = regexp.MustCompile(`^[A-Za-z0-9_.:@-]{1,64}$`)
+)
+
+// ValidBoardID reports whether id is a legal board id (R15).
+func ValidBoardID(id string) bool { return boardIDRe.MatchString(id) }
+
+// ValidMemberID reports whether id is a legal member id (R15, the `sub` rule of §3).
+func ValidMemberID(id string) bool { return memberIDRe.MatchString(id) }
+
+// Duration is a time.Duration that travels in JSON as a Go duration string ("10m").
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration string such as \"10m\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration string such as \"10m\"")
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Board is a leaderboard's configuration (PROTOCOL.md §5). It is stored in the
+// engine so every gateway node sees the same config.
+type Board struct {
+	ID                string   `json:"id"`
+	Title             string   `json:"title"`
+	Order             Order    `json:"order"`
+	Mode              Mode     `json:"mode"`
+	Tiebreak          Tiebreak `json:"tiebreak"`
+	Reset             Reset    `json:"reset"`
+	TZ                string   `json:"tz"`
+	Top               int      `json:"top"`
+	MaxDelta          int64    `json:"max_delta"`
+	ClientWrites      bool     `json:"client_writes"`
+	Public            bool     `json:"public"`
+	IdempotencyWindow Duration `json:"idempotency_window"`
+}
+
+// DefaultBoard is the config every field of which has the contract's default.
+func DefaultBoard(id string) Board {
+	return Board{
+		ID:                id,
+		Title:             "",
+		Order:             Desc,
+		Mode:              Incr,
+		Tiebreak:          First,
+		Reset:             None,
+		TZ:                "UTC",
+		Top:               10,
+		MaxDelta:          0,
+		ClientWrites:      true,
+		Public:            false,
+		IdempotencyWindow: Duration(10 * time.Minute),
+	}
+}
+
+// ParseBoard decodes a JSON board config strictly (unknown fields are an
+// error), filling every absent field with its default. id, when not empty,
+// is the board id from the URL: a body naming another id is an error. The
+// result is validated.
+func ParseBoard(id string, body []byte) (Board, error) {
+	b := DefaultBoard(id)
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		return Board{}, fmt.Errorf("%w: %v", ErrInvalidConfig, jsonErrorText(err))
+	}
+	if dec.More() {
+		return Board{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidConfig)
+	}
+	if id != "" && b.ID != id {
+		return Board{}, fmt.Errorf("%w: field id: %q does not match the board in the path %q", ErrInvalidConfig, b.ID, id)
+	}
+	if err := b.Validate(); err != nil {
+		return Board{}, err
+	}
+	return b, nil
+}
+
+func jsonErrorText(err error) string {
+	if te, ok := err.(*json.UnmarshalTypeError); ok && te.Field != "" {
+		return fmt.Sprintf("field %s: wrong type (%s)", te.Field, te.Value)
+	}
+	return err.Error()
+}
+
+// Validate checks every field and returns ErrInvalidConfig (or ErrInvalidBoard
+// for the id) with a message naming the first bad field.
+func (b Board) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: field %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	}
+	if !ValidBoardID(b.ID) {
+		return fmt.Errorf("%w: field id: %q must match [A-Za-z0-9_.-]{1,64}", ErrInvalidBoard, b.ID)
+	}
+	if len([]rune(b.Title)) > MaxTitle {
+		return bad("title", "at most %d characters", MaxTitle)
+	}
+	switch b.Order {
+	case Desc, Asc:
+	default:
+		return bad("order", "%q is not desc or asc", b.Order)
+	}
+	switch b.Mode {
+	case Incr, Best, Set:
+	default:
+		return bad("mode", "%q is not incr, best or set", b.Mode)
+	}
+	switch b.Tiebreak {
+	case First, Last, Shared:
+	default:
+		return bad("tiebreak", "%q is not first, last or shared", b.Tiebreak)
+	}
+	switch b.Reset {
+	case None, Hourly, Daily, Weekly, Monthly:
+	default:
+		return bad("reset", "%q is not none, hourly, daily, weekly or monthly", b.Reset)
+	}
+	if _, err := b.Location(); err != nil {
+		return bad("tz", "unknown time zone %q", b.TZ)
+	}
+	if b.Top < 1 || b.Top > MaxTop {
+		return bad("top", "%d is not within 1..%d", b.Top, MaxTop)
+	}
+	if b.MaxDelta < 0 || b.MaxDelta > MaxScore {
+		return bad("max_delta", "%d is not within 0..2^53-1", b.MaxDelta)
+	}
+	w := time.Duration(b.IdempotencyWindow)
+	if w < MinIdempotencyWindow || w > MaxIdempotencyWindow {
+		return bad("idempotency_window", "%s is not within %s..%s", w, MinIdempotencyWindow, MaxIdempotencyWindow)
+	}
+	return nil
+}
+
+// Location is the board's time zone, in which period boundaries fall.
+func (b Board) Location() (*time.Location, error) {
+	if b.TZ == "" || b.TZ == "UTC" {
+		return time.UTC, nil
+	}
+	return time.LoadLocation(b.TZ)
+}

@@ -1,0 +1,40 @@
+package rank
+
+import "errors"
+
+// Error is a rank failure that maps to one of the wire contract's error codes.
+// Sentinels below are compared with errors.Is; a wrapped sentinel keeps its code,
+// so callers add detail with fmt.Errorf("%w: field order: ...", ErrInvalidConfig).
+type Error struct {
+	code string
+	msg  string
+}
+
+func (e *Error) Error() string { return e.msg }
+
+// Code is the contract's error code (PROTOCOL.md §4), e.g. "unknown_board".
+func (e *Error) Code() string { return e.code }
+
+// The documented failures of a Store. Anything else returned by a Store is an
+// internal error.
+var (
+	ErrUnknownBoard        = &Error{"unknown_board", "unknown board"}
+	ErrInvalidBoard        = &Error{"invalid_board", "invalid board id"}
+	ErrInvalidMember       = &Error{"invalid_member", "invalid member id"}
+	ErrInvalidScore        = &Error{"invalid_score", "invalid score"}
+	ErrOutOfRange          = &Error{"out_of_range", "score would leave the range ±(2^53-1)"}
+	ErrDeltaTooLarge       = &Error{"delta_too_large", "delta or value above the board's max_delta"}
+	ErrIdempotencyConflict = &Error{"idempotency_conflict", "request id already used with a different payload"}
+	ErrBoardClosed         = &Error{"board_closed", "board is closed"}
+	// ErrBadRequest covers an event whose shape does not fit the board:
+	// a delta on a best/set board, a value on an incr board, a bad period.
+	ErrBadRequest = &Error{"bad_request", "bad request"}
+	// ErrInvalidConfig is a board config that fails validation; the wrapping
+	// message names the field.
+	ErrInvalidConfig = &Error{"bad_request", "invalid board config"}
+	// ErrUnavailable means the backing store did not answer; retrying later helps.
+	ErrUnavailable = &Error{"unavailable", "rank store unavailable"}
+)
+
+// IsUnavailable reports whether err means the store could not be reached.
+func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }

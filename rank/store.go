@@ -1,0 +1,185 @@
+// Package rank owns leaderboards: board configs, the Store interface and its
+// two engines (Redis with Lua scripts, and an in-memory skip list), periods,
+// and the conformance suite both engines pass (rank/ranktest).
+package rank
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+)
+
+// Op says which number an event carries.
+type Op uint8
+
+const (
+	OpDelta Op = 1 // "delta": boards with mode incr
+	OpValue Op = 2 // "value": boards with modes best and set
+)
+
+// Event is one score event. ID is the idempotency key within the board (R4).
+type Event struct {
+	Board  string
+	ID     string
+	Member string
+	Name   string // display name to remember for the member; "" keeps the stored one
+	Op     Op
+	Amount int64
+}
+
+// PayloadHash identifies what an event asks for, so a repeated request id with
+// another payload is told apart from a retry (R4). The display name is not
+// part of it: a retry may carry a refreshed token.
+func (e Event) PayloadHash() uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(e.Member))
+	var b [9]byte
+	b[0] = byte(e.Op)
+	binary.BigEndian.PutUint64(b[1:], uint64(e.Amount))
+	h.Write(b[:])
+	return h.Sum64()
+}
+
+// Result is what applying an event produced, read in the same atomic step as
+// the write (R3). A duplicate returns the first result with Duplicate set.
+type Result struct {
+	Board     string
+	Member    string
+	Score     int64
+	Rank      int64 // 1-based
+	PrevRank  int64 // 0: the member was not on the board (null on the wire)
+	PrevScore int64 // meaningful when PrevRank > 0
+	Duplicate bool
+	Seq       int64 // the board's change sequence number of this event
+	Period    int64 // the period index written to (0 for reset none)
+}
+
+// Entry is one ranked member.
+type Entry struct {
+	Rank   int64  `json:"rank"`
+	Member string `json:"member"`
+	Score  int64  `json:"score"`
+	Name   string `json:"name,omitempty"`
+}
+
+// Page is a slice of a board in rank order.
+type Page struct {
+	Board   string
+	Period  int64
+	Offset  int
+	Entries []Entry
+	Total   int64 // members on the board (in this period)
+	Seq     int64 // the board's seq when the page was read
+}
+
+// MemberRank is one member's position and its neighbours.
+type MemberRank struct {
+	Member string
+	Found  bool  // false: not on the board; Rank and Score are then 0
+	Rank   int64 // 1-based
+	Score  int64
+	Name   string
+	// Around holds up to `around` entries above and below the member, the
+	// member's own entry included, in rank order. Empty when not found.
+	Around []Entry
+}
+
+// Ranks is a consistent snapshot of several members of one board.
+type Ranks struct {
+	Board   string
+	Period  int64
+	Members []MemberRank // in the order asked
+	Total   int64
+	Seq     int64
+}
+
+// Store is a leaderboard engine. All methods are safe for concurrent use.
+// Errors are the sentinels of errors.go (wrapped with detail) or internal.
+type Store interface {
+	// PutBoard creates or replaces a board config (validated). Changing the
+	// order, mode or tiebreak of a board that has data is allowed and takes
+	// effect for later events; callers should avoid it.
+	PutBoard(ctx context.Context, b Board) (Board, error)
+	// GetBoard returns ErrUnknownBoard for a board that does not exist.
+	GetBoard(ctx context.Context, id string) (Board, error)
+	// Boards lists every board, sorted by id.
+	Boards(ctx context.Context) ([]Board, error)
+	// DeleteBoard removes the board and every key of its data.
+	DeleteBoard(ctx context.Context, id string) error
+	// Count is the number of members on the board in the current period.
+	Count(ctx context.Context, board string) (int64, error)
+
+	// Apply applies one event atomically and idempotently (R3–R6, R16).
+	// Events submitted in order by one goroutine are applied in that order.
+	Apply(ctx context.Context, e Event) (Result, error)
+
+	// Top reads entries [offset, offset+limit) of a period.
+	Top(ctx context.Context, board string, period PeriodSel, offset, limit int) (Page, error)
+	// Ranks reads several members with `around` neighbours each in one snapshot.
+	Ranks(ctx context.Context, board string, period PeriodSel, members []string, around int) (Ranks, error)
+
+	// Ping reports whether the store answers (for /readyz).
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Check validates an event against its board before any engine touches data
+// (R6, R15): ids, the number's kind for the board's mode, its magnitude and the
+// board's max_delta. Engines call it; callers may call it early.
+func (e Event) Check(b Board) error {
+	if !ValidMemberID(e.Member) {
+		return ErrInvalidMember
+	}
+	if e.ID == "" {
+		return fmt.Errorf("%w: missing request id", ErrBadRequest)
+	}
+	switch {
+	case e.Op == OpDelta && b.Mode != Incr:
+		return fmt.Errorf("%w: board %s has mode %s: send value, not delta", ErrBadRequest, b.ID, b.Mode)
+	case e.Op == OpValue && b.Mode == Incr:
+		return fmt.Errorf("%w: board %s has mode incr: send delta, not value", ErrBadRequest, b.ID)
+	case e.Op != OpDelta && e.Op != OpValue:
+		return fmt.Errorf("%w: event carries neither delta nor value", ErrBadRequest)
+	}
+	if e.Amount > MaxScore || e.Amount < -MaxScore {
+		return ErrInvalidScore
+	}
+	if b.MaxDelta > 0 && (e.Amount > b.MaxDelta || e.Amount < -b.MaxDelta) {
+		return ErrDeltaTooLarge
+	}
+	return nil
+}
+
+// Combine computes a member's new score under mode m (old is ignored when
+// !had). It returns ErrOutOfRange when the result leaves ±MaxScore. The Lua
+// script implements the same function; the conformance suite holds them equal.
+func Combine(b Board, had bool, old int64, e Event) (int64, error) {
+	var n int64
+	switch b.Mode {
+	case Incr:
+		n = e.Amount
+		if had {
+			n = old + e.Amount // both within ±2^53, so no int64 overflow
+		}
+	case Best:
+		n = e.Amount
+		if had && !b.Better(e.Amount, old) {
+			n = old
+		}
+	case Set:
+		n = e.Amount
+	}
+	if n > MaxScore || n < -MaxScore {
+		return 0, ErrOutOfRange
+	}
+	return n, nil
+}
+
+// Better reports whether score a ranks strictly ahead of score b on this board.
+func (b Board) Better(x, y int64) bool {
+	if b.Order == Asc {
+		return x < y
+	}
+	return x > y
+}
