@@ -1,0 +1,276 @@
+package auth
+
+import (
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+func TestVerifyClaims(t *testing.T) {
+	t.Parallel()
+	v := newVerifier(t, Config{Secret: testSecret})
+	exp := testNow.Add(time.Hour).Truncate(time.Second)
+	for _, tc := range []struct {
+		name   string
+		claims map[string]any
+		want   *Error
+		check  func(t *testing.T, p Principal)
+	}{
+		{name: "minimal", claims: valid(nil), check: func(t *testing.T, p Principal) {
+			want := Principal{Member: "alice", Role: Player, Expiry: exp}
+			if !samePrincipal(p, want) {
+				t.Errorf("principal = %+v, want %+v", p, want)
+			}
+		}},
+		{name: "all claims", claims: valid(map[string]any{"role": "admin", "boards": []string{"a", "b"}, "name": "Alice"}),
+			check: func(t *testing.T, p Principal) {
+				want := Principal{Member: "alice", Role: Admin, Boards: []string{"a", "b"}, Name: "Alice", Expiry: exp}
+				if !samePrincipal(p, want) {
+					t.Errorf("principal = %+v, want %+v", p, want)
+				}
+			}},
+
+		// sub
+		{name: "sub missing", claims: valid(map[string]any{"sub": nil}), want: ErrUnauthorized},
+		{name: "sub empty", claims: valid(map[string]any{"sub": ""}), want: ErrUnauthorized},
+		{name: "sub with space", claims: valid(map[string]any{"sub": "al ice"}), want: ErrUnauthorized},
+		{name: "sub with slash", claims: valid(map[string]any{"sub": "a/b"}), want: ErrUnauthorized},
+		{name: "sub non-ascii", claims: valid(map[string]any{"sub": "alïce"}), want: ErrUnauthorized},
+		{name: "sub 65 chars", claims: valid(map[string]any{"sub": strings.Repeat("a", 65)}), want: ErrUnauthorized},
+		{name: "sub 64 chars", claims: valid(map[string]any{"sub": strings.Repeat("a", 64)})},
+		{name: "sub all allowed punctuation", claims: valid(map[string]any{"sub": "a_b.c:d@e-F9"})},
+		{name: "sub number", claims: valid(map[string]any{"sub": 42}), want: ErrUnauthorized},
+
+		// role
+		{name: "role player", claims: valid(map[string]any{"role": "player"}), check: wantRole(Player)},
+		{name: "role spectator", claims: valid(map[string]any{"role": "spectator"}), check: wantRole(Spectator)},
+		{name: "role server", claims: valid(map[string]any{"role": "server"}), check: wantRole(Server)},
+		{name: "role admin", claims: valid(map[string]any{"role": "admin"}), check: wantRole(Admin)},
+		{name: "role empty is player", claims: valid(map[string]any{"role": ""}), check: wantRole(Player)},
+		{name: "role unknown", claims: valid(map[string]any{"role": "root"}), want: ErrUnauthorized},
+		{name: "role wrong case", claims: valid(map[string]any{"role": "Admin"}), want: ErrUnauthorized},
+		{name: "role number", claims: valid(map[string]any{"role": 1}), want: ErrUnauthorized},
+
+		// boards
+		{name: "boards absent is all", claims: valid(nil), check: func(t *testing.T, p Principal) {
+			if p.Boards != nil || !p.MayAccess("x") {
+				t.Errorf("boards = %#v", p.Boards)
+			}
+		}},
+		{name: "boards empty is none", claims: valid(map[string]any{"boards": []string{}}), check: func(t *testing.T, p Principal) {
+			if p.Boards == nil || len(p.Boards) != 0 || p.MayAccess("x") {
+				t.Errorf("boards = %#v", p.Boards)
+			}
+		}},
+		{name: "boards list", claims: valid(map[string]any{"boards": []string{"x"}}), check: func(t *testing.T, p Principal) {
+			if !p.MayAccess("x") || p.MayAccess("y") {
+				t.Errorf("boards = %#v", p.Boards)
+			}
+		}},
+		{name: "boards null", claims: valid(map[string]any{"boards": jsonNull{}}), want: ErrUnauthorized},
+		{name: "boards string", claims: valid(map[string]any{"boards": "x"}), want: ErrUnauthorized},
+		{name: "boards numbers", claims: valid(map[string]any{"boards": []int{1}}), want: ErrUnauthorized},
+
+		// name
+		{name: "name 32 runes", claims: valid(map[string]any{"name": strings.Repeat("é", 32)}), check: func(t *testing.T, p Principal) {
+			if p.Name != strings.Repeat("é", 32) {
+				t.Errorf("name = %q", p.Name)
+			}
+		}},
+		{name: "name 33 runes", claims: valid(map[string]any{"name": strings.Repeat("a", 33)}), want: ErrUnauthorized},
+		{name: "name number", claims: valid(map[string]any{"name": 7}), want: ErrUnauthorized},
+
+		// exp
+		{name: "exp missing", claims: valid(map[string]any{"exp": nil}), want: ErrUnauthorized},
+		{name: "exp string", claims: valid(map[string]any{"exp": "soon"}), want: ErrUnauthorized},
+		{name: "exp passed", claims: valid(map[string]any{"exp": testNow.Add(-time.Minute).Unix()}), want: ErrTokenExpired},
+		{name: "exp at leeway edge", claims: valid(map[string]any{"exp": testNow.Add(-DefaultLeeway).Unix()}), want: ErrTokenExpired},
+		{name: "exp within leeway", claims: valid(map[string]any{"exp": testNow.Add(-3 * time.Second).Unix()})},
+		{name: "expired but bad role", claims: valid(map[string]any{"exp": testNow.Add(-time.Hour).Unix(), "role": "root"}), want: ErrUnauthorized},
+		{name: "expired and not yet valid", claims: valid(map[string]any{"exp": testNow.Add(-time.Hour).Unix(), "nbf": testNow.Add(time.Hour).Unix()}), want: ErrUnauthorized},
+
+		// nbf, iat
+		{name: "nbf future", claims: valid(map[string]any{"nbf": testNow.Add(time.Minute).Unix()}), want: ErrUnauthorized},
+		{name: "nbf within leeway", claims: valid(map[string]any{"nbf": testNow.Add(3 * time.Second).Unix()})},
+		{name: "nbf past", claims: valid(map[string]any{"nbf": testNow.Add(-time.Minute).Unix()})},
+		{name: "iat far future", claims: valid(map[string]any{"iat": testNow.Add(24 * time.Hour).Unix()}), want: ErrUnauthorized},
+		{name: "iat within leeway", claims: valid(map[string]any{"iat": testNow.Add(3 * time.Second).Unix()})},
+		{name: "iat past", claims: valid(map[string]any{"iat": testNow.Add(-time.Minute).Unix()})},
+
+		// iss/aud are not checked when not configured
+		{name: "any iss and aud accepted", claims: valid(map[string]any{"iss": "whoever", "aud": "anyone"})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tok := sign(t, jwt.SigningMethodHS256, testSecret, nil, tc.claims)
+			p, err := verify(t, v, tok)
+			wantErr(t, err, tc.want, tok)
+			if tc.check != nil && err == nil {
+				tc.check(t, p)
+			}
+		})
+	}
+}
+
+// samePrincipal compares principals, times by instant.
+func samePrincipal(a, b Principal) bool {
+	ok := a.Expiry.Equal(b.Expiry)
+	a.Expiry, b.Expiry = time.Time{}, time.Time{}
+	return ok && reflect.DeepEqual(a, b)
+}
+
+// jsonNull marshals as null (a nil map value in valid means "delete").
+type jsonNull struct{}
+
+func (jsonNull) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
+
+func wantRole(r Role) func(*testing.T, Principal) {
+	return func(t *testing.T, p Principal) {
+		t.Helper()
+		if p.Role != r {
+			t.Errorf("role = %q, want %q", p.Role, r)
+		}
+	}
+}
+
+func TestVerifyIssuerAudience(t *testing.T) {
+	t.Parallel()
+	v := newVerifier(t, Config{Secret: testSecret, Issuer: "https://idp.example", Audience: "lb"})
+	for _, tc := range []struct {
+		name   string
+		claims map[string]any
+		want   *Error
+	}{
+		{"match", valid(map[string]any{"iss": "https://idp.example", "aud": "lb"}), nil},
+		{"aud in list", valid(map[string]any{"iss": "https://idp.example", "aud": []string{"other", "lb"}}), nil},
+		{"wrong iss", valid(map[string]any{"iss": "https://evil.example", "aud": "lb"}), ErrUnauthorized},
+		{"missing iss", valid(map[string]any{"aud": "lb"}), ErrUnauthorized},
+		{"wrong aud", valid(map[string]any{"iss": "https://idp.example", "aud": "other"}), ErrUnauthorized},
+		{"missing aud", valid(map[string]any{"iss": "https://idp.example"}), ErrUnauthorized},
+		{"expired with wrong iss", valid(map[string]any{"iss": "x", "aud": "lb", "exp": testNow.Add(-time.Hour).Unix()}), ErrUnauthorized},
+		{"expired otherwise fine", valid(map[string]any{"iss": "https://idp.example", "aud": "lb", "exp": testNow.Add(-time.Hour).Unix()}), ErrTokenExpired},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tok := sign(t, jwt.SigningMethodHS256, testSecret, nil, tc.claims)
+			_, err := verify(t, v, tok)
+			wantErr(t, err, tc.want, tok)
+		})
+	}
+}
+
+func TestVerifyHS256Tokens(t *testing.T) {
+	t.Parallel()
+	v := newVerifier(t, Config{Secret: testSecret})
+	good := sign(t, jwt.SigningMethodHS256, testSecret, nil, valid(nil))
+	parts := strings.Split(good, ".")
+	for _, tc := range []struct {
+		name  string
+		token string
+		want  *Error
+	}{
+		{"good", good, nil},
+		{"empty", "", ErrUnauthorized},
+		{"garbage", "not-a-token", ErrUnauthorized},
+		{"two segments", parts[0] + "." + parts[1], ErrUnauthorized},
+		{"bad base64", parts[0] + ".!!!." + parts[2], ErrUnauthorized},
+		{"too long", good + strings.Repeat("A", maxTokenLen), ErrUnauthorized},
+		{"tampered payload", parts[0] + "." + sign(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-xx"), nil, valid(map[string]any{"role": "admin"}))[len(parts[0])+1:], ErrUnauthorized},
+		{"signature stripped", parts[0] + "." + parts[1] + ".", ErrUnauthorized},
+		{"wrong secret", sign(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-xx"), nil, valid(nil)), ErrUnauthorized},
+		{"HS384 with the secret", sign(t, jwt.SigningMethodHS384, testSecret, nil, valid(nil)), ErrUnauthorized},
+		{"HS512 with the secret", sign(t, jwt.SigningMethodHS512, testSecret, nil, valid(nil)), ErrUnauthorized},
+		{"alg none", unsigned(t, nil, valid(nil)), ErrUnauthorized},
+		{"alg None", unsigned(t, map[string]any{"alg": "None"}, valid(nil)), ErrUnauthorized},
+		{"expired", sign(t, jwt.SigningMethodHS256, testSecret, nil, valid(map[string]any{"exp": testNow.Add(-time.Hour).Unix()})), ErrTokenExpired},
+		{"expired with bad signature", sign(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-xx"), nil, valid(map[string]any{"exp": testNow.Add(-time.Hour).Unix()})), ErrUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := verify(t, v, tc.token)
+			wantErr(t, err, tc.want, tc.token)
+		})
+	}
+}
+
+func TestVerifyInjectedClockAndLeeway(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := testNow
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	v := newVerifier(t, Config{Secret: testSecret, Now: clock, Leeway: time.Minute})
+	tok := sign(t, jwt.SigningMethodHS256, testSecret, nil, valid(map[string]any{"exp": testNow.Add(time.Second).Unix()}))
+	for _, step := range []struct {
+		at   time.Duration
+		want *Error
+	}{
+		{0, nil},
+		{30 * time.Second, nil},             // past exp, inside the minute of leeway
+		{61 * time.Second, ErrTokenExpired}, // past exp + leeway
+	} {
+		mu.Lock()
+		now = testNow.Add(step.at)
+		mu.Unlock()
+		_, err := verify(t, v, tok)
+		wantErr(t, err, step.want, tok)
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string // substring of the error
+	}{
+		{"nothing", Config{}, "exactly one of --jwt-secret, --jwt-public-key, --jwks-url"},
+		{"two", Config{Secret: testSecret, JWKSURL: "https://idp.example/jwks"}, "exactly one"},
+		{"three", Config{Secret: testSecret, PublicKeyPEM: []byte("x"), JWKSURL: "https://idp.example/jwks"}, "exactly one"},
+		{"short secret", Config{Secret: []byte("short")}, "--jwt-secret is 5 bytes, need at least 32"},
+		{"negative leeway", Config{Secret: testSecret, Leeway: -time.Second}, "negative leeway"},
+		{"not PEM", Config{PublicKeyPEM: []byte("hello")}, "--jwt-public-key: no PEM public key found"},
+		{"jwks not a URL", Config{JWKSURL: "idp.example/jwks"}, "--jwks-url"},
+		{"jwks ftp", Config{JWKSURL: "ftp://idp.example/jwks"}, "--jwks-url"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := New(t.Context(), tc.cfg)
+			if err == nil || !strings.HasPrefix(err.Error(), "auth: ") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestVerifyConcurrent shares one Verifier between goroutines (run with -race).
+func TestVerifyConcurrent(t *testing.T) {
+	t.Parallel()
+	v := newVerifier(t, Config{Secret: testSecret})
+	good := sign(t, jwt.SigningMethodHS256, testSecret, nil, valid(nil))
+	bad := sign(t, jwt.SigningMethodHS256, testSecret, nil, valid(map[string]any{"role": "root"}))
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			for range 50 {
+				tok, wantOK := good, true
+				if i%2 == 1 {
+					tok, wantOK = bad, false
+				}
+				if _, err := v.Verify(t.Context(), tok); (err == nil) != wantOK {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent verify: %v", err)
+	}
+}
