@@ -1,0 +1,517 @@
+package web
+
+// Browser end-to-end tests: the real gateway binary (built from
+// ./cmd/wsgateway, run with --dev), Debian's chromium driven by chromedp, and
+// assertions only on observed DOM state, polled with deadlines. Screenshots go
+// to $LB_TESTOUT/web (default <repo>/testout/web).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/wsgateway/wsgateway/internal/testenv"
+)
+
+func TestBrowser(t *testing.T) {
+	chrome := testenv.Chromium(t)
+	root := repoRoot(t)
+	bin := buildGateway(t, root)
+	out := testOut(t, root)
+
+	gw := startGateway(t, bin, testenv.FreePort(t))
+	b := newBrowser(t, chrome)
+
+	t.Run("spectator", func(t *testing.T) { testSpectator(t, b, gw, out) })
+	t.Run("player", func(t *testing.T) { testPlayer(t, b, gw, out) })
+	t.Run("board list", func(t *testing.T) { testBoardList(t, b, gw, out) })
+	t.Run("reconnect after restart", func(t *testing.T) { testReconnect(t, b, gw, out) })
+}
+
+// testSpectator: the page shows a board's entries, then follows a new leader
+// scored through another connection without a reload, and a followed member's view.
+func testSpectator(t *testing.T, b *browser, gw *gateway, out string) {
+	admin := gw.token(t, "ops", "admin")
+	gw.score(t, admin, "cup", map[string]int64{"alice": 30, "bob": 20, "carol": 10})
+
+	tab := b.tab(t)
+	tab.run(t, chromedp.Navigate(gw.url+"/?board=cup"))
+	tab.waitFor(t, 10*time.Second, "the board's entries", `members() === "alice,bob,carol"`)
+	tab.waitFor(t, 2*time.Second, "total and status", `text("#total") === "3" && attr("#conn", "data-status") === "open"`)
+	tab.waitFor(t, 2*time.Second, "time since the last frame", `/ago$/.test(text("#age"))`)
+	tab.shot(t, out, "spectator-1-board")
+
+	// A new leader scored over REST (another connection): the live table
+	// follows within a second, without a reload.
+	tab.js(t, `window.__sameDocument = true`)
+	start := time.Now()
+	gw.score(t, admin, "cup", map[string]int64{"dave": 100})
+	tab.waitFor(t, time.Second, "dave leading within a second", `members() === "dave,alice,bob,carol" && text("#total") === "4"`)
+	t.Logf("new leader shown %v after the score was acknowledged", time.Since(start).Round(time.Millisecond))
+	tab.waitFor(t, time.Second, "no reload", `window.__sameDocument === true`)
+	tab.shot(t, out, "spectator-2-new-leader")
+
+	// Follow bob by clicking his name; carol then overtakes him.
+	tab.run(t, chromedp.Click(chromedp.CSS(`#rows tr[data-member="bob"] button.pick`)))
+	tab.waitFor(t, 5*time.Second, "bob's view", `!q("#view").hidden && text("#view-rank") === "#3" && text("#view-score") === "20"`)
+	gw.score(t, admin, "cup", map[string]int64{"carol": 15})
+	tab.waitFor(t, 5*time.Second, "bob overtaken", `text("#view-rank") === "#4" && members("#view-rows").includes("carol,bob")`)
+	tab.shot(t, out, "spectator-3-follow")
+
+	// Phone width: nothing wider than the screen.
+	tab.run(t, chromedp.EmulateViewport(390, 844))
+	tab.waitFor(t, 5*time.Second, "no horizontal overflow at phone width", `document.documentElement.scrollWidth <= window.innerWidth`)
+	tab.shot(t, out, "spectator-4-phone")
+	tab.checkNoErrors(t)
+}
+
+// testPlayer: choose a name, score with a click, see the ack's rank, be
+// overtaken, score again.
+func testPlayer(t *testing.T, b *browser, gw *gateway, out string) {
+	admin := gw.token(t, "ops", "admin")
+	tab := b.tab(t)
+	tab.run(t, chromedp.Navigate(gw.url+"/play?board=arena"))
+	tab.run(t,
+		chromedp.WaitVisible(chromedp.CSS(`#name-input`)),
+		chromedp.SendKeys(chromedp.CSS(`#name-input`), "Zoe Q"),
+		chromedp.Click(chromedp.CSS(`#join-btn`)),
+	)
+	tab.waitFor(t, 10*time.Second, "connected", `attr("#conn", "data-status") === "open"`)
+	tab.run(t, chromedp.Click(chromedp.CSS(`.pad button[data-delta="10"]`)))
+	tab.waitFor(t, 5*time.Second, "the ack's rank", `text("#ack-rank") === "#1" && text("#ack-score") === "10"`)
+	tab.waitFor(t, 5*time.Second, "the live view", `text("#my-rank") === "#1" && members("#around-rows") === "zoe-q"`)
+
+	gw.score(t, admin, "arena", map[string]int64{"rival": 50})
+	tab.waitFor(t, 5*time.Second, "the overtaken notice",
+		`!q("#overtaken").hidden && attr("#overtaken", "role") === "alert" && text("#overtaken").includes("rival overtook you") && text("#my-rank") === "#2"`)
+	tab.shot(t, out, "player-1-overtaken")
+
+	// The custom delta, typed and sent with the keyboard.
+	tab.js(t, `document.querySelector("#custom-input").value = ""`)
+	tab.run(t, chromedp.SendKeys(chromedp.CSS(`#custom-input`), "45\r"))
+	tab.waitFor(t, 5*time.Second, "back in the lead", `text("#ack-rank") === "#1" && text("#ack-score") === "55" && text("#pending") === "all acknowledged" && q("#overtaken").hidden`)
+	tab.waitFor(t, 5*time.Second, "top 10", `members("#top-rows") === "zoe-q,rival"`)
+	tab.shot(t, out, "player-2-lead")
+	tab.checkNoErrors(t)
+}
+
+// testBoardList: without ?board the page lists boards to pick from.
+func testBoardList(t *testing.T, b *browser, gw *gateway, out string) {
+	tab := b.tab(t)
+	tab.run(t, chromedp.Navigate(gw.url+"/"))
+	tab.waitFor(t, 10*time.Second, "the board list", `[...document.querySelectorAll("#boards a")].some(a => a.getAttribute("href").startsWith("/?board=cup"))`)
+	tab.shot(t, out, "spectator-0-boards")
+	tab.run(t, chromedp.Click(chromedp.CSS(`#boards a[href^="/?board=cup"]`)))
+	tab.waitFor(t, 10*time.Second, "the picked board", `text("#title") === "cup" && members().startsWith("dave,alice")`)
+	tab.checkNoErrors(t)
+}
+
+// testReconnect: the gateway restarts (new process, new dev secret, empty
+// memory engine); the page reconnects with a fresh token and resumes the
+// live table.
+func testReconnect(t *testing.T, b *browser, gw *gateway, out string) {
+	gw.score(t, gw.token(t, "ops", "admin"), "live", map[string]int64{"before": 5})
+	tab := b.tab(t)
+	tab.run(t, chromedp.Navigate(gw.url+"/?board=live"))
+	tab.waitFor(t, 10*time.Second, "the first table", `members() === "before" && attr("#conn", "data-status") === "open"`)
+
+	gw.stop(t)
+	tab.waitFor(t, 15*time.Second, "the page noticing", `attr("#conn", "data-status") !== "open"`)
+	tab.shot(t, out, "reconnect-1-down")
+
+	gw.start(t)
+	gw.score(t, gw.token(t, "ops", "admin"), "live", map[string]int64{"after": 9})
+	tab.waitFor(t, 20*time.Second, "the live table resumed", `members() === "after" && attr("#conn", "data-status") === "open"`)
+	gw.score(t, gw.token(t, "ops", "admin"), "live", map[string]int64{"later": 12})
+	tab.waitFor(t, 5*time.Second, "live frames after the reconnect", `members() === "later,after"`)
+	tab.shot(t, out, "reconnect-2-resumed")
+	tab.checkNoErrors(t)
+}
+
+// --- the browser ---
+
+type browser struct {
+	ctx context.Context
+}
+
+func newBrowser(t *testing.T, chrome string) *browser {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chrome),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 900),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		cancel()
+		cancelAlloc()
+		t.Fatalf("start chromium: %v", err)
+	}
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	return &browser{ctx: ctx}
+}
+
+type tab struct {
+	ctx  context.Context
+	mu   sync.Mutex
+	msgs []chromedp.ConsoleMessage // everything the page's console showed
+}
+
+func (b *browser) tab(t *testing.T) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	tb := &tab{ctx: ctx}
+	messages := chromedp.Console(ctx) // subscribed before the first navigation
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			tb.mu.Lock()
+			if len(tb.msgs) < 1000 {
+				tb.msgs = append(tb.msgs, m)
+			}
+			tb.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return tb
+}
+
+func (tb *tab) run(t *testing.T, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("chromedp: %v", err)
+	}
+}
+
+// js runs a statement in the page.
+func (tb *tab) js(t *testing.T, stmt string) {
+	t.Helper()
+	if _, err := tb.eval("(() => { " + stmt + "; return ''; })()"); err != nil {
+		t.Fatalf("js %s: %v", stmt, err)
+	}
+}
+
+func (tb *tab) eval(expr string) (string, error) {
+	ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+}
+
+// helpers are defined in the page before each check: q, text, attr, and
+// members (the data-member order of a table body, #rows by default).
+const helpers = `const q = (s) => document.querySelector(s);
+const text = (s) => (q(s)?.textContent ?? "").trim();
+const attr = (s, a) => q(s)?.getAttribute(a) ?? "";
+const members = (s = "#rows") => [...document.querySelectorAll(s + " tr")].map((r) => r.dataset.member).join(",");
+`
+
+// waitFor polls a JS condition until it holds or the deadline passes.
+func (tb *tab) waitFor(t *testing.T, within time.Duration, what, cond string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	expr := "(() => { " + helpers + " try { return String(!!(" + cond + ")); } catch (e) { return String(e); } })()"
+	for {
+		got, err := tb.eval(expr)
+		if err == nil && got == "true" {
+			return
+		}
+		if time.Now().After(deadline) {
+			state, _ := tb.eval(`(() => { ` + helpers + ` return JSON.stringify({rows: members(), status: attr("#conn", "data-status"), notice: text("#notice"), total: text("#total"), view: text("#view-rank"), ack: text("#ack-rank") + " " + text("#ack-score"), ackline: text("#ackline"), overtaken: text("#overtaken")}); })()`)
+			t.Fatalf("waiting %v for %s (%s): got %q, err %v; page state %s; console:\n%s", within, what, cond, got, err, state, tb.console())
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not a wait for an outcome
+	}
+}
+
+func (tb *tab) shot(t *testing.T, dir, name string) {
+	t.Helper()
+	// Let short animations (row moves, highlights) finish so the picture shows
+	// the settled page; a page that never settles is still photographed.
+	settle := time.Now().Add(3 * time.Second)
+	for time.Now().Before(settle) {
+		got, err := tb.eval(`String(document.getAnimations().every((a) => a.playState !== "running" || !(a.effect?.getTiming().duration <= 1500)))`)
+		if err != nil || got == "true" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	path := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot %s", path)
+}
+
+func (tb *tab) console() string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	var b strings.Builder
+	for _, m := range tb.msgs {
+		fmt.Fprintf(&b, "  [%s] %s\n", m.Source, m)
+	}
+	return b.String()
+}
+
+// checkNoErrors fails on uncaught exceptions, console.error calls and CSP
+// violations. Network errors of the browser log (a WebSocket refused while
+// the gateway restarts) are expected and only logged.
+func (tb *tab) checkNoErrors(t *testing.T) {
+	t.Helper()
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	for _, m := range tb.msgs {
+		bad := m.IsException() ||
+			(m.Type == chromedp.ConsoleError && m.Source == "") ||
+			m.Source == "security" ||
+			strings.Contains(m.Text, "Content Security Policy")
+		if bad {
+			t.Errorf("page error: %s", m)
+		} else {
+			t.Logf("page console: [%s] %s", m.Source, m)
+		}
+	}
+}
+
+// --- the gateway process ---
+
+type gateway struct {
+	bin, addr, url string
+	logs           *syncBuffer
+	cmd            *exec.Cmd
+	done           chan struct{}
+}
+
+func startGateway(t *testing.T, bin string, port int) *gateway {
+	t.Helper()
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	gw := &gateway{bin: bin, addr: addr, url: "http://" + addr, logs: &syncBuffer{}}
+	t.Cleanup(func() {
+		gw.kill()
+		if t.Failed() {
+			t.Logf("gateway log (tail):\n%s", gw.logs.tail(6000))
+		}
+	})
+	gw.start(t)
+	return gw
+}
+
+// start runs the binary and waits until /healthz answers.
+func (gw *gateway) start(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command(gw.bin, "--dev", "--addr", gw.addr, "--top-interval", "100ms", "--node-id", "browser-test", "--drain-timeout", "2s")
+	cmd.Stdout, cmd.Stderr = gw.logs, gw.logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(os.Environ(), "LB_JWT_SECRET=") // a random dev secret per start
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start gateway: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	gw.cmd, gw.done = cmd, done
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case <-done:
+			t.Fatalf("gateway exited at start; log:\n%s", gw.logs.tail(4000))
+		default:
+		}
+		res, err := http.Get(gw.url + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gateway did not answer /healthz: %v; log:\n%s", err, gw.logs.tail(4000))
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// stop is SIGTERM and the wait for the exit (R14 drains within the timeout).
+func (gw *gateway) stop(t *testing.T) {
+	t.Helper()
+	if gw.cmd == nil {
+		return
+	}
+	syscall.Kill(-gw.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-gw.done:
+	case <-time.After(15 * time.Second):
+		t.Errorf("gateway did not exit 15s after SIGTERM")
+		gw.kill()
+	}
+	gw.cmd = nil
+}
+
+func (gw *gateway) kill() {
+	if gw.cmd == nil {
+		return
+	}
+	syscall.Kill(-gw.cmd.Process.Pid, syscall.SIGKILL)
+	<-gw.done
+	gw.cmd = nil
+}
+
+func (gw *gateway) post(t *testing.T, path, token string, body any, into any) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, gw.url+path, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	rb, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %d %s", path, res.StatusCode, rb)
+	}
+	if err := json.Unmarshal(rb, into); err != nil {
+		t.Fatalf("POST %s: %v in %s", path, err, rb)
+	}
+}
+
+func (gw *gateway) token(t *testing.T, sub, role string) string {
+	t.Helper()
+	var got struct{ Token string }
+	gw.post(t, "/api/v1/dev/token", "", map[string]string{"sub": sub, "role": role}, &got)
+	if got.Token == "" {
+		t.Fatal("dev token: empty")
+	}
+	return got.Token
+}
+
+// score sends one delta per member over REST and checks every result is an ack.
+func (gw *gateway) score(t *testing.T, token, board string, deltas map[string]int64) {
+	t.Helper()
+	var events []map[string]any
+	for m, d := range deltas {
+		events = append(events, map[string]any{"id": fmt.Sprintf("bt-%s-%d", m, time.Now().UnixNano()), "member": m, "delta": d})
+	}
+	var results []map[string]any
+	gw.post(t, "/api/v1/boards/"+board+"/scores", token, events, &results)
+	for i, r := range results {
+		if _, failed := r["error"]; failed || r["rank"] == nil {
+			t.Fatalf("score %v: %v", events[i], r)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.b.Len() > 1<<20 { // bounded: keep the recent half
+		keep := append([]byte(nil), s.b.Bytes()[s.b.Len()/2:]...)
+		s.b.Reset()
+		s.b.Write(keep)
+	}
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) tail(n int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.b.Bytes()
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// --- paths and the build ---
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+}
+
+func testOut(t *testing.T, root string) string {
+	t.Helper()
+	base := os.Getenv("LB_TESTOUT")
+	if base == "" {
+		base = filepath.Join(root, "testout")
+	}
+	dir := filepath.Join(base, "web")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func buildGateway(t *testing.T, root string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "wsgateway")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/wsgateway")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/wsgateway: %v\n%s", err, out)
+	}
+	return bin
+}

@@ -1,0 +1,363 @@
+// Unit tests of lb-client.js under Node's test runner, with a fake WebSocket
+// and a fake clock injected (Node 20 has no global WebSocket). Run by
+// TestClientJS in web_test.go, or directly: node --test web/client_test.mjs
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { LBClient, LBError } from './static/lb-client.js';
+
+// Clock is a manual timer queue: nothing fires until advance().
+class Clock {
+  constructor() {
+    this.t = 1_700_000_000_000;
+    this.timers = new Map();
+    this.seq = 0;
+    this.setTimeout = (f, ms) => {
+      const id = ++this.seq;
+      this.timers.set(id, { at: this.t + ms, f });
+      return id;
+    };
+    this.clearTimeout = (id) => this.timers.delete(id);
+    this.now = () => this.t;
+  }
+  async advance(ms) {
+    const end = this.t + ms;
+    for (;;) {
+      let next = null;
+      for (const [id, x] of this.timers) if (x.at <= end && (!next || x.at < next[1].at)) next = [id, x];
+      if (!next) break;
+      this.timers.delete(next[0]);
+      this.t = next[1].at;
+      next[1].f();
+      await flush();
+    }
+    this.t = end;
+    await flush();
+  }
+}
+
+// flush lets pending promise callbacks (the client's async token step) run.
+const flush = () => new Promise((r) => setImmediate(r));
+
+// fakeServer records every socket the client opens; each socket is driven by
+// the test: accept() sends welcome, push() a frame, drop() an abrupt close.
+function fakeServer(clock) {
+  const server = { sockets: [] };
+  server.WebSocket = class FakeWS {
+    constructor(url, protocols) {
+      this.url = url;
+      this.protocols = protocols;
+      this.readyState = 0;
+      this.sent = [];
+      server.sockets.push(this);
+    }
+    send(data) {
+      if (this.readyState !== 1) throw new Error('InvalidStateError');
+      this.sent.push(JSON.parse(data));
+    }
+    close(code = 1000, reason = '') {
+      if (this.readyState === 3) return;
+      this.readyState = 3;
+      this.onclose?.({ code, reason });
+    }
+    accept(extra = {}) {
+      this.readyState = 1;
+      this.onopen?.({});
+      this.push({
+        type: 'welcome', member: 'alice', role: 'player', node: 'n1',
+        server_time: clock.now(), exp: Math.floor(clock.now() / 1000) + 3600,
+        limits: { max_message: 4096, rate: 50 }, ...extra,
+      });
+    }
+    push(obj) {
+      this.onmessage?.({ data: JSON.stringify(obj) });
+    }
+    drop(code = 1006) {
+      this.readyState = 3;
+      this.onclose?.({ code, reason: '' });
+    }
+    take() {
+      const s = this.sent;
+      this.sent = [];
+      return s;
+    }
+  };
+  server.last = () => server.sockets[server.sockets.length - 1];
+  return server;
+}
+
+function setup(opts = {}) {
+  const clock = new Clock();
+  const server = fakeServer(clock);
+  const lb = new LBClient({
+    url: 'ws://gw.test/ws', token: 'tok', WebSocket: server.WebSocket,
+    setTimeout: clock.setTimeout, clearTimeout: clock.clearTimeout, now: clock.now,
+    random: () => 0.5, idPrefix: 't', ...opts,
+  });
+  return { clock, server, lb };
+}
+
+async function connected(opts) {
+  const env = setup(opts);
+  env.lb.connect();
+  await flush();
+  env.server.last().accept();
+  return env;
+}
+
+test('token travels as the bearer subprotocol; nothing is sent before welcome', async () => {
+  const { server, lb } = setup();
+  lb.connect();
+  await flush();
+  const ws = server.last();
+  assert.equal(ws.url, 'ws://gw.test/ws');
+  assert.deepEqual(ws.protocols, ['lb.v1', 'bearer.tok']);
+  const p = lb.page('b1', { limit: 5 });
+  ws.readyState = 1;
+  assert.deepEqual(ws.sent, [], 'a request waits for welcome');
+  ws.accept();
+  assert.equal(lb.status, 'open');
+  assert.equal(lb.welcome.member, 'alice');
+  const [req] = ws.take();
+  assert.deepEqual(req, { type: 'page', board: 'b1', offset: 0, limit: 5, id: req.id });
+  ws.push({ type: 'page', id: req.id, board: 'b1', offset: 0, entries: [], total: 0 });
+  assert.equal((await p).total, 0);
+});
+
+test('replies are matched to requests by id; errors reject with the code', async () => {
+  const { server, lb } = await connected();
+  const ws = server.last();
+  const a = lb.rank('b1', 'bob');
+  const b = lb.rank('b1', 'carol');
+  const c = lb.page('nope');
+  const [ra, rb, rc] = ws.take();
+  assert.notEqual(ra.id, rb.id);
+  for (const r of [ra, rb, rc]) assert.match(r.id, /^[A-Za-z0-9_.:-]{1,64}$/);
+  // Answer out of order: matching is by id, not by position.
+  ws.push({ type: 'rank', id: rb.id, board: 'b1', member: 'carol', rank: 2, score: 5, around: [] });
+  ws.push({ type: 'error', id: rc.id, code: 'unknown_board', message: 'no such board' });
+  ws.push({ type: 'rank', id: ra.id, board: 'b1', member: 'bob', rank: 1, score: 9, around: [] });
+  assert.equal((await a).member, 'bob');
+  assert.equal((await b).member, 'carol');
+  await assert.rejects(c, (err) => err instanceof LBError && err.code === 'unknown_board');
+});
+
+test('reconnect backs off exponentially with jitter, capped, reset by welcome', async () => {
+  const { clock, server, lb } = setup({ minDelay: 100, maxDelay: 1000 });
+  const delays = [];
+  lb.on('reconnecting', (r) => delays.push(r.delay));
+  lb.connect();
+  await flush();
+  for (let i = 0; i < 6; i++) {
+    const before = server.sockets.length;
+    server.last().drop();
+    assert.equal(lb.status, 'reconnecting');
+    const d = delays[delays.length - 1];
+    await clock.advance(d - 1);
+    assert.equal(server.sockets.length, before, `attempt ${i}: no dial before the delay`);
+    await clock.advance(1);
+    assert.equal(server.sockets.length, before + 1, `attempt ${i}: dial after the delay`);
+  }
+  // random() = 0.5: three quarters of min(max, min·2^n).
+  assert.deepEqual(delays, [75, 150, 300, 600, 750, 750]);
+  server.last().accept();
+  server.last().drop();
+  assert.equal(delays[delays.length - 1], 75, 'a welcome resets the backoff');
+});
+
+test('jitter stays within [base/2, base]', () => {
+  for (const [r, want] of [[0, 500], [0.999999, 1000]]) {
+    const { lb } = setup({ minDelay: 1000, random: () => r });
+    assert.equal(lb._backoff(0), want);
+  }
+});
+
+test('an unacknowledged score is re-sent with the same id after a reconnect', async () => {
+  const { clock, server, lb } = await connected();
+  const ws1 = server.last();
+  const acked = lb.score('b1', { delta: 5 });
+  const lost = lb.score('b1', { delta: 7 });
+  const [s1, s2] = ws1.take();
+  ws1.push({ type: 'ack', id: s1.id, board: 'b1', member: 'alice', score: 5, rank: 1, prev_rank: null, duplicate: false, seq: 1 });
+  assert.equal((await acked).score, 5);
+  assert.equal(lb.unackedScores, 1);
+  ws1.drop();
+  const queued = lb.score('b1', { value: 3, id: 'mine-1' }); // while down: queued
+  await clock.advance(1000);
+  const ws2 = server.last();
+  assert.notEqual(ws2, ws1);
+  ws2.accept();
+  const resent = ws2.take();
+  assert.deepEqual(resent, [s2, { type: 'score', board: 'b1', value: 3, id: 'mine-1' }],
+    'only the unanswered scores, same ids and payloads, in order');
+  ws2.push({ type: 'ack', id: s2.id, board: 'b1', member: 'alice', score: 12, rank: 1, prev_rank: 1, duplicate: true, seq: 2 });
+  const ack = await lost;
+  assert.equal(ack.duplicate, true);
+  ws2.push({ type: 'error', id: 'mine-1', code: 'bad_request', message: 'value on an incr board' });
+  await assert.rejects(queued, { code: 'bad_request' });
+  assert.equal(lb.unackedScores, 0);
+});
+
+test('a rate-limited score is retried after retry_after_ms with the same id', async () => {
+  const { clock, server, lb } = await connected();
+  const ws = server.last();
+  const p = lb.score('b1', { delta: 1 });
+  const [s] = ws.take();
+  ws.push({ type: 'error', id: s.id, code: 'rate_limited', message: 'slow down', retry_after_ms: 400 });
+  await clock.advance(399);
+  assert.deepEqual(ws.take(), []);
+  await clock.advance(400); // up to 1.25× with random 0.5
+  assert.deepEqual(ws.take(), [s]);
+  ws.push({ type: 'ack', id: s.id, board: 'b1', member: 'alice', score: 1, rank: 1, prev_rank: null, duplicate: false, seq: 3 });
+  assert.equal((await p).rank, 1);
+});
+
+test('scores that are not safe integers are refused before sending', async () => {
+  const { server, lb } = await connected();
+  for (const bad of [{ delta: 1.5 }, { delta: 2 ** 53 }, { value: '3' }, {}, { delta: 1, value: 1 }]) {
+    await assert.rejects(lb.score('b1', bad), { code: 'invalid_score' }, JSON.stringify(bad));
+  }
+  assert.deepEqual(server.last().take(), []);
+});
+
+test('subscriptions are re-sent after a reconnect; frames only for subscribed boards', async () => {
+  const { clock, server, lb } = await connected();
+  const tops = [];
+  const views = [];
+  lb.on('top', (f) => tops.push(f));
+  lb.on('view', (f) => views.push(f));
+  const ws1 = server.last();
+  const subA = lb.subscribe('a', { top: 10, around: 2, member: 'bob' });
+  const subB = lb.subscribe('b', { top: 5 });
+  const [ra, rb] = ws1.take();
+  assert.deepEqual(ra, { type: 'subscribe', board: 'a', top: 10, around: 2, member: 'bob', id: ra.id });
+  ws1.push({ type: 'subscribed', id: ra.id, board: 'a' });
+  ws1.push({ type: 'subscribed', id: rb.id, board: 'b' });
+  await subA;
+  await subB;
+  ws1.push({ type: 'top', board: 'a', seq: 1, entries: [], total: 0, ts: 1 });
+  const unsub = lb.unsubscribe('b');
+  const [ru] = ws1.take();
+  ws1.push({ type: 'top', board: 'b', seq: 1, entries: [], total: 0, ts: 1 }); // in flight: dropped
+  ws1.push({ type: 'unsubscribed', id: ru.id, board: 'b' });
+  await unsub;
+  ws1.drop();
+  await clock.advance(1000);
+  const ws2 = server.last();
+  ws2.accept();
+  const again = ws2.take();
+  assert.equal(again.length, 1, 'only board a: b was given up');
+  assert.deepEqual({ ...again[0], id: undefined }, { type: 'subscribe', board: 'a', top: 10, around: 2, member: 'bob', id: undefined });
+  ws2.push({ type: 'subscribed', id: again[0].id, board: 'a' });
+  ws2.push({ type: 'top', board: 'a', seq: 1, entries: [{ rank: 1, member: 'bob', score: 3 }], total: 1, ts: 2 });
+  ws2.push({ type: 'view', board: 'a', member: 'bob', rank: 1, score: 3, around: [], seq: 1, ts: 2 });
+  assert.deepEqual(tops.map((f) => [f.board, f.total]), [['a', 0], ['a', 1]]);
+  assert.equal(views.length, 1);
+  assert.ok(lb.lastFrameAt > 0);
+});
+
+test('a token function refreshes the token with auth before it expires', async () => {
+  const calls = [];
+  let n = 0;
+  const token = (info) => {
+    calls.push(info);
+    return 'tok' + ++n;
+  };
+  const { clock, server, lb } = setup({ token, refreshBefore: 60_000 });
+  lb.connect();
+  await flush();
+  const ws = server.last();
+  assert.deepEqual(ws.protocols, ['lb.v1', 'bearer.tok1']);
+  ws.accept({ exp: Math.floor(clock.now() / 1000) + 300 });
+  await clock.advance(240_000 - 1);
+  assert.deepEqual(ws.take(), [], 'not before exp − refreshBefore');
+  await clock.advance(1);
+  const [auth] = ws.take();
+  assert.deepEqual(auth, { type: 'auth', token: 'tok2', id: auth.id });
+  assert.equal(calls[1].refresh, true);
+  const newExp = Math.floor(clock.now() / 1000) + 600;
+  ws.push({ type: 'authed', id: auth.id, exp: newExp });
+  await flush();
+  assert.equal(lb.exp, newExp);
+  // Expired anyway (4001): the next attempt asks for a fresh token.
+  ws.drop(4001);
+  await clock.advance(1000);
+  assert.deepEqual({ ...calls[2] }, { attempt: 1, lastCode: 4001, welcomed: true, refresh: false });
+  assert.deepEqual(server.last().protocols, ['lb.v1', 'bearer.tok3']);
+  // Refused before welcome (a 401 shows as 1006): the function is told so.
+  server.last().drop(1006);
+  await clock.advance(1000);
+  assert.deepEqual({ ...calls[3] }, { attempt: 2, lastCode: 1006, welcomed: false, refresh: false });
+});
+
+test('auth(token) with a fixed token sends it and uses it for reconnects', async () => {
+  const { clock, server, lb } = await connected();
+  const ws = server.last();
+  const p = lb.auth('fresh');
+  const [a] = ws.take();
+  assert.deepEqual(a, { type: 'auth', token: 'fresh', id: a.id });
+  ws.push({ type: 'authed', id: a.id, exp: 42 });
+  assert.equal((await p).exp, 42);
+  assert.equal(lb.exp, 42);
+  ws.drop();
+  await clock.advance(1000);
+  assert.deepEqual(server.last().protocols, ['lb.v1', 'bearer.fresh']);
+});
+
+test('close() rejects what is pending and stops reconnecting; 4003 stops too', async () => {
+  {
+    const { clock, server, lb } = await connected();
+    const p = lb.score('b1', { delta: 1 });
+    lb.close();
+    await assert.rejects(p, { code: 'closed' });
+    assert.equal(lb.status, 'closed');
+    await clock.advance(60_000);
+    assert.equal(server.sockets.length, 1);
+    await assert.rejects(lb.page('b1'), { code: 'closed' });
+  }
+  {
+    const { clock, server, lb } = await connected();
+    const p = lb.page('b1');
+    server.last().drop(4003);
+    await assert.rejects(p, { code: 'forbidden' });
+    await clock.advance(60_000);
+    assert.equal(server.sockets.length, 1);
+  }
+});
+
+test('reads time out; scores do not; pending requests are bounded', async () => {
+  const { clock, server, lb } = await connected({ requestTimeout: 500, maxPending: 3 });
+  const read = lb.page('b1');
+  const s = lb.score('b1', { delta: 1 });
+  const third = lb.rank('b1', 'x');
+  await assert.rejects(lb.rank('b1', 'y'), { code: 'too_many_pending' });
+  const timedOut = [assert.rejects(read, { code: 'timeout' }), assert.rejects(third, { code: 'timeout' })];
+  await clock.advance(500);
+  await Promise.all(timedOut);
+  assert.equal(lb.unackedScores, 1);
+  const sc = server.last().take().find((m) => m.type === 'score');
+  server.last().push({ type: 'ack', id: sc.id, board: 'b1', member: 'alice', score: 1, rank: 1, prev_rank: null, duplicate: false, seq: 1 });
+  assert.equal((await s).score, 1);
+});
+
+test('a listener that throws does not break the client', async () => {
+  const { server, lb } = await connected();
+  const ws = server.last();
+  const origError = console.error;
+  console.error = () => {};
+  try {
+    lb.on('top', () => {
+      throw new Error('boom');
+    });
+    const sub = lb.subscribe('a', { top: 3 });
+    const [r] = ws.take();
+    ws.push({ type: 'subscribed', id: r.id, board: 'a' });
+    await sub;
+    ws.push({ type: 'top', board: 'a', seq: 1, entries: [], total: 0, ts: 1 });
+    const p = lb.page('a');
+    const [q] = ws.take();
+    ws.push({ type: 'page', id: q.id, board: 'a', offset: 0, entries: [], total: 7 });
+    assert.equal((await p).total, 7);
+  } finally {
+    console.error = origError;
+  }
+});

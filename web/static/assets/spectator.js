@@ -1,0 +1,144 @@
+// The spectator page: a board picker without ?board=, else the board's live
+// top-N, its member count, the connection status and a followed member's view.
+import { LBClient } from '/lb-client.js';
+import { RankTable } from './board.js';
+import {
+  ago, bindStatus, boardParam, dev, el, fragmentToken, link, listBoards, num, randomTag,
+  tokenSource, validBoard,
+} from './common.js';
+
+const $ = (id) => document.getElementById(id);
+const board = boardParam();
+const topN = Math.min(100, Math.max(1, parseInt(new URLSearchParams(location.search).get('top'), 10) || 10));
+const tokens = tokenSource({ sub: 'spectator-' + randomTag(6), role: 'spectator', name: 'Spectator' });
+
+function notice(text, info = true) {
+  const n = $('notice');
+  n.textContent = text || '';
+  n.hidden = !text;
+  n.classList.toggle('info', info);
+}
+
+if (!dev && !fragmentToken()) {
+  notice('This page needs a token: add #token=<your JWT> to the address. ' +
+    'The token stays in the fragment, which the browser never sends to a server.');
+}
+
+if (board) showBoard(board);
+else showPicker();
+
+async function showPicker() {
+  $('picker').hidden = false;
+  $('conn').hidden = true; // nothing is connected on the picker
+  $('play-link').hidden = true;
+  $('play-sep').hidden = true;
+  $('open-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const b = $('open-input').value.trim();
+    if (validBoard(b)) location.assign(link('/', { board: b }));
+  });
+  $('open-input').focus();
+  if (!dev && !fragmentToken()) return;
+  try {
+    const boards = await listBoards(await tokens({}));
+    const ul = $('boards');
+    for (const b of boards) {
+      const count = b.members ?? b.member_count ?? b.total ?? b.count;
+      ul.append(el('li', {},
+        el('a', { href: link('/', { board: b.id }) },
+          el('span', { class: 'title' }, b.title || b.id),
+          el('span', { class: 'meta' }, b.title && b.title !== b.id ? b.id : '',
+            count !== undefined ? ` ${b.title && b.title !== b.id ? '· ' : ''}${num(count)} members` : ''))));
+    }
+    $('boards-empty').hidden = boards.length > 0;
+  } catch (err) {
+    $('boards-empty').hidden = false;
+    $('boards-empty').textContent = 'Could not list the boards (' + err.message + '). Open one by id above.';
+  }
+}
+
+function showBoard(id) {
+  $('board').hidden = false;
+  $('title').textContent = id;
+  document.title = id + ' · Leaderboard';
+  $('play-link').href = link('/play', { board: id });
+  $('all-boards').href = link('/', {});
+
+  const lb = new LBClient({ token: tokens });
+  bindStatus(lb, $('conn'));
+  let followed = new URLSearchParams(location.search).get('follow') || '';
+
+  const table = new RankTable($('rows'), { onPick: (m) => follow(m) });
+  const viewTable = new RankTable($('view-rows'));
+
+  lb.on('welcome', (w) => {
+    $('node').textContent = w.node || '—';
+    notice('');
+  });
+  lb.on('close', ({ welcomed }) => {
+    if (!welcomed && lb.status === 'reconnecting') notice('Cannot reach the gateway (or it refused the token); retrying…');
+  });
+  lb.on('error', (err) => notice(`${err.code}: ${err.message}`, false));
+
+  const showAge = () => {
+    $('age').textContent = ago(lb.lastFrameAt);
+  };
+  lb.on('top', (f) => {
+    showAge();
+    table.update(f.entries);
+    $('total').textContent = num(f.total);
+    $('empty').hidden = f.entries.length > 0;
+    const dl = $('members');
+    dl.replaceChildren(...f.entries.map((e) => el('option', { value: e.member }, e.name || e.member)));
+  });
+
+  lb.on('view', (f) => {
+    if (f.member !== followed) return;
+    $('view').hidden = false;
+    $('view-hint').hidden = true;
+    $('view-rank').textContent = f.rank ? '#' + num(f.rank) : '—';
+    $('view-score').textContent = num(f.score);
+    const own = f.around.find((e) => e.member === f.member);
+    $('view-who').textContent = f.rank
+      ? `${own?.name || f.member} and the members around them`
+      : `${f.member} is not on this board yet`;
+    viewTable.setFollowed(f.member);
+    viewTable.update(f.around);
+  });
+
+  function subscribe() {
+    const opts = followed ? { top: topN, around: 3, member: followed } : { top: topN };
+    lb.subscribe(id, opts).catch((err) => notice(`${err.code}: ${err.message}`, false));
+  }
+
+  function follow(member) {
+    followed = member || '';
+    table.setFollowed(followed);
+    const q = new URLSearchParams(location.search);
+    if (followed) q.set('follow', followed);
+    else q.delete('follow');
+    history.replaceState(null, '', '?' + q.toString() + location.hash);
+    $('view').hidden = true;
+    $('view-hint').hidden = !!followed;
+    $('view-rows').replaceChildren();
+    viewTable.rows.clear();
+    if (followed) $('follow-input').value = followed;
+    subscribe();
+  }
+
+  $('follow-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const m = $('follow-input').value.trim();
+    if (m) follow(m);
+  });
+  $('unfollow').addEventListener('click', () => {
+    follow('');
+    $('follow-input').focus();
+  });
+
+  table.setFollowed(followed);
+  if (followed) $('follow-input').value = followed;
+  subscribe();
+  lb.connect();
+  setInterval(showAge, 250);
+}

@@ -1,0 +1,503 @@
+// lb-client.js — a dependency-free browser client for the wsgateway wire
+// protocol (lb.v1). See docs/js-client.md.
+//
+//   const lb = new LBClient({ token: () => fetchToken() });
+//   lb.on('top', (f) => render(f.entries));
+//   lb.connect();
+//   await lb.subscribe('run_hero', { top: 10 });
+//   const ack = await lb.score('run_hero', { delta: 10 });
+//
+// Guarantees: replies are matched to requests by `id`; a score is kept until
+// it is answered and re-sent with the same `id` after a reconnect (the server
+// applies a (board, id) at most once, PROTOCOL.md R4); subscriptions are
+// re-sent after a reconnect; reconnects back off exponentially with jitter.
+
+/** An error answered by the server (`code` is the contract's code) or raised locally. */
+export class LBError extends Error {
+  constructor(code, message, retryAfterMs) {
+    super(message || code);
+    this.name = 'LBError';
+    this.code = code;
+    if (retryAfterMs !== undefined) this.retryAfterMs = retryAfterMs;
+  }
+}
+
+const OPEN = 1; // WebSocket.OPEN, also for injected implementations
+const SUBPROTOCOL = 'lb.v1';
+// Score errors after which re-sending the same id later is the right thing.
+const RETRYABLE = new Set(['rate_limited', 'unavailable']);
+
+function defaultURL() {
+  const loc = globalThis.location;
+  if (!loc) throw new LBError('bad_request', 'lb-client: no url given and no page location');
+  return (loc.protocol === 'https:' ? 'wss://' : 'ws://') + loc.host + '/ws';
+}
+
+function randomTag() {
+  const c = globalThis.crypto;
+  if (c && c.getRandomValues) {
+    const b = c.getRandomValues(new Uint32Array(2));
+    return b[0].toString(36) + b[1].toString(36);
+  }
+  return Math.random().toString(36).slice(2, 12);
+}
+
+export class LBClient {
+  /**
+   * @param {object} [opts]
+   * @param {string} [opts.url] WebSocket URL; default ws(s)://<page host>/ws
+   * @param {string|function} [opts.token] a JWT, or a function (info) => token | Promise<token>
+   *   called before every connection attempt and before a refresh; info is
+   *   {attempt: failed attempts since the last welcome, lastCode: the last close
+   *   code, welcomed: whether the last connection was welcomed (false after a
+   *   refused upgrade: time for a new token), refresh: true before expiry}
+   * @param {number} [opts.minDelay=250] first reconnect delay, ms
+   * @param {number} [opts.maxDelay=15000] largest reconnect delay, ms
+   * @param {number} [opts.requestTimeout=15000] reject non-score requests after this many ms (0: never)
+   * @param {number} [opts.maxPending=1000] requests waiting for a reply, at most
+   * @param {number} [opts.scoreRetries=8] re-sends of a score answered rate_limited/unavailable
+   * @param {number} [opts.refreshBefore=60000] with a token function: refresh this long before exp
+   * @param {string} [opts.idPrefix] prefix of request ids; default random per client
+   * @param {function} [opts.WebSocket] WebSocket constructor (tests inject a fake)
+   * @param {function} [opts.random] () => [0,1), for jitter
+   * @param {function} [opts.now] () => ms
+   * @param {function} [opts.setTimeout] @param {function} [opts.clearTimeout]
+   */
+  constructor(opts = {}) {
+    this.url = opts.url || defaultURL();
+    this._token = opts.token;
+    this._WS = opts.WebSocket || globalThis.WebSocket;
+    if (!this._WS) throw new LBError('bad_request', 'lb-client: no WebSocket implementation');
+    this.minDelay = opts.minDelay ?? 250;
+    this.maxDelay = opts.maxDelay ?? 15000;
+    this.requestTimeout = opts.requestTimeout ?? 15000;
+    this.maxPending = opts.maxPending ?? 1000;
+    this.scoreRetries = opts.scoreRetries ?? 8;
+    this.refreshBefore = opts.refreshBefore ?? 60000;
+    this._random = opts.random || Math.random;
+    this._now = opts.now || (() => Date.now());
+    this._setTimeout = opts.setTimeout || ((f, ms) => globalThis.setTimeout(f, ms));
+    this._clearTimeout = opts.clearTimeout || ((t) => globalThis.clearTimeout(t));
+    this._prefix = opts.idPrefix || 'js' + randomTag();
+    this._n = 0;
+
+    this._ws = null;
+    this._status = 'idle'; // idle | connecting | open | reconnecting | closed
+    this._stopped = true; // true until connect(), and after close()
+    this._attempt = 0; // failed attempts since the last welcome
+    this._lastCode = 0; // close code of the last connection
+    this._lastWelcomed = false; // whether the last connection got its welcome
+    this._reconnectTimer = null;
+    this._refreshTimer = null;
+    this._clockSkew = 0; // server_time - local time at welcome, ms
+    this._listeners = new Map();
+    this._pending = new Map(); // id -> entry, in send order (R2)
+    this._subs = new Map(); // board -> subscribe fields, re-sent after a reconnect
+
+    /** The last welcome frame, null while not connected. */
+    this.welcome = null;
+    /** Token expiry (unix seconds) as last announced by welcome or authed. */
+    this.exp = 0;
+    /** Local time (ms) of the last frame received, 0 before any. */
+    this.lastFrameAt = 0;
+  }
+
+  /** Connection status: idle, connecting, open, reconnecting or closed. */
+  get status() {
+    return this._status;
+  }
+
+  /** Score events sent or queued but not yet answered. */
+  get unackedScores() {
+    let n = 0;
+    for (const e of this._pending.values()) if (e.msg.type === 'score') n++;
+    return n;
+  }
+
+  /**
+   * Listen to an event: 'status' (string), 'welcome', 'top', 'view', 'error'
+   * (errors not tied to a pending request), 'close' ({code, reason, welcomed}),
+   * 'reconnecting' ({attempt, delay}). Returns a function that removes it.
+   */
+  on(type, fn) {
+    if (!this._listeners.has(type)) this._listeners.set(type, new Set());
+    this._listeners.get(type).add(fn);
+    return () => this._listeners.get(type)?.delete(fn);
+  }
+
+  _emit(type, value) {
+    for (const fn of this._listeners.get(type) || []) {
+      try {
+        fn(value);
+      } catch (err) {
+        // A listener's bug must not break the protocol state machine.
+        globalThis.console?.error?.('lb-client: listener for', type, err);
+      }
+    }
+  }
+
+  _setStatus(s) {
+    if (this._status === s) return;
+    this._status = s;
+    this._emit('status', s);
+  }
+
+  /** Opens the connection; it is kept open (reconnecting as needed) until close(). */
+  connect() {
+    if (!this._stopped) return;
+    this._stopped = false;
+    this._attempt = 0;
+    this._open();
+  }
+
+  /** Closes the connection for good and rejects every pending request. */
+  close() {
+    this._stopped = true;
+    this._clearTimers();
+    const ws = this._ws;
+    this._ws = null;
+    this.welcome = null;
+    if (ws) {
+      ws.onopen = ws.onmessage = ws.onclose = ws.onerror = null;
+      try {
+        ws.close(1000, 'client closed');
+      } catch {
+        // already closing
+      }
+    }
+    this._failAll(new LBError('closed', 'lb-client: closed'));
+    this._setStatus('closed');
+  }
+
+  /** Skips the current backoff wait and reconnects at once (e.g. on 'online'). */
+  reconnectNow() {
+    if (this._stopped || this._ws) return;
+    this._clearReconnect();
+    this._open();
+  }
+
+  _clearReconnect() {
+    if (this._reconnectTimer !== null) this._clearTimeout(this._reconnectTimer);
+    this._reconnectTimer = null;
+  }
+
+  _clearTimers() {
+    this._clearReconnect();
+    if (this._refreshTimer !== null) this._clearTimeout(this._refreshTimer);
+    this._refreshTimer = null;
+  }
+
+  async _open() {
+    this._setStatus(this._attempt === 0 ? 'connecting' : 'reconnecting');
+    let token;
+    try {
+      token = await this._getToken({
+        attempt: this._attempt,
+        lastCode: this._lastCode,
+        welcomed: this._lastWelcomed,
+        refresh: false,
+      });
+    } catch (err) {
+      if (this._stopped) return;
+      this._emit('error', new LBError('unauthorized', 'lb-client: token: ' + (err && err.message)));
+      this._scheduleReconnect();
+      return;
+    }
+    if (this._stopped || this._ws) return;
+    const protocols = token ? [SUBPROTOCOL, 'bearer.' + token] : [SUBPROTOCOL];
+    let ws;
+    try {
+      ws = new this._WS(this.url, protocols);
+    } catch (err) {
+      this._emit('error', new LBError('bad_request', 'lb-client: ' + (err && err.message)));
+      this._scheduleReconnect();
+      return;
+    }
+    this._ws = ws;
+    let welcomed = false;
+    ws.onmessage = (ev) => {
+      if (this._ws !== ws) return;
+      let msg;
+      try {
+        msg = JSON.parse(ev.data);
+      } catch {
+        return; // the server only sends JSON; ignore anything else
+      }
+      if (msg && msg.type === 'welcome') welcomed = true;
+      this._onMessage(msg);
+    };
+    ws.onclose = (ev) => {
+      if (this._ws !== ws) return;
+      this._onClose(ev.code, ev.reason, welcomed);
+    };
+    ws.onerror = () => {}; // a close event always follows
+  }
+
+  _getToken(info) {
+    const t = this._token;
+    return typeof t === 'function' ? t(info) : t;
+  }
+
+  _backoff(attempt) {
+    const base = Math.min(this.maxDelay, this.minDelay * 2 ** Math.min(attempt, 30));
+    // "Equal jitter": never less than half the base, so clients spread out
+    // after a restart without ever hammering the server.
+    return Math.round(base / 2 + (this._random() * base) / 2);
+  }
+
+  _scheduleReconnect() {
+    if (this._stopped) return;
+    const delay = this._backoff(this._attempt);
+    this._attempt++;
+    this._setStatus('reconnecting');
+    this._emit('reconnecting', { attempt: this._attempt, delay });
+    this._clearReconnect();
+    this._reconnectTimer = this._setTimeout(() => {
+      this._reconnectTimer = null;
+      if (!this._stopped && !this._ws) this._open();
+    }, delay);
+  }
+
+  _onClose(code, reason, welcomed) {
+    this._ws = null;
+    this.welcome = null;
+    this._lastCode = code;
+    this._lastWelcomed = welcomed;
+    if (this._refreshTimer !== null) this._clearTimeout(this._refreshTimer);
+    this._refreshTimer = null;
+    for (const e of this._pending.values()) {
+      e.sent = false;
+      // The new connection holds no subscription to take back, nor one given
+      // up since: neither request needs to travel again.
+      if (e.msg.type === 'unsubscribe') this._settle(e, { type: 'unsubscribed', id: e.msg.id, board: e.msg.board });
+      else if (e.msg.type === 'subscribe' && !this._subs.has(e.msg.board)) {
+        this._settle(e, null, new LBError('unsubscribed', 'lb-client: unsubscribed before the reply'));
+      }
+    }
+    this._emit('close', { code, reason, welcomed });
+    if (this._stopped) return;
+    if (code === 4003) {
+      // Forbidden: reconnecting with the same token cannot help.
+      this._stopped = true;
+      this._failAll(new LBError('forbidden', reason || 'forbidden'));
+      this._setStatus('closed');
+      return;
+    }
+    this._scheduleReconnect();
+  }
+
+  _onMessage(msg) {
+    if (!msg || typeof msg !== 'object') return;
+    switch (msg.type) {
+      case 'welcome':
+        return this._onWelcome(msg);
+      case 'top':
+      case 'view':
+        this.lastFrameAt = this._now();
+        if (this._subs.has(msg.board)) this._emit(msg.type, msg);
+        return;
+      case 'error':
+        return this._onError(msg);
+    }
+    const e = msg.id !== undefined && this._pending.get(msg.id);
+    if (!e) return; // a reply to an abandoned request
+    if (msg.type === 'authed') this._setExp(msg.exp);
+    this._settle(e, msg);
+  }
+
+  _onWelcome(msg) {
+    this.welcome = msg;
+    this._attempt = 0;
+    this._clockSkew = (msg.server_time || this._now()) - this._now();
+    this._setExp(msg.exp);
+    this._setStatus('open');
+    this._emit('welcome', msg);
+    // Everything unanswered goes again, same ids, in the original order.
+    const resubscribing = new Set();
+    for (const e of this._pending.values()) {
+      if (e.msg.type === 'subscribe') resubscribing.add(e.msg.board);
+      this._transmit(e);
+    }
+    for (const [board, fields] of this._subs) {
+      if (!resubscribing.has(board)) this._enqueue({ type: 'subscribe', board, ...fields }, null);
+    }
+  }
+
+  _onError(msg) {
+    const err = new LBError(msg.code, msg.message, msg.retry_after_ms);
+    const e = msg.id !== undefined && this._pending.get(msg.id);
+    if (!e) {
+      this._emit('error', err);
+      return;
+    }
+    if (e.msg.type === 'score' && RETRYABLE.has(msg.code) && e.retries < this.scoreRetries) {
+      e.retries++;
+      e.sent = false;
+      const wait = Math.max(msg.retry_after_ms || 0, this.minDelay) * (1 + this._random() / 2);
+      e.retryTimer = this._setTimeout(() => {
+        e.retryTimer = null;
+        if (this._pending.get(e.msg.id) === e) this._transmit(e);
+      }, Math.round(wait));
+      return;
+    }
+    this._settle(e, null, err);
+  }
+
+  _setExp(exp) {
+    if (typeof exp !== 'number' || exp <= 0) return;
+    this.exp = exp;
+    if (this._refreshTimer !== null) this._clearTimeout(this._refreshTimer);
+    this._refreshTimer = null;
+    if (typeof this._token !== 'function') return;
+    const serverNow = this._now() + this._clockSkew;
+    const delay = Math.max(1000, exp * 1000 - serverNow - this.refreshBefore);
+    this._refreshTimer = this._setTimeout(() => {
+      this._refreshTimer = null;
+      this._refresh();
+    }, delay);
+  }
+
+  async _refresh() {
+    try {
+      const token = await this._getToken({ attempt: 0, lastCode: 0, welcomed: true, refresh: true });
+      if (token && !this._stopped) await this._request({ type: 'auth', token });
+    } catch (err) {
+      this._emit('error', err instanceof LBError ? err : new LBError('unauthorized', String(err && err.message)));
+    }
+  }
+
+  _nextID() {
+    this._n++;
+    return this._prefix + '-' + this._n.toString(36);
+  }
+
+  // _enqueue records a request until its reply; done is {resolve, reject} or
+  // null for internal requests, whose errors become 'error' events.
+  _enqueue(fields, done) {
+    const msg = { ...fields, id: fields.id || this._nextID() };
+    const e = { msg, done, sent: false, retries: 0, retryTimer: null, timer: null };
+    this._pending.set(msg.id, e);
+    if (msg.type !== 'score' && this.requestTimeout > 0) {
+      e.timer = this._setTimeout(() => {
+        e.timer = null;
+        this._settle(e, null, new LBError('timeout', `lb-client: no reply to ${msg.type} ${msg.id}`));
+      }, this.requestTimeout);
+    }
+    this._transmit(e);
+    return e;
+  }
+
+  _transmit(e) {
+    const ws = this._ws;
+    if (!ws || !this.welcome || ws.readyState !== OPEN) return; // sent after the next welcome
+    if (e.retryTimer !== null) {
+      this._clearTimeout(e.retryTimer);
+      e.retryTimer = null;
+    }
+    try {
+      ws.send(JSON.stringify(e.msg));
+      e.sent = true;
+    } catch {
+      // The socket is going away; the close handler re-queues.
+    }
+  }
+
+  _settle(e, reply, err) {
+    if (this._pending.get(e.msg.id) !== e) return;
+    this._pending.delete(e.msg.id);
+    if (e.timer !== null) this._clearTimeout(e.timer);
+    if (e.retryTimer !== null) this._clearTimeout(e.retryTimer);
+    if (!e.done) {
+      if (err) this._emit('error', err);
+      return;
+    }
+    if (err) e.done.reject(err);
+    else e.done.resolve(reply);
+  }
+
+  _failAll(err) {
+    for (const e of [...this._pending.values()]) this._settle(e, null, err);
+  }
+
+  _request(fields) {
+    if (this._stopped && this._status === 'closed') {
+      return Promise.reject(new LBError('closed', 'lb-client: closed'));
+    }
+    if (this._pending.size >= this.maxPending) {
+      return Promise.reject(new LBError('too_many_pending', `lb-client: ${this._pending.size} requests unanswered`));
+    }
+    return new Promise((resolve, reject) => this._enqueue(fields, { resolve, reject }));
+  }
+
+  /**
+   * Sends a raw request (type and fields per PROTOCOL.md §4); an id is added
+   * when absent. Resolves with the reply, rejects with an LBError.
+   */
+  request(fields) {
+    return this._request(fields);
+  }
+
+  /**
+   * Sends a score event: {delta} for incr boards, {value} for best/set;
+   * {member} for server/admin tokens; {id} to choose the idempotency key.
+   * Kept until answered, re-sent with the same id after a reconnect.
+   * Resolves with the ack ({score, rank, prev_rank, duplicate, seq}).
+   */
+  score(board, { delta, value, member, id } = {}) {
+    const n = delta !== undefined ? delta : value;
+    if ((delta === undefined) === (value === undefined) || !Number.isSafeInteger(n)) {
+      return Promise.reject(new LBError('invalid_score', 'lb-client: give exactly one of delta or value, a safe integer'));
+    }
+    const fields = { type: 'score', board };
+    if (delta !== undefined) fields.delta = delta;
+    else fields.value = value;
+    if (member) fields.member = member;
+    if (id) fields.id = id;
+    return this._request(fields);
+  }
+
+  /**
+   * Subscribes to a board's live frames ({top, around, member} as in the
+   * protocol); a second call for the same board replaces the first. Kept
+   * across reconnects. 'top' and 'view' events carry the frames.
+   */
+  subscribe(board, { top, around, member } = {}) {
+    const fields = {};
+    if (top !== undefined) fields.top = top;
+    if (around !== undefined) fields.around = around;
+    if (member) fields.member = member;
+    this._subs.set(board, fields);
+    return this._request({ type: 'subscribe', board, ...fields });
+  }
+
+  /** Ends a board's subscription; its frames stop at once. */
+  unsubscribe(board) {
+    this._subs.delete(board);
+    return this._request({ type: 'unsubscribe', board });
+  }
+
+  /** A page of ranked entries: resolves with {entries, total, offset}. */
+  page(board, { offset = 0, limit = 10, period } = {}) {
+    const fields = { type: 'page', board, offset, limit };
+    if (period !== undefined) fields.period = period;
+    return this._request(fields);
+  }
+
+  /** A member's rank, score and neighbours. */
+  rank(board, member, { around = 0, period } = {}) {
+    const fields = { type: 'rank', board, member, around };
+    if (period !== undefined) fields.period = period;
+    return this._request(fields);
+  }
+
+  /**
+   * Sends a fresh token before the current one expires; it is also used for
+   * later reconnects. Resolves with {exp}.
+   */
+  auth(token) {
+    if (typeof this._token !== 'function') this._token = token;
+    return this._request({ type: 'auth', token });
+  }
+}
+
+export default LBClient;

@@ -1,0 +1,161 @@
+// Package web serves the spectator page (/), the player page (/play) and the
+// browser client (/lb-client.js) from files embedded in the binary. It imports
+// nothing from the project: the pages speak the wire protocol themselves.
+package web
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"fmt"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+)
+
+//go:embed static
+var static embed.FS
+
+// devMarker in an HTML file is replaced by "true" or "false": the pages learn
+// whether they may fetch /api/v1/dev/token without an extra round trip, and
+// without an inline script (which the CSP forbids).
+const devMarker = "{{LB_DEV}}"
+
+// csp keeps every script, style and connection on this origin; the pages put
+// all their JS in files, so no 'unsafe-inline' is needed anywhere.
+const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self' ws: wss:; font-src 'self'; object-src 'none'; base-uri 'none'; " +
+	"form-action 'self'; frame-ancestors 'none'"
+
+// Config configures the pages. The zero value serves them without dev mode.
+type Config struct {
+	// Dev lets the pages fetch tokens from POST /api/v1/dev/token (the
+	// gateway's --dev). When false, the pages take a token from the URL
+	// fragment (#token=…).
+	Dev bool
+}
+
+// Web holds the embedded files, prepared once: content type, ETag and body.
+// It is immutable after New and safe for concurrent use.
+type Web struct {
+	files map[string]*file // by URL path
+}
+
+type file struct {
+	body        []byte
+	contentType string
+	etag        string
+	cache       string
+}
+
+// routes maps each URL path to its embedded file. Anything else is a 404.
+func routes() map[string]string {
+	return map[string]string{
+		"/":                    "static/index.html",
+		"/index.html":          "static/index.html",
+		"/play":                "static/play.html",
+		"/lb-client.js":        "static/lb-client.js",
+		"/assets/app.css":      "static/assets/app.css",
+		"/assets/board.js":     "static/assets/board.js",
+		"/assets/common.js":    "static/assets/common.js",
+		"/assets/spectator.js": "static/assets/spectator.js",
+		"/assets/player.js":    "static/assets/player.js",
+		"/assets/icon.svg":     "static/assets/icon.svg",
+	}
+}
+
+// New reads the embedded files and computes their ETags.
+func New(cfg Config) (*Web, error) {
+	w := &Web{files: make(map[string]*file)}
+	for urlPath, name := range routes() {
+		body, err := fs.ReadFile(static, name)
+		if err != nil {
+			return nil, fmt.Errorf("web: read %s: %w", name, err)
+		}
+		ct := contentType(name)
+		if strings.HasPrefix(ct, "text/html") {
+			body = bytes.ReplaceAll(body, []byte(devMarker), []byte(fmt.Sprint(cfg.Dev)))
+		}
+		sum := sha256.Sum256(body)
+		w.files[urlPath] = &file{
+			body:        body,
+			contentType: ct,
+			etag:        `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`,
+			// no-cache means "revalidate every time": a new binary takes effect
+			// on the next load, and an unchanged file costs a 304.
+			cache: "no-cache",
+		}
+	}
+	return w, nil
+}
+
+func contentType(name string) string {
+	switch path.Ext(name) {
+	case ".html":
+		return "text/html; charset=utf-8"
+	case ".js":
+		return "text/javascript; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
+	case ".svg":
+		return "image/svg+xml"
+	}
+	if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
+		return ct
+	}
+	return "application/octet-stream"
+}
+
+// Handler serves GET and HEAD for /, /play, /lb-client.js and /assets/…;
+// other paths are 404 and other methods 405. Every answer carries the
+// security headers.
+func (w *Web) Handler() http.Handler {
+	return http.HandlerFunc(w.serve)
+}
+
+func (w *Web) serve(rw http.ResponseWriter, r *http.Request) {
+	h := rw.Header()
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	// The token may sit in the page's fragment; browsers never send
+	// fragments, but no-referrer also keeps board ids off other sites' logs.
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+
+	f, ok := w.files[r.URL.Path]
+	if !ok {
+		http.Error(rw, "404 page not found", http.StatusNotFound)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.Set("Allow", "GET, HEAD")
+		http.Error(rw, "405 method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	h.Set("Cache-Control", f.cache)
+	h.Set("ETag", f.etag)
+	if etagMatch(r.Header.Get("If-None-Match"), f.etag) {
+		rw.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", f.contentType)
+	h.Set("Content-Length", fmt.Sprint(len(f.body)))
+	rw.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		rw.Write(f.body)
+	}
+}
+
+// etagMatch implements If-None-Match's weak comparison over a list of tags.
+func etagMatch(header, etag string) bool {
+	for t := range strings.SplitSeq(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == etag || t == "*" {
+			return true
+		}
+	}
+	return false
+}
