@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"time"
 )
@@ -76,13 +77,16 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 }
 
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	// An *UnmarshalTypeError gets the field name filled in by encoding/json,
+	// so ParseBoard's message names the field (a plain error would not).
+	bad := &json.UnmarshalTypeError{Value: "duration " + string(b) + `, want a string such as "10m"`, Type: reflect.TypeFor[Duration]()}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("want a duration string such as \"10m\"")
+		return bad
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("want a duration string such as \"10m\"")
+		return bad
 	}
 	*d = Duration(v)
 	return nil

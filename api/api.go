@@ -1,0 +1,285 @@
+// Package api is the REST side of the gateway (PROTOCOL.md §2): a fiber app
+// for /api/v1/..., plus /healthz, /readyz and /metrics, all served by one
+// net/http handler that the gateway mounts beside /ws and the pages.
+//
+// Fiber runs on fasthttp, which cannot hijack connections for coder/websocket,
+// so the app is mounted with adaptor.FiberApp on the gateway's http.Server.
+// The v2 adaptor ignores fiber's BodyLimit, so the handler enforces MaxBody
+// itself with http.MaxBytesHandler and answers an oversized body with 413.
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// Check is one dependency /readyz asks, e.g. {"store", store.Ping}.
+type Check struct {
+	Name string
+	Ping func(ctx context.Context) error
+}
+
+// Verifier turns a bearer token into its holder (auth.Verifier implements it).
+// Errors carry a contract code (unauthorized, token_expired) via Code().
+type Verifier interface {
+	Verify(ctx context.Context, token string) (auth.Principal, error)
+}
+
+// Config configures the REST app. Store and Verifier are required; every
+// other zero value is documented on its field.
+type Config struct {
+	// Store is the rank engine every endpoint reads and writes. Required.
+	Store rank.Store
+	// Verifier checks the `Authorization: Bearer` token of /api/v1 requests. Required.
+	Verifier Verifier
+	// Ready lists what /readyz asks, each with a 1s deadline. Empty: /readyz
+	// answers ready whenever the process runs.
+	Ready []Check
+	// Registry is served on /metrics; New registers the API's own collectors
+	// on it (so New fails if they are already registered). nil: a new registry.
+	Registry *prometheus.Registry
+	// DevSecret, when non-nil, enables POST /api/v1/dev/token (--dev only),
+	// which mints HS256 tokens with it. nil: that route is a 404.
+	DevSecret []byte
+	// DevTTL is the lifetime of a dev token whose request names none. Zero: 24h.
+	DevTTL time.Duration
+	// MaxBody is the largest request body in bytes; a larger one is a 413.
+	// Zero: 1 MiB, which holds a scores array of 1000 events.
+	MaxBody int64
+	// Timeout bounds each store call of a request (each event of a scores
+	// array has its own). A store that does not answer in time is a 503.
+	// Zero: 5s.
+	Timeout time.Duration
+	// OnApplied is called, in order, for each non-duplicate event a REST
+	// scores request applied (the gateway wires it to the hub, which tells
+	// local frames and the bus). nil: nobody is told.
+	OnApplied func(rank.Result)
+	// OnBoard is called after a board was created, changed (deleted=false)
+	// or deleted (deleted=true) through the API. nil: nobody is told.
+	OnBoard func(board string, deleted bool)
+	// Logger receives one line per request (method, route, status, duration)
+	// and internal errors; never a token. nil: discard.
+	Logger *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultDevTTL  = 24 * time.Hour
+	DefaultMaxBody = 1 << 20
+	DefaultTimeout = 5 * time.Second
+	// MaxScores is the most events one scores request may carry.
+	MaxScores = 1000
+	// readyTimeout is the deadline of each /readyz check.
+	readyTimeout = time.Second
+)
+
+// API is the REST app. Its handler is safe for concurrent use.
+type API struct {
+	cfg     Config
+	log     *slog.Logger
+	m       *metrics
+	app     *fiber.App
+	handler http.Handler
+}
+
+// New validates cfg, fills defaults, registers the API's collectors on the
+// registry and builds the routes.
+func New(cfg Config) (*API, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("api: Config.Store is required")
+	}
+	if cfg.Verifier == nil {
+		return nil, errors.New("api: Config.Verifier is required")
+	}
+	for i, c := range cfg.Ready {
+		if c.Name == "" || c.Ping == nil {
+			return nil, fmt.Errorf("api: Config.Ready[%d] needs a Name and a Ping", i)
+		}
+	}
+	if cfg.DevTTL < 0 || cfg.MaxBody < 0 || cfg.Timeout < 0 {
+		return nil, errors.New("api: DevTTL, MaxBody and Timeout must not be negative")
+	}
+	if cfg.DevSecret != nil && len(cfg.DevSecret) == 0 {
+		return nil, errors.New("api: Config.DevSecret is empty; leave it nil to disable dev tokens")
+	}
+	if cfg.DevTTL == 0 {
+		cfg.DevTTL = DefaultDevTTL
+	}
+	if cfg.MaxBody == 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
+	a := &API{cfg: cfg, log: cfg.Logger, m: m}
+	a.app = fiber.New(fiber.Config{
+		// Params, queries and headers outlive the request in the store (board
+		// ids, member ids); the adaptor releases fasthttp's buffers after it.
+		Immutable:             true,
+		CaseSensitive:         true,
+		DisableStartupMessage: true,
+		ErrorHandler:          a.errorHandler,
+		// Fiber's own limit does not apply behind the adaptor; this one
+		// documents the intent, the net/http wrapper enforces it.
+		BodyLimit: int(cfg.MaxBody),
+	})
+	a.routes()
+	a.handler = a.wrap(adaptor.FiberApp(a.app), promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
+	return a, nil
+}
+
+// Handler serves /api/v1/..., /healthz, /readyz and /metrics.
+func (a *API) Handler() http.Handler { return a.handler }
+
+// routeKey holds the matched route's pattern, the label of logs and metrics.
+const routeKey = "route"
+
+func (a *API) routes() {
+	a.app.Use(a.observe)
+	// A panic in a handler becomes an internal error, answered and logged
+	// like any other, instead of a dropped connection.
+	a.app.Use(fiberrecover.New())
+	add := func(method, path string, hs ...fiber.Handler) {
+		label := method + " " + path
+		mark := func(c *fiber.Ctx) error {
+			c.Locals(routeKey, label)
+			return c.Next()
+		}
+		handlers := append([]fiber.Handler{mark}, hs...)
+		a.app.Add(method, path, handlers...)
+		if method == fiber.MethodGet {
+			a.app.Add(fiber.MethodHead, path, handlers...) // load balancers probe with HEAD
+		}
+	}
+	add(fiber.MethodGet, "/healthz", a.healthz)
+	add(fiber.MethodGet, "/readyz", a.readyz)
+	if a.cfg.DevSecret != nil {
+		add(fiber.MethodPost, "/api/v1/dev/token", a.devToken)
+	}
+	const b = "/api/v1/boards"
+	add(fiber.MethodGet, b, a.authenticate, a.listBoards)
+	add(fiber.MethodPut, b+"/:board", a.authenticate, a.putBoard)
+	add(fiber.MethodGet, b+"/:board", a.authenticate, a.getBoard)
+	add(fiber.MethodDelete, b+"/:board", a.authenticate, a.deleteBoard)
+	add(fiber.MethodGet, b+"/:board/top", a.authenticate, a.top)
+	add(fiber.MethodGet, b+"/:board/members/:member", a.authenticate, a.member)
+	add(fiber.MethodPost, b+"/:board/scores", a.authenticate, a.scores)
+}
+
+// wrap is the net/http side: the body limit (which the adaptor would turn
+// into a plain-text 500), methods fasthttp cannot route, and /metrics, which
+// promhttp serves natively.
+func (a *API) wrap(app http.HandlerFunc, metricsH http.Handler) http.Handler {
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			metricsH.ServeHTTP(w, r)
+			return
+		}
+		if !knownMethod(r.Method) {
+			a.rejectEarly(w, r, start, http.StatusMethodNotAllowed, "method "+r.Method+" is not supported")
+			return
+		}
+		if r.ContentLength > a.cfg.MaxBody {
+			a.rejectEarly(w, r, start, http.StatusRequestEntityTooLarge, tooLargeMessage(a.cfg.MaxBody))
+			return
+		}
+		// A body of unknown length (chunked) is read here, under the
+		// MaxBytesHandler limit, so that overflowing it is a 413 and not the
+		// adaptor's 500. A declared length is already capped by net/http.
+		if r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				var mbe *http.MaxBytesError
+				if errors.As(err, &mbe) {
+					a.rejectEarly(w, r, start, http.StatusRequestEntityTooLarge, tooLargeMessage(a.cfg.MaxBody))
+				} else {
+					a.rejectEarly(w, r, start, http.StatusBadRequest, "could not read the request body")
+				}
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
+		}
+		app(w, r)
+	})
+	return http.MaxBytesHandler(inner, a.cfg.MaxBody)
+}
+
+func tooLargeMessage(max int64) string {
+	return fmt.Sprintf("request body larger than %d bytes", max)
+}
+
+func knownMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
+}
+
+// rejectEarly answers before fiber sees the request, in the same JSON shape
+// and with the same accounting as errorHandler.
+func (a *API) rejectEarly(w http.ResponseWriter, r *http.Request, start time.Time, status int, msg string) {
+	const route = "rejected"
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	writeJSON(w, proto.ErrorBody{Error: proto.ErrorDetail{Code: proto.CodeBadRequest, Message: msg}})
+	a.m.errors.WithLabelValues(proto.CodeBadRequest).Inc()
+	a.m.done(route, status, time.Since(start))
+	a.log.Info("api request", "method", r.Method, "route", route, "status", status,
+		"duration", time.Since(start))
+}
+
+// observe logs and counts every request that reaches fiber. It runs the
+// error handler itself so that the status it records is the one sent.
+func (a *API) observe(c *fiber.Ctx) error {
+	start := time.Now()
+	if err := c.Next(); err != nil {
+		if herr := a.errorHandler(c, err); herr != nil {
+			c.Status(http.StatusInternalServerError)
+		}
+	}
+	route, _ := c.Locals(routeKey).(string)
+	if route == "" {
+		route = "unmatched" // a 404 or 405: raw paths would be unbounded labels
+	}
+	status := c.Response().StatusCode()
+	d := time.Since(start)
+	a.m.done(route, status, d)
+	a.log.Info("api request", "method", c.Method(), "route", route, "status", status, "duration", d)
+	return nil
+}
+
+// ctx is the deadline of one store call. The adaptor does not carry the
+// net/http request's context into fiber, so the bound is a timeout.
+func (a *API) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), a.cfg.Timeout)
+}

@@ -1,0 +1,56 @@
+package api_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// BenchmarkScoresArray posts arrays of 1000 fresh events over HTTP to the
+// memory engine: decoding, checking, applying and encoding the answers.
+func BenchmarkScoresArray(b *testing.B) {
+	e := newEnv(b, memEngine().new(b))
+	e.putBoard("bench", "")
+	tok := serverToken(b)
+	path := "/api/v1/boards/bench/scores"
+	var sb strings.Builder
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		sb.Reset()
+		sb.WriteByte('[')
+		for j := range 1000 {
+			if j > 0 {
+				sb.WriteByte(',')
+			}
+			fmt.Fprintf(&sb, `{"id":"e%d-%d","member":"m%d","delta":%d}`, i, j, j%500, j)
+		}
+		sb.WriteByte(']')
+		if r := e.do("POST", path, tok, sb.String()); r.status != 200 {
+			b.Fatalf("status %d: %s", r.status, r.body)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/event")
+}
+
+// BenchmarkTop reads a 10-entry page over HTTP.
+func BenchmarkTop(b *testing.B) {
+	e := newEnv(b, memEngine().new(b))
+	e.putBoard("bench", "")
+	var sb strings.Builder
+	sb.WriteByte('[')
+	for j := range 1000 {
+		if j > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"id":"e%d","member":"m%d","delta":%d}`, j, j, j)
+	}
+	sb.WriteByte(']')
+	e.scores("bench", sb.String())
+	tok := serverToken(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := e.do("GET", "/api/v1/boards/bench/top?limit=10", tok, ""); r.status != 200 {
+			b.Fatalf("status %d", r.status)
+		}
+	}
+}

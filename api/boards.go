@@ -1,0 +1,262 @@
+package api
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// Read limits of §2 and §4.
+const (
+	DefaultLimit  = 10
+	MaxLimit      = 100
+	DefaultAround = 5
+	MaxAround     = 25
+)
+
+const principalKey = "principal"
+
+// authenticate verifies the bearer token and leaves the principal for the
+// handler. The token itself is never stored or logged.
+func (a *API) authenticate(c *fiber.Ctx) error {
+	h := c.Get(fiber.HeaderAuthorization)
+	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return errf(proto.CodeUnauthorized, "missing bearer token: send Authorization: Bearer <jwt>")
+	}
+	ctx, cancel := a.ctx()
+	defer cancel()
+	p, err := a.cfg.Verifier.Verify(ctx, token)
+	if err != nil {
+		switch proto.CodeOf(err) {
+		case proto.CodeUnauthorized, proto.CodeTokenExpired, proto.CodeUnavailable:
+			return err
+		}
+		// Whatever else went wrong, the request is not authenticated.
+		return errf(proto.CodeUnauthorized, "invalid token")
+	}
+	c.Locals(principalKey, p)
+	return c.Next()
+}
+
+func principal(c *fiber.Ctx) auth.Principal {
+	p, _ := c.Locals(principalKey).(auth.Principal)
+	return p
+}
+
+// boardParam is the path's board id, checked for syntax (R15) and against the
+// token's boards claim (R11).
+func boardParam(c *fiber.Ctx) (string, error) {
+	id := c.Params("board")
+	if !rank.ValidBoardID(id) {
+		return "", fmt.Errorf("%w: %q must match [A-Za-z0-9_.-]{1,64}", rank.ErrInvalidBoard, id)
+	}
+	if !principal(c).MayAccess(id) {
+		return "", errf(proto.CodeForbidden, "this token may not access board %s", id)
+	}
+	return id, nil
+}
+
+func mayManage(c *fiber.Ctx) error {
+	if p := principal(c); !p.MayManage() {
+		return errf(proto.CodeForbidden, "role %s may not manage boards", p.Role)
+	}
+	return nil
+}
+
+// queryInt reads an optional integer query parameter within [min, max].
+func queryInt(c *fiber.Ctx, name string, def, min, max int) (int, error) {
+	s := c.Query(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < min || n > max {
+		return 0, errf(proto.CodeBadRequest, "%s: %q is not an integer within %d..%d", name, s, min, max)
+	}
+	return n, nil
+}
+
+// boardsBody answers GET /api/v1/boards.
+type boardsBody struct {
+	Boards []rank.Board `json:"boards"`
+}
+
+func (a *API) listBoards(c *fiber.Ctx) error {
+	ctx, cancel := a.ctx()
+	defer cancel()
+	all, err := a.cfg.Store.Boards(ctx)
+	if err != nil {
+		return fmt.Errorf("api: list boards: %w", err)
+	}
+	p := principal(c)
+	out := make([]rank.Board, 0, len(all))
+	for _, b := range all {
+		if p.MayAccess(b.ID) {
+			out = append(out, b)
+		}
+	}
+	return c.JSON(boardsBody{Boards: out})
+}
+
+func (a *API) putBoard(c *fiber.Ctx) error {
+	id, err := boardParam(c)
+	if err != nil {
+		return err
+	}
+	if err := mayManage(c); err != nil {
+		return err
+	}
+	body := c.Body()
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}") // every field has a default
+	}
+	b, err := rank.ParseBoard(id, body)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.ctx()
+	defer cancel()
+	stored, err := a.cfg.Store.PutBoard(ctx, b)
+	if err != nil {
+		return fmt.Errorf("api: put board %s: %w", id, err)
+	}
+	if a.cfg.OnBoard != nil {
+		a.cfg.OnBoard(id, false)
+	}
+	return c.JSON(stored)
+}
+
+// boardBody answers GET /api/v1/boards/{board}: the config and the number of
+// members in the current period.
+type boardBody struct {
+	Board   rank.Board `json:"board"`
+	Members int64      `json:"members"`
+}
+
+func (a *API) getBoard(c *fiber.Ctx) error {
+	id, err := boardParam(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.ctx()
+	defer cancel()
+	b, err := a.cfg.Store.GetBoard(ctx, id)
+	if err != nil {
+		return fmt.Errorf("api: get board %s: %w", id, err)
+	}
+	n, err := a.cfg.Store.Count(ctx, id)
+	if err != nil {
+		return fmt.Errorf("api: count board %s: %w", id, err)
+	}
+	return c.JSON(boardBody{Board: b, Members: n})
+}
+
+func (a *API) deleteBoard(c *fiber.Ctx) error {
+	id, err := boardParam(c)
+	if err != nil {
+		return err
+	}
+	if err := mayManage(c); err != nil {
+		return err
+	}
+	ctx, cancel := a.ctx()
+	defer cancel()
+	if err := a.cfg.Store.DeleteBoard(ctx, id); err != nil {
+		return fmt.Errorf("api: delete board %s: %w", id, err)
+	}
+	if a.cfg.OnBoard != nil {
+		a.cfg.OnBoard(id, true)
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// pageBody answers GET …/top: the WebSocket page reply without type and id.
+// Period is the period index read, present only for boards that reset.
+type pageBody struct {
+	Board   string        `json:"board"`
+	Period  int64         `json:"period,omitempty"`
+	Offset  int           `json:"offset"`
+	Entries []proto.Entry `json:"entries"`
+	Total   int64         `json:"total"`
+}
+
+func (a *API) top(c *fiber.Ctx) error {
+	id, err := boardParam(c)
+	if err != nil {
+		return err
+	}
+	offset, err := queryInt(c, "offset", 0, 0, math.MaxInt32)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit", DefaultLimit, 1, MaxLimit)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.ctx()
+	defer cancel()
+	pg, err := a.cfg.Store.Top(ctx, id, rank.PeriodSel(c.Query("period")), offset, limit)
+	if err != nil {
+		return fmt.Errorf("api: top %s: %w", id, err)
+	}
+	return c.JSON(pageBody{Board: id, Period: pg.Period, Offset: offset, Entries: entries(pg.Entries), Total: pg.Total})
+}
+
+// rankBody answers GET …/members/{member}: the WebSocket rank reply without
+// type and id. Rank and Score are null when the member is not on the board.
+type rankBody struct {
+	Board  string        `json:"board"`
+	Period int64         `json:"period,omitempty"`
+	Member string        `json:"member"`
+	Rank   *int64        `json:"rank"`
+	Score  *int64        `json:"score"`
+	Around []proto.Entry `json:"around"`
+}
+
+func (a *API) member(c *fiber.Ctx) error {
+	id, err := boardParam(c)
+	if err != nil {
+		return err
+	}
+	m := c.Params("member")
+	if !rank.ValidMemberID(m) {
+		return fmt.Errorf("%w: %q must match [A-Za-z0-9_.:@-]{1,64}", rank.ErrInvalidMember, m)
+	}
+	around, err := queryInt(c, "around", DefaultAround, 0, MaxAround)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.ctx()
+	defer cancel()
+	rs, err := a.cfg.Store.Ranks(ctx, id, rank.PeriodSel(c.Query("period")), []string{m}, around)
+	if err != nil {
+		return fmt.Errorf("api: rank %s: %w", id, err)
+	}
+	out := rankBody{Board: id, Period: rs.Period, Member: m, Around: []proto.Entry{}}
+	if len(rs.Members) == 1 && rs.Members[0].Found {
+		mr := rs.Members[0]
+		out.Rank, out.Score = &mr.Rank, &mr.Score
+		out.Around = entries(mr.Around)
+	}
+	return c.JSON(out)
+}
+
+// entries converts to the wire type; never nil, so JSON says [] not null.
+func entries(es []rank.Entry) []proto.Entry {
+	out := make([]proto.Entry, len(es))
+	for i, e := range es {
+		out[i] = proto.Entry(e)
+	}
+	return out
+}

@@ -1,0 +1,93 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/wsgateway/wsgateway/proto"
+)
+
+// Error is a failure the API itself detects (auth, permissions, request
+// shape). It carries a contract code like rank's sentinels do, so
+// proto.CodeOf maps both the same way; Status overrides the code's usual
+// HTTP status when the contract wants another (413 is bad_request too).
+type Error struct {
+	code   string
+	status int
+	msg    string
+}
+
+func (e *Error) Error() string { return e.msg }
+
+// Code is the contract's error code.
+func (e *Error) Code() string { return e.code }
+
+func errf(code, format string, args ...any) *Error {
+	return &Error{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func tooLarge(format string, args ...any) *Error {
+	return &Error{code: proto.CodeBadRequest, status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf(format, args...)}
+}
+
+// classify is the one place a Go error becomes a REST status and body.
+func (a *API) classify(err error) (int, proto.ErrorDetail) {
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		// Fiber's own errors: routing misses (404, 405) and the like. They
+		// are about the request's shape, so they carry bad_request.
+		code := proto.CodeBadRequest
+		switch {
+		case fe.Code == http.StatusServiceUnavailable:
+			code = proto.CodeUnavailable
+		case fe.Code >= 500:
+			code = proto.CodeInternal
+		}
+		return fe.Code, proto.ErrorDetail{Code: code, Message: fe.Message}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusServiceUnavailable, proto.ErrorDetail{Code: proto.CodeUnavailable, Message: "rank store did not answer in time"}
+	}
+	code := proto.CodeOf(err)
+	status := proto.HTTPStatus(code)
+	var ae *Error
+	if errors.As(err, &ae) && ae.status != 0 {
+		status = ae.status
+	}
+	msg := err.Error()
+	if code == proto.CodeInternal {
+		a.log.Error("api: internal error", "err", err)
+		msg = "internal error"
+	}
+	return status, proto.ErrorDetail{Code: code, Message: msg}
+}
+
+// errorHandler is fiber's ErrorHandler: every error, routing misses
+// included, leaves as {"error":{"code":…,"message":…}}.
+func (a *API) errorHandler(c *fiber.Ctx, err error) error {
+	status, detail := a.classify(err)
+	a.m.errors.WithLabelValues(detail.Code).Inc()
+	if status == http.StatusServiceUnavailable {
+		c.Set(fiber.HeaderRetryAfter, "1")
+	}
+	return c.Status(status).JSON(proto.ErrorBody{Error: detail})
+}
+
+// detail is the error object of one failed scores element.
+func (a *API) detail(err error) proto.ErrorDetail {
+	_, d := a.classify(err)
+	a.m.errors.WithLabelValues(d.Code).Inc()
+	return d
+}
+
+func writeJSON(w io.Writer, v any) {
+	// Encoding our own response types cannot fail; a write error means the
+	// client left.
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,265 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// requestIDRe is the rule for a request id (PROTOCOL.md §4), here the
+// idempotency key of a score event within its board (R4).
+var requestIDRe = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+
+// scoreItem is one decoded element of a scores array: an event ready for
+// the store, or the error that element is answered with.
+type scoreItem struct {
+	id  string
+	ev  rank.Event
+	err error
+}
+
+// scores is POST /api/v1/boards/{board}/scores: every element is answered,
+// in order, with an ack or its own error; only a malformed or oversized
+// array fails the whole request (and then nothing is applied). Elements are
+// applied one after another, so a repeated id sees its earlier twin.
+func (a *API) scores(c *fiber.Ctx) error {
+	id, err := boardParam(c)
+	if err != nil {
+		return err
+	}
+	if p := principal(c); p.Role != auth.Server && p.Role != auth.Admin {
+		return errf(proto.CodeForbidden, "role %s may not post scores over REST; use a server or admin token", p.Role)
+	}
+	body := bytes.TrimSpace(c.Body())
+	single := len(body) > 0 && body[0] == '{'
+	var raws []json.RawMessage
+	if single {
+		raws = []json.RawMessage{body}
+	} else if raws, err = splitArray(body); err != nil {
+		return err
+	}
+	ctx, cancel := a.ctx()
+	b, err := a.cfg.Store.GetBoard(ctx, id)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("api: scores %s: %w", id, err)
+	}
+	items := make([]scoreItem, len(raws))
+	for i, raw := range raws {
+		items[i] = decodeScore(b, raw)
+	}
+	if single {
+		// One event object instead of an array (our addition): the answer is
+		// its ack, or its error with that error's status (409 for a conflict).
+		if it := items[0]; it.err != nil {
+			return it.err
+		}
+		res, err := a.apply(items[0].ev)
+		if err != nil {
+			return err
+		}
+		return c.JSON(ack(items[0].id, res))
+	}
+	out := make([]any, len(items))
+	var down error // once the store is unreachable, the rest fail fast
+	for i, it := range items {
+		if it.err == nil && down != nil {
+			it.err = down
+		}
+		if it.err != nil {
+			out[i] = proto.ScoreFailure{ID: it.id, Error: a.detail(it.err)}
+			continue
+		}
+		res, err := a.apply(it.ev)
+		if err != nil {
+			if rank.IsUnavailable(err) || proto.CodeOf(err) == proto.CodeUnavailable {
+				down = err
+			}
+			out[i] = proto.ScoreFailure{ID: it.id, Error: a.detail(err)}
+			continue
+		}
+		out[i] = ack(it.id, res)
+	}
+	return c.JSON(out)
+}
+
+// apply runs one event with its own deadline and tells OnApplied about it.
+func (a *API) apply(ev rank.Event) (rank.Result, error) {
+	ctx, cancel := a.ctx()
+	defer cancel()
+	res, err := a.cfg.Store.Apply(ctx, ev)
+	if err != nil {
+		return res, fmt.Errorf("api: apply %s: %w", ev.Board, err)
+	}
+	if !res.Duplicate {
+		a.m.applied.Inc()
+		if a.cfg.OnApplied != nil {
+			a.cfg.OnApplied(res)
+		}
+	}
+	return res, nil
+}
+
+func ack(id string, r rank.Result) proto.Ack {
+	out := proto.Ack{ID: id, Board: r.Board, Member: r.Member, Score: r.Score, Rank: r.Rank,
+		Duplicate: r.Duplicate, Seq: r.Seq}
+	if r.PrevRank > 0 {
+		prev := r.PrevRank
+		out.PrevRank = &prev
+	}
+	return out
+}
+
+// splitArray reads the body as a JSON array of at most MaxScores values,
+// without decoding more than MaxScores+1 of them (a 1 MiB body could hold
+// hundreds of thousands of tiny elements).
+func splitArray(body []byte) ([]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil, errf(proto.CodeBadRequest, "the body must be a JSON array of score events")
+	}
+	var out []json.RawMessage
+	for dec.More() {
+		if len(out) == MaxScores {
+			return nil, tooLarge("at most %d score events per request", MaxScores)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, errf(proto.CodeBadRequest, "malformed JSON array: %v", err)
+		}
+		out = append(out, raw)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, errf(proto.CodeBadRequest, "malformed JSON array: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errf(proto.CodeBadRequest, "trailing data after the JSON array")
+	}
+	if out == nil {
+		out = []json.RawMessage{}
+	}
+	return out, nil
+}
+
+// decodeScore reads one element strictly, with the rules of the WebSocket
+// score message: exact field names, no duplicates, no unknown fields, the
+// number as a JSON integer within ±(2^53-1), then the board's own rules.
+func decodeScore(b rank.Board, raw json.RawMessage) scoreItem {
+	var it scoreItem
+	fields, err := objectFields(raw)
+	if v, ok := fields["id"]; ok {
+		// Echo the id whenever it is a string, even an invalid one or in an
+		// otherwise bad element, so the client can tell which event this is.
+		if err := json.Unmarshal(v, &it.id); err != nil {
+			it.id = ""
+		}
+	}
+	if err != nil {
+		it.err = err
+		return it
+	}
+	switch idRaw, ok := fields["id"]; {
+	case !ok:
+		it.err = errf(proto.CodeBadRequest, "id: missing")
+		return it
+	case !isString(idRaw) || !requestIDRe.MatchString(it.id):
+		it.err = errf(proto.CodeBadRequest, "id: must be a string of 1-64 characters [A-Za-z0-9_.:-]")
+		return it
+	}
+	memberRaw, ok := fields["member"]
+	if !ok {
+		it.err = errf(proto.CodeBadRequest, "member: missing (required for server and admin)")
+		return it
+	}
+	if !isString(memberRaw) {
+		it.err = errf(proto.CodeBadRequest, "member: must be a string")
+		return it
+	}
+	var member string
+	if err := json.Unmarshal(memberRaw, &member); err != nil {
+		it.err = errf(proto.CodeBadRequest, "member: must be a string")
+		return it
+	}
+	if !rank.ValidMemberID(member) {
+		it.err = fmt.Errorf("%w: %q must match [A-Za-z0-9_.:@-]{1,64}", rank.ErrInvalidMember, member)
+		return it
+	}
+	delta, hasDelta := fields["delta"]
+	value, hasValue := fields["value"]
+	ev := rank.Event{Board: b.ID, ID: it.id, Member: member}
+	var num json.RawMessage
+	switch {
+	case hasDelta && hasValue:
+		it.err = errf(proto.CodeBadRequest, "send delta or value, not both")
+		return it
+	case hasDelta:
+		ev.Op, num = rank.OpDelta, delta
+	case hasValue:
+		ev.Op, num = rank.OpValue, value
+	default:
+		it.err = errf(proto.CodeBadRequest, "delta or value: missing")
+		return it
+	}
+	n, ok := proto.ParseScore(bytes.TrimSpace(num))
+	if !ok {
+		it.err = fmt.Errorf("%w: %s must be a JSON integer within ±(2^53-1)", rank.ErrInvalidScore, string(num))
+		return it
+	}
+	ev.Amount = n
+	if err := ev.Check(b); err != nil {
+		it.err = err
+		return it
+	}
+	it.ev = ev
+	return it
+}
+
+// objectFields splits a JSON object into its raw values, refusing anything
+// but the four score fields, exact case, each at most once. encoding/json
+// alone would accept "ID" for "id" and let a repeated key win silently.
+// With an error it still returns the fields it read (the first of each), so
+// the caller can echo the element's id.
+func objectFields(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errf(proto.CodeBadRequest, "each score event must be a JSON object")
+	}
+	fields := make(map[string]json.RawMessage, 4)
+	var first error
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fields, errf(proto.CodeBadRequest, "malformed score event: %v", err)
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return fields, errf(proto.CodeBadRequest, "malformed score event: %v", err)
+		}
+		_, dup := fields[key]
+		switch {
+		case first != nil:
+		case key != "id" && key != "member" && key != "delta" && key != "value":
+			first = errf(proto.CodeBadRequest, "unknown field %q", key)
+		case dup:
+			first = errf(proto.CodeBadRequest, "duplicate field %q", key)
+		}
+		if !dup {
+			fields[key] = v
+		}
+	}
+	return fields, first
+}
+
+func isString(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '"'
+}
