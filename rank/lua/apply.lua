@@ -1,0 +1,161 @@
+-- apply.lua: apply one score event to a board, atomically and idempotently.
+--
+-- KEYS[1]  <p>:{b}:cfg     hash: v = config version, j = config JSON
+-- KEYS[2]  <p>:{b}:seq     string: the board's change sequence
+-- KEYS[3]  <p>:{b}:n       hash: member id -> display name
+-- KEYS[4]  <p>:{b}:i:<id>  string: idempotency record of request <id>
+-- KEYS[5]  <p>:{b}:z:<A>   sorted set of period slot A
+-- KEYS[6]  <p>:{b}:m:<A>   hash: member id -> sorted-set member (first/last), slot A
+-- KEYS[7]  <p>:{b}:z:<B>   sorted set of period slot B (the period after A)
+-- KEYS[8]  <p>:{b}:m:<B>   hash of slot B
+--
+-- ARGV[1]  config version the caller validated the event against
+-- ARGV[2]  now in unix ms, or "" to read the server's TIME (the one clock)
+-- ARGV[3]  start of slot A (unix ms)
+-- ARGV[4]  boundary: end of A = start of B (unix ms); 0 = no periods, always A
+-- ARGV[5]  end of slot B (unix ms)
+-- ARGV[6]  period index of A
+-- ARGV[7]  period index of B
+-- ARGV[8]  expiry time of A's keys (unix ms on the clock of ARGV[2]; 0 = never)
+-- ARGV[9]  expiry time of B's keys
+-- ARGV[10] mode: incr | best | set
+-- ARGV[11] order: desc | asc
+-- ARGV[12] tiebreak: first | last | shared
+-- ARGV[13] idempotency window in ms
+-- ARGV[14] member id
+-- ARGV[15] display name ("" keeps the stored one)
+-- ARGV[16] op: 1 = delta, 2 = value
+-- ARGV[17] amount, a decimal integer within +-(2^53-1)
+-- ARGV[18] payload hash (opaque, compared as a string)
+--
+-- Returns {dup, record}: dup is 1 when the request id was already applied
+-- (nothing changed), record is "hash,score,rank,prev_rank,prev_score,seq,period".
+-- Failures are error replies "LB <code>": unknown_board, stale (the config
+-- version changed), clock (now is outside slots A and B), bad_request,
+-- invalid_score, out_of_range. No failure writes anything.
+--
+-- Sorted-set scores are the plain integer score, negated on asc boards so
+-- every read uses the REV commands. Ties: first -> "<16 digits of inverted
+-- seq>|<member>", last -> "<16 digits of seq>|<member>", shared -> "<member>"
+-- ('|' never occurs in a member id, so the form is unambiguous).
+
+local MAX = 9007199254740991
+local INV = {['0'] = '9', ['1'] = '8', ['2'] = '7', ['3'] = '6', ['4'] = '5',
+  ['5'] = '4', ['6'] = '3', ['7'] = '2', ['8'] = '1', ['9'] = '0'}
+
+local ver = redis.call('HGET', KEYS[1], 'v')
+if not ver then return redis.error_reply('LB unknown_board') end
+if ver ~= ARGV[1] then return redis.error_reply('LB stale') end
+
+local rec = redis.call('GET', KEYS[4])
+if rec then return {1, rec} end
+
+local mode, order, tie, op, member = ARGV[10], ARGV[11], ARGV[12], ARGV[16], ARGV[14]
+local amount = tonumber(ARGV[17])
+local window = tonumber(ARGV[13])
+if not amount or amount ~= math.floor(amount) or amount > MAX or amount < -MAX then
+  return redis.error_reply('LB invalid_score')
+end
+if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
+  or (order ~= 'desc' and order ~= 'asc')
+  or (tie ~= 'first' and tie ~= 'last' and tie ~= 'shared')
+  or (op ~= '1' and op ~= '2') or ((mode == 'incr') ~= (op == '1'))
+  or not window or window < 1
+  or member == '' or string.find(member, '|', 1, true) then
+  return redis.error_reply('LB bad_request')
+end
+
+local zkey, mkey, period, expat = KEYS[5], KEYS[6], ARGV[6], tonumber(ARGV[8])
+local boundary = tonumber(ARGV[4])
+local now = 0
+if boundary > 0 then
+  if ARGV[2] ~= '' then
+    now = tonumber(ARGV[2])
+  else
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  if now < tonumber(ARGV[3]) or now >= tonumber(ARGV[5]) then
+    return redis.error_reply('LB clock')
+  end
+  if now >= boundary then
+    zkey, mkey, period, expat = KEYS[7], KEYS[8], ARGV[7], tonumber(ARGV[9])
+  end
+end
+
+local function stored(s)
+  if order == 'asc' then s = -s end
+  return string.format('%d', s)
+end
+
+-- rank of sorted-set member z whose stored score is s (a string)
+local function rankOf(z, s)
+  if tie == 'shared' then
+    return redis.call('ZCOUNT', zkey, '(' .. s, '+inf') + 1
+  end
+  return redis.call('ZREVRANK', zkey, z) + 1
+end
+
+local oldz = redis.call('HGET', mkey, member) or member
+local olds = redis.call('ZSCORE', zkey, oldz)
+local had = olds ~= false
+local old = 0
+if had then
+  old = tonumber(olds)
+  if order == 'asc' then old = -old end
+end
+
+local new = amount
+if mode == 'incr' then
+  if had then new = old + amount end
+elseif mode == 'best' then
+  if had then
+    if (order == 'asc' and amount >= old) or (order == 'desc' and amount <= old) then
+      new = old
+    end
+  end
+end
+-- Exact: |old|, |amount| <= 2^53-1, so a true sum beyond the range rounds
+-- to a double that is still beyond it.
+if new > MAX or new < -MAX then return redis.error_reply('LB out_of_range') end
+
+local prev, prevscore = 0, 0
+if had then
+  prev = rankOf(oldz, olds)
+  prevscore = old
+end
+
+local seq = redis.call('INCR', KEYS[2])
+local rank = prev
+if not (had and new == old) then
+  -- The score changed (or the member is new): it reaches the score now.
+  local z = member
+  if tie ~= 'shared' then
+    local pad = string.format('%016d', seq)
+    if tie == 'first' then pad = string.gsub(pad, '%d', INV) end
+    z = pad .. '|' .. member
+  end
+  if had and z ~= oldz then redis.call('ZREM', zkey, oldz) end
+  local s = stored(new)
+  redis.call('ZADD', zkey, s, z)
+  if z ~= member then
+    redis.call('HSET', mkey, member, z)
+  elseif had and oldz ~= member then
+    redis.call('HDEL', mkey, member)
+  end
+  rank = rankOf(z, s)
+  if not had and expat > now then
+    -- Relative to the script's clock, so an injected (test) clock that is
+    -- far from the server's still yields the intended lifetime.
+    redis.call('PEXPIRE', zkey, expat - now)
+    redis.call('PEXPIRE', mkey, expat - now)
+  end
+end
+
+if ARGV[15] ~= '' then redis.call('HSET', KEYS[3], member, ARGV[15]) end
+
+-- Written last: Redis does not roll a script back, and a record written
+-- before a failing write would turn every retry into a false duplicate.
+rec = string.format('%s,%d,%d,%d,%d,%d,%s', ARGV[18], new, rank, prev, prevscore, seq, period)
+redis.call('SET', KEYS[4], rec, 'PX', window)
+return {0, rec}

@@ -1,0 +1,97 @@
+-- ranks.lua: several members of one board period, each with its rank and
+-- `around` neighbours, plus the period's size and the board's seq, read in
+-- one snapshot.
+--
+-- KEYS[1] <p>:{b}:cfg    hash: v = config version
+-- KEYS[2] <p>:{b}:seq    string: the board's change sequence
+-- KEYS[3] <p>:{b}:n      hash: member id -> display name
+-- KEYS[4] <p>:{b}:z:<A>  sorted set of period slot A
+-- KEYS[5] <p>:{b}:m:<A>  hash: member id -> sorted-set member, slot A
+-- KEYS[6] <p>:{b}:z:<B>  sorted set of period slot B (the period after A)
+-- KEYS[7] <p>:{b}:m:<B>  hash of slot B
+--
+-- ARGV[1]  config version the caller resolved the keys with
+-- ARGV[2]  now in unix ms, or "" to read the server's TIME
+-- ARGV[3]  start of slot A (unix ms)
+-- ARGV[4]  boundary: end of A = start of B; 0 = no choice, always A
+-- ARGV[5]  end of slot B
+-- ARGV[6]  tiebreak: first | last | shared
+-- ARGV[7]  around (>= 0)
+-- ARGV[8…] member ids
+--
+-- Returns {slot, total, seq, then per member: found, rank, start, first_rank,
+-- n, followed by n triples id, score, name}: the member's window in rank
+-- order, its own entry included; start is the 0-based position of the
+-- window's first entry and first_rank its rank; scores as stored (negated on
+-- asc boards); name "" when none. found 0 means absent (all numbers 0).
+-- Errors "LB <code>": unknown_board, stale, clock.
+
+-- names of ids, HMGET in chunks so no unpack grows past Lua's stack limit
+local function namesOf(ids)
+  local out = {}
+  for i = 1, #ids, 500 do
+    local part = redis.call('HMGET', KEYS[3], unpack(ids, i, math.min(i + 499, #ids)))
+    for j = 1, #part do out[i + j - 1] = part[j] end
+  end
+  return out
+end
+
+local ver = redis.call('HGET', KEYS[1], 'v')
+if not ver then return redis.error_reply('LB unknown_board') end
+if ver ~= ARGV[1] then return redis.error_reply('LB stale') end
+
+local slot, zkey, mkey = 1, KEYS[4], KEYS[5]
+local boundary = tonumber(ARGV[4])
+if boundary > 0 then
+  local now
+  if ARGV[2] ~= '' then
+    now = tonumber(ARGV[2])
+  else
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  if now < tonumber(ARGV[3]) or now >= tonumber(ARGV[5]) then
+    return redis.error_reply('LB clock')
+  end
+  if now >= boundary then slot, zkey, mkey = 2, KEYS[6], KEYS[7] end
+end
+
+local shared = ARGV[6] == 'shared'
+local around = tonumber(ARGV[7])
+local out = {slot, redis.call('ZCARD', zkey), tonumber(redis.call('GET', KEYS[2]) or '0')}
+
+for a = 8, #ARGV do
+  local member = ARGV[a]
+  local z = redis.call('HGET', mkey, member) or member
+  local pos = redis.call('ZREVRANK', zkey, z)
+  if not pos then
+    for _ = 1, 5 do out[#out + 1] = 0 end
+  else
+    local start = pos - around
+    if start < 0 then start = 0 end
+    local r = redis.call('ZREVRANGE', zkey, start, pos + around, 'WITHSCORES')
+    local rank, first = pos + 1, start + 1
+    if shared then
+      rank = redis.call('ZCOUNT', zkey, '(' .. redis.call('ZSCORE', zkey, z), '+inf') + 1
+      first = redis.call('ZCOUNT', zkey, '(' .. r[2], '+inf') + 1
+    end
+    local ids = {}
+    for i = 1, #r, 2 do
+      local id = r[i]
+      if string.sub(id, 17, 17) == '|' then id = string.sub(id, 18) end
+      ids[#ids + 1] = id
+    end
+    local names = namesOf(ids)
+    out[#out + 1] = 1
+    out[#out + 1] = rank
+    out[#out + 1] = start
+    out[#out + 1] = first
+    out[#out + 1] = #ids
+    for i = 1, #ids do
+      out[#out + 1] = ids[i]
+      out[#out + 1] = r[2 * i]
+      out[#out + 1] = names[i] or ''
+    end
+  end
+end
+return out

@@ -1,0 +1,75 @@
+-- top.lua: one page of a board period, its size and the board's seq, read
+-- in one snapshot.
+--
+-- KEYS[1] <p>:{b}:cfg    hash: v = config version
+-- KEYS[2] <p>:{b}:seq    string: the board's change sequence
+-- KEYS[3] <p>:{b}:n      hash: member id -> display name
+-- KEYS[4] <p>:{b}:z:<A>  sorted set of period slot A
+-- KEYS[5] <p>:{b}:z:<B>  sorted set of period slot B (the period after A)
+--
+-- ARGV[1] config version the caller resolved the keys with
+-- ARGV[2] now in unix ms, or "" to read the server's TIME
+-- ARGV[3] start of slot A (unix ms)
+-- ARGV[4] boundary: end of A = start of B; 0 = no choice, always A
+-- ARGV[5] end of slot B
+-- ARGV[6] tiebreak: first | last | shared
+-- ARGV[7] offset (>= 0)
+-- ARGV[8] limit (>= 0)
+--
+-- Returns {slot, total, seq, first_rank, id1, score1, name1, id2, ...}:
+-- slot 1 = A, 2 = B; scores as stored (negated on asc boards); name "" when
+-- none. first_rank is the rank of the first entry. Errors "LB <code>":
+-- unknown_board, stale, clock.
+
+-- names of ids, HMGET in chunks so no unpack grows past Lua's stack limit
+local function namesOf(ids)
+  local out = {}
+  for i = 1, #ids, 500 do
+    local part = redis.call('HMGET', KEYS[3], unpack(ids, i, math.min(i + 499, #ids)))
+    for j = 1, #part do out[i + j - 1] = part[j] end
+  end
+  return out
+end
+
+local ver = redis.call('HGET', KEYS[1], 'v')
+if not ver then return redis.error_reply('LB unknown_board') end
+if ver ~= ARGV[1] then return redis.error_reply('LB stale') end
+
+local slot, zkey = 1, KEYS[4]
+local boundary = tonumber(ARGV[4])
+if boundary > 0 then
+  local now
+  if ARGV[2] ~= '' then
+    now = tonumber(ARGV[2])
+  else
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  if now < tonumber(ARGV[3]) or now >= tonumber(ARGV[5]) then
+    return redis.error_reply('LB clock')
+  end
+  if now >= boundary then slot, zkey = 2, KEYS[5] end
+end
+
+local offset, limit = tonumber(ARGV[7]), tonumber(ARGV[8])
+local out = {slot, redis.call('ZCARD', zkey), tonumber(redis.call('GET', KEYS[2]) or '0'), offset + 1}
+if limit < 1 then return out end
+
+local r = redis.call('ZREVRANGE', zkey, offset, offset + limit - 1, 'WITHSCORES')
+if #r == 0 then return out end
+if ARGV[6] == 'shared' then
+  out[4] = redis.call('ZCOUNT', zkey, '(' .. r[2], '+inf') + 1
+end
+local ids = {}
+for i = 1, #r, 2 do
+  local id = r[i]
+  if string.sub(id, 17, 17) == '|' then id = string.sub(id, 18) end
+  ids[#ids + 1] = id
+end
+local names = namesOf(ids)
+for i = 1, #ids do
+  out[#out + 1] = ids[i]
+  out[#out + 1] = r[2 * i]
+  out[#out + 1] = names[i] or ''
+end
+return out

@@ -1,0 +1,249 @@
+package redisstore
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// batcher collects concurrent applies and sends them as one pipeline of
+// EVALSHA. A batch is sent at once when no pipeline is in flight; while one
+// is, calls gather for up to the window or until the batch is full. Batches
+// go to a fixed set of workers, so at most `workers` pipelines are in flight
+// and a full set of workers pushes back on callers through the bounded
+// submit queue.
+//
+// Order: a batch keeps submission order inside its pipeline, and a caller
+// waits for its result before submitting again, so one goroutine's events
+// are applied in the order it submitted them.
+type batcher struct {
+	client  redis.UniversalClient
+	sc      *script
+	window  time.Duration
+	max     int
+	timeout time.Duration
+	log     *slog.Logger
+
+	submit  chan *call    // capacity max
+	batches chan []*call  // unbuffered: a batch goes to a free worker
+	idle    chan struct{} // capacity 1: the last in-flight pipeline finished
+	busy    atomic.Int32  // batches handed to workers, not yet finished
+	quit    chan struct{} // closed by close
+	wg      sync.WaitGroup
+
+	pipelines atomic.Int64 // pipelines sent, for tests and metrics
+	calls     atomic.Int64 // calls sent in them
+}
+
+// workers is the number of pipelines in flight at most.
+const workers = 4
+
+type call struct {
+	ctx  context.Context
+	keys []string
+	args []any
+	done chan reply // capacity 1: the worker never blocks on it
+}
+
+type reply struct {
+	v   any
+	err error
+}
+
+func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.Logger) *batcher {
+	b := &batcher{
+		client:  client,
+		sc:      sc,
+		window:  cfg.BatchWindow,
+		max:     cfg.MaxBatch,
+		timeout: cfg.Timeout,
+		log:     log,
+		submit:  make(chan *call, cfg.MaxBatch),
+		batches: make(chan []*call),
+		idle:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+	}
+	b.wg.Add(1 + workers)
+	go b.collect()
+	for range workers {
+		go b.work()
+	}
+	return b
+}
+
+// close stops the collector and the workers; a pipeline in flight finishes.
+// Calls still queued fail with ErrClosed.
+func (b *batcher) close() {
+	close(b.quit)
+	b.wg.Wait()
+}
+
+// do runs the script with keys and args in the next pipeline and waits for
+// its own reply, or for ctx.
+func (b *batcher) do(ctx context.Context, keys []string, args []any) (any, error) {
+	c := &call{ctx: ctx, keys: keys, args: args, done: make(chan reply, 1)}
+	select {
+	case b.submit <- c:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-b.quit:
+		return nil, ErrClosed
+	}
+	select {
+	case r := <-c.done:
+		return r.v, r.err
+	case <-ctx.Done():
+		// The call may still be applied; a retry with the same id is safe.
+		return nil, ctx.Err()
+	case <-b.quit:
+		select {
+		case r := <-c.done:
+			return r.v, r.err
+		default:
+			return nil, ErrClosed
+		}
+	}
+}
+
+// collect owns the batch being gathered.
+func (b *batcher) collect() {
+	defer b.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		var batch []*call
+		select {
+		case c := <-b.submit:
+			batch = append(make([]*call, 0, b.max), c)
+		case <-b.quit:
+			b.drain(nil)
+			return
+		}
+	fill: // whatever is already queued joins without waiting
+		for len(batch) < b.max {
+			select {
+			case c := <-b.submit:
+				batch = append(batch, c)
+			default:
+				break fill
+			}
+		}
+		if len(batch) < b.max && b.busy.Load() > 0 {
+			timer.Reset(b.window)
+		wait:
+			for len(batch) < b.max {
+				select {
+				case c := <-b.submit:
+					batch = append(batch, c)
+				case <-timer.C:
+					break wait
+				case <-b.idle:
+					if b.busy.Load() == 0 {
+						break wait
+					}
+				case <-b.quit:
+					timer.Stop()
+					b.drain(batch)
+					return
+				}
+			}
+			timer.Stop()
+		}
+		b.busy.Add(1)
+		select {
+		case b.batches <- batch:
+		case <-b.quit:
+			b.drain(batch)
+			return
+		}
+	}
+}
+
+// drain fails batch and every call still queued with ErrClosed.
+func (b *batcher) drain(batch []*call) {
+	for _, c := range batch {
+		c.done <- reply{err: ErrClosed}
+	}
+	for {
+		select {
+		case c := <-b.submit:
+			c.done <- reply{err: ErrClosed}
+		default:
+			return
+		}
+	}
+}
+
+func (b *batcher) work() {
+	defer b.wg.Done()
+	for {
+		select {
+		case batch := <-b.batches:
+			b.run(batch)
+			if b.busy.Add(-1) == 0 {
+				select {
+				case b.idle <- struct{}{}:
+				default:
+				}
+			}
+		case <-b.quit:
+			return
+		}
+	}
+}
+
+// run sends one pipeline and hands every caller its reply. Commands that
+// met NOSCRIPT (none of them ran) are resent, in order, after one SCRIPT
+// LOAD; the others are not touched.
+func (b *batcher) run(batch []*call) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	live := batch[:0]
+	for _, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			c.done <- reply{err: err} // the caller gave up: do not apply it
+			continue
+		}
+		live = append(live, c)
+	}
+	if len(live) == 0 {
+		return
+	}
+	var again []*call
+	for i, cmd := range b.exec(ctx, live) {
+		if isNoScript(cmd.Err()) {
+			again = append(again, live[i])
+			continue
+		}
+		live[i].done <- reply{cmd.Val(), cmd.Err()}
+	}
+	if len(again) == 0 {
+		return
+	}
+	b.log.Info("redisstore: server lost the apply script; loading it again", "resend", len(again))
+	if err := b.sc.load(ctx, b.client); err != nil {
+		for _, c := range again {
+			c.done <- reply{err: err}
+		}
+		return
+	}
+	for i, cmd := range b.exec(ctx, again) {
+		again[i].done <- reply{cmd.Val(), cmd.Err()}
+	}
+}
+
+func (b *batcher) exec(ctx context.Context, calls []*call) []*redis.Cmd {
+	b.pipelines.Add(1)
+	b.calls.Add(int64(len(calls)))
+	pipe := b.client.Pipeline()
+	cmds := make([]*redis.Cmd, len(calls))
+	for i, c := range calls {
+		cmds[i] = pipe.EvalSha(ctx, b.sc.sha, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	return cmds
+}

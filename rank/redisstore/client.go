@@ -1,0 +1,140 @@
+package redisstore
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Client defaults chosen so an unreachable server is reported promptly
+// (R13) and a retry never waits long. go-redis retries are safe for applies:
+// the idempotency record makes a resent EVALSHA a duplicate, never a second
+// application.
+const (
+	dialTimeout  = 500 * time.Millisecond
+	ioTimeout    = 2 * time.Second
+	poolTimeout  = time.Second
+	maxRetries   = 1
+	dialAttempts = 1
+)
+
+// NewClient turns a --redis-url (PROTOCOL.md §1) into a client:
+//
+//	redis://[:pass@]host:port/db, rediss://...      one node (rediss = TLS)
+//	host:port                                       one node
+//	h1:p1,h2:p2  or  redis://h1:p1,h2:p2            Redis Cluster, seed addresses
+//	redis-cluster://[:pass@]h1:p1,h2:p2             Redis Cluster
+//
+// Query parameters are go-redis's (dial_timeout, pool_size, ...). Timeouts
+// not given default to short values and ContextTimeoutEnabled is set, so a
+// context deadline bounds every call.
+func NewClient(rawURL string) (redis.UniversalClient, error) {
+	u := strings.TrimSpace(rawURL)
+	if u == "" {
+		return nil, errors.New("redisstore: empty redis url")
+	}
+	scheme, rest, hasScheme := strings.Cut(u, "://")
+	if !hasScheme {
+		scheme, rest = "redis", u
+	}
+	cluster := scheme == "redis-cluster" || scheme == "rediss-cluster"
+	if cluster {
+		scheme = strings.TrimSuffix(scheme, "-cluster")
+	}
+	if scheme != "redis" && scheme != "rediss" {
+		return nil, fmt.Errorf("redisstore: redis url scheme %q: want redis, rediss or redis-cluster", scheme)
+	}
+	// Several full urls ("redis://h1:p1,redis://h2:p2") are seed lists too.
+	for _, sep := range []string{", ", ",rediss://", ",redis://"} {
+		rest = strings.ReplaceAll(rest, sep, ",")
+	}
+	// Split "[user@]h1:p1,h2:p2[/db][?query]" by hand: net/url rejects a
+	// comma-separated host list.
+	hostPart, tail := rest, ""
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		hostPart, tail = rest[:i], rest[i:]
+	}
+	userinfo := ""
+	if i := strings.LastIndex(hostPart, "@"); i >= 0 {
+		userinfo, hostPart = hostPart[:i+1], hostPart[i+1:]
+	}
+	var hosts []string
+	for _, h := range strings.Split(hostPart, ",") {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			return nil, fmt.Errorf("redisstore: redis url %q: empty address", redact(rawURL))
+		}
+		hosts = append(hosts, h)
+	}
+	if len(hosts) > 1 {
+		cluster = true
+	}
+	if !cluster {
+		opt, err := redis.ParseURL(scheme + "://" + userinfo + hosts[0] + tail)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: redis url %q: %w", redact(rawURL), err)
+		}
+		opt.ContextTimeoutEnabled = true
+		opt.DialTimeout = or(opt.DialTimeout, dialTimeout)
+		opt.ReadTimeout = or(opt.ReadTimeout, ioTimeout)
+		opt.WriteTimeout = or(opt.WriteTimeout, ioTimeout)
+		opt.PoolTimeout = or(opt.PoolTimeout, poolTimeout)
+		opt.MaxRetries = or(opt.MaxRetries, maxRetries)
+		opt.DialerRetries = or(opt.DialerRetries, dialAttempts)
+		return redis.NewClient(opt), nil
+	}
+	// The cluster parser takes the first seed as the host and the others as
+	// addr= query parameters.
+	path, query, _ := strings.Cut(tail, "?")
+	if path != "" && path != "/" && path != "/0" {
+		return nil, fmt.Errorf("redisstore: redis url %q: Redis Cluster has only database 0", redact(rawURL))
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: redis url %q: %w", redact(rawURL), err)
+	}
+	for _, h := range hosts[1:] {
+		q.Add("addr", h)
+	}
+	opt, err := redis.ParseClusterURL(scheme + "://" + userinfo + hosts[0] + "?" + q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: redis url %q: %w", redact(rawURL), err)
+	}
+	opt.ContextTimeoutEnabled = true
+	opt.DialTimeout = or(opt.DialTimeout, dialTimeout)
+	opt.ReadTimeout = or(opt.ReadTimeout, ioTimeout)
+	opt.WriteTimeout = or(opt.WriteTimeout, ioTimeout)
+	opt.PoolTimeout = or(opt.PoolTimeout, poolTimeout)
+	opt.MaxRetries = or(opt.MaxRetries, maxRetries)
+	opt.DialerRetries = or(opt.DialerRetries, dialAttempts)
+	return redis.NewClusterClient(opt), nil
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// redact hides a password in a url for error messages.
+func redact(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return raw
+	}
+	user := rest[:at]
+	if i := strings.Index(user, ":"); i >= 0 {
+		user = user[:i] + ":xxxxx"
+	}
+	return scheme + "://" + user + rest[at:]
+}

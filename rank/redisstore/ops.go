@@ -1,0 +1,323 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// retryable reports whether a script failed because the caller's view of
+// the config or the clock was stale, after refreshing that view.
+func (s *Store) retryable(board string, err error, attempt int) bool {
+	if attempt >= staleRetries {
+		return false
+	}
+	switch scriptError(err) {
+	case "stale":
+		s.forget(board)
+		return true
+	case "clock":
+		s.clock.invalidate()
+		return true
+	}
+	return false
+}
+
+// now reads the store clock once: the time to pick period keys with and the
+// script's clock argument ("" = the script reads TIME).
+func (s *Store) now(ctx context.Context, b rank.Board) (time.Time, string) {
+	if s.cfg.Now != nil {
+		t := s.cfg.Now()
+		return t, strconv.FormatInt(t.UnixMilli(), 10)
+	}
+	if b.Reset == rank.None {
+		return time.Time{}, "" // no periods: the time is not used
+	}
+	return s.clock.now(ctx, s.client), ""
+}
+
+// Apply applies one event through the batcher (see apply.lua).
+func (s *Store) Apply(ctx context.Context, e rank.Event) (rank.Result, error) {
+	if !rank.ValidBoardID(e.Board) {
+		return rank.Result{}, fmt.Errorf("redisstore: apply %q: %w", e.Board, rank.ErrInvalidBoard)
+	}
+	if s.closed.Load() {
+		return rank.Result{}, ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	hash := strconv.FormatUint(e.PayloadHash(), 36)
+	for attempt := 0; ; attempt++ {
+		c, err := s.board(ctx, e.Board)
+		if err != nil {
+			return rank.Result{}, s.fail("apply", e.Board, err)
+		}
+		if err := e.Check(c.b); err != nil {
+			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
+		}
+		now, nowArg := s.now(ctx, c.b)
+		sl, err := slotsFor(c.b, "", now)
+		if err != nil {
+			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
+		}
+		keys := []string{
+			s.key(e.Board, "cfg"), s.key(e.Board, "seq"), s.key(e.Board, "n"), s.key(e.Board, "i:"+e.ID),
+			s.zkey(e.Board, sl.a), s.mkey(e.Board, sl.a), s.zkey(e.Board, sl.b), s.mkey(e.Board, sl.b),
+		}
+		args := []any{
+			c.ver, nowArg, sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB,
+			string(c.b.Mode), string(c.b.Order), string(c.b.Tiebreak),
+			time.Duration(c.b.IdempotencyWindow).Milliseconds(),
+			e.Member, e.Name, int(e.Op), e.Amount, hash,
+		}
+		v, err := s.batch.do(ctx, keys, args)
+		if err != nil {
+			if s.retryable(e.Board, err, attempt) {
+				continue
+			}
+			return rank.Result{}, s.fail("apply", e.Board, err)
+		}
+		r, err := parseApply(v, hash)
+		if err != nil {
+			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
+		}
+		r.Board, r.Member = e.Board, e.Member
+		return r, nil
+	}
+}
+
+// parseApply decodes apply.lua's {dup, record}.
+func parseApply(v any, hash string) (rank.Result, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 2 {
+		return rank.Result{}, fmt.Errorf("unexpected reply %v", v)
+	}
+	dup, _ := a[0].(int64)
+	rec, _ := a[1].(string)
+	f := strings.Split(rec, ",")
+	if len(f) != 7 {
+		return rank.Result{}, fmt.Errorf("unexpected record %q", rec)
+	}
+	if f[0] != hash {
+		return rank.Result{}, rank.ErrIdempotencyConflict
+	}
+	var n [6]int64
+	for i := range n {
+		x, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil {
+			return rank.Result{}, fmt.Errorf("unexpected record %q", rec)
+		}
+		n[i] = x
+	}
+	return rank.Result{
+		Score: n[0], Rank: n[1], PrevRank: n[2], PrevScore: n[3], Seq: n[4], Period: n[5],
+		Duplicate: dup == 1,
+	}, nil
+}
+
+// Top reads entries [offset, offset+limit) of a period (see top.lua).
+func (s *Store) Top(ctx context.Context, board string, period rank.PeriodSel, offset, limit int) (rank.Page, error) {
+	return s.page(ctx, "top", board, period, offset, limit)
+}
+
+// Count is the number of members in the current period.
+func (s *Store) Count(ctx context.Context, board string) (int64, error) {
+	p, err := s.page(ctx, "count", board, "", 0, 0)
+	return p.Total, err
+}
+
+func (s *Store) page(ctx context.Context, op, board string, period rank.PeriodSel, offset, limit int) (rank.Page, error) {
+	if !rank.ValidBoardID(board) {
+		return rank.Page{}, fmt.Errorf("redisstore: %s %q: %w", op, board, rank.ErrInvalidBoard)
+	}
+	if offset < 0 || limit < 0 {
+		return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w: offset and limit must not be negative", op, board, rank.ErrBadRequest)
+	}
+	if s.closed.Load() {
+		return rank.Page{}, ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		c, err := s.board(ctx, board)
+		if err != nil {
+			return rank.Page{}, s.fail(op, board, err)
+		}
+		now, nowArg := s.now(ctx, c.b)
+		sl, err := slotsFor(c.b, period, now)
+		if err != nil {
+			return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
+		}
+		keys := []string{s.key(board, "cfg"), s.key(board, "seq"), s.key(board, "n"), s.zkey(board, sl.a), s.zkey(board, sl.b)}
+		v, err := s.top.run(ctx, s.client, keys, c.ver, nowArg, sl.start, sl.bound, sl.end,
+			string(c.b.Tiebreak), offset, limit)
+		if err != nil {
+			if s.retryable(board, err, attempt) {
+				continue
+			}
+			return rank.Page{}, s.fail(op, board, err)
+		}
+		a, _ := v.([]any)
+		if len(a) < 4 || (len(a)-4)%3 != 0 {
+			return rank.Page{}, fmt.Errorf("redisstore: %s %s: unexpected reply %v", op, board, v)
+		}
+		p := rank.Page{Board: board, Period: sl.pick(num(a[0])), Offset: offset, Total: num(a[1]), Seq: num(a[2])}
+		p.Entries, err = entries(a[4:], int64(offset), num(a[3]), c.b)
+		if err != nil {
+			return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
+		}
+		return p, nil
+	}
+}
+
+// Ranks reads several members with their neighbours in one snapshot (see
+// ranks.lua).
+func (s *Store) Ranks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
+	if !rank.ValidBoardID(board) {
+		return rank.Ranks{}, fmt.Errorf("redisstore: ranks %q: %w", board, rank.ErrInvalidBoard)
+	}
+	if around < 0 {
+		return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w: around must not be negative", board, rank.ErrBadRequest)
+	}
+	for _, m := range members {
+		if !rank.ValidMemberID(m) {
+			return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, rank.ErrInvalidMember)
+		}
+	}
+	if s.closed.Load() {
+		return rank.Ranks{}, ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		c, err := s.board(ctx, board)
+		if err != nil {
+			return rank.Ranks{}, s.fail("ranks", board, err)
+		}
+		now, nowArg := s.now(ctx, c.b)
+		sl, err := slotsFor(c.b, period, now)
+		if err != nil {
+			return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, err)
+		}
+		keys := []string{s.key(board, "cfg"), s.key(board, "seq"), s.key(board, "n"),
+			s.zkey(board, sl.a), s.mkey(board, sl.a), s.zkey(board, sl.b), s.mkey(board, sl.b)}
+		args := make([]any, 0, 7+len(members))
+		args = append(args, c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak), around)
+		for _, m := range members {
+			args = append(args, m)
+		}
+		v, err := s.ranks.run(ctx, s.client, keys, args...)
+		if err != nil {
+			if s.retryable(board, err, attempt) {
+				continue
+			}
+			return rank.Ranks{}, s.fail("ranks", board, err)
+		}
+		r, err := parseRanks(v, members, c.b)
+		if err != nil {
+			return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, err)
+		}
+		r.Board, r.Period = board, sl.pick(r.Period)
+		return r, nil
+	}
+}
+
+// parseRanks decodes ranks.lua's reply; Period holds the slot number.
+func parseRanks(v any, members []string, b rank.Board) (rank.Ranks, error) {
+	a, _ := v.([]any)
+	bad := fmt.Errorf("unexpected reply %v", v)
+	if len(a) < 3 {
+		return rank.Ranks{}, bad
+	}
+	r := rank.Ranks{Period: num(a[0]), Total: num(a[1]), Seq: num(a[2]), Members: make([]rank.MemberRank, len(members))}
+	a = a[3:]
+	for i, m := range members {
+		if len(a) < 5 {
+			return rank.Ranks{}, bad
+		}
+		mr := rank.MemberRank{Member: m}
+		found, rk, start, first, n := num(a[0]), num(a[1]), num(a[2]), num(a[3]), int(num(a[4]))
+		a = a[5:]
+		if found == 1 {
+			if n < 0 || len(a) < 3*n {
+				return rank.Ranks{}, bad
+			}
+			es, err := entries(a[:3*n], start, first, b)
+			if err != nil {
+				return rank.Ranks{}, err
+			}
+			a = a[3*n:]
+			mr.Found, mr.Rank, mr.Around = true, rk, es
+			for _, e := range es {
+				if e.Member == m {
+					mr.Score, mr.Name = e.Score, e.Name
+				}
+			}
+		}
+		r.Members[i] = mr
+	}
+	return r, nil
+}
+
+// entries decodes id, stored score, name triples listed from 0-based
+// position start, the first of which has rank first.
+func entries(a []any, start, first int64, b rank.Board) ([]rank.Entry, error) {
+	if len(a) == 0 {
+		return []rank.Entry{}, nil
+	}
+	out := make([]rank.Entry, 0, len(a)/3)
+	for i := 0; i+2 < len(a); i += 3 {
+		id, _ := a[i].(string)
+		raw, _ := a[i+1].(string)
+		name, _ := a[i+2].(string)
+		sc, err := parseScore(raw)
+		if err != nil {
+			return nil, err
+		}
+		if b.Order == rank.Asc {
+			sc = -sc
+		}
+		k := int64(len(out))
+		rk := first + k
+		if b.Tiebreak == rank.Shared && k > 0 {
+			// Equal scores share the rank; a new score's rank is its position.
+			if prev := out[k-1]; prev.Score == sc {
+				rk = prev.Rank
+			} else {
+				rk = start + k + 1
+			}
+		}
+		out = append(out, rank.Entry{Rank: rk, Member: id, Score: sc, Name: name})
+	}
+	return out, nil
+}
+
+// parseScore reads a sorted-set score reply. Scores are integers within
+// ±(2^53-1), exact in a double; the float path covers a server that
+// formats them with an exponent.
+func parseScore(s string) (int64, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != float64(int64(f)) {
+		return 0, errors.Join(fmt.Errorf("bad score %q", s), err)
+	}
+	return int64(f), nil
+}
+
+func num(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
