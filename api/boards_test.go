@@ -224,7 +224,7 @@ func TestPutBoard(t *testing.T) {
 			{`{"id":"other"}`, "bad_request", "id"},
 			{`{"title":"` + strings.Repeat("t", 129) + `"}`, "bad_request", "title"},
 			{`{"order":"desc"} {}`, "bad_request", "trailing"},
-			{`[1]`, "bad_request", "cannot unmarshal"},
+			{`[1]`, "bad_request", "JSON object"},
 		} {
 			r := e.do("PUT", "/api/v1/boards/full", adm, tc.body)
 			eb := r.wantError(t, 400, tc.code)

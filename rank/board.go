@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -132,6 +133,9 @@ func DefaultBoard(id string) Board {
 // is the board id from the URL: a body naming another id is an error. The
 // result is validated.
 func ParseBoard(id string, body []byte) (Board, error) {
+	if err := checkKeys(body); err != nil {
+		return Board{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
 	b := DefaultBoard(id)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -148,6 +152,45 @@ func ParseBoard(id string, body []byte) (Board, error) {
 		return Board{}, err
 	}
 	return b, nil
+}
+
+// boardFields are the exact JSON names of Board's fields.
+var boardFields = func() map[string]bool {
+	m := map[string]bool{}
+	t := reflect.TypeFor[Board]()
+	for i := range t.NumField() {
+		m[strings.Split(t.Field(i).Tag.Get("json"), ",")[0]] = true
+	}
+	return m
+}()
+
+// checkKeys rejects what encoding/json would let through: a key that
+// matches a field only case-insensitively ("Order"), and a repeated key.
+func checkKeys(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return fmt.Errorf("want a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if !boardFields[key] {
+			return fmt.Errorf("field %s: unknown field", key)
+		}
+		if seen[key] {
+			return fmt.Errorf("field %s: appears twice", key)
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func jsonErrorText(err error) string {

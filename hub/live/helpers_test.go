@@ -1,0 +1,277 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/wsgateway/wsgateway/bus"
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/memstore"
+)
+
+// countingStore counts the reads the engine makes on the real memory store,
+// and can be made to fail them.
+type countingStore struct {
+	rank.Store
+	tops, ranks atomic.Int64
+	fail        atomic.Bool
+	// gate, when set, holds a Ranks call after it read the store, until the
+	// gate's release channel is closed.
+	gate atomic.Pointer[gate]
+}
+
+type gate struct {
+	held    chan struct{} // closed when a read is held
+	release chan struct{}
+}
+
+func (c *countingStore) Top(ctx context.Context, board string, p rank.PeriodSel, offset, limit int) (rank.Page, error) {
+	c.tops.Add(1)
+	if c.fail.Load() {
+		return rank.Page{}, rank.ErrUnavailable
+	}
+	return c.Store.Top(ctx, board, p, offset, limit)
+}
+
+func (c *countingStore) Ranks(ctx context.Context, board string, p rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
+	c.ranks.Add(1)
+	if c.fail.Load() {
+		return rank.Ranks{}, rank.ErrUnavailable
+	}
+	r, err := c.Store.Ranks(ctx, board, p, members, around)
+	if g := c.gate.Swap(nil); g != nil {
+		close(g.held)
+		<-g.release
+	}
+	return r, err
+}
+
+const testInterval = 100 * time.Millisecond
+
+// harness is an Engine over a real memory store, run inside a synctest
+// bubble so that waiting for a tick is exact.
+type harness struct {
+	t     *testing.T
+	st    *countingStore
+	e     *Engine
+	ids   int
+	clock func() time.Time
+}
+
+type testLogWriter struct{ t *testing.T }
+
+func (w testLogWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// newHarness must be called inside synctest.Test. cfg.Store, Interval, Now
+// and Logger are filled in.
+func newHarness(t *testing.T, cfg Config, clock func() time.Time) *harness {
+	t.Helper()
+	if clock == nil {
+		clock = time.Now
+	}
+	ms, err := memstore.New(memstore.Config{Now: clock, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	h := &harness{t: t, st: &countingStore{Store: ms}, clock: clock}
+	cfg.Store = h.st
+	cfg.Interval = testInterval
+	cfg.Now = clock
+	cfg.Logger = slog.New(slog.NewTextHandler(testLogWriter{t}, nil))
+	h.e, err = New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); h.e.Run(t.Context()) }()
+	t.Cleanup(func() { <-done })
+	return h
+}
+
+func (h *harness) board(b rank.Board) {
+	h.t.Helper()
+	if _, err := h.st.PutBoard(context.Background(), b); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// apply applies a delta (or value) and, when report is set, tells the engine.
+func (h *harness) apply(board, member string, amount int64, report bool) rank.Result {
+	h.t.Helper()
+	h.ids++
+	b, err := h.st.GetBoard(context.Background(), board)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	op := rank.OpDelta
+	if b.Mode != rank.Incr {
+		op = rank.OpValue
+	}
+	r, err := h.st.Apply(context.Background(), rank.Event{Board: board, ID: "e" + strconv.Itoa(h.ids), Member: member, Op: op, Amount: amount})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if report {
+		h.e.Changed([]bus.Change{changeOf(r)})
+	}
+	return r
+}
+
+func changeOf(r rank.Result) bus.Change {
+	c := bus.Change{Board: r.Board, Seq: r.Seq, Member: r.Member, New: r.Score, Rank: r.Rank, PrevRank: r.PrevRank, Period: r.Period}
+	if r.PrevRank > 0 {
+		old := r.PrevScore
+		c.Old = &old
+	}
+	return c
+}
+
+// settle lets the engine react: enough fake time for a grace period, a read
+// and the throttle, then every goroutine idle.
+func (h *harness) settle() {
+	time.Sleep(3 * testInterval)
+	synctest.Wait()
+}
+
+func (h *harness) reads() (top, ranks int64) { return h.st.tops.Load(), h.st.ranks.Load() }
+
+// reader is a connection's writer side: it takes frames and keeps the latest
+// per board, checking the seq never decreases.
+type reader struct {
+	t    *testing.T
+	o    *Outbox
+	top  map[string]proto.Top
+	view map[string]proto.View
+	raw  map[string][]byte // latest raw frame per "top/board" and "view/board"
+	n    int
+}
+
+func newReader(t *testing.T) *reader {
+	return &reader{t: t, o: NewOutbox(testInterval, nil), top: map[string]proto.Top{}, view: map[string]proto.View{}, raw: map[string][]byte{}}
+}
+
+// drain takes the frames due now; it may run on a goroutine of its own.
+func (r *reader) drain() (retryIn time.Duration) {
+	r.t.Helper()
+	fs, retryIn := r.o.Take(time.Now())
+	for _, f := range fs {
+		r.n++
+		var head struct{ Type, Board string }
+		if err := json.Unmarshal(f, &head); err != nil {
+			r.t.Errorf("frame %s: %v", f, err)
+			continue
+		}
+		r.raw[head.Type+"/"+head.Board] = f
+		switch head.Type {
+		case proto.TypeTop:
+			var m proto.Top
+			mustStrict(r.t, f, &m)
+			if p, ok := r.top[m.Board]; ok && m.Seq < p.Seq {
+				r.t.Errorf("top seq of %s went down: %d after %d", m.Board, m.Seq, p.Seq)
+			}
+			r.top[m.Board] = m
+		case proto.TypeView:
+			var m proto.View
+			mustStrict(r.t, f, &m)
+			if p, ok := r.view[m.Board]; ok && m.Seq < p.Seq {
+				r.t.Errorf("view seq of %s went down: %d after %d", m.Board, m.Seq, p.Seq)
+			}
+			r.view[m.Board] = m
+		default:
+			r.t.Errorf("unexpected frame %s", f)
+		}
+	}
+	return retryIn
+}
+
+func mustStrict(t *testing.T, f []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(f, v); err != nil {
+		t.Errorf("frame %s: %v", f, err)
+	}
+	back, _ := json.Marshal(v)
+	if string(back) != string(f) {
+		t.Errorf("frame is not the exact JSON of its message:\n got %s\nwant %s", f, back)
+	}
+}
+
+func wire(es []rank.Entry) []proto.Entry {
+	out := make([]proto.Entry, len(es))
+	for i, e := range es {
+		out[i] = proto.Entry(e)
+	}
+	return out
+}
+
+// topMatches compares the reader's latest top frame with the store's top n.
+func topMatches(st rank.Store, r *reader, board string, n int) error {
+	p, err := st.Top(context.Background(), board, "", 0, n)
+	if err != nil {
+		return err
+	}
+	got, ok := r.top[board]
+	switch {
+	case !ok:
+		return fmt.Errorf("no top frame for %s", board)
+	case got.Total != p.Total || !slices.Equal(got.Entries, wire(p.Entries)):
+		return fmt.Errorf("top frame %s (seq %d) = %v total %d; store (seq %d) has %v total %d",
+			board, got.Seq, got.Entries, got.Total, p.Seq, wire(p.Entries), p.Total)
+	}
+	return nil
+}
+
+// viewMatches compares the reader's latest view frame with the store.
+func viewMatches(st rank.Store, r *reader, board, member string, around int) error {
+	rs, err := st.Ranks(context.Background(), board, "", []string{member}, around)
+	if err != nil {
+		return err
+	}
+	m := rs.Members[0]
+	got, ok := r.view[board]
+	if !ok {
+		return fmt.Errorf("no view frame for %s", board)
+	}
+	want := proto.View{Type: proto.TypeView, Board: board, Member: member, Around: wire(m.Around), Seq: got.Seq, TS: got.TS}
+	if m.Found {
+		want.Rank, want.Score = &m.Rank, &m.Score
+	}
+	a, _ := json.Marshal(got)
+	b, _ := json.Marshal(want)
+	if string(a) != string(b) {
+		return fmt.Errorf("view frame\n got %s\nwant %s (store seq %d)", a, b, rs.Seq)
+	}
+	return nil
+}
+
+// check reports every mismatch of a reader's latest frames with the store.
+func (h *harness) check(r *reader, board string, top int, member string, around int) {
+	h.t.Helper()
+	r.drain()
+	if top > 0 {
+		if err := topMatches(h.st.Store, r, board, top); err != nil {
+			h.t.Error(err)
+		}
+	}
+	if around > 0 {
+		if err := viewMatches(h.st.Store, r, board, member, around); err != nil {
+			h.t.Error(err)
+		}
+	}
+}
+
+func (h *harness) subscribe(r *reader, board string, top int, member string, around int) {
+	h.t.Helper()
+	if err := h.e.Subscribe(context.Background(), r.o, board, top, member, around); err != nil {
+		h.t.Fatal(err)
+	}
+}

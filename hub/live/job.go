@@ -1,0 +1,317 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// job is one refresh of one board: what to read, the state it was read
+// against, and what the reads gave. A tick makes one per due board; a
+// Subscribe makes one for its own first frames (sub).
+type job struct {
+	b       *board
+	sub     bool // a Subscribe's read: it did not take the board's dirty marks
+	cfg     bool // re-read the board config first
+	topN    int  // entries to read; 0: no top read
+	ns      []int
+	prevTop map[int]*topFrame // frames per N when the job started
+	groups  map[int][]viewJob // around → views to read
+	logPos  int64             // the board's change log position at the start
+	newTop  map[int]*topFrame // set when the top read succeeded
+	viewErr map[int]error     // per around group
+}
+
+type viewJob struct {
+	v    *view
+	prev *viewResult // v.res when the job started
+	next *viewResult // set when the read succeeded
+}
+
+// delivery is one frame for the slots of its targets, offered after
+// unlocking.
+type delivery struct {
+	key   slotKey
+	seq   int64
+	frame []byte
+	to    []target // immutable (subscribers.targets)
+}
+
+func deliver(ds []delivery) {
+	for _, d := range ds {
+		for _, t := range d.to {
+			t.o.offer(d.key, t.gen, d.seq, d.frame)
+		}
+	}
+}
+
+// snapshot takes b's dirty marks into a job. Lock held.
+func (e *Engine) snapshot(b *board, now time.Time) *job {
+	j := &job{b: b}
+	b.lastRead = now
+	j.cfg = !b.cfgOK || now.Sub(b.cfgAt) >= cfgTTL
+	if (b.topDirty && b.maxN > 0) || b.probe {
+		j.topN = max(b.maxN, 1) // a probe with no top subscribers only wants the seq
+		j.prevTop = make(map[int]*topFrame, len(b.topSubs))
+		for n := range b.topSubs {
+			j.ns = append(j.ns, n)
+			j.prevTop[n] = b.frames[n]
+		}
+		b.topDirty, b.probe = false, false
+	}
+	for _, v := range b.dirty {
+		if v.removed || !v.dirty {
+			continue
+		}
+		v.dirty = false
+		if j.groups == nil {
+			j.groups = make(map[int][]viewJob)
+		}
+		j.groups[v.key.around] = append(j.groups[v.key.around], viewJob{v: v, prev: v.res})
+	}
+	clear(b.dirty)
+	b.dirty = b.dirty[:0]
+	e.startJob(b, j)
+	return j
+}
+
+// startJob registers j's reads as in flight, so changes are logged for its
+// replay. Lock held.
+func (e *Engine) startJob(b *board, j *job) {
+	b.inflight++
+	j.logPos = b.logStart + int64(len(b.log))
+}
+
+// runJob reads what j asks for with no lock held, encodes changed frames,
+// installs them and hands them to the subscribers. On a failed read the
+// affected part is marked dirty again, to be retried next tick.
+func (e *Engine) runJob(ctx context.Context, j *job) error {
+	b := j.b
+	var cfg rank.Board
+	var cfgErr, topErr, firstErr error
+	if j.cfg {
+		cfg, cfgErr = e.getBoard(ctx, b.id)
+		firstErr = cfgErr
+	}
+	var page rank.Page
+	var topTS int64
+	if j.topN > 0 && cfgErr == nil {
+		page, topErr = e.readTop(ctx, b.id, j.topN)
+		topTS = e.now().UnixMilli()
+		if topErr == nil {
+			j.newTop = make(map[int]*topFrame, len(j.ns))
+			for _, n := range j.ns {
+				f := &topFrame{entries: page.Entries[:min(n, len(page.Entries))], total: page.Total, seq: page.Seq}
+				if p := j.prevTop[n]; j.sub || p == nil || !sameTop(p, f) {
+					f.bytes = e.encodeTop(b.id, f, topTS)
+				}
+				j.newTop[n] = f
+			}
+		} else if firstErr == nil {
+			firstErr = topErr
+		}
+	}
+	var seqs []int64
+	var ranksPeriod []int64
+	for around, vjs := range j.groups {
+		err := cfgErr
+		if err == nil {
+			members := make([]string, len(vjs))
+			for i, vj := range vjs {
+				members[i] = vj.v.key.member
+			}
+			var r rank.Ranks
+			r, err = e.readRanks(ctx, b.id, members, around)
+			if err == nil {
+				ts := e.now().UnixMilli()
+				seqs = append(seqs, r.Seq)
+				ranksPeriod = append(ranksPeriod, r.Period)
+				for i := range vjs {
+					next := &viewResult{mr: r.Members[i], seq: r.Seq}
+					if p := vjs[i].prev; j.sub || p == nil || !sameView(p.mr, next.mr) {
+						next.bytes = e.encodeView(b.id, vjs[i].v.key.member, next, ts)
+					}
+					vjs[i].next = next
+				}
+			}
+		}
+		if err != nil {
+			if j.viewErr == nil {
+				j.viewErr = make(map[int]error)
+			}
+			j.viewErr[around] = err
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+
+	now := e.now()
+	var out []delivery
+	e.mu.Lock()
+	b.inflight--
+	if j.cfg && cfgErr == nil {
+		if shape := b.setCfg(cfg, now); shape {
+			e.markAll(b)
+		}
+	}
+	if j.topN > 0 {
+		if j.newTop == nil {
+			e.markTop(b)
+		} else {
+			out = e.installTop(b, j, page, topTS, out)
+		}
+	}
+	minSeq := int64(-1)
+	for _, s := range seqs {
+		if minSeq < 0 || s < minSeq {
+			minSeq = s
+		}
+		b.seenSeq = max(b.seenSeq, s)
+	}
+	stale := false
+	for _, p := range ranksPeriod {
+		stale = stale || (b.cfgOK && p < b.period)
+	}
+	var installed []*view
+	for around, vjs := range j.groups {
+		if j.viewErr[around] != nil {
+			for _, vj := range vjs {
+				e.markView(b, vj.v)
+			}
+			continue
+		}
+		for _, vj := range vjs {
+			if stale {
+				e.markView(b, vj.v) // the store has not rolled over yet: read again
+			}
+			if e.installView(b, vj) {
+				installed = append(installed, vj.v)
+				r := vj.v.res
+				out = append(out, delivery{slotKey{b.id, true}, r.seq, r.bytes, vj.v.watchers.targets()})
+			}
+		}
+	}
+	if minSeq >= 0 {
+		e.replay(b, j, minSeq, installed)
+	}
+	if b.inflight == 0 {
+		b.logStart += int64(len(b.log))
+		clear(b.log)
+		b.log = b.log[:0]
+		b.logOver = false
+	}
+	e.unlock()
+	deliver(out)
+	return firstErr
+}
+
+// installTop makes j's top frames the board's current ones where they are
+// newer and different, and appends their deliveries. Lock held.
+func (e *Engine) installTop(b *board, j *job, page rank.Page, ts int64, out []delivery) []delivery {
+	b.seenSeq = max(b.seenSeq, page.Seq)
+	if b.cfgOK && page.Period < b.period {
+		e.markTop(b) // the store has not rolled over yet: read again
+	}
+	for _, n := range j.ns {
+		subs := b.topSubs[n]
+		f := j.newTop[n]
+		cur := b.frames[n]
+		if subs == nil || (cur != nil && (cur.seq > f.seq || sameTop(cur, f))) {
+			continue
+		}
+		if f.bytes == nil {
+			f.bytes = e.encodeTop(b.id, f, ts)
+		}
+		b.frames[n] = f
+		out = append(out, delivery{slotKey{b.id, false}, f.seq, f.bytes, subs.targets()})
+	}
+	return out
+}
+
+// installView makes vj's result the view's current one if it is newer and
+// different, re-indexing the view's window. Lock held.
+func (e *Engine) installView(b *board, vj viewJob) bool {
+	v, next := vj.v, vj.next
+	if v.removed {
+		return false
+	}
+	if cur := v.res; cur != nil && (cur.seq > next.seq || sameView(cur.mr, next.mr)) {
+		return false
+	}
+	if next.bytes == nil {
+		next.bytes = e.encodeView(b.id, v.key.member, next, e.now().UnixMilli())
+	}
+	v.res = next
+	b.setRange(v)
+	return true
+}
+
+// replay re-tests the changes logged since j started whose seq is above what
+// j read (minSeq) against the windows now installed: they were tested
+// against the windows the read replaced. Lock held.
+func (e *Engine) replay(b *board, j *job, minSeq int64, installed []*view) {
+	if len(installed) == 0 {
+		return
+	}
+	if b.logOver {
+		for _, v := range installed {
+			e.markView(b, v)
+		}
+		return
+	}
+	for _, l := range b.log[j.logPos-b.logStart:] {
+		if l.seq > minSeq {
+			e.touchViews(b, l)
+		}
+	}
+}
+
+func sameTop(a, b *topFrame) bool {
+	return a.total == b.total && slices.Equal(a.entries, b.entries)
+}
+
+func sameView(a, b rank.MemberRank) bool {
+	return a.Found == b.Found && a.Rank == b.Rank && a.Score == b.Score && slices.Equal(a.Around, b.Around)
+}
+
+func wireEntries(es []rank.Entry) []proto.Entry {
+	out := make([]proto.Entry, len(es))
+	for i, x := range es {
+		out[i] = proto.Entry(x)
+	}
+	return out
+}
+
+// encodeTop is the exact JSON of a proto.Top frame.
+func (e *Engine) encodeTop(board string, f *topFrame, ts int64) []byte {
+	e.encoded.Add(1)
+	// Marshal cannot fail for these plain types.
+	b, _ := json.Marshal(proto.Top{
+		Type: proto.TypeTop, Board: board, Seq: f.seq,
+		Entries: wireEntries(f.entries), Total: f.total, TS: ts,
+	})
+	return b
+}
+
+// encodeView is the exact JSON of a proto.View frame; an absent member has
+// rank and score null and around [].
+func (e *Engine) encodeView(board, member string, r *viewResult, ts int64) []byte {
+	e.encoded.Add(1)
+	f := proto.View{
+		Type: proto.TypeView, Board: board, Member: member,
+		Around: wireEntries(r.mr.Around), Seq: r.seq, TS: ts,
+	}
+	if r.mr.Found {
+		rk, sc := r.mr.Rank, r.mr.Score
+		f.Rank, f.Score = &rk, &sc
+	} else {
+		f.Around = []proto.Entry{}
+	}
+	b, _ := json.Marshal(f)
+	return b
+}

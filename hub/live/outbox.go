@@ -1,0 +1,235 @@
+package live
+
+import (
+	"sync"
+	"time"
+)
+
+// slotKey names one subscription's frame stream on a connection: a board's
+// top frames or its view frames.
+type slotKey struct {
+	board string
+	view  bool
+}
+
+// slot is the one-frame holder of a key. A newer frame replaces an
+// undelivered one; nothing ever queues behind it.
+type slot struct {
+	key      slotKey
+	gen      uint64 // subscription generation; frames of an older one are ignored
+	frame    []byte // pending frame, nil when none
+	seq      int64  // seq of the pending frame
+	sentSeq  int64  // seq of the last frame taken
+	lastSent time.Time
+	sent     bool // a frame has been taken since the slot opened
+}
+
+// Outbox is one connection's latest-wins frame holder: one slot per
+// subscription key (a board's top; a board's member view). It holds at most
+// one frame per key, releases at most one frame per interval per key, never
+// releases a frame whose seq is lower than the last one released for that key,
+// and never queues. The engine fills it; the connection's writer goroutine
+// waits on Ready and calls Take:
+//
+//	for {
+//		select {
+//		case <-ctx.Done(): return
+//		case <-o.Ready():
+//		case <-retry.C: // a timer armed from Take's retryIn
+//		}
+//		frames, retryIn := o.Take(time.Now())
+//		for _, f := range frames { write(f) } // f is shared: never modify it
+//		if retryIn > 0 { retry.Reset(retryIn) }
+//	}
+//
+// All methods are safe for concurrent use. The Outbox's mutex is a leaf lock:
+// nothing else is locked while it is held.
+type Outbox struct {
+	interval time.Duration
+	now      func() time.Time
+	ready    chan struct{} // capacity 1: a coalescing "something to take" signal
+
+	mu        sync.Mutex // guards everything below
+	slots     map[slotKey]*slot
+	order     []*slot // subscription order, so Take returns top before view
+	gen       uint64
+	delivered uint64
+	coalesced uint64
+}
+
+// NewOutbox returns an empty Outbox. interval is the minimum gap between two
+// frames of one key (zero: no throttle); now is the clock Take uses when
+// given a zero time (nil: time.Now).
+func NewOutbox(interval time.Duration, now func() time.Time) *Outbox {
+	if now == nil {
+		now = time.Now
+	}
+	return &Outbox{
+		interval: interval,
+		now:      now,
+		ready:    make(chan struct{}, 1),
+		slots:    make(map[slotKey]*slot),
+	}
+}
+
+// Ready is signalled (coalescing) whenever a frame is put in the Outbox.
+func (o *Outbox) Ready() <-chan struct{} { return o.ready }
+
+// Take returns the frames due at now, oldest subscription first, and marks
+// them sent. When some frame is held back by the interval, retryIn is how
+// long until the earliest of them is due: call Take again then (Ready is not
+// signalled for it). The returned slices are shared with other connections
+// and must not be modified.
+func (o *Outbox) Take(now time.Time) (frames [][]byte, retryIn time.Duration) {
+	if now.IsZero() {
+		now = o.now()
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, s := range o.order {
+		if s.frame == nil {
+			continue
+		}
+		if s.sent && o.interval > 0 {
+			if wait := s.lastSent.Add(o.interval).Sub(now); wait > 0 {
+				if retryIn == 0 || wait < retryIn {
+					retryIn = wait
+				}
+				continue
+			}
+		}
+		frames = append(frames, s.frame)
+		s.sentSeq, s.lastSent, s.sent = s.seq, now, true
+		s.frame = nil
+		o.delivered++
+	}
+	return frames, retryIn
+}
+
+// Stats reports frames taken and frames replaced before they were taken.
+func (o *Outbox) Stats() (delivered, coalesced uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.delivered, o.coalesced
+}
+
+// open starts (or restarts) the slot of k and returns its new generation. A
+// pending frame of the previous subscription is discarded; the throttle and
+// the seq floor carry over, so a re-subscription cannot break either.
+func (o *Outbox) open(k slotKey) uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.gen++
+	s := o.slots[k]
+	if s == nil {
+		s = &slot{key: k}
+		o.slots[k] = s
+		o.order = append(o.order, s)
+	}
+	s.gen, s.frame = o.gen, nil
+	return o.gen
+}
+
+// close forgets the slot of k (pending frame included).
+func (o *Outbox) close(k slotKey) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.slots[k]
+	if s == nil {
+		return
+	}
+	delete(o.slots, k)
+	for i, x := range o.order {
+		if x == s {
+			o.order = append(o.order[:i], o.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// floor is the seq of the last frame taken for k (0 when none), so a
+// subscriber is never handed a cached frame older than what it already has.
+func (o *Outbox) floor(k slotKey) int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if s := o.slots[k]; s != nil {
+		return s.sentSeq
+	}
+	return 0
+}
+
+// offer puts frame in the slot of k if the slot belongs to subscription gen
+// and the frame is not older than what the slot holds or has sent. It
+// reports whether the frame was accepted.
+func (o *Outbox) offer(k slotKey, gen uint64, seq int64, frame []byte) bool {
+	o.mu.Lock()
+	s := o.slots[k]
+	if s == nil || s.gen != gen || seq < s.sentSeq || (s.frame != nil && seq < s.seq) {
+		o.mu.Unlock()
+		return false
+	}
+	if s.frame != nil {
+		if len(s.frame) == len(frame) && len(frame) > 0 && &s.frame[0] == &frame[0] {
+			o.mu.Unlock() // the very same frame again (a subscriber's own read)
+			return true
+		}
+		o.coalesced++
+	}
+	s.frame, s.seq = frame, seq
+	o.mu.Unlock()
+	select {
+	case o.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// pending is the number of slots holding a frame (for tests).
+func (o *Outbox) pending() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, s := range o.order {
+		if s.frame != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// keys is the number of open slots (for tests).
+func (o *Outbox) keys() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.slots)
+}
+
+// target is one subscriber slot a frame goes to.
+type target struct {
+	o   *Outbox
+	gen uint64
+}
+
+// subscribers is the set of slots one frame key fans out to. targets builds
+// an immutable list once per change of the set, so a fan-out takes it under
+// the engine's lock without copying. Guarded by Engine.mu.
+type subscribers struct {
+	m    map[*Outbox]uint64
+	list []target // nil after a change; never modified once built
+}
+
+func newSubscribers() *subscribers { return &subscribers{m: make(map[*Outbox]uint64)} }
+
+func (s *subscribers) set(o *Outbox, gen uint64) { s.m[o] = gen; s.list = nil }
+func (s *subscribers) del(o *Outbox)             { delete(s.m, o); s.list = nil }
+func (s *subscribers) len() int                  { return len(s.m) }
+
+func (s *subscribers) targets() []target {
+	if s.list == nil {
+		s.list = make([]target, 0, len(s.m))
+		for o, gen := range s.m {
+			s.list = append(s.list, target{o, gen})
+		}
+	}
+	return s.list
+}

@@ -1,0 +1,171 @@
+package live
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestOutboxThrottle floods one key with frames much faster than the
+// interval while a writer loop drains the Outbox the way the hub's writer
+// does: at most one frame per interval per key, seq never decreases, and the
+// last frame always arrives.
+func TestOutboxThrottle(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration
+		every    time.Duration // gap between offers
+		n        int
+	}{
+		{"burst", 100 * time.Millisecond, time.Millisecond, 1000},
+		{"steady", 100 * time.Millisecond, 30 * time.Millisecond, 50},
+		{"slower than interval", 50 * time.Millisecond, 70 * time.Millisecond, 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				o := NewOutbox(tc.interval, nil)
+				k := slotKey{"b", false}
+				gen := o.open(k)
+				type got struct {
+					at  time.Time
+					seq int64
+				}
+				var frames []got
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { // the connection's writer
+					defer close(done)
+					timer := time.NewTimer(time.Hour)
+					defer timer.Stop()
+					for {
+						select {
+						case <-ctx.Done():
+							return
+						case <-o.Ready():
+						case <-timer.C:
+						}
+						fs, retry := o.Take(time.Now())
+						for _, f := range fs {
+							seq, _ := strconv.ParseInt(string(f), 10, 64)
+							frames = append(frames, got{time.Now(), seq})
+						}
+						if retry > 0 {
+							timer.Reset(retry)
+						}
+					}
+				}()
+				for i := 1; i <= tc.n; i++ {
+					o.offer(k, gen, int64(i), []byte(strconv.Itoa(i)))
+					time.Sleep(tc.every)
+				}
+				time.Sleep(2 * tc.interval)
+				synctest.Wait()
+				cancel()
+				<-done
+
+				if len(frames) == 0 {
+					t.Fatal("no frame delivered")
+				}
+				for i := 1; i < len(frames); i++ {
+					if gap := frames[i].at.Sub(frames[i-1].at); gap < tc.interval {
+						t.Errorf("frames %d and %d only %v apart, interval %v", i-1, i, gap, tc.interval)
+					}
+					if frames[i].seq < frames[i-1].seq {
+						t.Errorf("seq went down: %d after %d", frames[i].seq, frames[i-1].seq)
+					}
+				}
+				if last := frames[len(frames)-1].seq; last != int64(tc.n) {
+					t.Errorf("last frame seq %d, want %d", last, tc.n)
+				}
+				span := time.Duration(tc.n) * tc.every
+				if max := int(span/tc.interval) + 2; len(frames) > max {
+					t.Errorf("%d frames in %v at interval %v: more than %d", len(frames), span, tc.interval, max)
+				}
+				d, c := o.Stats()
+				if d != uint64(len(frames)) || d+c != uint64(tc.n) {
+					t.Errorf("stats delivered %d coalesced %d; want %d delivered and %d in all", d, c, len(frames), tc.n)
+				}
+			})
+		})
+	}
+}
+
+func TestOutboxOffer(t *testing.T) {
+	t.Parallel()
+	start := time.Unix(1000, 0)
+	top, vw := slotKey{"b", false}, slotKey{"b", true}
+	o := NewOutbox(100*time.Millisecond, nil)
+	g1 := o.open(top)
+	gv := o.open(vw)
+
+	if !o.offer(top, g1, 5, []byte("t5")) || !o.offer(vw, gv, 5, []byte("v5")) {
+		t.Fatal("fresh offers refused")
+	}
+	if o.offer(top, g1, 4, []byte("t4")) {
+		t.Error("an older seq replaced a pending frame")
+	}
+	if o.offer(top, g1+100, 6, []byte("x")) {
+		t.Error("a frame of another subscription generation was accepted")
+	}
+	if o.offer(slotKey{"other", false}, g1, 6, []byte("x")) {
+		t.Error("a frame for a key never opened was accepted")
+	}
+	select {
+	case <-o.Ready():
+	default:
+		t.Fatal("Ready not signalled")
+	}
+	fs, retry := o.Take(start)
+	if len(fs) != 2 || string(fs[0]) != "t5" || string(fs[1]) != "v5" || retry != 0 {
+		t.Fatalf("Take = %q, %v; want [t5 v5] in subscription order, 0", fs, retry)
+	}
+	if fs, _ := o.Take(start); len(fs) != 0 {
+		t.Fatalf("second Take returned %q", fs)
+	}
+
+	// Within the interval: held back, and a newer frame replaces it.
+	o.offer(top, g1, 6, []byte("t6"))
+	o.offer(top, g1, 7, []byte("t7"))
+	fs, retry = o.Take(start.Add(30 * time.Millisecond))
+	if len(fs) != 0 || retry != 70*time.Millisecond {
+		t.Fatalf("Take inside the interval = %q, %v; want nothing, 70ms", fs, retry)
+	}
+	fs, _ = o.Take(start.Add(100 * time.Millisecond))
+	if len(fs) != 1 || string(fs[0]) != "t7" {
+		t.Fatalf("Take after the interval = %q, want [t7]", fs)
+	}
+	if o.offer(top, g1, 6, []byte("t6")) {
+		t.Error("a seq below the last one sent was accepted")
+	}
+
+	// Re-subscribing keeps the seq floor and the throttle, drops pending.
+	o.offer(top, g1, 8, []byte("t8"))
+	g2 := o.open(top)
+	if o.pending() != 0 {
+		t.Error("open kept the previous subscription's pending frame")
+	}
+	if o.offer(top, g1, 9, []byte("old gen")) {
+		t.Error("previous generation accepted after re-open")
+	}
+	if o.offer(top, g2, 6, []byte("t6")) {
+		t.Error("re-open lost the seq floor")
+	}
+	o.offer(top, g2, 9, []byte("t9"))
+	if fs, retry := o.Take(start.Add(150 * time.Millisecond)); len(fs) != 0 || retry != 50*time.Millisecond {
+		t.Errorf("re-open lost the throttle: %q %v", fs, retry)
+	}
+
+	o.close(top)
+	o.close(vw)
+	if o.keys() != 0 || o.pending() != 0 {
+		t.Errorf("after close: %d keys, %d pending", o.keys(), o.pending())
+	}
+	d, c := o.Stats()
+	if d != 3 || c != 1 {
+		t.Errorf("Stats = %d delivered, %d coalesced; want 3, 1", d, c)
+	}
+}

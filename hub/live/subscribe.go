@@ -1,0 +1,233 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// Limits of a subscription (PROTOCOL.md §4).
+const (
+	MaxTop    = rank.MaxTop
+	MaxAround = 25
+)
+
+// Subscribe subscribes o to board: top frames of the first top entries
+// (0: none) and view frames of member with around neighbours (0: none),
+// replacing o's previous subscription to board. The first frames are put in
+// o at once (R7), from the board's current frames when they are fresh, else
+// from a store read.
+//
+// Any error (an invalid argument, an unknown board, a failed first read)
+// leaves o with no subscription to board at all, the previous one included.
+func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int, member string, around int) error {
+	switch {
+	case !rank.ValidBoardID(board):
+		return fmt.Errorf("live: subscribe %q: %w", board, rank.ErrInvalidBoard)
+	case top < 0 || top > MaxTop:
+		return fmt.Errorf("live: subscribe %s: %w: top %d is not within 0..%d", board, rank.ErrBadRequest, top, MaxTop)
+	case around < 0 || around > MaxAround:
+		return fmt.Errorf("live: subscribe %s: %w: around %d is not within 0..%d", board, rank.ErrBadRequest, around, MaxAround)
+	case around > 0 && !rank.ValidMemberID(member):
+		return fmt.Errorf("live: subscribe %s: %w", board, rank.ErrInvalidMember)
+	}
+	if top == 0 && around == 0 {
+		e.Unsubscribe(o, board)
+		return nil
+	}
+	e.mu.Lock()
+	b := e.boards[board]
+	haveCfg := b != nil && b.cfgOK
+	e.mu.Unlock()
+	var cfg rank.Board
+	if !haveCfg {
+		// The config gives the order, needed to place view windows; it also
+		// turns an unknown board into an error before anything is kept.
+		c, err := e.getBoard(ctx, board)
+		if err != nil {
+			return fmt.Errorf("live: subscribe: %w", err)
+		}
+		cfg = c
+	}
+
+	tk, vk := slotKey{board, false}, slotKey{board, true}
+	s := &sub{top: top}
+	if top > 0 {
+		s.topGen = o.open(tk)
+	} else {
+		o.close(tk)
+	}
+	if around > 0 {
+		s.viewGen = o.open(vk)
+	} else {
+		o.close(vk)
+	}
+
+	now := e.now()
+	e.mu.Lock()
+	b = e.boards[board]
+	if b == nil {
+		b = newBoard(board)
+		e.boards[board] = b
+	}
+	if !b.cfgOK && cfg.ID != "" {
+		b.setCfg(cfg, now)
+	}
+	e.unregister(o, b)
+	e.boards[board] = b // unregister drops a board it leaves empty
+	subs := e.conns[o]
+	if subs == nil {
+		subs = make(map[string]*sub)
+		e.conns[o] = subs
+	}
+	subs[board] = s
+
+	j := &job{b: b, sub: true}
+	var out []delivery
+	if top > 0 {
+		n := b.topSubs[top]
+		if n == nil {
+			n = newSubscribers()
+			b.topSubs[top] = n
+		}
+		n.set(o, s.topGen)
+		b.maxN = max(b.maxN, top)
+		if f := b.frames[top]; f != nil && !b.topDirty && f.seq >= o.floor(tk) {
+			out = append(out, delivery{tk, f.seq, f.bytes, []target{{o, s.topGen}}})
+		} else {
+			j.topN, j.ns = top, []int{top}
+			j.prevTop = map[int]*topFrame{top: f}
+		}
+	}
+	if around > 0 {
+		k := viewKey{member, around}
+		v := b.views[k]
+		if v == nil {
+			e.nextID++
+			v = &view{id: e.nextID, key: k, watchers: newSubscribers()}
+			b.views[k] = v
+			b.byMember[member] = append(b.byMember[member], v)
+			// Not marked dirty: this job reads it, and marks it on failure.
+		}
+		v.watchers.set(o, s.viewGen)
+		s.v = v
+		if r := v.res; r != nil && !v.dirty && r.seq >= o.floor(vk) {
+			out = append(out, delivery{vk, r.seq, r.bytes, []target{{o, s.viewGen}}})
+		} else {
+			j.groups = map[int][]viewJob{around: {{v: v, prev: r}}}
+		}
+	}
+	if j.topN > 0 || j.groups != nil {
+		e.startJob(b, j)
+	}
+	e.unlock()
+
+	var err error
+	if j.topN > 0 || j.groups != nil {
+		err = e.runJob(ctx, j)
+		// The subscriber's own first frames: the board's newest if it is not
+		// older than what this connection already had, else this read's.
+		e.mu.Lock()
+		if top > 0 && j.newTop != nil {
+			f := b.frames[top]
+			if f == nil || f.seq < o.floor(tk) {
+				f = j.newTop[top]
+			}
+			if f != nil {
+				out = append(out, delivery{tk, f.seq, f.bytes, []target{{o, s.topGen}}})
+			}
+		}
+		if around > 0 && len(j.groups[around]) == 1 {
+			vj := j.groups[around][0]
+			r := vj.v.res
+			if r == nil || r.seq < o.floor(vk) {
+				r = vj.next
+			}
+			if r != nil && vj.next != nil {
+				out = append(out, delivery{vk, r.seq, r.bytes, []target{{o, s.viewGen}}})
+			}
+		}
+		e.mu.Unlock()
+	}
+	if err != nil {
+		e.Unsubscribe(o, board)
+		return fmt.Errorf("live: subscribe: %w", err)
+	}
+	deliver(out)
+	return nil
+}
+
+// Unsubscribe ends o's subscription to board, pending frames included.
+func (e *Engine) Unsubscribe(o *Outbox, board string) {
+	e.mu.Lock()
+	if b := e.boards[board]; b != nil {
+		e.unregister(o, b)
+	}
+	e.mu.Unlock()
+	o.close(slotKey{board, false})
+	o.close(slotKey{board, true})
+}
+
+// Drop forgets every subscription of o (its connection is gone).
+func (e *Engine) Drop(o *Outbox) {
+	var keys []slotKey
+	e.mu.Lock()
+	for id := range e.conns[o] {
+		if b := e.boards[id]; b != nil {
+			e.unregister(o, b)
+		}
+		keys = append(keys, slotKey{id, false}, slotKey{id, true})
+	}
+	delete(e.conns, o)
+	e.mu.Unlock()
+	for _, k := range keys {
+		o.close(k)
+	}
+}
+
+// unregister removes o's subscription to b, and b itself when nothing is left
+// on it. Lock held.
+func (e *Engine) unregister(o *Outbox, b *board) {
+	subs := e.conns[o]
+	s := subs[b.id]
+	if s == nil {
+		return
+	}
+	delete(subs, b.id)
+	if len(subs) == 0 {
+		delete(e.conns, o)
+	}
+	if n := b.topSubs[s.top]; n != nil {
+		n.del(o)
+		if n.len() == 0 {
+			delete(b.topSubs, s.top)
+			delete(b.frames, s.top)
+			b.maxN = 0
+			for k := range b.topSubs {
+				b.maxN = max(b.maxN, k)
+			}
+		}
+	}
+	if v := s.v; v != nil {
+		v.watchers.del(o)
+		if v.watchers.len() == 0 {
+			v.removed = true
+			b.index.remove(v)
+			delete(b.views, v.key)
+			m := slices.DeleteFunc(b.byMember[v.key.member], func(x *view) bool { return x == v })
+			if len(m) == 0 {
+				delete(b.byMember, v.key.member)
+			} else {
+				b.byMember[v.key.member] = m
+			}
+			if len(b.views) == 0 {
+				b.dirty = nil
+			}
+		}
+	}
+	if b.empty() && e.boards[b.id] == b {
+		delete(e.boards, b.id)
+	}
+}
