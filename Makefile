@@ -2,7 +2,7 @@
 # then runs the whole suite with the race detector.
 GO ?= go
 
-.PHONY: test test-short lint bench deps run
+.PHONY: test test-short lint bench deps run fuzz
 
 test: deps
 	$(GO) test -race -count=1 -timeout 25m ./...
@@ -23,3 +23,7 @@ bench:
 
 run:
 	$(GO) run ./cmd/wsgateway --dev
+
+# fuzz runs every fuzz target briefly (FUZZTIME each, default 10s).
+fuzz:
+	@bash scripts/fuzz.sh

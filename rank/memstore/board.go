@@ -1,0 +1,317 @@
+package memstore
+
+import (
+	"sync"
+	"time"
+
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// board is one leaderboard's config and data.
+type board struct {
+	mu      sync.RWMutex // guards every field below; reads take RLock
+	cfg     rank.Board
+	deleted bool // set by DeleteBoard: a holder of a stale pointer sees ErrUnknownBoard
+	seq     int64
+	seed    uint64
+	periods map[int64]*zset   // by period index; 0 for a board without periods
+	names   map[string]string // display names, per board (not per period)
+	idem    map[string]record // by request id
+	queue   expiryQueue       // the ids of idem in insertion order, for sweeping
+}
+
+// zset is one period's ranking.
+type zset struct {
+	sl       *skiplist
+	members  map[string]*node
+	expireAt time.Time // zero: never
+}
+
+// record is an applied event's result, kept for retries within the window.
+// Board and member are not stored: a retry with the same payload hash names
+// the same member on the same board.
+type record struct {
+	hash      uint64
+	expires   int64 // unix nanoseconds on the store's clock
+	score     int64
+	rank      int64
+	prevRank  int64
+	prevScore int64
+	seq       int64
+	period    int64
+}
+
+func newBoard(cfg rank.Board, seed uint64) *board {
+	return &board{
+		cfg:     cfg,
+		seed:    seed,
+		periods: map[int64]*zset{},
+		names:   map[string]string{},
+		idem:    map[string]record{},
+	}
+}
+
+// clear drops all data of a deleted board.
+func (b *board) clear() {
+	b.deleted = true
+	b.periods, b.names, b.idem = nil, nil, nil
+	b.queue = expiryQueue{}
+}
+
+// tie is the tie key of a member that reached its score at seq (DESIGN.md
+// "The score path" §4): earlier first, later first, or none (member id).
+func (b *board) tie(seq int64) int64 {
+	switch b.cfg.Tiebreak {
+	case rank.Last:
+		return -seq
+	case rank.Shared:
+		return 0
+	}
+	return seq
+}
+
+// setKey sets n's score, the seq at which it reached it, and its key. n must
+// not be linked in a skip list.
+func (b *board) setKey(n *node, score, reached int64) {
+	n.score, n.reached = score, reached
+	n.s = score
+	if b.cfg.Order == rank.Desc {
+		n.s = -score
+	}
+	n.t = b.tie(reached)
+}
+
+// rankIn is the rank of n, at 1-based position pos of z: the position, or on
+// a shared board 1 + the number of members strictly better.
+func (b *board) rankIn(z *zset, n *node, pos int) int64 {
+	if b.cfg.Tiebreak == rank.Shared {
+		return 1 + int64(z.sl.countLess(n.s))
+	}
+	return int64(pos)
+}
+
+// reconfigure installs a new config; data is re-keyed when the order or
+// tiebreak changed, so later events and reads follow the new rules.
+func (b *board) reconfigure(cfg rank.Board) {
+	old := b.cfg
+	b.cfg = cfg
+	if old.Order == cfg.Order && old.Tiebreak == cfg.Tiebreak {
+		return
+	}
+	for _, z := range b.periods {
+		nodes := make([]*node, 0, z.sl.length)
+		for n := z.sl.first(); n != nil; n = n.level[0].next {
+			nodes = append(nodes, n)
+		}
+		z.sl = newSkiplist(b.seed + uint64(len(nodes)))
+		for _, n := range nodes {
+			clear(n.level)
+			b.setKey(n, n.score, n.reached)
+			z.sl.insert(n)
+		}
+	}
+}
+
+// readable is period idx if it holds data that has not expired, else nil.
+func (b *board) readable(idx int64, now time.Time) *zset {
+	z := b.periods[idx]
+	if z == nil || (!z.expireAt.IsZero() && !now.Before(z.expireAt)) {
+		return nil
+	}
+	return z
+}
+
+// apply is the score path (R3–R6): validate, idempotency, combine, seq,
+// write, rank, then record the result.
+func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
+	if err := e.Check(b.cfg); err != nil {
+		return rank.Result{}, err
+	}
+	nowNs := now.UnixNano()
+	b.sweepIdem(now, sweepPerApply)
+	hash := e.PayloadHash()
+	if rec, ok := b.idem[e.ID]; ok && rec.expires > nowNs {
+		if rec.hash != hash {
+			return rank.Result{}, rank.ErrIdempotencyConflict
+		}
+		return rank.Result{
+			Board: e.Board, Member: e.Member, Score: rec.score, Rank: rec.rank, PrevRank: rec.prevRank,
+			PrevScore: rec.prevScore, Duplicate: true, Seq: rec.seq, Period: rec.period,
+		}, nil
+	}
+
+	p := rank.PeriodAt(b.cfg, now)
+	z := b.readable(p.Index, now)
+	var n *node
+	if z != nil {
+		n = z.members[e.Member]
+	}
+	var old int64
+	if n != nil {
+		old = n.score
+	}
+	score, err := rank.Combine(b.cfg, n != nil, old, e)
+	if err != nil {
+		return rank.Result{}, err
+	}
+
+	// Nothing fails from here on.
+	if z == nil {
+		z = b.newPeriod(p, now)
+	}
+	b.seq++
+	r := rank.Result{Board: e.Board, Member: e.Member, Score: score, Seq: b.seq, Period: p.Index}
+	switch {
+	case n == nil:
+		n = z.sl.newNode()
+		n.m = e.Member
+		b.setKey(n, score, b.seq)
+		pos := z.sl.insert(n)
+		z.members[e.Member] = n
+		r.Rank = b.rankIn(z, n, pos)
+	case score == old:
+		// The member keeps its place among equal scores.
+		r.Rank = b.rankIn(z, n, z.sl.rankOf(&n.key))
+		r.PrevRank, r.PrevScore = r.Rank, old
+	default:
+		pos := z.sl.remove(n)
+		r.PrevRank, r.PrevScore = b.rankIn(z, n, pos), old
+		b.setKey(n, score, b.seq)
+		r.Rank = b.rankIn(z, n, z.sl.insert(n))
+	}
+	if e.Name != "" {
+		b.names[e.Member] = e.Name
+	}
+	// The record is written last, as in the Lua script.
+	exp := nowNs + int64(time.Duration(b.cfg.IdempotencyWindow))
+	b.idem[e.ID] = record{
+		hash: hash, expires: exp, score: r.Score, rank: r.Rank, prevRank: r.PrevRank,
+		prevScore: r.PrevScore, seq: r.Seq, period: r.Period,
+	}
+	b.queue.push(e.ID, exp)
+	return r, nil
+}
+
+// newPeriod creates the zset of period p, dropping expired ones first.
+func (b *board) newPeriod(p rank.Period, now time.Time) *zset {
+	b.dropExpiredPeriods(now)
+	z := &zset{
+		sl:       newSkiplist(b.seed ^ uint64(p.Index)),
+		members:  map[string]*node{},
+		expireAt: p.ExpireAt(),
+	}
+	b.periods[p.Index] = z
+	return z
+}
+
+// dropExpiredPeriods removes periods past their retention and the names of
+// members left in no period; it returns how many periods it removed.
+func (b *board) dropExpiredPeriods(now time.Time) int {
+	dropped := 0
+	for idx, z := range b.periods {
+		if z.expireAt.IsZero() || now.Before(z.expireAt) {
+			continue
+		}
+		delete(b.periods, idx)
+		dropped++
+		for m := range z.members {
+			if !b.inAnyPeriod(m) {
+				delete(b.names, m)
+			}
+		}
+	}
+	return dropped
+}
+
+func (b *board) inAnyPeriod(m string) bool {
+	for _, z := range b.periods {
+		if z.members[m] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// sweepIdem removes up to max expired records from the front of the queue
+// and returns how many queue entries it consumed.
+func (b *board) sweepIdem(now time.Time, max int) int {
+	nowNs := now.UnixNano()
+	n := 0
+	for ; n < max; n++ {
+		q, ok := b.queue.front()
+		if !ok || q.expires > nowNs {
+			break
+		}
+		b.queue.pop()
+		// The id may have been recorded again after it expired.
+		if rec, ok := b.idem[q.id]; ok && rec.expires <= nowNs {
+			delete(b.idem, q.id)
+		}
+	}
+	return n
+}
+
+// entries lists up to limit entries from 1-based position start of z.
+func (b *board) entries(z *zset, start, limit int) []rank.Entry {
+	if limit <= 0 || start > z.sl.length {
+		return []rank.Entry{}
+	}
+	out := make([]rank.Entry, 0, min(limit, z.sl.length-start+1))
+	shared := b.cfg.Tiebreak == rank.Shared
+	var rk int64
+	var prev *node
+	for n := z.sl.byRank(start); n != nil && len(out) < limit; n = n.level[0].next {
+		pos := int64(start + len(out))
+		switch {
+		case !shared:
+			rk = pos
+		case prev == nil:
+			rk = 1 + int64(z.sl.countLess(n.s))
+		case n.s != prev.s:
+			rk = pos
+		}
+		out = append(out, rank.Entry{Rank: rk, Member: n.m, Score: n.score, Name: b.names[n.m]})
+		prev = n
+	}
+	return out
+}
+
+type queued struct {
+	id      string
+	expires int64
+}
+
+// expiryQueue is a FIFO of request ids; popped slots are reclaimed by
+// compaction, so its memory follows the number of live records.
+type expiryQueue struct {
+	items []queued
+	head  int
+}
+
+func (q *expiryQueue) push(id string, expires int64) {
+	if q.head > 1024 && q.head*2 > len(q.items) {
+		// Move the live part to a fresh array sized for it, so a queue
+		// that once held a burst gives the memory back.
+		live := make([]queued, len(q.items)-q.head, 2*(len(q.items)-q.head)+64)
+		copy(live, q.items[q.head:])
+		q.items, q.head = live, 0
+	}
+	q.items = append(q.items, queued{id, expires})
+}
+
+func (q *expiryQueue) len() int { return len(q.items) - q.head }
+
+func (q *expiryQueue) front() (queued, bool) {
+	if q.head >= len(q.items) {
+		return queued{}, false
+	}
+	return q.items[q.head], true
+}
+
+func (q *expiryQueue) pop() {
+	q.items[q.head] = queued{}
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+}

@@ -1,0 +1,201 @@
+package memstore
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/ranktest"
+)
+
+func mustStore(t testing.TB, cfg Config) *Store {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func (s *Store) peek(id string, f func(b *board)) {
+	s.mu.RLock()
+	b := s.boards[id]
+	s.mu.RUnlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	f(b)
+}
+
+func mustApply(t testing.TB, s *Store, e rank.Event) rank.Result {
+	t.Helper()
+	r, err := s.Apply(t.Context(), e)
+	if err != nil {
+		t.Fatalf("Apply(%+v): %v", e, err)
+	}
+	return r
+}
+
+func incr(boardID, id, member string, d int64) rank.Event {
+	return rank.Event{Board: boardID, ID: id, Member: member, Op: rank.OpDelta, Amount: d}
+}
+
+// Expired idempotency records are removed, by writes as they go and by Sweep.
+func TestIdempotencyRecordsAreSwept(t *testing.T) {
+	t.Parallel()
+	clk := ranktest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := mustStore(t, Config{Now: clk.Now, SweepInterval: -1})
+	cfg := rank.DefaultBoard("sweep")
+	cfg.IdempotencyWindow = rank.Duration(time.Second)
+	if _, err := s.PutBoard(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5000 {
+		mustApply(t, s, incr(cfg.ID, fmt.Sprintf("a%d", i), "m", 1))
+	}
+	clk.Advance(2 * time.Second)
+	// Each write removes up to sweepPerApply expired records.
+	for i := range 1000 {
+		mustApply(t, s, incr(cfg.ID, fmt.Sprintf("b%d", i), "m", 1))
+	}
+	s.peek(cfg.ID, func(b *board) {
+		if len(b.idem) != 1000 || b.queue.len() != 1000 {
+			t.Fatalf("after writes: %d records, %d queued; want the 1000 live ones", len(b.idem), b.queue.len())
+		}
+	})
+	clk.Advance(2 * time.Second)
+	s.Sweep()
+	s.peek(cfg.ID, func(b *board) {
+		if len(b.idem) != 0 || b.queue.len() != 0 || cap(b.queue.items) > 4096 {
+			t.Fatalf("after Sweep: %d records, %d queued (cap %d)", len(b.idem), b.queue.len(), cap(b.queue.items))
+		}
+	})
+}
+
+// The background sweeper removes records of a board that gets no writes.
+func TestSweeperRuns(t *testing.T) {
+	t.Parallel()
+	clk := ranktest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := mustStore(t, Config{Now: clk.Now, SweepInterval: 5 * time.Millisecond})
+	cfg := rank.DefaultBoard("sweeper")
+	cfg.IdempotencyWindow = rank.Duration(time.Second)
+	if _, err := s.PutBoard(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, s, incr(cfg.ID, "x", "m", 1))
+	clk.Advance(2 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var n int
+		s.peek(cfg.ID, func(b *board) { n = len(b.idem) })
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sweeper did not remove an expired record")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Periods past their retention are dropped with the names of members that
+// are in no period any more.
+func TestExpiredPeriodsAreDropped(t *testing.T) {
+	t.Parallel()
+	cfg := rank.DefaultBoard("hourly")
+	cfg.Reset = rank.Hourly
+	start := time.Date(2030, 1, 1, 10, 30, 0, 0, time.UTC)
+	clk := ranktest.NewClock(start)
+	s := mustStore(t, Config{Now: clk.Now, SweepInterval: -1})
+	if _, err := s.PutBoard(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	e := incr(cfg.ID, "e1", "old", 5)
+	e.Name = "Old"
+	mustApply(t, s, e)
+	p1 := rank.PeriodAt(cfg, start)
+
+	clk.Set(p1.ExpireAt().Add(-time.Minute)) // still retained
+	e = incr(cfg.ID, "e2", "new", 1)
+	e.Name = "New"
+	mustApply(t, s, e)
+	if pg, err := s.Top(t.Context(), cfg.ID, rank.PeriodSel(fmt.Sprint(p1.Index)), 0, 10); err != nil || pg.Total != 1 {
+		t.Fatalf("retained period: %+v, %v", pg, err)
+	}
+
+	clk.Set(p1.ExpireAt())
+	if pg, err := s.Top(t.Context(), cfg.ID, rank.PeriodSel(fmt.Sprint(p1.Index)), 0, 10); err != nil || pg.Total != 0 {
+		t.Fatalf("expired period still readable: %+v, %v", pg, err)
+	}
+	mustApply(t, s, incr(cfg.ID, "e3", "new", 1))
+	s.peek(cfg.ID, func(b *board) {
+		if _, ok := b.periods[p1.Index]; ok || len(b.periods) != 2 {
+			t.Fatalf("periods after expiry: %d, p1 present %v", len(b.periods), ok)
+		}
+		if _, ok := b.names["old"]; ok || b.names["new"] != "New" {
+			t.Fatalf("names after expiry: %v", b.names)
+		}
+	})
+}
+
+// Changing the order or tiebreak of a board with data re-keys it.
+func TestReconfigureRekeys(t *testing.T) {
+	t.Parallel()
+	s := mustStore(t, Config{SweepInterval: -1})
+	cfg := rank.DefaultBoard("rekey")
+	ctx := t.Context()
+	if _, err := s.PutBoard(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range []string{"a", "b", "c"} {
+		mustApply(t, s, incr(cfg.ID, m, m, 10))
+		mustApply(t, s, incr(cfg.ID, m+"2", "low", int64(i)))
+	}
+	order := func() string {
+		pg, err := s.Top(ctx, cfg.ID, "", 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out string
+		for _, e := range pg.Entries {
+			out += fmt.Sprintf("%d%s ", e.Rank, e.Member)
+		}
+		return out
+	}
+	steps := []struct {
+		mut  func(b *rank.Board)
+		want string
+	}{
+		{func(b *rank.Board) {}, "1a 2b 3c 4low "},
+		{func(b *rank.Board) { b.Tiebreak = rank.Last }, "1c 2b 3a 4low "},
+		{func(b *rank.Board) { b.Tiebreak = rank.Shared }, "1c 1b 1a 4low "},
+		{func(b *rank.Board) { b.Order = rank.Asc; b.Tiebreak = rank.First }, "1low 2a 3b 4c "},
+	}
+	for _, st := range steps {
+		st.mut(&cfg)
+		if _, err := s.PutBoard(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if got := order(); got != st.want {
+			t.Fatalf("after %s/%s: %s, want %s", cfg.Order, cfg.Tiebreak, got, st.want)
+		}
+	}
+}
+
+func TestClosedStoreFails(t *testing.T) {
+	t.Parallel()
+	s := mustStore(t, Config{})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(t.Context()); !rank.IsUnavailable(err) {
+		t.Fatalf("Ping after Close: %v", err)
+	}
+	if _, err := s.PutBoard(t.Context(), rank.DefaultBoard("x")); !rank.IsUnavailable(err) {
+		t.Fatalf("PutBoard after Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}

@@ -1,0 +1,375 @@
+// Package memstore is the in-memory rank engine: one order-statistic skip
+// list per board period plus a member map, a lock per board, and an
+// idempotency table with expiry. It implements the same semantics as the
+// Redis engine (rank/ranktest holds them equal) for a single gateway node.
+//
+// Lock order: Store.mu before board.mu; no other lock is held with either.
+//
+// DeleteBoard drops everything, the change seq included: a re-created board
+// starts again at seq 1, as the Redis engine does when its keys are deleted.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// Config configures a Store. The zero value is ready to use.
+type Config struct {
+	// Now is the store's clock: period boundaries and idempotency expiry.
+	// nil = time.Now.
+	Now func() time.Time
+	// Logger receives debug lines about sweeps. nil = discard.
+	Logger *slog.Logger
+	// SweepInterval is how often a background sweep removes expired
+	// idempotency records and periods of boards that get no writes (writes
+	// sweep as they go). 0 = one minute; negative = no background sweep.
+	SweepInterval time.Duration
+}
+
+// Store is the memory engine. All methods are safe for concurrent use.
+type Store struct {
+	now    func() time.Time
+	log    *slog.Logger
+	closed atomic.Bool
+	stop   chan struct{} // closed by Close to end the sweeper
+	done   chan struct{} // closed when the sweeper has ended
+
+	mu     sync.RWMutex // guards boards (the map, not the boards)
+	boards map[string]*board
+	seeds  uint64 // guarded by mu; varies skip list seeds between boards
+}
+
+var _ rank.Store = (*Store)(nil)
+
+// sweepChunk bounds the records one sweep step removes while holding a
+// board's lock, so a mass expiry never stalls writers for long.
+const (
+	sweepChunk      = 4096
+	sweepPerApply   = 8 // an apply adds one record and removes up to this many
+	defaultInterval = time.Minute
+)
+
+// New returns an empty store.
+func New(cfg Config) (*Store, error) {
+	s := &Store{
+		now:    cfg.Now,
+		log:    cfg.Logger,
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+		boards: map[string]*board{},
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	interval := cfg.SweepInterval
+	if interval == 0 {
+		interval = defaultInterval
+	}
+	if interval < 0 {
+		close(s.done)
+		return s, nil
+	}
+	go s.sweeper(interval)
+	return s, nil
+}
+
+func (s *Store) sweeper(interval time.Duration) {
+	defer close(s.done)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+			s.Sweep()
+		}
+	}
+}
+
+// Sweep removes expired idempotency records and expired periods of every
+// board now. The background sweeper calls it; tests may too.
+func (s *Store) Sweep() {
+	s.mu.RLock()
+	bs := make([]*board, 0, len(s.boards))
+	for _, b := range s.boards {
+		bs = append(bs, b)
+	}
+	s.mu.RUnlock()
+	for _, b := range bs {
+		for {
+			b.mu.Lock()
+			now := s.now()
+			n := b.sweepIdem(now, sweepChunk)
+			if n < sweepChunk {
+				dropped := b.dropExpiredPeriods(now)
+				if n > 0 || dropped > 0 {
+					s.log.Debug("memstore: sweep", "board", b.cfg.ID, "records", n, "periods", dropped)
+				}
+			}
+			b.mu.Unlock()
+			if n < sweepChunk {
+				break
+			}
+		}
+	}
+}
+
+var errClosed = fmt.Errorf("%w: memstore closed", rank.ErrUnavailable)
+
+// lookup finds a live board by id.
+func (s *Store) lookup(ctx context.Context, id string) (*board, error) {
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	b := s.boards[id]
+	s.mu.RUnlock()
+	if b != nil { // its id was validated by PutBoard; skip the regexp on the hot path
+		return b, nil
+	}
+	if !rank.ValidBoardID(id) {
+		return nil, rank.ErrInvalidBoard
+	}
+	return nil, rank.ErrUnknownBoard
+}
+
+// PutBoard creates or replaces a board config. A change of order or
+// tiebreak re-keys the board's data for the new rules.
+func (s *Store) PutBoard(ctx context.Context, cfg rank.Board) (rank.Board, error) {
+	if s.closed.Load() {
+		return rank.Board{}, fmt.Errorf("memstore: put board %s: %w", cfg.ID, errClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return rank.Board{}, fmt.Errorf("memstore: put board %s: %w", cfg.ID, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return rank.Board{}, fmt.Errorf("memstore: put board %s: %w", cfg.ID, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.boards[cfg.ID]; b != nil {
+		b.mu.Lock()
+		b.reconfigure(cfg)
+		b.mu.Unlock()
+		return cfg, nil
+	}
+	s.seeds++
+	s.boards[cfg.ID] = newBoard(cfg, s.seeds*0x9E3779B97F4A7C15)
+	return cfg, nil
+}
+
+// GetBoard returns a board's config.
+func (s *Store) GetBoard(ctx context.Context, id string) (rank.Board, error) {
+	b, err := s.lookup(ctx, id)
+	if err != nil {
+		return rank.Board{}, fmt.Errorf("memstore: get board %s: %w", id, err)
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.deleted {
+		return rank.Board{}, fmt.Errorf("memstore: get board %s: %w", id, rank.ErrUnknownBoard)
+	}
+	return b.cfg, nil
+}
+
+// Boards lists every board's config, sorted by id.
+func (s *Store) Boards(ctx context.Context) ([]rank.Board, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("memstore: boards: %w", errClosed)
+	}
+	s.mu.RLock()
+	bs := make([]*board, 0, len(s.boards))
+	for _, b := range s.boards {
+		bs = append(bs, b)
+	}
+	s.mu.RUnlock()
+	out := make([]rank.Board, 0, len(bs))
+	for _, b := range bs {
+		b.mu.RLock()
+		if !b.deleted {
+			out = append(out, b.cfg)
+		}
+		b.mu.RUnlock()
+	}
+	slices.SortFunc(out, func(x, y rank.Board) int {
+		switch {
+		case x.ID < y.ID:
+			return -1
+		case x.ID > y.ID:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// DeleteBoard removes a board and all its data.
+func (s *Store) DeleteBoard(ctx context.Context, id string) error {
+	if _, err := s.lookup(ctx, id); err != nil {
+		return fmt.Errorf("memstore: delete board %s: %w", id, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.boards[id]
+	if b == nil { // deleted since the lookup
+		return fmt.Errorf("memstore: delete board %s: %w", id, rank.ErrUnknownBoard)
+	}
+	delete(s.boards, id)
+	b.mu.Lock()
+	b.clear()
+	b.mu.Unlock()
+	return nil
+}
+
+// Count is the number of members in the board's current period.
+func (s *Store) Count(ctx context.Context, id string) (int64, error) {
+	b, err := s.lookup(ctx, id)
+	if err != nil {
+		return 0, fmt.Errorf("memstore: count %s: %w", id, err)
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.deleted {
+		return 0, fmt.Errorf("memstore: count %s: %w", id, rank.ErrUnknownBoard)
+	}
+	now := s.now()
+	z := b.readable(rank.PeriodAt(b.cfg, now).Index, now)
+	if z == nil {
+		return 0, nil
+	}
+	return int64(z.sl.length), nil
+}
+
+// Apply applies one event atomically and idempotently.
+func (s *Store) Apply(ctx context.Context, e rank.Event) (rank.Result, error) {
+	b, err := s.lookup(ctx, e.Board)
+	if err != nil {
+		return rank.Result{}, fmt.Errorf("memstore: apply %s: %w", e.Board, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.deleted {
+		return rank.Result{}, fmt.Errorf("memstore: apply %s: %w", e.Board, rank.ErrUnknownBoard)
+	}
+	r, err := b.apply(e, s.now())
+	if err != nil {
+		return rank.Result{}, fmt.Errorf("memstore: apply %s: %w", e.Board, err)
+	}
+	return r, nil
+}
+
+// Top reads entries [offset, offset+limit) of a period.
+func (s *Store) Top(ctx context.Context, id string, sel rank.PeriodSel, offset, limit int) (rank.Page, error) {
+	b, err := s.lookup(ctx, id)
+	if err != nil {
+		return rank.Page{}, fmt.Errorf("memstore: top %s: %w", id, err)
+	}
+	if offset < 0 || limit < 0 {
+		return rank.Page{}, fmt.Errorf("memstore: top %s: %w: offset %d and limit %d must not be negative", id, rank.ErrBadRequest, offset, limit)
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.deleted {
+		return rank.Page{}, fmt.Errorf("memstore: top %s: %w", id, rank.ErrUnknownBoard)
+	}
+	now := s.now()
+	idx, err := sel.Resolve(b.cfg, now)
+	if err != nil {
+		return rank.Page{}, fmt.Errorf("memstore: top %s: %w", id, err)
+	}
+	pg := rank.Page{Board: id, Period: idx, Offset: offset, Seq: b.seq}
+	if z := b.readable(idx, now); z != nil {
+		pg.Total = int64(z.sl.length)
+		pg.Entries = b.entries(z, offset+1, limit)
+	}
+	return pg, nil
+}
+
+// Ranks reads several members with their neighbours in one snapshot.
+func (s *Store) Ranks(ctx context.Context, id string, sel rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
+	b, err := s.lookup(ctx, id)
+	if err != nil {
+		return rank.Ranks{}, fmt.Errorf("memstore: ranks %s: %w", id, err)
+	}
+	if around < 0 {
+		return rank.Ranks{}, fmt.Errorf("memstore: ranks %s: %w: around %d is negative", id, rank.ErrBadRequest, around)
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.deleted {
+		return rank.Ranks{}, fmt.Errorf("memstore: ranks %s: %w", id, rank.ErrUnknownBoard)
+	}
+	now := s.now()
+	idx, err := sel.Resolve(b.cfg, now)
+	if err != nil {
+		return rank.Ranks{}, fmt.Errorf("memstore: ranks %s: %w", id, err)
+	}
+	out := rank.Ranks{Board: id, Period: idx, Seq: b.seq, Members: make([]rank.MemberRank, len(members))}
+	z := b.readable(idx, now)
+	if z != nil {
+		out.Total = int64(z.sl.length)
+	}
+	for _, m := range members {
+		// A member on the board was validated when it was written.
+		if (z == nil || z.members[m] == nil) && !rank.ValidMemberID(m) {
+			return rank.Ranks{}, fmt.Errorf("memstore: ranks %s: %w: %q", id, rank.ErrInvalidMember, m)
+		}
+	}
+	for i, m := range members {
+		out.Members[i] = rank.MemberRank{Member: m}
+		if z == nil {
+			continue
+		}
+		n := z.members[m]
+		if n == nil {
+			continue
+		}
+		pos := z.sl.rankOf(&n.key)
+		lo := max(1, pos-around)
+		hi := min(z.sl.length, pos+around)
+		out.Members[i] = rank.MemberRank{
+			Member: m,
+			Found:  true,
+			Rank:   b.rankIn(z, n, pos),
+			Score:  n.score,
+			Name:   b.names[m],
+			Around: b.entries(z, lo, hi-lo+1),
+		}
+	}
+	return out, nil
+}
+
+// Ping reports nil while the store is open.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return fmt.Errorf("memstore: ping: %w", errClosed)
+	}
+	return nil
+}
+
+// Close stops the sweeper; every later call fails with rank.ErrUnavailable.
+// Closing twice is harmless.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	close(s.stop)
+	<-s.done
+	return nil
+}
