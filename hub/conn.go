@@ -1,0 +1,485 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
+
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/proto"
+)
+
+// Close reasons (at most 123 bytes, fixed text).
+const (
+	reasonSlow      = "slow consumer"
+	reasonGoingAway = "going away"
+)
+
+// closeRequest asks the writer to end the connection with a close frame.
+type closeRequest struct {
+	code   websocket.StatusCode
+	reason string
+	flush  bool // write the queued replies first (the error that explains the close)
+}
+
+// conn is one WebSocket connection. The reader (the handler goroutine) owns
+// the fields marked "reader"; the writer goroutine alone writes to ws.
+type conn struct {
+	h     *Hub
+	ws    *websocket.Conn
+	out   *live.Outbox
+	shard int // registry shard, set by registry.add
+
+	replies  replyQueue        // bounded (R12); the writer drains it
+	closeReq chan closeRequest // capacity 1: the first request wins
+	wake     chan struct{}     // capacity 1: the reader finished a request or a subscribe
+	drainCh  chan struct{}     // closed by drain
+	drainOne sync.Once
+
+	closeAsked atomic.Bool // a close was requested: the reader stops reading
+	draining   atomic.Bool
+	expiry     atomic.Int64 // token expiry, unix ns; 0 = none (anonymous)
+	expTimer   *time.Timer
+
+	// gate is held by the reader while a subscribe puts its first frames in
+	// the outbox and queues `subscribed`, and by the writer while it drains
+	// replies and takes frames: so `subscribed` is always written first.
+	gate sync.Mutex
+
+	mu        sync.Mutex // guards busy and committed
+	busy      bool       // the reader is handling a request
+	committed bool       // the close frame is decided: requests read later are dropped
+
+	// reader
+	p         auth.Principal
+	anon      bool
+	subs      map[string]struct{}
+	lim       *rate.Limiter // nil for server and admin
+	recent    slidingCount
+	badStreak int
+
+	// writer
+	pending [][]byte
+}
+
+func newConn(h *Hub, ws *websocket.Conn, p auth.Principal, anon bool) *conn {
+	c := &conn{
+		h:        h,
+		ws:       ws,
+		out:      live.NewOutbox(h.cfg.TopInterval, time.Now),
+		replies:  replyQueue{max: h.cfg.ReplyQueue, ready: make(chan struct{}, 1)},
+		closeReq: make(chan closeRequest, 1),
+		wake:     make(chan struct{}, 1),
+		drainCh:  make(chan struct{}),
+		subs:     make(map[string]struct{}),
+		anon:     anon,
+	}
+	c.setPrincipal(p)
+	return c
+}
+
+// setPrincipal installs a (new) token's holder: the rate limit follows the
+// role, the expiry timer the token's exp (R1).
+func (c *conn) setPrincipal(p auth.Principal) {
+	c.p = p
+	if p.Limited() && c.h.cfg.Rate > 0 {
+		if c.lim == nil {
+			c.lim = rate.NewLimiter(rate.Limit(c.h.cfg.Rate), 2*c.h.cfg.Rate)
+		}
+	} else {
+		c.lim = nil
+	}
+	if p.Expiry.IsZero() {
+		return
+	}
+	c.expiry.Store(p.Expiry.UnixNano())
+	if c.expTimer == nil {
+		// Created stopped, then armed: the callback reads c.expTimer.
+		c.expTimer = time.AfterFunc(time.Hour, c.expired)
+		c.expTimer.Stop()
+	}
+	c.expTimer.Reset(time.Until(p.Expiry))
+}
+
+// expired runs on the timer: unless an auth moved the expiry meanwhile, say
+// token_expired and close with 4001.
+func (c *conn) expired() {
+	if left := time.Until(time.Unix(0, c.expiry.Load())); left > 0 {
+		c.expTimer.Reset(left)
+		return
+	}
+	c.sendError("", errTokenExpired)
+	c.requestClose(proto.CloseTokenExpired, "token expired", true)
+}
+
+// run serves the connection until it ends: the writer in its own
+// goroutine, the reader here; either ending cancels the other.
+func (c *conn) run(parent context.Context) {
+	c.ws.SetReadLimit(int64(c.h.cfg.MaxMessage))
+	c.sendJSON(c.welcome())
+
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	writerDone := make(chan error, 1)
+	go func() {
+		err := c.writeLoop(ctx)
+		if err != nil {
+			cancel() // unblocks the reader (a cancelled read closes the socket)
+		}
+		writerDone <- err
+	}()
+	rerr := c.readLoop(ctx)
+	if rerr != nil {
+		cancel()
+	}
+	werr := <-writerDone
+	c.h.log.Debug("hub: connection closed", "member", c.p.Member, "role", c.p.Role, "read", rerr, "write", werr)
+	if c.expTimer != nil {
+		c.expTimer.Stop()
+	}
+	c.h.cfg.Live.Drop(c.out)
+	c.ws.CloseNow()
+}
+
+func (c *conn) welcome() proto.Welcome {
+	w := proto.Welcome{
+		Type:       proto.TypeWelcome,
+		Member:     c.p.Member,
+		Role:       string(c.p.Role),
+		Node:       c.h.cfg.Node,
+		ServerTime: time.Now().UnixMilli(),
+		Limits:     proto.Limits{MaxMessage: c.h.cfg.MaxMessage},
+	}
+	if !c.p.Expiry.IsZero() {
+		w.Exp = c.p.Expiry.Unix()
+	}
+	if c.lim != nil {
+		w.Limits.Rate = c.h.cfg.Rate // 0: this role is not limited
+	}
+	return w
+}
+
+// readLoop reads and handles one request at a time, in order (R2): each
+// request's reply is queued before the next is read. It returns nil when it
+// stopped reading because the connection is being closed.
+func (c *conn) readLoop(ctx context.Context) error {
+	for {
+		typ, r, err := c.ws.Reader(ctx)
+		if err != nil {
+			return err
+		}
+		if typ != websocket.MessageText {
+			c.requestClose(websocket.StatusUnsupportedData, "binary frames are not supported", true)
+			return nil
+		}
+		buf := c.h.getBuf()
+		_, err = buf.ReadFrom(r) // over the read limit: the library closes with 1009
+		if err != nil {
+			c.h.putBuf(buf)
+			return err
+		}
+		msg := buf.Bytes()
+		if !utf8.Valid(msg) {
+			c.h.putBuf(buf)
+			c.requestClose(websocket.StatusInvalidFramePayloadData, "invalid UTF-8", true)
+			return nil
+		}
+		c.mu.Lock()
+		if c.committed {
+			c.mu.Unlock()
+			c.h.putBuf(buf)
+			continue // arrived after our close frame was decided
+		}
+		c.busy = true
+		c.mu.Unlock()
+
+		c.handle(ctx, msg)
+		c.h.putBuf(buf)
+
+		c.mu.Lock()
+		c.busy = false
+		c.mu.Unlock()
+		if c.draining.Load() {
+			c.poke()
+			return nil // R14: answer what was read, read nothing more
+		}
+		if c.closeAsked.Load() {
+			return nil
+		}
+	}
+}
+
+// writeLoop is the only writer. Priorities: a close request; then replies
+// before frames (so `subscribed` precedes its first frame); pings when idle.
+func (c *conn) writeLoop(ctx context.Context) error {
+	ping := time.NewTicker(c.h.cfg.PingInterval)
+	defer ping.Stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	drainCh := c.drainCh
+	framesDue, draining := false, false
+	for {
+		select {
+		case cr := <-c.closeReq:
+			return c.closeWith(ctx, cr)
+		default:
+		}
+		if draining && c.readyToClose() {
+			return c.closeWith(ctx, closeRequest{code: websocket.StatusGoingAway, reason: reasonGoingAway})
+		}
+		if framesDue && c.gate.TryLock() {
+			framesDue = false
+			c.takeReplies()
+			frames, retryIn := c.out.Take(time.Now())
+			c.gate.Unlock()
+			if err := c.writePending(ctx); err != nil {
+				return err
+			}
+			for _, f := range frames {
+				if err := c.write(ctx, f); err != nil {
+					return err
+				}
+			}
+			c.h.m.framesWritten(len(frames))
+			if retryIn > 0 {
+				retry.Reset(retryIn)
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case cr := <-c.closeReq:
+			return c.closeWith(ctx, cr)
+		case <-c.replies.ready:
+			c.takeReplies()
+			if err := c.writePending(ctx); err != nil {
+				return err
+			}
+		case <-c.out.Ready():
+			framesDue = true
+		case <-retry.C:
+			framesDue = true
+		case <-c.wake:
+		case <-drainCh:
+			draining, drainCh = true, nil
+		case <-ping.C:
+			pctx, cancel := context.WithTimeout(ctx, c.h.cfg.WriteTimeout)
+			err := c.ws.Ping(pctx)
+			cancel()
+			if err != nil {
+				return err // no pong: the peer is gone
+			}
+		}
+	}
+}
+
+// takeReplies moves the queued replies to c.pending (bounded by the queue).
+func (c *conn) takeReplies() { c.pending = c.replies.take(c.pending) }
+
+func (c *conn) writePending(ctx context.Context) error {
+	defer func() { c.pending = reuse(c.pending) }()
+	for _, b := range c.pending {
+		if err := c.write(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var errSlowConsumer = errors.New("hub: write blocked: slow consumer")
+
+// write writes one message within WriteTimeout; a write blocked that long
+// means a slow consumer (R12), and the library has then closed the socket.
+func (c *conn) write(ctx context.Context, b []byte) error {
+	wctx, cancel := context.WithTimeout(ctx, c.h.cfg.WriteTimeout)
+	err := c.ws.Write(wctx, websocket.MessageText, b)
+	cancel()
+	if err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+		c.h.m.slowConsumerClose()
+		c.h.m.closed(strconv.Itoa(int(websocket.StatusPolicyViolation)))
+		return errSlowConsumer
+	}
+	return err
+}
+
+// readyToClose reports, while draining, whether no request is being handled
+// and every reply is written; it then commits to closing.
+func (c *conn) readyToClose() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.busy || c.replies.len() > 0 {
+		return false
+	}
+	c.committed = true
+	return true
+}
+
+// closeWith sends the close frame and waits (bounded by the library) for the
+// peer's answer.
+func (c *conn) closeWith(ctx context.Context, cr closeRequest) error {
+	c.mu.Lock()
+	c.committed = true
+	c.mu.Unlock()
+	if cr.flush {
+		c.takeReplies()
+		if err := c.writePending(ctx); err != nil {
+			return err
+		}
+	}
+	c.h.m.closed(strconv.Itoa(int(cr.code)))
+	err := c.ws.Close(cr.code, cr.reason)
+	if err != nil {
+		c.h.log.Debug("hub: close", "code", int(cr.code), "err", err)
+	}
+	return nil
+}
+
+// requestClose asks the writer to close; the first request wins.
+func (c *conn) requestClose(code websocket.StatusCode, reason string, flush bool) {
+	c.closeAsked.Store(true)
+	select {
+	case c.closeReq <- closeRequest{code: code, reason: reason, flush: flush}:
+	default:
+	}
+}
+
+// drain starts R14 for this connection (once).
+func (c *conn) drain() {
+	c.drainOne.Do(func() {
+		c.draining.Store(true)
+		close(c.drainCh)
+	})
+}
+
+func (c *conn) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// send queues a reply. A full queue is a slow consumer (R12): the
+// connection is closed with 1008 without waiting for the queue.
+func (c *conn) send(b []byte) bool {
+	if c.replies.push(b) {
+		return true
+	}
+	if !c.closeAsked.Load() {
+		c.h.m.slowConsumerClose()
+	}
+	c.requestClose(websocket.StatusPolicyViolation, reasonSlow, false)
+	return false
+}
+
+func (c *conn) sendJSON(v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		c.h.log.Error("hub: encode reply", "err", err)
+		return false
+	}
+	return c.send(b)
+}
+
+// slidingCount counts messages over the last second in ten 100ms buckets,
+// to tell a client that keeps going at 3× the rate (R10) from a burst.
+type slidingCount struct {
+	last   int64 // bucket number of the newest count
+	counts [10]int
+}
+
+func (s *slidingCount) add(now time.Time) int {
+	b := now.UnixNano() / int64(100*time.Millisecond)
+	switch {
+	case b-s.last >= int64(len(s.counts)):
+		s.counts = [10]int{}
+	case b > s.last:
+		for i := s.last + 1; i <= b; i++ {
+			s.counts[i%int64(len(s.counts))] = 0
+		}
+	}
+	if b > s.last {
+		s.last = b
+	}
+	s.counts[s.last%int64(len(s.counts))]++
+	n := 0
+	for _, v := range s.counts {
+		n += v
+	}
+	return n
+}
+
+func (h *Hub) getBuf() *bytes.Buffer {
+	if b, ok := h.bufs.Get().(*bytes.Buffer); ok {
+		b.Reset()
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+func (h *Hub) putBuf(b *bytes.Buffer) {
+	if b.Cap() <= 2*h.cfg.MaxMessage+512 {
+		h.bufs.Put(b)
+	}
+}
+
+// replyQueue is a connection's bounded reply queue. Its slice grows only
+// as far as the bound and is released after a burst, so an idle connection
+// holds no queue memory.
+type replyQueue struct {
+	max   int
+	ready chan struct{} // capacity 1: the queue became non-empty
+	mu    sync.Mutex    // guards items
+	items [][]byte
+}
+
+// push appends b unless the queue is at its bound.
+func (q *replyQueue) push(b []byte) bool {
+	q.mu.Lock()
+	if len(q.items) >= q.max {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, b)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take appends every queued reply to dst and empties the queue.
+func (q *replyQueue) take(dst [][]byte) [][]byte {
+	q.mu.Lock()
+	dst = append(dst, q.items...)
+	q.items = reuse(q.items)
+	q.mu.Unlock()
+	return dst
+}
+
+func (q *replyQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
+
+// reuse empties s for reuse, or drops it when a burst made it large.
+func reuse(s [][]byte) [][]byte {
+	if cap(s) > 32 {
+		return nil
+	}
+	clear(s)
+	return s[:0]
+}

@@ -1,0 +1,332 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// codeError is a hub failure carrying a contract code (see proto.CodeOf).
+type codeError struct{ code, msg string }
+
+func (e *codeError) Error() string { return e.msg }
+func (e *codeError) Code() string  { return e.code }
+
+var (
+	errForbidden    = &codeError{proto.CodeForbidden, "forbidden"}
+	errTokenExpired = &codeError{proto.CodeTokenExpired, "token expired"}
+	errRateLimited  = &codeError{proto.CodeRateLimited, "rate limited"}
+)
+
+func forbidden(why string) error { return fmt.Errorf("%w: %s", errForbidden, why) }
+
+// Policy thresholds (R10).
+const (
+	maxBadStreak = 10 // bad requests in a row before closing with 1008
+	abuseFactor  = 3  // a client going at this multiple of the rate is closed
+	// retryUnavailable is the retry_after_ms of `unavailable` (R13).
+	retryUnavailable = 1000
+)
+
+// handle answers one request; its reply (or error) is queued before it
+// returns, so replies keep the requests' order (R2).
+func (c *conn) handle(ctx context.Context, msg []byte) {
+	now := time.Now()
+	if c.lim != nil && c.recent.add(now) > abuseFactor*c.h.cfg.Rate {
+		c.h.m.messageIn("rate_abuse")
+		c.requestClose(websocket.StatusPolicyViolation, "rate limit exceeded", true)
+		return
+	}
+	req, err := decode(msg)
+	if err != nil {
+		c.h.m.messageIn("invalid")
+	} else {
+		c.h.m.messageIn(req.Type)
+	}
+	if c.lim != nil {
+		if r := c.lim.ReserveN(now, 1); r.DelayFrom(now) > 0 {
+			wait := r.DelayFrom(now)
+			r.CancelAt(now)
+			c.sendErrorRetry(req.ID, fmt.Errorf("%w: at most %d messages per second", errRateLimited, c.h.cfg.Rate), wait)
+			return
+		}
+	}
+	if err != nil {
+		if proto.CodeOf(err) == proto.CodeBadRequest {
+			c.badStreak++
+		}
+		c.sendError(req.ID, err)
+		if c.badStreak >= maxBadStreak {
+			c.requestClose(websocket.StatusPolicyViolation, "too many bad requests", true)
+		}
+		return
+	}
+	c.badStreak = 0
+
+	switch req.Type {
+	case proto.TypeScore:
+		err = c.score(ctx, req)
+	case proto.TypeSubscribe:
+		err = c.subscribe(ctx, req)
+	case proto.TypeUnsubscribe:
+		err = c.unsubscribe(req)
+	case proto.TypePage:
+		err = c.page(ctx, req)
+	case proto.TypeRank:
+		err = c.rank(ctx, req)
+	case proto.TypeAuth:
+		err = c.auth(ctx, req)
+	}
+	if err != nil {
+		c.sendError(req.ID, err)
+	}
+}
+
+// access checks R11 (the token's boards claim) and, for an anonymous
+// spectator, that the board is public.
+func (c *conn) access(ctx context.Context, board string) error {
+	if !rank.ValidBoardID(board) {
+		return rank.ErrInvalidBoard
+	}
+	if !c.p.MayAccess(board) {
+		return forbidden("board " + board + " is not in the token's boards")
+	}
+	if c.anon {
+		b, err := c.h.board(ctx, board)
+		if err != nil {
+			return err
+		}
+		if !b.Public {
+			return forbidden("board " + board + " is not public")
+		}
+	}
+	return nil
+}
+
+func (c *conn) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.h.cfg.StoreTimeout)
+}
+
+func (c *conn) score(ctx context.Context, req request) error {
+	if err := c.access(ctx, req.Board); err != nil {
+		return err
+	}
+	member := req.Member
+	switch c.p.Role {
+	case auth.Spectator:
+		return forbidden("spectators cannot score")
+	case auth.Server:
+		if req.has&fMember == 0 {
+			return badRequest("missing field member (required for role server)")
+		}
+	case auth.Player:
+		if req.has&fMember != 0 && member != c.p.Member {
+			return forbidden("a player scores only for itself")
+		}
+	}
+	if member == "" && req.has&fMember == 0 {
+		member = c.p.Member
+	}
+	if !rank.ValidMemberID(member) {
+		return rank.ErrInvalidMember
+	}
+	b, err := c.h.board(ctx, req.Board)
+	if err != nil {
+		return err
+	}
+	if !c.p.MayScoreFor(member, b.ClientWrites) {
+		return forbidden("board " + req.Board + " does not accept scores from clients")
+	}
+	e := rank.Event{Board: req.Board, ID: req.ID, Member: member, Op: req.Op, Amount: req.Amount}
+	if member == c.p.Member {
+		e.Name = c.p.Name
+	}
+	if err := e.Check(b); err != nil {
+		return err
+	}
+	sctx, cancel := c.storeCtx(ctx)
+	res, err := c.h.cfg.Store.Apply(sctx, e)
+	cancel()
+	if err != nil {
+		return err
+	}
+	c.h.Applied(res)
+	ack := proto.Ack{
+		Type:      proto.TypeAck,
+		ID:        req.ID,
+		Board:     res.Board,
+		Member:    res.Member,
+		Score:     res.Score,
+		Rank:      res.Rank,
+		Duplicate: res.Duplicate,
+		Seq:       res.Seq,
+	}
+	if res.PrevRank > 0 {
+		pr := res.PrevRank
+		ack.PrevRank = &pr
+	}
+	c.sendJSON(ack)
+	return nil
+}
+
+func (c *conn) subscribe(ctx context.Context, req request) error {
+	if err := c.access(ctx, req.Board); err != nil {
+		return err
+	}
+	member := c.p.Member
+	if req.has&fMember != 0 {
+		member = req.Member
+		if !rank.ValidMemberID(member) {
+			return rank.ErrInvalidMember
+		}
+	}
+	b, err := c.h.board(ctx, req.Board)
+	if err != nil {
+		return err
+	}
+	top := req.Top
+	if top < 0 {
+		top = b.Top
+	}
+	if _, again := c.subs[req.Board]; !again && len(c.subs) >= c.h.cfg.MaxSubscriptions {
+		return badRequest(fmt.Sprintf("at most %d subscriptions per connection", c.h.cfg.MaxSubscriptions))
+	}
+	// Under the gate the writer cannot take the first frames before
+	// `subscribed` is queued (the reply precedes its frames).
+	c.gate.Lock()
+	defer func() {
+		c.gate.Unlock()
+		c.poke()
+	}()
+	sctx, cancel := c.storeCtx(ctx)
+	err = c.h.cfg.Live.Subscribe(sctx, c.out, req.Board, top, member, req.Around)
+	cancel()
+	if err != nil {
+		return err
+	}
+	c.subs[req.Board] = struct{}{}
+	c.sendJSON(proto.Subscribed{Type: proto.TypeSubscribed, ID: req.ID, Board: req.Board})
+	return nil
+}
+
+func (c *conn) unsubscribe(req request) error {
+	if !rank.ValidBoardID(req.Board) {
+		return rank.ErrInvalidBoard
+	}
+	c.h.cfg.Live.Unsubscribe(c.out, req.Board)
+	delete(c.subs, req.Board)
+	c.sendJSON(proto.Subscribed{Type: proto.TypeUnsubscribed, ID: req.ID, Board: req.Board})
+	return nil
+}
+
+func (c *conn) page(ctx context.Context, req request) error {
+	if err := c.access(ctx, req.Board); err != nil {
+		return err
+	}
+	sctx, cancel := c.storeCtx(ctx)
+	pg, err := c.h.cfg.Store.Top(sctx, req.Board, rank.PeriodSel(req.Period), req.Offset, req.Limit)
+	cancel()
+	if err != nil {
+		return err
+	}
+	c.sendJSON(proto.PageReply{
+		Type:    proto.TypePage,
+		ID:      req.ID,
+		Board:   req.Board,
+		Offset:  req.Offset,
+		Entries: entries(pg.Entries),
+		Total:   pg.Total,
+		Period:  pg.Period,
+	})
+	return nil
+}
+
+func (c *conn) rank(ctx context.Context, req request) error {
+	if err := c.access(ctx, req.Board); err != nil {
+		return err
+	}
+	member := c.p.Member
+	if req.has&fMember != 0 {
+		member = req.Member
+	}
+	if !rank.ValidMemberID(member) {
+		return rank.ErrInvalidMember
+	}
+	sctx, cancel := c.storeCtx(ctx)
+	rs, err := c.h.cfg.Store.Ranks(sctx, req.Board, rank.PeriodSel(req.Period), []string{member}, req.Around)
+	cancel()
+	if err != nil {
+		return err
+	}
+	reply := proto.RankReply{Type: proto.TypeRank, ID: req.ID, Board: req.Board, Member: member, Around: []proto.Entry{}, Period: rs.Period}
+	if len(rs.Members) == 1 && rs.Members[0].Found {
+		m := rs.Members[0]
+		r, s := m.Rank, m.Score
+		reply.Rank, reply.Score = &r, &s
+		reply.Around = entries(m.Around)
+	}
+	c.sendJSON(reply)
+	return nil
+}
+
+// auth replaces the connection's token with a fresh one for the same member,
+// moving the expiry (R1).
+func (c *conn) auth(ctx context.Context, req request) error {
+	vctx, cancel := c.storeCtx(ctx)
+	p, err := c.h.cfg.Verifier.Verify(vctx, req.Token)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if c.anon || p.Member != c.p.Member {
+		return forbidden("the new token is for another member")
+	}
+	c.setPrincipal(p)
+	c.sendJSON(proto.Authed{Type: proto.TypeAuthed, ID: req.ID, Exp: p.Expiry.Unix()})
+	return nil
+}
+
+func entries(es []rank.Entry) []proto.Entry {
+	out := make([]proto.Entry, len(es))
+	for i, e := range es {
+		out[i] = proto.Entry(e)
+	}
+	return out
+}
+
+// sendError queues an error reply with the request's id ("" when unknown).
+func (c *conn) sendError(id string, err error) {
+	c.sendErrorRetry(id, err, 0)
+}
+
+func (c *conn) sendErrorRetry(id string, err error, retry time.Duration) {
+	code := proto.CodeOf(err)
+	msg := err.Error()
+	switch {
+	case code == proto.CodeInternal && errors.Is(err, context.DeadlineExceeded):
+		// The store did not answer within StoreTimeout.
+		code, msg = proto.CodeUnavailable, "rank store did not answer in time"
+	case code == proto.CodeInternal:
+		c.h.log.Error("hub: internal error", "err", err)
+		msg = "internal error"
+	}
+	if code == proto.CodeUnavailable && retry == 0 {
+		retry = retryUnavailable * time.Millisecond
+	}
+	e := proto.Error{Type: proto.TypeError, ID: id, Code: code, Message: msg}
+	if retry > 0 {
+		e.RetryAfterMS = max(retry.Milliseconds(), 1)
+		if retry%time.Millisecond != 0 {
+			e.RetryAfterMS = retry.Milliseconds() + 1
+		}
+	}
+	c.h.m.errorOut(code)
+	c.sendJSON(e)
+}

@@ -1,0 +1,478 @@
+// Package hub serves the gateway's WebSocket endpoint (PROTOCOL.md §3, §4):
+// authentication before the upgrade, the strict protocol codec, score events,
+// subscriptions through the live frame engine, rate limits, the slow-consumer
+// policy and the drain on shutdown.
+//
+// Each connection is one reader (the handler goroutine) and one writer
+// goroutine, cancelled together. Replies go through a bounded queue; live
+// frames through a latest-wins live.Outbox; only the writer writes.
+package hub
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/bus"
+	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// Verifier checks a token; *auth.Verifier is one.
+type Verifier interface {
+	Verify(ctx context.Context, token string) (auth.Principal, error)
+}
+
+// Config configures a Hub. Zero values take the documented defaults.
+type Config struct {
+	Store    rank.Store   // required
+	Verifier Verifier     // required
+	Live     *live.Engine // required, and running (Engine.Run)
+	// Publish hands an applied change to the bus; it must never block.
+	// Required.
+	Publish func(bus.Change)
+	Node    string // this node's id, shown in welcome
+
+	MaxMessage int // largest client frame in bytes (--max-message); default 4096
+	// Rate is messages per second per player or spectator connection
+	// (--rate), burst 2×; default 50. Server and admin are not limited.
+	Rate        int
+	TopInterval time.Duration // min gap between two frames of one key (--top-interval); default 100ms
+	// AllowedOrigins are origin host patterns (path.Match, as
+	// coder/websocket's OriginPatterns) for browser upgrades; empty = the
+	// request's own host only. Requests without Origin (bots) are allowed.
+	AllowedOrigins []string
+	// PublicRead lets a request without a token in as an anonymous
+	// spectator, limited to boards marked public.
+	PublicRead bool
+	// ReplyQueue bounds a connection's queued replies; past it the
+	// connection is closed as a slow consumer (R12). Default 256.
+	ReplyQueue int
+	// WriteTimeout bounds every write; a write blocked this long closes the
+	// connection (R12). Default 5s.
+	WriteTimeout time.Duration
+	// MaxSubscriptions per connection (distinct boards). Default 64.
+	MaxSubscriptions int
+	// StoreTimeout bounds each store call and token verification made for a
+	// request, so a dead store is reported as unavailable promptly (R13).
+	// Default 2s.
+	StoreTimeout time.Duration
+	// PingInterval is how often the writer pings an otherwise idle peer.
+	// Default 25s.
+	PingInterval time.Duration
+	// BoardCacheTTL is how long a board config (client_writes, public, top,
+	// mode) is reused before Store.GetBoard is asked again; BoardChanged
+	// drops an entry at once. Default 1s.
+	BoardCacheTTL time.Duration
+	Logger        *slog.Logger // default: discard
+	Metrics       *Metrics     // optional (NewMetrics); nil records nothing
+}
+
+// Hub is the WebSocket endpoint. All methods are safe for concurrent use.
+type Hub struct {
+	cfg    Config
+	log    *slog.Logger
+	m      *Metrics
+	reg    registry
+	boards boardCache
+
+	// ctx is every connection's parent; cancelled when Shutdown's deadline
+	// passes, which tears down whatever has not drained.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	closing atomic.Bool
+	emptied chan struct{} // capacity 1: the registry became empty
+	bufs    sync.Pool     // *bytes.Buffer for reading frames
+}
+
+// New validates cfg, fills defaults and returns a Hub.
+func New(cfg Config) (*Hub, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("hub: Config.Store is required")
+	case cfg.Verifier == nil:
+		return nil, errors.New("hub: Config.Verifier is required")
+	case cfg.Live == nil:
+		return nil, errors.New("hub: Config.Live is required")
+	case cfg.Publish == nil:
+		return nil, errors.New("hub: Config.Publish is required")
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&cfg.MaxMessage, 4096)
+	def(&cfg.Rate, 50)
+	def(&cfg.ReplyQueue, 256)
+	def(&cfg.MaxSubscriptions, 64)
+	defDur(&cfg.TopInterval, 100*time.Millisecond)
+	defDur(&cfg.WriteTimeout, 5*time.Second)
+	defDur(&cfg.StoreTimeout, 2*time.Second)
+	defDur(&cfg.PingInterval, 25*time.Second)
+	defDur(&cfg.BoardCacheTTL, time.Second)
+	switch {
+	case cfg.MaxMessage < 64:
+		return nil, fmt.Errorf("hub: MaxMessage %d is below 64 bytes", cfg.MaxMessage)
+	case cfg.Rate < 0, cfg.ReplyQueue < 0, cfg.MaxSubscriptions < 0:
+		return nil, errors.New("hub: Rate, ReplyQueue and MaxSubscriptions must not be negative")
+	case cfg.TopInterval < 0, cfg.WriteTimeout < 0, cfg.StoreTimeout < 0, cfg.PingInterval < 0, cfg.BoardCacheTTL < 0:
+		return nil, errors.New("hub: durations must not be negative")
+	}
+	for _, p := range cfg.AllowedOrigins {
+		if _, err := path.Match(strings.ToLower(p), ""); err != nil {
+			return nil, fmt.Errorf("hub: allowed origin pattern %q: %w", p, err)
+		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Hub{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		m:       cfg.Metrics,
+		emptied: make(chan struct{}, 1),
+	}
+	h.reg.init()
+	h.boards.init(cfg.BoardCacheTTL)
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	return h, nil
+}
+
+// Conns is the number of open connections.
+func (h *Hub) Conns() int { return int(h.reg.n.Load()) }
+
+// BoardChanged drops the cached config of board (the bus and the REST API
+// report changes), so the next request reads it again.
+func (h *Hub) BoardChanged(board string) { h.boards.drop(board) }
+
+// Applied tells local frames and the bus about an applied event: the hub's
+// own score path and the REST scores endpoint both call it. Duplicates are
+// ignored: their change was announced when first applied.
+func (h *Hub) Applied(r rank.Result) {
+	if r.Duplicate {
+		return
+	}
+	c := bus.Change{
+		Board:    r.Board,
+		Seq:      r.Seq,
+		Member:   r.Member,
+		New:      r.Score,
+		Rank:     r.Rank,
+		PrevRank: r.PrevRank,
+		Period:   r.Period,
+	}
+	if r.PrevRank > 0 {
+		old := r.PrevScore
+		c.Old = &old
+	}
+	h.cfg.Live.Changed([]bus.Change{c})
+	h.cfg.Publish(c)
+}
+
+// ServeHTTP authenticates and upgrades GET /ws (R1), then serves the
+// connection until it ends.
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.closing.Load() {
+		httpError(w, http.StatusServiceUnavailable, proto.CodeUnavailable, "the gateway is shutting down")
+		return
+	}
+	if !h.originAllowed(r) {
+		httpError(w, http.StatusForbidden, proto.CodeForbidden, "origin not allowed")
+		return
+	}
+	p, anon, err := h.authenticate(r)
+	if err != nil {
+		code := proto.CodeOf(err)
+		switch code {
+		case proto.CodeTokenExpired:
+			httpError(w, http.StatusUnauthorized, code, "token expired")
+		case proto.CodeUnavailable:
+			httpError(w, http.StatusServiceUnavailable, code, "token keys unavailable")
+		default:
+			httpError(w, http.StatusUnauthorized, proto.CodeUnauthorized, unauthorizedText(err))
+		}
+		return
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:    []string{proto.Subprotocol}, // never the bearer entry
+		OriginPatterns:  h.cfg.AllowedOrigins,
+		CompressionMode: websocket.CompressionDisabled, // its memory per connection is large
+	})
+	if err != nil {
+		h.log.Debug("hub: upgrade failed", "err", err) // Accept answered the request
+		return
+	}
+	c := newConn(h, ws, p, anon)
+	h.reg.add(c)
+	h.m.connOpened(1)
+	defer func() {
+		h.m.connOpened(-1)
+		if h.reg.remove(c) == 0 {
+			select {
+			case h.emptied <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	// Registered after Shutdown copied the registry: drain at once.
+	if h.closing.Load() {
+		c.drain()
+	}
+	c.run(h.ctx)
+}
+
+// authenticate finds and verifies the token (R1). With PublicRead, a request
+// without any token becomes an anonymous spectator.
+func (h *Hub) authenticate(r *http.Request) (p auth.Principal, anon bool, err error) {
+	tok, _ := auth.TokenFromRequest(r)
+	if tok == "" {
+		if h.cfg.PublicRead {
+			var b [8]byte
+			rand.Read(b[:])
+			return auth.Principal{Member: "anon-" + hex.EncodeToString(b[:]), Role: auth.Spectator, Boards: nil}, true, nil
+		}
+		return auth.Principal{}, false, fmt.Errorf("%w: missing token", auth.ErrUnauthorized)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
+	defer cancel()
+	p, err = h.cfg.Verifier.Verify(ctx, tok)
+	return p, false, err
+}
+
+// unauthorizedText is the reason shown in a 401; verifier errors never
+// contain the token.
+func unauthorizedText(err error) string {
+	if proto.CodeOf(err) == proto.CodeUnauthorized {
+		return err.Error()
+	}
+	return "unauthorized"
+}
+
+// originAllowed mirrors coder/websocket's origin check so that a refusal is
+// a JSON 403 before any token work: no Origin (a bot) or the request's own
+// host pass, else a pattern must match the origin host (or scheme://host
+// when the pattern has a scheme).
+func (h *Hub) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(r.Host, u.Host) {
+		return true
+	}
+	for _, p := range h.cfg.AllowedOrigins {
+		target := u.Host
+		if strings.Contains(p, "://") {
+			target = u.Scheme + "://" + u.Host
+		}
+		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(target)); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func httpError(w http.ResponseWriter, status int, code, msg string) {
+	b, _ := json.Marshal(proto.ErrorBody{Error: proto.ErrorDetail{Code: code, Message: msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// Shutdown is R14: new upgrades get 503; every connection finishes the
+// request it has read, writes its replies and is closed with 1001, the
+// closes spread over up to 1s (or half the time ctx leaves) so clients do
+// not reconnect all at once. It returns when every connection is gone, or
+// with ctx's error when ctx ends first (remaining connections are then torn
+// down). Safe to call more than once.
+func (h *Hub) Shutdown(ctx context.Context) error {
+	h.closing.Store(true)
+	conns := h.reg.all()
+
+	window := time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		if half := time.Until(dl) / 2; half < window {
+			window = max(half, 0)
+		}
+	}
+	const step = 10 * time.Millisecond
+	steps := max(int(window/step), 1)
+	per := (len(conns) + steps - 1) / steps
+	tick := time.NewTicker(step)
+	defer tick.Stop()
+	for i := 0; i < len(conns); i += per {
+		if i > 0 {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				h.cancel()
+				return ctx.Err()
+			}
+		}
+		for _, c := range conns[i:min(i+per, len(conns))] {
+			c.drain()
+		}
+	}
+	for h.reg.n.Load() > 0 {
+		select {
+		case <-h.emptied:
+		case <-ctx.Done():
+			h.cancel()
+			return ctx.Err()
+		}
+	}
+	h.cancel()
+	return nil
+}
+
+// registry holds the open connections, sharded so that connects and
+// disconnects on many cores do not contend on one lock.
+type registry struct {
+	shards [32]regShard
+	n      atomic.Int64
+	next   atomic.Uint64
+}
+
+type regShard struct {
+	mu    sync.Mutex // guards conns
+	conns map[*conn]struct{}
+}
+
+func (r *registry) init() {
+	for i := range r.shards {
+		r.shards[i].conns = make(map[*conn]struct{})
+	}
+}
+
+func (r *registry) add(c *conn) {
+	c.shard = int(r.next.Add(1) % uint64(len(r.shards)))
+	s := &r.shards[c.shard]
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	r.n.Add(1)
+}
+
+// remove returns how many connections remain.
+func (r *registry) remove(c *conn) int64 {
+	s := &r.shards[c.shard]
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	return r.n.Add(-1)
+}
+
+// all copies the connections out; locks are held only to copy.
+func (r *registry) all() []*conn {
+	out := make([]*conn, 0, r.n.Load())
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		for c := range s.conns {
+			out = append(out, c)
+		}
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// boardCache keeps board configs for a short TTL: a score checks
+// client_writes and mode, a subscribe the default top, an anonymous read
+// `public`, without a store round trip per request.
+type boardCache struct {
+	ttl time.Duration
+	mu  sync.Mutex // guards m and gen
+	m   map[string]cachedBoard
+	gen uint64 // bumped by drop: a read that started before must not store
+}
+
+type cachedBoard struct {
+	b       rank.Board
+	unknown bool
+	at      time.Time
+}
+
+// maxCachedBoards bounds the cache: board ids come from clients.
+const maxCachedBoards = 4096
+
+func (c *boardCache) init(ttl time.Duration) {
+	c.ttl = ttl
+	c.m = make(map[string]cachedBoard)
+}
+
+func (c *boardCache) drop(id string) {
+	c.mu.Lock()
+	delete(c.m, id)
+	c.gen++
+	c.mu.Unlock()
+}
+
+// board returns the config of board id: ErrInvalidBoard for an id that
+// breaks R15, ErrUnknownBoard (cached too) for a board that does not exist.
+func (h *Hub) board(ctx context.Context, id string) (rank.Board, error) {
+	if !rank.ValidBoardID(id) {
+		return rank.Board{}, rank.ErrInvalidBoard
+	}
+	c := &h.boards
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.m[id]
+	gen := c.gen
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < c.ttl {
+		if e.unknown {
+			return rank.Board{}, fmt.Errorf("%w: %s", rank.ErrUnknownBoard, id)
+		}
+		return e.b, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.StoreTimeout)
+	defer cancel()
+	b, err := h.cfg.Store.GetBoard(ctx, id)
+	unknown := errors.Is(err, rank.ErrUnknownBoard)
+	if err != nil && !unknown {
+		return rank.Board{}, err
+	}
+	c.mu.Lock()
+	if c.gen == gen {
+		if len(c.m) >= maxCachedBoards {
+			for k, v := range c.m {
+				if now.Sub(v.at) >= c.ttl {
+					delete(c.m, k)
+				}
+			}
+			if len(c.m) >= maxCachedBoards {
+				clear(c.m)
+			}
+		}
+		c.m[id] = cachedBoard{b: b, unknown: unknown, at: now}
+	}
+	c.mu.Unlock()
+	return b, err
+}

@@ -1,0 +1,78 @@
+package hub
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the hub's Prometheus collectors. A nil *Metrics records nothing.
+type Metrics struct {
+	connections  prometheus.Gauge
+	messagesIn   *prometheus.CounterVec // by request type ("invalid" when undecodable)
+	errors       *prometheus.CounterVec // error replies by contract code
+	framesOut    prometheus.Counter
+	slowConsumer prometheus.Counter
+	closes       *prometheus.CounterVec // server-initiated closes by close code
+}
+
+// NewMetrics creates the hub's collectors and registers them with reg (nil:
+// not registered, e.g. in tests that read them directly).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "wsgateway_connections", Help: "Open WebSocket connections.",
+		}),
+		messagesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wsgateway_messages_in_total", Help: "Client messages received, by type.",
+		}, []string{"type"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wsgateway_errors_total", Help: "Error replies sent, by code.",
+		}, []string{"code"}),
+		framesOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wsgateway_frames_out_total", Help: "Live top and view frames written.",
+		}),
+		slowConsumer: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wsgateway_slow_consumer_closes_total", Help: "Connections closed as slow consumers (R12).",
+		}),
+		closes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wsgateway_closes_total", Help: "Connections closed by the server, by close code.",
+		}, []string{"code"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.connections, m.messagesIn, m.errors, m.framesOut, m.slowConsumer, m.closes)
+	}
+	return m
+}
+
+func (m *Metrics) connOpened(delta float64) {
+	if m != nil {
+		m.connections.Add(delta)
+	}
+}
+
+func (m *Metrics) messageIn(typ string) {
+	if m != nil {
+		m.messagesIn.WithLabelValues(typ).Inc()
+	}
+}
+
+func (m *Metrics) errorOut(code string) {
+	if m != nil {
+		m.errors.WithLabelValues(code).Inc()
+	}
+}
+
+func (m *Metrics) framesWritten(n int) {
+	if m != nil {
+		m.framesOut.Add(float64(n))
+	}
+}
+
+func (m *Metrics) slowConsumerClose() {
+	if m != nil {
+		m.slowConsumer.Inc()
+	}
+}
+
+func (m *Metrics) closed(code string) {
+	if m != nil {
+		m.closes.WithLabelValues(code).Inc()
+	}
+}
