@@ -1,0 +1,195 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// envName is a flag's environment twin: --redis-url ↔ LB_REDIS_URL.
+func envName(flagName string) string {
+	return "LB_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// flagSet wraps flag.FlagSet so that every flag takes its default from its
+// environment twin when that is set: the command line wins over the
+// environment, the environment over the built-in default.
+type flagSet struct {
+	*flag.FlagSet
+	getenv func(string) string
+	errs   []error
+}
+
+func newFlagSet(name string, getenv func(string) string, out io.Writer) *flagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	return &flagSet{FlagSet: fs, getenv: getenv}
+}
+
+func (f *flagSet) env(name string) (string, bool) {
+	v := f.getenv(envName(name))
+	return v, v != ""
+}
+
+func (f *flagSet) usage(name, text string) string {
+	return fmt.Sprintf("%s (env %s)", text, envName(name))
+}
+
+func (f *flagSet) String(p *string, name, def, text string) {
+	if v, ok := f.env(name); ok {
+		def = v
+	}
+	f.StringVar(p, name, def, f.usage(name, text))
+}
+
+func (f *flagSet) Int(p *int, name string, def int, text string) {
+	if v, ok := f.env(name); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Errorf("%s=%q: not an integer", envName(name), v))
+		} else {
+			def = n
+		}
+	}
+	f.IntVar(p, name, def, f.usage(name, text))
+}
+
+func (f *flagSet) Bool(p *bool, name string, def bool, text string) {
+	if v, ok := f.env(name); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Errorf("%s=%q: not a boolean", envName(name), v))
+		} else {
+			def = b
+		}
+	}
+	f.BoolVar(p, name, def, f.usage(name, text))
+}
+
+func (f *flagSet) Duration(p *time.Duration, name string, def time.Duration, text string) {
+	if v, ok := f.env(name); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Errorf("%s=%q: not a duration", envName(name), v))
+		} else {
+			def = d
+		}
+	}
+	f.DurationVar(p, name, def, f.usage(name, text))
+}
+
+// parse parses args and reports the first bad environment value too.
+func (f *flagSet) parse(args []string) error {
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	if len(f.errs) > 0 {
+		return f.errs[0]
+	}
+	if f.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", f.Arg(0))
+	}
+	return nil
+}
+
+// serveOptions are the gateway's settings (PROTOCOL.md §1).
+type serveOptions struct {
+	Dev            bool
+	Addr           string
+	RedisURL       string
+	NATSURL        string
+	JWTSecret      string
+	JWTPublicKey   string
+	JWKSURL        string
+	JWTIssuer      string
+	JWTAudience    string
+	Boards         string
+	TopInterval    time.Duration
+	MaxMessage     int
+	Rate           int
+	AllowedOrigins string
+	PublicRead     bool
+	NodeID         string
+	DrainTimeout   time.Duration
+	MetricsAddr    string
+	LogLevel       string
+}
+
+func parseServe(args []string, getenv func(string) string, out io.Writer) (serveOptions, error) {
+	var o serveOptions
+	f := newFlagSet("wsgateway", getenv, out)
+	f.Bool(&o.Dev, "dev", false, "embedded default: in-memory engine, in-process NATS, random secret, boards created on first use")
+	f.String(&o.Addr, "addr", ":8080", "listen address (HTTP, WebSocket, REST, pages)")
+	f.String(&o.RedisURL, "redis-url", "", "redis://[:pass@]host:port/db, rediss://…, h1:p1,h2:p2 or redis-cluster://h1:p1,h2:p2; empty = in-memory engine")
+	f.String(&o.NATSURL, "nats-url", "", "NATS servers, comma-separated; empty = in-process server")
+	f.String(&o.JWTSecret, "jwt-secret", "", "HS256 key (at least 32 bytes)")
+	f.String(&o.JWTPublicKey, "jwt-public-key", "", "PEM file with an RS256, ES256 or EdDSA public key")
+	f.String(&o.JWKSURL, "jwks-url", "", "JWKS endpoint (keys selected by kid)")
+	f.String(&o.JWTIssuer, "jwt-issuer", "", "required iss claim, checked when set")
+	f.String(&o.JWTAudience, "jwt-audience", "", "required aud claim, checked when set")
+	f.String(&o.Boards, "boards", "", "JSON or YAML file of board configs applied at start")
+	f.Duration(&o.TopInterval, "top-interval", 100*time.Millisecond, "minimum gap between two top/view frames of one board on one connection")
+	f.Int(&o.MaxMessage, "max-message", 4096, "largest client frame in bytes")
+	f.Int(&o.Rate, "rate", 50, "messages per second per player or spectator connection (burst 2x)")
+	f.String(&o.AllowedOrigins, "allowed-origins", "", "comma-separated origin host patterns for browser upgrades; empty = same host")
+	f.Bool(&o.PublicRead, "public-read", false, "allow token-less spectators on boards marked public")
+	f.String(&o.NodeID, "node-id", "", "this node's name in frames, logs and metrics; empty = hostname-pid")
+	f.Duration(&o.DrainTimeout, "drain-timeout", 10*time.Second, "how long SIGTERM waits for connections to drain")
+	f.String(&o.MetricsAddr, "metrics-addr", "", "serve /metrics and /debug/pprof on this separate address instead of --addr")
+	f.String(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
+	if err := f.parse(args); err != nil {
+		return o, err
+	}
+	if o.NodeID == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "node"
+		}
+		o.NodeID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if o.TopInterval <= 0 {
+		return o, fmt.Errorf("--top-interval must be positive")
+	}
+	if o.MaxMessage < 256 {
+		return o, fmt.Errorf("--max-message must be at least 256 bytes")
+	}
+	if o.Rate < 1 {
+		return o, fmt.Errorf("--rate must be at least 1")
+	}
+	keys := 0
+	for _, k := range []string{o.JWTSecret, o.JWTPublicKey, o.JWKSURL} {
+		if k != "" {
+			keys++
+		}
+	}
+	if keys > 1 {
+		return o, fmt.Errorf("set only one of --jwt-secret, --jwt-public-key, --jwks-url")
+	}
+	if keys == 0 && !o.Dev {
+		return o, errNoKey
+	}
+	return o, nil
+}
+
+// errNoKey makes the process exit with status 2: it never runs
+// unauthenticated by accident (PROTOCOL.md §1).
+var errNoKey = usageError("no JWT key configured: set --jwt-secret (LB_JWT_SECRET), --jwt-public-key (LB_JWT_PUBLIC_KEY) or --jwks-url (LB_JWKS_URL), or run with --dev")
+
+// usageError is a configuration mistake: exit status 2 with a one-line message.
+type usageError string
+
+func (e usageError) Error() string { return string(e) }
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+func envMap(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestNoKeyExitsWithStatus2(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), nil, envMap(nil), &out, &errOut)
+	if code := exitCode(err, &errOut); code != 2 {
+		t.Fatalf("exit code = %d (err %v), want 2", code, err)
+	}
+	msg := errOut.String()
+	if strings.Count(strings.TrimSpace(msg), "\n") != 0 || !strings.Contains(msg, "LB_JWT_SECRET") {
+		t.Fatalf("want a one-line message naming what to set, got %q", msg)
+	}
+}
+
+func TestFlagsAndEnvTwins(t *testing.T) {
+	t.Parallel()
+	env := envMap(map[string]string{
+		"LB_ADDR":         "127.0.0.1:9999",
+		"LB_REDIS_URL":    "redis://127.0.0.1:1/0",
+		"LB_JWT_SECRET":   strings.Repeat("k", 32),
+		"LB_TOP_INTERVAL": "250ms",
+		"LB_RATE":         "7",
+		"LB_PUBLIC_READ":  "true",
+		"LB_NODE_ID":      "n1",
+	})
+	o, err := parseServe([]string{"--rate", "9"}, env, new(bytes.Buffer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Addr != "127.0.0.1:9999" || o.RedisURL != "redis://127.0.0.1:1/0" || o.TopInterval != 250*time.Millisecond ||
+		!o.PublicRead || o.NodeID != "n1" || o.MaxMessage != 4096 {
+		t.Fatalf("env twins not applied: %+v", o)
+	}
+	if o.Rate != 9 {
+		t.Fatalf("a flag must win over its env twin: rate = %d", o.Rate)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"bad env int", []string{"--dev"}, map[string]string{"LB_RATE": "fast"}},
+		{"bad env duration", []string{"--dev"}, map[string]string{"LB_TOP_INTERVAL": "soon"}},
+		{"two keys", []string{"--jwt-secret", strings.Repeat("k", 32), "--jwks-url", "http://x"}, nil},
+		{"stray argument", []string{"--dev", "extra"}, nil},
+		{"zero rate", []string{"--dev", "--rate", "0"}, nil},
+	} {
+		if _, err := parseServe(tc.args, envMap(tc.env), new(bytes.Buffer)); err == nil {
+			t.Errorf("%s: parseServe accepted %v", tc.name, tc.args)
+		}
+	}
+}
+
+func TestTokenCommand(t *testing.T) {
+	t.Parallel()
+	secret := strings.Repeat("s", 32)
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"token", "--sub", "alice", "--role", "server", "--boards", "a,b", "--name", "Alice", "--ttl", "2h"},
+		envMap(map[string]string{"LB_JWT_SECRET": secret}), &out, new(bytes.Buffer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.New(context.Background(), auth.Config{Secret: []byte(secret)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := v.Verify(context.Background(), strings.TrimSpace(out.String()))
+	if err != nil {
+		t.Fatalf("minted token does not verify: %v", err)
+	}
+	if p.Member != "alice" || p.Role != auth.Server || p.Name != "Alice" || len(p.Boards) != 2 || p.Boards[1] != "b" {
+		t.Fatalf("principal = %+v", p)
+	}
+	if ttl := time.Until(p.Expiry); ttl < time.Hour || ttl > 2*time.Hour+time.Minute {
+		t.Fatalf("expiry %v is not about 2h away", p.Expiry)
+	}
+	for _, args := range [][]string{
+		{"token", "--role", "player"},                  // no sub
+		{"token", "--sub", "x", "--role", "superuser"}, // bad role
+	} {
+		err := run(context.Background(), args, envMap(map[string]string{"LB_JWT_SECRET": secret}), new(bytes.Buffer), new(bytes.Buffer))
+		if exitCode(err, new(bytes.Buffer)) != 2 {
+			t.Errorf("%v: err = %v, want a usage error", args, err)
+		}
+	}
+}
+
+func TestBoardsFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	yamlFile := write("boards.yaml", `
+boards:
+  - id: run_hero
+    title: Run hero
+    order: desc
+    reset: daily
+    tz: Europe/Paris
+  - id: speedrun
+    order: asc
+    mode: best
+    idempotency_window: 1h
+`)
+	data, _ := os.ReadFile(yamlFile)
+	got, err := parseBoardsFile(yamlFile, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Reset != rank.Daily || got[0].TZ != "Europe/Paris" || got[1].Order != rank.Asc ||
+		got[1].Mode != rank.Best || !got[1].ClientWrites || got[1].Top != 10 || time.Duration(got[1].IdempotencyWindow) != time.Hour {
+		t.Fatalf("yaml boards = %+v", got)
+	}
+	jsonFile := write("boards.json", `[{"id":"a"},{"id":"b","top":5}]`)
+	data, _ = os.ReadFile(jsonFile)
+	if got, err := parseBoardsFile(jsonFile, data); err != nil || len(got) != 2 || got[1].Top != 5 {
+		t.Fatalf("json boards = %+v, %v", got, err)
+	}
+	for name, body := range map[string]string{
+		"bad.json":   `[{"id":"a","order":"sideways"}]`,
+		"dup.json":   `[{"id":"a"},{"id":"a"}]`,
+		"extra.json": `[{"id":"a","colour":"red"}]`,
+		"noid.json":  `[{"title":"x"}]`,
+		"shape.json": `{"boards":[],"more":1}`,
+		"bad.yaml":   "boards: [ {id: a, top: 500} ]",
+	} {
+		p := write(name, body)
+		data, _ := os.ReadFile(p)
+		if _, err := parseBoardsFile(p, data); err == nil {
+			t.Errorf("%s: accepted %s", name, body)
+		}
+	}
+}

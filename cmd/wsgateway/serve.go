@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/wsgateway/wsgateway/api"
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/bus"
+	"github.com/wsgateway/wsgateway/hub"
+	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/memstore"
+	"github.com/wsgateway/wsgateway/rank/redisstore"
+	"github.com/wsgateway/wsgateway/web"
+
+	_ "time/tzdata" // board time zones must resolve on machines without zoneinfo
+)
+
+// serve runs the gateway until ctx is cancelled (SIGTERM), then drains.
+func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error {
+	log := newLogger(stderr, o.LogLevel).With("node", o.NodeID)
+
+	verifier, devSecret, err := newVerifier(ctx, o, log)
+	if err != nil {
+		return err
+	}
+
+	store, err := newStore(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if o.Boards != "" {
+		n, err := applyBoardsFile(ctx, store, o.Boards)
+		if err != nil {
+			return usageError(err.Error())
+		}
+		log.Info("boards applied", "file", o.Boards, "count", n)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	engine, err := live.New(live.Config{Store: store, Interval: o.TopInterval, Logger: log})
+	if err != nil {
+		return err
+	}
+
+	// The hub publishes through the bus and the bus calls back into the hub:
+	// the bus is assigned before the listener starts, so no connection can
+	// publish before it exists.
+	var b *bus.Bus
+	h, err := hub.New(hub.Config{
+		Store:          store,
+		Verifier:       verifier,
+		Live:           engine,
+		Publish:        func(c bus.Change) { b.Publish(c) },
+		Node:           o.NodeID,
+		MaxMessage:     o.MaxMessage,
+		Rate:           o.Rate,
+		TopInterval:    o.TopInterval,
+		AllowedOrigins: splitList(o.AllowedOrigins),
+		PublicRead:     o.PublicRead,
+		Logger:         log,
+		Metrics:        hub.NewMetrics(reg),
+	})
+	if err != nil {
+		return err
+	}
+	b, err = bus.New(ctx, bus.Config{
+		URL:       o.NATSURL,
+		Node:      o.NodeID,
+		Logger:    log,
+		OnChanges: engine.Changed,
+		OnResync:  engine.Resync,
+		OnBoard: func(e bus.BoardEvent) {
+			h.BoardChanged(e.Board)
+			engine.Resync(e.Board)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+
+	a, err := api.New(api.Config{
+		Store:     store,
+		Verifier:  verifier,
+		Ready:     []api.Check{{Name: "store", Ping: store.Ping}, {Name: "bus", Ping: b.Ping}},
+		Registry:  reg,
+		DevSecret: devSecret,
+		OnApplied: h.Applied,
+		OnBoard: func(board string, deleted bool) {
+			h.BoardChanged(board)
+			engine.Resync(board)
+			b.PublishBoard(bus.BoardEvent{Board: board, Deleted: deleted})
+		},
+		Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	pages, err := web.New(web.Config{Dev: o.Dev})
+	if err != nil {
+		return err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /ws", h)
+	apiHandler := a.Handler()
+	mux.Handle("/api/", apiHandler)
+	mux.Handle("/healthz", apiHandler)
+	mux.Handle("/readyz", apiHandler)
+	if o.MetricsAddr == "" {
+		mux.Handle("/metrics", apiHandler)
+	}
+	mux.Handle("/", pages.Handler())
+
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", o.Addr, err)
+	}
+	srv := &http.Server{
+		Handler: mux,
+		// Slowloris: a client gets 10s to send its headers (the token travels in them).
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ignoreCancel(engine.Run(gctx)) })
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	if o.MetricsAddr != "" {
+		msrv, err := metricsServer(o.MetricsAddr, reg)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error {
+			if err := msrv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+		g.Go(func() error {
+			<-gctx.Done()
+			return msrv.Close()
+		})
+	}
+	g.Go(func() error {
+		<-gctx.Done()
+		return drain(h, srv, o.DrainTimeout, log)
+	})
+
+	announce(stdout, o, ln.Addr(), devSecret, log)
+	return g.Wait()
+}
+
+// drain is R14: stop accepting, answer what was received, close every
+// WebSocket with 1001 (http.Server.Shutdown does not close hijacked
+// connections, so the hub drains its own), all within the drain timeout.
+func drain(h *hub.Hub, srv *http.Server, timeout time.Duration, log *slog.Logger) error {
+	log.Info("draining", "timeout", timeout.String(), "connections", h.Conns())
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	g := new(errgroup.Group)
+	g.Go(func() error { return h.Shutdown(ctx) })
+	g.Go(func() error { return srv.Shutdown(ctx) })
+	err := g.Wait()
+	log.Info("drained", "err", err)
+	if errors.Is(err, context.DeadlineExceeded) {
+		srv.Close()
+		return nil // the deadline is the contract's bound, not a failure
+	}
+	return err
+}
+
+func ignoreCancel(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func metricsServer(addr string, reg *prometheus.Registry) (*http.Server, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, usageError("--metrics-addr: " + err.Error())
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}, nil
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// newVerifier builds the JWT verifier. In --dev without a key it makes a
+// random HS256 secret and returns it, so the process can mint dev tokens.
+func newVerifier(ctx context.Context, o serveOptions, log *slog.Logger) (*auth.Verifier, []byte, error) {
+	cfg := auth.Config{Issuer: o.JWTIssuer, Audience: o.JWTAudience, JWKSURL: o.JWKSURL, Logger: log}
+	var devSecret []byte
+	switch {
+	case o.JWTSecret != "":
+		cfg.Secret = []byte(o.JWTSecret)
+		if o.Dev {
+			devSecret = cfg.Secret
+		}
+	case o.JWTPublicKey != "":
+		pem, err := os.ReadFile(o.JWTPublicKey)
+		if err != nil {
+			return nil, nil, usageError("--jwt-public-key: " + err.Error())
+		}
+		cfg.PublicKeyPEM = pem
+	case o.JWKSURL != "":
+	default: // --dev without a key (parseServe refuses anything else)
+		s, err := auth.RandomSecret()
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Secret, devSecret = s, s
+	}
+	v, err := auth.New(ctx, cfg)
+	if err != nil {
+		return nil, nil, usageError(err.Error())
+	}
+	return v, devSecret, nil
+}
+
+// newStore picks the engine: Redis when --redis-url is set, else memory.
+// In --dev, boards are created on first use.
+func newStore(ctx context.Context, o serveOptions, log *slog.Logger) (rank.Store, error) {
+	var s rank.Store
+	if o.RedisURL != "" {
+		client, err := redisstore.NewClient(o.RedisURL)
+		if err != nil {
+			return nil, usageError("--redis-url: " + err.Error())
+		}
+		rs, err := redisstore.New(ctx, redisstore.Config{Client: client, Logger: log})
+		if err != nil {
+			client.Close()
+			return nil, err
+		}
+		s = rs
+	} else {
+		ms, err := memstore.New(memstore.Config{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		s = ms
+	}
+	if o.Dev {
+		s = rank.AutoCreate(s)
+	}
+	return s, nil
+}
+
+// announce prints where the gateway listens and, in --dev, a ready admin token.
+func announce(w io.Writer, o serveOptions, addr net.Addr, devSecret []byte, log *slog.Logger) {
+	host := addr.String()
+	if tcp, ok := addr.(*net.TCPAddr); ok && (tcp.IP.IsUnspecified() || tcp.IP == nil) {
+		host = fmt.Sprintf("localhost:%d", tcp.Port)
+	}
+	engine, natsURL := "memory", "in-process"
+	if o.RedisURL != "" {
+		engine = "redis"
+	}
+	if o.NATSURL != "" {
+		natsURL = o.NATSURL
+	}
+	log.Info("listening", "addr", addr.String(), "engine", engine, "nats", natsURL, "dev", o.Dev)
+	var b strings.Builder
+	fmt.Fprintf(&b, "wsgateway %s listening on %s (engine %s, nats %s)\n", o.NodeID, addr, engine, natsURL)
+	fmt.Fprintf(&b, "  spectator page  http://%s/\n", host)
+	fmt.Fprintf(&b, "  player page     http://%s/play\n", host)
+	fmt.Fprintf(&b, "  websocket       ws://%s/ws   (subprotocol lb.v1)\n", host)
+	fmt.Fprintf(&b, "  REST            http://%s/api/v1/boards\n", host)
+	if devSecret != nil {
+		tok, err := auth.MintHS256(devSecret, auth.Claims{Sub: "admin", Role: auth.Admin, Name: "Admin", TTL: 24 * time.Hour})
+		if err == nil {
+			fmt.Fprintf(&b, "  admin token (24h):\n%s\n", tok)
+			fmt.Fprintf(&b, "  try: curl -H 'Authorization: Bearer %s' http://%s/api/v1/boards\n", tok, host)
+		}
+	}
+	io.WriteString(w, b.String())
+}
