@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# make bench: the gateway against its ceilings, on this machine, loopback only.
+#
+#   1. apply.lua ceiling: redis-benchmark running the project's own script
+#      (EVALSHA captured from a real gateway call, random member and id,
+#      -P 16) at 100k and up to 1M members, on a redis-server started here;
+#   2. ingest through the gateway (Redis engine, then memory engine) with
+#      `wsgateway load`: the max rate, then half of it for the ack latency;
+#   3. fan-out: N spectators of one board at a 100ms interval, against a bare
+#      coder/websocket broadcast loop (bench/fanout) measured the same way;
+#   4. memory per idle connection, gateway vs bare coder/websocket;
+#   5. CPU profiles of the gateway (pprof via --metrics-addr).
+#
+# Knobs (env): BENCH_DURATION (10s), BENCH_SPECTATORS (10000),
+# BENCH_PLAYERS (32), BENCH_INFLIGHT (16), BENCH_CEIL_N (300000),
+# BENCH_OUT (bench/out). Needs go, redis-server, redis-benchmark, redis-cli,
+# curl, ss.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DUR=${BENCH_DURATION:-10s}
+SPECTATORS=${BENCH_SPECTATORS:-10000}
+PLAYERS=${BENCH_PLAYERS:-32}
+INFLIGHT=${BENCH_INFLIGHT:-16}
+CEIL_N=${BENCH_CEIL_N:-300000}
+OUT=${BENCH_OUT:-bench/out}
+SECRET=bench-secret-0123456789abcdef0123456789
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+WORK=$(mktemp -d)
+PIDS=()
+
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+for bin in redis-server redis-benchmark redis-cli curl ss; do
+	command -v "$bin" >/dev/null || { echo "bench: $bin not found (apt-get install -y redis-server redis-tools curl iproute2)" >&2; exit 1; }
+done
+
+say() { printf '\n== %s\n' "$*" >&2; }
+
+# freeport prints a loopback port nobody listens on (never 6379 or 4222).
+freeport() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 20000))
+		ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
+	done
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+TCK=$(getconf CLK_TCK)
+cpu_seconds() { awk -v a="$1" -v b="$2" -v t="$TCK" 'BEGIN {printf "%.3f", (b - a) / t}'; }
+
+# wait_http URL: until it answers 200 (15s).
+wait_http() {
+	for _ in $(seq 150); do
+		curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "bench: $1 did not answer" >&2
+	return 1
+}
+
+# wait_conns PORT N: until N connections to PORT are established (60s).
+wait_conns() {
+	for _ in $(seq 600); do
+		[ "$(ss -Htn state established "sport = :$1" | wc -l)" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	echo "bench: fewer than $2 connections on :$1" >&2
+	return 1
+}
+
+MEASURES="$OUT/measures.env"
+: >"$MEASURES"
+measure() { echo "$1=$2" >>"$MEASURES"; echo "   $1=$2" >&2; }
+
+say "building"
+go build -o "$WORK/wsgateway" ./cmd/wsgateway
+go build -o "$WORK/fanout" ./bench/fanout
+go build -o "$WORK/ceiling" ./bench/ceiling
+go build -o "$WORK/table" ./bench/table
+LOAD=("$WORK/wsgateway" load --secret "$SECRET" --quiet)
+
+# ---- Redis and the gateway on it
+RP=$(freeport)
+redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" --daemonize no --protected-mode no >"$WORK/redis.log" 2>&1 &
+RPID=$!
+PIDS+=("$RPID")
+for _ in $(seq 100); do redis-cli -p "$RP" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+GW_PID=""
+start_gateway() { # start_gateway [extra flags…]
+	GP=$(freeport)
+	MP=$(freeport)
+	"$WORK/wsgateway" --addr "127.0.0.1:$GP" --metrics-addr "127.0.0.1:$MP" --jwt-secret "$SECRET" --log-level error "$@" >>"$WORK/gateway.log" 2>&1 &
+	GW_PID=$!
+	PIDS+=("$GW_PID")
+	wait_http "http://127.0.0.1:$GP/readyz"
+	URL="ws://127.0.0.1:$GP/ws"
+}
+stop_gateway() { kill "$GW_PID"; wait "$GW_PID" 2>/dev/null || true; }
+
+# ingest NAME [load flags…]: one load run, timing the gateway's CPU, with a
+# CPU profile over its middle.
+ingest() {
+	local name=$1
+	shift
+	local before after secs
+	secs=$(($(echo "$DUR" | tr -dc 0-9) / 2))
+	before=$(cpu_ticks "$GW_PID")
+	(sleep 2 && curl -fsS -o "$OUT/$name.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=$((secs > 0 ? secs : 1))" 2>/dev/null || true) &
+	local prof=$!
+	"${LOAD[@]}" --url "$URL" --spectators 0 --watchers 0 --duration "$DUR" --json "$OUT/$name.json" --html "$OUT/$name.html" "$@" >"$OUT/$name.txt"
+	after=$(cpu_ticks "$GW_PID")
+	wait "$prof" || true
+	cat "$OUT/$name.txt" >&2
+	measure "cpu_${name//-/_}_s" "$(cpu_seconds "$before" "$after")"
+	[ -s "$OUT/$name.pprof" ] && go tool pprof -top -nodecount=30 "$WORK/wsgateway" "$OUT/$name.pprof" >"$OUT/$name.profile.txt" 2>/dev/null || true
+}
+
+say "gateway, Redis engine"
+start_gateway --redis-url "redis://127.0.0.1:$RP/0"
+
+say "apply.lua ceiling: capture one real call"
+redis-cli -p "$RP" monitor >"$WORK/monitor.txt" &
+MON=$!
+PIDS+=("$MON")
+sleep 0.3
+"${LOAD[@]}" --url "$URL" --board ceil --create --players 1 --inflight 1 --spectators 0 --watchers 0 --rate 20 --duration 500ms --members 10 >/dev/null
+sleep 0.3
+kill "$MON"
+"$WORK/ceiling" <"$WORK/monitor.txt" >"$WORK/args.txt"
+mapfile -t ARGS <"$WORK/args.txt"
+for members in 100000 1000000; do
+	label=$([ "$members" = 100000 ] && echo 100k || echo 1m)
+	redis-benchmark -p "$RP" -n "$CEIL_N" -c 50 -P 16 -r "$members" -q "${ARGS[@]}" 2>/dev/null | tr '\r' '\n' | tail -n 2 >"$OUT/ceiling-$label.txt"
+	cat "$OUT/ceiling-$label.txt" >&2
+	measure "ceiling_${label}_rps" "$(grep -o '[0-9.]* requests per second' "$OUT/ceiling-$label.txt" | tail -1 | cut -d' ' -f1)"
+done
+measure "ceiling_members_after_1m_run" "$(redis-cli -p "$RP" eval "local n=0 for _,k in ipairs(redis.call('keys','*{ceil}:z:*')) do n=n+redis.call('zcard',k) end return n" 0)"
+
+say "ingest, Redis engine: max"
+ingest ingest-redis --board ingest --create --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT"
+HALF=$(( $("$WORK/table" -rate "$OUT/ingest-redis.json") / 2 ))
+say "ingest, Redis engine: half rate ($HALF/s)"
+ingest ingest-redis-half --board ingest --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT" --rate "$HALF"
+stop_gateway
+
+say "gateway, memory engine"
+start_gateway --dev
+say "ingest, memory engine: max"
+ingest ingest-memory --board ingest --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT"
+HALF=$(( $("$WORK/table" -rate "$OUT/ingest-memory.json") / 2 ))
+say "ingest, memory engine: half rate ($HALF/s)"
+ingest ingest-memory-half --board ingest --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT" --rate "$HALF"
+stop_gateway
+
+say "memory per idle connection ($SPECTATORS), gateway"
+start_gateway --dev
+base=$(rss_kb "$GW_PID")
+"${LOAD[@]}" --url "$URL" --board idle --players 0 --watchers 0 --spectators "$SPECTATORS" --duration 4s >"$OUT/idle-gateway.txt" &
+L=$!
+wait_conns "$GP" "$SPECTATORS"
+sleep 1
+measure mem_gateway_kb_per_conn "$(awk -v a="$base" -v b="$(rss_kb "$GW_PID")" -v n="$SPECTATORS" 'BEGIN {printf "%.1f", (b - a) / n}')"
+wait "$L"
+stop_gateway
+
+say "memory per idle connection ($SPECTATORS), bare coder/websocket"
+FP=$(freeport)
+"$WORK/fanout" --addr "127.0.0.1:$FP" --interval 1h >/dev/null &
+FPID=$!
+PIDS+=("$FPID")
+sleep 0.5
+base=$(rss_kb "$FPID")
+"${LOAD[@]}" --url "ws://127.0.0.1:$FP/ws" --players 0 --watchers 0 --spectators "$SPECTATORS" --duration 4s >"$OUT/idle-bare.txt" &
+L=$!
+wait_conns "$FP" "$SPECTATORS"
+sleep 1
+measure mem_bare_kb_per_conn "$(awk -v a="$base" -v b="$(rss_kb "$FPID")" -v n="$SPECTATORS" 'BEGIN {printf "%.1f", (b - a) / n}')"
+wait "$L"
+kill "$FPID"
+
+say "fan-out: $SPECTATORS spectators, gateway (memory engine, 100 events/s over 20 members)"
+start_gateway --dev
+before=$(cpu_ticks "$GW_PID")
+(sleep 5 && curl -fsS -o "$OUT/fanout-gateway.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=4" 2>/dev/null || true) &
+PROF=$!
+"${LOAD[@]}" --url "$URL" --board fan --members 20 --players 1 --inflight 1 --rate 100 --watchers 0 --spectators "$SPECTATORS" \
+	--duration "$DUR" --json "$OUT/fanout-gateway.json" --html "$OUT/fanout-gateway.html" >"$OUT/fanout-gateway.txt"
+measure cpu_fanout_s "$(cpu_seconds "$before" "$(cpu_ticks "$GW_PID")")"
+wait "$PROF" || true
+[ -s "$OUT/fanout-gateway.pprof" ] && go tool pprof -top -nodecount=30 "$WORK/wsgateway" "$OUT/fanout-gateway.pprof" >"$OUT/fanout-gateway.profile.txt" 2>/dev/null || true
+cat "$OUT/fanout-gateway.txt" >&2
+stop_gateway
+
+say "fan-out: $SPECTATORS spectators, bare coder/websocket broadcast loop"
+FP=$(freeport)
+"$WORK/fanout" --addr "127.0.0.1:$FP" --interval 100ms >/dev/null &
+FPID=$!
+PIDS+=("$FPID")
+sleep 0.5
+before=$(cpu_ticks "$FPID")
+"${LOAD[@]}" --url "ws://127.0.0.1:$FP/ws" --players 0 --watchers 0 --spectators "$SPECTATORS" --duration "$DUR" \
+	--json "$OUT/fanout-bare.json" >"$OUT/fanout-bare.txt"
+measure cpu_fanout_bare_s "$(cpu_seconds "$before" "$(cpu_ticks "$FPID")")"
+cat "$OUT/fanout-bare.txt" >&2
+kill "$FPID"
+
+say "results ($(nproc) cores, $(uname -sr), $(go env GOVERSION))"
+"$WORK/table" -dir "$OUT"

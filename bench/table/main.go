@@ -1,0 +1,138 @@
+// Command table reads the files bench/run.sh leaves in its output directory
+// and prints the results table (markdown), or one number of a load report.
+//
+//	table -dir bench/out            the table
+//	table -rate bench/out/x.json    events/s of one report, as an integer
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/wsgateway/wsgateway/loadgen"
+)
+
+func main() {
+	dir := flag.String("dir", "", "bench output directory")
+	rateOf := flag.String("rate", "", "print the events/s of this load report")
+	flag.Parse()
+	if *rateOf != "" {
+		r, err := load(*rateOf)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Printf("%.0f\n", r.Events.PerSecond)
+		return
+	}
+	if err := table(*dir); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "table:", err)
+	os.Exit(1)
+}
+
+func load(path string) (loadgen.Report, error) {
+	var r loadgen.Report
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	return r, json.Unmarshal(b, &r)
+}
+
+// measures reads run.sh's key=value file.
+func measures(path string) (map[string]float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := map[string]float64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+			m[strings.TrimSpace(k)] = n
+		}
+	}
+	return m, sc.Err()
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+func table(dir string) error {
+	m, err := measures(filepath.Join(dir, "measures.env"))
+	if err != nil {
+		return err
+	}
+	rep := map[string]loadgen.Report{}
+	for _, name := range []string{"ingest-redis", "ingest-redis-half", "ingest-memory", "ingest-memory-half", "fanout-gateway", "fanout-bare"} {
+		r, err := load(filepath.Join(dir, name+".json"))
+		if err != nil {
+			return err
+		}
+		rep[name] = r
+	}
+	var b strings.Builder
+	row := func(what, gw, ceil, rat, target string) {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", what, gw, ceil, rat, target)
+	}
+	b.WriteString("| measure | gateway | ceiling | ratio | target |\n|---|---|---|---|---|\n")
+	ir, c100, c1m := rep["ingest-redis"], m["ceiling_100k_rps"], m["ceiling_1m_rps"]
+	row("ingest, Redis engine, 100k members (events/s)", fmt.Sprintf("%.0f", ir.Events.PerSecond), fmt.Sprintf("%.0f (apply.lua, -P 16, 100k)", c100), ratio(ir.Events.PerSecond, c100), "≥ 0.5")
+	row("apply.lua ceiling at up to 1M members (req/s)", "", fmt.Sprintf("%.0f", c1m), "", "")
+	im := rep["ingest-memory"]
+	row("ingest, memory engine (events/s)", fmt.Sprintf("%.0f", im.Events.PerSecond), "", "", "")
+	for _, k := range []string{"redis", "memory"} {
+		h := rep["ingest-"+k+"-half"]
+		row(fmt.Sprintf("ack p99 at half the max rate, %s (%.0f/s)", k, h.Events.PerSecond),
+			fmt.Sprintf("%.2f ms", h.AckLatency.P99), "", "", "≤ 5 ms")
+		row("ack p50 / p99.9 / max at half rate, "+k,
+			fmt.Sprintf("%.2f / %.2f / %.2f ms", h.AckLatency.P50, h.AckLatency.P999, h.AckLatency.Max), "", "", "")
+	}
+	for _, k := range []string{"redis", "memory"} {
+		acked := rep["ingest-"+k].Events.Acked
+		if cpu := m["cpu_ingest_"+k+"_s"]; acked > 0 {
+			row("gateway CPU per acked event, "+k, fmt.Sprintf("%.1f µs", cpu/float64(acked)*1e6), "", "", "≤ 15 µs")
+		}
+	}
+	fg, fb := rep["fanout-gateway"], rep["fanout-bare"]
+	n := fg.Connections.Receivers
+	row(fmt.Sprintf("fan-out, %d spectators, 100ms interval (frames/s)", n),
+		fmt.Sprintf("%.0f", fg.Frames["top"].PerSecond), fmt.Sprintf("%.0f (bare coder/websocket loop)", fb.Frames["top"].PerSecond),
+		ratio(fg.Frames["top"].PerSecond, fb.Frames["top"].PerSecond), "≥ 0.8")
+	row("frame freshness p99 (receive − ack of its seq)", fmt.Sprintf("%.1f ms", fg.Freshness.P99), "", "", "≤ interval + 20 ms")
+	row("frame lag p99 (receive − ts)", fmt.Sprintf("%.1f ms", fg.FrameLag.P99), fmt.Sprintf("%.1f ms", fb.FrameLag.P99), "", "")
+	if fr := fg.Frames["top"].Count; fr > 0 {
+		row("CPU per frame written (whole run, connects included)", fmt.Sprintf("%.1f µs", m["cpu_fanout_s"]/float64(fr)*1e6), fmt.Sprintf("%.1f µs", m["cpu_fanout_bare_s"]/float64(max(fb.Frames["top"].Count, 1))*1e6),
+			ratio(m["cpu_fanout_s"]/float64(fr), m["cpu_fanout_bare_s"]/float64(max(fb.Frames["top"].Count, 1))), "")
+	}
+	row("memory per idle connection (RSS)", fmt.Sprintf("%.1f KB", m["mem_gateway_kb_per_conn"]), fmt.Sprintf("%.1f KB (bare coder/websocket)", m["mem_bare_kb_per_conn"]),
+		ratio(m["mem_gateway_kb_per_conn"], m["mem_bare_kb_per_conn"]), "≤ 1.2")
+	for _, k := range []string{"redis", "memory"} {
+		acked := rep["ingest-"+k].Events.Acked
+		if cpu := m["cpu_ingest_"+k+"_s"]; acked > 0 {
+			row("gateway CPU seconds per 1,000 acked events, "+k, fmt.Sprintf("%.4f s", cpu/float64(acked)*1000), "", "", "")
+		}
+	}
+	out := b.String()
+	fmt.Print(out)
+	return os.WriteFile(filepath.Join(dir, "table.md"), []byte(out), 0o644)
+}

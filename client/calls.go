@@ -1,0 +1,289 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/wsgateway/wsgateway/proto"
+)
+
+// call is one request waiting for its reply.
+type call struct {
+	id    string
+	kind  string // the request's type
+	frame []byte // the encoded request, re-sent as is
+	retry bool   // may be re-sent on the next connection
+	// renewal marks a subscribe the client sends by itself after a
+	// reconnect; nobody waits for it.
+	renewal bool
+	board   string
+	seq     uint64      // registration order (guarded by Client.mu)
+	gen     uint64      // connection it was last sent on (guarded by Client.mu)
+	reply   chan result // capacity 1: complete never blocks
+}
+
+type result struct {
+	f   *frame
+	err error
+}
+
+// complete hands the call its outcome. A call is removed from pending
+// before it is completed, so this happens at most once.
+func (cl *call) complete(f *frame, err error) {
+	if cl.reply != nil {
+		cl.reply <- result{f, err}
+	}
+}
+
+// do sends one request and waits for its reply, honouring ctx. A reply of
+// type error becomes an *Error.
+func (c *Client) do(ctx context.Context, kind, id string, req *proto.Request, retry bool) (*frame, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s: %w", kind, err)
+	}
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.ctx.Done():
+		return nil, ErrClosed
+	}
+	defer func() { <-c.slots }()
+
+	cl := &call{id: id, kind: kind, frame: b, retry: retry, reply: make(chan result, 1)}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if _, dup := c.pending[id]; dup {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("client: %s: id %q is already in flight", kind, id)
+	}
+	c.seq++
+	cl.seq = c.seq
+	conn := c.conn
+	if conn != nil {
+		cl.gen = c.gen
+	}
+	c.pending[id] = cl
+	c.mu.Unlock()
+
+	// With no connection, the next one sends it (attach). A failed write
+	// means the connection is dying: lost and attach take it from there.
+	if conn != nil {
+		_ = c.write(conn, b)
+	}
+
+	select {
+	case r := <-cl.reply:
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.f.Type == proto.TypeError {
+			return nil, r.f.err()
+		}
+		return r.f, nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		if c.pending[id] == cl {
+			delete(c.pending, id)
+		}
+		c.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// expect checks a reply's type.
+func expect(f *frame, typ string) error {
+	if f.Type != typ {
+		return fmt.Errorf("client: reply of type %q, want %q", f.Type, typ)
+	}
+	return nil
+}
+
+// Int returns a pointer to v, for ScoreReq.Delta and ScoreReq.Value.
+func Int(v int64) *int64 { return &v }
+
+// ScoreReq is one score event. Exactly one of Delta (boards of mode incr)
+// and Value (modes best and set) is set.
+type ScoreReq struct {
+	Board string
+	// Member is whose score changes: required for server and admin tokens,
+	// "" (or the token's own sub) for a player.
+	Member string
+	Delta  *int64
+	Value  *int64
+	// ID keys idempotency on the board (R4); "" assigns a fresh one. Sending
+	// the same ID again is always safe: it is applied at most once.
+	ID string
+}
+
+// Score sends a score event and returns its ack. A lost connection does not
+// lose it: with Reconnect it is re-sent, with the same id, until it is
+// acknowledged or ctx ends. An ack may say Duplicate when an earlier send
+// was applied but its ack was lost.
+func (c *Client) Score(ctx context.Context, r ScoreReq) (proto.Ack, error) {
+	if (r.Delta == nil) == (r.Value == nil) {
+		return proto.Ack{}, errors.New("client: score: set exactly one of Delta and Value")
+	}
+	id := r.ID
+	if id == "" {
+		id = c.nextID()
+	}
+	req := &proto.Request{Type: proto.TypeScore, ID: id, Board: r.Board, Member: r.Member}
+	if r.Delta != nil {
+		req.Delta = strconv.AppendInt(nil, *r.Delta, 10)
+	} else {
+		req.Value = strconv.AppendInt(nil, *r.Value, 10)
+	}
+	f, err := c.do(ctx, proto.TypeScore, id, req, true)
+	if err == nil {
+		err = expect(f, proto.TypeAck)
+	}
+	if err != nil {
+		return proto.Ack{}, err
+	}
+	return f.ack(), nil
+}
+
+// SubOpts choose a subscription's frames.
+type SubOpts struct {
+	// Top is how many entries the top frames carry: 0 means the board's
+	// default, a negative value means no top frames.
+	Top int
+	// Around is how many neighbours above and below the member a view frame
+	// carries (0–25); 0 means no view frames.
+	Around int
+	// Member is whose view; "" means the token's own member.
+	Member string
+}
+
+// Subscribe subscribes to board's live frames, or changes the options of an
+// existing subscription (returning the same Subscription). After a
+// reconnect the client renews it by itself.
+func (c *Client) Subscribe(ctx context.Context, board string, o SubOpts) (*Subscription, error) {
+	id := c.nextID()
+	// Registered before the request goes out: the first frames follow the
+	// reply at once, and must find their subscription.
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	prev := c.subs[board]
+	s := prev
+	var old SubOpts
+	if s == nil {
+		s = newSubscription(board, o)
+		c.subs[board] = s
+	} else {
+		old = s.setOpts(o)
+	}
+	c.mu.Unlock()
+
+	f, err := c.do(ctx, proto.TypeSubscribe, id, s.req(id), true)
+	if err == nil {
+		err = expect(f, proto.TypeSubscribed)
+	}
+	if err != nil {
+		if prev != nil {
+			s.setOpts(old)
+			return nil, err
+		}
+		c.mu.Lock()
+		if c.subs[board] == s {
+			delete(c.subs, board)
+		}
+		c.mu.Unlock()
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Unsubscribe ends the subscription to board and closes its channels.
+func (c *Client) Unsubscribe(ctx context.Context, board string) error {
+	c.mu.Lock()
+	s := c.subs[board]
+	delete(c.subs, board)
+	c.mu.Unlock()
+	if s != nil {
+		s.close()
+	}
+	id := c.nextID()
+	f, err := c.do(ctx, proto.TypeUnsubscribe, id, &proto.Request{Type: proto.TypeUnsubscribe, ID: id, Board: board}, false)
+	if err == nil {
+		err = expect(f, proto.TypeUnsubscribed)
+	}
+	return err
+}
+
+// PageReq asks for a slice of a board.
+type PageReq struct {
+	Board  string
+	Offset int    // ≥ 0
+	Limit  int    // 1–100; 0 means 10
+	Period string // "" = current, "previous", or a period index
+}
+
+// Page returns entries Offset+1 … Offset+Limit of the board.
+func (c *Client) Page(ctx context.Context, r PageReq) (proto.PageReply, error) {
+	if r.Limit == 0 {
+		r.Limit = 10
+	}
+	id := c.nextID()
+	req := &proto.Request{Type: proto.TypePage, ID: id, Board: r.Board, Offset: &r.Offset, Limit: &r.Limit, Period: r.Period}
+	f, err := c.do(ctx, proto.TypePage, id, req, true)
+	if err == nil {
+		err = expect(f, proto.TypePage)
+	}
+	if err != nil {
+		return proto.PageReply{}, err
+	}
+	return f.page(), nil
+}
+
+// RankReq asks for one member's rank and neighbours.
+type RankReq struct {
+	Board  string
+	Member string // "" = the token's own member
+	Around int    // 0–25
+	Period string
+}
+
+// Rank returns a member's rank, score (nil when absent) and neighbours.
+func (c *Client) Rank(ctx context.Context, r RankReq) (proto.RankReply, error) {
+	id := c.nextID()
+	req := &proto.Request{Type: proto.TypeRank, ID: id, Board: r.Board, Member: r.Member, Around: &r.Around, Period: r.Period}
+	f, err := c.do(ctx, proto.TypeRank, id, req, true)
+	if err == nil {
+		err = expect(f, proto.TypeRank)
+	}
+	if err != nil {
+		return proto.RankReply{}, err
+	}
+	return f.rankReply(), nil
+}
+
+// Auth replaces the connection's token with a fresh one for the same member
+// (before the old one expires, R1); later reconnects use it too, unless
+// Options.TokenFunc is set. A lost connection fails it with ErrConnLost.
+func (c *Client) Auth(ctx context.Context, token string) (proto.Authed, error) {
+	id := c.nextID()
+	f, err := c.do(ctx, proto.TypeAuth, id, &proto.Request{Type: proto.TypeAuth, ID: id, Token: token}, false)
+	if err == nil {
+		err = expect(f, proto.TypeAuthed)
+	}
+	if err != nil {
+		return proto.Authed{}, err
+	}
+	c.mu.Lock()
+	c.token = token
+	c.mu.Unlock()
+	return proto.Authed{Type: proto.TypeAuthed, ID: f.ID, Exp: f.Exp}, nil
+}

@@ -1,0 +1,314 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/wsgateway/wsgateway/proto"
+)
+
+// run owns the connection's life: it serves conn until it dies, then either
+// redials (Options.Reconnect) or closes the Client. It is the only goroutine
+// that replaces c.conn.
+func (c *Client) run(conn *websocket.Conn) {
+	defer close(c.done)
+	var resend []*call
+	next := 0 // index into c.urls of the next redial
+	for {
+		err := c.serve(conn, resend)
+		c.lost(err)
+		if !c.opts.Reconnect || c.closing() {
+			c.finish(err)
+			return
+		}
+		c.setState(StateReconnecting)
+		conn, next = c.redial(next)
+		if conn == nil {
+			c.finish(ErrClosed)
+			return
+		}
+		resend = c.attach(conn)
+		c.setState(StateConnected)
+	}
+}
+
+// serve reads conn on a goroutine of its own while this one re-sends what
+// the previous connection left unanswered, then pings; it returns why conn
+// died.
+func (c *Client) serve(conn *websocket.Conn, resend []*call) error {
+	readErr := make(chan error, 1)
+	go func() { readErr <- c.readLoop(conn) }()
+	// Re-send only after the reader runs: replies must be read while we
+	// write, or a long backlog could fill both socket buffers.
+	for _, cl := range resend {
+		if err := c.write(conn, cl.frame); err != nil {
+			break // the reader sees the connection die
+		}
+	}
+	var tick <-chan time.Time
+	if c.opts.PingInterval > 0 {
+		t := time.NewTicker(c.opts.PingInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case err := <-readErr:
+			return err
+		case <-c.ctx.Done():
+			conn.CloseNow()
+			return <-readErr
+		case <-tick:
+			ctx, cancel := context.WithTimeout(c.ctx, c.opts.PingInterval)
+			err := conn.Ping(ctx)
+			cancel()
+			if err != nil && c.ctx.Err() == nil {
+				conn.Close(websocket.StatusGoingAway, "ping timeout")
+				return <-readErr
+			}
+		}
+	}
+}
+
+// readLoop reads frames until the connection dies, reusing one buffer.
+func (c *Client) readLoop(conn *websocket.Conn) error {
+	var buf bytes.Buffer
+	for {
+		typ, r, err := conn.Reader(c.ctx)
+		if err != nil {
+			return err
+		}
+		buf.Reset()
+		if _, err := buf.ReadFrom(r); err != nil {
+			return err
+		}
+		if typ != websocket.MessageText {
+			conn.Close(websocket.StatusUnsupportedData, "binary frame")
+			return errors.New("client: binary frame from the gateway")
+		}
+		c.dispatch(buf.Bytes())
+	}
+}
+
+// dispatch routes one frame: a reply to its call, a live frame to its
+// subscription and callbacks.
+func (c *Client) dispatch(data []byte) {
+	var f frame
+	if err := f.decode(data); err != nil {
+		c.onError(fmt.Errorf("client: undecodable frame: %w", err))
+		return
+	}
+	switch f.Type {
+	case proto.TypeTop:
+		t := f.top()
+		if s := c.sub(t.Board); s != nil {
+			s.offerTop(t)
+		}
+		if c.opts.OnTop != nil {
+			c.opts.OnTop(t)
+		}
+		return
+	case proto.TypeView:
+		v := f.view()
+		if s := c.sub(v.Board); s != nil {
+			s.offerView(v)
+		}
+		if c.opts.OnView != nil {
+			c.opts.OnView(v)
+		}
+		return
+	case proto.TypeWelcome:
+		c.mu.Lock()
+		c.welcome = f.welcome()
+		c.mu.Unlock()
+		return
+	}
+	if f.ID == "" {
+		if f.Type == proto.TypeError {
+			c.onError(f.err())
+		}
+		return
+	}
+	c.mu.Lock()
+	cl := c.pending[f.ID]
+	delete(c.pending, f.ID)
+	c.mu.Unlock()
+	switch {
+	case cl == nil:
+		// Its caller gave up.
+	case cl.renewal:
+		if f.Type == proto.TypeError {
+			c.onError(fmt.Errorf("client: renew subscription %s: %w", cl.board, f.err()))
+		}
+	default:
+		cl.complete(&f, nil)
+	}
+}
+
+func (c *Client) sub(board string) *Subscription {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.subs[board]
+}
+
+// lost forgets the dead connection and settles the calls that cannot
+// outlive it.
+func (c *Client) lost(err error) {
+	if !c.closing() {
+		c.onError(fmt.Errorf("client: connection lost: %w", err))
+	}
+	c.mu.Lock()
+	c.conn = nil
+	var settle []*call
+	for id, cl := range c.pending {
+		if cl.retry && !cl.renewal && c.opts.Reconnect {
+			continue
+		}
+		delete(c.pending, id)
+		settle = append(settle, cl)
+	}
+	c.mu.Unlock()
+	for _, cl := range settle {
+		switch {
+		case cl.renewal:
+			// The next connection renews again.
+		case cl.kind == proto.TypeUnsubscribe:
+			// The next connection never hears of the subscription.
+			cl.complete(&frame{Type: proto.TypeUnsubscribed, ID: cl.id}, nil)
+		default:
+			cl.complete(nil, ErrConnLost)
+		}
+	}
+}
+
+// finish closes the Client for good: every call still pending fails.
+func (c *Client) finish(cause error) {
+	c.mu.Lock()
+	byClose := c.closed
+	c.closed = true
+	c.conn = nil
+	calls := c.pending
+	c.pending = make(map[string]*call)
+	subs := c.subs
+	c.subs = make(map[string]*Subscription)
+	c.mu.Unlock()
+	err := ErrClosed
+	if !byClose {
+		err = ErrConnLost
+		c.log.Info("client: closed", "cause", cause)
+	}
+	c.cancel()
+	for _, cl := range calls {
+		cl.complete(nil, err)
+	}
+	for _, s := range subs {
+		s.close()
+	}
+	c.setState(StateClosed)
+}
+
+// closing reports whether Close was called (or the Client finished).
+func (c *Client) closing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// redial tries the URLs in turn, with backoff, until one accepts or the
+// Client is closed (then it returns nil).
+func (c *Client) redial(next int) (*websocket.Conn, int) {
+	backoff := c.opts.MinBackoff
+	for attempt := 0; ; attempt++ {
+		// The first attempt waits too: a gateway that just closed every
+		// connection (drain, R14) should not see them all return at once.
+		d := backoff/2 + rand.N(backoff/2+1)
+		select {
+		case <-c.ctx.Done():
+			return nil, next
+		case <-time.After(d):
+		}
+		backoff = min(2*backoff, c.opts.MaxBackoff)
+
+		url := c.urls[next]
+		next = (next + 1) % len(c.urls)
+		conn, err := c.redialOnce(url)
+		if err == nil {
+			c.log.Info("client: reconnected", "url", url, "attempt", attempt+1)
+			return conn, next
+		}
+		c.log.Info("client: reconnect failed", "url", url, "attempt", attempt+1, "err", err)
+		if c.ctx.Err() != nil {
+			return nil, next
+		}
+	}
+}
+
+func (c *Client) redialOnce(url string) (*websocket.Conn, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.DialTimeout)
+	defer cancel()
+	c.mu.Lock()
+	token := c.token
+	c.mu.Unlock()
+	if c.opts.TokenFunc != nil {
+		t, err := c.opts.TokenFunc(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("client: token: %w", err)
+		}
+		token = t
+	}
+	conn, w, err := c.dial(ctx, url, token)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.token = token
+	c.welcome = w
+	c.mu.Unlock()
+	return conn, nil
+}
+
+// attach installs conn and returns what to send on it first: a renewal of
+// every subscription, then every unanswered call in the order it was made.
+func (c *Client) attach(conn *websocket.Conn) []*call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		// Close ran while we dialled; run's next serve sees ctx done.
+		c.conn = conn
+		return nil
+	}
+	c.conn = conn
+	c.gen++
+	var out []*call
+	for board, s := range c.subs {
+		id := c.nextID()
+		cl := &call{id: id, kind: proto.TypeSubscribe, frame: s.request(id), renewal: true, board: board, gen: c.gen}
+		c.pending[id] = cl
+		out = append(out, cl)
+	}
+	var calls []*call
+	for _, cl := range c.pending {
+		if !cl.renewal && cl.gen < c.gen {
+			cl.gen = c.gen
+			calls = append(calls, cl)
+		}
+	}
+	slices.SortFunc(calls, func(a, b *call) int { return int(a.seq - b.seq) })
+	return append(out, calls...)
+}
+
+// write sends one frame, bounded by WriteTimeout and the Client's life, not
+// by a caller's context: cancelling a write midway would kill the connection
+// for every other caller.
+func (c *Client) write(conn *websocket.Conn, b []byte) error {
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.WriteTimeout)
+	defer cancel()
+	return conn.Write(ctx, websocket.MessageText, b)
+}

@@ -1,0 +1,21 @@
+// Package client is the Go client of the wsgateway wire contract v1
+// (PROTOCOL.md): for bots, game servers, the load generator and tests.
+//
+// A Client holds one WebSocket to a gateway and multiplexes every call over
+// it: many requests may be in flight at once (pipelining), each matched to
+// its reply by id. With Options.Reconnect set, a lost connection is redialed
+// with exponential backoff and jitter (moving to the next of Options.URLs on
+// each failed attempt), subscriptions are renewed, and every score that was
+// not acknowledged is sent again with the same id — safe because the gateway
+// applies a (board, id) at most once (R4). Reads (page, rank, subscribe) are
+// retried the same way; auth is not, and fails with ErrConnLost.
+//
+// All methods of a Client may be called concurrently. Every call honours its
+// context: when it is cancelled the call returns ctx.Err() and its score, if
+// any, is no longer re-sent (the caller may send it again with the same id).
+//
+// Live frames arrive two ways: through Options.OnTop and Options.OnView,
+// called on the client's read goroutine (they must return quickly, or every
+// reply waits behind them), and through a Subscription's Top and View
+// channels, which hold only the newest frame (latest wins, as on the server).
+package client

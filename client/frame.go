@@ -1,0 +1,80 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/wsgateway/wsgateway/proto"
+)
+
+// jsonUnmarshal is json.Unmarshal; named so the decoding policy lives here.
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// frame is the union of every server message: one decode per frame, then
+// a conversion to the proto type its `type` names. Numbers that may be null
+// are pointers.
+type frame struct {
+	Type      string        `json:"type"`
+	ID        string        `json:"id"`
+	Board     string        `json:"board"`
+	Member    string        `json:"member"`
+	Score     *int64        `json:"score"`
+	Rank      *int64        `json:"rank"`
+	PrevRank  *int64        `json:"prev_rank"`
+	Duplicate bool          `json:"duplicate"`
+	Seq       int64         `json:"seq"`
+	Offset    int           `json:"offset"`
+	Entries   []proto.Entry `json:"entries"`
+	Total     int64         `json:"total"`
+	Around    []proto.Entry `json:"around"`
+	TS        int64         `json:"ts"`
+	Period    int64         `json:"period"`
+	Exp       int64         `json:"exp"`
+	// welcome
+	Role       string       `json:"role"`
+	Node       string       `json:"node"`
+	ServerTime int64        `json:"server_time"`
+	Limits     proto.Limits `json:"limits"`
+	// error
+	Code         string `json:"code"`
+	Message      string `json:"message"`
+	RetryAfterMS int64  `json:"retry_after_ms"`
+}
+
+func (f *frame) decode(b []byte) error { return jsonUnmarshal(b, f) }
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func (f *frame) err() *Error {
+	return &Error{Code: f.Code, Message: f.Message, RetryAfter: time.Duration(f.RetryAfterMS) * time.Millisecond}
+}
+
+func (f *frame) welcome() proto.Welcome {
+	return proto.Welcome{Type: f.Type, Member: f.Member, Role: f.Role, Node: f.Node, ServerTime: f.ServerTime, Exp: f.Exp, Limits: f.Limits}
+}
+
+func (f *frame) ack() proto.Ack {
+	return proto.Ack{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Score: deref(f.Score), Rank: deref(f.Rank),
+		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq}
+}
+
+func (f *frame) page() proto.PageReply {
+	return proto.PageReply{Type: f.Type, ID: f.ID, Board: f.Board, Offset: f.Offset, Entries: f.Entries, Total: f.Total, Period: f.Period}
+}
+
+func (f *frame) rankReply() proto.RankReply {
+	return proto.RankReply{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Period: f.Period}
+}
+
+func (f *frame) top() proto.Top {
+	return proto.Top{Type: f.Type, Board: f.Board, Seq: f.Seq, Entries: f.Entries, Total: f.Total, TS: f.TS}
+}
+
+func (f *frame) view() proto.View {
+	return proto.View{Type: f.Type, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Seq: f.Seq, TS: f.TS}
+}

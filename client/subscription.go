@@ -1,0 +1,114 @@
+package client
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/wsgateway/wsgateway/proto"
+)
+
+// Subscription is a board's live frames. Its channels hold only the newest
+// frame not yet received (latest wins: a slow reader skips frames, never
+// reads a stale one late); they are closed by Unsubscribe and Close.
+type Subscription struct {
+	board string
+	top   chan proto.Top
+	view  chan proto.View
+
+	// mu guards opts and closed, and orders offers against close.
+	mu     sync.Mutex
+	opts   SubOpts
+	closed bool
+}
+
+func newSubscription(board string, o SubOpts) *Subscription {
+	return &Subscription{board: board, opts: o, top: make(chan proto.Top, 1), view: make(chan proto.View, 1)}
+}
+
+// Board is the subscribed board.
+func (s *Subscription) Board() string { return s.board }
+
+// Top delivers the board's top frames.
+func (s *Subscription) Top() <-chan proto.Top { return s.top }
+
+// View delivers the watched member's view frames.
+func (s *Subscription) View() <-chan proto.View { return s.view }
+
+// Opts are the subscription's current options.
+func (s *Subscription) Opts() SubOpts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opts
+}
+
+func (s *Subscription) setOpts(o SubOpts) (old SubOpts) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, s.opts = s.opts, o
+	return old
+}
+
+// req is the subscribe request for the current options.
+func (s *Subscription) req(id string) *proto.Request {
+	o := s.Opts()
+	r := &proto.Request{Type: proto.TypeSubscribe, ID: id, Board: s.board, Member: o.Member}
+	switch {
+	case o.Top < 0:
+		r.Top = new(0)
+	case o.Top > 0:
+		r.Top = new(o.Top)
+	}
+	if o.Around > 0 {
+		r.Around = new(o.Around)
+	}
+	return r
+}
+
+// request is req encoded (a proto.Request always encodes).
+func (s *Subscription) request(id string) []byte {
+	b, _ := json.Marshal(s.req(id))
+	return b
+}
+
+// offerTop and offerView replace an unread frame with a newer one.
+func (s *Subscription) offerTop(t proto.Top) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		offer(s.top, t)
+	}
+}
+
+func (s *Subscription) offerView(v proto.View) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		offer(s.view, v)
+	}
+}
+
+// offer puts v in the one-slot ch, dropping an unread older value. Offers
+// are serialised (Subscription.mu), so the loop ends within two turns.
+func offer[T any](ch chan T, v T) {
+	for {
+		select {
+		case ch <- v:
+			return
+		default:
+		}
+		select {
+		case <-ch:
+		default:
+		}
+	}
+}
+
+func (s *Subscription) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.top)
+		close(s.view)
+	}
+}

@@ -1,0 +1,192 @@
+package loadgen_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsgateway/wsgateway/api"
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/bus"
+	"github.com/wsgateway/wsgateway/hub"
+	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/loadgen"
+	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/memstore"
+)
+
+const secret = "loadgen-tests-secret-0123456789abcdef"
+
+// startGateway wires a gateway as cmd/wsgateway does, without --dev's
+// auto-creation (so Config.Create is exercised): memory engine, in-process
+// NATS, WebSocket and REST on one server.
+func startGateway(t *testing.T) (wsURL string, store rank.Store) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	log := slog.New(slog.DiscardHandler)
+	store, err := memstore.New(memstore.Config{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.New(ctx, auth.Config{Secret: []byte(secret), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := live.New(live.Config{Store: store, Interval: 50 * time.Millisecond, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b *bus.Bus
+	h, err := hub.New(hub.Config{Store: store, Verifier: v, Live: engine, Node: "t",
+		Publish: func(c bus.Change) { b.Publish(c) }, TopInterval: 50 * time.Millisecond, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = bus.New(ctx, bus.Config{Node: "t", Logger: log, OnChanges: engine.Changed, OnResync: engine.Resync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := api.New(api.Config{Store: store, Verifier: v, OnApplied: h.Applied, Logger: log,
+		OnBoard: func(board string, _ bool) { h.BoardChanged(board); engine.Resync(board) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { engine.Run(ctx); close(done) }()
+	mux := http.NewServeMux()
+	mux.Handle("GET /ws", h)
+	mux.Handle("/api/", a.Handler())
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		h.Shutdown(sctx)
+		scancel()
+		srv.Close()
+		cancel()
+		<-done
+		b.Close()
+		store.Close()
+	})
+	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", store
+}
+
+// A short run whose counts must add up: every event sent is acknowledged
+// or failed, the board holds exactly the acknowledged deltas, receivers got
+// frames, and both reports are written.
+func TestRunCountsAddUp(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		rate int
+	}{{"as fast as acks", 0}, {"fixed rate", 400}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			url, store := startGateway(t)
+			g, err := loadgen.New(loadgen.Config{
+				URL: url, Secret: []byte(secret), Board: "lg", Create: true,
+				Players: 3, Spectators: 4, Watchers: 3, Members: 40, Around: 2,
+				Rate: tc.rate, Inflight: 4, Duration: 1500 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := g.Run(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := rep.Events
+			if ev.Acked == 0 || ev.Sent != ev.Acked+ev.Failed || ev.Failed != 0 || ev.Duplicates != 0 {
+				t.Errorf("events %+v: want sent = acked > 0, nothing failed", ev)
+			}
+			if rep.AckLatency.Count != ev.Acked || rep.AckLatency.P50 > rep.AckLatency.P99 || rep.AckLatency.P99 > rep.AckLatency.Max {
+				t.Errorf("ack latency %+v for %d acks", rep.AckLatency, ev.Acked)
+			}
+			if tc.rate > 0 {
+				// The limiter bounds the rate from above (burst 1%).
+				if limit := float64(tc.rate)*rep.SendSeconds*1.05 + 10; float64(ev.Sent) > limit {
+					t.Errorf("sent %d events in %.1fs at rate %d", ev.Sent, rep.SendSeconds, tc.rate)
+				}
+			}
+			// Ledger: the board's scores sum to the acknowledged deltas.
+			pg, err := store.Top(t.Context(), "lg", rank.PeriodSel(""), 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum int64
+			for _, e := range pg.Entries {
+				sum += e.Score
+			}
+			if sum != ev.DeltaSum || pg.Total > 40 {
+				t.Errorf("board sums to %d over %d members; acked deltas sum to %d", sum, pg.Total, ev.DeltaSum)
+			}
+			if rep.Connections.Players != 3 || rep.Connections.Receivers != 7 || rep.Connections.DialFailed != 0 {
+				t.Errorf("connections %+v", rep.Connections)
+			}
+			if rep.Frames["top"].Count < 4 || rep.Frames["view"].Count == 0 || rep.Freshness.Count == 0 {
+				t.Errorf("frames %+v, freshness %+v", rep.Frames, rep.Freshness)
+			}
+
+			var js bytes.Buffer
+			if err := rep.WriteJSON(&js); err != nil {
+				t.Fatal(err)
+			}
+			var back loadgen.Report
+			if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Events != ev {
+				t.Errorf("JSON round trip: %v, %+v", err, back.Events)
+			}
+			var page bytes.Buffer
+			if err := rep.WriteHTML(&page); err != nil {
+				t.Fatal(err)
+			}
+			html := page.String()
+			for _, want := range []string{"<svg", "<polyline", "ack latency p99", "<td>top</td>"} {
+				if !strings.Contains(html, want) {
+					t.Errorf("HTML report lacks %q", want)
+				}
+			}
+			for _, banned := range []string{"<script", "http://cdn", "https://"} {
+				if strings.Contains(html, banned) {
+					t.Errorf("HTML report contains %q", banned)
+				}
+			}
+		})
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []loadgen.Config{
+		{URL: "http://x/ws", Secret: []byte(secret), Players: 1},
+		{URL: "ws://x/ws", Secret: []byte("short"), Players: 1},
+		{URL: "ws://x/ws", Secret: []byte(secret)},
+		{URL: "ws://x/ws", Secret: []byte(secret), Players: -1, Spectators: 2},
+	} {
+		if _, err := loadgen.New(cfg); err == nil || !strings.HasPrefix(err.Error(), "loadgen: ") {
+			t.Errorf("New(%+v) = %v; want a loadgen: error", cfg, err)
+		}
+	}
+}
+
+// An unknown board without Create is not a crash: every event fails with
+// its code, and the counts still add up.
+func TestErrorsAreCountedByCode(t *testing.T) {
+	t.Parallel()
+	url, _ := startGateway(t)
+	g, err := loadgen.New(loadgen.Config{URL: url, Secret: []byte(secret), Board: "nope", Players: 1, Inflight: 2, Duration: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := g.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Events.Acked != 0 || rep.Events.Failed == 0 || rep.Errors["unknown_board"] != rep.Events.Failed || rep.Events.Sent != rep.Events.Failed {
+		t.Errorf("events %+v errors %v", rep.Events, rep.Errors)
+	}
+}
