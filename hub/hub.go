@@ -15,8 +15,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"strings"
@@ -58,8 +60,28 @@ type Config struct {
 	// request's own host only. Requests without Origin (bots) are allowed.
 	AllowedOrigins []string
 	// PublicRead lets a request without a token in as an anonymous
-	// spectator, limited to boards marked public.
+	// spectator, limited to boards marked public. Such a connection has no
+	// token, so no authentication deadline or expiry applies to it: it is
+	// bounded like any spectator (rate, subscriptions, pings) and by
+	// MaxConnsPerIP.
 	PublicRead bool
+	// MaxConnsPerIP caps the open connections of one client address on this
+	// node (--max-conns-per-ip); IPv6 addresses count by /64, loopback
+	// clients are not counted. An upgrade past it gets 429 rate_limited with
+	// Retry-After, before the token is verified. Default
+	// DefaultMaxConnsPerIP (256); negative = no cap.
+	MaxConnsPerIP int
+	// MaxConnsPerMember caps the open connections of one member (token sub)
+	// with the player or spectator role on this node
+	// (--max-conns-per-member); server and admin tokens are exempt, as bots
+	// multiplex. Refused like MaxConnsPerIP. Default
+	// DefaultMaxConnsPerMember (16); negative = no cap.
+	MaxConnsPerMember int
+	// TrustedProxies are the reverse proxies (CIDRs) whose X-Forwarded-For
+	// is believed for the client address (see ClientIP). Empty = the TCP
+	// peer is the client. Behind a proxy that is not listed, every client
+	// shares the proxy's address and its cap.
+	TrustedProxies []netip.Prefix
 	// ReplyQueue bounds a connection's queued replies; past it the
 	// connection is closed as a slow consumer (R12). Default 256.
 	ReplyQueue int
@@ -127,6 +149,9 @@ func New(cfg Config) (*Hub, error) {
 	def(&cfg.Rate, 50)
 	def(&cfg.ReplyQueue, 256)
 	def(&cfg.MaxSubscriptions, 64)
+	def(&cfg.MaxConnsPerIP, DefaultMaxConnsPerIP)
+	def(&cfg.MaxConnsPerMember, DefaultMaxConnsPerMember)
+	cfg.TrustedProxies = normPrefixes(cfg.TrustedProxies)
 	defDur(&cfg.TopInterval, 100*time.Millisecond)
 	defDur(&cfg.WriteTimeout, 5*time.Second)
 	defDur(&cfg.StoreTimeout, 2*time.Second)
@@ -202,8 +227,17 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusForbidden, proto.CodeForbidden, "origin not allowed")
 		return
 	}
+	rv := reservation{h: h}
+	defer rv.release() // when refused, or when the connection ends
+	if !h.reserveIP(&rv, r) {
+		capRefused(w, "from this address", h.cfg.MaxConnsPerIP)
+		return
+	}
 	p, anon, err := h.authenticate(r)
 	if err != nil {
+		// The carrier, never the token (nor the URL: access_token).
+		_, carrier := auth.TokenFromRequest(r)
+		h.log.Debug("hub: upgrade unauthorized", "carrier", carrier.String(), "err", err)
 		code := proto.CodeOf(err)
 		switch code {
 		case proto.CodeTokenExpired:
@@ -213,6 +247,10 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			httpError(w, http.StatusUnauthorized, proto.CodeUnauthorized, unauthorizedText(err))
 		}
+		return
+	}
+	if !h.reserveMember(&rv, p, anon) {
+		capRefused(w, "for this member", h.cfg.MaxConnsPerMember)
 		return
 	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
@@ -352,22 +390,31 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// registry holds the open connections, sharded so that connects and
-// disconnects on many cores do not contend on one lock.
+// registry holds the open connections and the per-address and per-member
+// counts of the caps, sharded so that connects and disconnects on many
+// cores do not contend on one lock.
 type registry struct {
 	shards [32]regShard
 	n      atomic.Int64
 	next   atomic.Uint64
+	seed   maphash.Seed // picks a count key's shard
 }
 
 type regShard struct {
-	mu    sync.Mutex // guards conns
+	mu    sync.Mutex // guards conns and slots
 	conns map[*conn]struct{}
+	// slots[kind][key] is the open connections of a key whose hash picks
+	// this shard; keys at zero are deleted.
+	slots [slotKinds]map[string]int
 }
 
 func (r *registry) init() {
+	r.seed = maphash.MakeSeed()
 	for i := range r.shards {
 		r.shards[i].conns = make(map[*conn]struct{})
+		for k := range r.shards[i].slots {
+			r.shards[i].slots[k] = make(map[string]int)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ type Metrics struct {
 	framesOut    prometheus.Counter
 	slowConsumer prometheus.Counter
 	closes       *prometheus.CounterVec // server-initiated closes by close code
+	refusedCap   *prometheus.CounterVec // upgrades refused by a connection cap ("ip", "member")
 }
 
 // NewMetrics creates the hub's collectors and registers them with reg (nil:
@@ -34,9 +35,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		closes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wsgateway_closes_total", Help: "Connections closed by the server, by close code.",
 		}, []string{"code"}),
+		refusedCap: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wsgateway_upgrades_refused_total", Help: "Upgrades refused by a connection cap, by cap (ip, member).",
+		}, []string{"cap"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.messagesIn, m.errors, m.framesOut, m.slowConsumer, m.closes)
+		reg.MustRegister(m.connections, m.messagesIn, m.errors, m.framesOut, m.slowConsumer, m.closes, m.refusedCap)
 	}
 	return m
 }
@@ -74,5 +78,11 @@ func (m *Metrics) slowConsumerClose() {
 func (m *Metrics) closed(code string) {
 	if m != nil {
 		m.closes.WithLabelValues(code).Inc()
+	}
+}
+
+func (m *Metrics) refused(cap string) {
+	if m != nil {
+		m.refusedCap.WithLabelValues(cap).Inc()
 	}
 }

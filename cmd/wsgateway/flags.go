@@ -4,10 +4,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wsgateway/wsgateway/hub"
 )
 
 // envName is a flag's environment twin: --redis-url ↔ LB_REDIS_URL.
@@ -117,6 +120,11 @@ type serveOptions struct {
 	DrainTimeout   time.Duration
 	MetricsAddr    string
 	LogLevel       string
+
+	MaxConnsPerIP     int
+	MaxConnsPerMember int
+	TrustedProxies    []netip.Prefix
+	ReadHeaderTimeout time.Duration
 }
 
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveOptions, error) {
@@ -141,8 +149,24 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Duration(&o.DrainTimeout, "drain-timeout", 10*time.Second, "how long SIGTERM waits for connections to drain")
 	f.String(&o.MetricsAddr, "metrics-addr", "", "serve /metrics and /debug/pprof on this separate address instead of --addr")
 	f.String(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
+	f.Int(&o.MaxConnsPerIP, "max-conns-per-ip", hub.DefaultMaxConnsPerIP, "open WebSocket connections per client address (IPv6: per /64; loopback not counted); 0 = no cap")
+	f.Int(&o.MaxConnsPerMember, "max-conns-per-member", hub.DefaultMaxConnsPerMember, "open WebSocket connections per player or spectator member (server and admin exempt); 0 = no cap")
+	var proxies string
+	f.String(&proxies, "trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For gives the client address; empty = the TCP peer")
+	f.Duration(&o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers, the token included (slowloris)")
 	if err := f.parse(args); err != nil {
 		return o, err
+	}
+	tp, err := hub.ParseTrustedProxies(proxies)
+	if err != nil {
+		return o, fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	o.TrustedProxies = tp
+	if o.MaxConnsPerIP < 0 || o.MaxConnsPerMember < 0 {
+		return o, fmt.Errorf("--max-conns-per-ip and --max-conns-per-member must not be negative")
+	}
+	if o.ReadHeaderTimeout <= 0 {
+		return o, fmt.Errorf("--read-header-timeout must be positive")
 	}
 	if o.NodeID == "" {
 		host, _ := os.Hostname()
@@ -192,4 +216,13 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// connCap maps a cap flag (0 = no cap) to hub.Config (negative = no cap,
+// 0 = the default).
+func connCap(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -78,6 +78,10 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		PublicRead:     o.PublicRead,
 		Logger:         log,
 		Metrics:        hub.NewMetrics(reg),
+
+		MaxConnsPerIP:     connCap(o.MaxConnsPerIP),
+		MaxConnsPerMember: connCap(o.MaxConnsPerMember),
+		TrustedProxies:    o.TrustedProxies,
 	})
 	if err != nil {
 		return err
@@ -137,8 +141,10 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	}
 	srv := &http.Server{
 		Handler: mux,
-		// Slowloris: a client gets 10s to send its headers (the token travels in them).
-		ReadHeaderTimeout: 10 * time.Second,
+		// Slowloris, and the authentication deadline: the token travels in
+		// the headers and is verified before the upgrade, so a client that
+		// has not authenticated within this time is cut off.
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       120 * time.Second,

@@ -1,0 +1,242 @@
+package hub
+
+import (
+	"fmt"
+	"hash/maphash"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/proto"
+)
+
+// Connection caps (Config.MaxConnsPerIP, Config.MaxConnsPerMember): an
+// upgrade past a cap is refused before any WebSocket work with 429
+// rate_limited and Retry-After.
+
+// Defaults of the caps. 256 per address leaves room for a NAT (a campus, a
+// mobile carrier) while one host cannot take a node's file descriptors; 16
+// per member is many tabs and devices of one player.
+const (
+	DefaultMaxConnsPerIP     = 256
+	DefaultMaxConnsPerMember = 16
+)
+
+// capRetryAfter is the Retry-After (seconds) of a refused upgrade: a slot
+// frees only when one of the holder's own connections ends, so retrying at
+// once is pointless.
+const capRetryAfter = 5
+
+// slotKind selects which per-key count of the registry a slot is taken in.
+type slotKind int
+
+const (
+	slotIP slotKind = iota
+	slotMember
+	slotKinds
+)
+
+// acquire takes a slot for key unless key already holds max of them.
+// Counts live in the shard of the key's hash, so connects of different keys
+// rarely share a lock and no lock is global.
+func (r *registry) acquire(kind slotKind, key string, max int) bool {
+	s := r.keyShard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.slots[kind]
+	if m[key] >= max {
+		return false
+	}
+	m[key]++
+	return true
+}
+
+// release gives back a slot taken by acquire; a key with no slot left is
+// deleted so the maps hold only keys with open connections.
+func (r *registry) release(kind slotKind, key string) {
+	s := r.keyShard(key)
+	s.mu.Lock()
+	m := s.slots[kind]
+	if m[key] <= 1 {
+		delete(m, key)
+	} else {
+		m[key]--
+	}
+	s.mu.Unlock()
+}
+
+func (r *registry) keyShard(key string) *regShard {
+	return &r.shards[maphash.String(r.seed, key)%uint64(len(r.shards))]
+}
+
+// reservation is the slots one upgrade holds: its address's, taken before
+// the token is verified (the cheapest refusal), then, once the token is
+// known, its member's. release gives back whatever was taken, when the
+// upgrade is refused or the connection ends.
+type reservation struct {
+	h     *Hub
+	ipKey string // "" = not counted
+	mKey  string
+}
+
+func (rv *reservation) release() {
+	if rv.ipKey != "" {
+		rv.h.reg.release(slotIP, rv.ipKey)
+	}
+	if rv.mKey != "" {
+		rv.h.reg.release(slotMember, rv.mKey)
+	}
+}
+
+// reserveIP takes the address slot of r's client; false means the cap is
+// reached. Loopback clients and unknown addresses are not counted.
+func (h *Hub) reserveIP(rv *reservation, r *http.Request) bool {
+	if h.cfg.MaxConnsPerIP < 0 {
+		return true
+	}
+	key := addrKey(h.ClientIP(r))
+	if key == "" {
+		return true
+	}
+	if !h.reg.acquire(slotIP, key, h.cfg.MaxConnsPerIP) {
+		h.m.refused("ip")
+		h.log.Debug("hub: upgrade refused: connections per address", "addr", key, "max", h.cfg.MaxConnsPerIP)
+		return false
+	}
+	rv.ipKey = key
+	return true
+}
+
+// reserveMember takes the member slot of a player or spectator; server and
+// admin tokens are exempt (one bot multiplexes many connections), and so is
+// an anonymous spectator (its member id is random; the address cap bounds
+// it).
+func (h *Hub) reserveMember(rv *reservation, p auth.Principal, anon bool) bool {
+	if h.cfg.MaxConnsPerMember < 0 || anon || !p.Limited() {
+		return true
+	}
+	if !h.reg.acquire(slotMember, p.Member, h.cfg.MaxConnsPerMember) {
+		h.m.refused("member")
+		h.log.Debug("hub: upgrade refused: connections per member", "member", p.Member, "max", h.cfg.MaxConnsPerMember)
+		return false
+	}
+	rv.mKey = p.Member
+	return true
+}
+
+func capRefused(w http.ResponseWriter, what string, max int) {
+	w.Header().Set("Retry-After", strconv.Itoa(capRetryAfter))
+	httpError(w, http.StatusTooManyRequests, proto.CodeRateLimited,
+		"too many connections "+what+" (at most "+strconv.Itoa(max)+")")
+}
+
+// ClientIP is the address the per-address cap counts for r: the TCP peer,
+// or, when the peer is one of TrustedProxies, the right-most
+// X-Forwarded-For hop that is not itself trusted (hops left of it were
+// written by the client and can be forged). The zero Addr means unknown.
+func (h *Hub) ClientIP(r *http.Request) netip.Addr {
+	peer := parseHop(r.RemoteAddr)
+	if !peer.IsValid() || !h.trusted(peer) {
+		return peer
+	}
+	client := peer
+	lines := r.Header.Values("X-Forwarded-For")
+	for i := len(lines) - 1; i >= 0; i-- {
+		hops := strings.Split(lines[i], ",")
+		for j := len(hops) - 1; j >= 0; j-- {
+			a := parseHop(hops[j])
+			if !a.IsValid() {
+				// Garbage: believe nothing further left; the last
+				// trusted hop stands for the client.
+				return client
+			}
+			client = a
+			if !h.trusted(a) {
+				return a
+			}
+		}
+	}
+	return client // every hop trusted: the left-most one
+}
+
+func (h *Hub) trusted(a netip.Addr) bool {
+	for _, p := range h.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseHop parses "ip", "ip:port" or "[ipv6]:port" (proxies write both).
+func parseHop(s string) netip.Addr {
+	s = strings.TrimSpace(s)
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap().WithZone("")
+	}
+	if host, _, err := net.SplitHostPort(s); err == nil {
+		if a, err := netip.ParseAddr(host); err == nil {
+			return a.Unmap().WithZone("")
+		}
+	}
+	return netip.Addr{}
+}
+
+// addrKey is the count key of a client address: IPv4 as is, IPv6 by its
+// /64 (one host owns a whole /64). "" = not counted: unknown, or loopback
+// (the host itself: a local proxy without TrustedProxies, a load test).
+func addrKey(a netip.Addr) string {
+	switch {
+	case !a.IsValid(), a.IsLoopback():
+		return ""
+	case a.Is6():
+		return netip.PrefixFrom(a, 64).Masked().String()
+	}
+	return a.String()
+}
+
+// ParseTrustedProxies parses a comma-separated list of CIDRs or bare
+// addresses (a bare address is its own /32 or /128).
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !strings.Contains(f, "/") {
+			a, err := netip.ParseAddr(f)
+			if err != nil {
+				return nil, fmt.Errorf("hub: trusted proxy %q: %w", f, err)
+			}
+			a = a.Unmap()
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("hub: trusted proxy %q: %w", f, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// normPrefixes masks and unmaps prefixes so Contains matches parseHop's
+// (unmapped) addresses.
+func normPrefixes(ps []netip.Prefix) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(ps))
+	for _, p := range ps {
+		a := p.Addr()
+		bits := p.Bits()
+		if a.Is4In6() {
+			a = a.Unmap()
+			bits = max(bits-96, 0)
+		}
+		out = append(out, netip.PrefixFrom(a, bits).Masked())
+	}
+	return out
+}
