@@ -1,0 +1,335 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/client"
+	"github.com/wsgateway/wsgateway/internal/testenv"
+)
+
+// scrape reads the unlabelled samples of a Prometheus text page.
+func scrape(ctx context.Context, url string) (map[string]float64, error) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, val, ok := strings.Cut(line, " ")
+		if !ok || strings.ContainsRune(name, '{') {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+// massDial opens n WebSocket connections at once (raw coder/websocket,
+// each with its own member), each subscribing to board and reading until
+// ctx ends. It returns the connections and how long the slowest welcome took.
+func massDial(ctx context.Context, t testing.TB, g *gateway, board string, toks []string) ([]*websocket.Conn, time.Duration, int64) {
+	conns := make([]*websocket.Conn, len(toks))
+	var failed atomic.Int64
+	var slowest atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, tok := range toks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			defer cancel()
+			c, _, err := websocket.Dial(dctx, g.URL(), &websocket.DialOptions{
+				HTTPHeader:   http.Header{"Authorization": {"Bearer " + tok}},
+				Subprotocols: []string{"lb.v1"},
+			})
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			if _, _, err := c.Read(dctx); err != nil { // welcome
+				failed.Add(1)
+				c.CloseNow()
+				return
+			}
+			d := int64(time.Since(start))
+			for {
+				old := slowest.Load()
+				if d <= old || slowest.CompareAndSwap(old, d) {
+					break
+				}
+			}
+			c.Write(dctx, websocket.MessageText, []byte(`{"type":"subscribe","id":"s","board":"`+board+`","top":10}`))
+			conns[i] = c
+			go func() {
+				for {
+					if _, _, err := c.Read(ctx); err != nil {
+						return
+					}
+				}
+			}()
+		}()
+	}
+	wg.Wait()
+	return conns, time.Duration(slowest.Load()), failed.Load()
+}
+
+// TestMassReconnect: 1,000 connections arrive at once, all drop at once
+// and all come back at once; meanwhile a probe keeps checking that the
+// gateway answers (health, a score ack, a top frame) within 5s.
+func TestMassReconnect(t *testing.T) {
+	t.Parallel()
+	const n = 1000
+	c := newCluster(t, clusterOpts{Nodes: 1, Args: connCapArgs()})
+	g := c.nodes[0]
+	toks := make([]string, n)
+	for i := range toks {
+		toks[i] = token(t, auth.Claims{Sub: fmt.Sprintf("fan%04d", i), Role: auth.Spectator})
+	}
+	probe := serverClients(t, 1, g.URL())[0]
+	w := watch(t, g, c.board, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	// The probe: every 100ms a health check and a score, each bounded.
+	var worst atomic.Int64
+	probeErr := make(chan error, 1)
+	stopProbe := make(chan struct{})
+	probeDone := make(chan struct{})
+	go func() {
+		defer close(probeDone)
+		for i := 0; ; i++ {
+			select {
+			case <-stopProbe:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			start := time.Now()
+			pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+			st, _, err := rest(pctx, "GET", g.HTTP()+"/healthz", "", nil, nil)
+			if err == nil && st != 200 {
+				err = fmt.Errorf("/healthz %d", st)
+			}
+			if err == nil {
+				_, err = probe.Score(pctx, client.ScoreReq{Board: c.board, Member: "probe", Delta: client.Int(1), ID: fmt.Sprintf("probe-%d", i)})
+			}
+			pcancel()
+			if d := int64(time.Since(start)); d > worst.Load() {
+				worst.Store(d)
+			}
+			if err != nil {
+				select {
+				case probeErr <- fmt.Errorf("probe %d: %w", i, err):
+				default:
+				}
+				return
+			}
+		}
+	}()
+
+	for round := 1; round <= 2; round++ {
+		conns, slowest, failed := massDial(ctx, t, g, c.board, toks)
+		t.Logf("round %d: %d connections at once, %d failed, slowest welcome %s", round, n, failed, slowest.Round(time.Millisecond))
+		if failed > 0 {
+			t.Errorf("e2e: round %d: %d of %d connections failed", round, failed, n)
+		}
+		checkFor(t, 30*time.Second, "all connections counted", func() error {
+			m, err := scrape(ctx, g.HTTP()+"/metrics")
+			if err != nil {
+				return err
+			}
+			if got := m["wsgateway_connections"]; int(got) < n {
+				return fmt.Errorf("wsgateway_connections %v", got)
+			}
+			return nil
+		})
+		// All drop at once (no close handshake), as when a load balancer dies.
+		for _, c := range conns {
+			if c != nil {
+				c.CloseNow()
+			}
+		}
+	}
+	close(stopProbe)
+	<-probeDone
+	select {
+	case err := <-probeErr:
+		t.Errorf("e2e: the gateway stopped answering during the mass reconnect: %v", err)
+	default:
+	}
+	t.Logf("slowest probe (health + score ack) %s", time.Duration(worst.Load()).Round(time.Millisecond))
+	// Frames still flow and connections are released.
+	checkFor(t, 5*time.Second, "a top frame with the probe's score", func() error {
+		truth, total, err := readBoard(ctx, g, adminToken(t), c.board)
+		if err != nil {
+			return err
+		}
+		return w.matches(truth, total, 10)
+	})
+	checkFor(t, 30*time.Second, "connections released", func() error {
+		m, err := scrape(ctx, g.HTTP()+"/metrics")
+		if err != nil {
+			return err
+		}
+		if got := m["wsgateway_connections"]; got > 2 {
+			return fmt.Errorf("wsgateway_connections %v", got)
+		}
+		return nil
+	})
+}
+
+// connCapArgs lifts per-IP and per-member connection caps, when the
+// gateway has them, for tests that open many connections from 127.0.0.1.
+func connCapArgs() []string {
+	help, _ := execHelp()
+	var a []string
+	if strings.Contains(help, "-max-conns-per-ip") {
+		a = append(a, "--max-conns-per-ip", "100000")
+	}
+	return a
+}
+
+// TestSoak runs churning clients and a steady load for LB_SOAK / -soak
+// (10m in the issue) or, by default, a short 20s run; afterwards the
+// gateway's goroutines, heap and open files return to their baseline and
+// the ledger holds.
+func TestSoak(t *testing.T) {
+	t.Parallel()
+	d := soakDuration()
+	if d == 0 {
+		d = 20 * time.Second
+	}
+	e := startEnv(t)
+	maddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+	g := startGateway(t, gwOpts{RedisURL: e.Redis.URL(), NATSURL: e.NATS.URL(), Args: append(connCapArgs(), "--metrics-addr", maddr)})
+	const board = "soak"
+	putBoard(t, g, board, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	// Warm up with the same workload on another board (pools, caches, the
+	// Redis connection pool at its working size), then take the baseline.
+	putBoard(t, g, "warmup", nil)
+	soakPhase(t, ctx, g, "warmup", 3*time.Second)
+	base := settled(t, ctx, maddr, nil)
+	t.Logf("baseline: goroutines %v heap_inuse %.1f MB fds %v", base["go_goroutines"], base["go_memstats_heap_inuse_bytes"]/1e6, base["process_open_fds"])
+
+	soakPhase(t, ctx, g, board, d)
+
+	after := settled(t, ctx, maddr, base)
+	t.Logf("after: goroutines %v heap_inuse %.1f MB fds %v", after["go_goroutines"], after["go_memstats_heap_inuse_bytes"]/1e6, after["process_open_fds"])
+}
+
+// soakPhase runs steady server load plus 8 churning players (connect,
+// subscribe, five scores, close) on board for d, then the ledger check.
+func soakPhase(t *testing.T, ctx context.Context, g *gateway, board string, d time.Duration) {
+	t.Helper()
+	l := newLedger()
+	steady := serverClients(t, 2, g.URL())
+	ld := startLoad(l, steady, board, memberIDs(100), 4, 300, 1<<40)
+	var churns atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(d)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			member := fmt.Sprintf("churn%d", w)
+			tok := token(t, auth.Claims{Sub: member})
+			for i := 0; time.Now().Before(stop); i++ {
+				dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+				cl, err := client.Dial(dctx, g.URL(), tok, &client.Options{IDPrefix: fmt.Sprintf("%s-w%d-%d", board, w, i)})
+				if err != nil {
+					dcancel()
+					t.Errorf("churn dial: %v", err)
+					return
+				}
+				if _, err := cl.Subscribe(dctx, board, client.SubOpts{Around: 2}); err != nil {
+					t.Errorf("churn subscribe: %v", err)
+				}
+				for k := range 5 {
+					e := event{ID: fmt.Sprintf("w%d-%d-%d", w, i, k), Member: member, Delta: 1}
+					if err := l.send(dctx, cl, board, e); err != nil {
+						t.Errorf("churn score: %v", err)
+					}
+				}
+				dcancel()
+				cl.Close()
+				churns.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	ld.Finish(t, 30*time.Second)
+	for _, c := range steady {
+		c.Close()
+	}
+	t.Logf("%s for %s: %d player connections opened and closed; %s", board, d, churns.Load(), l.stats())
+	verify(t, l, board, []*gateway{g}, nil, nil, verifyOpts{})
+}
+
+// settled forces a GC in the gateway (pprof heap?gc=1) and reads its
+// metrics; with a baseline, it polls until goroutines, open files and heap
+// are back near it (connections were closed, so their state must go).
+func settled(t testing.TB, ctx context.Context, maddr string, base map[string]float64) map[string]float64 {
+	t.Helper()
+	var m map[string]float64
+	within := 30 * time.Second
+	if base == nil {
+		within = 10 * time.Second
+	}
+	checkFor(t, within, "the gateway back at its baseline", func() error {
+		gcURL := "http://" + maddr + "/debug/pprof/heap?gc=1"
+		if st, _, err := rest(ctx, "GET", gcURL, "", nil, nil); err != nil || st != 200 {
+			return fmt.Errorf("GET %s: %d %v", gcURL, st, err)
+		}
+		var err error
+		m, err = scrape(ctx, "http://"+maddr+"/metrics")
+		if err != nil {
+			return err
+		}
+		if m["wsgateway_connections"] != 0 {
+			return fmt.Errorf("%v connections open", m["wsgateway_connections"])
+		}
+		if base == nil {
+			return nil
+		}
+		var bad []string
+		if m["go_goroutines"] > base["go_goroutines"]+5 {
+			bad = append(bad, fmt.Sprintf("goroutines %v (baseline %v)", m["go_goroutines"], base["go_goroutines"]))
+		}
+		if m["process_open_fds"] > base["process_open_fds"]+5 {
+			bad = append(bad, fmt.Sprintf("open fds %v (baseline %v)", m["process_open_fds"], base["process_open_fds"]))
+		}
+		if h, b := m["go_memstats_heap_inuse_bytes"], base["go_memstats_heap_inuse_bytes"]; h > b+16e6 {
+			bad = append(bad, fmt.Sprintf("heap in use %.1f MB (baseline %.1f MB)", h/1e6, b/1e6))
+		}
+		if bad != nil {
+			return fmt.Errorf("%s", strings.Join(bad, ", "))
+		}
+		return nil
+	})
+	return m
+}
