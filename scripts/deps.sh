@@ -7,6 +7,7 @@ command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-benchmark >/dev/null || need+=(redis-tools)
 command -v nats-server >/dev/null || need+=(nats-server)
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
+command -v node >/dev/null || need+=(nodejs)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
 	echo "missing: ${need[*]}; install with: apt-get install -y ${need[*]}" >&2
