@@ -25,5 +25,5 @@ run:
 	$(GO) run ./cmd/wsgateway --dev
 
 # fuzz runs every fuzz target briefly (FUZZTIME each, default 10s).
-fuzz:
+fuzz: deps
 	@bash scripts/fuzz.sh
