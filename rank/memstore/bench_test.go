@@ -30,11 +30,11 @@ func populate(b *testing.B, n int) (*Store, rank.Board, []string) {
 	members := make([]string, n)
 	for i := range members {
 		members[i] = fmt.Sprintf("member%07d", i)
-		nd := z.sl.newNode()
+		nd := &node{}
 		nd.m = members[i]
 		bd.seq++
 		bd.setKey(nd, int64(rng.IntN(1_000_000)), bd.seq)
-		z.sl.insert(nd)
+		z.tr.insert(nd)
 		z.members[nd.m] = nd
 	}
 	return s, cfg, members

@@ -13,7 +13,6 @@ type board struct {
 	cfg     rank.Board
 	deleted bool // set by DeleteBoard: a holder of a stale pointer sees ErrUnknownBoard
 	seq     int64
-	seed    uint64
 	periods map[int64]*zset   // by period index; 0 for a board without periods
 	names   map[string]string // display names, per board (not per period)
 	idem    map[string]record // by request id
@@ -22,7 +21,7 @@ type board struct {
 
 // zset is one period's ranking.
 type zset struct {
-	sl       *skiplist
+	tr       *tree
 	members  map[string]*node
 	expireAt time.Time // zero: never
 }
@@ -41,10 +40,9 @@ type record struct {
 	period    int64
 }
 
-func newBoard(cfg rank.Board, seed uint64) *board {
+func newBoard(cfg rank.Board) *board {
 	return &board{
 		cfg:     cfg,
-		seed:    seed,
 		periods: map[int64]*zset{},
 		names:   map[string]string{},
 		idem:    map[string]record{},
@@ -71,7 +69,7 @@ func (b *board) tie(seq int64) int64 {
 }
 
 // setKey sets n's score, the seq at which it reached it, and its key. n must
-// not be linked in a skip list.
+// not be in a tree.
 func (b *board) setKey(n *node, score, reached int64) {
 	n.score, n.reached = score, reached
 	n.s = score
@@ -85,7 +83,7 @@ func (b *board) setKey(n *node, score, reached int64) {
 // a shared board 1 + the number of members strictly better.
 func (b *board) rankIn(z *zset, n *node, pos int) int64 {
 	if b.cfg.Tiebreak == rank.Shared {
-		return 1 + int64(z.sl.countLess(n.s))
+		return 1 + int64(z.tr.countLess(n.s))
 	}
 	return int64(pos)
 }
@@ -99,15 +97,14 @@ func (b *board) reconfigure(cfg rank.Board) {
 		return
 	}
 	for _, z := range b.periods {
-		nodes := make([]*node, 0, z.sl.length)
-		for n := z.sl.first(); n != nil; n = n.level[0].next {
-			nodes = append(nodes, n)
+		nodes := make([]*node, 0, z.tr.length)
+		for c := z.tr.at(1); c.lf != nil; c.next() {
+			nodes = append(nodes, c.node())
 		}
-		z.sl = newSkiplist(b.seed + uint64(len(nodes)))
+		z.tr = newTree()
 		for _, n := range nodes {
-			clear(n.level)
 			b.setKey(n, n.score, n.reached)
-			z.sl.insert(n)
+			z.tr.insert(n)
 		}
 	}
 }
@@ -163,21 +160,21 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	r := rank.Result{Board: e.Board, Member: e.Member, Score: score, Seq: b.seq, Period: p.Index}
 	switch {
 	case n == nil:
-		n = z.sl.newNode()
+		n = &node{}
 		n.m = e.Member
 		b.setKey(n, score, b.seq)
-		pos := z.sl.insert(n)
+		pos := z.tr.insert(n)
 		z.members[e.Member] = n
 		r.Rank = b.rankIn(z, n, pos)
 	case score == old:
 		// The member keeps its place among equal scores.
-		r.Rank = b.rankIn(z, n, z.sl.rankOf(&n.key))
+		r.Rank = b.rankIn(z, n, z.tr.rankOf(&n.key))
 		r.PrevRank, r.PrevScore = r.Rank, old
 	default:
-		pos := z.sl.remove(n)
+		pos := z.tr.remove(n)
 		r.PrevRank, r.PrevScore = b.rankIn(z, n, pos), old
 		b.setKey(n, score, b.seq)
-		r.Rank = b.rankIn(z, n, z.sl.insert(n))
+		r.Rank = b.rankIn(z, n, z.tr.insert(n))
 	}
 	if e.Name != "" {
 		b.names[e.Member] = e.Name
@@ -196,7 +193,7 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 func (b *board) newPeriod(p rank.Period, now time.Time) *zset {
 	b.dropExpiredPeriods(now)
 	z := &zset{
-		sl:       newSkiplist(b.seed ^ uint64(p.Index)),
+		tr:       newTree(),
 		members:  map[string]*node{},
 		expireAt: p.ExpireAt(),
 	}
@@ -253,20 +250,21 @@ func (b *board) sweepIdem(now time.Time, max int) int {
 
 // entries lists up to limit entries from 1-based position start of z.
 func (b *board) entries(z *zset, start, limit int) []rank.Entry {
-	if limit <= 0 || start > z.sl.length {
+	if limit <= 0 || start > z.tr.length {
 		return []rank.Entry{}
 	}
-	out := make([]rank.Entry, 0, min(limit, z.sl.length-start+1))
+	out := make([]rank.Entry, 0, min(limit, z.tr.length-start+1))
 	shared := b.cfg.Tiebreak == rank.Shared
 	var rk int64
 	var prev *node
-	for n := z.sl.byRank(start); n != nil && len(out) < limit; n = n.level[0].next {
+	for c := z.tr.at(start); c.lf != nil && len(out) < limit; c.next() {
+		n := c.node()
 		pos := int64(start + len(out))
 		switch {
 		case !shared:
 			rk = pos
 		case prev == nil:
-			rk = 1 + int64(z.sl.countLess(n.s))
+			rk = 1 + int64(z.tr.countLess(n.s))
 		case n.s != prev.s:
 			rk = pos
 		}

@@ -6,7 +6,7 @@ import (
 	"github.com/wsgateway/wsgateway/rank/ranktest"
 )
 
-// TestDifferentialModel holds the skip list engine equal to the naive model
+// TestDifferentialModel holds the tree engine equal to the naive model
 // on random streams of events over every order × mode × tiebreak.
 func TestDifferentialModel(t *testing.T) {
 	t.Parallel()

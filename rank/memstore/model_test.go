@@ -13,7 +13,7 @@ import (
 
 // model is a deliberately naive rank.Store (sort on every read, no expiry,
 // no periods) written from the contract alone, so that Differential against
-// it checks the skip list engine rather than comparing it with itself.
+// it checks the tree engine rather than comparing it with itself.
 type model struct {
 	mu     sync.Mutex
 	boards map[string]*mboard
