@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,7 @@ type closeRequest struct {
 type conn struct {
 	h     *Hub
 	ws    *websocket.Conn
+	cc    *corkConn // the socket under ws (wire.go); nil: writes are not corked
 	out   *live.Outbox
 	shard int // registry shard, set by registry.add
 
@@ -69,13 +71,14 @@ type conn struct {
 	badStreak int
 
 	// writer
-	pending [][]byte
+	pending []*[]byte
 }
 
-func newConn(h *Hub, ws *websocket.Conn, p auth.Principal, anon bool) *conn {
+func newConn(h *Hub, ws *websocket.Conn, cc *corkConn, p auth.Principal, anon bool) *conn {
 	c := &conn{
 		h:        h,
 		ws:       ws,
+		cc:       cc,
 		out:      live.NewOutbox(h.cfg.TopInterval, time.Now),
 		replies:  replyQueue{max: h.cfg.ReplyQueue, ready: make(chan struct{}, 1)},
 		closeReq: make(chan closeRequest, 1),
@@ -130,6 +133,12 @@ func (c *conn) run(parent context.Context) {
 
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	// Reads and writes pass no context to the library (a cancellable one
+	// costs a timer and allocations per call, see wire.go): ending ctx
+	// closes the socket instead, which ends a blocked read or write as the
+	// library would have.
+	stopClose := context.AfterFunc(ctx, func() { c.ws.CloseNow() })
+	defer stopClose()
 	writerDone := make(chan error, 1)
 	go func() {
 		err := c.writeLoop(ctx)
@@ -174,8 +183,11 @@ func (c *conn) welcome() proto.Welcome {
 // stopped reading because the connection is being closed.
 func (c *conn) readLoop(ctx context.Context) error {
 	for {
-		typ, r, err := c.ws.Reader(ctx)
+		typ, r, err := c.ws.Reader(context.Background()) // ctx closes the socket (run)
 		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return err
 		}
 		if typ != websocket.MessageText {
@@ -243,13 +255,8 @@ func (c *conn) writeLoop(ctx context.Context) error {
 			c.takeReplies()
 			frames, retryIn := c.out.Take(time.Now())
 			c.gate.Unlock()
-			if err := c.writePending(ctx); err != nil {
+			if err := c.writeBatch(ctx, frames); err != nil {
 				return err
-			}
-			for _, f := range frames {
-				if err := c.write(ctx, f); err != nil {
-					return err
-				}
 			}
 			c.h.m.framesWritten(len(frames))
 			if retryIn > 0 {
@@ -264,7 +271,7 @@ func (c *conn) writeLoop(ctx context.Context) error {
 			return c.closeWith(ctx, cr)
 		case <-c.replies.ready:
 			c.takeReplies()
-			if err := c.writePending(ctx); err != nil {
+			if err := c.writeBatch(ctx, nil); err != nil {
 				return err
 			}
 		case <-c.out.Ready():
@@ -288,10 +295,33 @@ func (c *conn) writeLoop(ctx context.Context) error {
 // takeReplies moves the queued replies to c.pending (bounded by the queue).
 func (c *conn) takeReplies() { c.pending = c.replies.take(c.pending) }
 
-func (c *conn) writePending(ctx context.Context) error {
-	defer func() { c.pending = reuse(c.pending) }()
+func (c *conn) writePending(ctx context.Context) error { return c.writeBatch(ctx, nil) }
+
+// writeBatch writes the pending replies, then frames. Two or more messages
+// are corked into one socket write (wire.go).
+func (c *conn) writeBatch(ctx context.Context, frames [][]byte) (err error) {
+	defer func() {
+		for _, b := range c.pending {
+			c.h.putReplyBuf(b)
+		}
+		c.pending = reuse(c.pending)
+	}()
+	if c.cc != nil && len(c.pending)+len(frames) > 1 {
+		c.cc.cork()
+		defer func() {
+			ferr := c.cc.uncork()
+			if err == nil {
+				err = c.checkWrite(ctx, ferr)
+			}
+		}()
+	}
 	for _, b := range c.pending {
-		if err := c.write(ctx, b); err != nil {
+		if err := c.write(ctx, *b); err != nil {
+			return err
+		}
+	}
+	for _, f := range frames {
+		if err := c.write(ctx, f); err != nil {
 			return err
 		}
 	}
@@ -300,16 +330,27 @@ func (c *conn) writePending(ctx context.Context) error {
 
 var errSlowConsumer = errors.New("hub: write blocked: slow consumer")
 
-// write writes one message within WriteTimeout; a write blocked that long
-// means a slow consumer (R12), and the library has then closed the socket.
+// write writes one message. Every socket write is bounded by WriteTimeout
+// (corkConn's write deadline); ctx ending closes the socket (run).
 func (c *conn) write(ctx context.Context, b []byte) error {
-	wctx, cancel := context.WithTimeout(ctx, c.h.cfg.WriteTimeout)
-	err := c.ws.Write(wctx, websocket.MessageText, b)
-	cancel()
-	if err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+	return c.checkWrite(ctx, c.ws.Write(context.Background(), websocket.MessageText, b))
+}
+
+// checkWrite classifies a write error: a socket write blocked for
+// WriteTimeout means a slow consumer (R12); the connection then ends (the
+// writer's error cancels ctx, which closes the socket).
+func (c *conn) checkWrite(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		c.h.m.slowConsumerClose()
 		c.h.m.closed(strconv.Itoa(int(websocket.StatusPolicyViolation)))
+		c.ws.CloseNow()
 		return errSlowConsumer
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	return err
 }
@@ -370,12 +411,14 @@ func (c *conn) poke() {
 	}
 }
 
-// send queues a reply. A full queue is a slow consumer (R12): the
-// connection is closed with 1008 without waiting for the queue.
-func (c *conn) send(b []byte) bool {
+// send queues a reply (a buffer of h.getReplyBuf; the writer gives it
+// back). A full queue is a slow consumer (R12): the connection is closed
+// with 1008 without waiting for the queue.
+func (c *conn) send(b *[]byte) bool {
 	if c.replies.push(b) {
 		return true
 	}
+	c.h.putReplyBuf(b)
 	if !c.closeAsked.Load() {
 		c.h.m.slowConsumerClose()
 	}
@@ -389,7 +432,9 @@ func (c *conn) sendJSON(v any) bool {
 		c.h.log.Error("hub: encode reply", "err", err)
 		return false
 	}
-	return c.send(b)
+	p := c.h.getReplyBuf()
+	*p = append(*p, b...)
+	return c.send(p)
 }
 
 // slidingCount counts messages over the last second in ten 100ms buckets,
@@ -434,6 +479,21 @@ func (h *Hub) putBuf(b *bytes.Buffer) {
 	}
 }
 
+// getReplyBuf returns an empty reply buffer; putReplyBuf gives it back once
+// written (the library copies what it writes). Large ones (pages) are left
+// to the collector.
+func (h *Hub) getReplyBuf() *[]byte {
+	b := h.replyBufs.Get().(*[]byte)
+	*b = (*b)[:0]
+	return b
+}
+
+func (h *Hub) putReplyBuf(b *[]byte) {
+	if cap(*b) <= 1024 {
+		h.replyBufs.Put(b)
+	}
+}
+
 // replyQueue is a connection's bounded reply queue. Its slice grows only
 // as far as the bound and is released after a burst, so an idle connection
 // holds no queue memory.
@@ -441,11 +501,11 @@ type replyQueue struct {
 	max   int
 	ready chan struct{} // capacity 1: the queue became non-empty
 	mu    sync.Mutex    // guards items
-	items [][]byte
+	items []*[]byte
 }
 
 // push appends b unless the queue is at its bound.
-func (q *replyQueue) push(b []byte) bool {
+func (q *replyQueue) push(b *[]byte) bool {
 	q.mu.Lock()
 	if len(q.items) >= q.max {
 		q.mu.Unlock()
@@ -461,7 +521,7 @@ func (q *replyQueue) push(b []byte) bool {
 }
 
 // take appends every queued reply to dst and empties the queue.
-func (q *replyQueue) take(dst [][]byte) [][]byte {
+func (q *replyQueue) take(dst []*[]byte) []*[]byte {
 	q.mu.Lock()
 	dst = append(dst, q.items...)
 	q.items = reuse(q.items)
@@ -476,7 +536,7 @@ func (q *replyQueue) len() int {
 }
 
 // reuse empties s for reuse, or drops it when a burst made it large.
-func reuse(s [][]byte) [][]byte {
+func reuse(s []*[]byte) []*[]byte {
 	if cap(s) > 32 {
 		return nil
 	}

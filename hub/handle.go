@@ -172,7 +172,9 @@ func (c *conn) score(ctx context.Context, req request) error {
 		pr := res.PrevRank
 		ack.PrevRank = &pr
 	}
-	c.sendJSON(ack)
+	buf := c.h.getReplyBuf()
+	*buf = appendAck(*buf, &ack)
+	c.send(buf)
 	return nil
 }
 

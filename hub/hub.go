@@ -121,6 +121,10 @@ type Hub struct {
 	closing atomic.Bool
 	emptied chan struct{} // capacity 1: the registry became empty
 	bufs    sync.Pool     // *bytes.Buffer for reading frames
+	// corkBufs are *[]byte batches of a corked connection (wire.go);
+	// replyBufs are *[]byte encoded replies (encode.go).
+	corkBufs  sync.Pool
+	replyBufs sync.Pool
 }
 
 // New validates cfg, fills defaults and returns a Hub.
@@ -179,6 +183,8 @@ func New(cfg Config) (*Hub, error) {
 		m:       cfg.Metrics,
 		emptied: make(chan struct{}, 1),
 	}
+	h.corkBufs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	h.replyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	h.reg.init()
 	h.boards.init(cfg.BoardCacheTTL)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
@@ -253,7 +259,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		capRefused(w, "for this member", h.cfg.MaxConnsPerMember)
 		return
 	}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	cw := &corkWriter{ResponseWriter: w, h: h}
+	ws, err := websocket.Accept(cw, r, &websocket.AcceptOptions{
 		Subprotocols:    []string{proto.Subprotocol}, // never the bearer entry
 		OriginPatterns:  h.cfg.AllowedOrigins,
 		CompressionMode: websocket.CompressionDisabled, // its memory per connection is large
@@ -262,7 +269,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Debug("hub: upgrade failed", "err", err) // Accept answered the request
 		return
 	}
-	c := newConn(h, ws, p, anon)
+	c := newConn(h, ws, cw.cc, p, anon)
 	h.reg.add(c)
 	h.m.connOpened(1)
 	defer func() {

@@ -1,6 +1,12 @@
 package hub
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wsgateway/wsgateway/proto"
+)
 
 // Metrics are the hub's Prometheus collectors. A nil *Metrics records nothing.
 type Metrics struct {
@@ -11,7 +17,37 @@ type Metrics struct {
 	slowConsumer prometheus.Counter
 	closes       *prometheus.CounterVec // server-initiated closes by close code
 	refusedCap   *prometheus.CounterVec // upgrades refused by a connection cap ("ip", "member")
+
+	// inByType caches messagesIn's child of each known type, resolved on
+	// first use (so the exposition shows only types seen, as before):
+	// every request counts one, and WithLabelValues hashes and locks.
+	inByType [nInTypes]atomic.Pointer[prometheus.Counter]
 }
+
+// inTypeIndex is the inByType slot of a messagesIn label; -1: not cached.
+func inTypeIndex(typ string) int {
+	switch typ {
+	case proto.TypeScore:
+		return 0
+	case proto.TypeSubscribe:
+		return 1
+	case proto.TypeUnsubscribe:
+		return 2
+	case proto.TypePage:
+		return 3
+	case proto.TypeRank:
+		return 4
+	case proto.TypeAuth:
+		return 5
+	case "invalid":
+		return 6
+	case "rate_abuse":
+		return 7
+	}
+	return -1
+}
+
+const nInTypes = 8
 
 // NewMetrics creates the hub's collectors and registers them with reg (nil:
 // not registered, e.g. in tests that read them directly).
@@ -52,9 +88,21 @@ func (m *Metrics) connOpened(delta float64) {
 }
 
 func (m *Metrics) messageIn(typ string) {
-	if m != nil {
-		m.messagesIn.WithLabelValues(typ).Inc()
+	if m == nil {
+		return
 	}
+	i := inTypeIndex(typ)
+	if i < 0 {
+		m.messagesIn.WithLabelValues(typ).Inc()
+		return
+	}
+	c := m.inByType[i].Load()
+	if c == nil {
+		child := m.messagesIn.WithLabelValues(typ)
+		c = &child
+		m.inByType[i].Store(c)
+	}
+	(*c).Inc()
 }
 
 func (m *Metrics) errorOut(code string) {

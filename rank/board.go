@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -59,16 +58,38 @@ const (
 	MaxIdempotencyWindow = 7 * 24 * time.Hour
 )
 
-var (
-	boardIDRe  = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-	memberIDRe = regexp.MustCompile(`^[A-Za-z0-9_.:@-]{1,64}$`)
-)
+// ValidBoardID reports whether id is a legal board id (R15):
+// ^[A-Za-z0-9_.-]{1,64}$. A byte loop rather than a regexp, as it runs on
+// every event (validid_test.go checks both against the regexps).
+func ValidBoardID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
-// ValidBoardID reports whether id is a legal board id (R15).
-func ValidBoardID(id string) bool { return boardIDRe.MatchString(id) }
-
-// ValidMemberID reports whether id is a legal member id (R15, the `sub` rule of §3).
-func ValidMemberID(id string) bool { return memberIDRe.MatchString(id) }
+// ValidMemberID reports whether id is a legal member id (R15, the `sub` rule
+// of §3): ^[A-Za-z0-9_.:@-]{1,64}$.
+func ValidMemberID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '-', c == ':', c == '@':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Duration is a time.Duration that travels in JSON as a Go duration string ("10m").
 type Duration time.Duration

@@ -37,6 +37,10 @@ type batcher struct {
 
 	pipelines atomic.Int64 // pipelines sent, for tests and metrics
 	calls     atomic.Int64 // calls sent in them
+
+	// free recycles calls (and their done channels) whose reply the caller
+	// took: nothing sends on such a call again.
+	free sync.Pool
 }
 
 // workers is the number of pipelines in flight at most.
@@ -67,6 +71,7 @@ func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.
 		idle:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
 	}
+	b.free.New = func() any { return &call{done: make(chan reply, 1)} }
 	b.wg.Add(1 + workers)
 	go b.collect()
 	for range workers {
@@ -85,28 +90,40 @@ func (b *batcher) close() {
 // do runs the script with keys and args in the next pipeline and waits for
 // its own reply, or for ctx.
 func (b *batcher) do(ctx context.Context, keys []string, args []any) (any, error) {
-	c := &call{ctx: ctx, keys: keys, args: args, done: make(chan reply, 1)}
+	c := b.free.Get().(*call)
+	c.ctx, c.keys, c.args = ctx, keys, args
 	select {
 	case b.submit <- c:
 	case <-ctx.Done():
+		b.recycle(c)
 		return nil, ctx.Err()
 	case <-b.quit:
+		b.recycle(c)
 		return nil, ErrClosed
 	}
 	select {
 	case r := <-c.done:
+		b.recycle(c)
 		return r.v, r.err
 	case <-ctx.Done():
 		// The call may still be applied; a retry with the same id is safe.
+		// A reply may still come: c is not recycled.
 		return nil, ctx.Err()
 	case <-b.quit:
 		select {
 		case r := <-c.done:
+			b.recycle(c)
 			return r.v, r.err
 		default:
 			return nil, ErrClosed
 		}
 	}
+}
+
+// recycle gives back a call that will not be sent on again.
+func (b *batcher) recycle(c *call) {
+	c.ctx, c.keys, c.args = nil, nil, nil
+	b.free.Put(c)
 }
 
 // collect owns the batch being gathered.

@@ -65,14 +65,12 @@ func (s *Store) Apply(ctx context.Context, e rank.Event) (rank.Result, error) {
 		if err != nil {
 			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
 		}
-		keys := []string{
-			s.key(e.Board, "cfg"), s.key(e.Board, "seq"), s.key(e.Board, "n"), s.key(e.Board, "i:"+e.ID),
-			s.zkey(e.Board, sl.a), s.mkey(e.Board, sl.a), s.zkey(e.Board, sl.b), s.mkey(e.Board, sl.b),
-		}
+		k := c.keys
+		pk := s.periodKeys(k, e.Board, sl)
+		keys := []string{k.cfg, k.seq, k.n, k.idem + e.ID, pk.za, pk.ma, pk.zb, pk.mb}
 		args := []any{
-			c.ver, nowArg, sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB,
-			string(c.b.Mode), string(c.b.Order), string(c.b.Tiebreak),
-			time.Duration(c.b.IdempotencyWindow).Milliseconds(),
+			k.ver, nowArg, pk.args[0], pk.args[1], pk.args[2], pk.args[3], pk.args[4], pk.args[5], pk.args[6],
+			k.mode, k.order, k.tiebreak, k.window,
 			e.Member, e.Name, int(e.Op), e.Amount, hash,
 		}
 		v, err := s.batch.do(ctx, keys, args)
@@ -99,16 +97,20 @@ func parseApply(v any, hash string) (rank.Result, error) {
 	}
 	dup, _ := a[0].(int64)
 	rec, _ := a[1].(string)
-	f := strings.Split(rec, ",")
-	if len(f) != 7 {
+	// rec is "hash,score,rank,prev_rank,prev_score,seq,period"; cut in place
+	// rather than strings.Split, which allocates per event.
+	if strings.Count(rec, ",") != 6 {
 		return rank.Result{}, fmt.Errorf("unexpected record %q", rec)
 	}
-	if f[0] != hash {
+	h, rest, _ := strings.Cut(rec, ",")
+	if h != hash {
 		return rank.Result{}, rank.ErrIdempotencyConflict
 	}
 	var n [6]int64
 	for i := range n {
-		x, err := strconv.ParseInt(f[i+1], 10, 64)
+		var f string
+		f, rest, _ = strings.Cut(rest, ",")
+		x, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
 			return rank.Result{}, fmt.Errorf("unexpected record %q", rec)
 		}

@@ -93,9 +93,49 @@ type Store struct {
 var _ rank.Store = (*Store)(nil)
 
 type cachedBoard struct {
-	b   rank.Board
-	ver string
-	at  time.Time // local time of the read
+	b    rank.Board
+	ver  string
+	at   time.Time  // local time of the read
+	keys *applyKeys // Apply's per-board keys and arguments
+}
+
+// applyKeys are the keys and boxed arguments of Apply that depend only on
+// the board and its config version, built once per cached config instead of
+// once per event. last holds those of the most recent period pair.
+type applyKeys struct {
+	cfg, seq, n, idem                  string // idem: the idempotency key without the request id
+	ver, mode, order, tiebreak, window any
+	last                               atomic.Pointer[periodKeys]
+}
+
+// periodKeys are the sorted-set and member-hash keys and the slot arguments
+// of one period pair.
+type periodKeys struct {
+	sl             slots
+	za, ma, zb, mb string
+	args           [7]any // start, bound, end, a, b, expireA, expireB
+}
+
+func (s *Store) cached(b rank.Board, ver string) cachedBoard {
+	return cachedBoard{b: b, ver: ver, at: time.Now(), keys: &applyKeys{
+		cfg: s.key(b.ID, "cfg"), seq: s.key(b.ID, "seq"), n: s.key(b.ID, "n"), idem: s.key(b.ID, "i:"),
+		ver: ver, mode: string(b.Mode), order: string(b.Order), tiebreak: string(b.Tiebreak),
+		window: time.Duration(b.IdempotencyWindow).Milliseconds(),
+	}}
+}
+
+// periodKeys returns the keys of the pair sl, reusing the last pair's.
+func (s *Store) periodKeys(k *applyKeys, board string, sl slots) *periodKeys {
+	if p := k.last.Load(); p != nil && p.sl == sl {
+		return p
+	}
+	p := &periodKeys{
+		sl: sl,
+		za: s.zkey(board, sl.a), ma: s.mkey(board, sl.a), zb: s.zkey(board, sl.b), mb: s.mkey(board, sl.b),
+		args: [7]any{sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB},
+	}
+	k.last.Store(p)
+	return p
 }
 
 const (
@@ -233,7 +273,7 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 	if err := s.client.SAdd(ctx, s.boardsKey(), b.ID).Err(); err != nil {
 		return rank.Board{}, s.fail("put board", b.ID, err)
 	}
-	s.remember(b.ID, cachedBoard{b: b, ver: ver, at: time.Now()})
+	s.remember(b.ID, s.cached(b, ver))
 	return b, nil
 }
 
@@ -382,7 +422,7 @@ func (s *Store) loadBoard(ctx context.Context, id string) (cachedBoard, error) {
 	if err := json.Unmarshal([]byte(j), &b); err != nil {
 		return cachedBoard{}, fmt.Errorf("config of %s: %w", id, err)
 	}
-	c := cachedBoard{b: b, ver: ver, at: time.Now()}
+	c := s.cached(b, ver)
 	s.remember(id, c)
 	return c, nil
 }

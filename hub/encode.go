@@ -1,0 +1,57 @@
+package hub
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/wsgateway/wsgateway/proto"
+)
+
+// appendAck appends a's JSON to b: the same bytes as json.Marshal(a), built
+// without reflection or allocation, since an ack is the reply to nearly
+// every request at ingest rates (encode_test.go compares the two).
+func appendAck(b []byte, a *proto.Ack) []byte {
+	b = append(b, '{')
+	if a.Type != "" {
+		b = append(b, `"type":`...)
+		b = appendJSONString(b, a.Type)
+		b = append(b, ',')
+	}
+	b = append(b, `"id":`...)
+	b = appendJSONString(b, a.ID)
+	b = append(b, `,"board":`...)
+	b = appendJSONString(b, a.Board)
+	b = append(b, `,"member":`...)
+	b = appendJSONString(b, a.Member)
+	b = append(b, `,"score":`...)
+	b = strconv.AppendInt(b, a.Score, 10)
+	b = append(b, `,"rank":`...)
+	b = strconv.AppendInt(b, a.Rank, 10)
+	b = append(b, `,"prev_rank":`...)
+	if a.PrevRank == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, *a.PrevRank, 10)
+	}
+	b = append(b, `,"duplicate":`...)
+	b = strconv.AppendBool(b, a.Duplicate)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, a.Seq, 10)
+	return append(b, '}')
+}
+
+// appendJSONString appends s quoted as encoding/json quotes it. Ids are
+// plain ASCII, copied as they are; anything encoding/json would escape
+// (quotes, backslash, control bytes, <, >, &, non-ASCII) takes the
+// stdlib's path so the output stays identical.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

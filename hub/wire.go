@@ -1,0 +1,131 @@
+package hub
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// The socket under a connection. coder/websocket flushes every message with
+// its own write(2), and bounds each write with a context whose timeout
+// costs a timer and several allocations; at ingest rates those were the
+// largest items of the gateway's profile. So the hub hands the library a
+// wrapped net.Conn (corkConn) that
+//
+//   - bounds every socket write with the connection's write deadline
+//     (WriteTimeout from now), which is free of allocations, instead of a
+//     context per write; and
+//   - while the writer holds it corked, collects the messages of one batch
+//     (queued replies, then frames) and sends them in one write(2).
+//
+// The bytes on the wire are the same; only how they are split into writes
+// changes.
+
+// maxCork is how much a corked connection collects before writing through:
+// the batch stays bounded whatever the replies and frames add up to.
+const maxCork = 64 << 10
+
+// corkConn is the net.Conn under one WebSocket. Writes come from the hub's
+// writer and, for control frames (pong, close), from the library's reader,
+// so its state is guarded by mu; writes to the socket happen under mu too,
+// keeping their order.
+type corkConn struct {
+	net.Conn
+	timeout time.Duration // write deadline of each socket write
+	pool    *sync.Pool    // *[]byte cork buffers, shared by the hub
+
+	mu     sync.Mutex
+	corked bool
+	buf    *[]byte // while corked and non-empty: the collected bytes
+}
+
+// Write writes p, or collects it while corked.
+func (c *corkConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.corked {
+		return c.writeLocked(p)
+	}
+	if c.buf == nil {
+		c.buf = c.pool.Get().(*[]byte)
+	}
+	if len(*c.buf)+len(p) > maxCork {
+		if err := c.flushLocked(); err != nil {
+			return 0, err
+		}
+		if len(p) > maxCork {
+			return c.writeLocked(p)
+		}
+		c.buf = c.pool.Get().(*[]byte)
+	}
+	*c.buf = append(*c.buf, p...)
+	return len(p), nil
+}
+
+func (c *corkConn) writeLocked(p []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(p)
+}
+
+// flushLocked writes what was collected and gives the buffer back.
+func (c *corkConn) flushLocked() error {
+	b := c.buf
+	if b == nil {
+		return nil
+	}
+	c.buf = nil
+	var err error
+	if len(*b) > 0 {
+		_, err = c.writeLocked(*b)
+	}
+	*b = (*b)[:0]
+	if cap(*b) <= maxCork {
+		c.pool.Put(b)
+	}
+	return err
+}
+
+// cork starts collecting writes.
+func (c *corkConn) cork() {
+	c.mu.Lock()
+	c.corked = true
+	c.mu.Unlock()
+}
+
+// uncork writes what was collected in one write and stops collecting.
+func (c *corkConn) uncork() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.corked = false
+	return c.flushLocked()
+}
+
+// corkWriter hands websocket.Accept a hijacked connection wrapped in a
+// corkConn.
+type corkWriter struct {
+	http.ResponseWriter
+	h  *Hub
+	cc *corkConn // set by Hijack
+}
+
+func (w *corkWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *corkWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	nc, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.cc = &corkConn{Conn: nc, timeout: w.h.cfg.WriteTimeout, pool: &w.h.corkBufs}
+	// Point the hijacked writer (empty: the 101 response is flushed before
+	// hijacking) at the corkConn, keeping its buffer.
+	if err := brw.Writer.Flush(); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	brw.Writer.Reset(w.cc)
+	return w.cc, brw, nil
+}
