@@ -26,10 +26,11 @@
 -- ARGV[15] display name ("" keeps the stored one)
 -- ARGV[16] op: 1 = delta, 2 = value
 -- ARGV[17] amount, a decimal integer within +-(2^53-1)
--- ARGV[18] payload hash (opaque, compared as a string)
+-- ARGV[18] "<payload hash>.<attempt token>" (opaque here; the caller compares the
+--          hash for conflicts and the token to tell its own write from a duplicate)
 --
 -- Returns {dup, record}: dup is 1 when the request id was already applied
--- (nothing changed), record is "hash,score,rank,prev_rank,prev_score,seq,period".
+-- (nothing changed), record is "hash.token,score,rank,prev_rank,prev_score,seq,period".
 -- Failures are error replies "LB <code>": unknown_board, stale (the config
 -- version changed), clock (now is outside slots A and B), bad_request,
 -- invalid_score, out_of_range. No failure writes anything.

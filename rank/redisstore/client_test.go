@@ -1,11 +1,14 @@
 package redisstore
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 func TestNewClient(t *testing.T) {
@@ -67,5 +70,35 @@ func TestNewClient(t *testing.T) {
 	}
 	if got := redact("redis://user:hunter2@h:1/0"); got != "redis://user:xxxxx@h:1/0" {
 		t.Errorf("redact = %q", got)
+	}
+}
+
+// A record written by the very call reading it (go-redis re-sent the
+// pipeline after a timeout) is that call's result, not a duplicate; a record
+// of another call with the same payload is a duplicate; another payload is a
+// conflict.
+func TestParseApplyAttemptToken(t *testing.T) {
+	t.Parallel()
+	rec := "k3x.ab12-7,120,1,0,0,5,0"
+	for _, tc := range []struct {
+		dup         int64
+		hash, token string
+		wantDup     bool
+		wantErr     error
+	}{
+		{0, "k3x", "ab12-7", false, nil},
+		{1, "k3x", "ab12-7", false, nil}, // our own write, seen again after a transport retry
+		{1, "k3x", "ab12-8", true, nil},  // another call: a real duplicate
+		{1, "k3x", "zz99-7", true, nil},  // another node
+		{1, "other", "ab12-7", false, rank.ErrIdempotencyConflict},
+	} {
+		r, err := parseApply([]any{tc.dup, rec}, tc.hash, tc.token)
+		if !errors.Is(err, tc.wantErr) || (err == nil && tc.wantErr != nil) {
+			t.Errorf("%+v: err %v, want %v", tc, err, tc.wantErr)
+			continue
+		}
+		if err == nil && (r.Duplicate != tc.wantDup || r.Score != 120 || r.Seq != 5) {
+			t.Errorf("%+v: result %+v", tc, r)
+		}
 	}
 }

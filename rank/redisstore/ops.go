@@ -52,6 +52,7 @@ func (s *Store) Apply(ctx context.Context, e rank.Event) (rank.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	hash := strconv.FormatUint(e.PayloadHash(), 36)
+	token := s.attemptPrefix + strconv.FormatUint(s.attempts.Add(1), 36)
 	for attempt := 0; ; attempt++ {
 		c, err := s.board(ctx, e.Board)
 		if err != nil {
@@ -71,7 +72,7 @@ func (s *Store) Apply(ctx context.Context, e rank.Event) (rank.Result, error) {
 		args := []any{
 			k.ver, nowArg, pk.args[0], pk.args[1], pk.args[2], pk.args[3], pk.args[4], pk.args[5], pk.args[6],
 			k.mode, k.order, k.tiebreak, k.window,
-			e.Member, e.Name, int(e.Op), e.Amount, hash,
+			e.Member, e.Name, int(e.Op), e.Amount, hash + "." + token,
 		}
 		v, err := s.batch.do(ctx, keys, args)
 		if err != nil {
@@ -80,7 +81,7 @@ func (s *Store) Apply(ctx context.Context, e rank.Event) (rank.Result, error) {
 			}
 			return rank.Result{}, s.fail("apply", e.Board, err)
 		}
-		r, err := parseApply(v, hash)
+		r, err := parseApply(v, hash, token)
 		if err != nil {
 			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
 		}
@@ -89,8 +90,10 @@ func (s *Store) Apply(ctx context.Context, e rank.Event) (rank.Result, error) {
 	}
 }
 
-// parseApply decodes apply.lua's {dup, record}.
-func parseApply(v any, hash string) (rank.Result, error) {
+// parseApply decodes apply.lua's {dup, record}. The record's first field is
+// "<payload hash>.<attempt token>": another hash is a conflict; the same hash
+// with this call's own token is this call's result, not a duplicate.
+func parseApply(v any, hash, token string) (rank.Result, error) {
 	a, ok := v.([]any)
 	if !ok || len(a) != 2 {
 		return rank.Result{}, fmt.Errorf("unexpected reply %v", v)
@@ -103,6 +106,7 @@ func parseApply(v any, hash string) (rank.Result, error) {
 		return rank.Result{}, fmt.Errorf("unexpected record %q", rec)
 	}
 	h, rest, _ := strings.Cut(rec, ",")
+	h, recToken, _ := strings.Cut(h, ".")
 	if h != hash {
 		return rank.Result{}, rank.ErrIdempotencyConflict
 	}
@@ -118,7 +122,7 @@ func parseApply(v any, hash string) (rank.Result, error) {
 	}
 	return rank.Result{
 		Score: n[0], Rank: n[1], PrevRank: n[2], PrevScore: n[3], Seq: n[4], Period: n[5],
-		Duplicate: dup == 1,
+		Duplicate: dup == 1 && recToken != token,
 	}, nil
 }
 

@@ -34,6 +34,7 @@ package redisstore
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -85,6 +86,13 @@ type Store struct {
 	batch  *batcher
 	clock  clock
 	closed atomic.Bool
+
+	// Every Apply call carries an attempt token, stored with the payload
+	// hash in the idempotency record. A record bearing the caller's own token
+	// was written by this very call (go-redis re-sent the pipeline after a
+	// timeout), so it is the first result, not a duplicate (R4).
+	attemptPrefix string        // random per Store, so nodes never share tokens
+	attempts      atomic.Uint64 // counter of Apply calls
 
 	mu     sync.Mutex             // guards boards
 	boards map[string]cachedBoard // board id -> config as last read
@@ -191,6 +199,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		ranks:  newScript(lua.Ranks),
 		boards: make(map[string]cachedBoard),
 	}
+	var seed [8]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		return nil, fmt.Errorf("redisstore: attempt tokens: %w", err)
+	}
+	s.attemptPrefix = strconv.FormatUint(binary.LittleEndian.Uint64(seed[:])%(36*36*36*36*36*36), 36) + "-"
 	s.clock.injected = cfg.Now
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
