@@ -64,6 +64,12 @@ type Config struct {
 	DialParallel int
 	// Drain is how long events still in flight at the end may take. Default 10s.
 	Drain time.Duration
+	// Churn is the mean lifetime of every connection while players send:
+	// each player, spectator and watcher connection lives a uniformly drawn
+	// Churn/2 … 3·Churn/2 (so they do not all leave together), then closes
+	// cleanly and dials again, which starts a new lifetime. A player first
+	// waits for its events in flight. Zero: connections live the whole run.
+	Churn time.Duration
 	// Progress, when set, receives a progress line once a second (as
 	// "\r…" when ProgressTTY, else one line each).
 	Progress    io.Writer
@@ -78,19 +84,22 @@ type Generator struct {
 	log *slog.Logger
 
 	// Measurements, shared by every connection (atomics only).
-	ack      Histogram // ack latency of every event
-	ackWin   Histogram // the same, drained each second for the progress line
-	fresh    Histogram // frame receive time − ack time of its seq
-	lag      Histogram // frame receive time − its ts
-	acks     ackRing
-	sent     atomic.Int64
-	acked    atomic.Int64
-	dups     atomic.Int64
-	failed   atomic.Int64
-	deltaSum atomic.Int64 // sum of the deltas acknowledged (not duplicates)
-	frames   [nFrameKinds]atomic.Int64
-	dropped  atomic.Int64 // connections lost during the run
-	dialFail atomic.Int64
+	ack        Histogram // ack latency of every event
+	ackWin     Histogram // the same, drained each second for the progress line
+	fresh      Histogram // frame receive time − ack time of its seq
+	lag        Histogram // frame receive time − its ts
+	acks       ackRing
+	sent       atomic.Int64
+	acked      atomic.Int64
+	dups       atomic.Int64
+	failed     atomic.Int64
+	deltaSum   atomic.Int64 // sum of the deltas acknowledged (duplicates too)
+	frames     [nFrameKinds]atomic.Int64
+	dropped    atomic.Int64 // connections lost during the run
+	dialFail   atomic.Int64
+	churned    atomic.Int64 // connections closed at the end of their lifetime
+	redials    atomic.Int64 // churned connections dialled again
+	reconnects atomic.Int64 // player clients' own reconnects after a lost connection
 	// measuring is on between the players' start and the end of the drain:
 	// frames are counted only then, so rates cover the same window.
 	measuring atomic.Bool
@@ -110,6 +119,8 @@ func New(cfg Config) (*Generator, error) {
 		return nil, errors.New("loadgen: Secret must be at least 32 bytes")
 	case cfg.Players < 0 || cfg.Spectators < 0 || cfg.Watchers < 0 || cfg.Rate < 0 || cfg.Top < 0:
 		return nil, errors.New("loadgen: counts and rate must not be negative")
+	case cfg.Churn < 0 || (cfg.Churn > 0 && cfg.Churn < minChurn):
+		return nil, fmt.Errorf("loadgen: Churn must be 0 or at least %s", minChurn)
 	case cfg.Players+cfg.Spectators+cfg.Watchers == 0:
 		return nil, errors.New("loadgen: nothing to do: no players, spectators or watchers")
 	}
@@ -147,6 +158,15 @@ func (g *Generator) countErr(code string) {
 	g.mu.Unlock()
 }
 
+// minChurn keeps a churning connection alive long enough to subscribe or
+// send: below it the run would measure mostly handshakes.
+const minChurn = 20 * time.Millisecond
+
+// lifetime draws one connection's lifetime: uniform in [Churn/2, 3·Churn/2].
+func (g *Generator) lifetime(r *rand.Rand) time.Duration {
+	return g.cfg.Churn/2 + time.Duration(r.Int64N(int64(g.cfg.Churn)+1))
+}
+
 // token mints a token for sub.
 func (g *Generator) token(sub string, role auth.Role) (string, error) {
 	return auth.MintHS256(g.cfg.Secret, auth.Claims{Sub: sub, Role: role, TTL: g.cfg.Duration + 10*time.Minute})
@@ -171,6 +191,7 @@ func (g *Generator) Run(ctx context.Context) (Report, error) {
 	startConnect := time.Now()
 	recvs, err := g.connectReceivers(ctx)
 	if err != nil {
+		closeAll(recvs, nil)
 		return Report{}, err
 	}
 	players, err := g.connectPlayers(ctx)
@@ -179,13 +200,16 @@ func (g *Generator) Run(ctx context.Context) (Report, error) {
 		return Report{}, err
 	}
 	connectTime := time.Since(startConnect)
-	if len(players)+len(recvs) == 0 {
+	nPlayers, nRecvs := count(players), count(recvs)
+	if nPlayers+nRecvs == 0 {
 		return Report{}, errors.New("loadgen: no connection could be opened")
 	}
 
-	// Players stop starting events at the deadline; the events in flight
-	// then get Drain to finish, so sent = acked + failed at the end.
-	stop := make(chan struct{})
+	// Players stop starting events at the deadline (sendCtx ends, which also
+	// ends churn); the events in flight then get Drain to finish, so sent =
+	// acked + failed at the end. Receivers stay until the drain is over.
+	sendCtx, stop := context.WithCancel(ctx)
+	defer stop()
 	var lim *rate.Limiter
 	if g.cfg.Rate > 0 {
 		lim = rate.NewLimiter(rate.Limit(g.cfg.Rate), max(g.cfg.Rate/100, 1))
@@ -196,19 +220,25 @@ func (g *Generator) Run(ctx context.Context) (Report, error) {
 	g.measuring.Store(true)
 	var wg sync.WaitGroup
 	for pi, c := range players {
-		for k := range g.cfg.Inflight {
-			seed := uint64(pi)<<16 | uint64(k)
-			wg.Go(func() { g.send(ctx, evCtx, c, lim, stop, rand.New(rand.NewPCG(seed, uint64(start.UnixNano())))) })
+		if c != nil {
+			wg.Go(func() { g.player(sendCtx, evCtx, pi, c, lim, uint64(start.UnixNano())) })
+		}
+	}
+	end := make(chan struct{})
+	var rwg sync.WaitGroup
+	for ri, r := range recvs {
+		if r != nil {
+			rwg.Go(func() { g.receiverSlot(sendCtx, end, ri, r, uint64(start.UnixNano())) })
 		}
 	}
 	progressDone := make(chan struct{})
-	go g.progress(start, stop, progressDone)
+	go g.progress(start, sendCtx.Done(), progressDone)
 
 	select {
 	case <-time.After(g.cfg.Duration):
 	case <-ctx.Done():
 	}
-	close(stop)
+	stop()
 	sendElapsed := time.Since(start)
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
@@ -221,24 +251,130 @@ func (g *Generator) Run(ctx context.Context) (Report, error) {
 	elapsed := time.Since(start)
 	g.measuring.Store(false)
 	<-progressDone
-	cancel()
-	closeAll(recvs, players)
-	return g.report(start, sendElapsed, elapsed, connectTime, len(players), len(recvs)), nil
+	close(end)
+	rwg.Wait()
+	return g.report(start, sendElapsed, elapsed, connectTime, nPlayers, nRecvs), nil
+}
+
+func count[T any](s []*T) int {
+	n := 0
+	for _, v := range s {
+		if v != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// player runs player connection i: Inflight senders on c until sendCtx
+// ends; with Churn, the senders stop at the end of c's lifetime, c closes
+// once its events are answered, and a new connection takes over.
+func (g *Generator) player(sendCtx, evCtx context.Context, i int, c *client.Client, lim *rate.Limiter, seed uint64) {
+	r := rand.New(rand.NewPCG(uint64(i), seed))
+	for {
+		lifeCtx, cancel := sendCtx, context.CancelFunc(func() {})
+		if g.cfg.Churn > 0 {
+			lifeCtx, cancel = context.WithTimeout(sendCtx, g.lifetime(r))
+		}
+		var wg sync.WaitGroup
+		for range g.cfg.Inflight {
+			sr := rand.New(rand.NewPCG(r.Uint64(), r.Uint64()))
+			wg.Go(func() { g.send(lifeCtx, evCtx, c, lim, sr) })
+		}
+		wg.Wait()
+		cancel()
+		c.Close()
+		if sendCtx.Err() != nil {
+			return
+		}
+		g.churned.Add(1)
+		if !g.redial(sendCtx, func(ctx context.Context) (err error) {
+			c, err = g.dialPlayer(ctx, i)
+			return err
+		}) {
+			return
+		}
+	}
+}
+
+// receiverSlot holds receiver i (r) until end; with Churn, while sendCtx
+// lasts, r closes at the end of its lifetime and is dialled again.
+func (g *Generator) receiverSlot(sendCtx context.Context, end <-chan struct{}, i int, r *receiver, seed uint64) {
+	rng := rand.New(rand.NewPCG(uint64(i)|1<<32, seed))
+	for {
+		var life <-chan time.Time
+		var t *time.Timer
+		if g.cfg.Churn > 0 && sendCtx.Err() == nil {
+			t = time.NewTimer(g.lifetime(rng))
+			life = t.C
+		}
+		select {
+		case <-life:
+		case <-sendCtx.Done():
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if sendCtx.Err() != nil { // end is closed only after sendCtx ends
+			<-end
+			r.close()
+			return
+		}
+		r.close()
+		g.churned.Add(1)
+		if !g.redial(sendCtx, func(ctx context.Context) (err error) {
+			r, err = g.dialReceiverSlot(ctx, i)
+			return err
+		}) {
+			<-end
+			return
+		}
+	}
+}
+
+// redial dials a churned connection again, with backoff, until it succeeds
+// (true) or ctx ends (false). Failures count as dial failures.
+func (g *Generator) redial(ctx context.Context, dial func(context.Context) error) bool {
+	backoff := 50 * time.Millisecond
+	for {
+		dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		err := dial(dctx)
+		cancel()
+		if err == nil {
+			g.redials.Add(1)
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		g.dialFail.Add(1)
+		g.countErr("dial")
+		g.log.Warn("loadgen: redial", "err", err)
+		sleep(ctx.Done(), backoff)
+		backoff = min(2*backoff, 2*time.Second)
+	}
 }
 
 func closeAll(recvs []*receiver, players []*client.Client) {
 	var wg sync.WaitGroup
 	for _, r := range recvs {
-		wg.Go(r.close)
+		if r != nil {
+			wg.Go(r.close)
+		}
 	}
 	for _, c := range players {
-		wg.Go(func() { c.Close() })
+		if c != nil {
+			wg.Go(func() { c.Close() })
+		}
 	}
 	wg.Wait()
 }
 
-// send is one of a player connection's Inflight senders.
-func (g *Generator) send(ctx, evCtx context.Context, c *client.Client, lim *rate.Limiter, stop <-chan struct{}, r *rand.Rand) {
+// send is one of a player connection's Inflight senders. It starts events
+// until ctx ends (the end of the run or of the connection's lifetime); each
+// event itself is bounded by evCtx only, so that it gets its answer.
+func (g *Generator) send(ctx, evCtx context.Context, c *client.Client, lim *rate.Limiter, r *rand.Rand) {
+	stop := ctx.Done()
 	for {
 		select {
 		case <-stop:
@@ -278,10 +414,12 @@ func (g *Generator) send(ctx, evCtx context.Context, c *client.Client, lim *rate
 		g.ackWin.Record(d)
 		g.acks.put(ack.Seq, now)
 		g.acked.Add(1)
+		// Every call has its own id, so even a duplicate ack (the client or
+		// the gateway's store client re-sent it) answers an event applied
+		// exactly once: its delta is on the board.
+		g.deltaSum.Add(delta)
 		if ack.Duplicate {
 			g.dups.Add(1)
-		} else {
-			g.deltaSum.Add(delta)
 		}
 	}
 }
@@ -296,57 +434,66 @@ func sleep(stop <-chan struct{}, d time.Duration) {
 }
 
 // connectPlayers opens the player connections (role server: a player
-// connection writes for many members, and is not rate-limited).
+// connection writes for many members, and is not rate-limited). Slot i
+// holds player i, nil when its dial failed.
 func (g *Generator) connectPlayers(ctx context.Context) ([]*client.Client, error) {
 	out := make([]*client.Client, g.cfg.Players)
-	err := g.dialAll(ctx, g.cfg.Players, func(ctx context.Context, i int) error {
-		tok, err := g.token("load-player-"+strconv.Itoa(i), auth.Server)
-		if err != nil {
-			return err
-		}
-		c, err := client.Dial(ctx, g.cfg.URL, tok, &client.Options{
-			Reconnect: true, MaxPending: g.cfg.Inflight, Logger: g.log,
-			OnError: func(error) {},
-		})
-		if err != nil {
-			return err
-		}
-		out[i] = c
-		return nil
+	err := g.dialAll(ctx, g.cfg.Players, func(ctx context.Context, i int) (err error) {
+		out[i], err = g.dialPlayer(ctx, i)
+		return err
 	})
-	return compact(out), err
+	return out, err
 }
 
-// connectReceivers opens spectators, then watchers.
+func (g *Generator) dialPlayer(ctx context.Context, i int) (*client.Client, error) {
+	tok, err := g.token("load-player-"+strconv.Itoa(i), auth.Server)
+	if err != nil {
+		return nil, err
+	}
+	return client.Dial(ctx, g.cfg.URL, tok, &client.Options{
+		Reconnect: true, MaxPending: g.cfg.Inflight, Logger: g.log,
+		OnError: func(error) {},
+		OnState: func(s client.State) {
+			if s == client.StateReconnecting {
+				g.reconnects.Add(1)
+			}
+		},
+	})
+}
+
+// connectReceivers opens spectators (slots 0…Spectators-1), then watchers;
+// a slot is nil when its dial failed.
 func (g *Generator) connectReceivers(ctx context.Context) ([]*receiver, error) {
 	n := g.cfg.Spectators + g.cfg.Watchers
 	out := make([]*receiver, n)
-	err := g.dialAll(ctx, n, func(ctx context.Context, i int) error {
-		var sub string
-		req := proto.Request{Type: proto.TypeSubscribe, ID: "sub", Board: g.cfg.Board}
-		if i < g.cfg.Spectators {
-			sub = "load-spectator-" + strconv.Itoa(i)
-			if g.cfg.Top > 0 {
-				req.Top = new(g.cfg.Top)
-			}
-		} else {
-			// Watchers are spread over the members, each watching itself.
-			w := i - g.cfg.Spectators
-			sub = member(w * g.cfg.Members / max(g.cfg.Watchers, 1))
-			req.Top, req.Around = new(0), new(g.cfg.Around)
-		}
-		tok, err := g.token(sub, auth.Spectator)
-		if err != nil {
-			return err
-		}
-		r, err := g.dialReceiver(ctx, tok, req)
-		if err != nil {
-			return err
-		}
-		out[i] = r
-		return nil
+	err := g.dialAll(ctx, n, func(ctx context.Context, i int) (err error) {
+		out[i], err = g.dialReceiverSlot(ctx, i)
+		return err
 	})
-	return compact(out), err
+	return out, err
+}
+
+// dialReceiverSlot dials receiver i: a spectator of the top, or a watcher
+// of its own member's view.
+func (g *Generator) dialReceiverSlot(ctx context.Context, i int) (*receiver, error) {
+	var sub string
+	req := proto.Request{Type: proto.TypeSubscribe, ID: "sub", Board: g.cfg.Board}
+	if i < g.cfg.Spectators {
+		sub = "load-spectator-" + strconv.Itoa(i)
+		if g.cfg.Top > 0 {
+			req.Top = new(g.cfg.Top)
+		}
+	} else {
+		// Watchers are spread over the members, each watching itself.
+		w := i - g.cfg.Spectators
+		sub = member(w * g.cfg.Members / max(g.cfg.Watchers, 1))
+		req.Top, req.Around = new(0), new(g.cfg.Around)
+	}
+	tok, err := g.token(sub, auth.Spectator)
+	if err != nil {
+		return nil, err
+	}
+	return g.dialReceiver(ctx, tok, req)
 }
 
 // dialAll runs dial for 0…n-1, DialParallel at a time. Failed dials are
@@ -373,16 +520,6 @@ func (g *Generator) dialAll(ctx context.Context, n int, dial func(context.Contex
 		return fmt.Errorf("loadgen: connect: %w", err)
 	}
 	return nil
-}
-
-func compact[T any](s []*T) []*T {
-	out := s[:0]
-	for _, v := range s {
-		if v != nil {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // createBoard PUTs the board with an admin token.
@@ -448,6 +585,9 @@ func (g *Generator) progress(start time.Time, stop <-chan struct{}, done chan<- 
 		if g.cfg.Progress != nil {
 			line := fmt.Sprintf("%5.0fs  events/s %8.0f  ack p99 %7.2fms  frames/s %9.0f  errors %d",
 				s.T, s.Events, s.P99, s.Frames, failed)
+			if g.cfg.Churn > 0 {
+				line += fmt.Sprintf("  churned %d", g.churned.Load())
+			}
 			if g.cfg.ProgressTTY {
 				fmt.Fprintf(g.cfg.Progress, "\r%s\x1b[K", line)
 			} else {

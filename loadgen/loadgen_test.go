@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ const secret = "loadgen-tests-secret-0123456789abcdef"
 // startGateway wires a gateway as cmd/wsgateway does, without --dev's
 // auto-creation (so Config.Create is exercised): memory engine, in-process
 // NATS, WebSocket and REST on one server.
-func startGateway(t *testing.T) (wsURL string, store rank.Store) {
+func startGateway(t *testing.T) (wsURL string, store rank.Store, conns func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.DiscardHandler)
@@ -73,7 +74,32 @@ func startGateway(t *testing.T) (wsURL string, store rank.Store) {
 		b.Close()
 		store.Close()
 	})
-	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", store
+	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", store, h.Conns
+}
+
+// boardSum is the sum of every score on board, and its member count.
+func boardSum(t *testing.T, store rank.Store, board string) (sum, members int64) {
+	t.Helper()
+	pg, err := store.Top(t.Context(), board, rank.PeriodSel(""), 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range pg.Entries {
+		sum += e.Score
+	}
+	return sum, pg.Total
+}
+
+// waitConns polls until the gateway holds no connection (each was closed).
+func waitConns(t *testing.T, conns func() int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for conns() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway still holds %d connections after the run", conns())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // A short run whose counts must add up: every event sent is acknowledged
@@ -87,7 +113,7 @@ func TestRunCountsAddUp(t *testing.T) {
 	}{{"as fast as acks", 0}, {"fixed rate", 400}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			url, store := startGateway(t)
+			url, store, conns := startGateway(t)
 			g, err := loadgen.New(loadgen.Config{
 				URL: url, Secret: []byte(secret), Board: "lg", Create: true,
 				Players: 3, Spectators: 4, Watchers: 3, Members: 40, Around: 2,
@@ -114,20 +140,14 @@ func TestRunCountsAddUp(t *testing.T) {
 				}
 			}
 			// Ledger: the board's scores sum to the acknowledged deltas.
-			pg, err := store.Top(t.Context(), "lg", rank.PeriodSel(""), 0, 100)
-			if err != nil {
-				t.Fatal(err)
+			if sum, n := boardSum(t, store, "lg"); sum != ev.DeltaSum || n > 40 {
+				t.Errorf("board sums to %d over %d members; acked deltas sum to %d", sum, n, ev.DeltaSum)
 			}
-			var sum int64
-			for _, e := range pg.Entries {
-				sum += e.Score
+			want := loadgen.Connections{Players: 3, Receivers: 7} // no churn, nothing lost
+			if rep.Connections != want || rep.ChurnSeconds != 0 {
+				t.Errorf("connections %+v churn %v; want %+v", rep.Connections, rep.ChurnSeconds, want)
 			}
-			if sum != ev.DeltaSum || pg.Total > 40 {
-				t.Errorf("board sums to %d over %d members; acked deltas sum to %d", sum, pg.Total, ev.DeltaSum)
-			}
-			if rep.Connections.Players != 3 || rep.Connections.Receivers != 7 || rep.Connections.DialFailed != 0 {
-				t.Errorf("connections %+v", rep.Connections)
-			}
+			waitConns(t, conns)
 			if rep.Frames["top"].Count < 4 || rep.Frames["view"].Count == 0 || rep.Freshness.Count == 0 {
 				t.Errorf("frames %+v, freshness %+v", rep.Frames, rep.Freshness)
 			}
@@ -166,6 +186,8 @@ func TestNewValidates(t *testing.T) {
 		{URL: "ws://x/ws", Secret: []byte("short"), Players: 1},
 		{URL: "ws://x/ws", Secret: []byte(secret)},
 		{URL: "ws://x/ws", Secret: []byte(secret), Players: -1, Spectators: 2},
+		{URL: "ws://x/ws", Secret: []byte(secret), Players: 1, Churn: -time.Second},
+		{URL: "ws://x/ws", Secret: []byte(secret), Players: 1, Churn: time.Millisecond},
 	} {
 		if _, err := loadgen.New(cfg); err == nil || !strings.HasPrefix(err.Error(), "loadgen: ") {
 			t.Errorf("New(%+v) = %v; want a loadgen: error", cfg, err)
@@ -177,7 +199,7 @@ func TestNewValidates(t *testing.T) {
 // its code, and the counts still add up.
 func TestErrorsAreCountedByCode(t *testing.T) {
 	t.Parallel()
-	url, _ := startGateway(t)
+	url, _, _ := startGateway(t)
 	g, err := loadgen.New(loadgen.Config{URL: url, Secret: []byte(secret), Board: "nope", Players: 1, Inflight: 2, Duration: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -189,4 +211,64 @@ func TestErrorsAreCountedByCode(t *testing.T) {
 	if rep.Events.Acked != 0 || rep.Events.Failed == 0 || rep.Errors["unknown_board"] != rep.Events.Failed || rep.Events.Sent != rep.Events.Failed {
 		t.Errorf("events %+v errors %v", rep.Events, rep.Errors)
 	}
+}
+
+// With Churn every kind of connection closes and redials many times during
+// the run; nothing is lost on the way: every event is answered, the board
+// holds exactly the acknowledged deltas, receivers get frames, and every
+// connection is closed at the end.
+func TestChurn(t *testing.T) {
+	t.Parallel()
+	url, store, conns := startGateway(t)
+	const slots = 2 + 3 + 2
+	g, err := loadgen.New(loadgen.Config{
+		URL: url, Secret: []byte(secret), Board: "churn", Create: true,
+		Players: 2, Spectators: 3, Watchers: 2, Members: 30, Around: 2,
+		Rate: 300, Inflight: 2, Duration: 2 * time.Second, Churn: 150 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := g.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ev := rep.Connections, rep.Events
+	t.Logf("%+v %+v", c, ev)
+	// A lifetime is at most 225ms: over 2s each slot churns several times
+	// (at least 8 with an idle machine; 3 leaves room for a slow one).
+	if c.Churned < 3*slots || c.Redialed > c.Churned || c.Redialed < c.Churned-slots {
+		t.Errorf("churned %d, redialed %d over %d connections in %.1fs", c.Churned, c.Redialed, slots, rep.SendSeconds)
+	}
+	if c.Players != 2 || c.Receivers != 5 || c.DialFailed != 0 || c.Dropped != 0 || c.Reconnects != 0 {
+		t.Errorf("connections %+v: want no failure, no drop, no reconnect", c)
+	}
+	if ev.Acked == 0 || ev.Sent != ev.Acked || ev.Failed != 0 || len(rep.Errors) != 0 {
+		t.Errorf("events %+v errors %v: want every event acknowledged", ev, rep.Errors)
+	}
+	if sum, _ := boardSum(t, store, "churn"); sum != ev.DeltaSum {
+		t.Errorf("board sums to %d; acked deltas sum to %d", sum, ev.DeltaSum)
+	}
+	if rep.Frames["top"].Count == 0 || rep.Frames["view"].Count == 0 {
+		t.Errorf("frames %+v", rep.Frames)
+	}
+	if rep.ChurnSeconds != 0.15 || !strings.Contains(rep.Summary(), "churned "+strconv.FormatInt(c.Churned, 10)) {
+		t.Errorf("churn %v; summary:\n%s", rep.ChurnSeconds, rep.Summary())
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back loadgen.Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Connections != c || back.ChurnSeconds != 0.15 {
+		t.Errorf("JSON round trip: %v, %+v", err, back.Connections)
+	}
+	var page bytes.Buffer
+	if err := rep.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	if want := "<td>" + strconv.FormatInt(c.Churned, 10) + "</td>"; !strings.Contains(page.String(), "<th>churned</th>") || !strings.Contains(page.String(), want) {
+		t.Errorf("HTML report lacks the churned column (%s)", want)
+	}
+	waitConns(t, conns)
 }

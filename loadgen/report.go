@@ -20,6 +20,8 @@ type Report struct {
 	Members  int       `json:"members"`
 	Rate     int       `json:"rate"`
 	Inflight int       `json:"inflight"`
+	// ChurnSeconds is the mean connection lifetime (Config.Churn); 0: none.
+	ChurnSeconds float64 `json:"churn_seconds"`
 	// SendSeconds is how long players started events; ElapsedSeconds adds
 	// the drain of the events in flight.
 	SendSeconds    float64 `json:"send_seconds"`
@@ -44,8 +46,10 @@ type Events struct {
 	Duplicates int64   `json:"duplicates"`
 	Failed     int64   `json:"failed"`
 	PerSecond  float64 `json:"per_second"` // acked / send seconds
-	// DeltaSum is the sum of the deltas of the events acknowledged as new:
-	// on a fresh board, the sum of every member's score (the ledger).
+	// DeltaSum is the sum of the deltas of the events acknowledged
+	// (duplicates included: each call has its own id, so a duplicate ack
+	// answers a re-send of an event applied once): on a fresh board, the sum
+	// of every member's score (the ledger).
 	DeltaSum int64 `json:"delta_sum"`
 }
 
@@ -61,6 +65,14 @@ type Connections struct {
 	Receivers  int   `json:"receivers"` // spectators + watchers
 	DialFailed int64 `json:"dial_failed"`
 	Dropped    int64 `json:"dropped"` // receivers whose connection ended during the run
+	// Churned counts connections closed at the end of their lifetime
+	// (Config.Churn); Redialed those of them dialled again (a failed attempt
+	// counts in DialFailed; the run may end before a redial succeeds).
+	Churned  int64 `json:"churned"`
+	Redialed int64 `json:"redialed"`
+	// Reconnects counts player clients' own reconnects after a connection
+	// was lost (not churn): each may leave events re-sent.
+	Reconnects int64 `json:"reconnects"`
 }
 
 // Second is one point of the per-second series.
@@ -76,17 +88,19 @@ type Second struct {
 func (g *Generator) report(start time.Time, send, elapsed, connect time.Duration, players, receivers int) Report {
 	r := Report{
 		Started: start, URL: g.cfg.URL, Board: g.cfg.Board, Members: g.cfg.Members, Rate: g.cfg.Rate, Inflight: g.cfg.Inflight,
-		SendSeconds: send.Seconds(), ElapsedSeconds: elapsed.Seconds(), ConnectSeconds: connect.Seconds(),
+		ChurnSeconds: g.cfg.Churn.Seconds(),
+		SendSeconds:  send.Seconds(), ElapsedSeconds: elapsed.Seconds(), ConnectSeconds: connect.Seconds(),
 		Events: Events{
 			Sent: g.sent.Load(), Acked: g.acked.Load(), Duplicates: g.dups.Load(), Failed: g.failed.Load(),
 			DeltaSum: g.deltaSum.Load(),
 		},
-		AckLatency:  g.ack.Summary(),
-		Freshness:   g.fresh.Summary(),
-		FrameLag:    g.lag.Summary(),
-		Frames:      make(map[string]Rate),
-		Connections: Connections{Players: players, Receivers: receivers, DialFailed: g.dialFail.Load(), Dropped: g.dropped.Load()},
-		LatencyCDF:  g.ack.CDF(200),
+		AckLatency: g.ack.Summary(),
+		Freshness:  g.fresh.Summary(),
+		FrameLag:   g.lag.Summary(),
+		Frames:     make(map[string]Rate),
+		Connections: Connections{Players: players, Receivers: receivers, DialFailed: g.dialFail.Load(), Dropped: g.dropped.Load(),
+			Churned: g.churned.Load(), Redialed: g.redials.Load(), Reconnects: g.reconnects.Load()},
+		LatencyCDF: g.ack.CDF(200),
 	}
 	r.Events.PerSecond = float64(r.Events.Acked) / max(send.Seconds(), 1e-9)
 	for k := range nFrameKinds {
@@ -125,8 +139,13 @@ func (r Report) Summary() string {
 	if f := r.FrameLag; f.Count > 0 {
 		fmt.Fprintf(&b, "frame lag (ms, receive − ts)              p50 %.1f  p99 %.1f  max %.1f\n", f.P50, f.P99, f.Max)
 	}
-	fmt.Fprintf(&b, "conns     players %d  receivers %d  dial failures %d  dropped %d  (connected in %.1fs)\n",
-		r.Connections.Players, r.Connections.Receivers, r.Connections.DialFailed, r.Connections.Dropped, r.ConnectSeconds)
+	c := r.Connections
+	fmt.Fprintf(&b, "conns     players %d  receivers %d  dial failures %d  dropped %d  reconnects %d  (connected in %.1fs)\n",
+		c.Players, c.Receivers, c.DialFailed, c.Dropped, c.Reconnects, r.ConnectSeconds)
+	if r.ChurnSeconds > 0 {
+		fmt.Fprintf(&b, "churn     lifetime %s ± 50%%  churned %d  redialed %d  (%.1f/s)\n",
+			time.Duration(r.ChurnSeconds*float64(time.Second)), c.Churned, c.Redialed, float64(c.Churned)/max(r.SendSeconds, 1e-9))
+	}
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&b, "errors   ")
 		for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
@@ -225,7 +244,7 @@ var reportPage = template.Must(template.New("report").Parse(`<!doctype html>
 td,th{border:1px solid #ddd;padding:4px 10px;text-align:right}th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
 pre{background:#f7f7f7;padding:10px}</style></head><body>
 <h1>wsgateway load report</h1>
-<p>{{.R.URL}} · board <b>{{.R.Board}}</b> · {{.R.Members}} members · rate {{if .R.Rate}}{{.R.Rate}}/s{{else}}as fast as acks return, {{.R.Inflight}} in flight per player{{end}} · started {{.R.Started.Format "2006-01-02 15:04:05 MST"}}</p>
+<p>{{.R.URL}} · board <b>{{.R.Board}}</b> · {{.R.Members}} members · rate {{if .R.Rate}}{{.R.Rate}}/s{{else}}as fast as acks return, {{.R.Inflight}} in flight per player{{end}}{{if .R.ChurnSeconds}} · churn {{printf "%.3g" .R.ChurnSeconds}} s{{end}} · started {{.R.Started.Format "2006-01-02 15:04:05 MST"}}</p>
 <pre>{{.Summary}}</pre>
 <h2>Score events</h2>
 <table><tr><th>sent</th><th>acked</th><th>failed</th><th>duplicates</th><th>events/s</th><th>send time (s)</th></tr>
@@ -243,8 +262,9 @@ pre{background:#f7f7f7;padding:10px}</style></head><body>
 {{range $k := .FrameKinds}}{{with index $.R.Frames $k}}<tr><td>{{$k}}</td><td>{{.Count}}</td><td>{{printf "%.0f" .PerSecond}}</td></tr>{{end}}{{end}}</table>
 {{if .HasFrames}}{{.Frames}}{{end}}
 <h2>Connections and errors</h2>
-<table><tr><th>players</th><th>spectators + watchers</th><th>dial failures</th><th>dropped</th><th>connect time (s)</th></tr>
-<tr><td>{{.R.Connections.Players}}</td><td>{{.R.Connections.Receivers}}</td><td>{{.R.Connections.DialFailed}}</td><td>{{.R.Connections.Dropped}}</td><td>{{printf "%.1f" .R.ConnectSeconds}}</td></tr></table>
+{{with .R.Connections}}<table><tr><th>players</th><th>spectators + watchers</th><th>dial failures</th><th>dropped</th><th>reconnects</th><th>churned</th><th>redialed</th><th>connect time (s)</th></tr>
+<tr><td>{{.Players}}</td><td>{{.Receivers}}</td><td>{{.DialFailed}}</td><td>{{.Dropped}}</td><td>{{.Reconnects}}</td><td>{{.Churned}}</td><td>{{.Redialed}}</td><td>{{printf "%.1f" $.R.ConnectSeconds}}</td></tr></table>{{end}}
+{{if .R.ChurnSeconds}}<p>Churn: every connection lived {{printf "%.3g" .R.ChurnSeconds}} s ± 50%, then closed and dialled again.</p>{{end}}
 {{if .ErrorCodes}}<table><tr><th>error</th><th>count</th></tr>{{range .ErrorCodes}}<tr><td>{{.}}</td><td>{{index $.R.Errors .}}</td></tr>{{end}}</table>{{end}}
 </body></html>
 `))

@@ -34,6 +34,7 @@ func loadCmd(ctx context.Context, args []string, getenv func(string) string, std
 	f.Int(&cfg.Rate, "rate", 0, "total score events per second; 0 = as fast as acks come back")
 	f.Int(&cfg.Inflight, "inflight", 8, "outstanding events per player connection")
 	f.Duration(&cfg.Duration, "duration", 30*time.Second, "how long players send")
+	f.Duration(&cfg.Churn, "churn", 0, "mean connection lifetime (±50% jitter): each player, spectator and watcher connection then closes and redials; 0 = no churn")
 	f.String(&jsonOut, "json", "", "write the JSON report to this file")
 	f.String(&htmlOut, "html", "", "write the HTML report (inline SVG charts) to this file")
 	f.Bool(&cfg.Create, "create", false, "create the board first (admin token minted from --secret)")
