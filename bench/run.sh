@@ -13,13 +13,15 @@
 #
 # Knobs (env): BENCH_DURATION (10s), BENCH_SPECTATORS (10000),
 # BENCH_PLAYERS (32), BENCH_INFLIGHT (16), BENCH_CEIL_N (300000),
-# BENCH_OUT (bench/out). Needs go, redis-server, redis-benchmark, redis-cli,
+# BENCH_FANOUT_SIZES ("1000 $BENCH_SPECTATORS"), BENCH_OUT (bench/out). Needs go, redis-server, redis-benchmark, redis-cli,
 # curl, ss.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DUR=${BENCH_DURATION:-10s}
 SPECTATORS=${BENCH_SPECTATORS:-10000}
+# Fan-out is measured at 1,000 and at SPECTATORS spectators.
+FANOUT_SIZES=${BENCH_FANOUT_SIZES:-"1000 $SPECTATORS"}
 PLAYERS=${BENCH_PLAYERS:-32}
 INFLIGHT=${BENCH_INFLIGHT:-16}
 CEIL_N=${BENCH_CEIL_N:-300000}
@@ -188,31 +190,41 @@ measure mem_bare_kb_per_conn "$(awk -v a="$base" -v b="$(rss_kb "$FPID")" -v n="
 wait "$L"
 kill "$FPID"
 
-say "fan-out: $SPECTATORS spectators, gateway (memory engine, 100 events/s over 20 members)"
-start_gateway --dev
-before=$(cpu_ticks "$GW_PID")
-(sleep 5 && curl -fsS -o "$OUT/fanout-gateway.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=4" 2>/dev/null || true) &
-PROF=$!
-"${LOAD[@]}" --url "$URL" --board fan --members 20 --players 1 --inflight 1 --rate 100 --watchers 0 --spectators "$SPECTATORS" \
-	--duration "$DUR" --json "$OUT/fanout-gateway.json" --html "$OUT/fanout-gateway.html" >"$OUT/fanout-gateway.txt"
-measure cpu_fanout_s "$(cpu_seconds "$before" "$(cpu_ticks "$GW_PID")")"
-wait "$PROF" || true
-[ -s "$OUT/fanout-gateway.pprof" ] && go tool pprof -top -nodecount=30 "$WORK/wsgateway" "$OUT/fanout-gateway.pprof" >"$OUT/fanout-gateway.profile.txt" 2>/dev/null || true
-cat "$OUT/fanout-gateway.txt" >&2
-stop_gateway
+# fanout N: N spectators of one board at a 100ms interval, through the
+# gateway (memory engine, one player at 100 events/s over 20 members so the
+# top-10 changes every interval), then through the bare broadcast loop.
+fanout() {
+	local n=$1
+	say "fan-out: $n spectators, gateway (memory engine, 100 events/s over 20 members)"
+	start_gateway --dev
+	local before prof
+	before=$(cpu_ticks "$GW_PID")
+	(sleep 5 && curl -fsS -o "$OUT/fanout-gateway-$n.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=4" 2>/dev/null || true) &
+	prof=$!
+	"${LOAD[@]}" --url "$URL" --board fan --members 20 --players 1 --inflight 1 --rate 100 --watchers 0 --spectators "$n" \
+		--duration "$DUR" --json "$OUT/fanout-gateway-$n.json" --html "$OUT/fanout-gateway-$n.html" >"$OUT/fanout-gateway-$n.txt"
+	measure "cpu_fanout_${n}_s" "$(cpu_seconds "$before" "$(cpu_ticks "$GW_PID")")"
+	wait "$prof" || true
+	[ -s "$OUT/fanout-gateway-$n.pprof" ] && go tool pprof -top -nodecount=30 "$WORK/wsgateway" "$OUT/fanout-gateway-$n.pprof" >"$OUT/fanout-gateway-$n.profile.txt" 2>/dev/null || true
+	cat "$OUT/fanout-gateway-$n.txt" >&2
+	stop_gateway
 
-say "fan-out: $SPECTATORS spectators, bare coder/websocket broadcast loop"
-FP=$(freeport)
-"$WORK/fanout" --addr "127.0.0.1:$FP" --interval 100ms >/dev/null &
-FPID=$!
-PIDS+=("$FPID")
-sleep 0.5
-before=$(cpu_ticks "$FPID")
-"${LOAD[@]}" --url "ws://127.0.0.1:$FP/ws" --players 0 --watchers 0 --spectators "$SPECTATORS" --duration "$DUR" \
-	--json "$OUT/fanout-bare.json" >"$OUT/fanout-bare.txt"
-measure cpu_fanout_bare_s "$(cpu_seconds "$before" "$(cpu_ticks "$FPID")")"
-cat "$OUT/fanout-bare.txt" >&2
-kill "$FPID"
+	say "fan-out: $n spectators, bare coder/websocket broadcast loop"
+	FP=$(freeport)
+	"$WORK/fanout" --addr "127.0.0.1:$FP" --interval 100ms >/dev/null &
+	FPID=$!
+	PIDS+=("$FPID")
+	sleep 0.5
+	before=$(cpu_ticks "$FPID")
+	"${LOAD[@]}" --url "ws://127.0.0.1:$FP/ws" --players 0 --watchers 0 --spectators "$n" --duration "$DUR" \
+		--json "$OUT/fanout-bare-$n.json" >"$OUT/fanout-bare-$n.txt"
+	measure "cpu_fanout_bare_${n}_s" "$(cpu_seconds "$before" "$(cpu_ticks "$FPID")")"
+	cat "$OUT/fanout-bare-$n.txt" >&2
+	kill "$FPID"
+}
+for n in $FANOUT_SIZES; do
+	fanout "$n"
+done
 
 say "results ($(nproc) cores, $(uname -sr), $(go env GOVERSION))"
-"$WORK/table" -dir "$OUT"
+"$WORK/table" -dir "$OUT" -fanout "$FANOUT_SIZES"

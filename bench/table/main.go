@@ -21,6 +21,7 @@ import (
 func main() {
 	dir := flag.String("dir", "", "bench output directory")
 	rateOf := flag.String("rate", "", "print the events/s of this load report")
+	sizes := flag.String("fanout", "10000", "spectator counts of the fan-out runs (space-separated)")
 	flag.Parse()
 	if *rateOf != "" {
 		r, err := load(*rateOf)
@@ -30,7 +31,7 @@ func main() {
 		fmt.Printf("%.0f\n", r.Events.PerSecond)
 		return
 	}
-	if err := table(*dir); err != nil {
+	if err := table(*dir, strings.Fields(*sizes)); err != nil {
 		fail(err)
 	}
 }
@@ -77,13 +78,17 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2f", a/b)
 }
 
-func table(dir string) error {
+func table(dir string, fanoutSizes []string) error {
 	m, err := measures(filepath.Join(dir, "measures.env"))
 	if err != nil {
 		return err
 	}
 	rep := map[string]loadgen.Report{}
-	for _, name := range []string{"ingest-redis", "ingest-redis-half", "ingest-memory", "ingest-memory-half", "fanout-gateway", "fanout-bare"} {
+	names := []string{"ingest-redis", "ingest-redis-half", "ingest-memory", "ingest-memory-half"}
+	for _, n := range fanoutSizes {
+		names = append(names, "fanout-gateway-"+n, "fanout-bare-"+n)
+	}
+	for _, name := range names {
 		r, err := load(filepath.Join(dir, name+".json"))
 		if err != nil {
 			return err
@@ -113,16 +118,20 @@ func table(dir string) error {
 			row("gateway CPU per acked event, "+k, fmt.Sprintf("%.1f µs", cpu/float64(acked)*1e6), "", "", "≤ 15 µs")
 		}
 	}
-	fg, fb := rep["fanout-gateway"], rep["fanout-bare"]
-	n := fg.Connections.Receivers
-	row(fmt.Sprintf("fan-out, %d spectators, 100ms interval (frames/s)", n),
-		fmt.Sprintf("%.0f", fg.Frames["top"].PerSecond), fmt.Sprintf("%.0f (bare coder/websocket loop)", fb.Frames["top"].PerSecond),
-		ratio(fg.Frames["top"].PerSecond, fb.Frames["top"].PerSecond), "≥ 0.8")
-	row("frame freshness p99 (receive − ack of its seq)", fmt.Sprintf("%.1f ms", fg.Freshness.P99), "", "", "≤ interval + 20 ms")
-	row("frame lag p99 (receive − ts)", fmt.Sprintf("%.1f ms", fg.FrameLag.P99), fmt.Sprintf("%.1f ms", fb.FrameLag.P99), "", "")
-	if fr := fg.Frames["top"].Count; fr > 0 {
-		row("CPU per frame written (whole run, connects included)", fmt.Sprintf("%.1f µs", m["cpu_fanout_s"]/float64(fr)*1e6), fmt.Sprintf("%.1f µs", m["cpu_fanout_bare_s"]/float64(max(fb.Frames["top"].Count, 1))*1e6),
-			ratio(m["cpu_fanout_s"]/float64(fr), m["cpu_fanout_bare_s"]/float64(max(fb.Frames["top"].Count, 1))), "")
+	for _, size := range fanoutSizes {
+		fg, fb := rep["fanout-gateway-"+size], rep["fanout-bare-"+size]
+		n := fg.Connections.Receivers
+		row(fmt.Sprintf("fan-out, %d spectators, 100ms interval (frames/s)", n),
+			fmt.Sprintf("%.0f", fg.Frames["top"].PerSecond), fmt.Sprintf("%.0f (bare coder/websocket loop)", fb.Frames["top"].PerSecond),
+			ratio(fg.Frames["top"].PerSecond, fb.Frames["top"].PerSecond), "≥ 0.8")
+		row(fmt.Sprintf("frame freshness p99, %d spectators (receive − ack of its seq)", n), fmt.Sprintf("%.1f ms", fg.Freshness.P99), "", "", "≤ interval + 20 ms")
+		row(fmt.Sprintf("frame lag p99, %d spectators (receive − ts)", n), fmt.Sprintf("%.1f ms", fg.FrameLag.P99), fmt.Sprintf("%.1f ms", fb.FrameLag.P99), "", "")
+		gwCPU, bareCPU := m["cpu_fanout_"+size+"_s"], m["cpu_fanout_bare_"+size+"_s"]
+		if fr := fg.Frames["top"].Count; fr > 0 {
+			perBare := bareCPU / float64(max(fb.Frames["top"].Count, 1))
+			row(fmt.Sprintf("CPU per frame written, %d spectators (connects included)", n), fmt.Sprintf("%.1f µs", gwCPU/float64(fr)*1e6), fmt.Sprintf("%.1f µs", perBare*1e6),
+				ratio(gwCPU/float64(fr), perBare), "")
+		}
 	}
 	row("memory per idle connection (RSS)", fmt.Sprintf("%.1f KB", m["mem_gateway_kb_per_conn"]), fmt.Sprintf("%.1f KB (bare coder/websocket)", m["mem_bare_kb_per_conn"]),
 		ratio(m["mem_gateway_kb_per_conn"], m["mem_bare_kb_per_conn"]), "≤ 1.2")
