@@ -79,12 +79,7 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("redisstore: redis url %q: %w", redact(rawURL), err)
 		}
 		opt.ContextTimeoutEnabled = true
-		opt.DialTimeout = or(opt.DialTimeout, dialTimeout)
-		opt.ReadTimeout = or(opt.ReadTimeout, ioTimeout)
-		opt.WriteTimeout = or(opt.WriteTimeout, ioTimeout)
-		opt.PoolTimeout = or(opt.PoolTimeout, poolTimeout)
-		opt.MaxRetries = or(opt.MaxRetries, maxRetries)
-		opt.DialerRetries = or(opt.DialerRetries, dialAttempts)
+		fillDefaults(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries)
 		return redis.NewClient(opt), nil
 	}
 	// The cluster parser takes the first seed as the host and the others as
@@ -105,13 +100,19 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("redisstore: redis url %q: %w", redact(rawURL), err)
 	}
 	opt.ContextTimeoutEnabled = true
-	opt.DialTimeout = or(opt.DialTimeout, dialTimeout)
-	opt.ReadTimeout = or(opt.ReadTimeout, ioTimeout)
-	opt.WriteTimeout = or(opt.WriteTimeout, ioTimeout)
-	opt.PoolTimeout = or(opt.PoolTimeout, poolTimeout)
-	opt.MaxRetries = or(opt.MaxRetries, maxRetries)
-	opt.DialerRetries = or(opt.DialerRetries, dialAttempts)
+	fillDefaults(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries)
 	return redis.NewClusterClient(opt), nil
+}
+
+// fillDefaults sets the fields a URL left at zero, for both client kinds
+// (redis.Options and redis.ClusterOptions share them by name, not by type).
+func fillDefaults(dial, read, write, pool *time.Duration, retries, dialerRetries *int) {
+	*dial = or(*dial, dialTimeout)
+	*read = or(*read, ioTimeout)
+	*write = or(*write, ioTimeout)
+	*pool = or(*pool, poolTimeout)
+	*retries = or(*retries, maxRetries)
+	*dialerRetries = or(*dialerRetries, dialAttempts)
 }
 
 func or[T comparable](v, def T) T {
