@@ -74,15 +74,8 @@ type Stats struct {
 // Engine computes live frames for every subscription of one node. All methods
 // are safe for concurrent use; Run must run for frames to follow changes.
 type Engine struct {
-	store    rank.Store
-	interval time.Duration
-	// readGap spaces two reads of one board: a little more than interval.
-	// Were reads exactly one interval apart, each connection's writer
-	// latency would push its next frame past the outbox's throttle, and the
-	// holds would add up to a whole interval of lag (measured: frame lag p99
-	// 97 ms at 1,000 spectators with a 100 ms interval); with the slack a
-	// frame leaves as soon as it is read.
-	readGap     time.Duration
+	store       rank.Store
+	interval    time.Duration
 	readTimeout time.Duration
 	refresh     time.Duration
 	parallel    int
@@ -140,7 +133,6 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{
 		store:       cfg.Store,
 		interval:    cfg.Interval,
-		readGap:     cfg.Interval + max(time.Millisecond, cfg.Interval/20),
 		readTimeout: cfg.ReadTimeout,
 		refresh:     cfg.Refresh,
 		parallel:    cfg.Parallel,
@@ -234,7 +226,7 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 		if !b.needsRead(now) {
 			continue
 		}
-		if d := b.lastRead.Add(e.readGap).Sub(now); d > 0 {
+		if d := b.lastRead.Add(e.interval).Sub(now); d > 0 {
 			wait = min(wait, d)
 			continue
 		}
