@@ -58,11 +58,13 @@ type conn struct {
 	// replies and takes frames: so `subscribed` is always written first.
 	gate sync.Mutex
 
-	mu        sync.Mutex // guards busy and committed
+	mu        sync.Mutex // guards busy, committed and win
 	busy      bool       // the reader is handling a request
 	committed bool       // the close frame is decided: requests read later are dropped
+	win       window     // replies of scores in flight, in request order (window.go)
 
 	// reader
+	rctx      context.Context // the connection's context, set by run
 	p         auth.Principal
 	anon      bool
 	subs      map[string]struct{}
@@ -121,7 +123,7 @@ func (c *conn) expired() {
 		c.expTimer.Reset(left)
 		return
 	}
-	c.sendError("", errTokenExpired)
+	c.push(c.errorReply("", errTokenExpired, 0)) // not a reply: no slot
 	c.requestClose(proto.CloseTokenExpired, "token expired", true)
 }
 
@@ -133,6 +135,7 @@ func (c *conn) run(parent context.Context) {
 
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	c.rctx = ctx
 	// Reads and writes pass no context to the library (a cancellable one
 	// costs a timer and allocations per call, see wire.go): ending ctx
 	// closes the socket instead, which ends a blocked read or write as the
@@ -179,7 +182,8 @@ func (c *conn) welcome() proto.Welcome {
 }
 
 // readLoop reads and handles one request at a time, in order (R2): each
-// request's reply is queued before the next is read. It returns nil when it
+// request's reply is queued, or holds its slot in the window of scores in
+// flight (window.go), before the next is read. It returns nil when it
 // stopped reading because the connection is being closed.
 func (c *conn) readLoop(ctx context.Context) error {
 	for {
@@ -191,6 +195,7 @@ func (c *conn) readLoop(ctx context.Context) error {
 			return err
 		}
 		if typ != websocket.MessageText {
+			c.settle(ctx) // the scores read before are answered first
 			c.requestClose(websocket.StatusUnsupportedData, "binary frames are not supported", true)
 			return nil
 		}
@@ -203,6 +208,7 @@ func (c *conn) readLoop(ctx context.Context) error {
 		msg := buf.Bytes()
 		if !utf8.Valid(msg) {
 			c.h.putBuf(buf)
+			c.settle(ctx)
 			c.requestClose(websocket.StatusInvalidFramePayloadData, "invalid UTF-8", true)
 			return nil
 		}
@@ -360,7 +366,7 @@ func (c *conn) checkWrite(ctx context.Context, err error) error {
 func (c *conn) readyToClose() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.busy || c.replies.len() > 0 {
+	if c.busy || c.win.n > 0 || c.replies.len() > 0 {
 		return false
 	}
 	c.committed = true
@@ -411,10 +417,35 @@ func (c *conn) poke() {
 	}
 }
 
-// send queues a reply (a buffer of h.getReplyBuf; the writer gives it
-// back). A full queue is a slow consumer (R12): the connection is closed
-// with 1008 without waiting for the queue.
+// send queues the reader's reply b (a buffer of h.getReplyBuf; the writer
+// gives it back) after the replies of the scores still in flight (R2).
+// Reader only.
 func (c *conn) send(b *[]byte) bool {
+	for {
+		c.mu.Lock()
+		w := &c.win
+		if w.n == 0 {
+			c.mu.Unlock()
+			return c.push(b)
+		}
+		if w.n < len(w.slots) {
+			s := &w.slots[(w.head+w.n)%len(w.slots)]
+			s.buf = b
+			w.n++
+			c.mu.Unlock()
+			return true
+		}
+		c.mu.Unlock()
+		if !c.waitFreed(c.rctx) {
+			c.h.putReplyBuf(b)
+			return false
+		}
+	}
+}
+
+// push queues b for the writer now. A full queue is a slow consumer (R12):
+// the connection is closed with 1008 without waiting for the queue.
+func (c *conn) push(b *[]byte) bool {
 	if c.replies.push(b) {
 		return true
 	}

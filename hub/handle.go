@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -41,6 +42,7 @@ func (c *conn) handle(ctx context.Context, msg []byte) {
 	now := time.Now()
 	if c.lim != nil && c.recent.add(now) > abuseFactor*c.h.cfg.Rate {
 		c.h.m.messageIn("rate_abuse")
+		c.settle(ctx) // the close follows the replies of what was read before
 		c.requestClose(websocket.StatusPolicyViolation, "rate limit exceeded", true)
 		return
 	}
@@ -64,12 +66,18 @@ func (c *conn) handle(ctx context.Context, msg []byte) {
 		}
 		c.sendError(req.ID, err)
 		if c.badStreak >= maxBadStreak {
+			c.settle(ctx)
 			c.requestClose(websocket.StatusPolicyViolation, "too many bad requests", true)
 		}
 		return
 	}
 	c.badStreak = 0
 
+	// Anything but a score waits for the connection's scores in flight: a
+	// read sees them, and `subscribed` precedes its frames (window.go).
+	if req.Type != proto.TypeScore && !c.settle(ctx) {
+		return
+	}
 	switch req.Type {
 	case proto.TypeScore:
 		err = c.score(ctx, req)
@@ -151,6 +159,10 @@ func (c *conn) score(ctx context.Context, req request) error {
 	if err := e.Check(b); err != nil {
 		return err
 	}
+	if c.h.async != nil {
+		c.applyAsync(ctx, c.h.async, e) // the store's bound replaces StoreTimeout
+		return nil
+	}
 	sctx, cancel := c.storeCtx(ctx)
 	res, err := c.h.cfg.Store.Apply(sctx, e)
 	cancel()
@@ -158,23 +170,7 @@ func (c *conn) score(ctx context.Context, req request) error {
 		return err
 	}
 	c.h.Applied(res)
-	ack := proto.Ack{
-		Type:      proto.TypeAck,
-		ID:        req.ID,
-		Board:     res.Board,
-		Member:    res.Member,
-		Score:     res.Score,
-		Rank:      res.Rank,
-		Duplicate: res.Duplicate,
-		Seq:       res.Seq,
-	}
-	if res.PrevRank > 0 {
-		pr := res.PrevRank
-		ack.PrevRank = &pr
-	}
-	buf := c.h.getReplyBuf()
-	*buf = appendAck(*buf, &ack)
-	c.send(buf)
+	c.send(c.ackReply(req.ID, res))
 	return nil
 }
 
@@ -309,12 +305,20 @@ func (c *conn) sendError(id string, err error) {
 }
 
 func (c *conn) sendErrorRetry(id string, err error, retry time.Duration) {
+	c.send(c.errorReply(id, err, retry))
+}
+
+// errorReply encodes the error reply for err (any goroutine).
+func (c *conn) errorReply(id string, err error, retry time.Duration) *[]byte {
 	code := proto.CodeOf(err)
 	msg := err.Error()
 	switch {
 	case code == proto.CodeInternal && errors.Is(err, context.DeadlineExceeded):
 		// The store did not answer within StoreTimeout.
 		code, msg = proto.CodeUnavailable, "rank store did not answer in time"
+	case code == proto.CodeInternal && errors.Is(err, context.Canceled):
+		// The connection is ending with the event unsent: nobody reads this.
+		code, msg = proto.CodeUnavailable, "connection closing"
 	case code == proto.CodeInternal:
 		c.h.log.Error("hub: internal error", "err", err)
 		msg = "internal error"
@@ -330,5 +334,11 @@ func (c *conn) sendErrorRetry(id string, err error, retry time.Duration) {
 		}
 	}
 	c.h.m.errorOut(code)
-	c.sendJSON(e)
+	b, jerr := json.Marshal(e)
+	if jerr != nil {
+		c.h.log.Error("hub: encode reply", "err", jerr)
+	}
+	p := c.h.getReplyBuf()
+	*p = append(*p, b...)
+	return p
 }

@@ -112,6 +112,7 @@ type Hub struct {
 	m      *Metrics
 	reg    registry
 	boards boardCache
+	async  rank.AsyncApplier // cfg.Store when it applies asynchronously (window.go)
 
 	// ctx is every connection's parent; cancelled when Shutdown's deadline
 	// passes, which tears down whatever has not drained.
@@ -183,6 +184,7 @@ func New(cfg Config) (*Hub, error) {
 		m:       cfg.Metrics,
 		emptied: make(chan struct{}, 1),
 	}
+	h.async, _ = cfg.Store.(rank.AsyncApplier)
 	h.corkBufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	h.replyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	h.reg.init()

@@ -124,6 +124,21 @@ type Store interface {
 	Close() error
 }
 
+// AsyncApplier is an optional Store extension for callers that keep several
+// events in flight without a goroutine each (the hub's pipelined
+// connections). The Redis engine has it; callers fall back to Apply.
+type AsyncApplier interface {
+	// ApplyAsync submits e and returns without waiting for its result.
+	// done is called exactly once with what Apply would have returned,
+	// possibly before ApplyAsync returns, from a goroutine of the store: it
+	// must not block and must not call the store. Events one goroutine
+	// submits with ApplyAsync are applied in the order it submitted them.
+	// ApplyAsync blocks only while the store's queue is full (backpressure)
+	// or until ctx ends; an event whose ctx ended before it was sent is not
+	// applied.
+	ApplyAsync(ctx context.Context, e Event, done func(Result, error))
+}
+
 // Check validates an event against its board before any engine touches data
 // (R6, R15): ids, the number's kind for the board's mode, its magnitude and the
 // board's max_delta. Engines call it; callers may call it early.

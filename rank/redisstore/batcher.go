@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // batcher collects concurrent applies and sends them as one pipeline of
@@ -20,6 +22,14 @@ import (
 // Order: a batch keeps submission order inside its pipeline, and a caller
 // waits for its result before submitting again, so one goroutine's events
 // are applied in the order it submitted them.
+//
+// Async calls (Store.ApplyAsync) take another path, the lane: one FIFO
+// queue and one goroutine that sends one pipeline at a time, made of
+// everything queued meanwhile. A caller there does not wait between its
+// events, so two of its events may sit in consecutive pipelines; pipelines
+// on different pooled connections could overtake each other, one at a time
+// cannot. The lane also runs the pipeline itself (no collector → worker
+// hand-off): while it is out, the next batch queues up.
 type batcher struct {
 	client  redis.UniversalClient
 	sc      *script
@@ -41,6 +51,18 @@ type batcher struct {
 	// free recycles calls (and their done channels) whose reply the caller
 	// took: nothing sends on such a call again.
 	free sync.Pool
+
+	// The async lane. async is bounded (capacity max): a full queue
+	// pushes back on callers. asyncMu orders submissions against close,
+	// so no call is left in the queue unanswered.
+	async       chan *call
+	asyncMu     sync.RWMutex
+	asyncClosed bool // guarded by asyncMu
+	// prepare builds a lane batch's commands and returns those to send,
+	// finishing the others (Store.prepareAsync); finish completes an async
+	// call (Store.finishAsync), which owns c from then on.
+	prepare func(ctx context.Context, batch []*call) []*call
+	finish  func(c *call, v any, err error)
 }
 
 // workers is the number of pipelines in flight at most.
@@ -51,6 +73,13 @@ type call struct {
 	keys []string
 	args []any
 	done chan reply // capacity 1: the worker never blocks on it
+
+	// Async calls only: not sent after deadline; the event and the
+	// caller's callback, for Store.finishAsync.
+	deadline    time.Time
+	e           rank.Event
+	hash, token string
+	fin         func(rank.Result, error)
 }
 
 type reply struct {
@@ -58,7 +87,8 @@ type reply struct {
 	err error
 }
 
-func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.Logger) *batcher {
+func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.Logger,
+	prepare func(context.Context, []*call) []*call, finish func(*call, any, error)) *batcher {
 	b := &batcher{
 		client:  client,
 		sc:      sc,
@@ -70,10 +100,14 @@ func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.
 		batches: make(chan []*call),
 		idle:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
+		async:   make(chan *call, cfg.MaxBatch),
+		prepare: prepare,
+		finish:  finish,
 	}
 	b.free.New = func() any { return &call{done: make(chan reply, 1)} }
-	b.wg.Add(1 + workers)
+	b.wg.Add(2 + workers)
 	go b.collect()
+	go b.lane()
 	for range workers {
 		go b.work()
 	}
@@ -83,15 +117,32 @@ func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.
 // close stops the collector and the workers; a pipeline in flight finishes.
 // Calls still queued fail with ErrClosed.
 func (b *batcher) close() {
+	b.asyncMu.Lock() // waits for submissions in progress (the lane still runs)
+	b.asyncClosed = true
+	b.asyncMu.Unlock()
 	close(b.quit)
 	b.wg.Wait()
+	for {
+		select {
+		case c := <-b.async:
+			b.finish(c, nil, ErrClosed)
+		default:
+			return
+		}
+	}
+}
+
+// get returns a recycled call for keys and args.
+func (b *batcher) get(ctx context.Context, keys []string, args []any) *call {
+	c := b.free.Get().(*call)
+	c.ctx, c.keys, c.args = ctx, keys, args
+	return c
 }
 
 // do runs the script with keys and args in the next pipeline and waits for
 // its own reply, or for ctx.
 func (b *batcher) do(ctx context.Context, keys []string, args []any) (any, error) {
-	c := b.free.Get().(*call)
-	c.ctx, c.keys, c.args = ctx, keys, args
+	c := b.get(ctx, keys, args)
 	select {
 	case b.submit <- c:
 	case <-ctx.Done():
@@ -123,7 +174,60 @@ func (b *batcher) do(ctx context.Context, keys []string, args []any) (any, error
 // recycle gives back a call that will not be sent on again.
 func (b *batcher) recycle(c *call) {
 	c.ctx, c.keys, c.args = nil, nil, nil
+	c.e, c.hash, c.token, c.fin = rank.Event{}, "", "", nil
 	b.free.Put(c)
+}
+
+// submitAsync queues an async call for the lane, waiting while the queue is
+// full. b.finish gets c exactly once.
+func (b *batcher) submitAsync(c *call) {
+	b.asyncMu.RLock()
+	if b.asyncClosed {
+		b.asyncMu.RUnlock()
+		b.finish(c, nil, ErrClosed)
+		return
+	}
+	select {
+	case b.async <- c:
+		b.asyncMu.RUnlock()
+	case <-c.ctx.Done():
+		b.asyncMu.RUnlock()
+		b.finish(c, nil, c.ctx.Err())
+	}
+}
+
+// lane sends the async calls, one pipeline at a time, in queue order;
+// close answers what is left in the queue.
+func (b *batcher) lane() {
+	defer b.wg.Done()
+	batch := make([]*call, 0, b.max)
+	for {
+		select {
+		case c := <-b.async:
+			batch = append(batch, c)
+		case <-b.quit:
+			return
+		}
+	fill:
+		for len(batch) < b.max {
+			select {
+			case c := <-b.async:
+				batch = append(batch, c)
+			default:
+				break fill
+			}
+		}
+		b.runAsync(batch)
+		clear(batch)
+		batch = batch[:0]
+	}
+}
+
+// runAsync builds and sends one pipeline of async calls and finishes each.
+func (b *batcher) runAsync(batch []*call) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	b.send(ctx, b.prepare(ctx, batch), b.finish)
 }
 
 // collect owns the batch being gathered.
@@ -227,16 +331,25 @@ func (b *batcher) run(batch []*call) {
 		}
 		live = append(live, c)
 	}
-	if len(live) == 0 {
+	b.send(ctx, live, deliver)
+}
+
+func deliver(c *call, v any, err error) { c.done <- reply{v, err} }
+
+// send runs calls as one pipeline and hands each its reply through out, in
+// order. Commands that met NOSCRIPT (none of them ran; they are the tail)
+// are resent, in order, after one SCRIPT LOAD; the others are not touched.
+func (b *batcher) send(ctx context.Context, calls []*call, out func(*call, any, error)) {
+	if len(calls) == 0 {
 		return
 	}
 	var again []*call
-	for i, cmd := range b.exec(ctx, live) {
+	for i, cmd := range b.exec(ctx, calls) {
 		if isNoScript(cmd.Err()) {
-			again = append(again, live[i])
+			again = append(again, calls[i])
 			continue
 		}
-		live[i].done <- reply{cmd.Val(), cmd.Err()}
+		out(calls[i], cmd.Val(), cmd.Err())
 	}
 	if len(again) == 0 {
 		return
@@ -244,12 +357,12 @@ func (b *batcher) run(batch []*call) {
 	b.log.Info("redisstore: server lost the apply script; loading it again", "resend", len(again))
 	if err := b.sc.load(ctx, b.client); err != nil {
 		for _, c := range again {
-			c.done <- reply{err: err}
+			out(c, nil, err)
 		}
 		return
 	}
 	for i, cmd := range b.exec(ctx, again) {
-		again[i].done <- reply{cmd.Val(), cmd.Err()}
+		out(again[i], cmd.Val(), cmd.Err())
 	}
 }
 

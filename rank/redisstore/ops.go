@@ -54,25 +54,9 @@ func (s *Store) Apply(ctx context.Context, e rank.Event) (rank.Result, error) {
 	hash := strconv.FormatUint(e.PayloadHash(), 36)
 	token := s.attemptPrefix + strconv.FormatUint(s.attempts.Add(1), 36)
 	for attempt := 0; ; attempt++ {
-		c, err := s.board(ctx, e.Board)
+		keys, args, err := s.applyCmd(ctx, e, hash, token)
 		if err != nil {
-			return rank.Result{}, s.fail("apply", e.Board, err)
-		}
-		if err := e.Check(c.b); err != nil {
-			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
-		}
-		now, nowArg := s.now(ctx, c.b)
-		sl, err := slotsFor(c.b, "", now)
-		if err != nil {
-			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
-		}
-		k := c.keys
-		pk := s.periodKeys(k, e.Board, sl)
-		keys := []string{k.cfg, k.seq, k.n, k.idem + e.ID, pk.za, pk.ma, pk.zb, pk.mb}
-		args := []any{
-			k.ver, nowArg, pk.args[0], pk.args[1], pk.args[2], pk.args[3], pk.args[4], pk.args[5], pk.args[6],
-			k.mode, k.order, k.tiebreak, k.window,
-			e.Member, e.Name, int(e.Op), e.Amount, hash + "." + token,
+			return rank.Result{}, err
 		}
 		v, err := s.batch.do(ctx, keys, args)
 		if err != nil {
@@ -81,13 +65,149 @@ func (s *Store) Apply(ctx context.Context, e rank.Event) (rank.Result, error) {
 			}
 			return rank.Result{}, s.fail("apply", e.Board, err)
 		}
-		r, err := parseApply(v, hash, token)
-		if err != nil {
-			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
-		}
-		r.Board, r.Member = e.Board, e.Member
-		return r, nil
+		return applyResult(e, v, hash, token)
 	}
+}
+
+// ApplyAsync implements rank.AsyncApplier: the event goes to the batcher's
+// async lane, which builds its command, runs one pipeline at a time in
+// submission order and calls done from its goroutine (batcher.go).
+func (s *Store) ApplyAsync(ctx context.Context, e rank.Event, done func(rank.Result, error)) {
+	if !rank.ValidBoardID(e.Board) {
+		done(rank.Result{}, fmt.Errorf("redisstore: apply %q: %w", e.Board, rank.ErrInvalidBoard))
+		return
+	}
+	if s.closed.Load() {
+		done(rank.Result{}, ErrClosed)
+		return
+	}
+	c := s.batch.get(ctx, nil, nil)
+	c.deadline = time.Now().Add(s.cfg.Timeout)
+	c.e, c.fin = e, done
+	c.hash = strconv.FormatUint(e.PayloadHash(), 36)
+	c.token = s.attemptPrefix + strconv.FormatUint(s.attempts.Add(1), 36)
+	s.batch.submitAsync(c)
+}
+
+// prepareAsync builds the commands of one lane batch and returns the calls
+// to send; the others (caller gone, past the deadline, refused) are
+// finished. Each board's config is read once per batch: all of a board's
+// calls in one pipeline carry the same config version and period slots, so
+// when the script refuses some as stale (another node changed the config
+// meanwhile) or as clock (a period boundary passed), those are a tail of
+// the board's calls, and finishAsync retries them in order before the next
+// pipeline: order holds. Lane only (it owns s.memo).
+func (s *Store) prepareAsync(ctx context.Context, batch []*call) []*call {
+	now := time.Now()
+	live := batch[:0]
+	defer func() { clear(s.memo); s.memo = s.memo[:0] }()
+	for _, c := range batch {
+		err := c.ctx.Err()
+		if err == nil && now.After(c.deadline) {
+			err = context.DeadlineExceeded
+		}
+		if err != nil {
+			s.finishAsync(c, nil, err) // not sent, so not applied
+			continue
+		}
+		cb, err := s.memoBoard(ctx, c.e.Board)
+		if err == nil {
+			c.keys, c.args, err = s.applyCmdWith(ctx, cb, c.e, c.hash, c.token)
+		}
+		if err != nil { // already wrapped
+			done := c.fin
+			s.batch.recycle(c)
+			done(rank.Result{}, err)
+			continue
+		}
+		live = append(live, c)
+	}
+	return live
+}
+
+// memoBoard is s.board, read once per lane batch.
+func (s *Store) memoBoard(ctx context.Context, id string) (cachedBoard, error) {
+	for _, m := range s.memo {
+		if m.id == id {
+			return m.c, nil
+		}
+	}
+	c, err := s.board(ctx, id)
+	if err != nil {
+		return cachedBoard{}, s.fail("apply", id, err)
+	}
+	if len(s.memo) < 64 {
+		s.memo = append(s.memo, boardMemo{id, c})
+	}
+	return c, nil
+}
+
+type boardMemo struct {
+	id string
+	c  cachedBoard
+}
+
+// finishAsync completes an async call on the lane's goroutine. A script
+// that saw a stale config or clock is rebuilt and run again right here,
+// before the lane sends its next pipeline, so the caller's order holds.
+func (s *Store) finishAsync(c *call, v any, err error) {
+	ctx, e, hash, token, done := c.ctx, c.e, c.hash, c.token, c.fin
+	s.batch.recycle(c)
+	for attempt := 0; err != nil && s.retryable(e.Board, err, attempt); attempt++ {
+		tctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		keys, args, perr := s.applyCmd(tctx, e, hash, token)
+		if perr != nil {
+			cancel()
+			done(rank.Result{}, perr)
+			return
+		}
+		v, err = s.apply.run(tctx, s.client, keys, args...)
+		cancel()
+	}
+	if err != nil {
+		done(rank.Result{}, s.fail("apply", e.Board, err))
+		return
+	}
+	done(applyResult(e, v, hash, token))
+}
+
+// applyCmd builds the keys and arguments of one apply attempt from the
+// cached config and the store clock. Its errors are wrapped.
+func (s *Store) applyCmd(ctx context.Context, e rank.Event, hash, token string) ([]string, []any, error) {
+	c, err := s.board(ctx, e.Board)
+	if err != nil {
+		return nil, nil, s.fail("apply", e.Board, err)
+	}
+	return s.applyCmdWith(ctx, c, e, hash, token)
+}
+
+func (s *Store) applyCmdWith(ctx context.Context, c cachedBoard, e rank.Event, hash, token string) ([]string, []any, error) {
+	if err := e.Check(c.b); err != nil {
+		return nil, nil, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
+	}
+	now, nowArg := s.now(ctx, c.b)
+	sl, err := slotsFor(c.b, "", now)
+	if err != nil {
+		return nil, nil, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
+	}
+	k := c.keys
+	pk := s.periodKeys(k, e.Board, sl)
+	keys := []string{k.cfg, k.seq, k.n, k.idem + e.ID, pk.za, pk.ma, pk.zb, pk.mb}
+	args := []any{
+		k.ver, nowArg, pk.args[0], pk.args[1], pk.args[2], pk.args[3], pk.args[4], pk.args[5], pk.args[6],
+		k.mode, k.order, k.tiebreak, k.window,
+		e.Member, e.Name, int(e.Op), e.Amount, hash + "." + token,
+	}
+	return keys, args, nil
+}
+
+func applyResult(e rank.Event, v any, hash, token string) (rank.Result, error) {
+	r, err := parseApply(v, hash, token)
+	if err != nil {
+		return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
+	}
+	r.Board, r.Member = e.Board, e.Member
+	return r, nil
 }
 
 // parseApply decodes apply.lua's {dup, record}. The record's first field is

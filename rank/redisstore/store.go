@@ -96,9 +96,14 @@ type Store struct {
 
 	mu     sync.Mutex             // guards boards
 	boards map[string]cachedBoard // board id -> config as last read
+
+	memo []boardMemo // the async lane's configs of its current batch (prepareAsync)
 }
 
-var _ rank.Store = (*Store)(nil)
+var (
+	_ rank.Store        = (*Store)(nil)
+	_ rank.AsyncApplier = (*Store)(nil)
+)
 
 type cachedBoard struct {
 	b    rank.Board
@@ -215,7 +220,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err := s.clock.sync(ctx, s.client); err != nil {
 		return nil, s.fail("new", "", err)
 	}
-	s.batch = newBatcher(s.client, s.apply, cfg, log)
+	s.batch = newBatcher(s.client, s.apply, cfg, log, s.prepareAsync, s.finishAsync)
 	return s, nil
 }
 

@@ -1,0 +1,185 @@
+package hub
+
+import (
+	"context"
+
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// With a store that applies asynchronously (rank.AsyncApplier, the Redis
+// engine), a connection keeps up to maxInFlight score events in flight
+// instead of one: the reader submits a score and reads the next frame, so a
+// client's pipelined events share Redis pipelines and their acks leave
+// together (one corked write). R2 holds through the window, a ring of reply
+// slots in request order: a score takes a slot when submitted and fills it
+// when its result comes back; replies leave the window only from its head,
+// in order. A reply the reader produces while scores are in flight (an
+// error: rate_limited, bad_request, forbidden…) takes a slot too, already
+// filled. Every other request (page, rank, subscribe, unsubscribe, auth)
+// first waits until the window is empty, so it sees the connection's own
+// earlier scores and `subscribed` still precedes its first frame. The
+// store applies one connection's events in submission order.
+//
+// A full window makes the reader wait (backpressure: the client's frames
+// stay in the socket). With the memory engine the window is never used.
+
+// maxInFlight bounds the score events one connection has in flight.
+const maxInFlight = 32
+
+// window is a connection's in-flight replies. Guarded by conn.mu; the slots
+// are allocated on a connection's first async score (spectators never
+// score, and memory per idle connection counts).
+type window struct {
+	slots []slot
+	head  int           // oldest slot
+	n     int           // slots in use
+	freed chan struct{} // capacity 1: a slot was released (the reader waits on it)
+}
+
+// slot is one reply in request order; buf is nil while its score is in
+// flight.
+type slot struct {
+	c    *conn
+	id   string
+	buf  *[]byte
+	done func(rank.Result, error) // s.complete, bound once
+}
+
+func (c *conn) initWindow() {
+	w := &c.win
+	w.slots = make([]slot, maxInFlight)
+	w.freed = make(chan struct{}, 1)
+	for i := range w.slots {
+		s := &w.slots[i]
+		s.c = c
+		s.done = s.complete
+	}
+}
+
+// complete is a score's result: on the store's goroutine, or on the
+// reader's when the store failed at once. It must not block.
+func (s *slot) complete(res rank.Result, err error) {
+	c := s.c
+	var buf *[]byte
+	if err != nil {
+		buf = c.errorReply(s.id, err, 0)
+	} else {
+		c.h.Applied(res)
+		buf = c.ackReply(s.id, res)
+	}
+	c.mu.Lock()
+	s.buf = buf
+	c.releaseLocked()
+	c.mu.Unlock()
+}
+
+// releaseLocked queues the filled slots at the head of the window, in
+// order, and wakes the reader if it waits for room.
+func (c *conn) releaseLocked() {
+	w := &c.win
+	released := false
+	for w.n > 0 {
+		s := &w.slots[w.head]
+		if s.buf == nil {
+			break
+		}
+		c.push(s.buf)
+		s.buf, s.id = nil, ""
+		w.head = (w.head + 1) % len(w.slots)
+		w.n--
+		released = true
+	}
+	if released {
+		select {
+		case w.freed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// reserve takes the next slot for a reply to id, waiting while the window
+// is full. It returns nil when ctx ended (the connection is going away).
+// Reader only.
+func (c *conn) reserve(ctx context.Context, id string) *slot {
+	for {
+		c.mu.Lock()
+		w := &c.win
+		if w.slots == nil {
+			c.initWindow()
+		}
+		if w.n < len(w.slots) {
+			s := &w.slots[(w.head+w.n)%len(w.slots)]
+			s.id, s.buf = id, nil
+			w.n++
+			c.mu.Unlock()
+			return s
+		}
+		c.mu.Unlock()
+		if !c.waitFreed(ctx) {
+			return nil
+		}
+	}
+}
+
+// settle waits until every score in flight is answered (false: ctx ended).
+// Reader only.
+func (c *conn) settle(ctx context.Context) bool {
+	for {
+		c.mu.Lock()
+		n := c.win.n
+		c.mu.Unlock()
+		if n == 0 {
+			return true
+		}
+		if !c.waitFreed(ctx) {
+			return false
+		}
+	}
+}
+
+func (c *conn) waitFreed(ctx context.Context) bool {
+	select {
+	case <-c.win.freed:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// inFlight is the number of replies still held by the window.
+func (c *conn) inFlight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.win.n
+}
+
+// applyAsync submits a checked score event; its reply takes a slot.
+func (c *conn) applyAsync(ctx context.Context, a rank.AsyncApplier, e rank.Event) {
+	s := c.reserve(ctx, e.ID)
+	if s == nil {
+		return // the connection is ending: nobody would read the ack
+	}
+	a.ApplyAsync(ctx, e, s.done)
+}
+
+// ackReply encodes the ack of res into a reply buffer.
+func (c *conn) ackReply(id string, res rank.Result) *[]byte {
+	ack := proto.Ack{
+		Type:      proto.TypeAck,
+		ID:        id,
+		Board:     res.Board,
+		Member:    res.Member,
+		Score:     res.Score,
+		Rank:      res.Rank,
+		Duplicate: res.Duplicate,
+		Seq:       res.Seq,
+	}
+	if res.PrevRank > 0 {
+		pr := res.PrevRank
+		ack.PrevRank = &pr
+	}
+	buf := c.h.getReplyBuf()
+	*buf = appendAck(*buf, &ack)
+	return buf
+}

@@ -1,0 +1,144 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wsgateway/wsgateway/internal/testenv"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+type asyncResult struct {
+	i   int
+	r   rank.Result
+	err error
+}
+
+// submitAll submits events with ApplyAsync without waiting and returns the
+// results indexed by submission order.
+func submitAll(s *Store, events []rank.Event) []asyncResult {
+	out := make([]asyncResult, len(events))
+	var wg sync.WaitGroup
+	for i, e := range events {
+		wg.Add(1)
+		s.ApplyAsync(context.Background(), e, func(r rank.Result, err error) {
+			out[i] = asyncResult{i, r, err}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// Several submitters, each with many events in flight, share pipelines; each
+// one's events are applied in its submission order (cumulative scores and
+// increasing seqs), across a SCRIPT FLUSH (NOSCRIPT resend) and a config
+// version change by another store (stale retry inside the lane).
+func TestApplyAsyncOrder(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{Prefix: "async"})
+	other := newStore(t, srv, Config{Prefix: "async"})
+	const id, submitters, each = "aorder", 6, 300
+	mustPut(t, s, rank.DefaultBoard(id))
+	mustApply(t, s, incr(id, "warm", "warm", 1)) // s caches the config
+
+	var wg sync.WaitGroup
+	results := make([][]asyncResult, submitters)
+	for w := range submitters {
+		wg.Go(func() {
+			var events []rank.Event
+			for i := range each {
+				events = append(events, incr(id, fmt.Sprintf("a%d-%d", w, i), fmt.Sprintf("m%d", w), int64(i%5+1)))
+			}
+			results[w] = submitAll(s, events)
+		})
+	}
+	wg.Go(func() {
+		for {
+			if s.batch.calls.Load() > submitters*each/3 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if got, err := testenv.RedisCommand(srv.Addr(), "SCRIPT", "FLUSH"); err != nil || got != "+OK" {
+			t.Errorf("SCRIPT FLUSH: %q, %v", got, err)
+		}
+		b := rank.DefaultBoard(id)
+		b.MaxDelta = 1000 // a new config version: s's cached one is stale
+		mustPut(t, other, b)
+	})
+	wg.Wait()
+	for w, rs := range results {
+		var sum, seq int64
+		for i, r := range rs {
+			if r.err != nil {
+				t.Fatalf("submitter %d event %d: %v", w, i, r.err)
+			}
+			sum += int64(i%5 + 1)
+			if r.r.Score != sum || r.r.Seq <= seq {
+				for j := max(0, i-3); j < min(len(rs), i+3); j++ {
+					t.Logf("%d: %+v", j, rs[j].r)
+				}
+				t.Fatalf("submitter %d event %d: %+v, want score %d and seq > %d (out of order)", w, i, r.r, sum, seq)
+			}
+			seq = r.r.Seq
+		}
+	}
+	if p, c := s.batch.pipelines.Load(), s.batch.calls.Load(); p*4 >= c {
+		t.Fatalf("%d calls in %d pipelines: async calls were not batched", c, p)
+	}
+}
+
+// Close answers every async call exactly once: queued ones and later ones
+// with ErrClosed; a cancelled caller's queued event is not applied.
+func TestApplyAsyncClose(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{})
+	mustPut(t, s, rank.DefaultBoard("aclose"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := submitAll(s, []rank.Event{incr("aclose", "x1", "x", 1)})
+	if r[0].err != nil {
+		t.Fatalf("apply: %v", r[0].err)
+	}
+	done := make(chan error, 1)
+	s.ApplyAsync(ctx, incr("aclose", "x2", "x", 1), func(_ rank.Result, err error) { done <- err })
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled caller: %v, want context.Canceled", err)
+	}
+
+	const n = 2000
+	var mu sync.Mutex
+	calls := map[int]int{}
+	var wg sync.WaitGroup
+	wg.Add(n)
+	go func() {
+		for i := range n {
+			s.ApplyAsync(context.Background(), incr("aclose", fmt.Sprintf("c%d", i), "y", 1), func(_ rank.Result, err error) {
+				mu.Lock()
+				calls[i]++
+				mu.Unlock()
+				wg.Done()
+			})
+		}
+	}()
+	for s.batch.calls.Load() < 10 {
+		time.Sleep(time.Millisecond)
+	}
+	s.Close()
+	wg.Wait()
+	for i := range n {
+		if calls[i] != 1 {
+			t.Fatalf("call %d answered %d times", i, calls[i])
+		}
+	}
+	if s.Count(t.Context(), "aclose"); !s.closed.Load() {
+		t.Fatal("store not closed")
+	}
+}
