@@ -201,7 +201,7 @@ fanout() {
 	before=$(cpu_ticks "$GW_PID")
 	(sleep 5 && curl -fsS -o "$OUT/fanout-gateway-$n.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=4" 2>/dev/null || true) &
 	prof=$!
-	"${LOAD[@]}" --url "$URL" --board fan --members 20 --players 1 --inflight 1 --rate 100 --watchers 0 --spectators "$n" \
+	"${LOAD[@]}" --url "$URL" --board fan --members 20 --players 1 --inflight 8 --rate 100 --watchers 0 --spectators "$n" \
 		--duration "$DUR" --json "$OUT/fanout-gateway-$n.json" --html "$OUT/fanout-gateway-$n.html" >"$OUT/fanout-gateway-$n.txt"
 	measure "cpu_fanout_${n}_s" "$(cpu_seconds "$before" "$(cpu_ticks "$GW_PID")")"
 	wait "$prof" || true
