@@ -12,30 +12,26 @@ import (
 // queued changes the oldest is dropped, counted, and its board resynced on
 // the other nodes. A change without a board is ignored.
 func (b *Bus) Publish(c Change) {
-	if c.Board == "" {
-		return
-	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		b.dropped.Add(1)
-		return
-	}
-	old, lost := b.changes.push(c)
-	if lost {
-		b.markResyncLocked(old.Board)
-	}
-	b.mu.Unlock()
-	if lost {
-		b.dropped.Add(1)
-	}
-	b.poke()
+	b.enqueue(c.Board, func() (string, bool) {
+		old, lost := b.changes.push(c)
+		return old.Board, lost
+	})
 }
 
 // PublishBoard queues e for every other node. It never blocks: past 1024
 // queued board events the oldest is dropped, counted, and its board resynced.
 func (b *Bus) PublishBoard(e BoardEvent) {
-	if e.Board == "" {
+	b.enqueue(e.Board, func() (string, bool) {
+		old, lost := b.events.push(e)
+		return old.Board, lost
+	})
+}
+
+// enqueue runs push (one of the bounded queues, under b.mu) for a message of
+// board and wakes the publisher. When push dropped the oldest message, its
+// board is marked for resync so the other nodes reread it.
+func (b *Bus) enqueue(board string, push func() (dropped string, lost bool)) {
+	if board == "" {
 		return
 	}
 	b.mu.Lock()
@@ -44,9 +40,9 @@ func (b *Bus) PublishBoard(e BoardEvent) {
 		b.dropped.Add(1)
 		return
 	}
-	old, lost := b.events.push(e)
+	old, lost := push()
 	if lost {
-		b.markResyncLocked(old.Board)
+		b.markResyncLocked(old)
 	}
 	b.mu.Unlock()
 	if lost {
