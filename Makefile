@@ -2,7 +2,7 @@
 # then runs the whole suite with the race detector.
 GO ?= go
 
-.PHONY: test test-short lint bench deps run fuzz
+.PHONY: test test-short lint bench bench-engines deps run fuzz
 
 test: deps
 	$(GO) test -race -count=1 -timeout 25m ./...
@@ -20,6 +20,12 @@ deps:
 
 bench:
 	@bash bench/run.sh
+
+# bench-engines: apply and rank of both engines (and the memory engine's page) at 10k and 1M members
+# (docs/performance.md, "Engines"). The Redis benchmarks start their own
+# redis-server on a free port.
+bench-engines:
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 -timeout 30m ./rank/memstore/ ./rank/redisstore/
 
 run:
 	$(GO) run ./cmd/wsgateway --dev
