@@ -76,14 +76,7 @@ type Stats struct {
 type Engine struct {
 	store    rank.Store
 	interval time.Duration
-	// readGap spaces two reads of one board: a little more than interval.
-	// A connection that subscribed between two reads has its throttle out
-	// of phase with the board's reads, so each of its frames would wait part
-	// of an interval in its outbox (measured: frame lag uniform over 0–100 ms
-	// with a 100 ms interval). Reading slightly less often than the throttle
-	// lets every phase drift into line within a couple of seconds, after
-	// which frames leave as soon as they are read, still never more than one
-	// per interval per connection.
+	// readGap spaces two reads of one board (readGapFor).
 	readGap     time.Duration
 	readTimeout time.Duration
 	refresh     time.Duration
@@ -142,7 +135,7 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{
 		store:       cfg.Store,
 		interval:    cfg.Interval,
-		readGap:     cfg.Interval + max(time.Millisecond, cfg.Interval/20),
+		readGap:     readGapFor(cfg.Interval),
 		readTimeout: cfg.ReadTimeout,
 		refresh:     cfg.Refresh,
 		parallel:    cfg.Parallel,
@@ -328,4 +321,26 @@ func (e *Engine) readRanks(parent context.Context, id string, members []string, 
 		return rank.Ranks{}, fmt.Errorf("live: ranks %s: %w", id, err)
 	}
 	return r, nil
+}
+
+// maxReadGap bounds the time between two reads of a busy board.
+const maxReadGap = 40 * time.Millisecond
+
+// readGapFor is how often a dirty board is read, for a frame interval.
+//
+// R7 asks two things of every subscriber: at most one frame per interval,
+// and a change shown within one interval plus 50 ms. Each connection's
+// throttle runs in its own phase (it starts with the subscription's first
+// frame, at any moment), so a frame that a read hands to a connection not
+// yet due waits in its outbox until the connection's interval ends, and a
+// change made just after that read is shown only by the connection's next
+// frame: up to one interval plus the read gap later. Keeping the gap at
+// most 40 ms keeps every phase inside the bound (measured by
+// TestR7BoundAnyPhase; a gap of 1.05 intervals let a subscriber that joined
+// out of phase see changes up to 2 intervals late for its first seconds).
+// Below ~40 ms intervals the gap is the interval plus 5%, which is inside
+// the bound too (2.05 × 40 ms < 40 ms + 50 ms). Reads grow with busy
+// boards × nodes × 25 per second at most, never with subscribers.
+func readGapFor(interval time.Duration) time.Duration {
+	return min(interval+max(time.Millisecond, interval/20), maxReadGap)
 }

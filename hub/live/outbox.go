@@ -87,15 +87,24 @@ func (o *Outbox) Take(now time.Time) (frames [][]byte, retryIn time.Duration) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	// retryIn covers every key still inside its interval, pending frame or
+	// not: offer does not signal Ready for a frame that is not due yet, so
+	// the writer's timer is what takes it when it becomes due.
+	soonest := func(wait time.Duration) {
+		if wait > 0 && (retryIn == 0 || wait < retryIn) {
+			retryIn = wait
+		}
+	}
 	for _, s := range o.order {
 		if s.frame == nil {
+			if s.sent && o.interval > 0 {
+				soonest(s.lastSent.Add(o.interval).Sub(now))
+			}
 			continue
 		}
 		if s.sent && o.interval > 0 {
 			if wait := s.lastSent.Add(o.interval).Sub(now); wait > 0 {
-				if retryIn == 0 || wait < retryIn {
-					retryIn = wait
-				}
+				soonest(wait)
 				continue
 			}
 		}
@@ -118,6 +127,9 @@ func (o *Outbox) Take(now time.Time) (frames [][]byte, retryIn time.Duration) {
 		s.sentSeq, s.lastSent, s.sent = s.seq, eligible, true
 		s.frame = nil
 		o.delivered++
+		if o.interval > 0 {
+			soonest(eligible.Add(o.interval).Sub(now))
+		}
 	}
 	return frames, retryIn
 }
@@ -190,14 +202,23 @@ func (o *Outbox) offer(k slotKey, gen uint64, seq int64, frame []byte) bool {
 			return true
 		}
 		o.coalesced++
-	} else {
-		s.readyAt = o.now()
+	}
+	now := o.now()
+	if s.frame == nil {
+		s.readyAt = now
 	}
 	s.frame, s.seq = frame, seq
+	// A key still inside its interval is taken by the writer's timer (Take
+	// armed it): waking the writer now would only re-arm it. Boards are
+	// read several times per interval (readGapFor), so this spares most
+	// wake-ups of a busy board's subscribers.
+	due := !s.sent || o.interval <= 0 || !now.Before(s.lastSent.Add(o.interval))
 	o.mu.Unlock()
-	select {
-	case o.ready <- struct{}{}:
-	default:
+	if due {
+		select {
+		case o.ready <- struct{}{}:
+		default:
+		}
 	}
 	return true
 }

@@ -120,8 +120,8 @@ func TestOutboxOffer(t *testing.T) {
 		t.Fatal("Ready not signalled")
 	}
 	fs, retry := o.Take(start)
-	if len(fs) != 2 || string(fs[0]) != "t5" || string(fs[1]) != "v5" || retry != 0 {
-		t.Fatalf("Take = %q, %v; want [t5 v5] in subscription order, 0", fs, retry)
+	if len(fs) != 2 || string(fs[0]) != "t5" || string(fs[1]) != "v5" || retry != 100*time.Millisecond {
+		t.Fatalf("Take = %q, %v; want [t5 v5] in subscription order, 100ms (the next frame's earliest)", fs, retry)
 	}
 	if fs, _ := o.Take(start); len(fs) != 0 {
 		t.Fatalf("second Take returned %q", fs)
@@ -169,3 +169,56 @@ func TestOutboxOffer(t *testing.T) {
 		t.Errorf("Stats = %d delivered, %d coalesced; want 3, 1", d, c)
 	}
 }
+
+// TestOutboxQuietOffer: a frame offered while its key is inside its
+// interval does not wake the writer, whose timer (armed from Take's
+// retryIn, which covers every key inside its interval) takes it when due;
+// a frame offered once the key is due does wake it.
+func TestOutboxQuietOffer(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	o := NewOutbox(100*time.Millisecond, func() time.Time { return now })
+	top, vw := slotKey{"b", false}, slotKey{"b", true}
+	gt, gv := o.open(top), o.open(vw)
+	ready := func() bool {
+		select {
+		case <-o.Ready():
+			return true
+		default:
+			return false
+		}
+	}
+
+	o.offer(top, gt, 1, []byte("t1"))
+	if !ready() {
+		t.Fatal("a first frame did not signal Ready")
+	}
+	if fs, retry := o.Take(now); len(fs) != 1 || retry != 100*time.Millisecond {
+		t.Fatalf("Take = %q, %v; want [t1], 100ms", fs, retry)
+	}
+
+	now = now.Add(40 * time.Millisecond)
+	o.offer(top, gt, 2, []byte("t2"))
+	if ready() {
+		t.Error("a frame not due yet signalled Ready")
+	}
+	o.offer(vw, gv, 2, []byte("v2")) // another key, never sent: due at once
+	if !ready() {
+		t.Fatal("a due frame of another key did not signal Ready")
+	}
+	// That Take still arms the timer for the held top frame.
+	if fs, retry := o.Take(now); len(fs) != 1 || string(fs[0]) != "v2" || retry != 60*time.Millisecond {
+		t.Fatalf("Take = %q, %v; want [v2], 60ms (the held top frame)", fs, retry)
+	}
+
+	now = now.Add(60 * time.Millisecond) // the timer fires
+	if fs, _ := o.Take(now); len(fs) != 1 || string(fs[0]) != "t2" {
+		t.Fatalf("Take when due = %q, want [t2]", fs)
+	}
+	now = now.Add(200 * time.Millisecond) // past every interval
+	o.offer(top, gt, 3, []byte("t3"))
+	if !ready() {
+		t.Error("a frame offered after the interval did not signal Ready")
+	}
+}
+
