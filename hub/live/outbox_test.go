@@ -221,4 +221,3 @@ func TestOutboxQuietOffer(t *testing.T) {
 		t.Error("a frame offered after the interval did not signal Ready")
 	}
 }
-
