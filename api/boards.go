@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -28,10 +27,8 @@ const principalKey = "principal"
 // authenticate verifies the bearer token and leaves the principal for the
 // handler. The token itself is never stored or logged.
 func (a *API) authenticate(c *fiber.Ctx) error {
-	h := c.Get(fiber.HeaderAuthorization)
-	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
-	token = strings.TrimSpace(token)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+	token, ok := auth.BearerToken(c.Get(fiber.HeaderAuthorization))
+	if !ok {
 		return errf(proto.CodeUnauthorized, "missing bearer token: send Authorization: Bearer <jwt>")
 	}
 	ctx, cancel := a.ctx()

@@ -52,7 +52,7 @@ func TokenFromRequest(r *http.Request) (token string, c Carrier) {
 	if tok, ok := fromSubprotocols(r.Header.Values("Sec-WebSocket-Protocol")); ok {
 		return tok, CarrierSubprotocol
 	}
-	if tok, ok := fromAuthorization(r.Header.Get("Authorization")); ok {
+	if tok, ok := BearerToken(r.Header.Get("Authorization")); ok {
 		return tok, CarrierHeader
 	}
 	if r.URL != nil {
@@ -97,9 +97,9 @@ func isToken(s string) bool {
 	return true
 }
 
-// fromAuthorization parses `Bearer <jwt>`; the scheme is case-insensitive
-// (RFC 9110 §11.1).
-func fromAuthorization(h string) (string, bool) {
+// BearerToken parses an Authorization header value `Bearer <jwt>`; the
+// scheme is case-insensitive (RFC 9110 §11.1). REST requests use it alone.
+func BearerToken(h string) (string, bool) {
 	scheme, rest, ok := strings.Cut(strings.TrimSpace(h), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false

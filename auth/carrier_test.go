@@ -121,7 +121,7 @@ func FuzzTokenFromRequest(f *testing.F) {
 				t.Fatalf("header token %q from %q", tok, authz)
 			}
 		case CarrierQuery:
-			if _, ok := fromAuthorization(authz); ok {
+			if _, ok := BearerToken(authz); ok {
 				t.Fatalf("query won over header %q", authz)
 			}
 			if got := r.URL.Query().Get(queryParam); !strings.Contains(got, tok) {
