@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -13,10 +12,6 @@ import (
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 )
-
-// requestIDRe is the rule for a request id (PROTOCOL.md §4), here the
-// idempotency key of a score event within its board (R4).
-var requestIDRe = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 
 // scoreItem is one decoded element of a scores array: an event ready for
 // the store, or the error that element is answered with.
@@ -80,7 +75,7 @@ func (a *API) scores(c *fiber.Ctx) error {
 		}
 		res, err := a.apply(it.ev)
 		if err != nil {
-			if rank.IsUnavailable(err) || proto.CodeOf(err) == proto.CodeUnavailable {
+			if proto.CodeOf(err) == proto.CodeUnavailable {
 				down = err
 			}
 			out[i] = proto.ScoreFailure{ID: it.id, Error: a.detail(err)}
@@ -170,7 +165,7 @@ func decodeScore(b rank.Board, raw json.RawMessage) scoreItem {
 	case !ok:
 		it.err = errf(proto.CodeBadRequest, "id: missing")
 		return it
-	case !isString(idRaw) || !requestIDRe.MatchString(it.id):
+	case !isString(idRaw) || !proto.ValidRequestID(it.id):
 		it.err = errf(proto.CodeBadRequest, "id: must be a string of 1-64 characters [A-Za-z0-9_.:-]")
 		return it
 	}

@@ -32,3 +32,20 @@ func ParseScore(raw []byte) (int64, bool) {
 	}
 	return n, true
 }
+
+// ValidRequestID reports whether id is a legal request id (§4), which is also
+// a score event's idempotency key (R4): ^[A-Za-z0-9_.:-]{1,64}$. A byte loop
+// rather than a regexp, as it runs on every event.
+func ValidRequestID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,6 +1,10 @@
 package proto
 
-import "testing"
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
 
 func TestParseScore(t *testing.T) {
 	t.Parallel()
@@ -36,6 +40,22 @@ func TestParseScore(t *testing.T) {
 		got, ok := ParseScore([]byte(tc.in))
 		if ok != tc.ok || got != tc.want {
 			t.Errorf("ParseScore(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestValidRequestID holds the byte loop equal to the rule's regexp on every
+// single byte, alone and between legal ones, and on the length limits.
+func TestValidRequestID(t *testing.T) {
+	t.Parallel()
+	re := regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+	inputs := []string{"", "a", "e1-2", "A.z_0:9-", "a@b", "a b", "ä", strings.Repeat("a", 64), strings.Repeat("a", 65)}
+	for c := range 256 {
+		inputs = append(inputs, string([]byte{byte(c)}), "a"+string([]byte{byte(c)})+"b")
+	}
+	for _, in := range inputs {
+		if got, want := ValidRequestID(in), re.MatchString(in); got != want {
+			t.Errorf("ValidRequestID(%q) = %v, regexp says %v", in, got, want)
 		}
 	}
 }
