@@ -50,39 +50,30 @@ func (f *flagSet) String(p *string, name, def, text string) {
 }
 
 func (f *flagSet) Int(p *int, name string, def int, text string) {
-	if v, ok := f.env(name); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			f.errs = append(f.errs, fmt.Errorf("%s=%q: not an integer", envName(name), v))
-		} else {
-			def = n
-		}
-	}
-	f.IntVar(p, name, def, f.usage(name, text))
+	f.IntVar(p, name, envDefault(f, name, def, strconv.Atoi, "an integer"), f.usage(name, text))
 }
 
 func (f *flagSet) Bool(p *bool, name string, def bool, text string) {
-	if v, ok := f.env(name); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			f.errs = append(f.errs, fmt.Errorf("%s=%q: not a boolean", envName(name), v))
-		} else {
-			def = b
-		}
-	}
-	f.BoolVar(p, name, def, f.usage(name, text))
+	f.BoolVar(p, name, envDefault(f, name, def, strconv.ParseBool, "a boolean"), f.usage(name, text))
 }
 
 func (f *flagSet) Duration(p *time.Duration, name string, def time.Duration, text string) {
-	if v, ok := f.env(name); ok {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			f.errs = append(f.errs, fmt.Errorf("%s=%q: not a duration", envName(name), v))
-		} else {
-			def = d
-		}
+	f.DurationVar(p, name, envDefault(f, name, def, time.ParseDuration, "a duration"), f.usage(name, text))
+}
+
+// envDefault is the flag's environment twin read by parse, or def when the
+// twin is unset; a twin that does not parse keeps def and fails flagSet.parse.
+func envDefault[T any](f *flagSet, name string, def T, parse func(string) (T, error), kind string) T {
+	v, ok := f.env(name)
+	if !ok {
+		return def
 	}
-	f.DurationVar(p, name, def, f.usage(name, text))
+	x, err := parse(v)
+	if err != nil {
+		f.errs = append(f.errs, fmt.Errorf("%s=%q: not %s", envName(name), v, kind))
+		return def
+	}
+	return x
 }
 
 // parse parses args and reports the first bad environment value too.
