@@ -143,14 +143,7 @@ type resp struct {
 // do sends a request; tok "" sends no Authorization header.
 func (e *env) do(method, path, tok, body string) resp {
 	e.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, e.srv.URL+path, rd)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	req := newRequest(e.t, e, method, path, body)
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/hub"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 )
 
 const testSecret = "security-test-secret-0123456789abcdef"
@@ -82,18 +83,6 @@ func mint(t *testing.T, sub string, role auth.Role, ttl time.Duration) string {
 		t.Fatal(err)
 	}
 	return tok
-}
-
-// freeAddr returns a loopback address nobody listens on (just now).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 func httpDo(t *testing.T, method, url, token, body string) (int, string) {
@@ -306,22 +295,17 @@ func TestNoTokenInLogs(t *testing.T) {
 // on that address, and the main address no longer serves them.
 func TestMetricsAddr(t *testing.T) {
 	t.Parallel()
-	maddr := freeAddr(t)
+	maddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	g := startGateway(t, "--metrics-addr", maddr)
 	mbase := "http://" + maddr
 	// The metrics listener starts beside the main one: poll for it.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, "the metrics address to answer", 10*time.Second, func() bool {
 		resp, err := http.Get(mbase + "/metrics")
 		if err == nil {
 			resp.Body.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("metrics address never answered: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil
+	})
 	for _, tc := range []struct{ path, want string }{
 		{"/metrics", "wsgateway_connections"},
 		{"/metrics", "go_goroutines"},

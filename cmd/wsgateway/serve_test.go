@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -64,17 +62,7 @@ func TestDevServe(t *testing.T) {
 	token := tokenRe.FindStringSubmatch(stdout.String())[1]
 	base := "http://" + addr
 
-	get := func(path string) (int, string) {
-		req, _ := http.NewRequest("GET", base+path, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(path string) (int, string) { return httpDo(t, "GET", base+path, token, "") }
 	for _, path := range []string{"/healthz", "/readyz", "/", "/play", "/api/v1/boards", "/metrics"} {
 		if code, body := get(path); code != 200 {
 			t.Fatalf("GET %s = %d %s", path, code, body)
