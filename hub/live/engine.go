@@ -3,11 +3,12 @@
 //
 // Change events (local and from the bus) are hints that mark boards and views
 // dirty; the Run loop re-reads only what is dirty, at most once per board per
-// Interval, encodes each distinct frame once and hands the same bytes to every
-// subscriber's Outbox. Store reads therefore grow with boards × ticks, never
-// with subscribers. The store is the truth: a gap in the change stream, a
-// Resync, a period rollover or a hint that never arrives (the Refresh
-// backstop) marks the whole board dirty.
+// read gap (readGapFor: about an Interval, 40 ms at most), encodes each
+// distinct frame once and hands the same bytes to every subscriber's Outbox.
+// Store reads therefore grow with boards × ticks, never with subscribers.
+// The store is the truth: a gap in the change stream, a Resync, a period
+// rollover or a hint that never arrives (the Refresh backstop) marks the
+// whole board dirty.
 //
 // Lock order: Engine.mu, then Outbox.mu (a leaf). Store reads happen with no
 // lock held.
@@ -33,8 +34,8 @@ type Config struct {
 	// Store is the source of truth for every frame. Required.
 	Store rank.Store
 	// Interval is the minimum gap between two frames of one key on one
-	// connection (--top-interval), and between two reads of one board.
-	// Zero means 100ms.
+	// connection (--top-interval); it also sets the gap between two reads of
+	// one board (readGapFor). Zero means 100ms.
 	Interval time.Duration
 	// Now is the clock for frame timestamps, throttling and periods. Nil
 	// means time.Now.

@@ -73,14 +73,16 @@ func NewOutbox(interval time.Duration, now func() time.Time) *Outbox {
 	}
 }
 
-// Ready is signalled (coalescing) whenever a frame is put in the Outbox.
+// Ready is signalled (coalescing) whenever a frame is put in a slot that is
+// due; a frame for a key still inside its interval is left to the timer armed
+// from Take's retryIn.
 func (o *Outbox) Ready() <-chan struct{} { return o.ready }
 
 // Take returns the frames due at now, oldest subscription first, and marks
-// them sent. When some frame is held back by the interval, retryIn is how
-// long until the earliest of them is due: call Take again then (Ready is not
-// signalled for it). The returned slices are shared with other connections
-// and must not be modified.
+// them sent. When some key is inside its interval (a frame held back or not),
+// retryIn is how long until the earliest of them is due: call Take again then
+// (Ready is not signalled for it). The returned slices are shared with other
+// connections and must not be modified.
 func (o *Outbox) Take(now time.Time) (frames [][]byte, retryIn time.Duration) {
 	if now.IsZero() {
 		now = o.now()
@@ -96,17 +98,14 @@ func (o *Outbox) Take(now time.Time) (frames [][]byte, retryIn time.Duration) {
 		}
 	}
 	for _, s := range o.order {
-		if s.frame == nil {
-			if s.sent && o.interval > 0 {
-				soonest(s.lastSent.Add(o.interval).Sub(now))
-			}
-			continue
-		}
 		if s.sent && o.interval > 0 {
 			if wait := s.lastSent.Add(o.interval).Sub(now); wait > 0 {
 				soonest(wait)
 				continue
 			}
+		}
+		if s.frame == nil {
+			continue
 		}
 		frames = append(frames, s.frame)
 		// The throttle counts from when the frame became eligible (it
