@@ -73,22 +73,11 @@ func TestConcurrent(t *testing.T) {
 		conns = append(conns, c)
 		go func() { // the connection's writer goroutine
 			defer close(c.writerStopped)
-			timer := time.NewTimer(time.Hour)
-			defer timer.Stop()
-			for {
-				select {
-				case <-runCtx.Done():
-					return
-				case <-c.r.o.Ready():
-				case <-timer.C:
-				}
+			writeLoop(runCtx, c.r.o, func() time.Duration {
 				c.mu.Lock()
-				retry := c.r.drain()
-				c.mu.Unlock()
-				if retry > 0 {
-					timer.Reset(retry)
-				}
-			}
+				defer c.mu.Unlock()
+				return c.r.drain()
+			})
 		}()
 	}
 

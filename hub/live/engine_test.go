@@ -101,6 +101,19 @@ func seedBoard(h *harness) {
 	}
 }
 
+// watched is seedBoard with one reader subscribed to the top 3 of "g" and to
+// m050's view with around 2 (window m048..m052, scores 5200..4800), once
+// the first change seen (which re-reads the whole board) has settled.
+func watched(t *testing.T, cfg Config) (*harness, *reader) {
+	h := newHarness(t, cfg, nil)
+	seedBoard(h)
+	r := newReader(t)
+	h.subscribe(r, "g", 3, member(50), 2)
+	h.apply("g", member(99), 1, true) // the first change seen re-reads all: get it done
+	h.settle()
+	return h, r
+}
+
 // TestViewDirtyFilter checks which changes cause store reads. m050 is
 // watched with around 2: its window is m048..m052, scores 5200..4800.
 func TestViewDirtyFilter(t *testing.T) {
@@ -129,12 +142,7 @@ func TestViewDirtyFilter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				h := newHarness(t, Config{Refresh: -1}, nil)
-				seedBoard(h)
-				r := newReader(t)
-				h.subscribe(r, "g", 3, member(50), 2)
-				h.apply("g", member(99), 1, true) // the first change seen re-reads all: get it done
-				h.settle()
+				h, r := watched(t, Config{Refresh: -1})
 				h.check(r, "g", 3, member(50), 2)
 				top0, ranks0 := h.reads()
 
@@ -217,12 +225,7 @@ func TestChangeDuringRead(t *testing.T) {
 func TestUnchangedNotResent(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Refresh: -1}, nil)
-		seedBoard(h)
-		r := newReader(t)
-		h.subscribe(r, "g", 3, member(50), 2)
-		h.apply("g", member(99), 1, true)
-		h.settle()
+		h, r := watched(t, Config{Refresh: -1})
 		r.drain()
 		n, enc := r.n, h.e.Stats().Encoded
 		// m060 moves up but stays below m052: it intersects nothing of the
@@ -275,12 +278,7 @@ func TestEncodeOnce(t *testing.T) {
 func TestSeqGap(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Refresh: -1}, nil)
-		seedBoard(h)
-		r := newReader(t)
-		h.subscribe(r, "g", 3, member(50), 2)
-		h.apply("g", member(99), 1, true)
-		h.settle()
+		h, r := watched(t, Config{Refresh: -1})
 		top0, ranks0 := h.reads()
 
 		// Out of order but complete: not a gap, and nothing to read.
@@ -321,12 +319,7 @@ func TestResyncAndBackstop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				h := newHarness(t, Config{Refresh: tc.refresh}, nil)
-				seedBoard(h)
-				r := newReader(t)
-				h.subscribe(r, "g", 3, member(50), 2)
-				h.apply("g", member(99), 1, true)
-				h.settle()
+				h, r := watched(t, Config{Refresh: tc.refresh})
 				h.apply("g", member(90), 20000, false)
 				h.apply("g", member(51), 150, false)
 				if tc.resync != "-" {
@@ -397,12 +390,7 @@ func TestPeriodRollover(t *testing.T) {
 func TestStoreErrors(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Refresh: -1}, nil)
-		seedBoard(h)
-		r := newReader(t)
-		h.subscribe(r, "g", 3, member(50), 2)
-		h.apply("g", member(99), 1, true)
-		h.settle()
+		h, r := watched(t, Config{Refresh: -1})
 
 		h.st.fail.Store(true)
 		h.apply("g", member(90), 20000, true)

@@ -194,6 +194,25 @@ func (r *reader) drain() (retryIn time.Duration) {
 	return retryIn
 }
 
+// writeLoop is a connection's writer loop as the hub runs it (see Outbox):
+// whenever Ready fires, or the timer armed from the last retryIn, take calls
+// Take, handles the frames and returns retryIn. It returns when ctx is done.
+func writeLoop(ctx context.Context, o *Outbox, take func() (retryIn time.Duration)) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-o.Ready():
+		case <-timer.C:
+		}
+		if retry := take(); retry > 0 {
+			timer.Reset(retry)
+		}
+	}
+}
+
 func mustStrict(t *testing.T, f []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(f, v); err != nil {

@@ -39,24 +39,14 @@ func TestOutboxThrottle(t *testing.T) {
 				done := make(chan struct{})
 				go func() { // the connection's writer
 					defer close(done)
-					timer := time.NewTimer(time.Hour)
-					defer timer.Stop()
-					for {
-						select {
-						case <-ctx.Done():
-							return
-						case <-o.Ready():
-						case <-timer.C:
-						}
+					writeLoop(ctx, o, func() time.Duration {
 						fs, retry := o.Take(time.Now())
 						for _, f := range fs {
 							seq, _ := strconv.ParseInt(string(f), 10, 64)
 							frames = append(frames, got{time.Now(), seq})
 						}
-						if retry > 0 {
-							timer.Reset(retry)
-						}
-					}
+						return retry
+					})
 				}()
 				for i := 1; i <= tc.n; i++ {
 					o.offer(k, gen, int64(i), []byte(strconv.Itoa(i)))

@@ -41,10 +41,8 @@ func TestR7BoundAnyPhase(t *testing.T) {
 		var wg sync.WaitGroup
 		writer := func(s *sub) { // the connection's writer loop
 			defer wg.Done()
-			timer := time.NewTimer(time.Hour)
-			defer timer.Stop()
 			last := int64(-1)
-			for {
+			writeLoop(ctx, s.r.o, func() time.Duration {
 				retry := s.r.drain()
 				if m, ok := s.r.top["g"]; ok && m.Seq != last {
 					last = m.Seq
@@ -52,16 +50,8 @@ func TestR7BoundAnyPhase(t *testing.T) {
 					s.frames = append(s.frames, frame{time.Now(), m.Seq})
 					s.mu.Unlock()
 				}
-				if retry > 0 {
-					timer.Reset(retry)
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-s.r.o.Ready():
-				case <-timer.C:
-				}
-			}
+				return retry
+			})
 		}
 
 		type change struct {
