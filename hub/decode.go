@@ -266,23 +266,11 @@ func scanObject(b []byte, out *rawFields) error {
 }
 
 // fieldOfKey maps a quoted key to its field without allocating in the
-// common case (no escapes).
+// common case (no escapes): fieldOf keeps no reference to the name, so the
+// conversion below stays on the stack.
 func fieldOfKey(q []byte) (field, bool) {
 	if bytes.IndexByte(q, '\\') < 0 {
-		switch string(q[1 : len(q)-1]) {
-		case "type":
-			return fType, true
-		case "id":
-			return fID, true
-		case "board":
-			return fBoard, true
-		case "member":
-			return fMember, true
-		case "delta":
-			return fDelta, true
-		case "value":
-			return fValue, true
-		}
+		return fieldOf(string(q[1 : len(q)-1]))
 	}
 	name, ok := keyName(q)
 	if !ok {

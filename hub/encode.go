@@ -3,6 +3,7 @@ package hub
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/wsgateway/wsgateway/proto"
 )
@@ -43,11 +44,14 @@ func appendAck(b []byte, a *proto.Ack) []byte {
 // appendJSONString appends s quoted as encoding/json quotes it. Ids are
 // plain ASCII, copied as they are; anything encoding/json would escape
 // (quotes, backslash, control bytes, <, >, &, non-ASCII) takes the
-// stdlib's path so the output stays identical.
+// stdlib's path so the output stays identical. That path marshals a copy:
+// handing s itself to json.Marshal would make it escape, and with it the
+// *proto.Ack of every appendAck call (its PrevRank then costs an allocation
+// per ack).
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
+			q, _ := json.Marshal(strings.Clone(s))
 			return append(b, q...)
 		}
 	}

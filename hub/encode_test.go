@@ -59,3 +59,17 @@ func BenchmarkAppendAck(b *testing.B) {
 		buf = appendAck(buf[:0], &a)
 	}
 }
+
+// TestAppendAckNoAlloc: encoding an ack allocates nothing, not even its
+// PrevRank (the ack of nearly every request is built on the stack).
+func TestAppendAckNoAlloc(t *testing.T) {
+	buf := make([]byte, 0, 256)
+	n := testing.AllocsPerRun(100, func() {
+		pr := int64(3)
+		a := proto.Ack{Type: proto.TypeAck, ID: "c1-r1", Board: "b", Member: "m", Score: 5, Rank: 2, PrevRank: &pr, Seq: 9}
+		buf = appendAck(buf[:0], &a)
+	})
+	if n != 0 {
+		t.Fatalf("appendAck: %v allocations per ack, want 0", n)
+	}
+}
