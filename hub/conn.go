@@ -45,11 +45,10 @@ type conn struct {
 	replies  replyQueue        // bounded (R12); the writer drains it
 	closeReq chan closeRequest // capacity 1: the first request wins
 	wake     chan struct{}     // capacity 1: the reader finished a request or a subscribe
-	drainCh  chan struct{}     // closed by drain
+	drainCh  chan struct{}     // closed by drain: R14 has begun
 	drainOne sync.Once
 
-	closeAsked atomic.Bool // a close was requested: the reader stops reading
-	draining   atomic.Bool
+	closeAsked atomic.Bool  // a close was requested: the reader stops reading
 	expiry     atomic.Int64 // token expiry, unix ns; 0 = none (anonymous)
 	expTimer   *time.Timer
 
@@ -227,9 +226,11 @@ func (c *conn) readLoop(ctx context.Context) error {
 		c.mu.Lock()
 		c.busy = false
 		c.mu.Unlock()
-		if c.draining.Load() {
+		select {
+		case <-c.drainCh:
 			c.poke()
 			return nil // R14: answer what was read, read nothing more
+		default:
 		}
 		if c.closeAsked.Load() {
 			return nil
@@ -300,8 +301,6 @@ func (c *conn) writeLoop(ctx context.Context) error {
 
 // takeReplies moves the queued replies to c.pending (bounded by the queue).
 func (c *conn) takeReplies() { c.pending = c.replies.take(c.pending) }
-
-func (c *conn) writePending(ctx context.Context) error { return c.writeBatch(ctx, nil) }
 
 // writeBatch writes the pending replies, then frames. Two or more messages
 // are corked into one socket write (wire.go).
@@ -381,7 +380,7 @@ func (c *conn) closeWith(ctx context.Context, cr closeRequest) error {
 	c.mu.Unlock()
 	if cr.flush {
 		c.takeReplies()
-		if err := c.writePending(ctx); err != nil {
+		if err := c.writeBatch(ctx, nil); err != nil {
 			return err
 		}
 	}
@@ -404,10 +403,7 @@ func (c *conn) requestClose(code websocket.StatusCode, reason string, flush bool
 
 // drain starts R14 for this connection (once).
 func (c *conn) drain() {
-	c.drainOne.Do(func() {
-		c.draining.Store(true)
-		close(c.drainCh)
-	})
+	c.drainOne.Do(func() { close(c.drainCh) })
 }
 
 func (c *conn) poke() {
@@ -428,10 +424,8 @@ func (c *conn) send(b *[]byte) bool {
 			c.mu.Unlock()
 			return c.push(b)
 		}
-		if w.n < len(w.slots) {
-			s := &w.slots[(w.head+w.n)%len(w.slots)]
+		if s := w.next(); s != nil {
 			s.buf = b
-			w.n++
 			c.mu.Unlock()
 			return true
 		}

@@ -74,6 +74,17 @@ func (s *slot) complete(res rank.Result, err error) {
 	c.mu.Unlock()
 }
 
+// next takes the slot after the window's last one, or returns nil when the
+// window is full. Guarded by conn.mu.
+func (w *window) next() *slot {
+	if w.n == len(w.slots) {
+		return nil
+	}
+	s := &w.slots[(w.head+w.n)%len(w.slots)]
+	w.n++
+	return s
+}
+
 // releaseLocked queues the filled slots at the head of the window, in
 // order, and wakes the reader if it waits for room.
 func (c *conn) releaseLocked() {
@@ -108,10 +119,8 @@ func (c *conn) reserve(ctx context.Context, id string) *slot {
 		if w.slots == nil {
 			c.initWindow()
 		}
-		if w.n < len(w.slots) {
-			s := &w.slots[(w.head+w.n)%len(w.slots)]
-			s.id, s.buf = id, nil
-			w.n++
+		if s := w.next(); s != nil {
+			s.id = id // buf is nil: released slots are cleared
 			c.mu.Unlock()
 			return s
 		}
@@ -145,13 +154,6 @@ func (c *conn) waitFreed(ctx context.Context) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// inFlight is the number of replies still held by the window.
-func (c *conn) inFlight() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.win.n
 }
 
 // applyAsync submits a checked score event; its reply takes a slot.
