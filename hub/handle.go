@@ -118,6 +118,19 @@ func (c *conn) access(ctx context.Context, board string) error {
 	return nil
 }
 
+// member is the member a request names, else the token's own (which the
+// verifier already checked by the same rule).
+func (c *conn) member(req request) (string, error) {
+	m := c.p.Member
+	if req.has&fMember != 0 {
+		m = req.Member
+	}
+	if !rank.ValidMemberID(m) {
+		return "", rank.ErrInvalidMember
+	}
+	return m, nil
+}
+
 func (c *conn) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, c.h.cfg.StoreTimeout)
 }
@@ -126,7 +139,6 @@ func (c *conn) score(ctx context.Context, req request) error {
 	if err := c.access(ctx, req.Board); err != nil {
 		return err
 	}
-	member := req.Member
 	switch c.p.Role {
 	case auth.Spectator:
 		return forbidden("spectators cannot score")
@@ -135,15 +147,13 @@ func (c *conn) score(ctx context.Context, req request) error {
 			return badRequest("missing field member (required for role server)")
 		}
 	case auth.Player:
-		if req.has&fMember != 0 && member != c.p.Member {
+		if req.has&fMember != 0 && req.Member != c.p.Member {
 			return forbidden("a player scores only for itself")
 		}
 	}
-	if member == "" && req.has&fMember == 0 {
-		member = c.p.Member
-	}
-	if !rank.ValidMemberID(member) {
-		return rank.ErrInvalidMember
+	member, err := c.member(req)
+	if err != nil {
+		return err
 	}
 	b, err := c.h.board(ctx, req.Board)
 	if err != nil {
@@ -178,12 +188,9 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 	if err := c.access(ctx, req.Board); err != nil {
 		return err
 	}
-	member := c.p.Member
-	if req.has&fMember != 0 {
-		member = req.Member
-		if !rank.ValidMemberID(member) {
-			return rank.ErrInvalidMember
-		}
+	member, err := c.member(req)
+	if err != nil {
+		return err
 	}
 	b, err := c.h.board(ctx, req.Board)
 	if err != nil {
@@ -250,12 +257,9 @@ func (c *conn) rank(ctx context.Context, req request) error {
 	if err := c.access(ctx, req.Board); err != nil {
 		return err
 	}
-	member := c.p.Member
-	if req.has&fMember != 0 {
-		member = req.Member
-	}
-	if !rank.ValidMemberID(member) {
-		return rank.ErrInvalidMember
+	member, err := c.member(req)
+	if err != nil {
+		return err
 	}
 	sctx, cancel := c.storeCtx(ctx)
 	rs, err := c.h.cfg.Store.Ranks(sctx, req.Board, rank.PeriodSel(req.Period), []string{member}, req.Around)
