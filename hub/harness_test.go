@@ -490,6 +490,40 @@ func (c *wsClient) nextFrame(typ string, d time.Duration) (msg, bool) {
 	}
 }
 
+// startShutdown runs Shutdown, bounded by d, in the background and waits
+// until new upgrades are refused with 503; the channel gets its result.
+func (g *gateway) startShutdown(d time.Duration) <-chan error {
+	g.t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		done <- g.hub.Shutdown(ctx)
+	}()
+	checkFor(g.t, 5*time.Second, "new upgrades to be refused", func() bool {
+		_, resp, err := g.dialErr(g.in.token(g.t, "late", auth.Player), dialOptions{})
+		return err != nil && resp != nil && resp.StatusCode == http.StatusServiceUnavailable
+	})
+	return done
+}
+
+// readUntilGoingAway reads until the server ends the connection, which must
+// be with 1001 (R14), handing check each message and its index; it returns
+// how many messages came.
+func (c *wsClient) readUntilGoingAway(check func(i int, m msg)) int {
+	c.t.Helper()
+	for i := 0; ; i++ {
+		m, err := c.read(10 * time.Second)
+		if err != nil {
+			if code := websocket.CloseStatus(err); code != websocket.StatusGoingAway {
+				c.t.Fatalf("%s: ended with %v, want close 1001", c.prefix, err)
+			}
+			return i
+		}
+		check(i, m)
+	}
+}
+
 // checkFor polls cond until it holds or d passes.
 func checkFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()

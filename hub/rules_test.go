@@ -739,32 +739,14 @@ func TestR14Drain(t *testing.T) {
 		checkFor(t, 5*time.Second, "every connection's first score to be in flight", func() bool {
 			return fs.applies.Load() >= int64(len(clients))
 		})
-		done := make(chan error, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			done <- g.hub.Shutdown(ctx)
-		}()
-		checkFor(t, 5*time.Second, "new upgrades to be refused", func() bool {
-			_, resp, err := g.dialErr(in.token(t, "late", auth.Player), dialOptions{})
-			return err != nil && resp != nil && resp.StatusCode == http.StatusServiceUnavailable
-		})
+		done := g.startShutdown(10 * time.Second)
 		acked := 0
 		for i, c := range clients {
-			got := 0
-			for {
-				m, err := c.read(10 * time.Second)
-				if err != nil {
-					if code := websocket.CloseStatus(err); code != websocket.StatusGoingAway {
-						t.Fatalf("client %d: ended with %v, want close 1001", i, err)
-					}
-					break
+			got := c.readUntilGoingAway(func(j int, m msg) {
+				if m.Type != proto.TypeAck || m.ID != fmt.Sprintf("d%d-%d", i, j) {
+					t.Fatalf("client %d: %s, want the ack of d%d-%d", i, m, i, j)
 				}
-				if m.Type != proto.TypeAck || m.ID != fmt.Sprintf("d%d-%d", i, got) {
-					t.Fatalf("client %d: %s, want the ack of d%d-%d", i, m, i, got)
-				}
-				got++
-			}
+			})
 			if got == 0 {
 				t.Fatalf("client %d: the request in flight got no reply", i)
 			}

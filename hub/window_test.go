@@ -3,12 +3,9 @@ package hub
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/internal/testenv"
@@ -36,6 +33,13 @@ func redisGateway(t *testing.T) (*infra, *gateway) {
 		t.Fatal("the Redis engine is not a rank.AsyncApplier")
 	}
 	return in, g
+}
+
+// inFlight is the number of replies still held by c's window.
+func (c *conn) inFlight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.win.n
 }
 
 // pauseRedis stops Redis from serving clients for d (CLIENT PAUSE ALL).
@@ -194,33 +198,15 @@ func TestDrainFullWindow(t *testing.T) {
 		}
 		return full == conns
 	})
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		done <- g.hub.Shutdown(ctx)
-	}()
-	checkFor(t, 5*time.Second, "new upgrades to be refused", func() bool {
-		_, resp, err := g.dialErr(in.token(t, "late", auth.Player), dialOptions{})
-		return err != nil && resp != nil && resp.StatusCode == http.StatusServiceUnavailable
-	})
+	done := g.startShutdown(15 * time.Second)
 	acked := int64(conns) // the warm-up scores
 	for ci, c := range clients {
-		got := 0
-		for {
-			m, err := c.read(10 * time.Second)
-			if err != nil {
-				if code := websocket.CloseStatus(err); code != websocket.StatusGoingAway {
-					t.Fatalf("conn %d: ended with %v, want close 1001", ci, err)
-				}
-				break
-			}
+		got := c.readUntilGoingAway(func(i int, m msg) {
 			a := as[proto.Ack](t, m)
-			if m.ID != fmt.Sprintf("%sd%d", c.prefix, got) || a.Score != int64(got+1) {
-				t.Fatalf("conn %d: %s, want the ack of d%d with score %d", ci, m, got, got+1)
+			if m.ID != fmt.Sprintf("%sd%d", c.prefix, i) || a.Score != int64(i+1) {
+				t.Fatalf("conn %d: %s, want the ack of d%d with score %d", ci, m, i, i+1)
 			}
-			got++
-		}
+		})
 		if got < maxInFlight {
 			t.Fatalf("conn %d: %d acks, want at least the %d in flight", ci, got, maxInFlight)
 		}
