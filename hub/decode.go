@@ -138,7 +138,7 @@ func decode(b []byte) (req request, err error) {
 		return req, badRequest("missing field id")
 	}
 	id, ok := jsonString(raw.get(fID))
-	if !ok || !validID(id) {
+	if !ok || !proto.ValidRequestID(id) {
 		return req, badRequest("field id must be a string of 1-64 characters [A-Za-z0-9_.:-]")
 	}
 	req.ID = id
@@ -353,20 +353,6 @@ func intField(raw *rawFields, f field, lo, hi, def int) (int, error) {
 }
 
 func notString(f field) error { return badRequest("field " + nameOf(f) + " must be a string") }
-
-// validID is the request id rule: 1-64 of [A-Za-z0-9_.:-].
-func validID(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
 
 // typeOf decodes the type field, returning the package constant for a
 // known type so that the common case allocates nothing.

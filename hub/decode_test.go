@@ -129,7 +129,7 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		if _, _, ok := fieldsOf(req.Type); !ok || !validID(req.ID) {
+		if _, _, ok := fieldsOf(req.Type); !ok || !proto.ValidRequestID(req.ID) {
 			t.Fatalf("accepted %q as %+v", b, req)
 		}
 		var m map[string]json.RawMessage
