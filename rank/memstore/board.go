@@ -17,6 +17,7 @@ type board struct {
 	names   map[string]string // display names, per board (not per period)
 	idem    map[string]record // by request id
 	queue   expiryQueue       // the ids of idem in insertion order, for sweeping
+	cur     rank.Period       // the period apply last wrote to (see period)
 }
 
 // zset is one period's ranking.
@@ -92,7 +93,7 @@ func (b *board) rankIn(z *zset, n *node, pos int) int64 {
 // tiebreak changed, so later events and reads follow the new rules.
 func (b *board) reconfigure(cfg rank.Board) {
 	old := b.cfg
-	b.cfg = cfg
+	b.cfg, b.cur = cfg, rank.Period{}
 	if old.Order == cfg.Order && old.Tiebreak == cfg.Tiebreak {
 		return
 	}
@@ -137,7 +138,7 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		}, nil
 	}
 
-	p := rank.PeriodAt(b.cfg, now)
+	p := b.period(now)
 	z := b.readable(p.Index, now)
 	var n *node
 	if z != nil {
@@ -187,6 +188,16 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	}
 	b.queue.push(e.ID, exp)
 	return r, nil
+}
+
+// period is the period at now, reusing the last one while now is inside
+// it: PeriodAt loads the time zone on every call for a board outside UTC,
+// which would cost apply several times its own work. b.mu is held for writing.
+func (b *board) period(now time.Time) rank.Period {
+	if b.cur.End.IsZero() || now.Before(b.cur.Start) || !now.Before(b.cur.End) {
+		b.cur = rank.PeriodAt(b.cfg, now)
+	}
+	return b.cur
 }
 
 // newPeriod creates the zset of period p, dropping expired ones first.
