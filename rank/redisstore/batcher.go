@@ -208,19 +208,24 @@ func (b *batcher) lane() {
 		case <-b.quit:
 			return
 		}
-	fill:
-		for len(batch) < b.max {
-			select {
-			case c := <-b.async:
-				batch = append(batch, c)
-			default:
-				break fill
-			}
-		}
+		batch = fill(batch, b.async, b.max)
 		b.runAsync(batch)
 		clear(batch)
 		batch = batch[:0]
 	}
+}
+
+// fill appends the calls already queued on q, without waiting, up to max.
+func fill(batch []*call, q <-chan *call, max int) []*call {
+	for len(batch) < max {
+		select {
+		case c := <-q:
+			batch = append(batch, c)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // runAsync builds and sends one pipeline of async calls and finishes each.
@@ -244,15 +249,7 @@ func (b *batcher) collect() {
 			b.drain(nil)
 			return
 		}
-	fill: // whatever is already queued joins without waiting
-		for len(batch) < b.max {
-			select {
-			case c := <-b.submit:
-				batch = append(batch, c)
-			default:
-				break fill
-			}
-		}
+		batch = fill(batch, b.submit, b.max)
 		if len(batch) < b.max && b.busy.Load() > 0 {
 			timer.Reset(b.window)
 		wait:

@@ -186,12 +186,8 @@ func (s *Store) applyCmdWith(ctx context.Context, c cachedBoard, e rank.Event, h
 		return nil, nil, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
 	}
 	now, nowArg := s.now(ctx, c.b)
-	sl, err := slotsFor(c.b, "", now)
-	if err != nil {
-		return nil, nil, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
-	}
 	k := c.keys
-	pk := s.periodKeys(k, e.Board, sl)
+	pk := s.periodKeys(c, now)
 	keys := []string{k.cfg, k.seq, k.n, k.idem + e.ID, pk.za, pk.ma, pk.zb, pk.mb}
 	args := []any{
 		k.ver, nowArg, pk.args[0], pk.args[1], pk.args[2], pk.args[3], pk.args[4], pk.args[5], pk.args[6],
@@ -264,41 +260,20 @@ func (s *Store) page(ctx context.Context, op, board string, period rank.PeriodSe
 	if offset < 0 || limit < 0 {
 		return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w: offset and limit must not be negative", op, board, rank.ErrBadRequest)
 	}
-	if s.closed.Load() {
-		return rank.Page{}, ErrClosed
+	c, sl, v, err := s.read(ctx, op, board, period, s.top, false, offset, limit)
+	if err != nil {
+		return rank.Page{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
-	for attempt := 0; ; attempt++ {
-		c, err := s.board(ctx, board)
-		if err != nil {
-			return rank.Page{}, s.fail(op, board, err)
-		}
-		now, nowArg := s.now(ctx, c.b)
-		sl, err := slotsFor(c.b, period, now)
-		if err != nil {
-			return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
-		}
-		keys := []string{s.key(board, "cfg"), s.key(board, "seq"), s.key(board, "n"), s.zkey(board, sl.a), s.zkey(board, sl.b)}
-		v, err := s.top.run(ctx, s.client, keys, c.ver, nowArg, sl.start, sl.bound, sl.end,
-			string(c.b.Tiebreak), offset, limit)
-		if err != nil {
-			if s.retryable(board, err, attempt) {
-				continue
-			}
-			return rank.Page{}, s.fail(op, board, err)
-		}
-		a, _ := v.([]any)
-		if len(a) < 4 || (len(a)-4)%3 != 0 {
-			return rank.Page{}, fmt.Errorf("redisstore: %s %s: unexpected reply %v", op, board, v)
-		}
-		p := rank.Page{Board: board, Period: sl.pick(num(a[0])), Offset: offset, Total: num(a[1]), Seq: num(a[2])}
-		p.Entries, err = entries(a[4:], int64(offset), num(a[3]), c.b)
-		if err != nil {
-			return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
-		}
-		return p, nil
+	a, _ := v.([]any)
+	if len(a) < 4 || (len(a)-4)%3 != 0 {
+		return rank.Page{}, fmt.Errorf("redisstore: %s %s: unexpected reply %v", op, board, v)
 	}
+	p := rank.Page{Board: board, Period: sl.pick(num(a[0])), Offset: offset, Total: num(a[1]), Seq: num(a[2])}
+	p.Entries, err = entries(a[4:], int64(offset), num(a[3]), c.b)
+	if err != nil {
+		return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
+	}
+	return p, nil
 }
 
 // Ranks reads several members with their neighbours in one snapshot (see
@@ -315,41 +290,60 @@ func (s *Store) Ranks(ctx context.Context, board string, period rank.PeriodSel, 
 			return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, rank.ErrInvalidMember)
 		}
 	}
+	extra := make([]any, 0, 1+len(members))
+	extra = append(extra, around)
+	for _, m := range members {
+		extra = append(extra, m)
+	}
+	c, sl, v, err := s.read(ctx, "ranks", board, period, s.ranks, true, extra...)
+	if err != nil {
+		return rank.Ranks{}, err
+	}
+	r, err := parseRanks(v, members, c.b)
+	if err != nil {
+		return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, err)
+	}
+	r.Board, r.Period = board, sl.pick(r.Period)
+	return r, nil
+}
+
+// read runs a read script (top.lua, ranks.lua) on the period slots of sel,
+// again after a stale config or clock. Its keys are the board's cfg, seq
+// and names, then each slot's sorted set (and member hash when withMembers);
+// its arguments the config version, clock, slot bounds and tiebreak, then
+// extra. Errors are wrapped.
+func (s *Store) read(ctx context.Context, op, board string, sel rank.PeriodSel, sc *script, withMembers bool, extra ...any) (cachedBoard, slots, any, error) {
 	if s.closed.Load() {
-		return rank.Ranks{}, ErrClosed
+		return cachedBoard{}, slots{}, nil, ErrClosed
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		c, err := s.board(ctx, board)
 		if err != nil {
-			return rank.Ranks{}, s.fail("ranks", board, err)
+			return cachedBoard{}, slots{}, nil, s.fail(op, board, err)
 		}
 		now, nowArg := s.now(ctx, c.b)
-		sl, err := slotsFor(c.b, period, now)
+		sl, err := slotsFor(c.b, sel, now)
 		if err != nil {
-			return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, err)
+			return cachedBoard{}, slots{}, nil, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
 		}
-		keys := []string{s.key(board, "cfg"), s.key(board, "seq"), s.key(board, "n"),
-			s.zkey(board, sl.a), s.mkey(board, sl.a), s.zkey(board, sl.b), s.mkey(board, sl.b)}
-		args := make([]any, 0, 7+len(members))
-		args = append(args, c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak), around)
-		for _, m := range members {
-			args = append(args, m)
+		var keys []string
+		if withMembers {
+			keys = []string{c.keys.cfg, c.keys.seq, c.keys.n,
+				s.zkey(board, sl.a), s.mkey(board, sl.a), s.zkey(board, sl.b), s.mkey(board, sl.b)}
+		} else {
+			keys = []string{c.keys.cfg, c.keys.seq, c.keys.n, s.zkey(board, sl.a), s.zkey(board, sl.b)}
 		}
-		v, err := s.ranks.run(ctx, s.client, keys, args...)
+		args := append([]any{c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak)}, extra...)
+		v, err := sc.run(ctx, s.client, keys, args...)
 		if err != nil {
 			if s.retryable(board, err, attempt) {
 				continue
 			}
-			return rank.Ranks{}, s.fail("ranks", board, err)
+			return cachedBoard{}, slots{}, nil, s.fail(op, board, err)
 		}
-		r, err := parseRanks(v, members, c.b)
-		if err != nil {
-			return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, err)
-		}
-		r.Board, r.Period = board, sl.pick(r.Period)
-		return r, nil
+		return c, sl, v, nil
 	}
 }
 

@@ -137,11 +137,15 @@ func (s *Store) cached(b rank.Board, ver string) cachedBoard {
 	}}
 }
 
-// periodKeys returns the keys of the pair sl, reusing the last pair's.
-func (s *Store) periodKeys(k *applyKeys, board string, sl slots) *periodKeys {
-	if p := k.last.Load(); p != nil && p.sl == sl {
+// periodKeys returns the keys of the current period pair at now, reusing
+// the last pair's while now is in its slot A: slotsFor costs three PeriodAt
+// calls per event otherwise, each loading the time zone on a board outside UTC.
+func (s *Store) periodKeys(c cachedBoard, now time.Time) *periodKeys {
+	k, board := c.keys, c.b.ID
+	if p := k.last.Load(); p != nil && p.sl.covers(now) {
 		return p
 	}
+	sl, _ := slotsFor(c.b, "", now) // the current period never fails
 	p := &periodKeys{
 		sl: sl,
 		za: s.zkey(board, sl.a), ma: s.mkey(board, sl.a), zb: s.zkey(board, sl.b), mb: s.mkey(board, sl.b),
@@ -498,26 +502,33 @@ func ms(t time.Time) int64 {
 
 // slotsFor resolves a period selector at the estimated time now.
 func slotsFor(b rank.Board, sel rank.PeriodSel, now time.Time) (slots, error) {
-	if _, err := sel.Resolve(b, now); err != nil {
+	idx, err := sel.Resolve(b, now)
+	if err != nil {
 		return slots{}, err
 	}
 	if b.Reset == rank.None {
 		return slots{}, nil
 	}
+	if sel != "" && sel != "current" && sel != "previous" {
+		return slots{a: idx, b: idx}, nil // an explicit index
+	}
 	cur := rank.PeriodAt(b, now)
 	next := rank.PeriodAt(b, cur.End)
 	sl := slots{start: ms(cur.Start), bound: ms(cur.End), end: ms(next.End)}
-	switch sel {
-	case "", "current":
-		sl.a, sl.b = cur.Index, next.Index
-		sl.expireA, sl.expireB = ms(cur.ExpireAt()), ms(next.ExpireAt())
-	case "previous":
-		sl.a, sl.b = cur.Previous(b).Index, cur.Index
-	default:
-		idx, _ := sel.Resolve(b, now)
-		return slots{a: idx, b: idx}, nil
+	if sel == "previous" {
+		sl.a, sl.b = idx, cur.Index
+		return sl, nil
 	}
+	sl.a, sl.b = cur.Index, next.Index
+	sl.expireA, sl.expireB = ms(cur.ExpireAt()), ms(next.ExpireAt())
 	return sl, nil
+}
+
+// covers reports whether sl is the current pair at now: now is in slot A,
+// or the board has no periods (one pair for all time).
+func (sl slots) covers(now time.Time) bool {
+	t := ms(now)
+	return sl.bound == 0 || (t >= sl.start && t < sl.bound)
 }
 
 // pick is the period index the script chose (slot 1 = A, 2 = B).
@@ -526,14 +537,6 @@ func (sl slots) pick(slot int64) int64 {
 		return sl.b
 	}
 	return sl.a
-}
-
-// nowArg is the script's clock argument: "" lets the script read TIME.
-func (s *Store) nowArg() string {
-	if s.cfg.Now == nil {
-		return ""
-	}
-	return strconv.FormatInt(s.cfg.Now().UnixMilli(), 10)
 }
 
 // ---- errors ----
