@@ -44,9 +44,8 @@ local MAX = 9007199254740991
 local INV = {['0'] = '9', ['1'] = '8', ['2'] = '7', ['3'] = '6', ['4'] = '5',
   ['5'] = '4', ['6'] = '3', ['7'] = '2', ['8'] = '1', ['9'] = '0'}
 
-local ver = redis.call('HGET', KEYS[1], 'v')
-if not ver then return redis.error_reply('LB unknown_board') end
-if ver ~= ARGV[1] then return redis.error_reply('LB stale') end
+local err = refused()
+if err then return err end
 
 local rec = redis.call('GET', KEYS[4])
 if rec then return {1, rec} end
@@ -66,22 +65,11 @@ if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
   return redis.error_reply('LB bad_request')
 end
 
+local slot, now = slotNow()
+if not slot then return redis.error_reply('LB clock') end
 local zkey, mkey, period, expat = KEYS[5], KEYS[6], ARGV[6], tonumber(ARGV[8])
-local boundary = tonumber(ARGV[4])
-local now = 0
-if boundary > 0 then
-  if ARGV[2] ~= '' then
-    now = tonumber(ARGV[2])
-  else
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  if now < tonumber(ARGV[3]) or now >= tonumber(ARGV[5]) then
-    return redis.error_reply('LB clock')
-  end
-  if now >= boundary then
-    zkey, mkey, period, expat = KEYS[7], KEYS[8], ARGV[7], tonumber(ARGV[9])
-  end
+if slot == 2 then
+  zkey, mkey, period, expat = KEYS[7], KEYS[8], ARGV[7], tonumber(ARGV[9])
 end
 
 local function stored(s)

@@ -1,7 +1,10 @@
 // Package lua holds the Redis engine's Lua scripts, embedded. Each script
 // starts with a header listing every KEYS[i] and ARGV[i]; every key a script
 // touches arrives in KEYS and carries the board's {hash tag}, so each script
-// runs on one Redis Cluster slot.
+// runs on one Redis Cluster slot. prelude.lua holds what every script shares
+// (the config version check, the period clock, member ids and names); Source
+// puts it before each script, so the text sent to Redis, and its SHA1, is
+// one self-contained script.
 package lua
 
 import (
@@ -19,9 +22,18 @@ const (
 	Ranks = "ranks.lua"
 )
 
-// Source returns the text of the named script. It panics on an unknown name:
-// names are the constants above, so a miss is a programming error.
+// prelude is the file Source puts before every script.
+const prelude = "prelude.lua"
+
+// Source returns the named script as sent to Redis: the prelude, then the
+// script. It panics on an unknown name: names are the constants above, so a
+// miss is a programming error.
 func Source(name string) string {
+	return file(prelude) + file(name)
+}
+
+// file returns the text of one embedded file.
+func file(name string) string {
 	b, err := files.ReadFile(name)
 	if err != nil {
 		panic(fmt.Sprintf("lua: no script %q", name))

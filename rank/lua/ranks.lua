@@ -26,35 +26,13 @@
 -- asc boards); name "" when none. found 0 means absent (all numbers 0).
 -- Errors "LB <code>": unknown_board, stale, clock.
 
--- names of ids, HMGET in chunks so no unpack grows past Lua's stack limit
-local function namesOf(ids)
-  local out = {}
-  for i = 1, #ids, 500 do
-    local part = redis.call('HMGET', KEYS[3], unpack(ids, i, math.min(i + 499, #ids)))
-    for j = 1, #part do out[i + j - 1] = part[j] end
-  end
-  return out
-end
+local err = refused()
+if err then return err end
 
-local ver = redis.call('HGET', KEYS[1], 'v')
-if not ver then return redis.error_reply('LB unknown_board') end
-if ver ~= ARGV[1] then return redis.error_reply('LB stale') end
-
-local slot, zkey, mkey = 1, KEYS[4], KEYS[5]
-local boundary = tonumber(ARGV[4])
-if boundary > 0 then
-  local now
-  if ARGV[2] ~= '' then
-    now = tonumber(ARGV[2])
-  else
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  if now < tonumber(ARGV[3]) or now >= tonumber(ARGV[5]) then
-    return redis.error_reply('LB clock')
-  end
-  if now >= boundary then slot, zkey, mkey = 2, KEYS[6], KEYS[7] end
-end
+local slot = slotNow()
+if not slot then return redis.error_reply('LB clock') end
+local zkey, mkey = KEYS[4], KEYS[5]
+if slot == 2 then zkey, mkey = KEYS[6], KEYS[7] end
 
 local shared = ARGV[6] == 'shared'
 local around = tonumber(ARGV[7])
@@ -75,13 +53,7 @@ for a = 8, #ARGV do
       rank = redis.call('ZCOUNT', zkey, '(' .. redis.call('ZSCORE', zkey, z), '+inf') + 1
       first = redis.call('ZCOUNT', zkey, '(' .. r[2], '+inf') + 1
     end
-    local ids = {}
-    for i = 1, #r, 2 do
-      local id = r[i]
-      if string.sub(id, 17, 17) == '|' then id = string.sub(id, 18) end
-      ids[#ids + 1] = id
-    end
-    local names = namesOf(ids)
+    local ids, names = idsNames(r)
     out[#out + 1] = 1
     out[#out + 1] = rank
     out[#out + 1] = start
@@ -90,7 +62,7 @@ for a = 8, #ARGV do
     for i = 1, #ids do
       out[#out + 1] = ids[i]
       out[#out + 1] = r[2 * i]
-      out[#out + 1] = names[i] or ''
+      out[#out + 1] = names[i]
     end
   end
 end

@@ -21,35 +21,13 @@
 -- none. first_rank is the rank of the first entry. Errors "LB <code>":
 -- unknown_board, stale, clock.
 
--- names of ids, HMGET in chunks so no unpack grows past Lua's stack limit
-local function namesOf(ids)
-  local out = {}
-  for i = 1, #ids, 500 do
-    local part = redis.call('HMGET', KEYS[3], unpack(ids, i, math.min(i + 499, #ids)))
-    for j = 1, #part do out[i + j - 1] = part[j] end
-  end
-  return out
-end
+local err = refused()
+if err then return err end
 
-local ver = redis.call('HGET', KEYS[1], 'v')
-if not ver then return redis.error_reply('LB unknown_board') end
-if ver ~= ARGV[1] then return redis.error_reply('LB stale') end
-
-local slot, zkey = 1, KEYS[4]
-local boundary = tonumber(ARGV[4])
-if boundary > 0 then
-  local now
-  if ARGV[2] ~= '' then
-    now = tonumber(ARGV[2])
-  else
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  if now < tonumber(ARGV[3]) or now >= tonumber(ARGV[5]) then
-    return redis.error_reply('LB clock')
-  end
-  if now >= boundary then slot, zkey = 2, KEYS[5] end
-end
+local slot = slotNow()
+if not slot then return redis.error_reply('LB clock') end
+local zkey = KEYS[4]
+if slot == 2 then zkey = KEYS[5] end
 
 local offset, limit = tonumber(ARGV[7]), tonumber(ARGV[8])
 local out = {slot, redis.call('ZCARD', zkey), tonumber(redis.call('GET', KEYS[2]) or '0'), offset + 1}
@@ -60,16 +38,10 @@ if #r == 0 then return out end
 if ARGV[6] == 'shared' then
   out[4] = redis.call('ZCOUNT', zkey, '(' .. r[2], '+inf') + 1
 end
-local ids = {}
-for i = 1, #r, 2 do
-  local id = r[i]
-  if string.sub(id, 17, 17) == '|' then id = string.sub(id, 18) end
-  ids[#ids + 1] = id
-end
-local names = namesOf(ids)
+local ids, names = idsNames(r)
 for i = 1, #ids do
   out[#out + 1] = ids[i]
   out[#out + 1] = r[2 * i]
-  out[#out + 1] = names[i] or ''
+  out[#out + 1] = names[i]
 end
 return out
