@@ -1,5 +1,5 @@
 // Package rank owns leaderboards: board configs, the Store interface and its
-// two engines (Redis with Lua scripts, and an in-memory skip list), periods,
+// two engines (Redis with Lua scripts, and an in-memory B+tree), periods,
 // and the conformance suite both engines pass (rank/ranktest).
 package rank
 
