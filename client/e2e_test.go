@@ -257,10 +257,9 @@ type binaryGateway struct {
 func startBinary(t *testing.T, redisURL string) *binaryGateway {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "wsgateway")
-	build := exec.Command("go", "build", "-o", bin, "github.com/wsgateway/wsgateway/cmd/wsgateway")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := testenv.BuildGateway(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	log, err := os.Create(filepath.Join(dir, "gateway.log"))
 	if err != nil {

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsgateway/wsgateway/internal/testenv"
 )
 
 // Test flags. The long soak runs only when asked for (-soak or LB_SOAK).
@@ -25,10 +25,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	gatewayBin = filepath.Join(dir, "wsgateway")
 	if pre := os.Getenv("LB_E2E_BIN"); pre != "" {
 		gatewayBin = pre // a binary built beforehand (debugging, bisecting)
-	} else if err := buildGateway(gatewayBin); err != nil {
+	} else if gatewayBin, err = buildGateway(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)
@@ -38,28 +37,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildGateway builds ./cmd/wsgateway from the module root. LB_E2E_RACE=1
-// builds it with the race detector (slower, for hunting gateway races).
-func buildGateway(out string) error {
-	root, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return fmt.Errorf("go env GOMOD: %w", err)
-	}
-	args := []string{"build", "-o", out}
+// buildGateway builds ./cmd/wsgateway into dir. LB_E2E_RACE=1 builds it
+// with the race detector (slower, for hunting gateway races).
+func buildGateway(dir string) (string, error) {
+	var flags []string
 	if os.Getenv("LB_E2E_RACE") == "1" {
-		args = append(args, "-race")
+		flags = append(flags, "-race")
 	}
-	args = append(args, "./cmd/wsgateway")
-	cmd := exec.Command("go", args...)
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
 	start := time.Now()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/wsgateway: %v\n%s", err, b)
-	}
-	if d := time.Since(start); d > 30*time.Second {
+	bin, err := testenv.BuildGateway(dir, flags...)
+	if d := time.Since(start); err == nil && d > 30*time.Second {
 		fmt.Fprintf(os.Stderr, "e2e: building the gateway took %s\n", d.Round(time.Second))
 	}
-	return nil
+	return bin, err
 }
 
 // soakDuration is the long soak's length: -soak, else LB_SOAK, else 0.

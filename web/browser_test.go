@@ -29,8 +29,14 @@ import (
 
 func TestBrowser(t *testing.T) {
 	chrome := testenv.Chromium(t)
-	root := repoRoot(t)
-	bin := buildGateway(t, root)
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := testenv.BuildGateway(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := testOut(t, root)
 
 	gw := startGateway(t, bin, testenv.FreePort(t))
@@ -470,25 +476,7 @@ func (s *syncBuffer) tail(n int) string {
 	return string(b)
 }
 
-// --- paths and the build ---
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
+// --- paths ---
 
 func testOut(t *testing.T, root string) string {
 	t.Helper()
@@ -501,17 +489,4 @@ func testOut(t *testing.T, root string) string {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-func buildGateway(t *testing.T, root string) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "wsgateway")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/wsgateway")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/wsgateway: %v\n%s", err, out)
-	}
-	return bin
 }

@@ -262,7 +262,7 @@ func natsServerBinary(t testing.TB) string {
 // the user cache dir, once per version; concurrent test binaries race only on
 // an atomic rename.
 func buildNATSServer() (string, error) {
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
@@ -290,8 +290,23 @@ func buildNATSServer() (string, error) {
 	return out, os.Rename(tmp, out)
 }
 
-// moduleRoot is the directory of this project's go.mod.
-func moduleRoot() (string, error) {
+// BuildGateway builds ./cmd/wsgateway into dir and returns the binary's
+// path; flags are further `go build` flags (e.g. "-race").
+func BuildGateway(dir string, flags ...string) (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "wsgateway")
+	args := append(append([]string{"build", "-C", root, "-o", out}, flags...), "./cmd/wsgateway")
+	if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/wsgateway: %v\n%s", err, b)
+	}
+	return out, nil
+}
+
+// ModuleRoot is the directory of this project's go.mod.
+func ModuleRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", err
