@@ -38,9 +38,10 @@ func (cl *call) complete(f *frame, err error) {
 	}
 }
 
-// do sends one request and waits for its reply, honouring ctx. A reply of
-// type error becomes an *Error.
-func (c *Client) do(ctx context.Context, kind, id string, req *proto.Request, retry bool) (*frame, error) {
+// do sends req and waits for its reply, honouring ctx. A reply of type
+// error becomes an *Error; a reply of any other type than want, an error.
+func (c *Client) do(ctx context.Context, req *proto.Request, retry bool, want string) (*frame, error) {
+	kind, id := req.Type, req.ID
 	b, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s: %w", kind, err)
@@ -84,10 +85,13 @@ func (c *Client) do(ctx context.Context, kind, id string, req *proto.Request, re
 		if r.err != nil {
 			return nil, r.err
 		}
-		if r.f.Type == proto.TypeError {
+		switch r.f.Type {
+		case want:
+			return r.f, nil
+		case proto.TypeError:
 			return nil, r.f.err()
 		}
-		return r.f, nil
+		return nil, fmt.Errorf("client: reply of type %q, want %q", r.f.Type, want)
 	case <-ctx.Done():
 		c.mu.Lock()
 		if c.pending[id] == cl {
@@ -96,14 +100,6 @@ func (c *Client) do(ctx context.Context, kind, id string, req *proto.Request, re
 		c.mu.Unlock()
 		return nil, ctx.Err()
 	}
-}
-
-// expect checks a reply's type.
-func expect(f *frame, typ string) error {
-	if f.Type != typ {
-		return fmt.Errorf("client: reply of type %q, want %q", f.Type, typ)
-	}
-	return nil
 }
 
 // Int returns a pointer to v, for ScoreReq.Delta and ScoreReq.Value.
@@ -141,10 +137,7 @@ func (c *Client) Score(ctx context.Context, r ScoreReq) (proto.Ack, error) {
 	} else {
 		req.Value = strconv.AppendInt(nil, *r.Value, 10)
 	}
-	f, err := c.do(ctx, proto.TypeScore, id, req, true)
-	if err == nil {
-		err = expect(f, proto.TypeAck)
-	}
+	f, err := c.do(ctx, req, true, proto.TypeAck)
 	if err != nil {
 		return proto.Ack{}, err
 	}
@@ -186,11 +179,7 @@ func (c *Client) Subscribe(ctx context.Context, board string, o SubOpts) (*Subsc
 	}
 	c.mu.Unlock()
 
-	f, err := c.do(ctx, proto.TypeSubscribe, id, s.req(id), true)
-	if err == nil {
-		err = expect(f, proto.TypeSubscribed)
-	}
-	if err != nil {
+	if _, err := c.do(ctx, s.req(id), true, proto.TypeSubscribed); err != nil {
 		if prev != nil {
 			s.setOpts(old)
 			return nil, err
@@ -216,10 +205,7 @@ func (c *Client) Unsubscribe(ctx context.Context, board string) error {
 		s.close()
 	}
 	id := c.nextID()
-	f, err := c.do(ctx, proto.TypeUnsubscribe, id, &proto.Request{Type: proto.TypeUnsubscribe, ID: id, Board: board}, false)
-	if err == nil {
-		err = expect(f, proto.TypeUnsubscribed)
-	}
+	_, err := c.do(ctx, &proto.Request{Type: proto.TypeUnsubscribe, ID: id, Board: board}, false, proto.TypeUnsubscribed)
 	return err
 }
 
@@ -238,10 +224,7 @@ func (c *Client) Page(ctx context.Context, r PageReq) (proto.PageReply, error) {
 	}
 	id := c.nextID()
 	req := &proto.Request{Type: proto.TypePage, ID: id, Board: r.Board, Offset: &r.Offset, Limit: &r.Limit, Period: r.Period}
-	f, err := c.do(ctx, proto.TypePage, id, req, true)
-	if err == nil {
-		err = expect(f, proto.TypePage)
-	}
+	f, err := c.do(ctx, req, true, proto.TypePage)
 	if err != nil {
 		return proto.PageReply{}, err
 	}
@@ -260,10 +243,7 @@ type RankReq struct {
 func (c *Client) Rank(ctx context.Context, r RankReq) (proto.RankReply, error) {
 	id := c.nextID()
 	req := &proto.Request{Type: proto.TypeRank, ID: id, Board: r.Board, Member: r.Member, Around: &r.Around, Period: r.Period}
-	f, err := c.do(ctx, proto.TypeRank, id, req, true)
-	if err == nil {
-		err = expect(f, proto.TypeRank)
-	}
+	f, err := c.do(ctx, req, true, proto.TypeRank)
 	if err != nil {
 		return proto.RankReply{}, err
 	}
@@ -275,10 +255,7 @@ func (c *Client) Rank(ctx context.Context, r RankReq) (proto.RankReply, error) {
 // Options.TokenFunc is set. A lost connection fails it with ErrConnLost.
 func (c *Client) Auth(ctx context.Context, token string) (proto.Authed, error) {
 	id := c.nextID()
-	f, err := c.do(ctx, proto.TypeAuth, id, &proto.Request{Type: proto.TypeAuth, ID: id, Token: token}, false)
-	if err == nil {
-		err = expect(f, proto.TypeAuthed)
-	}
+	f, err := c.do(ctx, &proto.Request{Type: proto.TypeAuth, ID: id, Token: token}, false, proto.TypeAuthed)
 	if err != nil {
 		return proto.Authed{}, err
 	}
