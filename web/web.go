@@ -48,8 +48,12 @@ type file struct {
 	body        []byte
 	contentType string
 	etag        string
-	cache       string
 }
+
+// cacheControl is every file's Cache-Control. no-cache means "revalidate
+// every time": a new binary takes effect on the next load, and an unchanged
+// file costs a 304.
+const cacheControl = "no-cache"
 
 // routes maps each URL path to its embedded file. Anything else is a 404.
 func routes() map[string]string {
@@ -84,9 +88,6 @@ func New(cfg Config) (*Web, error) {
 			body:        body,
 			contentType: ct,
 			etag:        `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`,
-			// no-cache means "revalidate every time": a new binary takes effect
-			// on the next load, and an unchanged file costs a 304.
-			cache: "no-cache",
 		}
 	}
 	return w, nil
@@ -135,7 +136,7 @@ func (w *Web) serve(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "405 method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	h.Set("Cache-Control", f.cache)
+	h.Set("Cache-Control", cacheControl)
 	h.Set("ETag", f.etag)
 	if etagMatch(r.Header.Get("If-None-Match"), f.etag) {
 		rw.WriteHeader(http.StatusNotModified)
