@@ -393,7 +393,7 @@ func (p *tcpProxy) accept() {
 		down := p.down
 		p.mu.Unlock()
 		if down {
-			go p.sink(c, nil)
+			go p.sink(c)
 			continue
 		}
 		s, err := net.DialTimeout("tcp", p.target, time.Second)
@@ -428,7 +428,7 @@ func (p *tcpProxy) pipe(dst, src net.Conn) {
 }
 
 // sink reads and discards from a black-holed connection until it is cut.
-func (p *tcpProxy) sink(c net.Conn, _ net.Conn) {
+func (p *tcpProxy) sink(c net.Conn) {
 	io.Copy(io.Discard, c)
 	p.drop(c)
 }

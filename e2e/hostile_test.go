@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -315,7 +316,7 @@ func runHostile(t *testing.T, g *gateway, tc hostileCase) {
 			if code != tc.wantClose {
 				t.Errorf("closed with %d %q, want %d", code, f.payload[min(2, len(f.payload)):], tc.wantClose)
 			}
-			if tc.alsoSee != "" && !contains(codes, tc.alsoSee) {
+			if tc.alsoSee != "" && !slices.Contains(codes, tc.alsoSee) {
 				t.Errorf("closed without a %s error first (errors %v)", tc.alsoSee, codes)
 			}
 			return
@@ -342,7 +343,7 @@ func runHostile(t *testing.T, g *gateway, tc hostileCase) {
 		case m.Type == proto.TypeError:
 			codes = append(codes, m.Code)
 			if tc.wantErr != "" {
-				if !contains(strings.Split(tc.wantErr, "|"), m.Code) {
+				if !slices.Contains(strings.Split(tc.wantErr, "|"), m.Code) {
 					t.Errorf("error %s %q, want %s", m.Code, f.payload, tc.wantErr)
 				}
 				if !probed {
@@ -374,13 +375,4 @@ func want(tc hostileCase) string {
 		return "a duplicate ack"
 	}
 	return "the connection to stay open"
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
