@@ -109,6 +109,21 @@ start_gateway() { # start_gateway [extra flags…]
 }
 stop_gateway() { kill "$GW_PID"; wait "$GW_PID" 2>/dev/null || true; }
 
+# start_bare INTERVAL: the bare broadcast loop on a free port FP (pid FPID),
+# once it listens.
+start_bare() {
+	FP=$(freeport)
+	"$WORK/fanout" --addr "127.0.0.1:$FP" --interval "$1" >/dev/null &
+	FPID=$!
+	PIDS+=("$FPID")
+	for _ in $(seq 100); do
+		ss -Htln "sport = :$FP" | grep -q . && return 0
+		sleep 0.1
+	done
+	echo "bench: the bare loop does not listen on :$FP" >&2
+	return 1
+}
+
 # ingest NAME [load flags…]: one load run, timing the gateway's CPU, with a
 # CPU profile over its middle.
 ingest() {
@@ -176,11 +191,7 @@ wait "$L"
 stop_gateway
 
 say "memory per idle connection ($SPECTATORS), bare coder/websocket"
-FP=$(freeport)
-"$WORK/fanout" --addr "127.0.0.1:$FP" --interval 1h >/dev/null &
-FPID=$!
-PIDS+=("$FPID")
-sleep 0.5
+start_bare 1h
 base=$(rss_kb "$FPID")
 "${LOAD[@]}" --url "ws://127.0.0.1:$FP/ws" --players 0 --watchers 0 --spectators "$SPECTATORS" --duration 4s >"$OUT/idle-bare.txt" &
 L=$!
@@ -210,11 +221,7 @@ fanout() {
 	stop_gateway
 
 	say "fan-out: $n spectators, bare coder/websocket broadcast loop"
-	FP=$(freeport)
-	"$WORK/fanout" --addr "127.0.0.1:$FP" --interval 100ms >/dev/null &
-	FPID=$!
-	PIDS+=("$FPID")
-	sleep 0.5
+	start_bare 100ms
 	before=$(cpu_ticks "$FPID")
 	"${LOAD[@]}" --url "ws://127.0.0.1:$FP/ws" --players 0 --watchers 0 --spectators "$n" --duration "$DUR" \
 		--json "$OUT/fanout-bare-$n.json" >"$OUT/fanout-bare-$n.txt"
