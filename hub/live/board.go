@@ -16,6 +16,9 @@ type board struct {
 	cfgOK  bool
 	cfgAt  time.Time // when cfg was read; zero forces a re-read
 	period int64     // current period by this node's clock (0: no periods)
+	// periodEnd is when period ends (zero: no periods): until then the
+	// tick need not call rank.PeriodAt, which loads the board's time zone.
+	periodEnd time.Time
 	// changePeriod is the period of the latest change event; a change in
 	// another period means the store rolled over.
 	changePeriod int64
@@ -130,7 +133,8 @@ func (b *board) setCfg(c rank.Board, now time.Time) (shape bool) {
 		b.cfg.Reset != c.Reset || b.cfg.TZ != c.TZ)
 	b.cfg, b.cfgOK, b.cfgAt = c, true, now
 	if first || shape {
-		b.period = rank.PeriodAt(c, now).Index
+		p := rank.PeriodAt(c, now)
+		b.period, b.periodEnd = p.Index, p.End
 		b.changePeriod = b.period
 	}
 	return shape

@@ -221,9 +221,11 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 				e.gap(b) // a missing seq did not turn up: assume it was lost
 			}
 		}
-		if b.cfgOK && b.cfg.Reset != rank.None {
-			if p := rank.PeriodAt(b.cfg, now).Index; p != b.period {
-				b.period, b.changePeriod = p, p
+		if b.cfgOK && b.cfg.Reset != rank.None && !now.Before(b.periodEnd) {
+			p := rank.PeriodAt(b.cfg, now)
+			b.periodEnd = p.End
+			if p.Index != b.period {
+				b.period, b.changePeriod = p.Index, p.Index
 				e.markAll(b)
 			}
 		}
