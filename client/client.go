@@ -270,6 +270,13 @@ func (c *Client) dial(ctx context.Context, url, token string) (*websocket.Conn, 
 	}
 	conn.SetReadLimit(c.opts.MaxFrame)
 	_, data, err := conn.Read(ctx)
+	if err == nil {
+		// The library closes the connection from ctx's AfterFunc when ctx
+		// ends during a read; ending just as the welcome arrived leaves a
+		// read that succeeded on a connection being closed. So a dial whose
+		// ctx ended has failed, whatever the read said.
+		err = ctx.Err()
+	}
 	if err != nil {
 		conn.CloseNow()
 		return nil, w, fmt.Errorf("client: dial %s: welcome: %w", url, err)

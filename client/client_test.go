@@ -1,8 +1,11 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -360,4 +363,47 @@ func TestCloseIsFinal(t *testing.T) {
 	if c.State() != client.StateClosed {
 		t.Errorf("state %v", c.State())
 	}
+}
+
+// TestDialCancelledDuringWelcome: a dial whose ctx ends while the welcome
+// is being read fails with ctx's error; it never hands out a connection
+// that the library is already closing (its read-timeout AfterFunc fires
+// even when the read itself succeeded).
+func TestDialCancelledDuringWelcome(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, nil)
+	for i := range 20 {
+		ctx, cancel := context.WithCancel(testCtx(t))
+		hc := &http.Client{Transport: &http.Transport{DialContext: func(dctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(dctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &cancelOnWelcome{Conn: c, cancel: cancel}, nil
+		}}}
+		c, err := client.Dial(ctx, f.URL, "tok", &client.Options{HTTPClient: hc})
+		cancel()
+		if err == nil {
+			c.Close()
+			t.Fatalf("dial %d: ctx ended during the welcome, yet Dial succeeded", i)
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("dial %d: %v; want context.Canceled", i, err)
+		}
+	}
+}
+
+// cancelOnWelcome cancels the dial's ctx as the bytes of the welcome frame
+// arrive, before the read that carries them returns.
+type cancelOnWelcome struct {
+	net.Conn
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnWelcome) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if bytes.Contains(p[:n], []byte(`"welcome"`)) {
+		c.cancel()
+	}
+	return n, err
 }

@@ -306,7 +306,7 @@ func soakPhase(t *testing.T, ctx context.Context, g *gateway, maddr, board strin
 		t.Logf("%s: %d connections closed as slow consumers, %d dropped", board, slow, c.Dropped)
 	}
 	if c.Players != cfg.Players || c.Receivers != cfg.Spectators+cfg.Watchers || c.DialFailed != 0 || c.Dropped > slow || c.Reconnects != 0 {
-		t.Errorf("e2e: %s: connections %+v: want every dial to succeed, no drop, no reconnect; the gateway's closes:\n%s", board, c, closesLogged(g))
+		t.Errorf("e2e: %s: connections %+v, drops %v: want every dial to succeed, no drop, no reconnect; the gateway's closes:\n%s", board, c, rep.DropReasons, closesLogged(g))
 	}
 	if c.Churned < slots || c.Redialed < c.Churned-slots {
 		t.Errorf("e2e: %s: %d connections churned, %d redialed; want every one of %d churned at least once", board, c.Churned, c.Redialed, slots)
@@ -335,11 +335,13 @@ func soakPhase(t *testing.T, ctx context.Context, g *gateway, maddr, board strin
 }
 
 // closesLogged is the gateway's log of the connections it closed itself
-// (not answering a client's close), at most 20 lines.
+// and of those that ended other than by the client's normal close, at
+// most 20 lines.
 func closesLogged(g *gateway) string {
 	var out []string
 	for line := range strings.Lines(g.Logs()) {
-		if strings.Contains(line, `"hub: close"`) && len(out) < 20 {
+		ended := strings.Contains(line, `"hub: connection closed"`) && !strings.Contains(line, "StatusNormalClosure")
+		if (ended || strings.Contains(line, `"hub: close"`)) && len(out) < 20 {
 			out = append(out, line)
 		}
 	}

@@ -386,9 +386,7 @@ func (c *conn) closeWith(ctx context.Context, cr closeRequest) error {
 	}
 	c.h.m.closed(strconv.Itoa(int(cr.code)))
 	err := c.ws.Close(cr.code, cr.reason)
-	if err != nil {
-		c.h.log.Debug("hub: close", "code", int(cr.code), "err", err)
-	}
+	c.h.log.Debug("hub: close", "member", c.p.Member, "code", int(cr.code), "reason", cr.reason, "err", err)
 	return nil
 }
 

@@ -106,6 +106,7 @@ type Generator struct {
 
 	mu     sync.Mutex
 	errs   map[string]int64 // errors by contract code (or "conn", "timeout")
+	drops  map[string]int64 // dropped receivers by why their connection ended
 	series []Second
 }
 
@@ -149,7 +150,7 @@ func New(cfg Config) (*Generator, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Generator{cfg: cfg, log: log, errs: make(map[string]int64)}, nil
+	return &Generator{cfg: cfg, log: log, errs: make(map[string]int64), drops: make(map[string]int64)}, nil
 }
 
 func (g *Generator) countErr(code string) {

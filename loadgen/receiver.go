@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -58,6 +59,12 @@ func (g *Generator) dialReceiver(ctx context.Context, token string, sub proto.Re
 	}
 	// The reply comes before any frame of the subscription.
 	_, reply, err := conn.Read(ctx)
+	if err == nil {
+		// ctx ending during a read closes the connection (the library's
+		// AfterFunc), even when the read itself succeeded: a receiver
+		// handed out then would count as dropped.
+		err = ctx.Err()
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -75,16 +82,13 @@ func (g *Generator) receive(r *receiver) {
 	var buf bytes.Buffer
 	for {
 		_, rd, err := r.conn.Reader(context.Background())
+		if err == nil {
+			buf.Reset()
+			_, err = buf.ReadFrom(rd)
+		}
 		if err != nil {
 			if !r.closing.Load() {
-				g.dropped.Add(1)
-			}
-			return
-		}
-		buf.Reset()
-		if _, err := buf.ReadFrom(rd); err != nil {
-			if !r.closing.Load() {
-				g.dropped.Add(1)
+				g.drop(err)
 			}
 			return
 		}
@@ -113,6 +117,20 @@ func (g *Generator) receive(r *receiver) {
 			g.lag.Record(now.Sub(time.UnixMilli(ts)))
 		}
 	}
+}
+
+// drop counts a receiver's connection lost during the run, by why.
+func (g *Generator) drop(err error) {
+	why := err.Error()
+	if code := websocket.CloseStatus(err); code != -1 {
+		var ce websocket.CloseError
+		errors.As(err, &ce)
+		why = fmt.Sprintf("close %d %s", int(code), ce.Reason)
+	}
+	g.dropped.Add(1)
+	g.mu.Lock()
+	g.drops[why]++
+	g.mu.Unlock()
 }
 
 func (r *receiver) close() {

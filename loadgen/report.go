@@ -35,6 +35,9 @@ type Report struct {
 	Freshness   Quantiles        `json:"frame_freshness"` // receive time − ack time of the frame's seq
 	FrameLag    Quantiles        `json:"frame_lag"`       // receive time − the frame's ts
 	Connections Connections      `json:"connections"`
+	// DropReasons counts Connections.Dropped by why each connection ended:
+	// the close code and reason the gateway sent, or the socket error.
+	DropReasons map[string]int64 `json:"drop_reasons,omitempty"`
 	Series      []Second         `json:"series"`
 	LatencyCDF  [][2]float64     `json:"ack_latency_cdf"` // (ms, fraction at or below)
 }
@@ -109,6 +112,9 @@ func (g *Generator) report(start time.Time, send, elapsed, connect time.Duration
 	}
 	g.mu.Lock()
 	r.Errors = maps.Clone(g.errs)
+	if len(g.drops) > 0 {
+		r.DropReasons = maps.Clone(g.drops)
+	}
 	r.Series = slices.Clone(g.series)
 	g.mu.Unlock()
 	return r
@@ -142,6 +148,9 @@ func (r Report) Summary() string {
 	c := r.Connections
 	fmt.Fprintf(&b, "conns     players %d  receivers %d  dial failures %d  dropped %d  reconnects %d  (connected in %.1fs)\n",
 		c.Players, c.Receivers, c.DialFailed, c.Dropped, c.Reconnects, r.ConnectSeconds)
+	for _, k := range slices.Sorted(maps.Keys(r.DropReasons)) {
+		fmt.Fprintf(&b, "dropped   %d: %s\n", r.DropReasons[k], k)
+	}
 	if r.ChurnSeconds > 0 {
 		fmt.Fprintf(&b, "churn     lifetime %s ± 50%%  churned %d  redialed %d  (%.1f/s)\n",
 			time.Duration(r.ChurnSeconds*float64(time.Second)), c.Churned, c.Redialed, float64(c.Churned)/max(r.SendSeconds, 1e-9))
