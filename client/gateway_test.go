@@ -1,36 +1,21 @@
 package client_test
 
 import (
-	"context"
 	"io"
-	"log/slog"
 	"net"
-	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/wsgateway/wsgateway/auth"
-	"github.com/wsgateway/wsgateway/bus"
-	"github.com/wsgateway/wsgateway/hub"
-	"github.com/wsgateway/wsgateway/hub/live"
-	"github.com/wsgateway/wsgateway/rank"
-	"github.com/wsgateway/wsgateway/rank/memstore"
+	"github.com/wsgateway/wsgateway/internal/gwtest"
 )
 
 // testSecret signs every token of these tests.
 const testSecret = "client-tests-secret-0123456789abcdef"
 
-// gateway is an in-process gateway wired as cmd/wsgateway wires --dev:
-// memory engine, boards created on first use, in-process NATS.
-type gateway struct {
-	URL   string // ws://…/ws
-	Store rank.Store
-}
-
-func startGateway(t testing.TB) *gateway {
+func startGateway(t testing.TB) *gwtest.Gateway {
 	t.Helper()
 	g, stop, err := newGateway()
 	if err != nil {
@@ -40,55 +25,10 @@ func startGateway(t testing.TB) *gateway {
 	return g
 }
 
-// newGateway starts a gateway; stop ends it.
-func newGateway() (g *gateway, stop func(), err error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() {
-		if err != nil {
-			cancel()
-		}
-	}()
-	log := slog.New(slog.DiscardHandler)
-	ms, err := memstore.New(memstore.Config{Logger: log})
-	if err != nil {
-		return nil, nil, err
-	}
-	store := rank.AutoCreate(ms)
-	v, err := auth.New(ctx, auth.Config{Secret: []byte(testSecret), Logger: log})
-	if err != nil {
-		return nil, nil, err
-	}
-	engine, err := live.New(live.Config{Store: store, Interval: 20 * time.Millisecond, Logger: log})
-	if err != nil {
-		return nil, nil, err
-	}
-	var b *bus.Bus
-	h, err := hub.New(hub.Config{
-		Store: store, Verifier: v, Live: engine, Node: "test",
-		Publish:     func(c bus.Change) { b.Publish(c) },
-		TopInterval: 20 * time.Millisecond, Logger: log,
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	b, err = bus.New(ctx, bus.Config{Node: "test", Logger: log, OnChanges: engine.Changed, OnResync: engine.Resync})
-	if err != nil {
-		return nil, nil, err
-	}
-	done := make(chan struct{})
-	go func() { engine.Run(ctx); close(done) }()
-	srv := httptest.NewServer(h)
-	stop = func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		h.Shutdown(sctx)
-		scancel()
-		srv.Close()
-		cancel()
-		<-done
-		b.Close()
-		store.Close()
-	}
-	return &gateway{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", Store: store}, stop, nil
+// newGateway starts an in-process gateway wired as --dev (boards created
+// on first use); stop ends it.
+func newGateway() (*gwtest.Gateway, func(), error) {
+	return gwtest.Start(gwtest.Options{Secret: []byte(testSecret), AutoCreate: true})
 }
 
 // mint signs a token for sub.

@@ -2,79 +2,29 @@ package loadgen_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/wsgateway/wsgateway/api"
-	"github.com/wsgateway/wsgateway/auth"
-	"github.com/wsgateway/wsgateway/bus"
-	"github.com/wsgateway/wsgateway/hub"
-	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/internal/gwtest"
 	"github.com/wsgateway/wsgateway/loadgen"
 	"github.com/wsgateway/wsgateway/rank"
-	"github.com/wsgateway/wsgateway/rank/memstore"
 )
 
 const secret = "loadgen-tests-secret-0123456789abcdef"
 
-// startGateway wires a gateway as cmd/wsgateway does, without --dev's
-// auto-creation (so Config.Create is exercised): memory engine, in-process
-// NATS, WebSocket and REST on one server.
+// startGateway starts an in-process gateway with 50ms frames, without
+// --dev's auto-creation (so Config.Create is exercised).
 func startGateway(t *testing.T) (wsURL string, store rank.Store, conns func() int) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.DiscardHandler)
-	store, err := memstore.New(memstore.Config{Logger: log})
+	g, stop, err := gwtest.Start(gwtest.Options{Secret: []byte(secret), Interval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := auth.New(ctx, auth.Config{Secret: []byte(secret), Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := live.New(live.Config{Store: store, Interval: 50 * time.Millisecond, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b *bus.Bus
-	h, err := hub.New(hub.Config{Store: store, Verifier: v, Live: engine, Node: "t",
-		Publish: func(c bus.Change) { b.Publish(c) }, TopInterval: 50 * time.Millisecond, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err = bus.New(ctx, bus.Config{Node: "t", Logger: log, OnChanges: engine.Changed, OnResync: engine.Resync})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := api.New(api.Config{Store: store, Verifier: v, OnApplied: h.Applied, Logger: log,
-		OnBoard: func(board string, _ bool) { h.BoardChanged(board); engine.Resync(board) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { engine.Run(ctx); close(done) }()
-	mux := http.NewServeMux()
-	mux.Handle("GET /ws", h)
-	mux.Handle("/api/", a.Handler())
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		h.Shutdown(sctx)
-		scancel()
-		srv.Close()
-		cancel()
-		<-done
-		b.Close()
-		store.Close()
-	})
-	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", store, h.Conns
+	t.Cleanup(stop)
+	return g.URL, g.Store, g.Hub.Conns
 }
 
 // boardSum is the sum of every score on board, and its member count.
