@@ -270,12 +270,12 @@ func (c *Client) dial(ctx context.Context, url, token string) (*websocket.Conn, 
 	}
 	conn.SetReadLimit(c.opts.MaxFrame)
 	_, data, err := conn.Read(ctx)
-	if err == nil {
+	if cerr := ctx.Err(); cerr != nil {
 		// The library closes the connection from ctx's AfterFunc when ctx
 		// ends during a read; ending just as the welcome arrived leaves a
-		// read that succeeded on a connection being closed. So a dial whose
-		// ctx ended has failed, whatever the read said.
-		err = ctx.Err()
+		// read that succeeded on a connection being closed, or one that
+		// failed on the closed socket. Either way the dial was cancelled.
+		err = cerr
 	}
 	if err != nil {
 		conn.CloseNow()

@@ -59,11 +59,11 @@ func (g *Generator) dialReceiver(ctx context.Context, token string, sub proto.Re
 	}
 	// The reply comes before any frame of the subscription.
 	_, reply, err := conn.Read(ctx)
-	if err == nil {
+	if cerr := ctx.Err(); cerr != nil {
 		// ctx ending during a read closes the connection (the library's
 		// AfterFunc), even when the read itself succeeded: a receiver
 		// handed out then would count as dropped.
-		err = ctx.Err()
+		err = cerr
 	}
 	if err != nil {
 		return fail(err)
