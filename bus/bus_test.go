@@ -34,7 +34,7 @@ func TestTwoNodesOrderedNoEcho(t *testing.T) {
 		}
 	}
 	want := perBoard * len(boards)
-	checkFor(t, 20*time.Second, "all changes at b", func() bool { return rb.count() >= want })
+	testenv.Until(t, 20*time.Second, "all changes at b", func() bool { return rb.count() >= want })
 
 	got := rb.changes()
 	if len(got) != want {
@@ -69,7 +69,7 @@ func TestTwoNodesOrderedNoEcho(t *testing.T) {
 	// have (the server delivers to a in the order it processed): so if a
 	// has only the marker, nothing was echoed.
 	b.Publish(Change{Board: "marker", Seq: 1, Member: "z", New: 1, Rank: 1})
-	checkFor(t, 10*time.Second, "marker at a", func() bool { return ra.count() >= 1 })
+	testenv.Until(t, 10*time.Second, "marker at a", func() bool { return ra.count() >= 1 })
 	if got := ra.changes(); len(got) != 1 || got[0].Board != "marker" {
 		t.Errorf("a received %d changes (%v...), want only b's marker", len(got), got[0])
 	}
@@ -111,8 +111,8 @@ func TestBatching(t *testing.T) {
 		board := boards[i%len(boards)]
 		a.Publish(Change{Board: board, Seq: int64(i/len(boards) + 1), Member: "m", New: int64(i), Rank: 1})
 	}
-	checkFor(t, 20*time.Second, "burst at b", func() bool { return rb.count() >= n })
-	checkFor(t, 10*time.Second, "spy count", func() bool { return wireMsgs.Load() == a.Stats().Messages })
+	testenv.Until(t, 20*time.Second, "burst at b", func() bool { return rb.count() >= n })
+	testenv.Until(t, 10*time.Second, "spy count", func() bool { return wireMsgs.Load() == a.Stats().Messages })
 
 	if got := rb.count(); got != n {
 		t.Fatalf("b received %d changes, want %d", got, n)
@@ -141,7 +141,7 @@ func TestIdleFlushesImmediately(t *testing.T) {
 	ready(t, a, b)
 	a.Publish(Change{Board: "solo", Seq: 1, Member: "m", New: 1, Rank: 1})
 	// With an hour-long window, arrival proves the idle path skipped it.
-	checkFor(t, 10*time.Second, "lone change", func() bool { return rb.count() == 1 })
+	testenv.Until(t, 10*time.Second, "lone change", func() bool { return rb.count() == 1 })
 }
 
 func TestBoardEvents(t *testing.T) {
@@ -156,7 +156,7 @@ func TestBoardEvents(t *testing.T) {
 	for _, e := range want {
 		a.PublishBoard(e)
 	}
-	checkFor(t, 10*time.Second, "board events at b", func() bool { return len(rb.boardEvents()) >= len(want) })
+	testenv.Until(t, 10*time.Second, "board events at b", func() bool { return len(rb.boardEvents()) >= len(want) })
 	got := rb.boardEvents()
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("b got %v, want %v", got, want)
@@ -177,7 +177,7 @@ func TestSubjectPrefixIsolates(t *testing.T) {
 	ready(t, a, b, c)
 	a.Publish(Change{Board: "x", Seq: 1, Member: "m", New: 1, Rank: 1})
 	a.Publish(Change{Board: "x", Seq: 2, Member: "m", New: 2, Rank: 1})
-	checkFor(t, 10*time.Second, "changes at b", func() bool { return rb.count() == 2 })
+	testenv.Until(t, 10*time.Second, "changes at b", func() bool { return rb.count() == 2 })
 	// c would have had them at the same time as b.
 	if err := c.Ping(context.Background()); err != nil {
 		t.Fatal(err)
@@ -201,22 +201,22 @@ func TestReconnectResyncs(t *testing.T) {
 	ready(t, a, b)
 
 	a.Publish(Change{Board: "r", Seq: 1, Member: "m", New: 1, Rank: 1})
-	checkFor(t, 10*time.Second, "first change", func() bool { return rb.count() == 1 })
+	testenv.Until(t, 10*time.Second, "first change", func() bool { return rb.count() == 1 })
 	fromA, fromB := ra.resyncCount(), rb.resyncCount()
 
 	srv.Kill()
-	checkFor(t, 10*time.Second, "a to notice", func() bool { return a.Ping(context.Background()) != nil })
+	testenv.Until(t, 10*time.Second, "a to notice", func() bool { return a.Ping(context.Background()) != nil })
 	srv.Start()
 
-	checkFor(t, 20*time.Second, "resync at a", func() bool { return ra.resyncedSince(fromA, "") })
-	checkFor(t, 20*time.Second, "resync at b", func() bool { return rb.resyncedSince(fromB, "") })
+	testenv.Until(t, 20*time.Second, "resync at a", func() bool { return ra.resyncedSince(fromA, "") })
+	testenv.Until(t, 20*time.Second, "resync at b", func() bool { return rb.resyncedSince(fromB, "") })
 	ready(t, a, b) // b's subscription is back on the server
 	if a.Stats().Reconnects < 1 || b.Stats().Reconnects < 1 {
 		t.Errorf("reconnects a=%d b=%d, want ≥ 1", a.Stats().Reconnects, b.Stats().Reconnects)
 	}
 
 	a.Publish(Change{Board: "r", Seq: 2, Member: "m", New: 2, Rank: 1})
-	checkFor(t, 10*time.Second, "change after restart", func() bool {
+	testenv.Until(t, 10*time.Second, "change after restart", func() bool {
 		got := rb.changes()
 		return len(got) > 0 && got[len(got)-1].Seq == 2
 	})
@@ -243,7 +243,7 @@ func TestPublishNeverBlocksWhenServerHangs(t *testing.T) {
 	// overflow while the publisher keeps up: drops come only from the hung
 	// server (a publisher stuck in a write, then a failed connection). The
 	// TCP buffers fill within a few megabytes.
-	checkFor(t, 60*time.Second, "drops counted", func() bool {
+	testenv.Until(t, 60*time.Second, "drops counted", func() bool {
 		for range 100 {
 			published++
 			a.Publish(Change{Board: "hot", Seq: int64(published), Member: member, New: int64(published), Rank: 1, Name: name})
@@ -260,7 +260,7 @@ func TestPublishNeverBlocksWhenServerHangs(t *testing.T) {
 	t.Logf("published %d, stats %+v", published, a.Stats())
 
 	srv.Resume()
-	checkFor(t, 30*time.Second, "resync of hot at b", func() bool { return rb.resyncedSince(from, "hot") })
+	testenv.Until(t, 30*time.Second, "resync of hot at b", func() bool { return rb.resyncedSince(from, "hot") })
 }
 
 // With the server gone and no reconnect buffer, publishes are dropped and
@@ -271,11 +271,11 @@ func TestPublishWhileServerDown(t *testing.T) {
 	a := newBus(t, Config{URL: srv.URL(), Node: "a", ReconnectBuffer: -1, MaxPending: 50})
 	ready(t, a)
 	srv.Kill()
-	checkFor(t, 10*time.Second, "a to notice", func() bool { return a.Ping(context.Background()) != nil })
+	testenv.Until(t, 10*time.Second, "a to notice", func() bool { return a.Ping(context.Background()) != nil })
 	for i := range 10000 {
 		a.Publish(Change{Board: "down", Seq: int64(i + 1), Member: "m", New: 1, Rank: 1})
 	}
-	checkFor(t, 10*time.Second, "all counted as dropped", func() bool { return a.Stats().Dropped == 10000 })
+	testenv.Until(t, 10*time.Second, "all counted as dropped", func() bool { return a.Stats().Dropped == 10000 })
 	if err := a.Ping(context.Background()); err == nil {
 		t.Error("Ping succeeded with the server down")
 	}
@@ -331,7 +331,7 @@ func TestInProcess(t *testing.T) {
 	if err := peer.Publish("lb.resync", []byte("a.b")); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, "peer's change at a", func() bool { return ra.count() == 1 && ra.resyncedSince(0, "a.b") })
+	testenv.Until(t, 10*time.Second, "peer's change at a", func() bool { return ra.count() == 1 && ra.resyncedSince(0, "a.b") })
 	if c := ra.changes()[0]; c.Member != "p" || c.New != 9 || c.Old != nil {
 		t.Errorf("a got %+v", c)
 	}
@@ -358,7 +358,7 @@ func TestBadPayloadResyncs(t *testing.T) {
 	if err := peer.Publish("lb.changes.q", []byte(`{not json`)); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, "resync of q", func() bool { return ra.resyncedSince(0, "q") })
+	testenv.Until(t, 10*time.Second, "resync of q", func() bool { return ra.resyncedSince(0, "q") })
 	if ra.count() != 0 {
 		t.Errorf("delivered %v from a bad payload", ra.changes())
 	}
@@ -403,7 +403,7 @@ func TestCloseFlushesQueue(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, "queued changes at b", func() bool { return rb.count() == 500 })
+	testenv.Until(t, 10*time.Second, "queued changes at b", func() bool { return rb.count() == 500 })
 }
 
 // With the server down at start, New succeeds, Ping fails, and once the
@@ -419,5 +419,5 @@ func TestStartsBeforeServer(t *testing.T) {
 	}
 	srv.Start()
 	ready(t, a)
-	checkFor(t, 10*time.Second, "resync after first connect", func() bool { return ra.resyncedSince(0, "") })
+	testenv.Until(t, 10*time.Second, "resync after first connect", func() bool { return ra.resyncedSince(0, "") })
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wsgateway/wsgateway/internal/testenv"
 )
 
 // tlog writes log lines to t.Log until the test ends; nats.go callbacks may
@@ -31,18 +33,6 @@ func testLogger(t testing.TB) *slog.Logger {
 	w := &tlog{t: t}
 	t.Cleanup(func() { w.mu.Lock(); w.done = true; w.mu.Unlock() })
 	return slog.New(slog.NewTextHandler(io.Writer(w), &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// checkFor polls cond until it holds or the deadline passes.
-func checkFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // recorder collects what a Bus delivers.
@@ -137,7 +127,7 @@ func newBus(t testing.TB, cfg Config) *Bus {
 func ready(t testing.TB, buses ...*Bus) {
 	t.Helper()
 	for _, b := range buses {
-		checkFor(t, 20*time.Second, "bus ping", func() bool {
+		testenv.Until(t, 20*time.Second, "bus ping", func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			return b.Ping(ctx) == nil

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsgateway/wsgateway/internal/testenv"
+
 	"github.com/wsgateway/wsgateway/client"
 	"github.com/wsgateway/wsgateway/proto"
 )
@@ -285,7 +287,7 @@ func TestConnectionLoss(t *testing.T) {
 				t.Fatalf("err = %v; want ErrConnLost", err)
 			}
 			if !tc.reconnect {
-				checkFor(t, "closed state", func() bool { return c.State() == client.StateClosed })
+				testenv.Until(t, 10*time.Second, "closed state", func() bool { return c.State() == client.StateClosed })
 				if _, err := c.Page(testCtx(t), client.PageReq{Board: "b"}); !errors.Is(err, client.ErrClosed) {
 					t.Errorf("after loss: %v; want ErrClosed", err)
 				}
@@ -318,7 +320,7 @@ func TestSubscriptionLatestWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, "100 OnTop calls", func() bool { return calls.Load() == 100 })
+	testenv.Until(t, 10*time.Second, "100 OnTop calls", func() bool { return calls.Load() == 100 })
 	last := int64(0)
 	for last < 100 {
 		select {

@@ -105,7 +105,7 @@ func TestGatewayScoresReadsAndFrames(t *testing.T) {
 	}
 
 	// Frames converge on the final state (R7, R8).
-	checkFor(t, "a top frame with the final top 3", func() bool {
+	testenv.Until(t, 10*time.Second, "a top frame with the final top 3", func() bool {
 		select {
 		case top := <-sub.Top():
 			return len(top.Entries) == 3 && top.Entries[0].Score == 40 && top.Entries[2].Member == "carol" && top.Total == 4
@@ -113,7 +113,7 @@ func TestGatewayScoresReadsAndFrames(t *testing.T) {
 			return false
 		}
 	})
-	checkFor(t, "a view frame of carol at rank 3", func() bool {
+	testenv.Until(t, 10*time.Second, "a view frame of carol at rank 3", func() bool {
 		select {
 		case v := <-sub.View():
 			return v.Member == "carol" && v.Rank != nil && *v.Rank == 3 && len(v.Around) == 3 && v.Around[2].Member == "dave"
@@ -157,7 +157,7 @@ func TestGatewayLostAcksAreResentWithTheSameID(t *testing.T) {
 		})
 	}
 	const sum = n * (n + 1) / 2
-	checkFor(t, "every event applied", func() bool {
+	testenv.Until(t, 10*time.Second, "every event applied", func() bool {
 		pg, err := g.Store.Top(ctx, "lost", rank.PeriodSel(""), 0, 10)
 		if err != nil {
 			return false
@@ -228,7 +228,7 @@ func TestGatewayKilledAndRestarted(t *testing.T) {
 			}
 		})
 	}
-	checkFor(t, "some acks before the kill", func() bool { return acked.Load() >= workers*perWorker/4 })
+	testenv.Until(t, 10*time.Second, "some acks before the kill", func() bool { return acked.Load() >= workers*perWorker/4 })
 	gw.kill()
 	gw.start()
 	wg.Wait()
@@ -289,7 +289,7 @@ func (g *binaryGateway) start() {
 	if err := g.cmd.Start(); err != nil {
 		g.t.Fatal(err)
 	}
-	checkFor(g.t, "the gateway ready", func() bool {
+	testenv.Until(g.t, 10*time.Second, "the gateway ready", func() bool {
 		resp, err := http.Get("http://" + g.addr + "/readyz")
 		if err != nil {
 			return false

@@ -74,7 +74,7 @@ func (c *cluster) resender(t testing.TB, g *gateway) *client.Client {
 func readyz(t testing.TB, g *gateway, want bool, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	checkFor(t, within, fmt.Sprintf("/readyz of %s = %v", g.opts.Node, want), func() error {
+	testenv.Eventually(t, within, fmt.Sprintf("/readyz of %s = %v", g.opts.Node, want), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		st, b, err := rest(ctx, "GET", g.HTTP()+"/readyz", "", nil, nil)

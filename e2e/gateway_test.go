@@ -339,23 +339,6 @@ func readBoard(ctx context.Context, g *gateway, tok, board string) ([]proto.Entr
 	}
 }
 
-// checkFor polls cond every 20ms until it returns nil or d passes; then it
-// fails the test with cond's last error.
-func checkFor(t testing.TB, d time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("e2e: %s not within %s: %v", what, d, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // tcpProxy relays TCP to a target and can partition: while partitioned,
 // bytes in both directions are dropped and new connections are accepted
 // but black-holed, as a network partition looks to both ends. Heal cuts the

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsgateway/wsgateway/internal/testenv"
+
 	"golang.org/x/time/rate"
 
 	"github.com/wsgateway/wsgateway/auth"
@@ -266,7 +268,7 @@ func (ld *load) Sent() int64 { return min(ld.n.Load(), ld.max) }
 // waitSent waits until at least n events were started.
 func (ld *load) waitSent(t testing.TB, n int64) {
 	t.Helper()
-	checkFor(t, 60*time.Second, fmt.Sprintf("%d events sent", n), func() error {
+	testenv.Eventually(t, 60*time.Second, fmt.Sprintf("%d events sent", n), func() error {
 		if err := ld.err(); err != nil {
 			t.Fatal(err)
 		}

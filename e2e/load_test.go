@@ -156,7 +156,7 @@ func TestMassReconnect(t *testing.T) {
 		if failed > 0 {
 			t.Errorf("e2e: round %d: %d of %d connections failed", round, failed, n)
 		}
-		checkFor(t, 30*time.Second, "all connections counted", func() error {
+		testenv.Eventually(t, 30*time.Second, "all connections counted", func() error {
 			m, err := scrape(ctx, g.HTTP()+"/metrics")
 			if err != nil {
 				return err
@@ -182,14 +182,14 @@ func TestMassReconnect(t *testing.T) {
 	}
 	t.Logf("slowest probe (health + score ack) %s", time.Duration(worst.Load()).Round(time.Millisecond))
 	// Frames still flow and connections are released.
-	checkFor(t, 5*time.Second, "a top frame with the probe's score", func() error {
+	testenv.Eventually(t, 5*time.Second, "a top frame with the probe's score", func() error {
 		truth, total, err := readBoard(ctx, g, adminToken(t), c.board)
 		if err != nil {
 			return err
 		}
 		return w.matches(truth, total, 10)
 	})
-	checkFor(t, 30*time.Second, "connections released", func() error {
+	testenv.Eventually(t, 30*time.Second, "connections released", func() error {
 		m, err := scrape(ctx, g.HTTP()+"/metrics")
 		if err != nil {
 			return err
@@ -358,7 +358,7 @@ func settled(t testing.TB, ctx context.Context, maddr string, base map[string]fl
 	if base == nil {
 		within = 10 * time.Second
 	}
-	checkFor(t, within, "the gateway back at its baseline", func() error {
+	testenv.Eventually(t, within, "the gateway back at its baseline", func() error {
 		gcURL := "http://" + maddr + "/debug/pprof/heap?gc=1"
 		if st, _, err := rest(ctx, "GET", gcURL, "", nil, nil); err != nil || st != 200 {
 			return fmt.Errorf("GET %s: %d %v", gcURL, st, err)

@@ -95,7 +95,7 @@ func TestTokensNeverLogged(t *testing.T) {
 	rest(ctx, "GET", g.HTTP()+"/api/v1/boards/logs/top?access_token="+alice, "", nil, nil)
 
 	// The gateway logs each request; wait until it logged the last one.
-	checkFor(t, 5*time.Second, "the gateway's request log", func() error {
+	testenv.Eventually(t, 5*time.Second, "the gateway's request log", func() error {
 		if strings.Count(g.Logs(), "/top") >= 2 {
 			return nil
 		}
@@ -130,7 +130,7 @@ func TestMetricsAddr(t *testing.T) {
 	defer cancel()
 	var st int
 	var body []byte
-	checkFor(t, 5*time.Second, "pprof on --metrics-addr", func() error {
+	testenv.Eventually(t, 5*time.Second, "pprof on --metrics-addr", func() error {
 		var err error
 		st, body, err = rest(ctx, "GET", "http://"+maddr+"/debug/pprof/", "", nil, nil)
 		if err != nil {
@@ -384,7 +384,7 @@ func TestConnsPerMemberCap(t *testing.T) {
 	}
 	open[0].Close()
 	open = open[1:]
-	checkFor(t, 5*time.Second, "the freed slot", func() error {
+	testenv.Eventually(t, 5*time.Second, "the freed slot", func() error {
 		ws, resp, _, err := rawDial(g.Addr, "/ws", bearer(tok))
 		if err != nil {
 			return err

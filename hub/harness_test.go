@@ -500,7 +500,7 @@ func (g *gateway) startShutdown(d time.Duration) <-chan error {
 		defer cancel()
 		done <- g.hub.Shutdown(ctx)
 	}()
-	checkFor(g.t, 5*time.Second, "new upgrades to be refused", func() bool {
+	testenv.Until(g.t, 5*time.Second, "new upgrades to be refused", func() bool {
 		_, resp, err := g.dialErr(g.in.token(g.t, "late", auth.Player), dialOptions{})
 		return err != nil && resp != nil && resp.StatusCode == http.StatusServiceUnavailable
 	})
@@ -521,18 +521,6 @@ func (c *wsClient) readUntilGoingAway(check func(i int, m msg)) int {
 			return i
 		}
 		check(i, m)
-	}
-}
-
-// checkFor polls cond until it holds or d passes.
-func checkFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsgateway/wsgateway/internal/testenv"
+
 	"github.com/coder/websocket"
 
 	"github.com/wsgateway/wsgateway/auth"
@@ -80,7 +82,7 @@ func TestConnCapPerIP(t *testing.T) {
 
 	// A connection that ends frees its slot.
 	a.ws.Close(websocket.StatusNormalClosure, "")
-	checkFor(t, 5*time.Second, "the slot to free", func() bool { return g.hub.reg.held(slotIP, "203.0.113.7") == 1 })
+	testenv.Until(t, 5*time.Second, "the slot to free", func() bool { return g.hub.reg.held(slotIP, "203.0.113.7") == 1 })
 	if _, _, err := g.dialErr(tok, xff("203.0.113.7")); err != nil {
 		t.Fatalf("dial after a slot freed: %v", err)
 	}
@@ -266,7 +268,7 @@ func TestConnCapPerMember(t *testing.T) {
 				t.Fatal(err)
 			}
 			first.ws.Close(websocket.StatusNormalClosure, "")
-			checkFor(t, 5*time.Second, "the member slot to free", func() bool { return g.hub.reg.held(slotMember, sub) == 1 })
+			testenv.Until(t, 5*time.Second, "the member slot to free", func() bool { return g.hub.reg.held(slotMember, sub) == 1 })
 			if _, _, err := g.dialErr(tok, dialOptions{}); err != nil {
 				t.Fatalf("dial after a slot freed: %v", err)
 			}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsgateway/wsgateway/internal/testenv"
+
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
@@ -37,7 +39,7 @@ func TestR9MultiNode(t *testing.T) {
 	onA.score("multi", "p3", 50)
 	want := a.top("multi", 3)
 	waitTop(t, spec, want)
-	checkFor(t, 5*time.Second, "B's view of w showing rank 4", func() bool {
+	testenv.Until(t, 5*time.Second, "B's view of w showing rank 4", func() bool {
 		m, ok := watcher.nextFrame(proto.TypeView, 5*time.Second)
 		if !ok {
 			t.Fatal("no view frame on B")
@@ -125,7 +127,7 @@ func TestR9MultiNode(t *testing.T) {
 func waitTop(t *testing.T, c *wsClient, want rank.Page) {
 	t.Helper()
 	var last proto.Top
-	checkFor(t, 5*time.Second, "a top frame equal to the store's", func() bool {
+	testenv.Until(t, 5*time.Second, "a top frame equal to the store's", func() bool {
 		m, ok := c.nextFrame(proto.TypeTop, 5*time.Second)
 		if !ok {
 			t.Fatalf("no top frame; last %+v, want %+v", last, want.Entries)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsgateway/wsgateway/internal/testenv"
+
 	"github.com/coder/websocket"
 
 	"github.com/wsgateway/wsgateway/auth"
@@ -408,7 +410,7 @@ func TestR8ViewFrames(t *testing.T) {
 		}
 		// d overtakes the watcher: its rank and window change.
 		srv.score("view", "d", 50)
-		checkFor(t, 5*time.Second, "a view frame with rank 4", func() bool {
+		testenv.Until(t, 5*time.Second, "a view frame with rank 4", func() bool {
 			m, ok := w.nextFrame(proto.TypeView, 5*time.Second)
 			if !ok {
 				t.Fatal("no view frame after being overtaken")
@@ -626,7 +628,7 @@ func TestR12SlowConsumer(t *testing.T) {
 		for range 20 {
 			others.expectOK(proto.TypePage, proto.TypePage, map[string]any{"board": "slow", "limit": 100})
 		}
-		checkFor(t, 15*time.Second, "the slow consumer to be closed", func() bool {
+		testenv.Until(t, 15*time.Second, "the slow consumer to be closed", func() bool {
 			return counterValue(g.metrics.slowConsumer) >= 1 && g.hub.Conns() == 2
 		})
 		close(stop)
@@ -702,7 +704,7 @@ func TestR13StoreUnavailable(t *testing.T) {
 		start(false)
 		// Service resumes by itself; the retried id is applied once.
 		var ack proto.Ack
-		checkFor(t, 10*time.Second, "the store to answer again", func() bool {
+		testenv.Until(t, 10*time.Second, "the store to answer again", func() bool {
 			m := c.call(proto.TypeScore, map[string]any{"board": "down", "member": "a", "delta": 1})
 			if m.Type == proto.TypeAck {
 				ack = as[proto.Ack](t, m)
@@ -736,7 +738,7 @@ func TestR14Drain(t *testing.T) {
 				c.send(proto.TypeScore, fmt.Sprintf("d%d-%d", i, j), map[string]any{"board": "drain", "member": fmt.Sprintf("m%d", i), "delta": 1})
 			}
 		}
-		checkFor(t, 5*time.Second, "every connection's first score to be in flight", func() bool {
+		testenv.Until(t, 5*time.Second, "every connection's first score to be in flight", func() bool {
 			return fs.applies.Load() >= int64(len(clients))
 		})
 		done := g.startShutdown(10 * time.Second)

@@ -148,7 +148,7 @@ func TestWindowBackpressure(t *testing.T) {
 	for i := range n {
 		c.send(proto.TypeScore, fmt.Sprintf("b%d", i), map[string]any{"board": "bp", "member": "x", "delta": 1})
 	}
-	checkFor(t, 5*time.Second, "the window to fill", func() bool {
+	testenv.Until(t, 5*time.Second, "the window to fill", func() bool {
 		for _, cc := range g.hub.reg.all() {
 			if cc.inFlight() == maxInFlight {
 				return true
@@ -189,7 +189,7 @@ func TestDrainFullWindow(t *testing.T) {
 			c.send(proto.TypeScore, fmt.Sprintf("%sd%d", c.prefix, i), map[string]any{"board": "dw", "member": fmt.Sprintf("m%d", ci), "delta": 1})
 		}
 	}
-	checkFor(t, 5*time.Second, "every window to fill", func() bool {
+	testenv.Until(t, 5*time.Second, "every window to fill", func() bool {
 		full := 0
 		for _, cc := range g.hub.reg.all() {
 			if cc.inFlight() == maxInFlight {

@@ -299,7 +299,7 @@ func TestMetricsAddr(t *testing.T) {
 	g := startGateway(t, "--metrics-addr", maddr)
 	mbase := "http://" + maddr
 	// The metrics listener starts beside the main one: poll for it.
-	waitFor(t, "the metrics address to answer", 10*time.Second, func() bool {
+	testenv.Until(t, 10*time.Second, "the metrics address to answer", func() bool {
 		resp, err := http.Get(mbase + "/metrics")
 		if err == nil {
 			resp.Body.Close()

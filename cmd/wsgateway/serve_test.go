@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsgateway/wsgateway/internal/testenv"
+
 	"github.com/coder/websocket"
 )
 
@@ -32,17 +34,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestDevServe runs the real program in --dev mode on a free port: the
 // printed URLs and admin token work for REST and WebSocket, and cancelling
 // the context (SIGTERM) drains and closes WebSockets with 1001.
@@ -57,7 +48,7 @@ func TestDevServe(t *testing.T) {
 	}()
 	addrRe := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
 	tokenRe := regexp.MustCompile(`admin token \(24h\):\n(\S+)\n`)
-	waitFor(t, "the start banner", 10*time.Second, func() bool { return tokenRe.MatchString(stdout.String()) })
+	testenv.Until(t, 10*time.Second, "the start banner", func() bool { return tokenRe.MatchString(stdout.String()) })
 	addr := addrRe.FindStringSubmatch(stdout.String())[1]
 	token := tokenRe.FindStringSubmatch(stdout.String())[1]
 	base := "http://" + addr

@@ -9,26 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsgateway/wsgateway/internal/testenv"
+
 	"github.com/wsgateway/wsgateway/bus"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/memstore"
 )
-
-// checkFor polls cond until it returns nil or the deadline passes.
-func checkFor(t *testing.T, d time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // TestConcurrent runs the engine on the real clock while several writers
 // apply and report events concurrently (so changes arrive out of order) and
@@ -101,7 +87,7 @@ func TestConcurrent(t *testing.T) {
 	writers.Wait()
 
 	for _, c := range conns {
-		checkFor(t, 5*time.Second, func() error {
+		testenv.Eventually(t, 5*time.Second, "the last frames to match the board", func() error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			if err := topMatches(ms, c.r, "c", c.top); err != nil {

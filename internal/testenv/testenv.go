@@ -351,3 +351,36 @@ func RedisCommand(addr string, args ...string) (string, error) {
 	line, err := bufio.NewReader(c).ReadString('\n')
 	return strings.TrimRight(line, "\r\n"), err
 }
+
+// Eventually polls cond until it returns nil. Once within has passed, it
+// fails t, naming what it waited for and cond's last error. Tests wait on
+// observable state this way, never on a fixed sleep; the poll starts at
+// 5ms and backs off to 50ms, so conditions that cost a round trip are not
+// hammered.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	pause := 5 * time.Millisecond
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, within, err)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// Until is Eventually for a condition that has no error to tell.
+func Until(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	Eventually(t, within, what, func() error {
+		if cond() {
+			return nil
+		}
+		return errors.New("still false")
+	})
+}

@@ -37,7 +37,7 @@ func startCluster(t *testing.T) string {
 	}
 	for _, a := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: a})
-		eventually(t, 20*time.Second, "cluster_state:ok on "+a, func() error {
+		testenv.Eventually(t, 20*time.Second, "cluster_state:ok on "+a, func() error {
 			info, err := c.ClusterInfo(context.Background()).Result()
 			if err == nil && !strings.Contains(info, "cluster_state:ok") {
 				err = errors.New("not ok yet")

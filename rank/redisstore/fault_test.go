@@ -12,22 +12,6 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s: %v", within, what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func mustPut(t *testing.T, s *Store, b rank.Board) {
 	t.Helper()
 	if _, err := s.PutBoard(t.Context(), b); err != nil {
@@ -109,7 +93,7 @@ func TestUnavailableThenRecovery(t *testing.T) {
 			// An unavailable answer does not say whether the event ran (a
 			// frozen server runs it on waking): the client re-sends the same
 			// id, which applies it exactly once.
-			eventually(t, 10*time.Second, "apply after the server is back", func() error {
+			testenv.Eventually(t, 10*time.Second, "apply after the server is back", func() error {
 				_, err := s.Apply(t.Context(), incr(id, "down", "a", 1))
 				return err
 			})
