@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/wsgateway/wsgateway/internal/testenv"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wsgateway/wsgateway/api"
@@ -60,7 +62,7 @@ type env struct {
 	srv    *httptest.Server
 	store  rank.Store
 	reg    *prometheus.Registry
-	logs   *syncBuffer
+	logs   *testenv.LogBuffer
 	mu     sync.Mutex
 	appl   []rank.Result
 	boards []boardEvent
@@ -79,7 +81,7 @@ func newEnv(t testing.TB, store rank.Store, opts ...option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, store: store, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	e := &env{t: t, store: store, reg: prometheus.NewRegistry(), logs: &testenv.LogBuffer{}}
 	cfg := api.Config{
 		Store:    store,
 		Verifier: v,
@@ -240,24 +242,6 @@ func (e *env) scores(board, body string) []ack {
 	var out []ack
 	r.json(e.t, &out)
 	return out
-}
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // flaky wraps a real store and makes chosen operations fail with

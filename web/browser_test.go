@@ -318,7 +318,7 @@ func (tb *tab) checkNoErrors(t *testing.T) {
 
 type gateway struct {
 	bin, addr, url string
-	logs           *syncBuffer
+	logs           *testenv.LogBuffer
 	cmd            *exec.Cmd
 	done           chan struct{}
 }
@@ -326,11 +326,11 @@ type gateway struct {
 func startGateway(t *testing.T, bin string, port int) *gateway {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	gw := &gateway{bin: bin, addr: addr, url: "http://" + addr, logs: &syncBuffer{}}
+	gw := &gateway{bin: bin, addr: addr, url: "http://" + addr, logs: &testenv.LogBuffer{Max: 1 << 20}}
 	t.Cleanup(func() {
 		gw.kill()
 		if t.Failed() {
-			t.Logf("gateway log (tail):\n%s", gw.logs.tail(6000))
+			t.Logf("gateway log (tail):\n%s", gw.logs.Tail(6000))
 		}
 	})
 	gw.start(t)
@@ -354,7 +354,7 @@ func (gw *gateway) start(t *testing.T) {
 	for {
 		select {
 		case <-done:
-			t.Fatalf("gateway exited at start; log:\n%s", gw.logs.tail(4000))
+			t.Fatalf("gateway exited at start; log:\n%s", gw.logs.Tail(4000))
 		default:
 		}
 		res, err := http.Get(gw.url + "/healthz")
@@ -365,7 +365,7 @@ func (gw *gateway) start(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("gateway did not answer /healthz: %v; log:\n%s", err, gw.logs.tail(4000))
+			t.Fatalf("gateway did not answer /healthz: %v; log:\n%s", err, gw.logs.Tail(4000))
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -448,32 +448,6 @@ func (gw *gateway) score(t *testing.T, token, board string, deltas map[string]in
 			t.Fatalf("score %v: %v", events[i], r)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.b.Len() > 1<<20 { // bounded: keep the recent half
-		keep := append([]byte(nil), s.b.Bytes()[s.b.Len()/2:]...)
-		s.b.Reset()
-		s.b.Write(keep)
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) tail(n int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.b.Bytes()
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }
 
 // --- paths ---

@@ -28,8 +28,8 @@ const testSecret = "security-test-secret-0123456789abcdef"
 // runningGateway is the real program run in-process on a free port.
 type runningGateway struct {
 	addr   string // host:port of --addr
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *testenv.LogBuffer
+	stderr *testenv.LogBuffer
 	stop   func() // cancels (SIGTERM) and waits for run to return
 }
 
@@ -38,7 +38,7 @@ type runningGateway struct {
 func startGateway(t *testing.T, args ...string) *runningGateway {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &runningGateway{stdout: new(syncBuffer), stderr: new(syncBuffer)}
+	g := &runningGateway{stdout: new(testenv.LogBuffer), stderr: new(testenv.LogBuffer)}
 	done := make(chan error, 1)
 	all := append([]string{"--addr", "127.0.0.1:0", "--jwt-secret", testSecret, "--drain-timeout", "2s"}, args...)
 	go func() { done <- run(ctx, all, envMap(nil), g.stdout, g.stderr) }()

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +14,6 @@ import (
 	"github.com/coder/websocket"
 )
 
-// syncBuffer is an io.Writer the gateway writes to while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDevServe runs the real program in --dev mode on a free port: the
 // printed URLs and admin token work for REST and WebSocket, and cancelling
 // the context (SIGTERM) drains and closes WebSockets with 1001.
@@ -41,7 +21,7 @@ func TestDevServe(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testenv.LogBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"--dev", "--addr", "127.0.0.1:0", "--node-id", "dev-1", "--drain-timeout", "5s"}, envMap(nil), &stdout, &stderr)

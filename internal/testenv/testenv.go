@@ -4,10 +4,15 @@
 //
 // A missing binary skips the test, except under LB_REQUIRE_ALL=1 (set by
 // .ci/run), where it fails it.
+//
+// It also holds what every test package needs alike: Eventually and Until
+// (wait for a state by polling it) and LogBuffer (a server's log the test
+// reads while the server writes).
 package testenv
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -383,4 +388,44 @@ func Until(t testing.TB, within time.Duration, what string, cond func() bool) {
 		}
 		return errors.New("still false")
 	})
+}
+
+// LogBuffer is an io.Writer a server's goroutines write to while the test
+// reads it. With Max > 0 it keeps only about the last Max bytes (the
+// older half is dropped when it fills); zero keeps everything, for tests
+// that search the whole log.
+type LogBuffer struct {
+	Max int
+
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.Max > 0 && l.b.Len() > l.Max {
+		keep := append([]byte(nil), l.b.Bytes()[l.b.Len()/2:]...)
+		l.b.Reset()
+		l.b.Write(keep)
+	}
+	return l.b.Write(p)
+}
+
+// String is everything kept.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Tail is the last n bytes kept.
+func (l *LogBuffer) Tail(n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.b.Bytes()
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
 }
