@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -24,7 +25,7 @@ type scoreItem struct {
 // scores is POST /api/v1/boards/{board}/scores: every element is answered,
 // in order, with an ack or its own error; only a malformed or oversized
 // array fails the whole request (and then nothing is applied). Elements are
-// applied one after another, so a repeated id sees its earlier twin.
+// applied in array order (applyAll), so a repeated id sees its earlier twin.
 func (a *API) scores(c *fiber.Ctx) error {
 	id, err := boardParam(c)
 	if err != nil {
@@ -64,26 +65,75 @@ func (a *API) scores(c *fiber.Ctx) error {
 		return c.JSON(ack(items[0].id, res))
 	}
 	out := make([]any, len(items))
-	var down error // once the store is unreachable, the rest fail fast
-	for i, it := range items {
-		if it.err == nil && down != nil {
-			it.err = down
+	for i, r := range a.applyAll(items) {
+		if r.err != nil {
+			out[i] = proto.ScoreFailure{ID: items[i].id, Error: a.detail(r.err)}
+			continue
 		}
+		out[i] = ack(items[i].id, r.res)
+	}
+	return c.JSON(out)
+}
+
+// applied is the outcome of one array element.
+type applied struct {
+	res rank.Result
+	err error
+}
+
+// applyAll applies the valid items in order and returns every item's
+// outcome (a decoding error stays the item's). An engine with
+// rank.AsyncApplier (Redis) gets them all at once: they leave in one
+// pipeline, still applied in array order, so an array costs about one
+// round trip instead of one per element. Otherwise they are applied one
+// after another, and once the store is unreachable the rest fail fast.
+// Either way a repeated id sees its earlier twin, and OnApplied hears of
+// the applied events in array order.
+func (a *API) applyAll(items []scoreItem) []applied {
+	out := make([]applied, len(items))
+	for i, it := range items {
+		out[i].err = it.err
+	}
+	if as, ok := a.cfg.Store.(rank.AsyncApplier); ok {
+		ctx, cancel := a.ctx()
+		var wg sync.WaitGroup
+		for i, it := range items {
+			if it.err != nil {
+				continue
+			}
+			wg.Add(1)
+			as.ApplyAsync(ctx, it.ev, func(r rank.Result, err error) {
+				out[i] = applied{r, err}
+				wg.Done()
+			})
+		}
+		wg.Wait()
+		cancel()
+		for i, it := range items {
+			if it.err == nil && out[i].err == nil {
+				a.announce(out[i].res)
+			} else if it.err == nil {
+				out[i].err = fmt.Errorf("api: apply %s: %w", it.ev.Board, out[i].err)
+			}
+		}
+		return out
+	}
+	var down error
+	for i, it := range items {
 		if it.err != nil {
-			out[i] = proto.ScoreFailure{ID: it.id, Error: a.detail(it.err)}
+			continue
+		}
+		if down != nil {
+			out[i].err = down
 			continue
 		}
 		res, err := a.apply(it.ev)
-		if err != nil {
-			if proto.CodeOf(err) == proto.CodeUnavailable {
-				down = err
-			}
-			out[i] = proto.ScoreFailure{ID: it.id, Error: a.detail(err)}
-			continue
+		out[i] = applied{res, err}
+		if proto.CodeOf(err) == proto.CodeUnavailable {
+			down = err
 		}
-		out[i] = ack(it.id, res)
 	}
-	return c.JSON(out)
+	return out
 }
 
 // apply runs one event with its own deadline and tells OnApplied about it.
@@ -94,13 +144,19 @@ func (a *API) apply(ev rank.Event) (rank.Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("api: apply %s: %w", ev.Board, err)
 	}
+	a.announce(res)
+	return res, nil
+}
+
+// announce counts an applied event and tells OnApplied; a duplicate
+// changed nothing, so it is neither.
+func (a *API) announce(res rank.Result) {
 	if !res.Duplicate {
 		a.m.applied.Inc()
 		if a.cfg.OnApplied != nil {
 			a.cfg.OnApplied(res)
 		}
 	}
-	return res, nil
 }
 
 func ack(id string, r rank.Result) proto.Ack {
