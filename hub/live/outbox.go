@@ -62,13 +62,20 @@ type Outbox struct {
 // frames of one key (zero: no throttle); now is the clock Take uses when
 // given a zero time (nil: time.Now).
 func NewOutbox(interval time.Duration, now func() time.Time) *Outbox {
+	return NewOutboxSignal(interval, now, make(chan struct{}, 1))
+}
+
+// NewOutboxSignal is NewOutbox signalling ready (capacity 1) instead of a
+// channel of its own, so that a writer with several sources of work can
+// wait on one channel for all of them.
+func NewOutboxSignal(interval time.Duration, now func() time.Time, ready chan struct{}) *Outbox {
 	if now == nil {
 		now = time.Now
 	}
 	return &Outbox{
 		interval: interval,
 		now:      now,
-		ready:    make(chan struct{}, 1),
+		ready:    ready,
 		slots:    make(map[slotKey]*slot),
 	}
 }
