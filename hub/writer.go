@@ -1,0 +1,243 @@
+package hub
+
+// The connection's writer: the only goroutine that writes to the socket,
+// its wait (notify and one timer), batching, and the close handshake; and
+// the bounded reply queue it drains.
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// writeLoop is the only writer. Priorities: a close request; then replies
+// before frames (so `subscribed` precedes its first frame); pings on a
+// timer. It waits on notify and on one timer (the earlier of the next
+// frame due and the next ping), and on each wake looks at every source.
+func (c *conn) writeLoop(ctx context.Context) error {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var armed time.Time // when timer fires; zero: it is not armed
+	pingAt := time.Now().Add(c.h.cfg.PingInterval)
+	var retryAt time.Time // a frame held by its interval is due then; zero: none
+	framesDue, draining := false, false
+	for {
+		select {
+		case cr := <-c.closeReq:
+			return c.closeWith(ctx, cr)
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !draining {
+			select {
+			case <-c.drainCh:
+				draining = true
+			default:
+			}
+		}
+		if draining && c.readyToClose() {
+			return c.closeWith(ctx, closeRequest{code: websocket.StatusGoingAway, reason: reasonGoingAway})
+		}
+		if framesDue && c.gate.TryLock() {
+			framesDue = false
+			c.takeReplies()
+			frames, retryIn := c.out.Take(time.Now())
+			c.gate.Unlock()
+			retryAt = time.Time{} // retryIn covers every slot inside its interval
+			if retryIn > 0 {
+				retryAt = time.Now().Add(retryIn)
+			}
+			if len(c.pending)+len(frames) == 0 {
+				continue
+			}
+			if err := c.writeBatch(ctx, frames); err != nil {
+				return err
+			}
+			c.h.m.framesWritten(len(frames))
+			continue
+		}
+		// The gate is held (a subscribe is putting in its first frames):
+		// replies still go out; frames wait for the subscribe's poke.
+		if c.replies.len() > 0 {
+			c.takeReplies()
+			if err := c.writeBatch(ctx, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		next := pingAt
+		if !retryAt.IsZero() && retryAt.Before(next) {
+			next = retryAt
+		}
+		if !next.Equal(armed) {
+			timer.Reset(time.Until(next))
+			armed = next
+		}
+		select {
+		case <-c.notify:
+			framesDue = true
+		case now := <-timer.C:
+			armed = time.Time{}
+			if !retryAt.IsZero() && !now.Before(retryAt) {
+				framesDue, retryAt = true, time.Time{}
+			}
+			if !now.Before(pingAt) {
+				pingAt = now.Add(c.h.cfg.PingInterval)
+				pctx, cancel := context.WithTimeout(ctx, c.h.cfg.WriteTimeout)
+				err := c.ws.Ping(pctx)
+				cancel()
+				if err != nil {
+					return err // no pong: the peer is gone
+				}
+			}
+		}
+	}
+}
+
+// takeReplies moves the queued replies to c.pending (bounded by the queue).
+func (c *conn) takeReplies() { c.pending = c.replies.take(c.pending) }
+
+// writeBatch writes the pending replies, then frames. Two or more messages
+// are corked into one socket write (wire.go).
+func (c *conn) writeBatch(ctx context.Context, frames [][]byte) (err error) {
+	defer func() {
+		for _, b := range c.pending {
+			c.h.putReplyBuf(b)
+		}
+		c.pending = reuse(c.pending)
+	}()
+	if c.cc != nil && len(c.pending)+len(frames) > 1 {
+		c.cc.cork()
+		defer func() {
+			ferr := c.cc.uncork()
+			if err == nil {
+				err = c.checkWrite(ctx, ferr)
+			}
+		}()
+	}
+	for _, b := range c.pending {
+		if err := c.write(ctx, *b); err != nil {
+			return err
+		}
+	}
+	for _, f := range frames {
+		if err := c.write(ctx, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var errSlowConsumer = errors.New("hub: write blocked: slow consumer")
+
+// write writes one message. Every socket write is bounded by WriteTimeout
+// (corkConn's write deadline); ctx ending closes the socket (run).
+func (c *conn) write(ctx context.Context, b []byte) error {
+	return c.checkWrite(ctx, c.ws.Write(context.Background(), websocket.MessageText, b))
+}
+
+// checkWrite classifies a write error: a socket write blocked for
+// WriteTimeout means a slow consumer (R12); the connection then ends (the
+// writer's error cancels ctx, which closes the socket).
+func (c *conn) checkWrite(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		c.h.m.slowConsumerClose()
+		c.h.m.closed(strconv.Itoa(int(websocket.StatusPolicyViolation)))
+		c.ws.CloseNow()
+		return errSlowConsumer
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// readyToClose reports, while draining, whether no request is being handled
+// and every reply is written; it then commits to closing.
+func (c *conn) readyToClose() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.busy || c.win.n > 0 || c.replies.len() > 0 {
+		return false
+	}
+	c.committed = true
+	return true
+}
+
+// closeWith sends the close frame and waits (bounded by the library) for the
+// peer's answer.
+func (c *conn) closeWith(ctx context.Context, cr closeRequest) error {
+	c.mu.Lock()
+	c.committed = true
+	c.mu.Unlock()
+	if cr.flush {
+		c.takeReplies()
+		if err := c.writeBatch(ctx, nil); err != nil {
+			return err
+		}
+	}
+	c.h.m.closed(strconv.Itoa(int(cr.code)))
+	err := c.ws.Close(cr.code, cr.reason)
+	c.h.log.Debug("hub: close", "member", c.p.Member, "code", int(cr.code), "reason", cr.reason, "err", err)
+	return nil
+}
+
+// replyQueue is a connection's bounded reply queue. Its slice grows only
+// as far as the bound and is released after a burst, so an idle connection
+// holds no queue memory.
+type replyQueue struct {
+	max   int
+	ready chan struct{} // capacity 1: the queue became non-empty
+	mu    sync.Mutex    // guards items
+	items []*[]byte
+}
+
+// push appends b unless the queue is at its bound.
+func (q *replyQueue) push(b *[]byte) bool {
+	q.mu.Lock()
+	if len(q.items) >= q.max {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, b)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take appends every queued reply to dst and empties the queue.
+func (q *replyQueue) take(dst []*[]byte) []*[]byte {
+	q.mu.Lock()
+	dst = append(dst, q.items...)
+	q.items = reuse(q.items)
+	q.mu.Unlock()
+	return dst
+}
+
+func (q *replyQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
+
+// reuse empties s for reuse, or drops it when a burst made it large.
+func reuse(s []*[]byte) []*[]byte {
+	if cap(s) > 32 {
+		return nil
+	}
+	clear(s)
+	return s[:0]
+}
