@@ -13,12 +13,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/wsgateway/wsgateway/internal/testenv"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/memstore"
 )

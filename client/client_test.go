@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wsgateway/wsgateway/internal/testenv"
-
 	"github.com/wsgateway/wsgateway/client"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/proto"
 )
 

@@ -12,12 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wsgateway/wsgateway/internal/testenv"
-
 	"golang.org/x/time/rate"
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/client"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/proto"
 )
 

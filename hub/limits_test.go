@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wsgateway/wsgateway/internal/testenv"
-
 	"github.com/coder/websocket"
 
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/proto"
 )
 

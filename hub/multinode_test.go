@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wsgateway/wsgateway/internal/testenv"
-
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 )

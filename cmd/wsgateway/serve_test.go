@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wsgateway/wsgateway/internal/testenv"
-
 	"github.com/coder/websocket"
+
+	"github.com/wsgateway/wsgateway/internal/testenv"
 )
 
 // TestDevServe runs the real program in --dev mode on a free port: the

@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wsgateway/wsgateway/internal/testenv"
-
 	"github.com/wsgateway/wsgateway/bus"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/memstore"
 )
