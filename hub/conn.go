@@ -44,12 +44,12 @@ type conn struct {
 	drainCh  chan struct{}     // closed by drain: R14 has begun
 	drainOne sync.Once
 	// notify (capacity 1) wakes the writer for every kind of work: a
-	// reply queued, a frame offered (the outbox signals it), the reader
-	// done with a request, a close requested, the drain begun, the
-	// connection's context ended. The writer then looks at each source
-	// (writeLoop). One channel, not one per source, keeps its wait a
-	// two-case select: at 10,000 spectators an eight-case select was 17%
-	// of the gateway's CPU.
+	// reply queued, a frame offered (the outbox signals it), a subscribe
+	// done with the gate, a close requested, the drain begun or the reader
+	// stopped by it, the connection's context ended. The writer then looks
+	// at each source (writeLoop). One channel, not one per source, keeps
+	// its wait a two-case select: at 10,000 spectators an eight-case
+	// select was 19% of the gateway's CPU.
 	notify chan struct{}
 
 	closeAsked atomic.Bool  // a close was requested: the reader stops reading
@@ -144,7 +144,7 @@ func (c *conn) run(parent context.Context) {
 	// costs a timer and allocations per call, see wire.go): ending ctx
 	// closes the socket instead, which ends a blocked read or write as the
 	// library would have.
-	stopClose := context.AfterFunc(ctx, func() { c.ws.CloseNow(); c.poke() })
+	stopClose := context.AfterFunc(ctx, func() { c.poke(); c.ws.CloseNow() })
 	defer stopClose()
 	writerDone := make(chan error, 1)
 	go func() {

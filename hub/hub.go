@@ -94,8 +94,9 @@ type Config struct {
 	// request, so a dead store is reported as unavailable promptly (R13).
 	// Default 2s.
 	StoreTimeout time.Duration
-	// PingInterval is how often the writer pings an otherwise idle peer.
-	// Default 25s.
+	// PingInterval is how often the writer pings the peer, busy or not,
+	// while it is not draining; a peer that does not pong within
+	// WriteTimeout is closed. Default 25s.
 	PingInterval time.Duration
 	// BoardCacheTTL is how long a board config (client_writes, public, top,
 	// mode) is reused before Store.GetBoard is asked again; BoardChanged

@@ -25,7 +25,9 @@ func (c *conn) writeLoop(ctx context.Context) error {
 	var armed time.Time // when timer fires; zero: it is not armed
 	pingAt := time.Now().Add(c.h.cfg.PingInterval)
 	var retryAt time.Time // a frame held by its interval is due then; zero: none
-	framesDue, draining := false, false
+	// checkOutbox: a wake may have brought a frame. Replies take the outbox
+	// along too, so a steady stream of replies cannot hold frames back.
+	checkOutbox, draining := false, false
 	for {
 		select {
 		case cr := <-c.closeReq:
@@ -45,14 +47,15 @@ func (c *conn) writeLoop(ctx context.Context) error {
 		if draining && c.readyToClose() {
 			return c.closeWith(ctx, closeRequest{code: websocket.StatusGoingAway, reason: reasonGoingAway})
 		}
-		if framesDue && c.gate.TryLock() {
-			framesDue = false
+		if (checkOutbox || c.replies.len() > 0) && c.gate.TryLock() {
+			checkOutbox = false
 			c.takeReplies()
-			frames, retryIn := c.out.Take(time.Now())
+			now := time.Now()
+			frames, retryIn := c.out.Take(now)
 			c.gate.Unlock()
 			retryAt = time.Time{} // retryIn covers every slot inside its interval
 			if retryIn > 0 {
-				retryAt = time.Now().Add(retryIn)
+				retryAt = now.Add(retryIn)
 			}
 			if len(c.pending)+len(frames) == 0 {
 				continue
@@ -63,8 +66,8 @@ func (c *conn) writeLoop(ctx context.Context) error {
 			c.h.m.framesWritten(len(frames))
 			continue
 		}
-		// The gate is held (a subscribe is putting in its first frames):
-		// replies still go out; frames wait for the subscribe's poke.
+		// The gate is held: a subscribe is putting in its first frames.
+		// Replies still go out; frames wait for the subscribe's poke.
 		if c.replies.len() > 0 {
 			c.takeReplies()
 			if err := c.writeBatch(ctx, nil); err != nil {
@@ -82,13 +85,16 @@ func (c *conn) writeLoop(ctx context.Context) error {
 		}
 		select {
 		case <-c.notify:
-			framesDue = true
+			checkOutbox = true
 		case now := <-timer.C:
 			armed = time.Time{}
 			if !retryAt.IsZero() && !now.Before(retryAt) {
-				framesDue, retryAt = true, time.Time{}
+				checkOutbox, retryAt = true, time.Time{}
 			}
-			if !now.Before(pingAt) {
+			// No ping while draining: the reader, which reads the pong, has
+			// stopped, and a ping unanswered would end the connection without
+			// the replies still owed (R14).
+			if !draining && !now.Before(pingAt) {
 				pingAt = now.Add(c.h.cfg.PingInterval)
 				pctx, cancel := context.WithTimeout(ctx, c.h.cfg.WriteTimeout)
 				err := c.ws.Ping(pctx)

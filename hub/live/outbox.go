@@ -82,7 +82,8 @@ func NewOutboxSignal(interval time.Duration, now func() time.Time, ready chan st
 
 // Ready is signalled (coalescing) whenever a frame is put in a slot that is
 // due; a frame for a key still inside its interval is left to the timer armed
-// from Take's retryIn.
+// from Take's retryIn. With NewOutboxSignal it is the writer's shared
+// channel: only that writer may receive from it, or it steals wake-ups.
 func (o *Outbox) Ready() <-chan struct{} { return o.ready }
 
 // Take returns the frames due at now, oldest subscription first, and marks
