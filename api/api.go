@@ -62,9 +62,10 @@ type Config struct {
 	// MaxBody is the largest request body in bytes; a larger one is a 413.
 	// Zero: 1 MiB, which holds a scores array of 1000 events.
 	MaxBody int64
-	// Timeout bounds each store call of a request (each event of a scores
-	// array has its own). A store that does not answer in time is a 503.
-	// Zero: 5s.
+	// Timeout bounds each store call of a request: each event of a scores
+	// array applied one by one, or the whole array on an engine that
+	// pipelines it (rank.AsyncApplier). A store that does not answer in
+	// time is a 503 (unavailable for an array's elements). Zero: 5s.
 	Timeout time.Duration
 	// OnApplied is called, in order, for each non-duplicate event a REST
 	// scores request applied (the gateway wires it to the hub, which tells

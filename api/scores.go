@@ -2,7 +2,9 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -82,40 +84,23 @@ type applied struct {
 }
 
 // applyAll applies the valid items in order and returns every item's
-// outcome (a decoding error stays the item's). An engine with
-// rank.AsyncApplier (Redis) gets them all at once: they leave in one
-// pipeline, still applied in array order, so an array costs about one
-// round trip instead of one per element. Otherwise they are applied one
-// after another, and once the store is unreachable the rest fail fast.
-// Either way a repeated id sees its earlier twin, and OnApplied hears of
-// the applied events in array order.
+// outcome (a decoding error stays the item's). Either way a repeated id
+// sees its earlier twin, OnApplied hears of the applied events in array
+// order, and once the store is unreachable the elements after the one that
+// met it are not tried: the failures are a suffix, so re-sending the whole
+// array applies everything in array order.
+//
+// An engine with rank.AsyncApplier (Redis) gets the events through its
+// async lane, arrayWindow at a time, so an array costs a few pipelines
+// instead of a round trip per element and still leaves room in the lane
+// for the connections' scores. Otherwise they are applied one by one.
 func (a *API) applyAll(items []scoreItem) []applied {
 	out := make([]applied, len(items))
 	for i, it := range items {
 		out[i].err = it.err
 	}
 	if as, ok := a.cfg.Store.(rank.AsyncApplier); ok {
-		ctx, cancel := a.ctx()
-		var wg sync.WaitGroup
-		for i, it := range items {
-			if it.err != nil {
-				continue
-			}
-			wg.Add(1)
-			as.ApplyAsync(ctx, it.ev, func(r rank.Result, err error) {
-				out[i] = applied{r, err}
-				wg.Done()
-			})
-		}
-		wg.Wait()
-		cancel()
-		for i, it := range items {
-			if it.err == nil && out[i].err == nil {
-				a.announce(out[i].res)
-			} else if it.err == nil {
-				out[i].err = fmt.Errorf("api: apply %s: %w", it.ev.Board, out[i].err)
-			}
-		}
+		a.applyAsync(as, items, out)
 		return out
 	}
 	var down error
@@ -134,6 +119,53 @@ func (a *API) applyAll(items []scoreItem) []applied {
 		}
 	}
 	return out
+}
+
+// arrayWindow bounds the events of one scores array in the async lane at
+// a time, as a WebSocket connection's window does for its scores.
+const arrayWindow = 64
+
+// applyAsync is applyAll on an AsyncApplier. The lane calls back in
+// submission order; the first unavailable answer cancels the array's ctx,
+// so no later element is sent (the lane drops a call whose ctx ended) and
+// each of them is answered with that first failure.
+func (a *API) applyAsync(as rank.AsyncApplier, items []scoreItem, out []applied) {
+	parent, cancel := a.ctx()
+	defer cancel()
+	ctx, stop := context.WithCancel(parent)
+	defer stop()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		down error // the first unavailable answer
+	)
+	slots := make(chan struct{}, arrayWindow)
+	for i, it := range items {
+		if it.err != nil {
+			continue
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		as.ApplyAsync(ctx, it.ev, func(r rank.Result, err error) {
+			defer func() { <-slots; wg.Done() }()
+			if err == nil {
+				out[i].res = r
+				a.announce(r) // on the lane, in array order, as the hub does
+				return
+			}
+			mu.Lock()
+			if down == nil && proto.CodeOf(err) == proto.CodeUnavailable {
+				down = err
+				stop()
+			}
+			if down != nil && errors.Is(err, context.Canceled) {
+				err = down // not sent because of the first failure
+			}
+			mu.Unlock()
+			out[i].err = fmt.Errorf("api: apply %s: %w", it.ev.Board, err)
+		})
+	}
+	wg.Wait()
 }
 
 // apply runs one event with its own deadline and tells OnApplied about it.

@@ -335,17 +335,17 @@ func soakPhase(t *testing.T, ctx context.Context, g *gateway, maddr, board strin
 }
 
 // closesLogged is the gateway's log of the connections it closed itself
-// and of those that ended other than by the client's normal close, at
-// most 20 lines.
+// and of those that ended other than by the client's normal close: the
+// last 20 such lines, so a failure in a later phase is not cut off.
 func closesLogged(g *gateway) string {
 	var out []string
 	for line := range strings.Lines(g.Logs()) {
 		ended := strings.Contains(line, `"hub: connection closed"`) && !strings.Contains(line, "StatusNormalClosure")
-		if (ended || strings.Contains(line, `"hub: close"`)) && len(out) < 20 {
+		if ended || strings.Contains(line, `"hub: close"`) {
 			out = append(out, line)
 		}
 	}
-	return strings.Join(out, "")
+	return strings.Join(out[max(0, len(out)-20):], "")
 }
 
 // settled forces a GC in the gateway (pprof heap?gc=1) and reads its

@@ -6,9 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -121,16 +126,31 @@ func (g *Generator) receive(r *receiver) {
 
 // drop counts a receiver's connection lost during the run, by why.
 func (g *Generator) drop(err error) {
-	why := err.Error()
-	if code := websocket.CloseStatus(err); code != -1 {
-		var ce websocket.CloseError
-		errors.As(err, &ce)
-		why = fmt.Sprintf("close %d %s", int(code), ce.Reason)
-	}
+	why := dropReason(err)
 	g.dropped.Add(1)
 	g.mu.Lock()
 	g.drops[why]++
 	g.mu.Unlock()
+}
+
+// dropReason names why a connection ended, without the addresses a socket
+// error carries, so that a mass drop counts under a few keys rather than
+// one per connection.
+func dropReason(err error) string {
+	var ce websocket.CloseError
+	switch {
+	case errors.As(err, &ce):
+		return strings.TrimSpace(fmt.Sprintf("close %d %s", int(ce.Code), ce.Reason))
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "EOF without a close frame"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset by peer"
+	case errors.Is(err, net.ErrClosed):
+		return "use of closed network connection"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return "timeout"
+	}
+	return err.Error()
 }
 
 func (r *receiver) close() {
