@@ -83,7 +83,8 @@ func TestRESTArraysRedisKill(t *testing.T) {
 	var once sync.Once
 	halt := func() { once.Do(func() { close(stop); <-done }) }
 	t.Cleanup(halt) // a Fatal below must not leave the poster running
-	failed := 0     // arrays with an element not acknowledged the first time
+	// failed counts arrays with an element not acknowledged the first time.
+	failed := 0
 	posted := func() int { mu.Lock(); defer mu.Unlock(); return len(arrays) }
 	go func() {
 		defer close(done)
