@@ -19,27 +19,15 @@ import (
 // test's own (testenv.Missing when redis-server is not installed).
 func redisEngine() engine {
 	return engine{"redis", func(t testing.TB) rank.Store {
-		srv := testenv.StartRedis(t)
-		client, err := redisstore.NewClient(srv.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := redisstore.New(context.Background(), redisstore.Config{Client: client})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		_, s := startRedisStore(t)
 		return s
 	}}
 }
 
-// TestScoresArrayStall: Redis freezes (DEBUG SLEEP 3, past the store's 2 s
-// timeout) while a 1,000-event array is in the async lane. The elements not
-// acknowledged are a suffix of the array, each `unavailable`, and nothing
-// after the calls already sent is applied. Re-sending the whole array then
-// applies the rest in array order, so on a `set` board the last value wins.
-func TestScoresArrayStall(t *testing.T) {
-	t.Parallel()
+// startRedisStore starts a redis-server of the test's own and the Redis
+// engine on it; the server is returned for fault injection.
+func startRedisStore(t testing.TB) (*testenv.Redis, rank.Store) {
+	t.Helper()
 	srv := testenv.StartRedis(t)
 	client, err := redisstore.NewClient(srv.URL())
 	if err != nil {
@@ -50,6 +38,17 @@ func TestScoresArrayStall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	return srv, s
+}
+
+// TestScoresArrayStall: Redis freezes (DEBUG SLEEP 3, past the store's 2 s
+// timeout) while a 1,000-event array is in the async lane. The elements not
+// acknowledged are a suffix of the array, each `unavailable`, and nothing
+// after the calls already sent is applied. Re-sending the whole array then
+// applies the rest in array order, so on a `set` board the last value wins.
+func TestScoresArrayStall(t *testing.T) {
+	t.Parallel()
+	srv, s := startRedisStore(t)
 	e := newEnv(t, s)
 	e.putBoard("stall", `{"mode":"set"}`)
 	tok := serverToken(t)
