@@ -55,6 +55,7 @@ type conn struct {
 	closeAsked atomic.Bool  // a close was requested: the reader stops reading
 	expiry     atomic.Int64 // token expiry, unix ns; 0 = none (anonymous)
 	expTimer   *time.Timer
+	welcomed   bool // the welcome is queued: the expiry timer may run (reader)
 
 	// gate is held by the reader while a subscribe puts its first frames in
 	// the outbox and queues `subscribed`, and by the writer while it drains
@@ -112,12 +113,26 @@ func (c *conn) setPrincipal(p auth.Principal) {
 		return
 	}
 	c.expiry.Store(p.Expiry.UnixNano())
+	if c.welcomed {
+		c.armExpiry()
+	}
+}
+
+// armExpiry (re)arms the expiry timer for c.expiry. A connection's timer is
+// first armed once its welcome is queued (run): a token already past its
+// exp, accepted within the verifier's leeway, expires at once, and its
+// token_expired must still follow the welcome.
+func (c *conn) armExpiry() {
+	exp := c.expiry.Load()
+	if exp == 0 {
+		return
+	}
 	if c.expTimer == nil {
 		// Created stopped, then armed: the callback reads c.expTimer.
 		c.expTimer = time.AfterFunc(time.Hour, c.expired)
 		c.expTimer.Stop()
 	}
-	c.expTimer.Reset(time.Until(p.Expiry))
+	c.expTimer.Reset(time.Until(time.Unix(0, exp)))
 }
 
 // expired runs on the timer: unless an auth moved the expiry meanwhile, say
@@ -136,6 +151,8 @@ func (c *conn) expired() {
 func (c *conn) run(parent context.Context) {
 	c.ws.SetReadLimit(int64(c.h.cfg.MaxMessage))
 	c.sendJSON(c.welcome())
+	c.welcomed = true
+	c.armExpiry()
 
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -67,5 +68,37 @@ func TestPings(t *testing.T) {
 	defer cancel()
 	if err := alive.Ping(ctx); err != nil {
 		t.Errorf("the answering peer's connection: %v", err)
+	}
+}
+
+// TestWelcomeFirstForAnExpiringToken: a token whose exp has just passed is
+// still accepted within the verifier's leeway, and its connection expires
+// at once. The welcome is nevertheless the first frame, then
+// token_expired, then close 4001: the expiry timer is armed only once the
+// welcome is queued.
+func TestWelcomeFirstForAnExpiringToken(t *testing.T) {
+	t.Parallel()
+	in := newInfra(t, memoryKind)
+	g := in.gateway(t, gwOptions{})
+	for i := range 30 {
+		tok := in.tokenTTL(t, fmt.Sprintf("late%d", i), auth.Player, -2*time.Second)
+		c, _, err := g.dialErr(tok, dialOptions{noWelcome: true})
+		if err != nil {
+			t.Fatalf("dial %d: %v; a token 2 s past exp is within the leeway", i, err)
+		}
+		var types []string
+		for range 2 {
+			m, err := c.read(5 * time.Second)
+			if err != nil {
+				t.Fatalf("dial %d: after %v: %v", i, types, err)
+			}
+			types = append(types, m.Type+"/"+m.Code)
+		}
+		if types[0] != proto.TypeWelcome+"/" || types[1] != proto.TypeError+"/"+proto.CodeTokenExpired {
+			t.Fatalf("dial %d: frames %v; want the welcome, then token_expired", i, types)
+		}
+		if code := c.closeStatus(5 * time.Second); code != proto.CloseTokenExpired {
+			t.Fatalf("dial %d: close %d, want 4001", i, code)
+		}
 	}
 }
