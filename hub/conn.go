@@ -55,7 +55,6 @@ type conn struct {
 	closeAsked atomic.Bool  // a close was requested: the reader stops reading
 	expiry     atomic.Int64 // token expiry, unix ns; 0 = none (anonymous)
 	expTimer   *time.Timer
-	welcomed   bool // the welcome is queued: the expiry timer may run (reader)
 
 	// gate is held by the reader while a subscribe puts its first frames in
 	// the outbox and queues `subscribed`, and by the writer while it drains
@@ -99,7 +98,8 @@ func newConn(h *Hub, ws *websocket.Conn, cc *corkConn, p auth.Principal, anon bo
 }
 
 // setPrincipal installs a (new) token's holder: the rate limit follows the
-// role, the expiry timer the token's exp (R1).
+// role, and the token's exp is recorded for the expiry timer (R1), which
+// armExpiry then (re)arms.
 func (c *conn) setPrincipal(p auth.Principal) {
 	c.p = p
 	if p.Limited() && c.h.cfg.Rate > 0 {
@@ -113,15 +113,12 @@ func (c *conn) setPrincipal(p auth.Principal) {
 		return
 	}
 	c.expiry.Store(p.Expiry.UnixNano())
-	if c.welcomed {
-		c.armExpiry()
-	}
 }
 
-// armExpiry (re)arms the expiry timer for c.expiry. A connection's timer is
-// first armed once its welcome is queued (run): a token already past its
-// exp, accepted within the verifier's leeway, expires at once, and its
-// token_expired must still follow the welcome.
+// armExpiry (re)arms the expiry timer for c.expiry: by run once the welcome
+// is queued (a token already past its exp, accepted within the verifier's
+// leeway, expires at once, and its token_expired must still follow the
+// welcome), and by auth after a new token.
 func (c *conn) armExpiry() {
 	exp := c.expiry.Load()
 	if exp == 0 {
@@ -151,7 +148,6 @@ func (c *conn) expired() {
 func (c *conn) run(parent context.Context) {
 	c.ws.SetReadLimit(int64(c.h.cfg.MaxMessage))
 	c.sendJSON(c.welcome())
-	c.welcomed = true
 	c.armExpiry()
 
 	ctx, cancel := context.WithCancel(parent)

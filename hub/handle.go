@@ -291,6 +291,7 @@ func (c *conn) auth(ctx context.Context, req request) error {
 		return forbidden("the new token is for another member")
 	}
 	c.setPrincipal(p)
+	c.armExpiry()
 	c.sendJSON(proto.Authed{Type: proto.TypeAuthed, ID: req.ID, Exp: p.Expiry.Unix()})
 	return nil
 }
