@@ -47,7 +47,8 @@ func (c *conn) writeLoop(ctx context.Context) error {
 		if draining && c.readyToClose() {
 			return c.closeWith(ctx, closeRequest{code: websocket.StatusGoingAway, reason: reasonGoingAway})
 		}
-		if (checkOutbox || c.replies.len() > 0) && c.gate.TryLock() {
+		replies := c.replies.len() > 0
+		if (checkOutbox || replies) && c.gate.TryLock() {
 			checkOutbox = false
 			c.takeReplies()
 			now := time.Now()
@@ -68,7 +69,7 @@ func (c *conn) writeLoop(ctx context.Context) error {
 		}
 		// The gate is held: a subscribe is putting in its first frames.
 		// Replies still go out; frames wait for the subscribe's poke.
-		if c.replies.len() > 0 {
+		if replies {
 			c.takeReplies()
 			if err := c.writeBatch(ctx, nil); err != nil {
 				return err
