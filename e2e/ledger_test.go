@@ -23,9 +23,9 @@ import (
 // event is one score event of a load: a positive delta, so that an event
 // applied twice (or lost) always shows in the member's final score.
 type event struct {
-	ID     string
-	Member string
-	Delta  int64
+	ID     string `json:"id"`
+	Member string `json:"member"`
+	Delta  int64  `json:"delta"` // the JSON of a REST scores array element
 }
 
 // ledger records what the gateway acknowledged, and every outcome the

@@ -12,13 +12,7 @@ import (
 	"github.com/wsgateway/wsgateway/proto"
 )
 
-// restElem is one element of a scores array, and what came back for it.
-type restElem struct {
-	ID     string `json:"id"`
-	Member string `json:"member"`
-	Delta  int64  `json:"delta"`
-}
-
+// restResult is what came back for one element of a scores array.
 type restResult struct {
 	ID        string             `json:"id"`
 	Duplicate bool               `json:"duplicate"`
@@ -42,12 +36,12 @@ func TestRESTArraysRedisKill(t *testing.T) {
 
 	var (
 		mu     sync.Mutex
-		arrays [][]restElem
+		arrays [][]event
 		acked  = make(map[string]bool)
 	)
 	// post sends one array and records the elements acknowledged; it
 	// returns those acknowledged before that came back as new (lost).
-	post := func(arr []restElem) (pending, lost int) {
+	post := func(arr []event) (pending, lost int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		var res []restResult
@@ -94,9 +88,9 @@ func TestRESTArraysRedisKill(t *testing.T) {
 				return
 			default:
 			}
-			arr := make([]restElem, 50)
+			arr := make([]event, 50)
 			for j := range arr {
-				arr[j] = restElem{ID: fmt.Sprintf("r%d-%d", i, j), Member: fmt.Sprintf("m%02d", (i*7+j)%40), Delta: int64(1 + (i+j)%5)}
+				arr[j] = event{ID: fmt.Sprintf("r%d-%d", i, j), Member: fmt.Sprintf("m%02d", (i*7+j)%40), Delta: int64(1 + (i+j)%5)}
 			}
 			mu.Lock()
 			arrays = append(arrays, arr)
