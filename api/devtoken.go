@@ -5,6 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -37,8 +40,14 @@ type devTokenBody struct {
 }
 
 // devToken mints an HS256 token with the dev secret (--dev only). It is open
-// to anyone by design: the dev gateway has nothing worth protecting.
+// to anyone on this machine by design, and to no one else: the request's Host
+// (and Origin, when a browser sends one) must name a loopback address, so a
+// page on another site whose name resolves to 127.0.0.1 (DNS rebinding) or
+// a client that reaches an exposed dev node from the network gets nothing.
 func (a *API) devToken(c *fiber.Ctx) error {
+	if !loopbackHost(string(c.Request().Host())) || !loopbackOrigin(c.Get(fiber.HeaderOrigin)) {
+		return errf(proto.CodeForbidden, "dev tokens are served to loopback hosts only (http://localhost or 127.0.0.1)")
+	}
 	var req devTokenRequest
 	dec := json.NewDecoder(bytes.NewReader(c.Body()))
 	dec.DisallowUnknownFields()
@@ -81,6 +90,30 @@ func (a *API) devToken(c *fiber.Ctx) error {
 		return fmt.Errorf("api: mint dev token: %w", err)
 	}
 	return c.JSON(devTokenBody{Token: tok, Exp: exp})
+}
+
+// loopbackHost reports whether a Host header names this machine's loopback:
+// localhost, 127.0.0.0/8 or ::1, with or without a port.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// loopbackOrigin accepts no Origin (a non-browser client) or one whose host
+// is loopback.
+func loopbackOrigin(origin string) bool {
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && loopbackHost(u.Host)
 }
 
 // tokenExp reads `exp` back from a token we just minted, so the answer

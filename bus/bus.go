@@ -187,6 +187,9 @@ type Bus struct {
 
 	published, messages, received, dropped, reconnects, resyncs atomic.Int64
 
+	// reconnLog throttles the "NATS still unreachable" warnings.
+	reconnLog logLimiter
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -194,8 +197,13 @@ type Bus struct {
 // New connects to NATS (or starts the in-process server), subscribes and
 // starts the publisher. ctx bounds start-up only; the Bus lives until Close.
 // With an external URL, New succeeds even while the servers are down: the
-// bus keeps trying to connect, Ping reports the failure, and OnResync("")
-// is called once connected.
+// bus logs a warning at once and every few seconds while it keeps trying to
+// connect, Ping reports the failure, and OnResync("") is called once
+// connected. It does not wait for NATS: the store is the truth, so a node
+// without the bus still applies and acknowledges correctly (only other
+// nodes' live frames lag until the resync), and in a cluster started all at
+// once (compose, Kubernetes) failing would turn NATS's start order into a
+// crash loop; readiness keeps the load balancer away meanwhile.
 func New(ctx context.Context, cfg Config) (*Bus, error) {
 	if cfg.Node == "" {
 		host, _ := os.Hostname()
@@ -262,6 +270,13 @@ func New(ctx context.Context, cfg Config) (*Bus, error) {
 	}
 	b.nc = nc
 	b.connectedAtStart = nc.IsConnected()
+	if !b.connectedAtStart {
+		// Start-up does not wait for NATS (see New's comment), so say
+		// loudly that this node runs without it for now.
+		b.reconnLog.allow(time.Now(), reconnectLogEvery)
+		b.log.Warn("bus: NATS unreachable at start; serving without it and retrying (readiness fails until connected)",
+			"servers", redactURL(url))
+	}
 	sub, err := nc.Subscribe(cfg.Subject+".>", b.receive)
 	if err == nil {
 		err = sub.SetPendingLimits(subPendingMsgs, subPendingBytes)
@@ -285,14 +300,15 @@ func (b *Bus) natsOptions() []nats.Option {
 		nats.PingInterval(pingInterval),
 		nats.MaxPingsOutstanding(maxPingsOut),
 		nats.DrainTimeout(drainTimeout),
-		nats.ConnectHandler(func(*nats.Conn) {
+		nats.ConnectHandler(func(nc *nats.Conn) {
 			<-b.started
 			if b.connectedAtStart {
 				return
 			}
 			// The first connect succeeded only after retries: anything
 			// published before then was missed.
-			b.log.Info("bus: connected to NATS")
+			b.reconnLog.reset()
+			b.log.Info("bus: connected to NATS", "server", nc.ConnectedUrlRedacted())
 			b.callResync("")
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -300,7 +316,13 @@ func (b *Bus) natsOptions() []nats.Option {
 				b.log.Warn("bus: disconnected from NATS", "err", err)
 			}
 		}),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			if ok, n := b.reconnLog.allow(time.Now(), reconnectLogEvery); ok {
+				b.log.Warn("bus: NATS still unreachable, retrying", "attempts", n, "err", err)
+			}
+		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
+			b.reconnLog.reset()
 			b.reconnects.Add(1)
 			b.log.Info("bus: reconnected to NATS", "server", nc.ConnectedUrlRedacted())
 			b.callResync("")

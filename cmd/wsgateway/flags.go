@@ -25,6 +25,15 @@ type flagSet struct {
 	*flag.FlagSet
 	getenv func(string) string
 	errs   []error
+	// secrets are flags whose environment value is applied after parsing,
+	// never as the flag's default: flag prints defaults in --help and in
+	// every mistyped-flag error, and a secret must reach neither.
+	secrets []secretFlag
+}
+
+type secretFlag struct {
+	p         *string
+	name, env string
 }
 
 func newFlagSet(name string, getenv func(string) string, out io.Writer) *flagSet {
@@ -47,6 +56,20 @@ func (f *flagSet) String(p *string, name, def, text string) {
 		def = v
 	}
 	f.StringVar(p, name, def, f.usage(name, text))
+}
+
+// Secret is a string flag holding a secret (a key, or a URL that may carry
+// a password): its environment twin is read after parsing, so --help and
+// flag errors never show it.
+func (f *flagSet) Secret(p *string, name, text string) {
+	f.SecretFrom(p, name, envName(name), text)
+}
+
+// SecretFrom is Secret with an environment variable other than the flag's
+// twin (token and load read the gateway's own LB_JWT_SECRET).
+func (f *flagSet) SecretFrom(p *string, name, env, text string) {
+	f.StringVar(p, name, "", fmt.Sprintf("%s (env %s; never printed)", text, env))
+	f.secrets = append(f.secrets, secretFlag{p: p, name: name, env: env})
 }
 
 func (f *flagSet) Int(p *int, name string, def int, text string) {
@@ -76,10 +99,31 @@ func envDefault[T any](f *flagSet, name string, def T, parse func(string) (T, er
 	return x
 }
 
+// isSet reports whether the flag was given on the command line or through
+// its environment twin.
+func (f *flagSet) isSet(name string) bool {
+	if _, ok := f.env(name); ok {
+		return true
+	}
+	set := false
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
+}
+
+// devAddr is --dev's listen address when none is given.
+const devAddr = "127.0.0.1:8080"
+
 // parse parses args and reports the first bad environment value too.
 func (f *flagSet) parse(args []string) error {
 	if err := f.Parse(args); err != nil {
 		return err
+	}
+	set := make(map[string]bool)
+	f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	for _, s := range f.secrets {
+		if !set[s.name] {
+			*s.p = f.getenv(s.env)
+		}
 	}
 	if len(f.errs) > 0 {
 		return f.errs[0]
@@ -121,11 +165,15 @@ type serveOptions struct {
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveOptions, error) {
 	var o serveOptions
 	f := newFlagSet("wsgateway", getenv, out)
+	f.FlagSet.Usage = func() {
+		fmt.Fprint(out, commandsUsage)
+		f.PrintDefaults()
+	}
 	f.Bool(&o.Dev, "dev", false, "embedded default: in-memory engine, in-process NATS, random secret, boards created on first use")
-	f.String(&o.Addr, "addr", ":8080", "listen address (HTTP, WebSocket, REST, pages)")
-	f.String(&o.RedisURL, "redis-url", "", "redis://[:pass@]host:port/db, rediss://…, h1:p1,h2:p2 or redis-cluster://h1:p1,h2:p2; empty = in-memory engine")
-	f.String(&o.NATSURL, "nats-url", "", "NATS servers, comma-separated; empty = in-process server")
-	f.String(&o.JWTSecret, "jwt-secret", "", "HS256 key (at least 32 bytes)")
+	f.String(&o.Addr, "addr", ":8080", "listen address (HTTP, WebSocket, REST, pages); with --dev and no --addr: 127.0.0.1:8080")
+	f.Secret(&o.RedisURL, "redis-url", "redis://[:pass@]host:port/db, rediss://…, h1:p1,h2:p2 or redis-cluster://h1:p1,h2:p2; empty = in-memory engine")
+	f.Secret(&o.NATSURL, "nats-url", "NATS servers, comma-separated; empty = in-process server")
+	f.Secret(&o.JWTSecret, "jwt-secret", "HS256 key (at least 32 bytes)")
 	f.String(&o.JWTPublicKey, "jwt-public-key", "", "PEM file with an RS256, ES256 or EdDSA public key")
 	f.String(&o.JWKSURL, "jwks-url", "", "JWKS endpoint (keys selected by kid)")
 	f.String(&o.JWTIssuer, "jwt-issuer", "", "required iss claim, checked when set")
@@ -147,6 +195,11 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Duration(&o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers, the token included (slowloris)")
 	if err := f.parse(args); err != nil {
 		return o, err
+	}
+	if o.Dev && !f.isSet("addr") {
+		// --dev mints admin tokens for anyone who asks: loopback only,
+		// unless the operator names an address.
+		o.Addr = devAddr
 	}
 	tp, err := hub.ParseTrustedProxies(proxies)
 	if err != nil {

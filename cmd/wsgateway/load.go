@@ -23,7 +23,7 @@ func loadCmd(ctx context.Context, args []string, getenv func(string) string, std
 	f := newFlagSet("wsgateway load", getenv, stderr)
 	f.String(&cfg.URL, "url", "ws://127.0.0.1:8080/ws", "gateway WebSocket URL")
 	// The secret's twin is the gateway's own LB_JWT_SECRET, as for `token`.
-	f.StringVar(&secret, "secret", getenv("LB_JWT_SECRET"), "the gateway's HS256 key; every token is minted from it (env LB_JWT_SECRET)")
+	f.SecretFrom(&secret, "secret", "LB_JWT_SECRET", "the gateway's HS256 key; every token is minted from it")
 	f.String(&cfg.Board, "board", "load", "board under load")
 	f.Int(&players, "players", 200, "connections sending score events (role server)")
 	f.Int(&spectators, "spectators", 1000, "connections subscribed to the board's top")

@@ -4,6 +4,8 @@
 //	wsgateway --dev               run it with nothing installed
 //	wsgateway token [flags]       print a signed HS256 token
 //	wsgateway load [flags]        run the load generator against a gateway
+//	wsgateway version             print the build information
+//	wsgateway healthcheck         probe a local gateway's /healthz (container HEALTHCHECK)
 package main
 
 import (
@@ -41,6 +43,10 @@ func exitCode(err error, stderr io.Writer) int {
 // environment and streams, so tests can run it in-process.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cmd := "serve"
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		args = nil
+		cmd = "version"
+	}
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
 	}
@@ -55,8 +61,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return tokenCmd(args, getenv, stdout, stderr)
 	case "load":
 		return loadCmd(ctx, args, getenv, stdout, stderr)
+	case "version":
+		return versionCmd(args, stdout, stderr)
+	case "healthcheck":
+		return healthcheckCmd(ctx, args, getenv, stdout, stderr)
 	default:
-		return usageError(fmt.Sprintf("unknown command %q (want serve, token or load)", cmd))
+		return usageError(fmt.Sprintf("unknown command %q (want serve, token, load, version or healthcheck; see --help)", cmd))
 	}
 }
 
@@ -67,3 +77,18 @@ func flagError(err error) error {
 	}
 	return usageError(err.Error())
 }
+
+// commandsUsage heads `wsgateway --help`; the serve flags follow it.
+const commandsUsage = `Usage:
+  wsgateway [serve] [flags]     run the gateway (flags below)
+  wsgateway --dev               run it with nothing installed (loopback only)
+  wsgateway token [flags]       print a signed HS256 token (token --help)
+  wsgateway load [flags]        run the load generator against a gateway (load --help)
+  wsgateway version             print the version and build information (also --version)
+  wsgateway healthcheck [flags] GET /healthz of a local gateway; exit 0 when it answers 200
+
+Every flag also reads its environment twin (--redis-url: LB_REDIS_URL); the
+command line wins. Secrets from the environment are never printed.
+
+Serve flags:
+`

@@ -119,7 +119,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	pages, err := web.New(web.Config{Dev: o.Dev})
+	pages, err := web.New(web.Config{Dev: devSecret != nil})
 	if err != nil {
 		return err
 	}
@@ -240,10 +240,9 @@ func newVerifier(ctx context.Context, o serveOptions, log *slog.Logger) (*auth.V
 	var devSecret []byte
 	switch {
 	case o.JWTSecret != "":
+		// Never devSecret: a dev token signed with a configured key would
+		// be valid on every production node that shares it.
 		cfg.Secret = []byte(o.JWTSecret)
-		if o.Dev {
-			devSecret = cfg.Secret
-		}
 	case o.JWTPublicKey != "":
 		pem, err := os.ReadFile(o.JWTPublicKey)
 		if err != nil {
@@ -251,7 +250,7 @@ func newVerifier(ctx context.Context, o serveOptions, log *slog.Logger) (*auth.V
 		}
 		cfg.PublicKeyPEM = pem
 	case o.JWKSURL != "":
-	default: // --dev without a key (parseServe refuses anything else)
+	default: // --dev without a key (parseServe refuses anything else): a random key only this process trusts
 		s, err := auth.RandomSecret()
 		if err != nil {
 			return nil, nil, err
@@ -262,6 +261,9 @@ func newVerifier(ctx context.Context, o serveOptions, log *slog.Logger) (*auth.V
 	if err != nil {
 		return nil, nil, usageError(err.Error())
 	}
+	if o.Dev && devSecret == nil {
+		log.Info("dev token endpoint off: a JWT key is configured; mint tokens with `wsgateway token`")
+	}
 	return v, devSecret, nil
 }
 
@@ -270,6 +272,7 @@ func newVerifier(ctx context.Context, o serveOptions, log *slog.Logger) (*auth.V
 func newStore(ctx context.Context, o serveOptions, log *slog.Logger) (rank.Store, error) {
 	var s rank.Store
 	if o.RedisURL != "" {
+		useRedisLog(log)
 		client, err := redisstore.NewClient(o.RedisURL)
 		if err != nil {
 			return nil, usageError("--redis-url: " + err.Error())
@@ -304,7 +307,7 @@ func announce(w io.Writer, o serveOptions, addr net.Addr, devSecret []byte, log 
 		engine = "redis"
 	}
 	if o.NATSURL != "" {
-		natsURL = o.NATSURL
+		natsURL = redactURLs(o.NATSURL)
 	}
 	log.Info("listening", "addr", addr.String(), "engine", engine, "nats", natsURL, "dev", o.Dev)
 	var b strings.Builder
@@ -320,5 +323,15 @@ func announce(w io.Writer, o serveOptions, addr net.Addr, devSecret []byte, log 
 			fmt.Fprintf(&b, "  try: curl -H 'Authorization: Bearer %s' http://%s/api/v1/boards\n", tok, host)
 		}
 	}
+	if devSecret != nil && !isLoopback(addr) {
+		fmt.Fprintf(&b, "  WARNING: --dev listens beyond loopback (%s): anyone who reaches it can mint admin tokens at /api/v1/dev/token from a loopback Host name\n", addr)
+		log.Warn("dev token endpoint exposed beyond loopback: anyone who can reach this address can mint admin tokens", "addr", addr.String())
+	}
 	io.WriteString(w, b.String())
+}
+
+// isLoopback reports whether a listener accepts loopback connections only.
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP != nil && tcp.IP.IsLoopback()
 }

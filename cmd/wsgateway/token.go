@@ -17,7 +17,7 @@ func tokenCmd(args []string, getenv func(string) string, stdout, stderr io.Write
 	f := newFlagSet("wsgateway token", getenv, stderr)
 	// The secret's twin is the gateway's own LB_JWT_SECRET, so a shell that
 	// runs the gateway can mint tokens for it without repeating the key.
-	f.StringVar(&secret, "secret", getenv("LB_JWT_SECRET"), "HS256 key, at least 32 bytes (env LB_JWT_SECRET)")
+	f.SecretFrom(&secret, "secret", "LB_JWT_SECRET", "HS256 key, at least 32 bytes")
 	f.StringVar(&sub, "sub", "", "member id (the sub claim); required")
 	f.StringVar(&role, "role", string(auth.Player), "player, spectator, server or admin")
 	f.StringVar(&boards, "boards", "", "comma-separated board ids the token may touch; empty = all")
