@@ -36,8 +36,13 @@ type Config struct {
 	URL string
 	// Secret is the gateway's HS256 key: every token is minted from it
 	// (players as role server, spectators and watchers as role spectator).
-	// Required.
+	// Required unless Tokens is set.
 	Secret []byte
+	// Tokens, when set, supplies each connection's token instead of
+	// minting it from Secret: a fixed token (which must be role server or
+	// admin for players to write for many members), or one fetched from a
+	// --dev gateway's token endpoint. See DevTokens.
+	Tokens func(ctx context.Context, sub string, role auth.Role) (string, error)
 	// Board is the board under load. Default "load".
 	Board string
 	// Players send score events; Spectators subscribe to the top; Watchers
@@ -116,8 +121,8 @@ func New(cfg Config) (*Generator, error) {
 	switch {
 	case cfg.URL == "" || err != nil || (u.Scheme != "ws" && u.Scheme != "wss"):
 		return nil, fmt.Errorf("loadgen: URL %q is not a ws:// or wss:// URL", cfg.URL)
-	case len(cfg.Secret) < 32:
-		return nil, errors.New("loadgen: Secret must be at least 32 bytes")
+	case cfg.Tokens == nil && len(cfg.Secret) < 32:
+		return nil, errors.New("loadgen: Secret must be at least 32 bytes (or set Tokens)")
 	case cfg.Players < 0 || cfg.Spectators < 0 || cfg.Watchers < 0 || cfg.Rate < 0 || cfg.Top < 0:
 		return nil, errors.New("loadgen: counts and rate must not be negative")
 	case cfg.Churn < 0 || (cfg.Churn > 0 && cfg.Churn < minChurn):
@@ -168,8 +173,11 @@ func (g *Generator) lifetime(r *rand.Rand) time.Duration {
 	return g.cfg.Churn/2 + time.Duration(r.Int64N(int64(g.cfg.Churn)+1))
 }
 
-// token mints a token for sub.
-func (g *Generator) token(sub string, role auth.Role) (string, error) {
+// token mints (or, with Config.Tokens, obtains) a token for sub.
+func (g *Generator) token(ctx context.Context, sub string, role auth.Role) (string, error) {
+	if g.cfg.Tokens != nil {
+		return g.cfg.Tokens(ctx, sub, role)
+	}
 	return auth.MintHS256(g.cfg.Secret, auth.Claims{Sub: sub, Role: role, TTL: g.cfg.Duration + 10*time.Minute})
 }
 
@@ -181,6 +189,9 @@ func member(i int) string { return "m" + strconv.Itoa(i) }
 // board could not be created, no connection opened); per-event and
 // per-connection failures are counted in the report.
 func (g *Generator) Run(ctx context.Context) (Report, error) {
+	if err := g.preflight(ctx); err != nil {
+		return Report{}, err
+	}
 	if g.cfg.Create {
 		if err := g.createBoard(ctx); err != nil {
 			return Report{}, err
@@ -447,7 +458,7 @@ func (g *Generator) connectPlayers(ctx context.Context) ([]*client.Client, error
 }
 
 func (g *Generator) dialPlayer(ctx context.Context, i int) (*client.Client, error) {
-	tok, err := g.token("load-player-"+strconv.Itoa(i), auth.Server)
+	tok, err := g.token(ctx, "load-player-"+strconv.Itoa(i), auth.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -490,7 +501,7 @@ func (g *Generator) dialReceiverSlot(ctx context.Context, i int) (*receiver, err
 		sub = member(w * g.cfg.Members / max(g.cfg.Watchers, 1))
 		req.Top, req.Around = new(0), new(g.cfg.Around)
 	}
-	tok, err := g.token(sub, auth.Spectator)
+	tok, err := g.token(ctx, sub, auth.Spectator)
 	if err != nil {
 		return nil, err
 	}
@@ -528,7 +539,7 @@ func (g *Generator) createBoard(ctx context.Context) error {
 	u, _ := url.Parse(g.cfg.URL)
 	u.Scheme = strings.Replace(u.Scheme, "ws", "http", 1)
 	u.Path = "/api/v1/boards/" + url.PathEscape(g.cfg.Board)
-	tok, err := g.token("load-admin", auth.Admin)
+	tok, err := g.token(ctx, "load-admin", auth.Admin)
 	if err != nil {
 		return fmt.Errorf("loadgen: create board: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/loadgen"
 )
 
@@ -15,15 +16,17 @@ import (
 // and writes the JSON and HTML reports when asked.
 func loadCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var (
-		cfg                         loadgen.Config
-		secret, jsonOut, htmlOut    string
-		quiet                       bool
-		players, spectators, watchs int
+		cfg                             loadgen.Config
+		secret, token, jsonOut, htmlOut string
+		quiet, devToken                 bool
+		players, spectators, watchs     int
 	)
 	f := newFlagSet("wsgateway load", getenv, stderr)
 	f.String(&cfg.URL, "url", "ws://127.0.0.1:8080/ws", "gateway WebSocket URL")
 	// The secret's twin is the gateway's own LB_JWT_SECRET, as for `token`.
 	f.SecretFrom(&secret, "secret", "LB_JWT_SECRET", "the gateway's HS256 key; every token is minted from it")
+	f.Secret(&token, "token", "one token for every connection instead of --secret (role server or admin, e.g. the --dev banner's admin token)")
+	f.Bool(&devToken, "dev-token", false, "get each connection's token from the --dev gateway's POST /api/v1/dev/token instead of --secret")
 	f.String(&cfg.Board, "board", "load", "board under load")
 	f.Int(&players, "players", 200, "connections sending score events (role server)")
 	f.Int(&spectators, "spectators", 1000, "connections subscribed to the board's top")
@@ -42,10 +45,18 @@ func loadCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if err := f.parse(args); err != nil {
 		return flagError(err)
 	}
-	if secret == "" {
-		return usageError("load: --secret (or LB_JWT_SECRET) is required")
+	switch {
+	case token != "" && devToken:
+		return usageError("load: set only one of --token and --dev-token")
+	case token != "":
+		cfg.Tokens = func(context.Context, string, auth.Role) (string, error) { return token, nil }
+	case devToken:
+		cfg.Tokens = loadgen.DevTokens(cfg.URL, cfg.Duration+10*time.Minute)
+	case secret == "":
+		return usageError("load: --secret (or LB_JWT_SECRET), --token or --dev-token is required")
+	default:
+		cfg.Secret = []byte(secret)
 	}
-	cfg.Secret = []byte(secret)
 	cfg.Players, cfg.Spectators, cfg.Watchers = players, spectators, watchs
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	if !quiet {

@@ -2,13 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/loadgen"
 )
 
@@ -51,5 +56,64 @@ func TestLoadCommandChurn(t *testing.T) {
 		if !errors.As(err, &ue) {
 			t.Errorf("--churn %s: %v; want a usage error", bad, err)
 		}
+	}
+}
+
+// TestLoadCommandTokenSources: `wsgateway load` runs against the quick-start
+// gateway with the banner's token (--token) or the dev token endpoint
+// (--dev-token); a wrong token and a dead URL fail at once with different,
+// clear messages.
+func TestLoadCommandTokenSources(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr testenv.LogBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--dev", "--addr", "127.0.0.1:0", "--drain-timeout", "1s"}, envMap(nil), &stdout, &stderr)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	addrRe := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
+	tokenRe := regexp.MustCompile(`admin token \(24h\):\n(\S+)\n`)
+	testenv.Until(t, 10*time.Second, "the start banner", func() bool { return tokenRe.MatchString(stdout.String()) })
+	url := "ws://" + addrRe.FindStringSubmatch(stdout.String())[1] + "/ws"
+	admin := tokenRe.FindStringSubmatch(stdout.String())[1]
+	small := []string{"--players", "1", "--spectators", "1", "--watchers", "1", "--members", "10", "--rate", "50", "--duration", "300ms", "--quiet", "--create"}
+
+	load := func(extra ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(t.Context(), append(append([]string{"load"}, extra...), small...), envMap(nil), &out, &errOut)
+		return out.String() + errOut.String(), err
+	}
+	for _, src := range [][]string{{"--url", url, "--token", admin}, {"--url", url, "--dev-token"}} {
+		out, err := load(src...)
+		if err != nil || !strings.Contains(out, "events") {
+			t.Errorf("%v: %v\n%s", src[2:], err, out)
+		}
+		if strings.Contains(out, admin) {
+			t.Errorf("%v: the token was printed", src[2:])
+		}
+	}
+
+	_, errWrong := load("--url", url, "--token", "not.a.token")
+	_, errSecret := load("--url", url, "--secret", strings.Repeat("w", 32))
+	dead := "ws://127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)) + "/ws"
+	_, errDead := load("--url", dead, "--token", admin)
+	_, errDeadDev := load("--url", dead, "--dev-token")
+	for name, tc := range map[string]struct {
+		err  error
+		want error
+		text string
+	}{
+		"wrong token":          {errWrong, loadgen.ErrTokenRefused, "refused the token"},
+		"wrong secret":         {errSecret, loadgen.ErrTokenRefused, "refused the token"},
+		"dead URL":             {errDead, loadgen.ErrUnreachable, "cannot reach"},
+		"dead URL, dev tokens": {errDeadDev, loadgen.ErrUnreachable, "cannot reach"},
+	} {
+		if !errors.Is(tc.err, tc.want) || !strings.Contains(tc.err.Error(), tc.text) {
+			t.Errorf("%s: err %v; want %q", name, tc.err, tc.text)
+		}
+	}
+	if err := run(t.Context(), []string{"load", "--token", "x", "--dev-token"}, envMap(nil), new(bytes.Buffer), new(bytes.Buffer)); !errors.As(err, new(usageError)) {
+		t.Errorf("--token with --dev-token: %v; want a usage error", err)
 	}
 }

@@ -1,0 +1,120 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/wsgateway/wsgateway/auth"
+)
+
+// Sentinels for the two ways a run fails before it starts, so the command
+// can tell an operator which one happened.
+var (
+	// ErrUnreachable: nothing answers at the gateway's address.
+	ErrUnreachable = errors.New("loadgen: cannot reach the gateway")
+	// ErrTokenRefused: the gateway answered, and refused the token.
+	ErrTokenRefused = errors.New("loadgen: the gateway refused the token")
+)
+
+// httpBase is the gateway's HTTP origin for a ws:// or wss:// URL.
+func httpBase(wsURL string) string {
+	u, err := url.Parse(wsURL)
+	if err != nil {
+		return "" // New refuses such a URL before anything dials
+	}
+	scheme := "http"
+	if u.Scheme == "wss" {
+		scheme = "https"
+	}
+	return scheme + "://" + u.Host
+}
+
+// preflight asks the gateway one authenticated REST question with a
+// player's token before opening hundreds of connections, so a dead URL and
+// a wrong key fail at once with different messages instead of as a wall of
+// dial errors.
+func (g *Generator) preflight(ctx context.Context) error {
+	base := httpBase(g.cfg.URL)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	tok, err := g.token(ctx, "load-player-0", auth.Server)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/boards", nil)
+	if err != nil {
+		return fmt.Errorf("loadgen: preflight: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w at %s: %v", ErrUnreachable, base, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		return fmt.Errorf("%w (%s: %s): check --secret or --token", ErrTokenRefused, resp.Status, errorMessage(body))
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("loadgen: preflight GET %s/api/v1/boards: %s: %s", base, resp.Status, errorMessage(body))
+	}
+	return nil
+}
+
+// errorMessage is the contract's error message from a REST body, or the
+// body itself.
+func errorMessage(body []byte) string {
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Code != "" {
+		return e.Error.Code + ": " + e.Error.Message
+	}
+	return string(bytes.TrimSpace(body))
+}
+
+// DevTokens returns a Config.Tokens that asks a --dev gateway's token
+// endpoint (POST /api/v1/dev/token, served to loopback only) for each
+// connection's token, valid for ttl.
+func DevTokens(wsURL string, ttl time.Duration) func(context.Context, string, auth.Role) (string, error) {
+	return func(ctx context.Context, sub string, role auth.Role) (string, error) {
+		endpoint := httpBase(wsURL) + "/api/v1/dev/token"
+		body, _ := json.Marshal(map[string]string{"sub": sub, "role": string(role), "ttl": ttl.String()})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+		if err != nil {
+			return "", fmt.Errorf("loadgen: dev token: %w", err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", fmt.Errorf("%w at %s: %v", ErrUnreachable, endpoint, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode != http.StatusOK {
+			hint := ""
+			if resp.StatusCode == http.StatusNotFound {
+				hint = " (the gateway is not running with --dev, or has a configured JWT key)"
+			}
+			return "", fmt.Errorf("loadgen: dev token from %s: %s: %s%s", endpoint, resp.Status, strings.TrimSpace(errorMessage(b)), hint)
+		}
+		var out struct {
+			Token string `json:"token"`
+		}
+		if err := json.Unmarshal(b, &out); err != nil || out.Token == "" {
+			return "", fmt.Errorf("loadgen: dev token from %s: no token in %q", endpoint, b)
+		}
+		return out.Token, nil
+	}
+}
