@@ -34,7 +34,13 @@ func TestUnreachableNATSIsLoud(t *testing.T) {
 	if code, body := httpDo(t, "GET", "http://"+g.addr+"/readyz", "", ""); code != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz = %d %s; want 503 while NATS is down", code, body)
 	}
-	if strings.Contains(g.stdout.String()+g.stderr.String(), "nats-pw-hidden") {
+	_, metrics := httpDo(t, "GET", "http://"+g.addr+"/metrics", "", "")
+	for _, want := range []string{`wsgateway_check_ok{check="bus"} 0`, `wsgateway_check_ok{check="store"} 1`, "wsgateway_nats_reconnects_total 0"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(g.stdout.String()+g.stderr.String()+metrics, "nats-pw-hidden") {
 		t.Fatal("the NATS password was printed")
 	}
 }

@@ -102,10 +102,12 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	}
 	defer b.Close()
 
+	ready := []api.Check{{Name: "store", Ping: store.Ping}, {Name: "bus", Ping: b.Ping}}
+	reg.MustRegister(newOpsCollector(b.Stats, ready))
 	a, err := api.New(api.Config{
 		Store:     store,
 		Verifier:  verifier,
-		Ready:     []api.Check{{Name: "store", Ping: store.Ping}, {Name: "bus", Ping: b.Ping}},
+		Ready:     ready,
 		Registry:  reg,
 		DevSecret: devSecret,
 		OnApplied: h.Applied,
