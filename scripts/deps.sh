@@ -6,6 +6,9 @@ need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-benchmark >/dev/null || need+=(redis-tools)
 command -v nats-server >/dev/null || need+=(nats-server)
+# scripts/cluster.sh (the compose topology as local processes) and its e2e test.
+command -v haproxy >/dev/null || need+=(haproxy)
+command -v prometheus >/dev/null || need+=(prometheus)
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
 command -v node >/dev/null || need+=(nodejs)
 [ ${#need[@]} -eq 0 ] && exit 0
