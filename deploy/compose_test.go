@@ -1,0 +1,221 @@
+package deploy
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/wsgateway/wsgateway/internal/testenv"
+)
+
+// repoRoot is the module root; the compose file's paths are relative to it.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+type composeFile struct {
+	Services map[string]struct {
+		Build       any               `yaml:"build"`
+		Image       string            `yaml:"image"`
+		Command     []string          `yaml:"command"`
+		EnvFile     any               `yaml:"env_file"`
+		Environment map[string]string `yaml:"environment"`
+		Volumes     []string          `yaml:"volumes"`
+		Ports       []string          `yaml:"ports"`
+		Profiles    []string          `yaml:"profiles"`
+		Healthcheck *struct {
+			Test []string `yaml:"test"`
+		} `yaml:"healthcheck"`
+	} `yaml:"services"`
+}
+
+func readCompose(t *testing.T, root string) composeFile {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c composeFile
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	return c
+}
+
+// TestComposeFile: the reference deployment has every service the
+// operations docs name, each with a healthcheck; the gateways share one env
+// file and differ by node id; every file it mounts or reads lives in the
+// repository; and `docker-compose config` accepts it where installed.
+func TestComposeFile(t *testing.T) {
+	t.Parallel()
+	root := repoRoot(t)
+	c := readCompose(t, root)
+	for _, name := range []string{"redis", "nats1", "nats2", "nats3", "gateway1", "gateway2", "gateway3", "haproxy", "prometheus", "grafana"} {
+		s, ok := c.Services[name]
+		if !ok {
+			t.Errorf("service %s missing", name)
+			continue
+		}
+		if len(s.Profiles) > 0 {
+			t.Errorf("service %s is behind a profile; the default topology needs it", name)
+		}
+		if s.Healthcheck == nil || len(s.Healthcheck.Test) == 0 {
+			t.Errorf("service %s has no healthcheck", name)
+		}
+	}
+	nodes := map[string]bool{}
+	for _, name := range []string{"gateway1", "gateway2", "gateway3"} {
+		s := c.Services[name]
+		if s.Build != "." {
+			t.Errorf("%s: build %v, want the repository's Dockerfile (.)", name, s.Build)
+		}
+		if s.EnvFile != "deploy/gateway.env.example" {
+			t.Errorf("%s: env_file %v, want the shared deploy/gateway.env.example", name, s.EnvFile)
+		}
+		id := s.Environment["LB_NODE_ID"]
+		if id == "" || nodes[id] {
+			t.Errorf("%s: LB_NODE_ID %q is empty or repeated", name, id)
+		}
+		nodes[id] = true
+		if !strings.HasPrefix(s.Environment["LB_REDIS_URL"], "redis://redis:") || strings.Count(s.Environment["LB_NATS_URL"], "nats://") != 3 {
+			t.Errorf("%s: LB_REDIS_URL %q, LB_NATS_URL %q", name, s.Environment["LB_REDIS_URL"], s.Environment["LB_NATS_URL"])
+		}
+	}
+	if !strings.Contains(strings.Join(c.Services["haproxy"].Ports, " "), "8080:8080") {
+		t.Errorf("haproxy ports %v: want the front door on 8080", c.Services["haproxy"].Ports)
+	}
+	var clusterNodes int
+	for name, s := range c.Services {
+		for _, p := range s.Profiles {
+			if p == "redis-cluster" && strings.HasPrefix(name, "redis-c") {
+				clusterNodes++
+			}
+		}
+		// Every bind mount names a file or directory of the repository.
+		for _, v := range s.Volumes {
+			src, _, _ := strings.Cut(v, ":")
+			if !strings.HasPrefix(src, "./") {
+				continue // a named volume
+			}
+			if _, err := os.Stat(filepath.Join(root, src)); err != nil {
+				t.Errorf("service %s mounts %s: %v", name, src, err)
+			}
+		}
+		if f, ok := s.EnvFile.(string); ok {
+			if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+				t.Errorf("service %s env_file: %v", name, err)
+			}
+		}
+	}
+	if clusterNodes < 6 {
+		t.Errorf("the redis-cluster profile has %d nodes, want 6", clusterNodes)
+	}
+
+	redisConf, err := os.ReadFile(filepath.Join(root, "deploy", "redis", "redis.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nappendonly yes", "\nappendfsync everysec", "\nmaxmemory-policy noeviction"} {
+		if !strings.Contains(string(redisConf), want) {
+			t.Errorf("deploy/redis/redis.conf lacks %q", strings.TrimSpace(want))
+		}
+	}
+	if cmd := strings.Join(c.Services["redis"].Command, " "); !strings.Contains(cmd, "redis.conf") {
+		t.Errorf("redis command %q does not load the mounted redis.conf", cmd)
+	}
+
+	if _, err := exec.LookPath("docker-compose"); err == nil {
+		for _, args := range [][]string{{"config", "-q"}, {"--profile", "redis-cluster", "config", "-q"}} {
+			cmd := exec.Command("docker-compose", args...)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("docker-compose %v: %v\n%s", args, err, out)
+			}
+		}
+	} else {
+		t.Log("docker-compose not installed: `docker-compose config` not run")
+	}
+}
+
+// TestDockerfile: multi-stage, a static binary, a non-root user and a
+// healthcheck that needs no shell or curl.
+func TestDockerfile(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var from, user, health, static bool
+	stages := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		switch strings.ToUpper(f[0]) {
+		case "FROM":
+			stages++
+			from = true
+		case "USER":
+			user = len(f) > 1 && !strings.HasPrefix(f[1], "root") && !strings.HasPrefix(f[1], "0")
+		case "HEALTHCHECK":
+			health = strings.Contains(line, "healthcheck") || strings.HasSuffix(line, "\\")
+		case "RUN":
+			static = static || strings.Contains(line, "CGO_ENABLED=0")
+		}
+	}
+	if !from || stages < 2 || !user || !health || !static {
+		t.Errorf("Dockerfile: stages %d, non-root USER %v, HEALTHCHECK %v, CGO_ENABLED=0 %v", stages, user, health, static)
+	}
+	if !strings.Contains(string(b), `"healthcheck"]`) {
+		t.Error("the HEALTHCHECK does not run `wsgateway healthcheck` (the image has no curl)")
+	}
+}
+
+// TestProxyAndMonitoringConfigs: HAProxy checks readiness and keeps
+// WebSocket tunnels open; Prometheus loads the rules; the rules and
+// prometheus.yml pass promtool where installed.
+func TestProxyAndMonitoringConfigs(t *testing.T) {
+	t.Parallel()
+	root := repoRoot(t)
+	cfg, err := os.ReadFile(filepath.Join(root, "deploy", "haproxy", "haproxy.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"option httpchk", "uri /readyz", "timeout tunnel", "option redispatch", `"${GW1_ADDR}"`, `"${GW3_ADDR}"`} {
+		if !strings.Contains(string(cfg), want) {
+			t.Errorf("haproxy.cfg lacks %q", want)
+		}
+	}
+	if strings.Contains(string(cfg), "balance source") || strings.Contains(string(cfg), "stick-table") {
+		t.Error("haproxy.cfg pins sessions; every gateway serves every board")
+	}
+	if haproxy, err := exec.LookPath("haproxy"); err == nil {
+		cmd := exec.Command(haproxy, "-c", "-f", filepath.Join(root, "deploy", "haproxy", "haproxy.cfg"))
+		cmd.Env = append(os.Environ(), "LB_BIND=127.0.0.1:1", "LB_STATS_BIND=127.0.0.1:2", "GW1_ADDR=127.0.0.1:3", "GW2_ADDR=127.0.0.1:4", "GW3_ADDR=127.0.0.1:5")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("haproxy -c: %v\n%s", err, out)
+		}
+	}
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		files, _ := filepath.Glob(filepath.Join(root, "deploy", "prometheus", "rules", "*.yml"))
+		if len(files) == 0 {
+			t.Fatal("no alert rules under deploy/prometheus/rules")
+		}
+		if out, err := exec.Command(promtool, append([]string{"check", "rules"}, files...)...).CombinedOutput(); err != nil {
+			t.Errorf("promtool check rules: %v\n%s", err, out)
+		}
+		if out, err := exec.Command(promtool, "check", "config", "--syntax-only", filepath.Join(root, "deploy", "prometheus", "prometheus.yml")).CombinedOutput(); err != nil {
+			t.Errorf("promtool check config: %v\n%s", err, out)
+		}
+	}
+}
