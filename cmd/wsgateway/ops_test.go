@@ -99,8 +99,10 @@ func TestVersionText(t *testing.T) {
 // same build information, and a Redis that refuses connections yields only
 // JSON lines on stderr (go-redis's own messages go through slog), then a
 // one-line error.
+//
+// Not parallel: the go build it runs would starve this package's timing
+// tests (TestSlowlorisCutOff) on a small machine; run first, it overlaps none.
 func TestBinary(t *testing.T) {
-	t.Parallel()
 	bin, err := testenv.BuildGateway(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
