@@ -166,21 +166,7 @@ func (c *conn) score(ctx context.Context, req request) error {
 	if member == c.p.Member {
 		e.Name = c.p.Name
 	}
-	if err := e.Check(b); err != nil {
-		return err
-	}
-	if c.h.async != nil {
-		c.applyAsync(ctx, c.h.async, e) // the store's bound replaces StoreTimeout
-		return nil
-	}
-	sctx, cancel := c.storeCtx(ctx)
-	res, err := c.h.cfg.Store.Apply(sctx, e)
-	cancel()
-	if err != nil {
-		return err
-	}
-	c.h.Applied(res)
-	c.send(c.ackReply(req.ID, res))
+	c.apply(ctx, e) // the store checks the event against the board (R6)
 	return nil
 }
 
