@@ -6,6 +6,18 @@
 // Each connection is one reader (the handler goroutine) and one writer
 // goroutine, cancelled together. Replies go through a bounded queue; live
 // frames through a latest-wins live.Outbox; only the writer writes.
+//
+// Lock order (a lock may be taken while holding those to its left, never
+// the other way round):
+//
+//	conn.gate → live.Engine.mu → live.Outbox.mu  (subscribe puts its first frames under the gate;
+//	                                              the writer takes frames under it)
+//	conn.gate → conn.mu → replyQueue.mu          (the writer takes replies under the gate; a
+//	                                              completed score queues its reply under conn.mu)
+//
+// registry shards, Metrics and the store's own locks are leaves: nothing
+// else is taken while they are held. A store's Done callback runs with no
+// hub lock held and takes conn.mu (window.go).
 package hub
 
 import (
@@ -84,6 +96,10 @@ type Config struct {
 	// ReplyQueue bounds a connection's queued replies; past it the
 	// connection is closed as a slow consumer (R12). Default 256.
 	ReplyQueue int
+	// ReplyQueueBytes bounds the same queue in bytes (a `page` reply of 100
+	// entries is ~13 KB); one reply larger than it still goes when the
+	// queue is empty. Default 1 MiB.
+	ReplyQueueBytes int
 	// WriteTimeout bounds every write; a write blocked this long closes the
 	// connection (R12). Default 5s.
 	WriteTimeout time.Duration
@@ -145,6 +161,7 @@ func New(cfg Config) (*Hub, error) {
 	def(&cfg.MaxMessage, 4096)
 	def(&cfg.Rate, 50)
 	def(&cfg.ReplyQueue, 256)
+	def(&cfg.ReplyQueueBytes, 1<<20)
 	def(&cfg.MaxSubscriptions, 64)
 	def(&cfg.MaxConnsPerIP, DefaultMaxConnsPerIP)
 	def(&cfg.MaxConnsPerMember, DefaultMaxConnsPerMember)
@@ -156,8 +173,8 @@ func New(cfg Config) (*Hub, error) {
 	switch {
 	case cfg.MaxMessage < 64:
 		return nil, fmt.Errorf("hub: MaxMessage %d is below 64 bytes", cfg.MaxMessage)
-	case cfg.Rate < 0, cfg.ReplyQueue < 0, cfg.MaxSubscriptions < 0:
-		return nil, errors.New("hub: Rate, ReplyQueue and MaxSubscriptions must not be negative")
+	case cfg.Rate < 0, cfg.ReplyQueue < 0, cfg.ReplyQueueBytes < 0, cfg.MaxSubscriptions < 0:
+		return nil, errors.New("hub: Rate, ReplyQueue, ReplyQueueBytes and MaxSubscriptions must not be negative")
 	case cfg.TopInterval < 0, cfg.WriteTimeout < 0, cfg.StoreTimeout < 0, cfg.PingInterval < 0:
 		return nil, errors.New("hub: durations must not be negative")
 	}
