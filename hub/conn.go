@@ -70,12 +70,17 @@ type conn struct {
 	committed bool       // the close frame is decided: requests read later are dropped
 	win       window     // replies of scores in flight, in request order (window.go)
 
+	// subs are the subscribed boards: the reader adds and removes them,
+	// and Hub.BoardChanged ends those a config change closed to this
+	// connection (access.go).
+	subsMu sync.Mutex // guards subs
+	subs   map[string]struct{}
+
 	// reader
 	rctx      context.Context // the connection's context, set by run
 	p         auth.Principal  // replaced by auth; p.Member never changes
-	anon      bool
-	subs      map[string]struct{}
-	lim       *rate.Limiter // nil for server and admin
+	anon      bool            // fixed: a token-less spectator (--public-read)
+	lim       *rate.Limiter   // nil for server and admin
 	recent    slidingCount
 	badStreak int
 

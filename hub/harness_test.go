@@ -237,6 +237,7 @@ func (g *gateway) board(id string, edit func(*rank.Board)) rank.Board {
 		g.t.Fatalf("put board %s: %v", id, err)
 	}
 	g.store.Forget(id)
+	g.hub.BoardChanged(id)
 	return got
 }
 

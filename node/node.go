@@ -225,10 +225,12 @@ func (n *Node) applied(batch []rank.Change) {
 }
 
 // BoardChanged is told of a board created, changed or deleted on this node
-// (api.BoardListener): the store's cached config is dropped, live frames
-// re-read the board, and the other nodes are told.
+// (api.BoardListener): the store's cached config is dropped, subscriptions
+// the new config closes end (hub), live frames re-read the board, and the
+// other nodes are told.
 func (n *Node) BoardChanged(board string, deleted bool) {
 	n.store.Forget(board)
+	n.hub.BoardChanged(board)
 	n.live.Resync(board)
 	n.bus.PublishBoard(bus.BoardEvent{Board: board, Deleted: deleted})
 }
@@ -236,6 +238,7 @@ func (n *Node) BoardChanged(board string, deleted bool) {
 // remoteBoard is another node's BoardChanged, heard over the bus.
 func (n *Node) remoteBoard(e bus.BoardEvent) {
 	n.store.Forget(e.Board)
+	n.hub.BoardChanged(e.Board)
 	n.live.Resync(e.Board)
 }
 
