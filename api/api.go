@@ -41,6 +41,11 @@ type Verifier interface {
 	Verify(ctx context.Context, token string) (auth.Principal, error)
 }
 
+// BoardListener hears of board changes made through the API.
+type BoardListener interface {
+	BoardChanged(board string, deleted bool)
+}
+
 // Config configures the REST app. Store and Verifier are required; every
 // other zero value is documented on its field.
 type Config struct {
@@ -62,18 +67,14 @@ type Config struct {
 	// MaxBody is the largest request body in bytes; a larger one is a 413.
 	// Zero: 1 MiB, which holds a scores array of 1000 events.
 	MaxBody int64
-	// Timeout bounds each store call of a request: each event of a scores
-	// array applied one by one, or the whole array on an engine that
-	// pipelines it (rank.AsyncApplier). A store that does not answer in
-	// time is a 503 (unavailable for an array's elements). Zero: 5s.
+	// Timeout bounds each store call of a request, a whole scores array
+	// included. A store that does not answer in time is a 503 (unavailable
+	// for an array's elements). Zero: 5s.
 	Timeout time.Duration
-	// OnApplied is called, in order, for each non-duplicate event a REST
-	// scores request applied (the gateway wires it to the hub, which tells
-	// local frames and the bus). nil: nobody is told.
-	OnApplied func(rank.Result)
-	// OnBoard is called after a board was created, changed (deleted=false)
-	// or deleted (deleted=true) through the API. nil: nobody is told.
-	OnBoard func(board string, deleted bool)
+	// Boards hears of every board created, changed or deleted through the
+	// API (the node refreshes caches and live frames and tells the other
+	// nodes). nil: nobody is told.
+	Boards BoardListener
 	// Logger receives one line per request (method, route, status, duration)
 	// and internal errors; never a token. nil: discard.
 	Logger *slog.Logger

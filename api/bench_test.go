@@ -9,18 +9,15 @@ import (
 )
 
 // BenchmarkScoresArray posts arrays of 1000 fresh events over HTTP:
-// decoding, checking, applying and encoding the answers. On Redis,
-// "pipelined" is the engine as the gateway runs it (rank.AsyncApplier: the
-// array leaves in pipelines) and "serial" the same engine with that hidden,
-// one round trip per event.
+// decoding, checking, applying and encoding the answers; on Redis the array
+// leaves in pipelines.
 func BenchmarkScoresArray(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) rank.Store
 	}{
 		{"memory", memEngine().new},
-		{"redis/pipelined", redisEngine().new},
-		{"redis/serial", func(t testing.TB) rank.Store { return serialOnly{redisEngine().new(t)} }},
+		{"redis", redisEngine().new},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			e := newEnv(b, tc.new(b))
@@ -47,10 +44,6 @@ func BenchmarkScoresArray(b *testing.B) {
 		})
 	}
 }
-
-// serialOnly hides a store's optional interfaces (rank.AsyncApplier), so
-// the API applies one event at a time.
-type serialOnly struct{ rank.Store }
 
 // BenchmarkTop reads a 10-entry page over HTTP.
 func BenchmarkTop(b *testing.B) {

@@ -128,8 +128,8 @@ func (a *API) putBoard(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("api: put board %s: %w", id, err)
 	}
-	if a.cfg.OnBoard != nil {
-		a.cfg.OnBoard(id, false)
+	if a.cfg.Boards != nil {
+		a.cfg.Boards.BoardChanged(id, false)
 	}
 	return c.JSON(stored)
 }
@@ -172,8 +172,8 @@ func (a *API) deleteBoard(c *fiber.Ctx) error {
 	if err := a.cfg.Store.DeleteBoard(ctx, id); err != nil {
 		return fmt.Errorf("api: delete board %s: %w", id, err)
 	}
-	if a.cfg.OnBoard != nil {
-		a.cfg.OnBoard(id, true)
+	if a.cfg.Boards != nil {
+		a.cfg.Boards.BoardChanged(id, true)
 	}
 	return c.SendStatus(http.StatusNoContent)
 }

@@ -202,7 +202,7 @@ func TestPutBoard(t *testing.T) {
 			t.Errorf("GET after PUT: %+v", gb)
 		}
 		if ev := e.boardEvents(); len(ev) != 2 || ev[1] != (boardEvent{"full", false}) {
-			t.Errorf("OnBoard calls %v", ev)
+			t.Errorf("BoardChanged calls %v", ev)
 		}
 
 		// Invalid configs: 400 naming the field, and the stored board unchanged.
@@ -281,7 +281,7 @@ func TestGetAndDeleteBoard(t *testing.T) {
 		e.do("GET", "/api/v1/boards/g", adm, "").wantError(t, 404, "unknown_board")
 		ev := e.boardEvents()
 		if last := ev[len(ev)-1]; last != (boardEvent{"g", true}) {
-			t.Errorf("last OnBoard %v, want g deleted", last)
+			t.Errorf("last BoardChanged %v, want g deleted", last)
 		}
 		// Re-created, the board starts empty.
 		e.putBoard("g", "")

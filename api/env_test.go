@@ -62,8 +62,7 @@ type env struct {
 	store  rank.Store
 	reg    *prometheus.Registry
 	logs   *testenv.LogBuffer
-	mu     sync.Mutex
-	appl   []rank.Result
+	mu     sync.Mutex // guards boards
 	boards []boardEvent
 }
 
@@ -85,17 +84,8 @@ func newEnv(t testing.TB, store rank.Store, opts ...option) *env {
 		Store:    store,
 		Verifier: v,
 		Registry: e.reg,
-		OnApplied: func(r rank.Result) {
-			e.mu.Lock()
-			e.appl = append(e.appl, r)
-			e.mu.Unlock()
-		},
-		OnBoard: func(b string, deleted bool) {
-			e.mu.Lock()
-			e.boards = append(e.boards, boardEvent{b, deleted})
-			e.mu.Unlock()
-		},
-		Logger: slog.New(slog.NewTextHandler(e.logs, nil)),
+		Boards:   e,
+		Logger:   slog.New(slog.NewTextHandler(e.logs, nil)),
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -109,10 +99,28 @@ func newEnv(t testing.TB, store rank.Store, opts ...option) *env {
 	return e
 }
 
-func (e *env) applied() []rank.Result {
+// BoardChanged records what the API reports (api.BoardListener).
+func (e *env) BoardChanged(board string, deleted bool) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]rank.Result(nil), e.appl...)
+	e.boards = append(e.boards, boardEvent{board, deleted})
+	e.mu.Unlock()
+}
+
+// applied is how many fresh (non-duplicate) events the API counted as
+// applied, read from its metric.
+func (e *env) applied() int {
+	e.t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "wsgateway_api_applied_events_total" {
+			return int(mf.GetMetric()[0].GetCounter().GetValue())
+		}
+	}
+	e.t.Fatal("no wsgateway_api_applied_events_total metric")
+	return 0
 }
 
 func (e *env) boardEvents() []boardEvent {
@@ -287,15 +295,24 @@ func (f *flaky) Ranks(ctx context.Context, b string, p rank.PeriodSel, m []strin
 	return f.Store.Ranks(ctx, b, p, m, around)
 }
 
-func (f *flaky) Apply(ctx context.Context, ev rank.Event) (rank.Result, error) {
+func (f *flaky) Board(ctx context.Context, id string) (rank.Board, error) {
+	if err := f.fail(); err != nil {
+		return rank.Board{}, err
+	}
+	return f.Store.Board(ctx, id)
+}
+
+func (f *flaky) Apply(ctx context.Context, ev rank.Event, done rank.Done) {
 	f.applies.Add(1)
 	if f.applyDn.Load() {
-		return rank.Result{}, rank.ErrUnavailable
+		done(rank.Result{}, rank.ErrUnavailable)
+		return
 	}
 	if err := f.fail(); err != nil {
-		return rank.Result{}, err
+		done(rank.Result{}, err)
+		return
 	}
-	return f.Store.Apply(ctx, ev)
+	f.Store.Apply(ctx, ev, done)
 }
 
 func (f *flaky) Ping(ctx context.Context) error {

@@ -45,7 +45,7 @@ func (a *API) scores(c *fiber.Ctx) error {
 		return err
 	}
 	ctx, cancel := a.ctx()
-	b, err := a.cfg.Store.GetBoard(ctx, id)
+	b, err := a.cfg.Store.Board(ctx, id)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("api: scores %s: %w", id, err)
@@ -84,73 +84,49 @@ type applied struct {
 }
 
 // applyAll applies the valid items in order and returns every item's
-// outcome (a decoding error stays the item's). Either way a repeated id
-// sees its earlier twin, OnApplied hears of the applied events in array
-// order, and once the store is unreachable the elements after the one that
-// met it are not tried: the failures are a suffix, so re-sending the whole
-// array applies everything in array order.
-//
-// An engine with rank.AsyncApplier (Redis) gets the events through its
-// async lane, arrayWindow at a time, so an array costs a few pipelines
-// instead of a round trip per element and still leaves room in the lane
-// for the connections' scores. Otherwise they are applied one by one.
+// outcome (a decoding error stays the item's). The events go to the store
+// arrayWindow at a time (on Redis they share pipelines with the WebSocket
+// connections' scores), so a repeated id sees its earlier twin. Once the
+// store is unreachable the elements after the one that met it are not
+// tried: the first unavailable answer cancels the array's ctx, so no later
+// element is sent (the store drops a call whose ctx ended) and each of them
+// is answered with that first failure. The failures are a suffix, so
+// re-sending the whole array applies everything in array order.
 func (a *API) applyAll(items []scoreItem) []applied {
 	out := make([]applied, len(items))
-	for i, it := range items {
-		out[i].err = it.err
-	}
-	if as, ok := a.cfg.Store.(rank.AsyncApplier); ok {
-		a.applyAsync(as, items, out)
-		return out
-	}
-	var down error
-	for i, it := range items {
-		if it.err != nil {
-			continue
-		}
-		if down != nil {
-			out[i].err = down
-			continue
-		}
-		res, err := a.apply(it.ev)
-		out[i] = applied{res, err}
-		if proto.CodeOf(err) == proto.CodeUnavailable {
-			down = err
-		}
-	}
-	return out
-}
-
-// arrayWindow bounds the events of one scores array in the async lane at
-// a time, as a WebSocket connection's window does for its scores.
-const arrayWindow = 64
-
-// applyAsync is applyAll on an AsyncApplier. The lane calls back in
-// submission order; the first unavailable answer cancels the array's ctx,
-// so no later element is sent (the lane drops a call whose ctx ended) and
-// each of them is answered with that first failure.
-func (a *API) applyAsync(as rank.AsyncApplier, items []scoreItem, out []applied) {
 	parent, cancel := a.ctx()
 	defer cancel()
 	ctx, stop := context.WithCancel(parent)
 	defer stop()
 	var (
 		wg   sync.WaitGroup
-		mu   sync.Mutex
-		down error // the first unavailable answer
+		mu   sync.Mutex // guards down
+		down error      // the first unavailable answer
 	)
 	slots := make(chan struct{}, arrayWindow)
 	for i, it := range items {
 		if it.err != nil {
+			out[i].err = it.err
 			continue
 		}
 		slots <- struct{}{}
+		if ctx.Err() != nil { // stopped by an earlier element: not tried
+			<-slots
+			mu.Lock()
+			why := down
+			mu.Unlock()
+			if why == nil {
+				why = ctx.Err() // the request's deadline passed
+			}
+			out[i].err = fmt.Errorf("api: apply %s: %w", it.ev.Board, why)
+			continue
+		}
 		wg.Add(1)
-		as.ApplyAsync(ctx, it.ev, func(r rank.Result, err error) {
+		a.cfg.Store.Apply(ctx, it.ev, func(r rank.Result, err error) {
 			defer func() { <-slots; wg.Done() }()
 			if err == nil {
 				out[i].res = r
-				a.announce(r) // on the lane, in array order, as the hub does
+				a.count(r)
 				return
 			}
 			mu.Lock()
@@ -166,28 +142,30 @@ func (a *API) applyAsync(as rank.AsyncApplier, items []scoreItem, out []applied)
 		})
 	}
 	wg.Wait()
+	return out
 }
 
-// apply runs one event with its own deadline and tells OnApplied about it.
+// arrayWindow bounds the events of one scores array in the store at a
+// time, as a WebSocket connection's window does for its scores.
+const arrayWindow = 64
+
+// apply runs one event with its own deadline.
 func (a *API) apply(ev rank.Event) (rank.Result, error) {
 	ctx, cancel := a.ctx()
 	defer cancel()
-	res, err := a.cfg.Store.Apply(ctx, ev)
+	res, err := rank.ApplyWait(ctx, a.cfg.Store, ev)
 	if err != nil {
 		return res, fmt.Errorf("api: apply %s: %w", ev.Board, err)
 	}
-	a.announce(res)
+	a.count(res)
 	return res, nil
 }
 
-// announce counts an applied event and tells OnApplied; a duplicate
-// changed nothing, so it is neither.
-func (a *API) announce(res rank.Result) {
+// count counts an applied event; a duplicate changed nothing. The store's
+// sink, not the API, tells live frames and the bus.
+func (a *API) count(res rank.Result) {
 	if !res.Duplicate {
 		a.m.applied.Inc()
-		if a.cfg.OnApplied != nil {
-			a.cfg.OnApplied(res)
-		}
 	}
 }
 

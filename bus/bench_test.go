@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/wsgateway/wsgateway/internal/testenv"
+
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // BenchmarkPublishReceive measures changes/s from Publish on one node to
@@ -21,7 +23,7 @@ func BenchmarkPublishReceive(b *testing.B) {
 	done := make(chan struct{})
 	var target int64
 	pub := newBus(b, Config{URL: srv.URL(), Node: "pub"})
-	sub := newBus(b, Config{URL: srv.URL(), Node: "sub", OnChanges: func(batch []Change) {
+	sub := newBus(b, Config{URL: srv.URL(), Node: "sub", OnChanges: func(batch []rank.Change) {
 		if got.Add(int64(len(batch))) == target {
 			close(done)
 		}
@@ -43,7 +45,7 @@ func BenchmarkPublishReceive(b *testing.B) {
 				runtime.Gosched()
 			}
 		}
-		pub.Publish(Change{Board: boards[i%len(boards)], Seq: int64(i), Member: "member-" + strconv.Itoa(i%1000),
+		pub.Publish(rank.Change{Board: boards[i%len(boards)], Seq: int64(i), Member: "member-" + strconv.Itoa(i%1000),
 			Old: &old, New: int64(i), Rank: int64(i%50 + 1), PrevRank: 7})
 	}
 	select {
@@ -67,9 +69,9 @@ func BenchmarkPublishReceive(b *testing.B) {
 //	go test ./bus/ -run '^$' -bench Codec
 func BenchmarkCodec(b *testing.B) {
 	old := int64(1234567)
-	batch := make([]Change, 64)
+	batch := make([]rank.Change, 64)
 	for i := range batch {
-		batch[i] = Change{Board: "run_hero", Seq: int64(1000 + i), Member: "player-" + strconv.Itoa(i), Old: &old,
+		batch[i] = rank.Change{Board: "run_hero", Seq: int64(1000 + i), Member: "player-" + strconv.Itoa(i), Old: &old,
 			New: 1234600, Rank: int64(i + 1), PrevRank: int64(i + 3), Name: "Player Name"}
 	}
 	js, _ := json.Marshal(batch)

@@ -38,20 +38,9 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-)
 
-// Change is one applied event as every node learns of it.
-type Change struct {
-	Board    string `json:"board"`
-	Seq      int64  `json:"seq"`
-	Member   string `json:"member"`
-	Old      *int64 `json:"old"` // nil: the member was new
-	New      int64  `json:"new"`
-	Rank     int64  `json:"rank"`
-	PrevRank int64  `json:"prev_rank"` // 0 when new
-	Period   int64  `json:"period,omitempty"`
-	Name     string `json:"name,omitempty"`
-}
+	"github.com/wsgateway/wsgateway/rank"
+)
 
 // BoardEvent says a board's config changed or the board was deleted.
 type BoardEvent struct {
@@ -115,7 +104,7 @@ type Config struct {
 
 	// OnChanges receives one message's remote changes: one board, seq
 	// ascending. The slice is the handler's to keep.
-	OnChanges func(batch []Change)
+	OnChanges func(batch []rank.Change)
 	// OnResync says changes of a board ("" = every board) may have been
 	// missed: re-read the store.
 	OnResync func(board string)
@@ -135,7 +124,7 @@ const (
 	// maxResyncBoards bounds the set of boards awaiting a resync message;
 	// past it one "every board" resync replaces them.
 	maxResyncBoards = 1024
-	// maxBatch bounds the changes in one message: a Change encodes to at
+	// maxBatch bounds the changes in one message: a rank.Change encodes to at
 	// most ~130 bytes (ids ≤ 64, names ≤ 32 characters), so a message stays
 	// well under NATS's 1 MB max_payload.
 	maxBatch = 1024
@@ -165,7 +154,7 @@ type Bus struct {
 
 	// mu guards the publish queues, the resync set and closed.
 	mu        sync.Mutex
-	changes   ring[Change]
+	changes   ring[rank.Change]
 	events    ring[BoardEvent]
 	resync    map[string]struct{}
 	resyncAll bool
@@ -239,7 +228,7 @@ func New(ctx context.Context, cfg Config) (*Bus, error) {
 		subjChanges: cfg.Subject + ".changes.",
 		subjBoards:  cfg.Subject + ".boards",
 		subjResync:  cfg.Subject + ".resync",
-		changes:     newRing[Change](cfg.MaxPending),
+		changes:     newRing[rank.Change](cfg.MaxPending),
 		events:      newRing[BoardEvent](maxEventsPending),
 		resync:      make(map[string]struct{}),
 		wake:        make(chan struct{}, 1),

@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/wsgateway/wsgateway/internal/testenv"
+
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // Two nodes on one real nats-server: every change reaches the other node,
@@ -31,7 +33,7 @@ func TestTwoNodesOrderedNoEcho(t *testing.T) {
 			if i > 1 {
 				old = ptr(int64(i - 1))
 			}
-			a.Publish(Change{Board: board, Seq: int64(i), Member: fmt.Sprintf("m%d", j), Old: old, New: int64(i), Rank: 1, Name: "Ann"})
+			a.Publish(rank.Change{Board: board, Seq: int64(i), Member: fmt.Sprintf("m%d", j), Old: old, New: int64(i), Rank: 1, Name: "Ann"})
 		}
 	}
 	want := perBoard * len(boards)
@@ -69,7 +71,7 @@ func TestTwoNodesOrderedNoEcho(t *testing.T) {
 	// A marker from b reaches a after any echo of a's own changes would
 	// have (the server delivers to a in the order it processed): so if a
 	// has only the marker, nothing was echoed.
-	b.Publish(Change{Board: "marker", Seq: 1, Member: "z", New: 1, Rank: 1})
+	b.Publish(rank.Change{Board: "marker", Seq: 1, Member: "z", New: 1, Rank: 1})
 	testenv.Until(t, 10*time.Second, "marker at a", func() bool { return ra.count() >= 1 })
 	if got := ra.changes(); len(got) != 1 || got[0].Board != "marker" {
 		t.Errorf("a received %d changes (%v...), want only b's marker", len(got), got[0])
@@ -110,7 +112,7 @@ func TestBatching(t *testing.T) {
 	boards := []string{"b1", "b.2", "b3"}
 	for i := range n {
 		board := boards[i%len(boards)]
-		a.Publish(Change{Board: board, Seq: int64(i/len(boards) + 1), Member: "m", New: int64(i), Rank: 1})
+		a.Publish(rank.Change{Board: board, Seq: int64(i/len(boards) + 1), Member: "m", New: int64(i), Rank: 1})
 	}
 	testenv.Until(t, 20*time.Second, "burst at b", func() bool { return rb.count() >= n })
 	testenv.Until(t, 10*time.Second, "spy count", func() bool { return wireMsgs.Load() == a.Stats().Messages })
@@ -140,7 +142,7 @@ func TestIdleFlushesImmediately(t *testing.T) {
 	a := newBus(t, Config{URL: srv.URL(), Node: "a", FlushInterval: time.Hour})
 	b := newBus(t, rb.wire(Config{URL: srv.URL(), Node: "b"}))
 	ready(t, a, b)
-	a.Publish(Change{Board: "solo", Seq: 1, Member: "m", New: 1, Rank: 1})
+	a.Publish(rank.Change{Board: "solo", Seq: 1, Member: "m", New: 1, Rank: 1})
 	// With an hour-long window, arrival proves the idle path skipped it.
 	testenv.Until(t, 10*time.Second, "lone change", func() bool { return rb.count() == 1 })
 }
@@ -176,8 +178,8 @@ func TestSubjectPrefixIsolates(t *testing.T) {
 	b := newBus(t, rb.wire(Config{URL: srv.URL(), Node: "b", Subject: "one"}))
 	c := newBus(t, rc.wire(Config{URL: srv.URL(), Node: "c", Subject: "two"}))
 	ready(t, a, b, c)
-	a.Publish(Change{Board: "x", Seq: 1, Member: "m", New: 1, Rank: 1})
-	a.Publish(Change{Board: "x", Seq: 2, Member: "m", New: 2, Rank: 1})
+	a.Publish(rank.Change{Board: "x", Seq: 1, Member: "m", New: 1, Rank: 1})
+	a.Publish(rank.Change{Board: "x", Seq: 2, Member: "m", New: 2, Rank: 1})
 	testenv.Until(t, 10*time.Second, "changes at b", func() bool { return rb.count() == 2 })
 	// c would have had them at the same time as b.
 	if err := c.Ping(context.Background()); err != nil {
@@ -201,7 +203,7 @@ func TestReconnectResyncs(t *testing.T) {
 	b := newBus(t, rb.wire(cfg))
 	ready(t, a, b)
 
-	a.Publish(Change{Board: "r", Seq: 1, Member: "m", New: 1, Rank: 1})
+	a.Publish(rank.Change{Board: "r", Seq: 1, Member: "m", New: 1, Rank: 1})
 	testenv.Until(t, 10*time.Second, "first change", func() bool { return rb.count() == 1 })
 	fromA, fromB := ra.resyncCount(), rb.resyncCount()
 
@@ -216,7 +218,7 @@ func TestReconnectResyncs(t *testing.T) {
 		t.Errorf("reconnects a=%d b=%d, want ≥ 1", a.Stats().Reconnects, b.Stats().Reconnects)
 	}
 
-	a.Publish(Change{Board: "r", Seq: 2, Member: "m", New: 2, Rank: 1})
+	a.Publish(rank.Change{Board: "r", Seq: 2, Member: "m", New: 2, Rank: 1})
 	testenv.Until(t, 10*time.Second, "change after restart", func() bool {
 		got := rb.changes()
 		return len(got) > 0 && got[len(got)-1].Seq == 2
@@ -247,7 +249,7 @@ func TestPublishNeverBlocksWhenServerHangs(t *testing.T) {
 	testenv.Until(t, 60*time.Second, "drops counted", func() bool {
 		for range 100 {
 			published++
-			a.Publish(Change{Board: "hot", Seq: int64(published), Member: member, New: int64(published), Rank: 1, Name: name})
+			a.Publish(rank.Change{Board: "hot", Seq: int64(published), Member: member, New: int64(published), Rank: 1, Name: name})
 		}
 		if q := a.queued(); q > 100 {
 			t.Fatalf("queue holds %d changes, bound is 100", q)
@@ -274,7 +276,7 @@ func TestPublishWhileServerDown(t *testing.T) {
 	srv.Kill()
 	testenv.Until(t, 10*time.Second, "a to notice", func() bool { return a.Ping(context.Background()) != nil })
 	for i := range 10000 {
-		a.Publish(Change{Board: "down", Seq: int64(i + 1), Member: "m", New: 1, Rank: 1})
+		a.Publish(rank.Change{Board: "down", Seq: int64(i + 1), Member: "m", New: 1, Rank: 1})
 	}
 	testenv.Until(t, 10*time.Second, "all counted as dropped", func() bool { return a.Stats().Dropped == 10000 })
 	if err := a.Ping(context.Background()); err == nil {
@@ -315,7 +317,7 @@ func TestInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	a.Publish(Change{Board: "a.b", Seq: 1, Member: "m", New: 5, Rank: 1})
+	a.Publish(rank.Change{Board: "a.b", Seq: 1, Member: "m", New: 5, Rank: 1})
 	select {
 	case m := <-got:
 		batch, err := decodeChanges(m.Data)
@@ -379,7 +381,7 @@ func TestCloseTwice(t *testing.T) {
 		if err := a.Close(); err != nil {
 			t.Errorf("second Close(%q): %v", url, err)
 		}
-		a.Publish(Change{Board: "late", Seq: 1, Member: "m"})
+		a.Publish(rank.Change{Board: "late", Seq: 1, Member: "m"})
 		a.PublishBoard(BoardEvent{Board: "late"})
 		if got := a.Stats().Dropped; got != 2 {
 			t.Errorf("Publish after Close: dropped %d, want 2", got)
@@ -399,7 +401,7 @@ func TestCloseFlushesQueue(t *testing.T) {
 	b := newBus(t, rb.wire(Config{URL: srv.URL(), Node: "b"}))
 	ready(t, a, b)
 	for i := range 500 {
-		a.Publish(Change{Board: "q", Seq: int64(i + 1), Member: "m", New: 1, Rank: 1})
+		a.Publish(rank.Change{Board: "q", Seq: int64(i + 1), Member: "m", New: 1, Rank: 1})
 	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)

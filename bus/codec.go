@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // The payload of <prefix>.changes.<board> is one board's changes, seq
@@ -20,7 +22,7 @@ import (
 //
 // Integers that should be non-negative still round-trip when they are not
 // (uvarint of the two's complement). A payload starting with '[' is read as
-// a JSON array of Change instead, so tools and tests can inject readable
+// a JSON array of rank.Change instead, so tools and tests can inject readable
 // messages.
 
 const (
@@ -33,8 +35,8 @@ const (
 
 var errShort = errors.New("truncated")
 
-// appendChanges encodes one board's batch (every Change has that board).
-func appendChanges(dst []byte, board string, batch []Change) []byte {
+// appendChanges encodes one board's batch (every change has that board).
+func appendChanges(dst []byte, board string, batch []rank.Change) []byte {
 	dst = append(dst, codecV1)
 	dst = appendStr(dst, board)
 	dst = binary.AppendUvarint(dst, uint64(len(batch)))
@@ -75,9 +77,9 @@ func appendStr(dst []byte, s string) []byte {
 }
 
 // decodeChanges decodes a payload; the result shares no memory with data.
-func decodeChanges(data []byte) ([]Change, error) {
+func decodeChanges(data []byte) ([]rank.Change, error) {
 	if len(data) > 0 && data[0] == '[' {
-		var batch []Change
+		var batch []rank.Change
 		if err := json.Unmarshal(data, &batch); err != nil {
 			return nil, fmt.Errorf("json: %w", err)
 		}
@@ -95,7 +97,7 @@ func decodeChanges(data []byte) ([]Change, error) {
 	if n > uint64(len(d.b)/minChangeSz) {
 		return nil, fmt.Errorf("count %d exceeds payload", n)
 	}
-	batch := make([]Change, n)
+	batch := make([]rank.Change, n)
 	olds := make([]int64, n) // one allocation for every Old pointer
 	for i := range batch {
 		c := &batch[i]

@@ -6,22 +6,24 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 func TestCodecRoundTrip(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		batch []Change
+		batch []rank.Change
 	}{
-		{"new member", []Change{{Seq: 1, Member: "alice", New: 10, Rank: 1}}},
-		{"every field", []Change{{Seq: 99, Member: "bob@x:y", Old: ptr(-5), New: 1 << 53, Rank: 3, PrevRank: 4, Period: 2026, Name: "Bob ✓"}}},
-		{"extremes", []Change{{Seq: math.MaxInt64, Member: strings.Repeat("m", 64), Old: ptr(math.MinInt64), New: -(1<<53 - 1), Rank: -1, PrevRank: math.MaxInt64, Period: -1}}},
-		{"old zero is not nil", []Change{{Seq: 2, Member: "z", Old: ptr(0), New: 0, Rank: 1, PrevRank: 1}}},
-		{"many", func() []Change {
-			var b []Change
+		{"new member", []rank.Change{{Seq: 1, Member: "alice", New: 10, Rank: 1}}},
+		{"every field", []rank.Change{{Seq: 99, Member: "bob@x:y", Old: ptr(-5), New: 1 << 53, Rank: 3, PrevRank: 4, Period: 2026, Name: "Bob ✓"}}},
+		{"extremes", []rank.Change{{Seq: math.MaxInt64, Member: strings.Repeat("m", 64), Old: ptr(math.MinInt64), New: -(1<<53 - 1), Rank: -1, PrevRank: math.MaxInt64, Period: -1}}},
+		{"old zero is not nil", []rank.Change{{Seq: 2, Member: "z", Old: ptr(0), New: 0, Rank: 1, PrevRank: 1}}},
+		{"many", func() []rank.Change {
+			var b []rank.Change
 			for i := range 300 {
-				b = append(b, Change{Seq: int64(i + 1), Member: "m" + strings.Repeat("x", i%64), Old: ptr(int64(i)), New: int64(i * 7), Rank: int64(i%9 + 1)})
+				b = append(b, rank.Change{Seq: int64(i + 1), Member: "m" + strings.Repeat("x", i%64), Old: ptr(int64(i)), New: int64(i * 7), Rank: int64(i%9 + 1)})
 			}
 			return b
 		}()},
@@ -58,7 +60,7 @@ func TestCodecRoundTrip(t *testing.T) {
 
 func TestCodecRejects(t *testing.T) {
 	t.Parallel()
-	good := appendChanges(nil, "b", []Change{{Board: "b", Seq: 1, Member: "m", New: 1, Rank: 1}})
+	good := appendChanges(nil, "b", []rank.Change{{Board: "b", Seq: 1, Member: "m", New: 1, Rank: 1}})
 	tests := map[string][]byte{
 		"empty":           nil,
 		"unknown version": {0x02, 1, 'b', 0},
@@ -75,7 +77,7 @@ func TestCodecRejects(t *testing.T) {
 }
 
 func FuzzDecodeChanges(f *testing.F) {
-	f.Add(appendChanges(nil, "run_hero", []Change{{Seq: 1, Member: "a", Old: ptr(3), New: 4, Rank: 1, PrevRank: 2, Period: 7, Name: "A"}}))
+	f.Add(appendChanges(nil, "run_hero", []rank.Change{{Seq: 1, Member: "a", Old: ptr(3), New: 4, Rank: 1, PrevRank: 2, Period: 7, Name: "A"}}))
 	f.Add([]byte(`[{"board":"x","seq":1,"member":"m","old":null,"new":1,"rank":1,"prev_rank":0}]`))
 	f.Add([]byte{codecV1, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/wsgateway/wsgateway/internal/testenv"
+
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // tlog writes log lines to t.Log until the test ends; nats.go callbacks may
@@ -38,13 +40,13 @@ func testLogger(t testing.TB) *slog.Logger {
 // recorder collects what a Bus delivers.
 type recorder struct {
 	mu      sync.Mutex
-	batches [][]Change
+	batches [][]rank.Change
 	resyncs []string
 	boards  []BoardEvent
 }
 
 func (r *recorder) wire(cfg Config) Config {
-	cfg.OnChanges = func(batch []Change) {
+	cfg.OnChanges = func(batch []rank.Change) {
 		r.mu.Lock()
 		r.batches = append(r.batches, batch)
 		r.mu.Unlock()
@@ -62,10 +64,10 @@ func (r *recorder) wire(cfg Config) Config {
 	return cfg
 }
 
-func (r *recorder) changes() []Change {
+func (r *recorder) changes() []rank.Change {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []Change
+	var out []rank.Change
 	for _, b := range r.batches {
 		out = append(out, b...)
 	}

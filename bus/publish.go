@@ -6,16 +6,39 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/wsgateway/wsgateway/rank"
 )
 
-// Publish queues c for every other node. It never blocks: past MaxPending
-// queued changes the oldest is dropped, counted, and its board resynced on
-// the other nodes. A change without a board is ignored.
-func (b *Bus) Publish(c Change) {
-	b.enqueue(c.Board, func() (string, bool) {
-		old, lost := b.changes.push(c)
-		return old.Board, lost
-	})
+// Publish queues c for every other node; see PublishChanges.
+func (b *Bus) Publish(c rank.Change) { b.PublishChanges([]rank.Change{c}) }
+
+// PublishChanges queues a batch of changes (of any boards) for every other
+// node, under one lock. It never blocks: past MaxPending queued changes the
+// oldest is dropped, counted, and its board resynced on the other nodes. A
+// change without a board is ignored. The batch is not retained.
+func (b *Bus) PublishChanges(batch []rank.Change) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		b.dropped.Add(int64(len(batch)))
+		return
+	}
+	var lost int64
+	for _, c := range batch {
+		if c.Board == "" {
+			continue
+		}
+		if old, l := b.changes.push(c); l {
+			b.markResyncLocked(old.Board)
+			lost++
+		}
+	}
+	b.mu.Unlock()
+	if lost > 0 {
+		b.dropped.Add(lost)
+	}
+	b.poke()
 }
 
 // PublishBoard queues e for every other node. It never blocks: past 1024
@@ -74,7 +97,7 @@ func (b *Bus) markResyncLocked(board string) {
 
 // publisher is the state owned by the publisher goroutine.
 type publisher struct {
-	changes []Change
+	changes []rank.Change
 	events  []BoardEvent
 	resync  []string
 	buf     []byte       // encoded changes, reused
@@ -133,7 +156,7 @@ func (b *Bus) flush(p *publisher) bool {
 
 	// One message per board (in chunks of maxBatch), seq order kept: the
 	// sort is stable and the queue is in publish order.
-	slices.SortStableFunc(p.changes, func(x, y Change) int { return cmp.Compare(x.Board, y.Board) })
+	slices.SortStableFunc(p.changes, func(x, y rank.Change) int { return cmp.Compare(x.Board, y.Board) })
 	for start := 0; start < len(p.changes); {
 		end := start + 1
 		for end < len(p.changes) && end-start < maxBatch && p.changes[end].Board == p.changes[start].Board {
@@ -172,7 +195,7 @@ func (b *Bus) flush(p *publisher) bool {
 }
 
 // publishChanges sends one board's changes as one message (codec.go).
-func (b *Bus) publishChanges(p *publisher, batch []Change) {
+func (b *Bus) publishChanges(p *publisher, batch []rank.Change) {
 	board := batch[0].Board
 	p.buf = appendChanges(p.buf[:0], board, batch)
 	// nats.go copies the payload into its write buffer, so buf is reusable.

@@ -38,6 +38,10 @@ type conn struct {
 	cc    *corkConn // the socket under ws (wire.go); nil: writes are not corked
 	out   *live.Outbox
 	shard int // registry shard, set by registry.add
+	// sub is the token's sub, fixed for the connection's life (auth
+	// accepts only a token for the same member), so the writer may read it
+	// while the reader replaces p.
+	sub string
 
 	replies  replyQueue        // bounded (R12); the writer drains it
 	closeReq chan closeRequest // capacity 1: the first request wins
@@ -66,12 +70,17 @@ type conn struct {
 	committed bool       // the close frame is decided: requests read later are dropped
 	win       window     // replies of scores in flight, in request order (window.go)
 
+	// subs are the subscribed boards: the reader adds and removes them,
+	// and Hub.BoardChanged ends those a config change closed to this
+	// connection (access.go).
+	subsMu sync.Mutex // guards subs
+	subs   map[string]struct{}
+
 	// reader
 	rctx      context.Context // the connection's context, set by run
-	p         auth.Principal
-	anon      bool
-	subs      map[string]struct{}
-	lim       *rate.Limiter // nil for server and admin
+	p         auth.Principal  // replaced by auth; p.Member never changes
+	anon      bool            // fixed: a token-less spectator (--public-read)
+	lim       *rate.Limiter   // nil for server and admin
 	recent    slidingCount
 	badStreak int
 
@@ -86,12 +95,13 @@ func newConn(h *Hub, ws *websocket.Conn, cc *corkConn, p auth.Principal, anon bo
 		ws:       ws,
 		cc:       cc,
 		out:      live.NewOutboxSignal(h.cfg.TopInterval, time.Now, notify),
-		replies:  replyQueue{max: h.cfg.ReplyQueue, ready: notify},
+		replies:  replyQueue{max: h.cfg.ReplyQueue, maxBytes: h.cfg.ReplyQueueBytes, ready: notify},
 		closeReq: make(chan closeRequest, 1),
 		drainCh:  make(chan struct{}),
 		notify:   notify,
 		subs:     make(map[string]struct{}),
 		anon:     anon,
+		sub:      p.Member,
 	}
 	c.setPrincipal(p)
 	return c
@@ -172,7 +182,7 @@ func (c *conn) run(parent context.Context) {
 		cancel()
 	}
 	werr := <-writerDone
-	c.h.log.Debug("hub: connection closed", "member", c.p.Member, "role", c.p.Role, "read", rerr, "write", werr)
+	c.h.log.Debug("hub: connection closed", "member", c.sub, "role", c.p.Role, "read", rerr, "write", werr)
 	if c.expTimer != nil {
 		c.expTimer.Stop()
 	}

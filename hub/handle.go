@@ -166,21 +166,7 @@ func (c *conn) score(ctx context.Context, req request) error {
 	if member == c.p.Member {
 		e.Name = c.p.Name
 	}
-	if err := e.Check(b); err != nil {
-		return err
-	}
-	if c.h.async != nil {
-		c.applyAsync(ctx, c.h.async, e) // the store's bound replaces StoreTimeout
-		return nil
-	}
-	sctx, cancel := c.storeCtx(ctx)
-	res, err := c.h.cfg.Store.Apply(sctx, e)
-	cancel()
-	if err != nil {
-		return err
-	}
-	c.h.Applied(res)
-	c.send(c.ackReply(req.ID, res))
+	c.apply(ctx, e) // the store checks the event against the board (R6)
 	return nil
 }
 
@@ -200,7 +186,11 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 	if top < 0 {
 		top = b.Top
 	}
-	if _, again := c.subs[req.Board]; !again && len(c.subs) >= c.h.cfg.MaxSubscriptions {
+	c.subsMu.Lock()
+	_, again := c.subs[req.Board]
+	n := len(c.subs)
+	c.subsMu.Unlock()
+	if !again && n >= c.h.cfg.MaxSubscriptions {
 		return badRequest(fmt.Sprintf("at most %d subscriptions per connection", c.h.cfg.MaxSubscriptions))
 	}
 	// Under the gate the writer cannot take the first frames before
@@ -216,7 +206,9 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 	if err != nil {
 		return err
 	}
+	c.subsMu.Lock()
 	c.subs[req.Board] = struct{}{}
+	c.subsMu.Unlock()
 	c.sendJSON(proto.Subscribed{Type: proto.TypeSubscribed, ID: req.ID, Board: req.Board})
 	return nil
 }
@@ -226,7 +218,9 @@ func (c *conn) unsubscribe(req request) error {
 		return rank.ErrInvalidBoard
 	}
 	c.h.cfg.Live.Unsubscribe(c.out, req.Board)
+	c.subsMu.Lock()
 	delete(c.subs, req.Board)
+	c.subsMu.Unlock()
 	c.sendJSON(proto.Subscribed{Type: proto.TypeUnsubscribed, ID: req.ID, Board: req.Board})
 	return nil
 }
@@ -292,6 +286,12 @@ func (c *conn) auth(ctx context.Context, req request) error {
 	}
 	c.setPrincipal(p)
 	c.armExpiry()
+	c.recheckSubs(func(board string) string {
+		if p.MayAccess(board) {
+			return ""
+		}
+		return "board " + board + " is not in the new token's boards"
+	})
 	c.sendJSON(proto.Authed{Type: proto.TypeAuthed, ID: req.ID, Exp: p.Expiry.Unix()})
 	return nil
 }

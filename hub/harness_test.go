@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -101,6 +102,22 @@ func (in *infra) gateway(t testing.TB, o gwOptions) *gateway {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &gateway{t: t, in: in}
+	// The store tells live frames and the bus of what it applied; both are
+	// built after it.
+	var sink struct {
+		sync.Mutex
+		eng *live.Engine
+		bus *bus.Bus
+	}
+	tell := func(batch []rank.Change) {
+		sink.Lock()
+		eng, b := sink.eng, sink.bus
+		sink.Unlock()
+		if eng != nil && b != nil {
+			eng.Changed(batch)
+			b.PublishChanges(batch)
+		}
+	}
 
 	switch {
 	case o.store != nil:
@@ -110,14 +127,14 @@ func (in *infra) gateway(t testing.TB, o gwOptions) *gateway {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := redisstore.New(ctx, redisstore.Config{Client: client, Timeout: 500 * time.Millisecond})
+		s, err := redisstore.New(ctx, redisstore.Config{Client: client, Timeout: 500 * time.Millisecond, Sink: tell})
 		if err != nil {
 			t.Fatal(err)
 		}
 		g.raw = s
 		t.Cleanup(func() { s.Close() })
 	default:
-		s, err := memstore.New(memstore.Config{})
+		s, err := memstore.New(memstore.Config{Sink: tell})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,6 +163,9 @@ func (in *infra) gateway(t testing.TB, o gwOptions) *gateway {
 		t.Fatal(err)
 	}
 	g.bus = b
+	sink.Lock()
+	sink.eng, sink.bus = eng, b
+	sink.Unlock()
 
 	v, err := auth.New(ctx, auth.Config{Secret: in.secret})
 	if err != nil {
@@ -156,7 +176,6 @@ func (in *infra) gateway(t testing.TB, o gwOptions) *gateway {
 		Store:        g.store,
 		Verifier:     v,
 		Live:         eng,
-		Publish:      b.Publish,
 		Node:         o.node,
 		TopInterval:  o.interval,
 		Logger:       testLogger(t),
@@ -217,6 +236,7 @@ func (g *gateway) board(id string, edit func(*rank.Board)) rank.Board {
 	if err != nil {
 		g.t.Fatalf("put board %s: %v", id, err)
 	}
+	g.store.Forget(id)
 	g.hub.BoardChanged(id)
 	return got
 }
@@ -548,19 +568,28 @@ func (f *faultStore) GetBoard(ctx context.Context, id string) (rank.Board, error
 	return f.Store.GetBoard(ctx, id)
 }
 
-func (f *faultStore) Apply(ctx context.Context, e rank.Event) (rank.Result, error) {
+func (f *faultStore) Board(ctx context.Context, id string) (rank.Board, error) {
+	if err := f.fail(); err != nil {
+		return rank.Board{}, err
+	}
+	return f.Store.Board(ctx, id)
+}
+
+func (f *faultStore) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 	f.applies.Add(1)
 	if err := f.fail(); err != nil {
-		return rank.Result{}, err
+		done(rank.Result{}, err)
+		return
 	}
 	if f.applyDelay > 0 {
 		select {
 		case <-time.After(f.applyDelay):
 		case <-ctx.Done():
-			return rank.Result{}, ctx.Err()
+			done(rank.Result{}, ctx.Err())
+			return
 		}
 	}
-	return f.Store.Apply(ctx, e)
+	f.Store.Apply(ctx, e, done)
 }
 
 func (f *faultStore) Top(ctx context.Context, board string, p rank.PeriodSel, offset, limit int) (rank.Page, error) {

@@ -6,6 +6,18 @@
 // Each connection is one reader (the handler goroutine) and one writer
 // goroutine, cancelled together. Replies go through a bounded queue; live
 // frames through a latest-wins live.Outbox; only the writer writes.
+//
+// Lock order (a lock may be taken while holding those to its left, never
+// the other way round):
+//
+//	conn.gate → live.Engine.mu → live.Outbox.mu  (subscribe puts its first frames under the gate;
+//	                                              the writer takes frames under it)
+//	conn.gate → conn.mu → replyQueue.mu          (the writer takes replies under the gate; a
+//	                                              completed score queues its reply under conn.mu)
+//
+// registry shards, Metrics and the store's own locks are leaves: nothing
+// else is taken while they are held. A store's Done callback runs with no
+// hub lock held and takes conn.mu (window.go).
 package hub
 
 import (
@@ -29,7 +41,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/wsgateway/wsgateway/auth"
-	"github.com/wsgateway/wsgateway/bus"
 	"github.com/wsgateway/wsgateway/hub/live"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
@@ -42,13 +53,13 @@ type Verifier interface {
 
 // Config configures a Hub. Zero values take the documented defaults.
 type Config struct {
-	Store    rank.Store   // required
+	// Store applies scores and answers reads; its Board is the board
+	// cache, and its sink (not the hub) tells live frames and the bus of
+	// what was applied. Required.
+	Store    rank.Store
 	Verifier Verifier     // required
 	Live     *live.Engine // required, and running (Engine.Run)
-	// Publish hands an applied change to the bus; it must never block.
-	// Required.
-	Publish func(bus.Change)
-	Node    string // this node's id, shown in welcome
+	Node     string       // this node's id, shown in welcome
 
 	MaxMessage int // largest client frame in bytes (--max-message); default 4096
 	// Rate is messages per second per player or spectator connection
@@ -85,6 +96,10 @@ type Config struct {
 	// ReplyQueue bounds a connection's queued replies; past it the
 	// connection is closed as a slow consumer (R12). Default 256.
 	ReplyQueue int
+	// ReplyQueueBytes bounds the same queue in bytes (a `page` reply of 100
+	// entries is ~13 KB); one reply larger than it still goes when the
+	// queue is empty. Default 1 MiB.
+	ReplyQueueBytes int
 	// WriteTimeout bounds every write; a write blocked this long closes the
 	// connection (R12). Default 5s.
 	WriteTimeout time.Duration
@@ -98,22 +113,16 @@ type Config struct {
 	// while it is not draining; a peer that does not pong within
 	// WriteTimeout is closed. Default 25s.
 	PingInterval time.Duration
-	// BoardCacheTTL is how long a board config (client_writes, public, top,
-	// mode) is reused before Store.GetBoard is asked again; BoardChanged
-	// drops an entry at once. Default 1s.
-	BoardCacheTTL time.Duration
-	Logger        *slog.Logger // default: discard
-	Metrics       *Metrics     // optional (NewMetrics); nil records nothing
+	Logger       *slog.Logger // default: discard
+	Metrics      *Metrics     // optional (NewMetrics); nil records nothing
 }
 
 // Hub is the WebSocket endpoint. All methods are safe for concurrent use.
 type Hub struct {
-	cfg    Config
-	log    *slog.Logger
-	m      *Metrics
-	reg    registry
-	boards boardCache
-	async  rank.AsyncApplier // cfg.Store when it applies asynchronously (window.go)
+	cfg Config
+	log *slog.Logger
+	m   *Metrics
+	reg registry
 
 	// ctx is every connection's parent; cancelled when Shutdown's deadline
 	// passes, which tears down whatever has not drained.
@@ -138,8 +147,6 @@ func New(cfg Config) (*Hub, error) {
 		return nil, errors.New("hub: Config.Verifier is required")
 	case cfg.Live == nil:
 		return nil, errors.New("hub: Config.Live is required")
-	case cfg.Publish == nil:
-		return nil, errors.New("hub: Config.Publish is required")
 	}
 	def := func(v *int, d int) {
 		if *v == 0 {
@@ -154,6 +161,7 @@ func New(cfg Config) (*Hub, error) {
 	def(&cfg.MaxMessage, 4096)
 	def(&cfg.Rate, 50)
 	def(&cfg.ReplyQueue, 256)
+	def(&cfg.ReplyQueueBytes, 1<<20)
 	def(&cfg.MaxSubscriptions, 64)
 	def(&cfg.MaxConnsPerIP, DefaultMaxConnsPerIP)
 	def(&cfg.MaxConnsPerMember, DefaultMaxConnsPerMember)
@@ -162,13 +170,12 @@ func New(cfg Config) (*Hub, error) {
 	defDur(&cfg.WriteTimeout, 5*time.Second)
 	defDur(&cfg.StoreTimeout, 2*time.Second)
 	defDur(&cfg.PingInterval, 25*time.Second)
-	defDur(&cfg.BoardCacheTTL, time.Second)
 	switch {
 	case cfg.MaxMessage < 64:
 		return nil, fmt.Errorf("hub: MaxMessage %d is below 64 bytes", cfg.MaxMessage)
-	case cfg.Rate < 0, cfg.ReplyQueue < 0, cfg.MaxSubscriptions < 0:
-		return nil, errors.New("hub: Rate, ReplyQueue and MaxSubscriptions must not be negative")
-	case cfg.TopInterval < 0, cfg.WriteTimeout < 0, cfg.StoreTimeout < 0, cfg.PingInterval < 0, cfg.BoardCacheTTL < 0:
+	case cfg.Rate < 0, cfg.ReplyQueue < 0, cfg.ReplyQueueBytes < 0, cfg.MaxSubscriptions < 0:
+		return nil, errors.New("hub: Rate, ReplyQueue, ReplyQueueBytes and MaxSubscriptions must not be negative")
+	case cfg.TopInterval < 0, cfg.WriteTimeout < 0, cfg.StoreTimeout < 0, cfg.PingInterval < 0:
 		return nil, errors.New("hub: durations must not be negative")
 	}
 	for _, p := range cfg.AllowedOrigins {
@@ -185,45 +192,15 @@ func New(cfg Config) (*Hub, error) {
 		m:       cfg.Metrics,
 		emptied: make(chan struct{}, 1),
 	}
-	h.async, _ = cfg.Store.(rank.AsyncApplier)
 	h.corkBufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	h.replyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	h.reg.init()
-	h.boards.init(cfg.BoardCacheTTL)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	return h, nil
 }
 
 // Conns is the number of open connections.
 func (h *Hub) Conns() int { return int(h.reg.n.Load()) }
-
-// BoardChanged drops the cached config of board (the bus and the REST API
-// report changes), so the next request reads it again.
-func (h *Hub) BoardChanged(board string) { h.boards.drop(board) }
-
-// Applied tells local frames and the bus about an applied event: the hub's
-// own score path and the REST scores endpoint both call it. Duplicates are
-// ignored: their change was announced when first applied.
-func (h *Hub) Applied(r rank.Result) {
-	if r.Duplicate {
-		return
-	}
-	c := bus.Change{
-		Board:    r.Board,
-		Seq:      r.Seq,
-		Member:   r.Member,
-		New:      r.Score,
-		Rank:     r.Rank,
-		PrevRank: r.PrevRank,
-		Period:   r.Period,
-	}
-	if r.PrevRank > 0 {
-		old := r.PrevScore
-		c.Old = &old
-	}
-	h.cfg.Live.Changed([]bus.Change{c})
-	h.cfg.Publish(c)
-}
 
 // ServeHTTP authenticates and upgrades GET /ws (R1), then serves the
 // connection until it ends.
@@ -460,76 +437,14 @@ func (r *registry) all() []*conn {
 	return out
 }
 
-// boardCache keeps board configs for a short TTL: a score checks
-// client_writes and mode, a subscribe the default top, an anonymous read
-// `public`, without a store round trip per request.
-type boardCache struct {
-	ttl time.Duration
-	mu  sync.Mutex // guards m and gen
-	m   map[string]cachedBoard
-	gen uint64 // bumped by drop: a read that started before must not store
-}
-
-type cachedBoard struct {
-	b       rank.Board
-	unknown bool
-	at      time.Time
-}
-
-// maxCachedBoards bounds the cache: board ids come from clients.
-const maxCachedBoards = 4096
-
-func (c *boardCache) init(ttl time.Duration) {
-	c.ttl = ttl
-	c.m = make(map[string]cachedBoard)
-}
-
-func (c *boardCache) drop(id string) {
-	c.mu.Lock()
-	delete(c.m, id)
-	c.gen++
-	c.mu.Unlock()
-}
-
-// board returns the config of board id: ErrInvalidBoard for an id that
-// breaks R15, ErrUnknownBoard (cached too) for a board that does not exist.
+// board returns the config of board id from the store's cache:
+// ErrInvalidBoard for an id that breaks R15, ErrUnknownBoard for a board
+// that does not exist.
 func (h *Hub) board(ctx context.Context, id string) (rank.Board, error) {
 	if !rank.ValidBoardID(id) {
 		return rank.Board{}, rank.ErrInvalidBoard
 	}
-	c := &h.boards
-	now := time.Now()
-	c.mu.Lock()
-	e, ok := c.m[id]
-	gen := c.gen
-	c.mu.Unlock()
-	if ok && now.Sub(e.at) < c.ttl {
-		if e.unknown {
-			return rank.Board{}, fmt.Errorf("%w: %s", rank.ErrUnknownBoard, id)
-		}
-		return e.b, nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.StoreTimeout)
 	defer cancel()
-	b, err := h.cfg.Store.GetBoard(ctx, id)
-	unknown := errors.Is(err, rank.ErrUnknownBoard)
-	if err != nil && !unknown {
-		return rank.Board{}, err
-	}
-	c.mu.Lock()
-	if c.gen == gen {
-		if len(c.m) >= maxCachedBoards {
-			for k, v := range c.m {
-				if now.Sub(v.at) >= c.ttl {
-					delete(c.m, k)
-				}
-			}
-			if len(c.m) >= maxCachedBoards {
-				clear(c.m)
-			}
-		}
-		c.m[id] = cachedBoard{b: b, unknown: unknown, at: now}
-	}
-	c.mu.Unlock()
-	return b, err
+	return h.cfg.Store.Board(ctx, id)
 }

@@ -664,6 +664,38 @@ func TestR12QueueBound(t *testing.T) {
 	}
 }
 
+// TestR12QueueBytes: the reply queue is bounded in bytes too. With a count
+// bound far away (4096 replies) and a byte bound of 64 KiB, a client asking
+// for 100-entry pages (~7 KB each) without reading is closed as a slow
+// consumer long before 4096 replies are queued.
+func TestR12QueueBytes(t *testing.T) {
+	t.Parallel()
+	in := newInfra(t, memoryKind)
+	g := in.gateway(t, gwOptions{cfg: func(c *Config) {
+		c.ReplyQueue, c.ReplyQueueBytes, c.WriteTimeout = 4096, 64<<10, time.Minute
+	}})
+	g.board("qb", nil)
+	srv := g.dial(in.token(t, "srv", auth.Server))
+	for i := range 100 {
+		srv.score("qb", fmt.Sprintf("member-with-a-long-name-%03d", i), int64(i))
+	}
+	c, _, err := g.dialErr(in.token(t, "reader", auth.Server), dialOptions{rcvBuf: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	for ; counterValue(g.metrics.slowConsumer) < 1; sent++ {
+		if sent == 4096 {
+			t.Fatal("no slow-consumer close after 4096 unread page replies: the byte bound does not hold")
+		}
+		c.send(proto.TypePage, fmt.Sprintf("q%d", sent), map[string]any{"board": "qb", "limit": 100})
+	}
+	if code := c.closeStatus(20 * time.Second); code != websocket.StatusPolicyViolation {
+		t.Fatalf("close %d, want 1008", code)
+	}
+	t.Logf("closed after %d page requests", sent)
+}
+
 func TestR13StoreUnavailable(t *testing.T) {
 	forEachSetup(t, func(t *testing.T, kind string) {
 		// Redis keeps its data across the kill (AOF, fsync always).

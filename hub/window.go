@@ -7,9 +7,8 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// With a store that applies asynchronously (rank.AsyncApplier, the Redis
-// engine), a connection keeps up to maxInFlight score events in flight
-// instead of one: the reader submits a score and reads the next frame, so a
+// A connection keeps up to maxInFlight score events in flight instead of
+// one (rank.Store.Apply completes asynchronously on Redis): the reader submits a score and reads the next frame, so a
 // client's pipelined events share Redis pipelines and their acks leave
 // together (one corked write). R2 holds through the window, a ring of reply
 // slots in request order: a score takes a slot when submitted and fills it
@@ -22,7 +21,8 @@ import (
 // store applies one connection's events in submission order.
 //
 // A full window makes the reader wait (backpressure: the client's frames
-// stay in the socket). With the memory engine the window is never used.
+// stay in the socket). The memory engine completes inline, so there a slot
+// is filled before Apply returns.
 
 // maxInFlight bounds the score events one connection has in flight.
 const maxInFlight = 32
@@ -65,7 +65,6 @@ func (s *slot) complete(res rank.Result, err error) {
 	if err != nil {
 		buf = c.errorReply(s.id, err, 0)
 	} else {
-		c.h.Applied(res)
 		buf = c.ackReply(s.id, res)
 	}
 	c.mu.Lock()
@@ -156,13 +155,13 @@ func (c *conn) waitFreed(ctx context.Context) bool {
 	}
 }
 
-// applyAsync submits a checked score event; its reply takes a slot.
-func (c *conn) applyAsync(ctx context.Context, a rank.AsyncApplier, e rank.Event) {
+// apply submits a score event; its reply takes a slot.
+func (c *conn) apply(ctx context.Context, e rank.Event) {
 	s := c.reserve(ctx, e.ID)
 	if s == nil {
 		return // the connection is ending: nobody would read the ack
 	}
-	a.ApplyAsync(ctx, e, s.done)
+	c.h.cfg.Store.Apply(ctx, e, s.done)
 }
 
 // ackReply encodes the ack of res into a reply buffer.

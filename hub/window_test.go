@@ -10,7 +10,6 @@ import (
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/proto"
-	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/redisstore"
 )
 
@@ -29,9 +28,6 @@ func redisGateway(t *testing.T) (*infra, *gateway) {
 	}
 	t.Cleanup(func() { s.Close() })
 	g := in.gateway(t, gwOptions{store: s, cfg: func(c *Config) { c.StoreTimeout = 10 * time.Second }})
-	if g.hub.async == nil {
-		t.Fatal("the Redis engine is not a rank.AsyncApplier")
-	}
 	return in, g
 }
 
@@ -219,5 +215,3 @@ func TestDrainFullWindow(t *testing.T) {
 		t.Fatalf("board sum %d, acks %d: an event was applied without its ack", sumScores(p), acked)
 	}
 }
-
-var _ rank.AsyncApplier = (*redisstore.Store)(nil)

@@ -7,6 +7,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"sync"
@@ -23,7 +24,7 @@ func (c *conn) writeLoop(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var armed time.Time // when timer fires; zero: it is not armed
-	pingAt := time.Now().Add(c.h.cfg.PingInterval)
+	pingAt := time.Now().Add(jitter(c.h.cfg.PingInterval))
 	var retryAt time.Time // a frame held by its interval is due then; zero: none
 	// checkOutbox: a wake may have brought a frame. Replies take the outbox
 	// along too, so a steady stream of replies cannot hold frames back.
@@ -96,7 +97,7 @@ func (c *conn) writeLoop(ctx context.Context) error {
 			// stopped, and a ping unanswered would end the connection without
 			// the replies still owed (R14).
 			if !draining && !now.Before(pingAt) {
-				pingAt = now.Add(c.h.cfg.PingInterval)
+				pingAt = now.Add(jitter(c.h.cfg.PingInterval))
 				pctx, cancel := context.WithTimeout(ctx, c.h.cfg.WriteTimeout)
 				err := c.ws.Ping(pctx)
 				cancel()
@@ -195,28 +196,35 @@ func (c *conn) closeWith(ctx context.Context, cr closeRequest) error {
 	}
 	c.h.m.closed(strconv.Itoa(int(cr.code)))
 	err := c.ws.Close(cr.code, cr.reason)
-	c.h.log.Debug("hub: close", "member", c.p.Member, "code", int(cr.code), "reason", cr.reason, "err", err)
+	c.h.log.Debug("hub: close", "member", c.sub, "code", int(cr.code), "reason", cr.reason, "err", err)
 	return nil
 }
 
 // replyQueue is a connection's bounded reply queue. Its slice grows only
 // as far as the bound and is released after a burst, so an idle connection
 // holds no queue memory.
+//
+// It is bounded in count and in bytes, as centrifuge's and nats-server's
+// client queues are: 256 acks are a few KB, 256 `page` replies of 100
+// entries are megabytes.
 type replyQueue struct {
-	max   int
-	ready chan struct{} // capacity 1: the queue became non-empty
-	mu    sync.Mutex    // guards items
-	items []*[]byte
+	max      int           // replies
+	maxBytes int           // bytes of replies; one reply larger than this still fits an empty queue
+	ready    chan struct{} // capacity 1: the queue became non-empty
+	mu       sync.Mutex    // guards items and bytes
+	items    []*[]byte
+	bytes    int
 }
 
 // push appends b unless the queue is at its bound.
 func (q *replyQueue) push(b *[]byte) bool {
 	q.mu.Lock()
-	if len(q.items) >= q.max {
+	if len(q.items) >= q.max || (len(q.items) > 0 && q.bytes+len(*b) > q.maxBytes) {
 		q.mu.Unlock()
 		return false
 	}
 	q.items = append(q.items, b)
+	q.bytes += len(*b)
 	q.mu.Unlock()
 	select {
 	case q.ready <- struct{}{}:
@@ -230,6 +238,7 @@ func (q *replyQueue) take(dst []*[]byte) []*[]byte {
 	q.mu.Lock()
 	dst = append(dst, q.items...)
 	q.items = reuse(q.items)
+	q.bytes = 0
 	q.mu.Unlock()
 	return dst
 }
@@ -247,4 +256,13 @@ func reuse(s []*[]byte) []*[]byte {
 	}
 	clear(s)
 	return s[:0]
+}
+
+// jitter is d less up to a fifth of it, at random, so that connections
+// opened together (a reconnect storm after a deploy) do not ping together.
+func jitter(d time.Duration) time.Duration {
+	if d < 5 {
+		return d
+	}
+	return d - rand.N(d/5)
 }

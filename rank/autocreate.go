@@ -34,8 +34,19 @@ func (a autoCreate) Count(ctx context.Context, board string) (int64, error) {
 	return retry(ctx, a.Store, board, func() (int64, error) { return a.Store.Count(ctx, board) })
 }
 
-func (a autoCreate) Apply(ctx context.Context, e Event) (Result, error) {
-	return retry(ctx, a.Store, e.Board, func() (Result, error) { return a.Store.Apply(ctx, e) })
+func (a autoCreate) Board(ctx context.Context, id string) (Board, error) {
+	return retry(ctx, a.Store, id, func() (Board, error) { return a.Store.Board(ctx, id) })
+}
+
+// Apply creates the board first when the engine does not know it: the
+// engine completes asynchronously, and Done must not call the store, so a
+// retry after an unknown_board outcome is not an option.
+func (a autoCreate) Apply(ctx context.Context, e Event, done Done) {
+	if _, err := a.Board(ctx, e.Board); err != nil && !errors.Is(err, ErrInvalidBoard) {
+		done(Result{}, err)
+		return
+	}
+	a.Store.Apply(ctx, e, done)
 }
 
 func (a autoCreate) Top(ctx context.Context, board string, p PeriodSel, offset, limit int) (Page, error) {

@@ -110,9 +110,27 @@ type Store interface {
 	// Count is the number of members on the board in the current period.
 	Count(ctx context.Context, board string) (int64, error)
 
-	// Apply applies one event atomically and idempotently (R3–R6, R16).
-	// Events submitted in order by one goroutine are applied in that order.
-	Apply(ctx context.Context, e Event) (Result, error)
+	// Board returns the config the engine applies events with: the Redis
+	// engine's is cached for a few seconds (each stored config carries a
+	// version its scripts check, so a stale one is never applied), the
+	// memory engine's is the stored one. This is the gateway's one board
+	// cache: callers that need a config on a hot path ask here.
+	Board(ctx context.Context, id string) (Board, error)
+	// Forget drops the cached config of a board that changed elsewhere
+	// (another node's PUT or DELETE, heard over the bus).
+	Forget(id string)
+
+	// Apply submits one event to be applied atomically and idempotently
+	// (R3–R6, R16) and returns without waiting: done is called exactly once
+	// with its outcome, possibly before Apply returns (the memory engine
+	// completes inline), else from a goroutine of the store (the Redis
+	// engine completes a pipeline's events together); it must not block and
+	// must not call the store. The engine's Sink hears of the change before
+	// done runs. Events one goroutine submits are applied in the order it
+	// submitted them. Apply blocks only while the store's queue is full
+	// (backpressure) or until ctx ends; an event whose ctx ended before it
+	// was sent is not applied. There is no other apply path.
+	Apply(ctx context.Context, e Event, done Done)
 
 	// Top reads entries [offset, offset+limit) of a period.
 	Top(ctx context.Context, board string, period PeriodSel, offset, limit int) (Page, error)
@@ -122,21 +140,6 @@ type Store interface {
 	// Ping reports whether the store answers (for /readyz).
 	Ping(ctx context.Context) error
 	Close() error
-}
-
-// AsyncApplier is an optional Store extension for callers that keep several
-// events in flight without a goroutine each (the hub's pipelined
-// connections). The Redis engine has it; callers fall back to Apply.
-type AsyncApplier interface {
-	// ApplyAsync submits e and returns without waiting for its result.
-	// done is called exactly once with what Apply would have returned,
-	// possibly before ApplyAsync returns, from a goroutine of the store: it
-	// must not block and must not call the store. Events one goroutine
-	// submits with ApplyAsync are applied in the order it submitted them.
-	// ApplyAsync blocks only while the store's queue is full (backpressure)
-	// or until ctx ends; an event whose ctx ended before it was sent is not
-	// applied.
-	ApplyAsync(ctx context.Context, e Event, done func(Result, error))
 }
 
 // Check validates an event against its board before any engine touches data

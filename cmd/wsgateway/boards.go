@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,23 +13,19 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// applyBoardsFile reads board configs (JSON or YAML: a list of boards, or an
-// object with a "boards" list) and stores each, validated as PUT would.
-func applyBoardsFile(ctx context.Context, s rank.Store, path string) (int, error) {
+// readBoardsFile reads board configs (JSON or YAML: a list of boards, or
+// an object with a "boards" list), validated as PUT would; the node stores
+// them at start.
+func readBoardsFile(path string) ([]rank.Board, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("--boards: %w", err)
+		return nil, fmt.Errorf("--boards: %w", err)
 	}
 	boards, err := parseBoardsFile(path, data)
 	if err != nil {
-		return 0, fmt.Errorf("--boards %s: %w", path, err)
+		return nil, fmt.Errorf("--boards %s: %w", path, err)
 	}
-	for _, b := range boards {
-		if _, err := s.PutBoard(ctx, b); err != nil {
-			return 0, fmt.Errorf("--boards %s: board %s: %w", path, b.ID, err)
-		}
-	}
-	return len(boards), nil
+	return boards, nil
 }
 
 func parseBoardsFile(path string, data []byte) ([]rank.Board, error) {

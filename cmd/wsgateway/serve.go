@@ -16,17 +16,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/auth"
-	"github.com/wsgateway/wsgateway/bus"
 	"github.com/wsgateway/wsgateway/hub"
-	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/node"
 	"github.com/wsgateway/wsgateway/rank"
-	"github.com/wsgateway/wsgateway/rank/memstore"
 	"github.com/wsgateway/wsgateway/rank/redisstore"
-	"github.com/wsgateway/wsgateway/web"
 
 	_ "time/tzdata" // board time zones must resolve on machines without zoneinfo
 )
@@ -40,109 +38,60 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		return err
 	}
 
-	store, err := newStore(ctx, o, log)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
+	var boards []rank.Board
 	if o.Boards != "" {
-		n, err := applyBoardsFile(ctx, store, o.Boards)
-		if err != nil {
+		if boards, err = readBoardsFile(o.Boards); err != nil {
 			return usageError(err.Error())
 		}
-		log.Info("boards applied", "file", o.Boards, "count", n)
+	}
+	var redis redis.UniversalClient // nil: the memory engine
+	if o.RedisURL != "" {
+		useRedisLog(log)
+		if redis, err = redisstore.NewClient(o.RedisURL); err != nil {
+			return usageError("--redis-url: " + err.Error())
+		}
 	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	engine, err := live.New(live.Config{Store: store, Interval: o.TopInterval, Logger: log})
-	if err != nil {
-		return err
-	}
-
-	// The hub publishes through the bus and the bus calls back into the hub:
-	// the bus is assigned before the listener starts, so no connection can
-	// publish before it exists.
-	var b *bus.Bus
-	h, err := hub.New(hub.Config{
-		Store:          store,
-		Verifier:       verifier,
-		Live:           engine,
-		Publish:        func(c bus.Change) { b.Publish(c) },
-		Node:           o.NodeID,
-		MaxMessage:     o.MaxMessage,
-		Rate:           o.Rate,
-		TopInterval:    o.TopInterval,
-		AllowedOrigins: splitList(o.AllowedOrigins),
-		PublicRead:     o.PublicRead,
-		Logger:         log,
-		Metrics:        hub.NewMetrics(reg),
-
-		MaxConnsPerIP:     connCap(o.MaxConnsPerIP),
-		MaxConnsPerMember: connCap(o.MaxConnsPerMember),
-		TrustedProxies:    o.TrustedProxies,
-	})
-	if err != nil {
-		return err
-	}
-	b, err = bus.New(ctx, bus.Config{
-		URL:       o.NATSURL,
-		Node:      o.NodeID,
-		Logger:    log,
-		OnChanges: engine.Changed,
-		OnResync:  engine.Resync,
-		OnBoard: func(e bus.BoardEvent) {
-			h.BoardChanged(e.Board)
-			engine.Resync(e.Board)
-		},
-	})
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-
-	ready := []api.Check{{Name: "store", Ping: store.Ping}, {Name: "bus", Ping: b.Ping}}
-	reg.MustRegister(newOpsCollector(b.Stats, ready))
-	a, err := api.New(api.Config{
-		Store:     store,
+	n, err := node.New(ctx, node.Config{
+		ID:        o.NodeID,
+		Dev:       o.Dev,
+		Redis:     redis,
+		Boards:    boards,
+		NATSURL:   o.NATSURL,
 		Verifier:  verifier,
-		Ready:     ready,
-		Registry:  reg,
 		DevSecret: devSecret,
-		OnApplied: h.Applied,
-		OnBoard: func(board string, deleted bool) {
-			h.BoardChanged(board)
-			engine.Resync(board)
-			b.PublishBoard(bus.BoardEvent{Board: board, Deleted: deleted})
+		Interval:  o.TopInterval,
+		Hub: hub.Config{
+			MaxMessage:        o.MaxMessage,
+			Rate:              o.Rate,
+			AllowedOrigins:    splitList(o.AllowedOrigins),
+			PublicRead:        o.PublicRead,
+			MaxConnsPerIP:     connCap(o.MaxConnsPerIP),
+			MaxConnsPerMember: connCap(o.MaxConnsPerMember),
+			TrustedProxies:    o.TrustedProxies,
 		},
-		Logger: log,
+		Registry:         reg,
+		MetricsElsewhere: o.MetricsAddr != "",
+		Logger:           log,
 	})
 	if err != nil {
 		return err
 	}
-	pages, err := web.New(web.Config{Dev: devSecret != nil})
-	if err != nil {
-		return err
+	defer n.Close()
+	reg.MustRegister(newOpsCollector(n.Bus().Stats, []api.Check{{Name: "store", Ping: n.Store().Ping}, {Name: "bus", Ping: n.Bus().Ping}}))
+	if len(boards) > 0 {
+		log.Info("boards applied", "file", o.Boards, "count", len(boards))
 	}
-
-	mux := http.NewServeMux()
-	mux.Handle("GET /ws", h)
-	apiHandler := a.Handler()
-	mux.Handle("/api/", apiHandler)
-	mux.Handle("/healthz", apiHandler)
-	mux.Handle("/readyz", apiHandler)
-	if o.MetricsAddr == "" {
-		mux.Handle("/metrics", apiHandler)
-	}
-	mux.Handle("/", pages.Handler())
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", o.Addr, err)
 	}
 	srv := &http.Server{
-		Handler: mux,
+		Handler: n.Handler(),
 		// Slowloris, and the authentication deadline: the token travels in
 		// the headers and is verified before the upgrade, so a client that
 		// has not authenticated within this time is cut off.
@@ -155,7 +104,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return ignoreCancel(engine.Run(gctx)) })
+	g.Go(func() error { return ignoreCancel(n.Run(gctx)) })
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -180,7 +129,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	}
 	g.Go(func() error {
 		<-gctx.Done()
-		return drain(h, srv, o.DrainTimeout, log)
+		return drain(n, srv, o.DrainTimeout, log)
 	})
 
 	announce(stdout, o, ln.Addr(), devSecret, log)
@@ -190,12 +139,12 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 // drain is R14: stop accepting, answer what was received, close every
 // WebSocket with 1001 (http.Server.Shutdown does not close hijacked
 // connections, so the hub drains its own), all within the drain timeout.
-func drain(h *hub.Hub, srv *http.Server, timeout time.Duration, log *slog.Logger) error {
-	log.Info("draining", "timeout", timeout.String(), "connections", h.Conns())
+func drain(n *node.Node, srv *http.Server, timeout time.Duration, log *slog.Logger) error {
+	log.Info("draining", "timeout", timeout.String(), "connections", n.Hub().Conns())
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	g := new(errgroup.Group)
-	g.Go(func() error { return h.Shutdown(ctx) })
+	g.Go(func() error { return n.Shutdown(ctx) })
 	g.Go(func() error { return srv.Shutdown(ctx) })
 	err := g.Wait()
 	log.Info("drained", "err", err)
@@ -267,35 +216,6 @@ func newVerifier(ctx context.Context, o serveOptions, log *slog.Logger) (*auth.V
 		log.Info("dev token endpoint off: a JWT key is configured; mint tokens with `wsgateway token`")
 	}
 	return v, devSecret, nil
-}
-
-// newStore picks the engine: Redis when --redis-url is set, else memory.
-// In --dev, boards are created on first use.
-func newStore(ctx context.Context, o serveOptions, log *slog.Logger) (rank.Store, error) {
-	var s rank.Store
-	if o.RedisURL != "" {
-		useRedisLog(log)
-		client, err := redisstore.NewClient(o.RedisURL)
-		if err != nil {
-			return nil, usageError("--redis-url: " + err.Error())
-		}
-		rs, err := redisstore.New(ctx, redisstore.Config{Client: client, Logger: log})
-		if err != nil {
-			client.Close()
-			return nil, err
-		}
-		s = rs
-	} else {
-		ms, err := memstore.New(memstore.Config{Logger: log})
-		if err != nil {
-			return nil, err
-		}
-		s = ms
-	}
-	if o.Dev {
-		s = rank.AutoCreate(s)
-	}
-	return s, nil
 }
 
 // announce prints where the gateway listens and, in --dev, a ready admin token.

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wsgateway/wsgateway/bus"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/memstore"
 )
@@ -25,7 +24,7 @@ func benchEngine(b *testing.B, members int, clock *time.Time) (*Engine, *memstor
 		b.Fatal(err)
 	}
 	for i := range members {
-		_, err := ms.Apply(ctx, rank.Event{Board: "g", ID: fmt.Sprint(i), Member: fmt.Sprintf("p%05d", i), Op: rank.OpDelta, Amount: int64(10 * (members - i))})
+		_, err := rank.ApplyWait(ctx, ms, rank.Event{Board: "g", ID: fmt.Sprint(i), Member: fmt.Sprintf("p%05d", i), Op: rank.OpDelta, Amount: int64(10 * (members - i))})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -62,7 +61,7 @@ func BenchmarkChanged(b *testing.B) {
 		}
 	}
 	seq := int64(members)
-	e.Changed([]bus.Change{{Board: "g", Seq: seq, Member: "p19999", New: 10, Old: new(int64(10)), Rank: members, PrevRank: members}})
+	e.Changed([]rank.Change{{Board: "g", Seq: seq, Member: "p19999", New: 10, Old: new(int64(10)), Rank: members, PrevRank: members}})
 	score := func(i int) int64 { return int64(10 * (members - i)) }
 	for _, tc := range []struct {
 		name     string
@@ -80,7 +79,7 @@ func BenchmarkChanged(b *testing.B) {
 			clean(e)
 			for b.Loop() {
 				seq++
-				e.Changed([]bus.Change{{Board: "g", Seq: seq, Member: m, Old: &old, New: tc.to, Rank: int64(tc.member), PrevRank: int64(tc.member)}})
+				e.Changed([]rank.Change{{Board: "g", Seq: seq, Member: m, Old: &old, New: tc.to, Rank: int64(tc.member), PrevRank: int64(tc.member)}})
 				if tc.affected > 0 {
 					clean(e)
 				}
@@ -98,7 +97,7 @@ func BenchmarkChanged(b *testing.B) {
 		clean(e)
 		seq++
 		old := score(tc.member)
-		e.Changed([]bus.Change{{Board: "g", Seq: seq, Member: fmt.Sprintf("p%05d", tc.member), Old: &old, New: int64(tc.to), Rank: 1, PrevRank: 1}})
+		e.Changed([]rank.Change{{Board: "g", Seq: seq, Member: fmt.Sprintf("p%05d", tc.member), Old: &old, New: int64(tc.to), Rank: 1, PrevRank: 1}})
 		e.mu.Lock()
 		n := len(e.boards["g"].dirty)
 		e.mu.Unlock()
@@ -123,15 +122,15 @@ func BenchmarkTopFanout(b *testing.B) {
 		}
 	}
 	seq := int64(1000)
-	e.Changed([]bus.Change{{Board: "g", Seq: seq, Member: "p00999", New: 10, Old: new(int64(10)), Rank: 1000, PrevRank: 1000}})
+	e.Changed([]rank.Change{{Board: "g", Seq: seq, Member: "p00999", New: 10, Old: new(int64(10)), Rank: 1000, PrevRank: 1000}})
 	for b.Loop() {
 		// A new leader each time, so the frame really changes.
 		seq++
-		r, err := ms.Apply(ctx, rank.Event{Board: "g", ID: fmt.Sprint("x", seq), Member: "p00500", Op: rank.OpDelta, Amount: 100000})
+		r, err := rank.ApplyWait(ctx, ms, rank.Event{Board: "g", ID: fmt.Sprint("x", seq), Member: "p00500", Op: rank.OpDelta, Amount: 100000})
 		if err != nil {
 			b.Fatal(err)
 		}
-		e.Changed([]bus.Change{changeOf(r)})
+		e.Changed([]rank.Change{changeOf(r)})
 		clock = clock.Add(time.Second)
 		e.tick(ctx)
 	}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/wsgateway/wsgateway/bus"
 	"github.com/wsgateway/wsgateway/rank"
 )
 
@@ -221,7 +220,7 @@ func (e *Engine) accept(b *board, seq int64, now time.Time) bool {
 // Changed takes change events (local and remote; hints, in any order) and
 // marks dirty what they may have changed. Cost per change: O(affected views
 // + log views).
-func (e *Engine) Changed(changes []bus.Change) {
+func (e *Engine) Changed(changes []rank.Change) {
 	now := e.now()
 	e.mu.Lock()
 	for i := range changes {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wsgateway/wsgateway/bus"
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/memstore"
@@ -71,12 +70,12 @@ func TestConcurrent(t *testing.T) {
 		writers.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 99))
 			for i := range 300 {
-				r, err := st.Apply(ctx, rank.Event{Board: "c", ID: fmt.Sprintf("w%d-%d", w, i), Member: member(rng.IntN(50)), Op: rank.OpDelta, Amount: rng.Int64N(200) - 50})
+				r, err := rank.ApplyWait(ctx, st, rank.Event{Board: "c", ID: fmt.Sprintf("w%d-%d", w, i), Member: member(rng.IntN(50)), Op: rank.OpDelta, Amount: rng.Int64N(200) - 50})
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				e.Changed([]bus.Change{changeOf(r)})
+				e.Changed([]rank.Change{changeOf(r)})
 				if i%10 == 0 {
 					time.Sleep(time.Millisecond) // spread the load over many ticks
 				}

@@ -63,7 +63,7 @@ const (
 
 // Stats are the engine's counters, for metrics.
 type Stats struct {
-	Reads    uint64 // store calls made (Top, Ranks, GetBoard)
+	Reads    uint64 // store calls made (Top, Ranks, Board)
 	Errors   uint64 // store calls that failed
 	Encoded  uint64 // frames encoded
 	Boards   int    // boards with at least one subscription on this node
@@ -291,7 +291,7 @@ func (e *Engine) getBoard(parent context.Context, id string) (rank.Board, error)
 	ctx, cancel := context.WithTimeout(parent, e.readTimeout)
 	defer cancel()
 	e.reads.Add(1)
-	b, err := e.store.GetBoard(ctx, id)
+	b, err := e.store.Board(ctx, id)
 	if err != nil {
 		e.readFailed(parent, "board", id, err)
 		return rank.Board{}, fmt.Errorf("live: board %s: %w", id, err)

@@ -9,7 +9,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/wsgateway/wsgateway/bus"
 	"github.com/wsgateway/wsgateway/rank"
 )
 
@@ -64,7 +63,7 @@ func TestFramesFollowStore(t *testing.T) {
 					h.check(s.r, "g", s.top, s.member, s.around)
 				}
 				for round := range 40 {
-					var batch []bus.Change
+					var batch []rank.Change
 					for range 1 + rng.IntN(8) {
 						amount := rng.Int64N(300) - 100
 						if tc.mode != rank.Incr {
@@ -284,8 +283,8 @@ func TestSeqGap(t *testing.T) {
 		// Out of order but complete: not a gap, and nothing to read.
 		c1 := changeOf(h.apply("g", member(98), 1, false))
 		c2 := changeOf(h.apply("g", member(97), 1, false))
-		h.e.Changed([]bus.Change{c2})
-		h.e.Changed([]bus.Change{c1})
+		h.e.Changed([]rank.Change{c2})
+		h.e.Changed([]rank.Change{c1})
 		h.settle()
 		if top, ranks := h.reads(); top != top0 || ranks != ranks0 {
 			t.Errorf("reordered changes caused reads: top +%d ranks +%d", top-top0, ranks-ranks0)

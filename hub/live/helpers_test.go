@@ -12,7 +12,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/wsgateway/wsgateway/bus"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/memstore"
@@ -117,18 +116,18 @@ func (h *harness) apply(board, member string, amount int64, report bool) rank.Re
 	if b.Mode != rank.Incr {
 		op = rank.OpValue
 	}
-	r, err := h.st.Apply(context.Background(), rank.Event{Board: board, ID: "e" + strconv.Itoa(h.ids), Member: member, Op: op, Amount: amount})
+	r, err := rank.ApplyWait(context.Background(), h.st, rank.Event{Board: board, ID: "e" + strconv.Itoa(h.ids), Member: member, Op: op, Amount: amount})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	if report {
-		h.e.Changed([]bus.Change{changeOf(r)})
+		h.e.Changed([]rank.Change{changeOf(r)})
 	}
 	return r
 }
 
-func changeOf(r rank.Result) bus.Change {
-	c := bus.Change{Board: r.Board, Seq: r.Seq, Member: r.Member, New: r.Score, Rank: r.Rank, PrevRank: r.PrevRank, Period: r.Period}
+func changeOf(r rank.Result) rank.Change {
+	c := rank.Change{Board: r.Board, Seq: r.Seq, Member: r.Member, New: r.Score, Rank: r.Rank, PrevRank: r.PrevRank, Period: r.Period}
 	if r.PrevRank > 0 {
 		old := r.PrevScore
 		c.Old = &old

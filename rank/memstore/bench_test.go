@@ -59,7 +59,7 @@ func BenchmarkApply(b *testing.B) {
 			for i := range b.N {
 				buf = strconv.AppendInt(append(buf[:0], 'e'), int64(i), 10)
 				e := rank.Event{Board: cfg.ID, ID: string(buf), Member: members[rng.IntN(len(members))], Op: rank.OpDelta, Amount: int64(rng.IntN(100) - 20)}
-				if _, err := s.Apply(ctx, e); err != nil {
+				if _, err := rank.ApplyWait(ctx, s, e); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -30,7 +30,7 @@ func (s *Store) peek(id string, f func(b *board)) {
 
 func mustApply(t testing.TB, s *Store, e rank.Event) rank.Result {
 	t.Helper()
-	r, err := s.Apply(t.Context(), e)
+	r, err := rank.ApplyWait(t.Context(), s, e)
 	if err != nil {
 		t.Fatalf("Apply(%+v): %v", e, err)
 	}

@@ -40,11 +40,16 @@ type Config struct {
 	// idempotency records and periods of boards that get no writes (writes
 	// sweep as they go). 0 = one minute; negative = no background sweep.
 	SweepInterval time.Duration
+	// Sink hears of every change Apply makes (rank.Sink): here one change
+	// per batch, on the submitting goroutine, after the board's lock is
+	// released. nil = nobody listens.
+	Sink rank.Sink
 }
 
 // Store is the memory engine. All methods are safe for concurrent use.
 type Store struct {
 	now    func() time.Time
+	sink   rank.Sink
 	log    *slog.Logger
 	closed atomic.Bool
 	stop   chan struct{} // closed by Close to end the sweeper
@@ -68,6 +73,7 @@ const (
 func New(cfg Config) (*Store, error) {
 	s := &Store{
 		now:    cfg.Now,
+		sink:   cfg.Sink,
 		log:    cfg.Logger,
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
@@ -193,6 +199,14 @@ func (s *Store) GetBoard(ctx context.Context, id string) (rank.Board, error) {
 	return b.cfg, nil
 }
 
+// Board is GetBoard: the memory engine's configs are never stale.
+func (s *Store) Board(ctx context.Context, id string) (rank.Board, error) {
+	return s.GetBoard(ctx, id)
+}
+
+// Forget does nothing: there is no cache to drop.
+func (s *Store) Forget(string) {}
+
 // Boards lists every board's config, sorted by id.
 func (s *Store) Boards(ctx context.Context) ([]rank.Board, error) {
 	if s.closed.Load() {
@@ -261,8 +275,23 @@ func (s *Store) Count(ctx context.Context, id string) (int64, error) {
 	return int64(z.tr.length), nil
 }
 
-// Apply applies one event atomically and idempotently.
-func (s *Store) Apply(ctx context.Context, e rank.Event) (rank.Result, error) {
+// Apply applies one event atomically and idempotently and completes it
+// inline: the sink and done run on the caller's goroutine before Apply
+// returns.
+func (s *Store) Apply(ctx context.Context, e rank.Event, done rank.Done) {
+	r, err := s.apply(ctx, e)
+	if err == nil && s.sink != nil {
+		if c, ok := rank.ChangeOf(e, r); ok {
+			s.sink([]rank.Change{c})
+		}
+	}
+	done(r, err)
+}
+
+func (s *Store) apply(ctx context.Context, e rank.Event) (rank.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return rank.Result{}, fmt.Errorf("memstore: apply %s: %w", e.Board, err) // not applied
+	}
 	b, err := s.lookup(ctx, e.Board)
 	if err != nil {
 		return rank.Result{}, fmt.Errorf("memstore: apply %s: %w", e.Board, err)

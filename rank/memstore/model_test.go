@@ -158,7 +158,12 @@ func (m *model) Count(_ context.Context, id string) (int64, error) {
 	return int64(len(b.scores)), nil
 }
 
-func (m *model) Apply(_ context.Context, e rank.Event) (rank.Result, error) {
+func (m *model) Board(ctx context.Context, id string) (rank.Board, error) { return m.GetBoard(ctx, id) }
+func (m *model) Forget(string)                                            {}
+
+func (m *model) Apply(_ context.Context, e rank.Event, done rank.Done) { done(m.apply(e)) }
+
+func (m *model) apply(e rank.Event) (rank.Result, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b, err := m.board(e.Board)

@@ -157,7 +157,7 @@ func testUnknownBoard(t *testing.T, f Factory) {
 			"GetBoard":    func() error { _, err := s.GetBoard(ctx, tc.id); return err },
 			"DeleteBoard": func() error { return s.DeleteBoard(ctx, tc.id) },
 			"Count":       func() error { _, err := s.Count(ctx, tc.id); return err },
-			"Apply":       func() error { _, err := s.Apply(ctx, delta(tc.id, "r1", "m1", 1)); return err },
+			"Apply":       func() error { _, err := rank.ApplyWait(ctx, s, delta(tc.id, "r1", "m1", 1)); return err },
 			"Top":         func() error { _, err := s.Top(ctx, tc.id, "", 0, 10); return err },
 			"Ranks":       func() error { _, err := s.Ranks(ctx, tc.id, "", []string{"m1"}, 1); return err },
 		}
@@ -217,7 +217,7 @@ func testDeleteBoard(t *testing.T, f Factory) {
 	if err := s.DeleteBoard(ctx, b.ID); err != nil {
 		t.Fatalf("DeleteBoard: %v", err)
 	}
-	if _, err := s.Apply(ctx, delta(b.ID, "z", "a", 1)); !errors.Is(err, rank.ErrUnknownBoard) {
+	if _, err := rank.ApplyWait(ctx, s, delta(b.ID, "z", "a", 1)); !errors.Is(err, rank.ErrUnknownBoard) {
 		t.Fatalf("Apply after delete: %v", err)
 	}
 	put(t, s, b)
@@ -253,7 +253,7 @@ func testPingClose(t *testing.T, f Factory) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, err := s.Apply(ctx, delta(b.ID, "r2", "a", 1)); err == nil {
+	if _, err := rank.ApplyWait(ctx, s, delta(b.ID, "r2", "a", 1)); err == nil {
 		t.Fatal("Apply after Close succeeded")
 	}
 	if _, err := s.Top(ctx, b.ID, "", 0, 10); err == nil {

@@ -179,8 +179,8 @@ func resetBoard(t *testing.T, a, b rank.Store, bd rank.Board) {
 
 func compareApply(t *testing.T, a, b rank.Store, i int, e rank.Event) {
 	t.Helper()
-	ra, ea := a.Apply(t.Context(), e)
-	rb, eb := b.Apply(t.Context(), e)
+	ra, ea := rank.ApplyWait(t.Context(), a, e)
+	rb, eb := rank.ApplyWait(t.Context(), b, e)
 	if ka, kb := Kind(ea), Kind(eb); ka != kb {
 		t.Fatalf("event %d %+v: first store says %s (%v), second %s (%v)", i, e, ka, ea, kb, eb)
 	}

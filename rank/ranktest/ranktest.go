@@ -193,7 +193,7 @@ func (g *ids) next() string {
 
 func apply(t *testing.T, s rank.Store, e rank.Event) rank.Result {
 	t.Helper()
-	r, err := s.Apply(t.Context(), e)
+	r, err := rank.ApplyWait(t.Context(), s, e)
 	if err != nil {
 		t.Fatalf("Apply(%+v): %v", e, err)
 	}
@@ -202,7 +202,7 @@ func apply(t *testing.T, s rank.Store, e rank.Event) rank.Result {
 
 func applyErr(t *testing.T, s rank.Store, e rank.Event, want error) {
 	t.Helper()
-	r, err := s.Apply(t.Context(), e)
+	r, err := rank.ApplyWait(t.Context(), s, e)
 	if !errors.Is(err, want) {
 		t.Fatalf("Apply(%+v) = %+v, %v; want error %v", e, r, err, want)
 	}

@@ -332,7 +332,7 @@ func testConcurrency(t *testing.T, f Factory) {
 			var last int64
 			for i := range per {
 				e := delta(b.ID, fmt.Sprintf("w%d-%d", w, i), fmt.Sprintf("m%d", rng.IntN(members)), int64(rng.IntN(21)-5))
-				r, err := s.Apply(t.Context(), e)
+				r, err := rank.ApplyWait(t.Context(), s, e)
 				if err != nil {
 					t.Errorf("Apply: %v", err)
 					return
@@ -343,7 +343,7 @@ func testConcurrency(t *testing.T, f Factory) {
 				last = r.Seq
 				logs[w] = append(logs[w], applied{e.Member, e.Amount, r.Seq})
 				if i%10 == 0 { // a retry is applied at most once
-					if d, err := s.Apply(t.Context(), e); err != nil || !d.Duplicate || d.Seq != r.Seq || d.Score != r.Score {
+					if d, err := rank.ApplyWait(t.Context(), s, e); err != nil || !d.Duplicate || d.Seq != r.Seq || d.Score != r.Score {
 						t.Errorf("retry of %s = %+v, %v; want duplicate of %+v", e.ID, d, err, r)
 					}
 				}

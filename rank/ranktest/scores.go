@@ -238,7 +238,7 @@ func testIdempotency(t *testing.T, f Factory) {
 		delta(b.ID, "x", "a", 6),
 		delta(b.ID, "x", "b", 5),
 	} {
-		if r, err := s.Apply(ctx, e); !errors.Is(err, rank.ErrIdempotencyConflict) {
+		if r, err := rank.ApplyWait(ctx, s, e); !errors.Is(err, rank.ErrIdempotencyConflict) {
 			t.Fatalf("Apply(%+v) = %+v, %v; want ErrIdempotencyConflict", e, r, err)
 		}
 	}
@@ -276,7 +276,7 @@ func testIdempotencyExpiryFake(t *testing.T, f Factory) {
 	eventually(t, expiryPatience, "id x expires", func() bool {
 		var err error
 		// Another payload: a conflict until the record expires.
-		r, err = s.Apply(t.Context(), delta(b.ID, "x", "a", 2))
+		r, err = rank.ApplyWait(t.Context(), s, delta(b.ID, "x", "a", 2))
 		if err != nil && !errors.Is(err, rank.ErrIdempotencyConflict) {
 			t.Fatalf("Apply after window: %v", err)
 		}

@@ -25,7 +25,7 @@ func submitAll(s *Store, events []rank.Event) []asyncResult {
 	var wg sync.WaitGroup
 	for i, e := range events {
 		wg.Add(1)
-		s.ApplyAsync(context.Background(), e, func(r rank.Result, err error) {
+		s.Apply(context.Background(), e, func(r rank.Result, err error) {
 			out[i] = asyncResult{i, r, err}
 			wg.Done()
 		})
@@ -108,7 +108,7 @@ func TestApplyAsyncClose(t *testing.T) {
 		t.Fatalf("apply: %v", r[0].err)
 	}
 	done := make(chan error, 1)
-	s.ApplyAsync(ctx, incr("aclose", "x2", "x", 1), func(_ rank.Result, err error) { done <- err })
+	s.Apply(ctx, incr("aclose", "x2", "x", 1), func(_ rank.Result, err error) { done <- err })
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled caller: %v, want context.Canceled", err)
 	}
@@ -120,7 +120,7 @@ func TestApplyAsyncClose(t *testing.T) {
 	wg.Add(n)
 	go func() {
 		for i := range n {
-			s.ApplyAsync(context.Background(), incr("aclose", fmt.Sprintf("c%d", i), "y", 1), func(_ rank.Result, err error) {
+			s.Apply(context.Background(), incr("aclose", fmt.Sprintf("c%d", i), "y", 1), func(_ rank.Result, err error) {
 				mu.Lock()
 				calls[i]++
 				mu.Unlock()

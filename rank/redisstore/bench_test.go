@@ -79,7 +79,7 @@ func BenchmarkApply(b *testing.B) {
 			if parallel {
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						if _, err := s.Apply(context.Background(), next()); err != nil {
+						if _, err := rank.ApplyWait(context.Background(), s, next()); err != nil {
 							b.Error(err)
 							return
 						}
@@ -87,7 +87,7 @@ func BenchmarkApply(b *testing.B) {
 				})
 			} else {
 				for range b.N {
-					if _, err := s.Apply(context.Background(), next()); err != nil {
+					if _, err := rank.ApplyWait(context.Background(), s, next()); err != nil {
 						b.Fatal(err)
 					}
 				}

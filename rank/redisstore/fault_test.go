@@ -21,7 +21,7 @@ func mustPut(t *testing.T, s *Store, b rank.Board) {
 
 func mustApply(t *testing.T, s *Store, e rank.Event) rank.Result {
 	t.Helper()
-	r, err := s.Apply(t.Context(), e)
+	r, err := rank.ApplyWait(t.Context(), s, e)
 	if err != nil {
 		t.Fatalf("Apply(%+v): %v", e, err)
 	}
@@ -35,7 +35,10 @@ func incr(board, id, member string, d int64) rank.Event {
 // every store operation, for the unavailability checks
 func storeOps(s *Store, board string) map[string]func(ctx context.Context) error {
 	return map[string]func(ctx context.Context) error{
-		"Apply": func(ctx context.Context) error { _, err := s.Apply(ctx, incr(board, "down", "a", 1)); return err },
+		"Apply": func(ctx context.Context) error {
+			_, err := rank.ApplyWait(ctx, s, incr(board, "down", "a", 1))
+			return err
+		},
 		"Top":   func(ctx context.Context) error { _, err := s.Top(ctx, board, "", 0, 10); return err },
 		"Ranks": func(ctx context.Context) error { _, err := s.Ranks(ctx, board, "", []string{"a"}, 2); return err },
 		"Count": func(ctx context.Context) error { _, err := s.Count(ctx, board); return err },
@@ -94,7 +97,7 @@ func TestUnavailableThenRecovery(t *testing.T) {
 			// frozen server runs it on waking): the client re-sends the same
 			// id, which applies it exactly once.
 			testenv.Eventually(t, 10*time.Second, "apply after the server is back", func() error {
-				_, err := s.Apply(t.Context(), incr(id, "down", "a", 1))
+				_, err := rank.ApplyWait(t.Context(), s, incr(id, "down", "a", 1))
 				return err
 			})
 			if r := mustApply(t, s, incr(id, "e2", "a", 1)); r.Score != 7 {
@@ -118,7 +121,7 @@ func TestCancelledContext(t *testing.T) {
 	mustPut(t, s, rank.DefaultBoard("cancel"))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := s.Apply(ctx, incr("cancel", "e1", "a", 1)); !errors.Is(err, context.Canceled) {
+	if _, err := rank.ApplyWait(ctx, s, incr("cancel", "e1", "a", 1)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Apply with a cancelled context: %v", err)
 	}
 	if n, err := s.Count(t.Context(), "cancel"); err != nil || n != 0 {
@@ -147,7 +150,7 @@ func TestNoScriptRecovery(t *testing.T) {
 				if w == 0 && (i == each/3 || i == 2*each/3) {
 					flush()
 				}
-				if _, err := s.Apply(t.Context(), incr(id, fmt.Sprintf("w%d-%d", w, i), fmt.Sprintf("m%d", w), 1)); err != nil {
+				if _, err := rank.ApplyWait(t.Context(), s, incr(id, fmt.Sprintf("w%d-%d", w, i), fmt.Sprintf("m%d", w), 1)); err != nil {
 					errs <- err
 					return
 				}
@@ -192,7 +195,7 @@ func TestBatcherOrder(t *testing.T) {
 	for w := range 16 {
 		wg.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
-				_, err := s.Apply(ctx, incr("noise", fmt.Sprintf("n%d-%d", w, i), fmt.Sprintf("m%d", w%5), 1))
+				_, err := rank.ApplyWait(ctx, s, incr("noise", fmt.Sprintf("n%d-%d", w, i), fmt.Sprintf("m%d", w%5), 1))
 				if err != nil && ctx.Err() == nil {
 					t.Errorf("noise apply: %v", err)
 					return
@@ -235,14 +238,14 @@ func TestStaleConfigAcrossStores(t *testing.T) {
 	capped := rank.DefaultBoard(id)
 	capped.MaxDelta = 10
 	mustPut(t, b, capped)
-	if _, err := a.Apply(t.Context(), incr(id, "e2", "x", 20)); !errors.Is(err, rank.ErrDeltaTooLarge) {
+	if _, err := rank.ApplyWait(t.Context(), a, incr(id, "e2", "x", 20)); !errors.Is(err, rank.ErrDeltaTooLarge) {
 		t.Fatalf("apply over the new max_delta: %v, want ErrDeltaTooLarge", err)
 	}
 
 	set := capped
 	set.Mode = rank.Set
 	mustPut(t, b, set)
-	if _, err := a.Apply(t.Context(), incr(id, "e3", "x", 5)); !errors.Is(err, rank.ErrBadRequest) {
+	if _, err := rank.ApplyWait(t.Context(), a, incr(id, "e3", "x", 5)); !errors.Is(err, rank.ErrBadRequest) {
 		t.Fatalf("a delta after the board became mode set elsewhere: %v, want ErrBadRequest", err)
 	}
 	if r := mustApply(t, a, rank.Event{Board: id, ID: "e4", Member: "x", Op: rank.OpValue, Amount: 7}); r.Score != 7 {
@@ -252,7 +255,7 @@ func TestStaleConfigAcrossStores(t *testing.T) {
 	if err := b.DeleteBoard(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Apply(t.Context(), rank.Event{Board: id, ID: "e5", Member: "y", Op: rank.OpValue, Amount: 1}); !errors.Is(err, rank.ErrUnknownBoard) {
+	if _, err := rank.ApplyWait(t.Context(), a, rank.Event{Board: id, ID: "e5", Member: "y", Op: rank.OpValue, Amount: 1}); !errors.Is(err, rank.ErrUnknownBoard) {
 		t.Fatalf("apply to a board deleted elsewhere: %v, want ErrUnknownBoard", err)
 	}
 }

@@ -41,38 +41,10 @@ func (s *Store) now(ctx context.Context, b rank.Board) (time.Time, string) {
 	return s.clock.now(ctx, s.client), ""
 }
 
-// Apply applies one event through the batcher (see apply.lua).
-func (s *Store) Apply(ctx context.Context, e rank.Event) (rank.Result, error) {
-	if !rank.ValidBoardID(e.Board) {
-		return rank.Result{}, fmt.Errorf("redisstore: apply %q: %w", e.Board, rank.ErrInvalidBoard)
-	}
-	if s.closed.Load() {
-		return rank.Result{}, ErrClosed
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
-	hash := strconv.FormatUint(e.PayloadHash(), 36)
-	token := s.attemptPrefix + strconv.FormatUint(s.attempts.Add(1), 36)
-	for attempt := 0; ; attempt++ {
-		keys, args, err := s.applyCmd(ctx, e, hash, token)
-		if err != nil {
-			return rank.Result{}, err
-		}
-		v, err := s.batch.do(ctx, keys, args)
-		if err != nil {
-			if s.retryable(e.Board, err, attempt) {
-				continue
-			}
-			return rank.Result{}, s.fail("apply", e.Board, err)
-		}
-		return applyResult(e, v, hash, token)
-	}
-}
-
-// ApplyAsync implements rank.AsyncApplier: the event goes to the batcher's
-// async lane, which builds its command, runs one pipeline at a time in
-// submission order and calls done from its goroutine (batcher.go).
-func (s *Store) ApplyAsync(ctx context.Context, e rank.Event, done func(rank.Result, error)) {
+// Apply implements rank.Store: the event goes to the batcher's lane, which
+// builds its command, runs one pipeline at a time in submission order and
+// calls done from its goroutine (batcher.go).
+func (s *Store) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 	if !rank.ValidBoardID(e.Board) {
 		done(rank.Result{}, fmt.Errorf("redisstore: apply %q: %w", e.Board, rank.ErrInvalidBoard))
 		return
@@ -168,8 +140,29 @@ func (s *Store) finishAsync(c *call, v any, err error) {
 		done(rank.Result{}, s.fail("apply", e.Board, err))
 		return
 	}
-	done(applyResult(e, v, hash, token))
+	r, err := applyResult(e, v, hash, token)
+	if err == nil && s.cfg.Sink != nil {
+		if c, ok := rank.ChangeOf(e, r); ok {
+			s.cfg.Sink([]rank.Change{c})
+		}
+	}
+	done(r, err)
 }
+
+// Board returns the config events are applied with, from the cache.
+func (s *Store) Board(ctx context.Context, id string) (rank.Board, error) {
+	if !rank.ValidBoardID(id) {
+		return rank.Board{}, fmt.Errorf("redisstore: board %q: %w", id, rank.ErrInvalidBoard)
+	}
+	c, err := s.board(ctx, id)
+	if err != nil {
+		return rank.Board{}, s.fail("board", id, err)
+	}
+	return c.b, nil
+}
+
+// Forget drops the cached config of a board changed elsewhere.
+func (s *Store) Forget(id string) { s.forget(id) }
 
 // applyCmd builds the keys and arguments of one apply attempt from the
 // cached config and the store clock. Its errors are wrapped.

@@ -73,6 +73,9 @@ type Config struct {
 	MaxBatch int
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
+	// Sink hears of every change Apply makes (rank.Sink). nil = nobody
+	// listens.
+	Sink rank.Sink
 }
 
 // Store is the Redis engine. All methods are safe for concurrent use.
@@ -100,10 +103,7 @@ type Store struct {
 	memo []boardMemo // the async lane's configs of its current batch (prepareAsync)
 }
 
-var (
-	_ rank.Store        = (*Store)(nil)
-	_ rank.AsyncApplier = (*Store)(nil)
-)
+var _ rank.Store = (*Store)(nil)
 
 type cachedBoard struct {
 	b    rank.Board

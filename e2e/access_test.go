@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/proto"
+)
+
+// wsConn is a bare lb.v1 connection for tests that watch every frame.
+type wsConn struct {
+	t  *testing.T
+	ws *websocket.Conn
+}
+
+func dialWS(t *testing.T, g *gateway, tok string) *wsConn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h := http.Header{}
+	if tok != "" {
+		h.Set("Authorization", "Bearer "+tok)
+	}
+	ws, _, err := websocket.Dial(ctx, g.URL(), &websocket.DialOptions{Subprotocols: []string{proto.Subprotocol}, HTTPHeader: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.CloseNow() })
+	c := &wsConn{t: t, ws: ws}
+	if m := c.next(5 * time.Second); m["type"] != proto.TypeWelcome {
+		t.Fatalf("first frame %v, want welcome", m)
+	}
+	return c
+}
+
+func (c *wsConn) send(v map[string]any) {
+	c.t.Helper()
+	b, _ := json.Marshal(v)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// next reads one frame, or returns nil when none comes within d.
+func (c *wsConn) next(d time.Duration) map[string]any {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_, b, err := c.ws.Read(ctx)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		c.t.Fatalf("frame %q: %v", b, err)
+	}
+	return m
+}
+
+// until reads frames until one satisfies ok; it fails after d.
+func (c *wsConn) until(d time.Duration, what string, ok func(map[string]any) bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if m := c.next(time.Until(deadline)); m != nil && ok(m) {
+			return
+		}
+	}
+	c.t.Fatalf("no %s within %s", what, d)
+}
+
+// ended reports whether m is the server ending the subscription to board:
+// `error` forbidden naming it, or the `unsubscribed` that follows.
+func ended(board string) func(map[string]any) bool {
+	return func(m map[string]any) bool {
+		return m["type"] == proto.TypeUnsubscribed && m["board"] == board
+	}
+}
+
+// TestAccessRecheckedOnConfigChange (hardening): an anonymous spectator of
+// a public board loses the subscription within a second of the board
+// going private (forbidden, then unsubscribed), and gets no frame of it
+// after that, on the node that made the change and on another node.
+func TestAccessRecheckedOnConfigChange(t *testing.T) {
+	t.Parallel()
+	e := startEnv(t)
+	args := []string{"--public-read", "--top-interval", "20ms"}
+	a := startGateway(t, gwOpts{Node: "a", RedisURL: e.Redis.URL(), NATSURL: e.NATS.URL(), Args: args})
+	b := startGateway(t, gwOpts{Node: "b", RedisURL: e.Redis.URL(), NATSURL: e.NATS.URL(), Args: args})
+	putBoard(t, a, "pub", map[string]any{"public": true})
+	var watchers []*wsConn
+	for _, g := range []*gateway{a, b} {
+		c := dialWS(t, g, "")
+		c.send(map[string]any{"type": "subscribe", "id": "s1", "board": "pub", "top": 5})
+		c.until(5*time.Second, "subscribed", func(m map[string]any) bool { return m["type"] == proto.TypeSubscribed })
+		c.until(5*time.Second, "a first top frame", func(m map[string]any) bool { return m["type"] == proto.TypeTop })
+		watchers = append(watchers, c)
+	}
+	putBoard(t, a, "pub", map[string]any{"public": false})
+	for i, c := range watchers {
+		gotErr := false
+		c.until(time.Second, fmt.Sprintf("the end of the subscription on node %d", i), func(m map[string]any) bool {
+			if m["type"] == proto.TypeError && m["code"] == proto.CodeForbidden && strings.Contains(fmt.Sprint(m["message"]), "pub") {
+				gotErr = true
+			}
+			return ended("pub")(m)
+		})
+		if !gotErr {
+			t.Errorf("node %d: unsubscribed without a forbidden error first", i)
+		}
+	}
+	// Scores keep changing the board; the watchers see nothing of it.
+	srv := token(t, auth.Claims{Sub: "game", Role: auth.Server})
+	for i := range 5 {
+		if st, body, err := rest(context.Background(), "POST", a.HTTP()+"/api/v1/boards/pub/scores", srv,
+			[]map[string]any{{"id": fmt.Sprint("x", i), "member": "m", "delta": 1}}, nil); err != nil || st != 200 {
+			t.Fatalf("POST scores: %d %s %v", st, body, err)
+		}
+	}
+	for i, c := range watchers {
+		if m := c.next(300 * time.Millisecond); m != nil {
+			t.Errorf("node %d: frame after the subscription ended: %v", i, m)
+		}
+	}
+}
+
+// TestAccessRecheckedOnAuth (hardening): a connection that renews its
+// token with one whose boards claim no longer covers a subscribed board
+// loses that subscription (forbidden, then unsubscribed) and keeps the
+// others.
+func TestAccessRecheckedOnAuth(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOpts{Args: []string{"--top-interval", "20ms"}})
+	for _, id := range []string{"ka", "kb"} {
+		putBoard(t, g, id, nil)
+	}
+	c := dialWS(t, g, token(t, auth.Claims{Sub: "pat", Boards: []string{"ka", "kb"}}))
+	for _, id := range []string{"ka", "kb"} {
+		c.send(map[string]any{"type": "subscribe", "id": "s-" + id, "board": id, "top": 5})
+		c.until(5*time.Second, "subscribed "+id, func(m map[string]any) bool { return m["type"] == proto.TypeSubscribed && m["board"] == id })
+	}
+	c.send(map[string]any{"type": "auth", "id": "re", "token": token(t, auth.Claims{Sub: "pat", Boards: []string{"ka"}})})
+	sawErr, sawEnd := false, false
+	c.until(time.Second, "authed", func(m map[string]any) bool {
+		switch {
+		case m["type"] == proto.TypeError && m["code"] == proto.CodeForbidden && strings.Contains(fmt.Sprint(m["message"]), "kb"):
+			sawErr = true
+		case ended("kb")(m):
+			sawEnd = true
+		case ended("ka")(m):
+			t.Errorf("the subscription to ka ended too")
+		}
+		return m["type"] == proto.TypeAuthed
+	})
+	if !sawErr || !sawEnd {
+		t.Fatalf("before authed: forbidden %v, unsubscribed kb %v; want both", sawErr, sawEnd)
+	}
+	// ka still streams.
+	if st, body, err := rest(context.Background(), "POST", g.HTTP()+"/api/v1/boards/ka/scores", adminToken(t),
+		[]map[string]any{{"id": "k1", "member": "m", "delta": 3}}, nil); err != nil || st != 200 {
+		t.Fatalf("POST: %d %s %v", st, body, err)
+	}
+	c.until(5*time.Second, "a top frame of ka with m", func(m map[string]any) bool {
+		return m["type"] == proto.TypeTop && m["board"] == "ka" && fmt.Sprint(m["total"]) == "1"
+	})
+}

@@ -1,0 +1,72 @@
+package hub
+
+import (
+	"github.com/wsgateway/wsgateway/proto"
+)
+
+// Access is checked when a subscription starts and again whenever what it
+// was granted on changes: a new token (auth) and a board's config (public,
+// for token-less spectators). A subscription that lost its access ends with
+// an `error` forbidden naming the board, then `unsubscribed` with an empty
+// id (no request asked for it), and no frame of the board follows.
+
+// BoardChanged re-checks the subscriptions to board after its config
+// changed, on this node or another (the node calls it once the store's
+// cached config is dropped). It returns at once; the check runs on its own
+// goroutine, as it may read the config from the store.
+func (h *Hub) BoardChanged(board string) {
+	go h.recheckBoard(board)
+}
+
+func (h *Hub) recheckBoard(board string) {
+	var b struct{ public, read bool }
+	for _, c := range h.reg.all() {
+		if !c.anon || !c.subscribed(board) {
+			continue // a token's access does not depend on a board's config
+		}
+		if !b.read {
+			cfg, err := h.board(h.ctx, board)
+			b.public, b.read = err == nil && cfg.Public, true
+		}
+		if !b.public {
+			c.endSub(board, "board "+board+" is not public")
+		}
+	}
+}
+
+func (c *conn) subscribed(board string) bool {
+	c.subsMu.Lock()
+	defer c.subsMu.Unlock()
+	_, ok := c.subs[board]
+	return ok
+}
+
+// recheckSubs ends every subscription for which why returns a reason.
+func (c *conn) recheckSubs(why func(board string) string) {
+	c.subsMu.Lock()
+	var lost []string
+	for b := range c.subs {
+		if why(b) != "" {
+			lost = append(lost, b)
+		}
+	}
+	c.subsMu.Unlock()
+	for _, b := range lost {
+		c.endSub(b, why(b))
+	}
+}
+
+// endSub ends the subscription to board, telling the client why. Any
+// goroutine.
+func (c *conn) endSub(board, why string) {
+	c.subsMu.Lock()
+	_, ok := c.subs[board]
+	delete(c.subs, board)
+	c.subsMu.Unlock()
+	if !ok {
+		return // ended meanwhile (unsubscribe, another check)
+	}
+	c.h.cfg.Live.Unsubscribe(c.out, board)
+	c.sendError("", forbidden(why))
+	c.sendJSON(proto.Subscribed{Type: proto.TypeUnsubscribed, Board: board})
+}

@@ -1,0 +1,49 @@
+package hub
+
+import (
+	"testing"
+	"time"
+)
+
+func TestReplyQueueBounds(t *testing.T) {
+	t.Parallel()
+	buf := func(n int) *[]byte { b := make([]byte, n); return &b }
+	q := replyQueue{max: 3, maxBytes: 100, ready: make(chan struct{}, 1)}
+	if !q.push(buf(500)) {
+		t.Fatal("a reply larger than the byte bound must fit an empty queue")
+	}
+	if q.push(buf(1)) {
+		t.Fatal("the queue holds 500 bytes of a 100-byte bound: a second reply must be refused")
+	}
+	if got := len(q.take(nil)); got != 1 {
+		t.Fatalf("took %d replies, want 1", got)
+	}
+	for i := range 3 {
+		if !q.push(buf(30)) {
+			t.Fatalf("reply %d of 30 bytes refused below both bounds", i)
+		}
+	}
+	if q.push(buf(1)) {
+		t.Fatal("a fourth reply passed the count bound of 3")
+	}
+	q.take(nil)
+	if !q.push(buf(60)) || q.push(buf(41)) || !q.push(buf(40)) {
+		t.Fatal("byte bound: 60 then 41 must be refused, 60 then 40 fits")
+	}
+}
+
+func TestJitter(t *testing.T) {
+	t.Parallel()
+	const d = 25 * time.Second
+	seen := map[time.Duration]bool{}
+	for range 200 {
+		j := jitter(d)
+		if j <= d*4/5 || j > d {
+			t.Fatalf("jitter(%s) = %s, want in (%s, %s]", d, j, d*4/5, d)
+		}
+		seen[j] = true
+	}
+	if len(seen) < 100 {
+		t.Fatalf("only %d distinct intervals in 200: pings would still go out together", len(seen))
+	}
+}

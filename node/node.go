@@ -1,0 +1,278 @@
+// Package node builds one gateway node from one Config and owns its event
+// flow. Everything that happens on a node reaches the others, and the
+// node's own frames, through here:
+//
+//	score (hub or api) → rank.Store.Apply ─┬→ done: ack / REST answer
+//	                                        └→ Sink: Node.applied ─┬→ live frames (this node)
+//	                                                               └→ bus → every other node's live frames
+//	board PUT/DELETE (api) → Node.BoardChanged → store cache, live, bus → other nodes' store cache, live
+//
+// The store reports every applied change itself, in batches (one per Redis
+// pipeline), whatever asked for it, so no caller announces anything and no
+// apply path can forget to.
+//
+// The HTTP server, its listener and the process's signals stay with the
+// caller (cmd/wsgateway, tests): Handler serves the node's routes, Run runs
+// its live frames, Shutdown drains its WebSockets (R14) and Close releases
+// the bus and the store.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wsgateway/wsgateway/api"
+	"github.com/wsgateway/wsgateway/bus"
+	"github.com/wsgateway/wsgateway/hub"
+	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/memstore"
+	"github.com/wsgateway/wsgateway/rank/redisstore"
+	"github.com/wsgateway/wsgateway/web"
+)
+
+// Config is everything a node is built from. Zero values take the
+// documented defaults of each part.
+type Config struct {
+	// ID is this node's name in frames, logs and metrics. Required.
+	ID string
+	// Dev is the embedded default's behaviour: boards are created on first
+	// use; with DevSecret the API mints dev tokens and the pages fetch them.
+	Dev bool
+
+	// Redis selects the Redis engine (redisstore.NewClient builds one from
+	// a --redis-url); the node owns it from New on and closes it. nil = the
+	// memory engine.
+	Redis redis.UniversalClient
+	// StoreTimeout bounds each Redis operation; zero = the engine's default.
+	StoreTimeout time.Duration
+	// Now overrides the store clock (tests of periods and lifecycle only);
+	// nil = the store's own (Redis TIME, or time.Now in memory).
+	Now func() time.Time
+	// WrapStore, when set, wraps the engine before anything uses it (tests
+	// inject faults with it). The wrapper must forward Apply's outcomes.
+	WrapStore func(rank.Store) rank.Store
+	// Boards are applied (PutBoard) at start, before anything is served.
+	Boards []rank.Board
+
+	// NATSURL lists NATS servers; empty = an in-process server.
+	NATSURL string
+
+	// Verifier checks tokens (an *auth.Verifier). Required.
+	Verifier hub.Verifier
+	// DevSecret enables POST /api/v1/dev/token, minting with this key
+	// (--dev only); nil disables it.
+	DevSecret []byte
+
+	// Interval is the live frames' interval (--top-interval): the hub's
+	// throttle and the engine's read gap. Zero = 100ms.
+	Interval time.Duration
+	// Hub tunes the WebSocket endpoint. Store, Verifier, Live, Node,
+	// TopInterval, Logger and Metrics are filled in by New.
+	Hub hub.Config
+	// API tunes the REST app. Store, Verifier, Ready, Registry, DevSecret,
+	// Boards and Logger are filled in by New.
+	API api.Config
+
+	// Registry receives every part's collectors; nil = a new one. It is
+	// served on /metrics unless MetricsElsewhere.
+	Registry *prometheus.Registry
+	// MetricsElsewhere leaves /metrics out of Handler (the caller serves
+	// Registry on a private address).
+	MetricsElsewhere bool
+	// Logger receives every part's logs; nil = discard.
+	Logger *slog.Logger
+}
+
+// Node is one running gateway node. Its methods are safe for concurrent use.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	store   rank.Store
+	engine  rank.Store // the engine itself, under WrapStore and AutoCreate
+	live    *live.Engine
+	bus     *bus.Bus
+	hub     *hub.Hub
+	api     *api.API
+	handler http.Handler
+}
+
+// New builds a node: the store (told to report applied changes to the
+// node), the live frame engine, the bus, the hub, the REST API and the
+// pages. Nothing is served and no frame is computed until the caller serves
+// Handler and calls Run. On error everything built is released.
+func New(ctx context.Context, cfg Config) (n *Node, err error) {
+	if cfg.ID == "" || cfg.Verifier == nil {
+		return nil, errors.New("node: Config.ID and Config.Verifier are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	n = &Node{cfg: cfg, log: cfg.Logger}
+	// Close through a copy: `return nil, err` sets n to nil before this runs.
+	built := n
+	defer func() {
+		if err != nil {
+			built.Close()
+		}
+	}()
+
+	// The store's sink is n.applied, which uses live and bus: both exist
+	// before New returns, and nothing can apply an event before that (no
+	// route is served yet; Boards only puts configs).
+	if err := n.openStore(ctx); err != nil {
+		return nil, err
+	}
+	for _, b := range cfg.Boards {
+		if _, err := n.store.PutBoard(ctx, b); err != nil {
+			return nil, fmt.Errorf("node: board %s: %w", b.ID, err)
+		}
+	}
+
+	n.live, err = live.New(live.Config{Store: n.store, Interval: cfg.Interval, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	n.bus, err = bus.New(ctx, bus.Config{
+		URL:       cfg.NATSURL,
+		Node:      cfg.ID,
+		Logger:    cfg.Logger,
+		OnChanges: n.live.Changed,
+		OnResync:  n.live.Resync,
+		OnBoard:   n.remoteBoard,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	hcfg := cfg.Hub
+	hcfg.Store, hcfg.Verifier, hcfg.Live, hcfg.Node = n.store, cfg.Verifier, n.live, cfg.ID
+	hcfg.TopInterval, hcfg.Logger = cfg.Interval, cfg.Logger
+	hcfg.Metrics = hub.NewMetrics(cfg.Registry)
+	if n.hub, err = hub.New(hcfg); err != nil {
+		return nil, err
+	}
+
+	apcfg := cfg.API
+	apcfg.Store, apcfg.Verifier, apcfg.Registry = n.store, cfg.Verifier, cfg.Registry
+	apcfg.Ready = []api.Check{{Name: "store", Ping: n.store.Ping}, {Name: "bus", Ping: n.bus.Ping}}
+	apcfg.DevSecret, apcfg.Boards, apcfg.Logger = cfg.DevSecret, n, cfg.Logger
+	if n.api, err = api.New(apcfg); err != nil {
+		return nil, err
+	}
+
+	pages, err := web.New(web.Config{Dev: cfg.DevSecret != nil})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /ws", n.hub)
+	rest := n.api.Handler()
+	mux.Handle("/api/", rest)
+	mux.Handle("/healthz", rest)
+	mux.Handle("/readyz", rest)
+	if !cfg.MetricsElsewhere {
+		mux.Handle("/metrics", rest)
+	}
+	mux.Handle("/", pages.Handler())
+	n.handler = mux
+	return n, nil
+}
+
+// openStore builds the engine with n.applied as its sink, and the wrappers.
+func (n *Node) openStore(ctx context.Context) error {
+	cfg := n.cfg
+	if cfg.Redis != nil {
+		rs, err := redisstore.New(ctx, redisstore.Config{
+			Client: cfg.Redis, Timeout: cfg.StoreTimeout, Now: cfg.Now, Logger: cfg.Logger, Sink: n.applied,
+		})
+		if err != nil {
+			cfg.Redis.Close()
+			return err
+		}
+		n.engine = rs
+	} else {
+		ms, err := memstore.New(memstore.Config{Now: cfg.Now, Logger: cfg.Logger, Sink: n.applied})
+		if err != nil {
+			return err
+		}
+		n.engine = ms
+	}
+	n.store = n.engine
+	if cfg.WrapStore != nil {
+		n.store = cfg.WrapStore(n.store)
+	}
+	if cfg.Dev {
+		n.store = rank.AutoCreate(n.store)
+	}
+	return nil
+}
+
+// applied is the store's sink: every change applied on this node, whoever
+// submitted it, goes to this node's frames and to every other node.
+func (n *Node) applied(batch []rank.Change) {
+	n.live.Changed(batch)
+	n.bus.PublishChanges(batch)
+}
+
+// BoardChanged is told of a board created, changed or deleted on this node
+// (api.BoardListener): the store's cached config is dropped, subscriptions
+// the new config closes end (hub), live frames re-read the board, and the
+// other nodes are told.
+func (n *Node) BoardChanged(board string, deleted bool) {
+	n.store.Forget(board)
+	n.hub.BoardChanged(board)
+	n.live.Resync(board)
+	n.bus.PublishBoard(bus.BoardEvent{Board: board, Deleted: deleted})
+}
+
+// remoteBoard is another node's BoardChanged, heard over the bus.
+func (n *Node) remoteBoard(e bus.BoardEvent) {
+	n.store.Forget(e.Board)
+	n.hub.BoardChanged(e.Board)
+	n.live.Resync(e.Board)
+}
+
+// Handler serves /ws, /api/, /healthz, /readyz, /metrics (unless
+// MetricsElsewhere) and the pages.
+func (n *Node) Handler() http.Handler { return n.handler }
+
+// Store is the node's store as the hub and the API use it (for ledger
+// checks and tools).
+func (n *Node) Store() rank.Store { return n.store }
+
+// Hub is the node's WebSocket endpoint.
+func (n *Node) Hub() *hub.Hub { return n.hub }
+
+// Bus is the node's NATS link (its Stats and Ping feed metrics).
+func (n *Node) Bus() *bus.Bus { return n.bus }
+
+// Run computes live frames until ctx ends; it returns ctx's error.
+func (n *Node) Run(ctx context.Context) error { return n.live.Run(ctx) }
+
+// Shutdown drains the WebSocket connections (R14): see hub.Hub.Shutdown.
+// The HTTP server is the caller's to shut down.
+func (n *Node) Shutdown(ctx context.Context) error { return n.hub.Shutdown(ctx) }
+
+// Close releases the bus and the store; call it after Shutdown and after
+// Run has returned. Safe to call more than once.
+func (n *Node) Close() error {
+	var errs []error
+	if n.bus != nil {
+		errs = append(errs, n.bus.Close())
+	}
+	if n.engine != nil {
+		errs = append(errs, n.engine.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,252 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/client"
+	"github.com/wsgateway/wsgateway/internal/testenv"
+	"github.com/wsgateway/wsgateway/node"
+	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/redisstore"
+)
+
+var secret = []byte("node-tests-node-tests-node-tests-0123")
+
+// running is one node behind a real HTTP server.
+type running struct {
+	n    *node.Node
+	http string // http://host:port
+	ws   string // ws://host:port/ws
+}
+
+// start runs a node for the test's life; cfg gets ID, Verifier and a short
+// interval when it lacks them.
+func start(t *testing.T, cfg node.Config) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	if cfg.ID == "" {
+		cfg.ID = "n1"
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = 20 * time.Millisecond
+	}
+	v, err := auth.New(ctx, auth.Config{Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Verifier = v
+	n, err := node.New(ctx, cfg)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	srv := httptest.NewServer(n.Handler())
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		n.Shutdown(sctx)
+		scancel()
+		srv.Close()
+		cancel()
+		<-done
+		if err := n.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return &running{n: n, http: srv.URL, ws: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"}
+}
+
+func token(t *testing.T, sub string, role auth.Role) string {
+	t.Helper()
+	tok, err := auth.MintHS256(secret, auth.Claims{Sub: sub, Role: role})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// rest sends one REST request and returns the status and body.
+func (r *running) rest(t *testing.T, method, path, tok, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, r.http+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func subscribe(t *testing.T, r *running, board string, top int) *client.Subscription {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, r.ws, token(t, "watcher", auth.Spectator), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	sub, err := c.Subscribe(ctx, board, client.SubOpts{Top: top})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+// waitTop reads top frames until one satisfies ok.
+func waitTop(t *testing.T, sub *client.Subscription, what string, ok func(total int64, scores []int64) bool) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case f := <-sub.Top():
+			var scores []int64
+			for _, e := range f.Entries {
+				scores = append(scores, e.Score)
+			}
+			if ok(f.Total, scores) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no top frame with %s within 5s", what)
+		}
+	}
+}
+
+// TestRESTScoreReachesFrames: an event applied through REST reaches this
+// node's frames through the store's sink (the API announces nothing), and a
+// duplicate of it changes nothing.
+func TestRESTScoreReachesFrames(t *testing.T) {
+	t.Parallel()
+	r := start(t, node.Config{Dev: true})
+	adm := token(t, "root", auth.Admin)
+	if st, body := r.rest(t, "PUT", "/api/v1/boards/flow", adm, `{}`); st != 200 {
+		t.Fatalf("PUT board: %d %s", st, body)
+	}
+	sub := subscribe(t, r, "flow", 10)
+	waitTop(t, sub, "an empty board", func(total int64, _ []int64) bool { return total == 0 })
+	for range 2 { // the second is a duplicate
+		if st, body := r.rest(t, "POST", "/api/v1/boards/flow/scores", adm, `[{"id":"e1","member":"ann","delta":7}]`); st != 200 || !strings.Contains(body, `"score":7`) {
+			t.Fatalf("POST scores: %d %s", st, body)
+		}
+	}
+	waitTop(t, sub, "ann's 7", func(total int64, s []int64) bool { return total == 1 && len(s) == 1 && s[0] == 7 })
+}
+
+// TestEveryApplyReachesFrames: events applied on a node from the WebSocket
+// and from REST, with repeats and a refused event among them, all reach the
+// frames (through the store's sink), and the store applied each fresh event
+// once (the wrapper counts fresh outcomes). That the sink hears each change
+// exactly once is the engines' contract (rank/ranktest).
+func TestEveryApplyReachesFrames(t *testing.T) {
+	t.Parallel()
+	var applied atomic.Int64
+	r := start(t, node.Config{Dev: true, WrapStore: func(s rank.Store) rank.Store { return counting{s, &applied} }})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, r.ws, token(t, "bot", auth.Server), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := range 50 {
+		if _, err := c.Score(ctx, client.ScoreReq{ID: fmt.Sprintf("w%d", i), Board: "sink", Member: "m", Delta: client.Int(1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Repeats and a refused event: no change.
+	if a, err := c.Score(ctx, client.ScoreReq{ID: "w0", Board: "sink", Member: "m", Delta: client.Int(1)}); err != nil || !a.Duplicate {
+		t.Fatalf("repeat: %+v %v", a, err)
+	}
+	if _, err := c.Score(ctx, client.ScoreReq{ID: "big", Board: "sink", Member: "m", Delta: client.Int(1 << 53)}); err == nil {
+		t.Fatal("an out-of-range delta was accepted")
+	}
+	adm := token(t, "root", auth.Admin)
+	if st, body := r.rest(t, "POST", "/api/v1/boards/sink/scores", adm, `[{"id":"r1","member":"m","delta":1},{"id":"w1","member":"m","delta":1}]`); st != 200 {
+		t.Fatalf("POST: %d %s", st, body)
+	}
+	sub := subscribe(t, r, "sink", 1)
+	waitTop(t, sub, "m at 51", func(_ int64, s []int64) bool { return len(s) == 1 && s[0] == 51 })
+	if n := applied.Load(); n != 51 {
+		t.Fatalf("the node's store applied %d fresh events, want 51", n)
+	}
+}
+
+// counting counts the fresh events a store applied, through Apply's Done.
+type counting struct {
+	rank.Store
+	n *atomic.Int64
+}
+
+func (c counting) Apply(ctx context.Context, e rank.Event, done rank.Done) {
+	c.Store.Apply(ctx, e, func(r rank.Result, err error) {
+		if err == nil && !r.Duplicate {
+			c.n.Add(1)
+		}
+		done(r, err)
+	})
+}
+
+// TestTwoNodes: two nodes on one Redis and one NATS. A score on one reaches
+// the other's frames over the bus, and a board config changed on one is
+// seen at once by the other (its cached config is dropped), not after the
+// cache's lifetime.
+func TestTwoNodes(t *testing.T) {
+	t.Parallel()
+	rd := testenv.StartRedis(t)
+	nats := testenv.StartNATS(t)
+	nodeOn := func(id string) *running {
+		rc, err := redisstore.NewClient(rd.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return start(t, node.Config{ID: id, Redis: rc, NATSURL: nats.URL()})
+	}
+	a, b := nodeOn("a"), nodeOn("b")
+	adm := token(t, "root", auth.Admin)
+	if st, body := a.rest(t, "PUT", "/api/v1/boards/two", adm, `{"top":3}`); st != 200 {
+		t.Fatalf("PUT: %d %s", st, body)
+	}
+	sub := subscribe(t, b, "two", 0) // 0: the board's default top
+	if st, body := a.rest(t, "POST", "/api/v1/boards/two/scores", adm,
+		`[{"id":"1","member":"a","delta":1},{"id":"2","member":"b","delta":2},{"id":"3","member":"c","delta":3},{"id":"4","member":"d","delta":4}]`); st != 200 {
+		t.Fatalf("POST: %d %s", st, body)
+	}
+	waitTop(t, sub, "node a's events on node b, 3 rows", func(total int64, s []int64) bool { return total == 4 && len(s) == 3 && s[0] == 4 })
+
+	// Node b has read the config (top 3); node a makes the board refuse
+	// client writes. Node b must refuse a player's score at once.
+	if st, body := a.rest(t, "PUT", "/api/v1/boards/two", adm, `{"top":3,"client_writes":false}`); st != 200 {
+		t.Fatalf("PUT: %d %s", st, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := client.Dial(ctx, b.ws, token(t, "pat", auth.Player), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	testenv.Eventually(t, time.Second, "node b to refuse client writes", func() error {
+		_, err := p.Score(ctx, client.ScoreReq{ID: fmt.Sprintf("p%d", time.Now().UnixNano()), Board: "two", Delta: client.Int(1)})
+		if ce, ok := err.(*client.Error); ok && ce.Code == "forbidden" {
+			return nil
+		}
+		return fmt.Errorf("score: %v", err)
+	})
+}
