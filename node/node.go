@@ -44,9 +44,12 @@ type Config struct {
 	// ID is this node's name in frames, logs and metrics. Required.
 	ID string
 	// Dev is the embedded default's behaviour: boards are created on first
-	// use, the pages fetch dev tokens, and (with DevSecret) the API mints
-	// them.
+	// use (rank.AutoCreate), the pages fetch dev tokens, and (with
+	// DevSecret) the API mints them.
 	Dev bool
+	// DevBoards caps the boards Dev creates on first use; zero =
+	// rank.DefaultAutoCreateCap.
+	DevBoards int
 
 	// Redis selects the Redis engine (redisstore.NewClient builds one from
 	// a --redis-url); the node owns it from New on and closes it. nil = the
@@ -212,7 +215,7 @@ func (n *Node) openStore(ctx context.Context) error {
 		n.store = cfg.WrapStore(n.store)
 	}
 	if cfg.Dev {
-		n.store = rank.AutoCreate(n.store)
+		n.store = rank.AutoCreate(n.store, cfg.DevBoards)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wsgateway/wsgateway/hub"
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // envName is a flag's environment twin: --redis-url ↔ LB_REDIS_URL.
@@ -93,6 +94,7 @@ func (f *flagSet) parse(args []string) error {
 // serveOptions are the gateway's settings (PROTOCOL.md §1).
 type serveOptions struct {
 	Dev            bool
+	DevBoards      int
 	Addr           string
 	RedisURL       string
 	NATSURL        string
@@ -122,6 +124,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	var o serveOptions
 	f := newFlagSet("wsgateway", getenv, out)
 	f.Bool(&o.Dev, "dev", false, "embedded default: in-memory engine, in-process NATS, random secret, boards created on first use")
+	f.Int(&o.DevBoards, "dev-boards", rank.DefaultAutoCreateCap, "with --dev: the most boards created on first use (a first write past it gets limit_reached)")
 	f.String(&o.Addr, "addr", ":8080", "listen address (HTTP, WebSocket, REST, pages)")
 	f.String(&o.RedisURL, "redis-url", "", "redis://[:pass@]host:port/db, rediss://…, h1:p1,h2:p2 or redis-cluster://h1:p1,h2:p2; empty = in-memory engine")
 	f.String(&o.NATSURL, "nats-url", "", "NATS servers, comma-separated; empty = in-process server")
@@ -153,6 +156,9 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 		return o, fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	o.TrustedProxies = tp
+	if o.DevBoards < 1 {
+		return o, fmt.Errorf("--dev-boards must be at least 1")
+	}
 	if o.MaxConnsPerIP < 0 || o.MaxConnsPerMember < 0 {
 		return o, fmt.Errorf("--max-conns-per-ip and --max-conns-per-member must not be negative")
 	}

@@ -56,6 +56,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	n, err := node.New(ctx, node.Config{
 		ID:        o.NodeID,
 		Dev:       o.Dev,
+		DevBoards: o.DevBoards,
 		Redis:     redis,
 		Boards:    boards,
 		NATSURL:   o.NATSURL,
