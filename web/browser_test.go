@@ -103,7 +103,7 @@ func testPlayer(t *testing.T, b *browser, gw *gateway, out string) {
 
 	gw.score(t, admin, "arena", map[string]int64{"rival": 50})
 	tab.waitFor(t, 5*time.Second, "the overtaken notice",
-		`!q("#overtaken").hidden && attr("#overtaken", "role") === "alert" && text("#overtaken").includes("rival overtook you") && text("#my-rank") === "#2"`)
+		`!q("#overtaken").hidden && attr("#overtaken", "role") === "alert" && text("#overtaken").includes("rival just passed you") && text("#my-rank") === "#2"`)
 	tab.shot(t, out, "player-1-overtaken")
 
 	// The custom delta, typed and sent with the keyboard.
@@ -167,6 +167,9 @@ func newBrowser(t *testing.T, chrome string) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
+		// Avatars are https URLs; the tests serve them from httptest's TLS
+		// server, whose certificate no browser trusts.
+		chromedp.Flag("ignore-certificate-errors", true),
 		chromedp.WindowSize(1280, 900),
 		chromedp.UserDataDir(t.TempDir()),
 	}
@@ -252,7 +255,7 @@ func (tb *tab) waitFor(t *testing.T, within time.Duration, what, cond string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			state, _ := tb.eval(`(() => { ` + helpers + ` return JSON.stringify({rows: members(), status: attr("#conn", "data-status"), notice: text("#notice"), total: text("#total"), view: text("#view-rank"), ack: text("#ack-rank") + " " + text("#ack-score"), ackline: text("#ackline"), overtaken: text("#overtaken")}); })()`)
+			state, _ := tb.eval(`(() => { ` + helpers + ` return JSON.stringify({rows: members(), status: attr("#conn", "data-status"), notice: text("#notice"), total: text("#total"), view: text("#view-rank"), ack: text("#ack-rank") + " " + text("#ack-score"), ackline: text("#ackline"), overtaken: text("#overtaken"), state: attr("#conn", "data-state"), badge: text("#conn"), wide: [...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > innerWidth + 1).slice(0, 6).map((e) => e.tagName + "." + e.className + "#" + e.id + ":" + Math.round(e.getBoundingClientRect().right))}); })()`)
 			t.Fatalf("waiting %v for %s (%s): got %q, err %v; page state %s; console:\n%s", within, what, cond, got, err, state, tb.console())
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval, not a wait for an outcome

@@ -1,5 +1,6 @@
-// Package web serves the spectator page (/), the player page (/play) and the
-// browser client (/lb-client.js) from files embedded in the binary. It imports
+// Package web serves the spectator page (/), the stream overlay (/overlay, or
+// /?overlay=1), the player page (/play) and the browser client
+// (/lb-client.js) from files embedded in the binary. It imports
 // nothing from the project: the pages speak the wire protocol themselves.
 package web
 
@@ -25,8 +26,10 @@ var static embed.FS
 const devMarker = "{{LB_DEV}}"
 
 // csp keeps every script, style and connection on this origin; the pages put
-// all their JS in files, so no 'unsafe-inline' is needed anywhere.
-const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+// all their JS in files, so no 'unsafe-inline' is needed anywhere. Images may
+// also come from https: members' avatars live on their own hosts (PROTOCOL.md
+// §7), and are fetched without a referrer.
+const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; " +
 	"connect-src 'self' ws: wss:; font-src 'self'; object-src 'none'; base-uri 'none'; " +
 	"form-action 'self'; frame-ancestors 'none'"
 
@@ -61,6 +64,9 @@ func routes() map[string]string {
 		"/":                    "static/index.html",
 		"/index.html":          "static/index.html",
 		"/play":                "static/play.html",
+		"/overlay":             "static/overlay.html",
+		"/assets/overlay.js":   "static/assets/overlay.js",
+		"/assets/overlay.css":  "static/assets/overlay.css",
 		"/lb-client.js":        "static/lb-client.js",
 		"/assets/app.css":      "static/assets/app.css",
 		"/assets/board.js":     "static/assets/board.js",
@@ -126,7 +132,11 @@ func (w *Web) serve(rw http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
 
-	f, ok := w.files[r.URL.Path]
+	p := r.URL.Path
+	if p == "/" && r.URL.Query().Get("overlay") == "1" {
+		p = "/overlay" // the overlay's short form: ?board=b&overlay=1
+	}
+	f, ok := w.files[p]
 	if !ok {
 		http.Error(rw, "404 page not found", http.StatusNotFound)
 		return

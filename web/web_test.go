@@ -57,8 +57,12 @@ func TestContentTypesAndCaching(t *testing.T) {
 		{"/play", "text/html; charset=utf-8", `src="/assets/player.js"`},
 		{"/lb-client.js", "text/javascript; charset=utf-8", "export class LBClient"},
 		{"/assets/app.css", "text/css; charset=utf-8", "--bg:"},
-		{"/assets/spectator.js", "text/javascript; charset=utf-8", "import { LBClient } from '/lb-client.js'"},
-		{"/assets/player.js", "text/javascript; charset=utf-8", "overtook you"},
+		{"/assets/spectator.js", "text/javascript; charset=utf-8", "import { ERROR_TEXT, LBClient } from '/lb-client.js'"},
+		{"/assets/player.js", "text/javascript; charset=utf-8", "just passed you"},
+		{"/overlay", "text/html; charset=utf-8", `src="/assets/overlay.js"`},
+		{"/?board=b&overlay=1", "text/html; charset=utf-8", `src="/assets/overlay.js"`},
+		{"/assets/overlay.js", "text/javascript; charset=utf-8", "new RankTable("},
+		{"/assets/overlay.css", "text/css; charset=utf-8", "--ov-accent"},
 		{"/assets/board.js", "text/javascript; charset=utf-8", "export class RankTable"},
 		{"/assets/common.js", "text/javascript; charset=utf-8", "/api/v1/dev/token"},
 		{"/assets/icon.svg", "image/svg+xml", "<svg"},
@@ -131,7 +135,7 @@ func TestSecurityHeaders(t *testing.T) {
 func TestPagesHaveNoInlineCode(t *testing.T) {
 	t.Parallel()
 	inlineScript := regexp.MustCompile(`<script(?:\s[^>]*)?>\s*[^<\s]`)
-	for _, name := range []string{"static/index.html", "static/play.html"} {
+	for _, name := range []string{"static/index.html", "static/play.html", "static/overlay.html"} {
 		b, err := static.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
