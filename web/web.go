@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -31,7 +32,12 @@ const devMarker = "{{LB_DEV}}"
 // §7), and are fetched without a referrer.
 const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; " +
 	"connect-src 'self' ws: wss:; font-src 'self'; object-src 'none'; base-uri 'none'; " +
-	"form-action 'self'; frame-ancestors 'none'"
+	"form-action 'self'; frame-ancestors 'self'"
+
+// frameSource is one CSP source expression of Config.FrameAncestors: a
+// scheme and host (with * for a subdomain and an optional port), nothing that
+// could end the directive or start another.
+var frameSource = regexp.MustCompile(`^(https?://)?(\*\.)?[A-Za-z0-9.\-]+(:[0-9]{1,5}|:\*)?$`)
 
 // Config configures the pages. The zero value serves them without dev mode.
 type Config struct {
@@ -39,12 +45,19 @@ type Config struct {
 	// gateway's --dev). When false, the pages take a token from the URL
 	// fragment (#token=…).
 	Dev bool
+	// FrameAncestors lists the origins that may frame the pages (the
+	// overlay in a tournament site's iframe), e.g. "https://a.example",
+	// "https://*.example". Empty: only the gateway's own origin
+	// (frame-ancestors 'self', X-Frame-Options SAMEORIGIN).
+	FrameAncestors []string
 }
 
 // Web holds the embedded files, prepared once: content type, ETag and body.
 // It is immutable after New and safe for concurrent use.
 type Web struct {
 	files map[string]*file // by URL path
+	csp   string
+	xfo   string // X-Frame-Options; empty when FrameAncestors names others
 }
 
 type file struct {
@@ -79,7 +92,18 @@ func routes() map[string]string {
 
 // New reads the embedded files and computes their ETags.
 func New(cfg Config) (*Web, error) {
-	w := &Web{files: make(map[string]*file)}
+	w := &Web{files: make(map[string]*file), csp: csp, xfo: "SAMEORIGIN"}
+	if len(cfg.FrameAncestors) > 0 {
+		for _, src := range cfg.FrameAncestors {
+			if !frameSource.MatchString(src) {
+				return nil, fmt.Errorf("web: frame ancestor %q is not an origin like https://a.example", src)
+			}
+		}
+		w.csp = strings.TrimSuffix(csp, "'self'") + "'self' " + strings.Join(cfg.FrameAncestors, " ")
+		// X-Frame-Options cannot name other origins; browsers that know CSP
+		// follow frame-ancestors instead.
+		w.xfo = ""
+	}
 	for urlPath, name := range routes() {
 		body, err := fs.ReadFile(static, name)
 		if err != nil {
@@ -125,12 +149,14 @@ func (w *Web) Handler() http.Handler {
 
 func (w *Web) serve(rw http.ResponseWriter, r *http.Request) {
 	h := rw.Header()
-	h.Set("Content-Security-Policy", csp)
+	h.Set("Content-Security-Policy", w.csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	// The token may sit in the page's fragment; browsers never send
 	// fragments, but no-referrer also keeps board ids off other sites' logs.
 	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Frame-Options", "DENY")
+	if w.xfo != "" {
+		h.Set("X-Frame-Options", w.xfo)
+	}
 
 	p := r.URL.Path
 	if p == "/" && r.URL.Query().Get("overlay") == "1" {

@@ -114,7 +114,7 @@ func TestSecurityHeaders(t *testing.T) {
 	for _, path := range []string{"/", "/play", "/lb-client.js", "/nope"} {
 		res, _ := get(t, http.MethodGet, srv.URL+path, nil)
 		csp := res.Header.Get("Content-Security-Policy")
-		for _, want := range []string{"default-src 'self'", "script-src 'self'", "connect-src 'self' ws: wss:", "frame-ancestors 'none'"} {
+		for _, want := range []string{"default-src 'self'", "script-src 'self'", "connect-src 'self' ws: wss:", "frame-ancestors 'self'"} {
 			if !strings.Contains(csp, want) {
 				t.Errorf("%s: CSP %q lacks %q", path, csp, want)
 			}
@@ -127,6 +127,28 @@ func TestSecurityHeaders(t *testing.T) {
 		}
 		if got := res.Header.Get("Referrer-Policy"); got != "no-referrer" {
 			t.Errorf("%s: Referrer-Policy %q", path, got)
+		}
+		if got := res.Header.Get("X-Frame-Options"); got != "SAMEORIGIN" {
+			t.Errorf("%s: X-Frame-Options %q, want SAMEORIGIN", path, got)
+		}
+	}
+}
+
+func TestFrameAncestors(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, Config{FrameAncestors: []string{"https://cup.example", "https://*.league.example:8443", "http://127.0.0.1:9000"}})
+	res, _ := get(t, http.MethodGet, srv.URL+"/overlay", nil)
+	csp := res.Header.Get("Content-Security-Policy")
+	want := "frame-ancestors 'self' https://cup.example https://*.league.example:8443 http://127.0.0.1:9000"
+	if !strings.HasSuffix(csp, want) || strings.Count(csp, "frame-ancestors") != 1 {
+		t.Errorf("CSP %q does not end with %q", csp, want)
+	}
+	if got := res.Header.Get("X-Frame-Options"); got != "" {
+		t.Errorf("X-Frame-Options %q beside a frame-ancestors list", got)
+	}
+	for _, bad := range []string{"", "https://a.example; script-src *", "https://a.example https://b.example", "'unsafe-inline'", "javascript:x", "https://a.example/path"} {
+		if _, err := New(Config{FrameAncestors: []string{bad}}); err == nil {
+			t.Errorf("frame ancestor %q accepted", bad)
 		}
 	}
 }

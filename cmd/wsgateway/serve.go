@@ -114,12 +114,12 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 			engine.Resync(board)
 			b.PublishBoard(bus.BoardEvent{Board: board, Deleted: deleted})
 		},
-		Logger: log,
+		Logger: log, CORSOrigins: o.CORSOrigins,
 	})
 	if err != nil {
 		return err
 	}
-	pages, err := web.New(web.Config{Dev: o.Dev})
+	pages, err := web.New(web.Config{Dev: o.Dev, FrameAncestors: o.FrameAncestors})
 	if err != nil {
 		return err
 	}
