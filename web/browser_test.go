@@ -49,6 +49,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("honest states", func(t *testing.T) { testHonestStates(t, b, gw, bin) })
 	t.Run("embedding", func(t *testing.T) { testEmbedding(t, b, gw, bin) })
 	t.Run("overlay", func(t *testing.T) { testOverlayLive(t, b, gw, out) })
+	t.Run("example game", func(t *testing.T) { testGame(t, b, gw, out) })
 	t.Run("reconnect after restart", func(t *testing.T) { testReconnect(t, b, gw, out) })
 }
 
@@ -597,4 +598,40 @@ func (gw *gateway) put(t *testing.T, path, token string, body any, into any) {
 	if err := json.Unmarshal(rb, into); err != nil {
 		t.Fatalf("PUT %s: %v in %s", path, err, rb)
 	}
+}
+
+// testGame: the example game scores through lb-client.js and the overlay
+// beside it shows the player. The board is created with an hourly reset:
+// the "1m" of examples/game/boards.json needs the v1.1 reset durations.
+func testGame(t *testing.T, b *browser, gw *gateway, out string) {
+	admin := gw.token(t, "ops", "admin")
+	var stored map[string]any
+	gw.put(t, "/api/v1/boards/minute", admin, map[string]any{"title": "Minute Rush", "reset": "hourly"}, &stored)
+	tab := b.tab(t)
+	tab.run(t, chromedp.EmulateViewport(1400, 900))
+	tab.run(t, chromedp.Navigate(gw.url+"/examples/game/?board=minute"))
+	tab.js(t, `document.querySelector("#name").value = "Robin"`)
+	tab.run(t, chromedp.Click(chromedp.CSS(`#start`)))
+	for i := range 3 {
+		tab.waitFor(t, 5*time.Second, "a target", `!!q("#field").dataset.target && attr("#conn", "data-status") === "open"`)
+		xy, err := tab.eval(`(() => { const q = (s) => document.querySelector(s); const r = q("#field").getBoundingClientRect(); const [x, y] = q("#field").dataset.target.split(",").map(Number); return (r.left + x) + "," + (r.top + y); })()`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var x, y float64
+		if _, err := fmt.Sscanf(xy, "%f,%f", &x, &y); err != nil {
+			t.Fatalf("target %q: %v", xy, err)
+		}
+		before, _ := tab.eval(`(() => { const q = (s) => document.querySelector(s); return q("#field").dataset.target; })()`)
+		tab.run(t, chromedp.MouseClickXY(x, y))
+		tab.waitFor(t, 5*time.Second, fmt.Sprintf("hit %d counted", i+1), fmt.Sprintf(`q("#field").dataset.target !== %q && Number(text("#score")) > 0`, before))
+	}
+	tab.waitFor(t, 5*time.Second, "the ack's rank", `text("#rank") === "#1" && text("#title") === "Minute Rush"`)
+	tab.waitFor(t, 10*time.Second, "the player on the overlay with the game's score",
+		`(() => { const d = q("#overlay").contentDocument; const tr = d && d.querySelector("#rows tr");
+		  return !!tr && tr.querySelector(".name").textContent === "Robin" &&
+		    tr.querySelector(".score").textContent.replace(/\D/g, "") === text("#score") &&
+		    d.querySelector("#title").textContent === "Minute Rush"; })()`)
+	tab.shot(t, out, "game")
+	tab.checkNoErrors(t)
 }

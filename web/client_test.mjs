@@ -485,3 +485,19 @@ test('avatarURL takes https only; flagEmoji maps ISO codes', () => {
   assert.equal(flagEmoji('jp'), '\u{1F1EF}\u{1F1F5}');
   for (const bad of ['FRA', 'F', '12', '', null]) assert.equal(flagEmoji(bad), '');
 });
+
+test('lb-client.d.ts declares every export and public method; package.json points at both', async () => {
+  const { readFile } = await import('node:fs/promises');
+  const dts = await readFile(new URL('./static/lb-client.d.ts', import.meta.url), 'utf8');
+  const mod = await import('./static/lb-client.js');
+  for (const name of Object.keys(mod)) {
+    if (name === 'default') continue;
+    assert.match(dts, new RegExp(`export (class|const|function) ${name}\\b`), `export ${name}`);
+  }
+  const methods = Object.getOwnPropertyNames(LBClient.prototype).filter((m) => m !== 'constructor' && !m.startsWith('_'));
+  for (const m of methods) assert.match(dts, new RegExp(`\\n  (readonly )?${m}[(:<]`), `method ${m}`);
+  const pkg = JSON.parse(await readFile(new URL('./static/package.json', import.meta.url), 'utf8'));
+  assert.equal(pkg.types, 'lb-client.d.ts');
+  assert.equal(pkg.module, 'lb-client.js');
+  assert.deepEqual(pkg.files, ['lb-client.js', 'lb-client.d.ts']);
+});

@@ -73,6 +73,8 @@ func testOverlay(t *testing.T, b *browser, av, out string) {
 		 getComputedStyle(document.documentElement).getPropertyValue("--ov-accent").trim() === "#ff00aa" &&
 		 parseFloat(getComputedStyle(q("#rows td.score")).fontSize) >= 28`)
 	tab.waitFor(t, time.Second, "nothing wider than 1080p", `document.documentElement.scrollWidth <= 1920`)
+	// Photographed over a dark scene: a screenshot of a transparent page is white.
+	tab.js(t, `document.documentElement.style.setProperty("--ov-bg", "#0b1220")`)
 	tab.shot(t, out, "overlay-1-live")
 
 	// An overtake: li passes alice; the rows glide (FLIP) and the delta shows.

@@ -16,9 +16,13 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/wsgateway/wsgateway/examples"
 )
 
-//go:embed static
+// static/package.json is for vendoring lb-client.js (npm), not for serving.
+//
+//go:embed static/*.html static/*.js static/*.ts static/assets
 var static embed.FS
 
 // devMarker in an HTML file is replaced by "true" or "false": the pages learn
@@ -81,12 +85,23 @@ func routes() map[string]string {
 		"/assets/overlay.js":   "static/assets/overlay.js",
 		"/assets/overlay.css":  "static/assets/overlay.css",
 		"/lb-client.js":        "static/lb-client.js",
+		"/lb-client.d.ts":      "static/lb-client.d.ts",
 		"/assets/app.css":      "static/assets/app.css",
 		"/assets/board.js":     "static/assets/board.js",
 		"/assets/common.js":    "static/assets/common.js",
 		"/assets/spectator.js": "static/assets/spectator.js",
 		"/assets/player.js":    "static/assets/player.js",
 		"/assets/icon.svg":     "static/assets/icon.svg",
+	}
+}
+
+// exampleRoutes maps the example game's URL paths to its files in
+// examples.Game; they are served in dev mode only.
+func exampleRoutes() map[string]string {
+	return map[string]string{
+		"/examples/game/":         "game/index.html",
+		"/examples/game/game.js":  "game/game.js",
+		"/examples/game/game.css": "game/game.css",
 	}
 }
 
@@ -104,14 +119,31 @@ func New(cfg Config) (*Web, error) {
 		// follow frame-ancestors instead.
 		w.xfo = ""
 	}
-	for urlPath, name := range routes() {
-		body, err := fs.ReadFile(static, name)
+	type source struct {
+		fsys   fs.FS
+		routes map[string]string
+	}
+	sources := []source{{static, routes()}}
+	if cfg.Dev {
+		sources = append(sources, source{examples.Game, exampleRoutes()})
+	}
+	for _, src := range sources {
+		if err := w.add(src.fsys, src.routes, cfg.Dev); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+func (w *Web) add(fsys fs.FS, routes map[string]string, dev bool) error {
+	for urlPath, name := range routes {
+		body, err := fs.ReadFile(fsys, name)
 		if err != nil {
-			return nil, fmt.Errorf("web: read %s: %w", name, err)
+			return fmt.Errorf("web: read %s: %w", name, err)
 		}
 		ct := contentType(name)
 		if strings.HasPrefix(ct, "text/html") {
-			body = bytes.ReplaceAll(body, []byte(devMarker), []byte(fmt.Sprint(cfg.Dev)))
+			body = bytes.ReplaceAll(body, []byte(devMarker), []byte(fmt.Sprint(dev)))
 		}
 		sum := sha256.Sum256(body)
 		w.files[urlPath] = &file{
@@ -120,7 +152,7 @@ func New(cfg Config) (*Web, error) {
 			etag:        `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`,
 		}
 	}
-	return w, nil
+	return nil
 }
 
 func contentType(name string) string {
@@ -133,6 +165,8 @@ func contentType(name string) string {
 		return "text/css; charset=utf-8"
 	case ".svg":
 		return "image/svg+xml"
+	case ".ts":
+		return "text/plain; charset=utf-8" // TypeScript declarations, to read or vendor
 	}
 	if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
 		return ct

@@ -162,6 +162,7 @@ function start(id, name) {
     if (f.member !== me) return;
     $('my-rank').textContent = f.rank ? '#' + num(f.rank) : '—';
     $('my-score').textContent = num(f.score);
+    $('my-score').classList.toggle('long', num(f.score).length > 8);
     lastRank = f.rank || 0;
     showPercentile();
     around.update(f.around);

@@ -142,6 +142,7 @@ function showBoard(id) {
     $('view-hint').hidden = true;
     $('view-rank').textContent = f.rank ? '#' + num(f.rank) : '—';
     $('view-score').textContent = num(f.score);
+    $('view-score').classList.toggle('long', num(f.score).length > 8);
     const own = f.around.find((e) => e.member === f.member);
     $('view-who').textContent = f.rank
       ? `${own?.name || f.member} and the members around them`
