@@ -84,6 +84,8 @@ type Config struct {
 	// API tunes the REST app. Store, Verifier, Ready, Registry, DevSecret,
 	// Boards and Logger are filled in by New.
 	API api.Config
+	// Web tunes the pages; Dev is filled in by New.
+	Web web.Config
 
 	// Registry receives every part's collectors; nil = a new one. It is
 	// served on /metrics unless MetricsElsewhere.
@@ -173,7 +175,9 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 
-	pages, err := web.New(web.Config{Dev: cfg.Dev})
+	wcfg := cfg.Web
+	wcfg.Dev = cfg.Dev
+	pages, err := web.New(wcfg)
 	if err != nil {
 		return nil, err
 	}

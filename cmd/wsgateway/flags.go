@@ -118,6 +118,9 @@ type serveOptions struct {
 	MaxConnsPerMember int
 	TrustedProxies    []netip.Prefix
 	ReadHeaderTimeout time.Duration
+
+	FrameAncestors []string // origins that may frame the pages (CSP frame-ancestors)
+	CORSOrigins    []string // origins whose scripts may call /api/v1
 }
 
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveOptions, error) {
@@ -148,9 +151,13 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	var proxies string
 	f.String(&proxies, "trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For gives the client address; empty = the TCP peer")
 	f.Duration(&o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers, the token included (slowloris)")
+	var frameAncestors, corsOrigins string
+	f.String(&frameAncestors, "frame-ancestors", "", "comma-separated origins that may frame the pages, e.g. the overlay (CSP frame-ancestors); empty = this origin only")
+	f.String(&corsOrigins, "cors-origins", "", "comma-separated origins (or *) whose scripts may call the REST API; empty = none")
 	if err := f.parse(args); err != nil {
 		return o, err
 	}
+	o.FrameAncestors, o.CORSOrigins = splitList(frameAncestors), splitList(corsOrigins)
 	tp, err := hub.ParseTrustedProxies(proxies)
 	if err != nil {
 		return o, fmt.Errorf("--trusted-proxies: %w", err)

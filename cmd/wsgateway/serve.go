@@ -19,11 +19,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/hub"
 	"github.com/wsgateway/wsgateway/node"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/redisstore"
+	"github.com/wsgateway/wsgateway/web"
 
 	_ "time/tzdata" // board time zones must resolve on machines without zoneinfo
 )
@@ -72,6 +74,8 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 			MaxConnsPerMember: connCap(o.MaxConnsPerMember),
 			TrustedProxies:    o.TrustedProxies,
 		},
+		API:              api.Config{CORSOrigins: o.CORSOrigins},
+		Web:              web.Config{FrameAncestors: o.FrameAncestors},
 		Registry:         reg,
 		MetricsElsewhere: o.MetricsAddr != "",
 		Logger:           log,
