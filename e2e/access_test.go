@@ -293,3 +293,59 @@ func TestDevBoardsBounded(t *testing.T) {
 		t.Fatalf("limit=0: %d %s, want 400", st, b)
 	}
 }
+
+// TestMemberScoreRate (hardening): a player's score events share one budget
+// across all its connections on a node, so more connections do not buy
+// more events (each costs an idempotency record for the whole window).
+// Server tokens are not limited.
+func TestMemberScoreRate(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOpts{Args: []string{"--rate", "20"}})
+	putBoard(t, g, "mr", nil)
+	const conns, each = 3, 30 // 30 each is under one connection's burst of 40
+	tok := token(t, auth.Claims{Sub: "pat"})
+	var cs []*wsConn
+	for range conns {
+		cs = append(cs, dialWS(t, g, tok))
+	}
+	began := time.Now()
+	for i, c := range cs {
+		for j := range each {
+			c.send(map[string]any{"type": "score", "id": fmt.Sprintf("c%d-%d", i, j), "board": "mr", "delta": 1})
+		}
+	}
+	acked, limited := 0, 0
+	for _, c := range cs {
+		for range each {
+			m := c.next(5 * time.Second)
+			switch {
+			case m == nil:
+				t.Fatal("a score got no reply")
+			case m["type"] == proto.TypeAck:
+				acked++
+			case m["code"] == proto.CodeRateLimited:
+				limited++
+				if ms, _ := m["retry_after_ms"].(float64); ms <= 0 {
+					t.Errorf("rate_limited without retry_after_ms: %v", m)
+				}
+			default:
+				t.Fatalf("reply %v", m)
+			}
+		}
+	}
+	elapsed := time.Since(began)
+	// The member's budget: a burst of 40, then 20 a second.
+	if most := 40 + int(20*elapsed.Seconds()) + 1; acked > most || limited == 0 {
+		t.Fatalf("%d acked, %d rate limited in %s over %d connections; want at most %d acked", acked, limited, elapsed, conns, most)
+	}
+	// A server token scores for many members and is not limited.
+	srv := dialWS(t, g, token(t, auth.Claims{Sub: "bot", Role: auth.Server}))
+	for j := range conns * each {
+		srv.send(map[string]any{"type": "score", "id": fmt.Sprint("s", j), "board": "mr", "member": "pat", "delta": 1})
+	}
+	for range conns * each {
+		if m := srv.next(5 * time.Second); m == nil || m["type"] != proto.TypeAck {
+			t.Fatalf("server score: %v", m)
+		}
+	}
+}

@@ -57,6 +57,7 @@ func TestParseBoardNamesTheField(t *testing.T) {
 		{`{"top":"10"}`, "top"},
 		{`{"max_delta":-1}`, "max_delta"},
 		{`{"idempotency_window":"0s"}`, "idempotency_window"},
+		{`{"idempotency_window":"61m"}`, "idempotency_window"},
 		{`{"idempotency_window":600}`, "idempotency_window"},
 		{`{"idempotency_window":"forever"}`, "idempotency_window"},
 		{`{"client_writes":"yes"}`, "client_writes"},

@@ -93,26 +93,27 @@ func (f *flagSet) parse(args []string) error {
 
 // serveOptions are the gateway's settings (PROTOCOL.md §1).
 type serveOptions struct {
-	Dev            bool
-	DevBoards      int
-	Addr           string
-	RedisURL       string
-	NATSURL        string
-	JWTSecret      string
-	JWTPublicKey   string
-	JWKSURL        string
-	JWTIssuer      string
-	JWTAudience    string
-	Boards         string
-	TopInterval    time.Duration
-	MaxMessage     int
-	Rate           int
-	AllowedOrigins string
-	PublicRead     bool
-	NodeID         string
-	DrainTimeout   time.Duration
-	MetricsAddr    string
-	LogLevel       string
+	Dev             bool
+	DevBoards       int
+	MemberScoreRate int
+	Addr            string
+	RedisURL        string
+	NATSURL         string
+	JWTSecret       string
+	JWTPublicKey    string
+	JWKSURL         string
+	JWTIssuer       string
+	JWTAudience     string
+	Boards          string
+	TopInterval     time.Duration
+	MaxMessage      int
+	Rate            int
+	AllowedOrigins  string
+	PublicRead      bool
+	NodeID          string
+	DrainTimeout    time.Duration
+	MetricsAddr     string
+	LogLevel        string
 
 	MaxConnsPerIP     int
 	MaxConnsPerMember int
@@ -127,6 +128,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	var o serveOptions
 	f := newFlagSet("wsgateway", getenv, out)
 	f.Bool(&o.Dev, "dev", false, "embedded default: in-memory engine, in-process NATS, random secret, boards created on first use")
+	f.Int(&o.MemberScoreRate, "member-score-rate", 0, "score events per second per player across its connections on this node (burst 2x); 0 = --rate, -1 = no limit")
 	f.Int(&o.DevBoards, "dev-boards", rank.DefaultAutoCreateCap, "with --dev: the most boards created on first use (a first write past it gets limit_reached)")
 	f.String(&o.Addr, "addr", ":8080", "listen address (HTTP, WebSocket, REST, pages)")
 	f.String(&o.RedisURL, "redis-url", "", "redis://[:pass@]host:port/db, rediss://…, h1:p1,h2:p2 or redis-cluster://h1:p1,h2:p2; empty = in-memory engine")

@@ -68,6 +68,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		Hub: hub.Config{
 			MaxMessage:        o.MaxMessage,
 			Rate:              o.Rate,
+			MemberScoreRate:   o.MemberScoreRate,
 			AllowedOrigins:    splitList(o.AllowedOrigins),
 			PublicRead:        o.PublicRead,
 			MaxConnsPerIP:     connCap(o.MaxConnsPerIP),
