@@ -2,7 +2,7 @@
 # then runs the whole suite with the race detector.
 GO ?= go
 
-.PHONY: test test-short lint bench bench-engines deps run fuzz
+.PHONY: test test-short lint bench bench-engines deps run fuzz screenshots
 
 test: deps
 	$(GO) test -race -count=1 -timeout 25m ./...
@@ -33,3 +33,12 @@ run:
 # fuzz runs every fuzz target briefly (FUZZTIME each, default 10s).
 fuzz: deps
 	@bash scripts/fuzz.sh
+
+# screenshots regenerates docs/img/ from the Chromium page tests (the real
+# gateway, and the scripted lb.v1 server for the v1.1 lifecycle features).
+SHOTS = overlay-1-live overlay-2-final spectator-lifecycle-1-live spectator-3-follow player-1-overtaken game
+screenshots: deps
+	rm -rf testout/shots
+	LB_TESTOUT=$(CURDIR)/testout/shots $(GO) test -count=1 -run 'TestBrowser|TestPages' ./web/
+	mkdir -p docs/img
+	for f in $(SHOTS); do cp testout/shots/web/$$f.png docs/img/$$f.png; done

@@ -16,10 +16,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/gofiber/fiber/v2/middleware/cors"
 	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -75,6 +78,11 @@ type Config struct {
 	// API (the node refreshes caches and live frames and tells the other
 	// nodes). nil: nobody is told.
 	Boards BoardListener
+	// CORSOrigins lists the origins whose scripts may call /api/v1 (an
+	// embedding tournament site reading top): "https://a.example", or "*"
+	// for any. Bearer tokens travel in a header, so no credentials (cookies)
+	// are allowed. Empty: no CORS headers, browsers keep other origins out.
+	CORSOrigins []string
 	// Logger receives one line per request (method, route, status, duration)
 	// and internal errors; never a token. nil: discard.
 	Logger *slog.Logger
@@ -108,6 +116,11 @@ func New(cfg Config) (*API, error) {
 	}
 	if cfg.Verifier == nil {
 		return nil, errors.New("api: Config.Verifier is required")
+	}
+	for _, o := range cfg.CORSOrigins {
+		if err := checkOrigin(o); err != nil {
+			return nil, err
+		}
 	}
 	for i, c := range cfg.Ready {
 		if c.Name == "" || c.Ping == nil {
@@ -167,6 +180,15 @@ func (a *API) routes() {
 	// A panic in a handler becomes an internal error, answered and logged
 	// like any other, instead of a dropped connection.
 	a.app.Use(fiberrecover.New())
+	if len(a.cfg.CORSOrigins) > 0 {
+		a.app.Use("/api/v1", cors.New(cors.Config{
+			AllowOrigins:  strings.Join(a.cfg.CORSOrigins, ","),
+			AllowMethods:  "GET,HEAD,POST,PUT,DELETE",
+			AllowHeaders:  "Authorization,Content-Type",
+			ExposeHeaders: "Retry-After",
+			MaxAge:        600,
+		}))
+	}
 	add := func(method, path string, hs ...fiber.Handler) {
 		label := method + " " + path
 		mark := func(c *fiber.Ctx) error {
@@ -232,6 +254,20 @@ func (a *API) wrap(app http.HandlerFunc, metricsH http.Handler) http.Handler {
 		app(w, r)
 	})
 	return http.MaxBytesHandler(inner, a.cfg.MaxBody)
+}
+
+// checkOrigin accepts "*" or a bare origin: scheme, host and port, nothing
+// else (a path or a comma would widen or break the list).
+func checkOrigin(o string) error {
+	if o == "*" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.ContainsAny(o, ", ") {
+		return fmt.Errorf("api: CORS origin %q is not an origin like https://a.example", o)
+	}
+	return nil
 }
 
 func tooLargeMessage(max int64) string {

@@ -84,12 +84,30 @@ func queryInt(c *fiber.Ctx, name string, def, min, max int) (int, error) {
 	return n, nil
 }
 
-// boardsBody answers GET /api/v1/boards.
+// boardsBody answers GET /api/v1/boards: one page of boards in id order;
+// Next, when set, is the `after` of the next page.
 type boardsBody struct {
 	Boards []rank.Board `json:"boards"`
+	Next   string       `json:"next,omitempty"`
 }
 
+// Board list pages: ?limit= (1–maxBoardsPage, default defaultBoardsPage)
+// and ?after=<board id> (the previous page's next).
+const (
+	defaultBoardsPage = 100
+	maxBoardsPage     = 1000
+)
+
 func (a *API) listBoards(c *fiber.Ctx) error {
+	limit := defaultBoardsPage
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxBoardsPage {
+			return errf(proto.CodeBadRequest, "limit: want an integer 1-%d", maxBoardsPage)
+		}
+		limit = n
+	}
+	after := c.Query("after")
 	ctx, cancel := a.ctx()
 	defer cancel()
 	all, err := a.cfg.Store.Boards(ctx)
@@ -97,13 +115,20 @@ func (a *API) listBoards(c *fiber.Ctx) error {
 		return fmt.Errorf("api: list boards: %w", err)
 	}
 	p := principal(c)
-	out := make([]rank.Board, 0, len(all))
-	for _, b := range all {
-		if p.MayAccess(b.ID) {
-			out = append(out, b)
+	out := make([]rank.Board, 0, min(len(all), limit))
+	body := boardsBody{}
+	for _, b := range all { // sorted by id
+		if b.ID <= after || !p.MayAccess(b.ID) {
+			continue
 		}
+		if len(out) == limit {
+			body.Next = out[len(out)-1].ID
+			break
+		}
+		out = append(out, b)
 	}
-	return c.JSON(boardsBody{Boards: out})
+	body.Boards = out
+	return c.JSON(body)
 }
 
 func (a *API) putBoard(c *fiber.Ctx) error {

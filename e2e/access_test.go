@@ -174,3 +174,178 @@ func TestAccessRecheckedOnAuth(t *testing.T) {
 		return m["type"] == proto.TypeTop && m["board"] == "ka" && fmt.Sprint(m["total"]) == "1"
 	})
 }
+
+// devToken asks a --dev gateway's token endpoint for a token.
+func devToken(t *testing.T, g *gateway, sub string, role auth.Role) string {
+	t.Helper()
+	var out struct {
+		Token string `json:"token"`
+	}
+	st, body, err := rest(context.Background(), "POST", g.HTTP()+"/api/v1/dev/token", "",
+		map[string]any{"sub": sub, "role": role}, &out)
+	if err != nil || st != 200 || out.Token == "" {
+		t.Fatalf("dev token: %d %s %v", st, body, err)
+	}
+	return out.Token
+}
+
+// boardIDs lists every board id through the paginated GET /api/v1/boards.
+func boardIDs(t *testing.T, g *gateway, tok string, limit int) (ids []string, pages int) {
+	t.Helper()
+	after := ""
+	for {
+		var body struct {
+			Boards []struct {
+				ID string `json:"id"`
+			} `json:"boards"`
+			Next string `json:"next"`
+		}
+		u := fmt.Sprintf("%s/api/v1/boards?limit=%d&after=%s", g.HTTP(), limit, after)
+		if st, b, err := rest(context.Background(), "GET", u, tok, nil, &body); err != nil || st != 200 {
+			t.Fatalf("GET boards: %d %s %v", st, b, err)
+		}
+		pages++
+		for _, b := range body.Boards {
+			ids = append(ids, b.ID)
+		}
+		if len(body.Boards) > limit {
+			t.Fatalf("a page of %d boards for limit %d", len(body.Boards), limit)
+		}
+		if body.Next == "" {
+			return ids, pages
+		}
+		after = body.Next
+	}
+}
+
+// TestDevBoardsBounded (hardening): in --dev, reads and refused events never
+// create a board, an accepted write does, at most --dev-boards of them, and
+// a deleted board stays deleted for readers; the board list is paginated.
+func TestDevBoardsBounded(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOpts{Auth: []string{"--dev"}, Args: []string{"--dev-boards", "5"}})
+	adm := devToken(t, g, "root", auth.Admin)
+	c := dialWS(t, g, devToken(t, g, "pat", auth.Player))
+	n := 0
+	call := func(v map[string]any) map[string]any {
+		n++
+		v["id"] = fmt.Sprint("q", n)
+		c.send(v)
+		m := c.next(5 * time.Second)
+		if m == nil || m["id"] != v["id"] {
+			t.Fatalf("%v: reply %v", v, m)
+		}
+		return m
+	}
+	// Reads of boards nobody wrote to: empty, and nothing created.
+	for i := range 20 {
+		b := fmt.Sprint("read", i)
+		if m := call(map[string]any{"type": "page", "board": b}); m["type"] != proto.TypePage || fmt.Sprint(m["total"]) != "0" {
+			t.Fatalf("page of a new board: %v", m)
+		}
+		if m := call(map[string]any{"type": "rank", "board": b, "member": "x"}); m["type"] != proto.TypeRank {
+			t.Fatalf("rank on a new board: %v", m)
+		}
+		if st, _, _ := rest(context.Background(), "GET", g.HTTP()+"/api/v1/boards/"+b+"/top", adm, nil, nil); st != 200 {
+			t.Fatalf("GET top of a new board: %d", st)
+		}
+	}
+	// Refused events: a value on an incr board, a fraction, an out-of-range delta.
+	for i, ev := range []map[string]any{{"value": 1}, {"delta": 1.5}, {"delta": int64(1) << 53}} {
+		ev["type"], ev["board"] = "score", fmt.Sprint("refused", i)
+		if m := call(ev); m["type"] != proto.TypeError {
+			t.Fatalf("refused event %v answered %v", ev, m)
+		}
+	}
+	if ids, _ := boardIDs(t, g, adm, 100); len(ids) != 0 {
+		t.Fatalf("boards after reads and refused events: %v, want none", ids)
+	}
+	// Accepted writes create, up to the cap.
+	for i := range 5 {
+		if m := call(map[string]any{"type": "score", "board": fmt.Sprint("w", i), "delta": 1}); m["type"] != proto.TypeAck {
+			t.Fatalf("first write to w%d: %v", i, m)
+		}
+	}
+	if m := call(map[string]any{"type": "score", "board": "w5", "delta": 1}); m["code"] != proto.CodeLimitReached {
+		t.Fatalf("sixth new board: %v, want limit_reached", m)
+	}
+	if m := call(map[string]any{"type": "score", "board": "w0", "delta": 1}); m["type"] != proto.TypeAck || fmt.Sprint(m["score"]) != "2" {
+		t.Fatalf("a write to an existing board past the cap: %v", m)
+	}
+	ids, pages := boardIDs(t, g, adm, 2)
+	if fmt.Sprint(ids) != "[w0 w1 w2 w3 w4]" || pages != 3 {
+		t.Fatalf("boards %v in %d pages, want w0…w4 in 3", ids, pages)
+	}
+	// Deleted: its config is a 404, reads see an empty board, and reading
+	// does not bring it back.
+	if st, b, err := rest(context.Background(), "DELETE", g.HTTP()+"/api/v1/boards/w1", adm, nil, nil); err != nil || st/100 != 2 {
+		t.Fatalf("DELETE: %d %s %v", st, b, err)
+	}
+	for range 2 {
+		if st, _, _ := rest(context.Background(), "GET", g.HTTP()+"/api/v1/boards/w1", adm, nil, nil); st != 404 {
+			t.Fatalf("GET of a deleted board: %d, want 404", st)
+		}
+		if m := call(map[string]any{"type": "page", "board": "w1"}); fmt.Sprint(m["total"]) != "0" {
+			t.Fatalf("page of a deleted board: %v", m)
+		}
+	}
+	if st, b, _ := rest(context.Background(), "GET", g.HTTP()+"/api/v1/boards?limit=0", adm, nil, nil); st != 400 {
+		t.Fatalf("limit=0: %d %s, want 400", st, b)
+	}
+}
+
+// TestMemberScoreRate (hardening): a player's score events share one budget
+// across all its connections on a node, so more connections do not buy
+// more events (each costs an idempotency record for the whole window).
+// Server tokens are not limited.
+func TestMemberScoreRate(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOpts{Args: []string{"--rate", "20"}})
+	putBoard(t, g, "mr", nil)
+	const conns, each = 3, 30 // 30 each is under one connection's burst of 40
+	tok := token(t, auth.Claims{Sub: "pat"})
+	var cs []*wsConn
+	for range conns {
+		cs = append(cs, dialWS(t, g, tok))
+	}
+	began := time.Now()
+	for i, c := range cs {
+		for j := range each {
+			c.send(map[string]any{"type": "score", "id": fmt.Sprintf("c%d-%d", i, j), "board": "mr", "delta": 1})
+		}
+	}
+	acked, limited := 0, 0
+	for _, c := range cs {
+		for range each {
+			m := c.next(5 * time.Second)
+			switch {
+			case m == nil:
+				t.Fatal("a score got no reply")
+			case m["type"] == proto.TypeAck:
+				acked++
+			case m["code"] == proto.CodeRateLimited:
+				limited++
+				if ms, _ := m["retry_after_ms"].(float64); ms <= 0 {
+					t.Errorf("rate_limited without retry_after_ms: %v", m)
+				}
+			default:
+				t.Fatalf("reply %v", m)
+			}
+		}
+	}
+	elapsed := time.Since(began)
+	// The member's budget: a burst of 40, then 20 a second.
+	if most := 40 + int(20*elapsed.Seconds()) + 1; acked > most || limited == 0 {
+		t.Fatalf("%d acked, %d rate limited in %s over %d connections; want at most %d acked", acked, limited, elapsed, conns, most)
+	}
+	// A server token scores for many members and is not limited.
+	srv := dialWS(t, g, token(t, auth.Claims{Sub: "bot", Role: auth.Server}))
+	for j := range conns * each {
+		srv.send(map[string]any{"type": "score", "id": fmt.Sprint("s", j), "board": "mr", "member": "pat", "delta": 1})
+	}
+	for range conns * each {
+		if m := srv.next(5 * time.Second); m == nil || m["type"] != proto.TypeAck {
+			t.Fatalf("server score: %v", m)
+		}
+	}
+}

@@ -81,6 +81,7 @@ type conn struct {
 	p         auth.Principal  // replaced by auth; p.Member never changes
 	anon      bool            // fixed: a token-less spectator (--public-read)
 	lim       *rate.Limiter   // nil for server and admin
+	scoreLim  *rate.Limiter   // the member's shared score budget (memberrate.go); nil: not limited
 	recent    slidingCount
 	badStreak int
 
@@ -102,6 +103,9 @@ func newConn(h *Hub, ws *websocket.Conn, cc *corkConn, p auth.Principal, anon bo
 		subs:     make(map[string]struct{}),
 		anon:     anon,
 		sub:      p.Member,
+	}
+	if p.Role == auth.Player && !anon && h.cfg.MemberScoreRate > 0 {
+		c.scoreLim = h.rates.acquire(p.Member)
 	}
 	c.setPrincipal(p)
 	return c
@@ -187,6 +191,9 @@ func (c *conn) run(parent context.Context) {
 		c.expTimer.Stop()
 	}
 	c.h.cfg.Live.Drop(c.out)
+	if c.scoreLim != nil {
+		c.h.rates.release(c.sub)
+	}
 	c.ws.CloseNow()
 }
 

@@ -92,10 +92,22 @@ func (c *conn) handle(ctx context.Context, msg []byte) {
 	case proto.TypeAuth:
 		err = c.auth(ctx, req)
 	}
-	if err != nil {
+	var re *retryError
+	switch {
+	case errors.As(err, &re):
+		c.sendErrorRetry(req.ID, re.error, re.after)
+	case err != nil:
 		c.sendError(req.ID, err)
 	}
 }
+
+// retryError is a refusal that retrying after a while will pass.
+type retryError struct {
+	error
+	after time.Duration
+}
+
+func (e *retryError) Unwrap() error { return e.error }
 
 // access checks R11 (the token's boards claim) and, for an anonymous
 // spectator, that the board is public.
@@ -161,6 +173,11 @@ func (c *conn) score(ctx context.Context, req request) error {
 	}
 	if !c.p.MayScoreFor(member, b.ClientWrites) {
 		return forbidden("board " + req.Board + " does not accept scores from clients")
+	}
+	if c.scoreLim != nil {
+		if d := wait(c.scoreLim, time.Now()); d > 0 {
+			return &retryError{fmt.Errorf("%w: at most %d score events per second per player, across its connections", errRateLimited, c.h.cfg.MemberScoreRate), d}
+		}
 	}
 	e := rank.Event{Board: req.Board, ID: req.ID, Member: member, Op: req.Op, Amount: req.Amount}
 	if member == c.p.Member {

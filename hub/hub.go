@@ -103,6 +103,11 @@ type Config struct {
 	// WriteTimeout bounds every write; a write blocked this long closes the
 	// connection (R12). Default 5s.
 	WriteTimeout time.Duration
+	// MemberScoreRate is score events per second per player member across
+	// all its connections on this node, burst 2× (a player may hold
+	// several connections); past it a score gets rate_limited. Server and
+	// admin tokens are not limited. Default Rate; negative = no limit.
+	MemberScoreRate int
 	// MaxSubscriptions per connection (distinct boards). Default 64.
 	MaxSubscriptions int
 	// StoreTimeout bounds each store call and token verification made for a
@@ -123,6 +128,9 @@ type Hub struct {
 	log *slog.Logger
 	m   *Metrics
 	reg registry
+	// rates are the per-member score budgets (memberrate.go); unused when
+	// MemberScoreRate < 0.
+	rates memberRates
 
 	// ctx is every connection's parent; cancelled when Shutdown's deadline
 	// passes, which tears down whatever has not drained.
@@ -162,6 +170,7 @@ func New(cfg Config) (*Hub, error) {
 	def(&cfg.Rate, 50)
 	def(&cfg.ReplyQueue, 256)
 	def(&cfg.ReplyQueueBytes, 1<<20)
+	def(&cfg.MemberScoreRate, cfg.Rate)
 	def(&cfg.MaxSubscriptions, 64)
 	def(&cfg.MaxConnsPerIP, DefaultMaxConnsPerIP)
 	def(&cfg.MaxConnsPerMember, DefaultMaxConnsPerMember)
@@ -195,6 +204,7 @@ func New(cfg Config) (*Hub, error) {
 	h.corkBufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	h.replyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	h.reg.init()
+	h.rates.init(cfg.MemberScoreRate)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	return h, nil
 }

@@ -840,7 +840,7 @@ func TestR15BoardAndMemberIDs(t *testing.T) {
 	t.Run("dev creates on first use", func(t *testing.T) {
 		t.Parallel()
 		in := newInfra(t, memoryKind)
-		g := in.gateway(t, gwOptions{wrap: rank.AutoCreate})
+		g := in.gateway(t, gwOptions{wrap: func(s rank.Store) rank.Store { return rank.AutoCreate(s, 0) }})
 		c := g.dial(in.token(t, "pam", auth.Player))
 		if a := c.score("fresh", "", 3); a.Score != 3 || a.Rank != 1 {
 			t.Fatalf("ack %+v", a)

@@ -44,8 +44,12 @@ type Config struct {
 	// ID is this node's name in frames, logs and metrics. Required.
 	ID string
 	// Dev is the embedded default's behaviour: boards are created on first
-	// use; with DevSecret the API mints dev tokens and the pages fetch them.
+	// use (rank.AutoCreate); with DevSecret the API mints dev tokens and
+	// the pages fetch them.
 	Dev bool
+	// DevBoards caps the boards Dev creates on first use; zero =
+	// rank.DefaultAutoCreateCap.
+	DevBoards int
 
 	// Redis selects the Redis engine (redisstore.NewClient builds one from
 	// a --redis-url); the node owns it from New on and closes it. nil = the
@@ -80,6 +84,8 @@ type Config struct {
 	// API tunes the REST app. Store, Verifier, Ready, Registry, DevSecret,
 	// Boards and Logger are filled in by New.
 	API api.Config
+	// Web tunes the pages; Dev is filled in by New.
+	Web web.Config
 
 	// Registry receives every part's collectors; nil = a new one. It is
 	// served on /metrics unless MetricsElsewhere.
@@ -171,7 +177,9 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 
-	pages, err := web.New(web.Config{Dev: cfg.DevSecret != nil})
+	wcfg := cfg.Web
+	wcfg.Dev = cfg.DevSecret != nil
+	pages, err := web.New(wcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +221,7 @@ func (n *Node) openStore(ctx context.Context) error {
 		n.store = cfg.WrapStore(n.store)
 	}
 	if cfg.Dev {
-		n.store = rank.AutoCreate(n.store)
+		n.store = rank.AutoCreate(n.store, cfg.DevBoards)
 	}
 	return nil
 }

@@ -54,6 +54,10 @@ const (
 	CodeRateLimited         = "rate_limited"
 	CodeUnavailable         = "unavailable"
 	CodeInternal            = "internal"
+	// v1.1
+	CodeBanned       = "banned"
+	CodeLimitReached = "limit_reached"
+	CodeReadOnly     = "read_only"
 )
 
 // Close codes beyond RFC 6455's.
@@ -78,11 +82,11 @@ func HTTPStatus(code string) int {
 	switch code {
 	case CodeUnauthorized, CodeTokenExpired:
 		return 401
-	case CodeForbidden:
+	case CodeForbidden, CodeBanned:
 		return 403
 	case CodeUnknownBoard:
 		return 404
-	case CodeIdempotencyConflict:
+	case CodeIdempotencyConflict, CodeLimitReached, CodeReadOnly, CodeBoardClosed:
 		return 409
 	case CodeRateLimited:
 		return 429

@@ -3,56 +3,119 @@ package rank
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 )
 
-// AutoCreate wraps a Store so that a board is created with DefaultBoard on
-// first use (the --dev behaviour, R15). Only operations that name one board
-// create it; Boards and DeleteBoard pass through.
-func AutoCreate(s Store) Store { return autoCreate{s} }
+// DefaultAutoCreateCap is how many boards AutoCreate creates at most.
+const DefaultAutoCreateCap = 1000
 
-type autoCreate struct{ Store }
-
-var _ Store = autoCreate{}
-
-// retry runs op once more after creating the board when op found it unknown.
-func retry[T any](ctx context.Context, s Store, board string, op func() (T, error)) (T, error) {
-	v, err := op()
-	if !errors.Is(err, ErrUnknownBoard) || !ValidBoardID(board) {
-		return v, err
+// AutoCreate wraps a Store for the --dev behaviour (R15: boards are created
+// on first use), bounded so that clients cannot make the node hold
+// boards without end:
+//
+//   - Only an accepted write creates a board: an event that passes Check
+//     against DefaultBoard, on a valid board id. A read, a refused event or
+//     an event that is not even sent never creates one.
+//   - Reads of a board that does not exist see it as it would be created:
+//     Board answers DefaultBoard, Top, Ranks and Count an empty board. No
+//     state is kept for them. GetBoard, Boards and DeleteBoard pass through
+//     (so GET of a board's config after DELETE is a 404, and stays one).
+//   - At most max boards are created (DefaultAutoCreateCap when max <= 0);
+//     past it the first write to a new board gets ErrLimitReached.
+func AutoCreate(s Store, max int) Store {
+	if max <= 0 {
+		max = DefaultAutoCreateCap
 	}
-	if _, cerr := s.PutBoard(ctx, DefaultBoard(board)); cerr != nil {
-		return v, cerr
+	return &autoCreate{Store: s, max: max}
+}
+
+type autoCreate struct {
+	Store
+	max int
+	mu  sync.Mutex // guards created; serializes creations
+	// created counts the boards this wrapper created; a board deleted
+	// later still counts, so the cap bounds creations, not just the live
+	// set (a client cannot churn create/delete for free).
+	created int
+}
+
+var _ Store = (*autoCreate)(nil)
+
+// absent reports whether err means a valid board id that does not exist.
+func absent(board string, err error) bool {
+	return errors.Is(err, ErrUnknownBoard) && ValidBoardID(board)
+}
+
+func (a *autoCreate) Board(ctx context.Context, id string) (Board, error) {
+	b, err := a.Store.Board(ctx, id)
+	if absent(id, err) {
+		return DefaultBoard(id), nil
 	}
-	return op()
+	return b, err
 }
 
-func (a autoCreate) GetBoard(ctx context.Context, id string) (Board, error) {
-	return retry(ctx, a.Store, id, func() (Board, error) { return a.Store.GetBoard(ctx, id) })
+func (a *autoCreate) Count(ctx context.Context, board string) (int64, error) {
+	n, err := a.Store.Count(ctx, board)
+	if absent(board, err) {
+		return 0, nil
+	}
+	return n, err
 }
 
-func (a autoCreate) Count(ctx context.Context, board string) (int64, error) {
-	return retry(ctx, a.Store, board, func() (int64, error) { return a.Store.Count(ctx, board) })
+func (a *autoCreate) Top(ctx context.Context, board string, p PeriodSel, offset, limit int) (Page, error) {
+	pg, err := a.Store.Top(ctx, board, p, offset, limit)
+	if absent(board, err) {
+		return Page{Board: board, Offset: offset, Entries: []Entry{}}, nil
+	}
+	return pg, err
 }
 
-func (a autoCreate) Board(ctx context.Context, id string) (Board, error) {
-	return retry(ctx, a.Store, id, func() (Board, error) { return a.Store.Board(ctx, id) })
+func (a *autoCreate) Ranks(ctx context.Context, board string, p PeriodSel, members []string, around int) (Ranks, error) {
+	rs, err := a.Store.Ranks(ctx, board, p, members, around)
+	if absent(board, err) {
+		out := Ranks{Board: board, Members: make([]MemberRank, len(members))}
+		for i, m := range members {
+			out.Members[i] = MemberRank{Member: m}
+		}
+		return out, nil
+	}
+	return rs, err
 }
 
-// Apply creates the board first when the engine does not know it: the
-// engine completes asynchronously, and Done must not call the store, so a
-// retry after an unknown_board outcome is not an option.
-func (a autoCreate) Apply(ctx context.Context, e Event, done Done) {
-	if _, err := a.Board(ctx, e.Board); err != nil && !errors.Is(err, ErrInvalidBoard) {
-		done(Result{}, err)
-		return
+// Apply creates the board first when the engine does not know it and the
+// event would be accepted on it. Done must not call the store, so the
+// board is created before the event is submitted, not after an
+// unknown_board outcome.
+func (a *autoCreate) Apply(ctx context.Context, e Event, done Done) {
+	if _, err := a.Store.Board(ctx, e.Board); absent(e.Board, err) {
+		if err := a.create(ctx, e); err != nil {
+			done(Result{}, err)
+			return
+		}
 	}
 	a.Store.Apply(ctx, e, done)
 }
 
-func (a autoCreate) Top(ctx context.Context, board string, p PeriodSel, offset, limit int) (Page, error) {
-	return retry(ctx, a.Store, board, func() (Page, error) { return a.Store.Top(ctx, board, p, offset, limit) })
-}
-
-func (a autoCreate) Ranks(ctx context.Context, board string, p PeriodSel, members []string, around int) (Ranks, error) {
-	return retry(ctx, a.Store, board, func() (Ranks, error) { return a.Store.Ranks(ctx, board, p, members, around) })
+func (a *autoCreate) create(ctx context.Context, e Event) error {
+	b := DefaultBoard(e.Board)
+	if err := e.Check(b); err != nil {
+		return err // refused: nothing is created
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, err := a.Store.GetBoard(ctx, e.Board); err == nil {
+		return nil // another writer created it meanwhile
+	} else if !absent(e.Board, err) {
+		return err
+	}
+	if a.created >= a.max {
+		return fmt.Errorf("%w: --dev creates at most %d boards on first use; create board %s with PUT /api/v1/boards/%s",
+			ErrLimitReached, a.max, e.Board, e.Board)
+	}
+	if _, err := a.Store.PutBoard(ctx, b); err != nil {
+		return err
+	}
+	a.created++
+	return nil
 }

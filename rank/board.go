@@ -35,7 +35,9 @@ const (
 	Shared Tiebreak = "shared" // equal scores share a rank (1, 1, 3)
 )
 
-// Reset is how often a board starts a new period.
+// Reset is how often a board starts a new period: one of the names below,
+// or a duration that divides 24h, from 1m up ("1m", "15m", "6h"; v1.1),
+// with periods aligned to midnight in the board's tz.
 type Reset string
 
 const (
@@ -55,7 +57,11 @@ const (
 	MaxTop               = 100
 	MaxTitle             = 128
 	MinIdempotencyWindow = time.Second
-	MaxIdempotencyWindow = 7 * 24 * time.Hour
+	// MaxIdempotencyWindow bounds what one member can make the store hold:
+	// a record is ~245 bytes in Redis, so a player at the per-member score
+	// rate (50/s by default) fills 50 × 245 B × 3600 s ≈ 44 MB in an hour.
+	// A client that needs longer resends with new ids (R4).
+	MaxIdempotencyWindow = time.Hour
 )
 
 // ValidBoardID reports whether id is a legal board id (R15):
@@ -251,7 +257,9 @@ func (b Board) Validate() error {
 	switch b.Reset {
 	case None, Hourly, Daily, Weekly, Monthly:
 	default:
-		return bad("reset", "%q is not none, hourly, daily, weekly or monthly", b.Reset)
+		if _, ok := b.Reset.Duration(); !ok {
+			return bad("reset", "%q is not none, hourly, daily, weekly, monthly or a duration from 1m that divides 24h (1m, 15m, 6h)", b.Reset)
+		}
 	}
 	if _, err := b.Location(); err != nil {
 		return bad("tz", "unknown time zone %q", b.TZ)

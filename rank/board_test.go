@@ -30,6 +30,15 @@ func TestParseBoardDefaults(t *testing.T) {
 	}
 }
 
+func TestResetDurations(t *testing.T) {
+	t.Parallel()
+	for _, r := range []string{"1m", "2m", "15m", "90m", "1h30m", "6h", "24h"} {
+		if _, err := ParseBoard("b", []byte(`{"reset":"`+r+`"}`)); err != nil {
+			t.Errorf("reset %s: %v", r, err)
+		}
+	}
+}
+
 func TestParseBoardNamesTheField(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ body, field string }{
@@ -37,12 +46,18 @@ func TestParseBoardNamesTheField(t *testing.T) {
 		{`{"mode":"max"}`, "mode"},
 		{`{"tiebreak":"coin"}`, "tiebreak"},
 		{`{"reset":"yearly"}`, "reset"},
+		{`{"reset":"7m"}`, "reset"},  // does not divide 24h
+		{`{"reset":"30s"}`, "reset"}, // under a minute
+		{`{"reset":"48h"}`, "reset"}, // longer than a day
+		{`{"reset":"-1h"}`, "reset"},
+		{`{"reset":"0s"}`, "reset"},
 		{`{"tz":"Mars/Olympus"}`, "tz"},
 		{`{"top":0}`, "top"},
 		{`{"top":101}`, "top"},
 		{`{"top":"10"}`, "top"},
 		{`{"max_delta":-1}`, "max_delta"},
 		{`{"idempotency_window":"0s"}`, "idempotency_window"},
+		{`{"idempotency_window":"61m"}`, "idempotency_window"},
 		{`{"idempotency_window":600}`, "idempotency_window"},
 		{`{"idempotency_window":"forever"}`, "idempotency_window"},
 		{`{"client_writes":"yes"}`, "client_writes"},
@@ -149,7 +164,7 @@ func TestPayloadHashIgnoresName(t *testing.T) {
 // board that validates and survives a JSON round trip unchanged.
 func FuzzParseBoard(f *testing.F) {
 	for _, s := range []string{`{}`, `{"id":"b","order":"asc","mode":"best","reset":"weekly","tz":"Asia/Tokyo"}`,
-		`{"top":100,"max_delta":9007199254740991}`, `{"idempotency_window":"1s"}`, `{"title":"\u00e9\u00e9"}`, `nul`} {
+		`{"top":100,"max_delta":9007199254740991}`, `{"idempotency_window":"1s"}`, `{"title":"\u00e9\u00e9"}`, `nul`, `{"reset":"15m"}`, `{"reset":"7m"}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {

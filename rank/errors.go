@@ -26,6 +26,9 @@ var (
 	ErrDeltaTooLarge       = &Error{"delta_too_large", "delta or value above the board's max_delta"}
 	ErrIdempotencyConflict = &Error{"idempotency_conflict", "request id already used with a different payload"}
 	ErrBoardClosed         = &Error{"board_closed", "board is closed"}
+	// ErrLimitReached is a write past a limit: a member's max_submissions
+	// in a period (R18), or the boards --dev creates on first use.
+	ErrLimitReached = &Error{"limit_reached", "limit reached"}
 	// ErrBadRequest covers an event whose shape does not fit the board:
 	// a delta on a best/set board, a value on an incr board, a bad period.
 	ErrBadRequest = &Error{"bad_request", "bad request"}

@@ -8,7 +8,10 @@ import (
 
 // Period is one span of a resetting board. Its Index is readable and sorts in
 // time order: YYYYMMDDHH (hourly), YYYYMMDD (daily), YYYYWW with the ISO year
-// and week (weekly), YYYYMM (monthly), and 0 for a board that never resets.
+// and week (weekly), YYYYMM (monthly), YYYYMMDDmmmm for a duration reset
+// (mmmm: the minutes from midnight to the period's start; elapsed minutes,
+// not the clock's, so a day that repeats an hour for DST has no duplicate),
+// and 0 for a board that never resets.
 type Period struct {
 	Index int64
 	Start time.Time // inclusive
@@ -53,8 +56,36 @@ func PeriodAt(b Board, t time.Time) Period {
 		start = time.Date(y, mo, 1, 0, 0, 0, 0, loc)
 		end = time.Date(y, mo+1, 1, 0, 0, 0, 0, loc)
 		idx = int64(y)*100 + int64(mo)
+	default:
+		span, ok := b.Reset.Duration()
+		if !ok {
+			return Period{}
+		}
+		midnight := time.Date(y, mo, d, 0, 0, 0, 0, loc)
+		next := time.Date(y, mo, d+1, 0, 0, 0, 0, loc)
+		k := t.Sub(midnight) / span
+		start = midnight.Add(k * span)
+		end = start.Add(span)
+		if end.After(next) {
+			end = next // the last period of a 25-hour DST day ends at midnight
+		}
+		idx = int64(y)*100000000 + int64(mo)*1000000 + int64(d)*10000 + int64(start.Sub(midnight)/time.Minute)
 	}
 	return Period{Index: idx, Start: start, End: end}
+}
+
+// Duration is the period length of a duration reset ("15m"), and whether r
+// is one: at least a minute, dividing 24h exactly.
+func (r Reset) Duration() (time.Duration, bool) {
+	switch r {
+	case None, Hourly, Daily, Weekly, Monthly, "":
+		return 0, false
+	}
+	d, err := time.ParseDuration(string(r))
+	if err != nil || d < time.Minute || (24*time.Hour)%d != 0 {
+		return 0, false
+	}
+	return d, true
 }
 
 // Previous is the period just before p.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,10 @@ func TestBrowser(t *testing.T) {
 	t.Run("spectator", func(t *testing.T) { testSpectator(t, b, gw, out) })
 	t.Run("player", func(t *testing.T) { testPlayer(t, b, gw, out) })
 	t.Run("board list", func(t *testing.T) { testBoardList(t, b, gw, out) })
+	t.Run("honest states", func(t *testing.T) { testHonestStates(t, b, gw, bin) })
+	t.Run("embedding", func(t *testing.T) { testEmbedding(t, b, gw, bin) })
+	t.Run("overlay", func(t *testing.T) { testOverlayLive(t, b, gw, out) })
+	t.Run("example game", func(t *testing.T) { testGame(t, b, gw, out) })
 	t.Run("reconnect after restart", func(t *testing.T) { testReconnect(t, b, gw, out) })
 }
 
@@ -103,7 +108,7 @@ func testPlayer(t *testing.T, b *browser, gw *gateway, out string) {
 
 	gw.score(t, admin, "arena", map[string]int64{"rival": 50})
 	tab.waitFor(t, 5*time.Second, "the overtaken notice",
-		`!q("#overtaken").hidden && attr("#overtaken", "role") === "alert" && text("#overtaken").includes("rival overtook you") && text("#my-rank") === "#2"`)
+		`!q("#overtaken").hidden && attr("#overtaken", "role") === "alert" && text("#overtaken").includes("rival just passed you") && text("#my-rank") === "#2"`)
 	tab.shot(t, out, "player-1-overtaken")
 
 	// The custom delta, typed and sent with the keyboard.
@@ -136,7 +141,10 @@ func testReconnect(t *testing.T, b *browser, gw *gateway, out string) {
 	tab.waitFor(t, 10*time.Second, "the first table", `members() === "before" && attr("#conn", "data-status") === "open"`)
 
 	gw.stop(t)
-	tab.waitFor(t, 15*time.Second, "the page noticing", `attr("#conn", "data-status") !== "open"`)
+	tab.waitFor(t, 15*time.Second, "the page saying the gateway is unreachable",
+		`attr("#conn", "data-status") !== "open" && attr("#conn", "data-state") === "unreachable" &&
+		 text("#conn").startsWith("gateway unreachable") && text("#notice").startsWith("The gateway cannot be reached") &&
+		 !text("#notice").includes("unauthorized")`)
 	tab.shot(t, out, "reconnect-1-down")
 
 	gw.start(t)
@@ -167,6 +175,9 @@ func newBrowser(t *testing.T, chrome string) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
+		// Avatars are https URLs; the tests serve them from httptest's TLS
+		// server, whose certificate no browser trusts.
+		chromedp.Flag("ignore-certificate-errors", true),
 		chromedp.WindowSize(1280, 900),
 		chromedp.UserDataDir(t.TempDir()),
 	}
@@ -252,7 +263,7 @@ func (tb *tab) waitFor(t *testing.T, within time.Duration, what, cond string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			state, _ := tb.eval(`(() => { ` + helpers + ` return JSON.stringify({rows: members(), status: attr("#conn", "data-status"), notice: text("#notice"), total: text("#total"), view: text("#view-rank"), ack: text("#ack-rank") + " " + text("#ack-score"), ackline: text("#ackline"), overtaken: text("#overtaken")}); })()`)
+			state, _ := tb.eval(`(() => { ` + helpers + ` return JSON.stringify({rows: members(), status: attr("#conn", "data-status"), notice: text("#notice"), total: text("#total"), view: text("#view-rank"), ack: text("#ack-rank") + " " + text("#ack-score"), ackline: text("#ackline"), overtaken: text("#overtaken"), state: attr("#conn", "data-state"), badge: text("#conn"), wide: [...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > innerWidth + 1).slice(0, 6).map((e) => e.tagName + "." + e.className + "#" + e.id + ":" + Math.round(e.getBoundingClientRect().right))}); })()`)
 			t.Fatalf("waiting %v for %s (%s): got %q, err %v; page state %s; console:\n%s", within, what, cond, got, err, state, tb.console())
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval, not a wait for an outcome
@@ -318,15 +329,22 @@ func (tb *tab) checkNoErrors(t *testing.T) {
 
 type gateway struct {
 	bin, addr, url string
+	args, env      []string // besides --addr and the test's defaults
 	logs           *testenv.LogBuffer
 	cmd            *exec.Cmd
 	done           chan struct{}
 }
 
-func startGateway(t *testing.T, bin string, port int) *gateway {
+// startGateway runs the binary with --dev and args; env replaces the
+// default LB_JWT_SECRET= (a random dev secret per start).
+func startGateway(t *testing.T, bin string, port int, args ...string) *gateway {
+	return startGatewayEnv(t, bin, port, []string{"LB_JWT_SECRET="}, append([]string{"--dev"}, args...)...)
+}
+
+func startGatewayEnv(t *testing.T, bin string, port int, env []string, args ...string) *gateway {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	gw := &gateway{bin: bin, addr: addr, url: "http://" + addr, logs: &testenv.LogBuffer{Max: 1 << 20}}
+	gw := &gateway{bin: bin, addr: addr, url: "http://" + addr, logs: &testenv.LogBuffer{Max: 1 << 20}, args: args, env: env}
 	t.Cleanup(func() {
 		gw.kill()
 		if t.Failed() {
@@ -340,10 +358,11 @@ func startGateway(t *testing.T, bin string, port int) *gateway {
 // start runs the binary and waits until /healthz answers.
 func (gw *gateway) start(t *testing.T) {
 	t.Helper()
-	cmd := exec.Command(gw.bin, "--dev", "--addr", gw.addr, "--top-interval", "100ms", "--node-id", "browser-test", "--drain-timeout", "2s")
+	args := append([]string{"--addr", gw.addr, "--top-interval", "100ms", "--node-id", "browser-test", "--drain-timeout", "2s"}, gw.args...)
+	cmd := exec.Command(gw.bin, args...)
 	cmd.Stdout, cmd.Stderr = gw.logs, gw.logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = append(os.Environ(), "LB_JWT_SECRET=") // a random dev secret per start
+	cmd.Env = append(os.Environ(), gw.env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start gateway: %v", err)
 	}
@@ -463,4 +482,156 @@ func testOut(t *testing.T, root string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// testHonestStates: what the badge says when the token may not read the
+// board (dev gateway) and when the board does not exist (a gateway without
+// --dev, where boards are not created on first use).
+func testHonestStates(t *testing.T, b *browser, gw *gateway, bin string) {
+	var tok struct{ Token string }
+	gw.post(t, "/api/v1/dev/token", "", map[string]any{"sub": "fan", "role": "spectator", "boards": []string{"other"}}, &tok)
+	tab := b.tab(t)
+	tab.run(t, chromedp.Navigate(gw.url+"/?board=cup#token="+tok.Token))
+	tab.waitFor(t, 10*time.Second, "not allowed, under a connected but not live badge",
+		`attr("#conn", "data-status") === "open" && attr("#conn", "data-state") === "forbidden" && text("#conn") === "not allowed" &&
+		 text("#notice") === "This token is not allowed on this board." && members() === ""`)
+	tab.checkNoErrors(t)
+
+	const secret = "browser-test-secret-0123456789abcdef"
+	strict := startGatewayEnv(t, bin, testenv.FreePort(t), []string{"LB_JWT_SECRET=" + secret})
+	out, err := exec.Command(bin, "token", "--secret", secret, "--sub", "viewer", "--role", "spectator", "--ttl", "1h").Output()
+	if err != nil {
+		t.Fatalf("wsgateway token: %v", err)
+	}
+	tab2 := b.tab(t)
+	tab2.run(t, chromedp.Navigate(strict.url+"/?board=nosuch#token="+strings.TrimSpace(string(out))))
+	tab2.waitFor(t, 10*time.Second, "no such board",
+		`attr("#conn", "data-state") === "unknown" && text("#conn") === "no such board" && text("#notice") === "There is no board with this id."`)
+	// The overlay says the same.
+	tab2.run(t, chromedp.Navigate(strict.url+"/overlay?board=nosuch#token="+strings.TrimSpace(string(out))))
+	tab2.waitFor(t, 10*time.Second, "no such board on the overlay", `attr("#conn", "data-state") === "unknown" && text("#clock") === ""`)
+	tab2.checkNoErrors(t)
+}
+
+// testOverlayLive: the overlay on the real gateway: the title from the
+// board's config, N rows, a new leader.
+func testOverlayLive(t *testing.T, b *browser, gw *gateway, out string) {
+	admin := gw.token(t, "ops", "admin")
+	var stored map[string]any
+	gw.put(t, "/api/v1/boards/show", admin, map[string]any{"title": "Grand Final"}, &stored)
+	gw.score(t, admin, "show", map[string]int64{"ann": 50, "ben": 40, "cat": 30, "dan": 20})
+	tab := b.tab(t)
+	tab.run(t, chromedp.EmulateViewport(1920, 1080))
+	tab.run(t, chromedp.Navigate(gw.url+"/overlay?board=show&rows=3&bg=0b1220"))
+	tab.waitFor(t, 10*time.Second, "three rows and the title",
+		`members() === "ann,ben,cat" && text("#title") === "Grand Final" && attr("#conn", "data-state") === "live"`)
+	tab.js(t, recordAnimations)
+	gw.score(t, admin, "show", map[string]int64{"cat": 25})
+	tab.waitFor(t, 5*time.Second, "cat in the lead, animated",
+		`members() === "cat,ann,ben" && window.__anims.some((a) => a.member === "ann" && a.kf.includes("translateY"))`)
+	tab.shot(t, out, "overlay-live-gateway")
+	tab.checkNoErrors(t)
+}
+
+// testEmbedding: a page on another origin frames the overlay and reads top
+// over REST; it works only with --frame-ancestors and --cors-origins naming it.
+func testEmbedding(t *testing.T, b *browser, off *gateway, bin string) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gw := r.URL.Query().Get("gw")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html><body><h1>Tournament</h1>
+<iframe id="ov" width="800" height="400" src="%[1]s/overlay?board=emb&rows=3"></iframe>
+<script>
+window.__overlay = null; window.__top = null; window.__topErr = "";
+addEventListener("message", (ev) => { if (ev.data && ev.data.type === "lb-overlay") window.__overlay = ev.data; });
+(async () => {
+  try {
+    const t = await (await fetch("%[1]s/api/v1/dev/token", {method: "POST", headers: {"Content-Type": "application/json"}, body: '{"sub":"site","role":"spectator"}'})).json();
+    window.__top = await (await fetch("%[1]s/api/v1/boards/emb/top?limit=3", {headers: {Authorization: "Bearer " + t.token}})).json();
+  } catch (e) { window.__topErr = String(e); }
+})();
+</script></body></html>`, gw)
+	}))
+	t.Cleanup(site.Close)
+	on := startGateway(t, bin, testenv.FreePort(t), "--frame-ancestors", site.URL, "--cors-origins", site.URL)
+	for _, gw := range []*gateway{on, off} {
+		admin := gw.token(t, "ops", "admin")
+		gw.score(t, admin, "emb", map[string]int64{"xia": 7, "yan": 5})
+	}
+
+	tab := b.tab(t)
+	tab.run(t, chromedp.Navigate(site.URL+"/?gw="+on.url))
+	tab.waitFor(t, 10*time.Second, "the framed overlay and the REST read, allowed",
+		`window.__overlay && window.__overlay.board === "emb" && window.__overlay.rows === 2 &&
+		 window.__top && window.__top.entries.map((e) => e.member).join() === "xia,yan"`)
+	tab.checkNoErrors(t)
+
+	blocked := b.tab(t)
+	blocked.run(t, chromedp.Navigate(site.URL+"/?gw="+off.url))
+	blocked.waitFor(t, 10*time.Second, "the REST read refused by CORS", `window.__topErr.includes("Failed to fetch") && window.__top === null`)
+	testenv.Until(t, 10*time.Second, "the frame refused by frame-ancestors", func() bool {
+		return strings.Contains(blocked.console(), "frame-ancestors")
+	})
+	blocked.waitFor(t, time.Second, "no overlay message from a refused frame", `window.__overlay === null`)
+}
+
+func (gw *gateway) put(t *testing.T, path, token string, body any, into any) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPut, gw.url+path, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("PUT %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	rb, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("PUT %s: %d %s", path, res.StatusCode, rb)
+	}
+	if err := json.Unmarshal(rb, into); err != nil {
+		t.Fatalf("PUT %s: %v in %s", path, err, rb)
+	}
+}
+
+// testGame: the example game scores through lb-client.js and the overlay
+// beside it shows the player. The board is created with an hourly reset:
+// the "1m" of examples/game/boards.json needs the v1.1 reset durations.
+func testGame(t *testing.T, b *browser, gw *gateway, out string) {
+	admin := gw.token(t, "ops", "admin")
+	var stored map[string]any
+	gw.put(t, "/api/v1/boards/minute", admin, map[string]any{"title": "Minute Rush", "reset": "hourly"}, &stored)
+	tab := b.tab(t)
+	tab.run(t, chromedp.EmulateViewport(1400, 900))
+	tab.run(t, chromedp.Navigate(gw.url+"/examples/game/?board=minute"))
+	tab.js(t, `document.querySelector("#name").value = "Robin"`)
+	tab.run(t, chromedp.Click(chromedp.CSS(`#start`)))
+	for i := range 3 {
+		tab.waitFor(t, 5*time.Second, "a target", `!!q("#field").dataset.target && attr("#conn", "data-status") === "open"`)
+		xy, err := tab.eval(`(() => { const q = (s) => document.querySelector(s); const r = q("#field").getBoundingClientRect(); const [x, y] = q("#field").dataset.target.split(",").map(Number); return (r.left + x) + "," + (r.top + y); })()`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var x, y float64
+		if _, err := fmt.Sscanf(xy, "%f,%f", &x, &y); err != nil {
+			t.Fatalf("target %q: %v", xy, err)
+		}
+		before, _ := tab.eval(`(() => { const q = (s) => document.querySelector(s); return q("#field").dataset.target; })()`)
+		tab.run(t, chromedp.MouseClickXY(x, y))
+		tab.waitFor(t, 5*time.Second, fmt.Sprintf("hit %d counted", i+1), fmt.Sprintf(`q("#field").dataset.target !== %q && Number(text("#score")) > 0`, before))
+	}
+	tab.waitFor(t, 5*time.Second, "the ack's rank", `text("#rank") === "#1" && text("#title") === "Minute Rush"`)
+	tab.waitFor(t, 10*time.Second, "the player on the overlay with the game's score",
+		`(() => { const d = q("#overlay").contentDocument; const tr = d && d.querySelector("#rows tr");
+		  return !!tr && tr.querySelector(".name").textContent === "Robin" &&
+		    tr.querySelector(".score").textContent.replace(/\D/g, "") === text("#score") &&
+		    d.querySelector("#title").textContent === "Minute Rush"; })()`)
+	tab.shot(t, out, "game")
+	tab.checkNoErrors(t)
 }

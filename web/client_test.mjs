@@ -3,7 +3,7 @@
 // TestClientJS in web_test.go, or directly: node --test web/client_test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LBClient, LBError } from './static/lb-client.js';
+import { LBClient, LBError, ERROR_TEXT, BOARD_STATES, avatarURL, flagEmoji } from './static/lb-client.js';
 
 // Clock is a manual timer queue: nothing fires until advance().
 class Clock {
@@ -360,4 +360,144 @@ test('a listener that throws does not break the client', async () => {
   } finally {
     console.error = origError;
   }
+});
+
+// --- v1.1: lifecycle frames, final standings, profiles, new error codes ---
+
+test('board frames (R19) are kept per board and emitted; deleted ends the subscription', async () => {
+  const { clock, server, lb } = await connected();
+  const ws = server.last();
+  const seen = [];
+  lb.on('board', (f) => seen.push(f.state));
+  const sub = lb.subscribe('cup', { top: 5 });
+  const [req] = ws.take();
+  ws.push({ type: 'subscribed', id: req.id, board: 'cup' });
+  await sub;
+  const open = { type: 'board', board: 'cup', state: 'open', period: 7, starts_at: null, ends_at: 1_700_000_060_000, final_at: 1_700_000_070_000, ts: clock.now() };
+  ws.push(open);
+  ws.push({ type: 'board', board: 'other', state: 'open', ts: clock.now() }); // not subscribed: ignored
+  assert.deepEqual(lb.boards.get('cup'), open);
+  assert.equal(lb.boards.has('other'), false);
+  ws.push({ ...open, state: 'closing' });
+  assert.equal(lb.boards.get('cup').state, 'closing');
+  ws.push({ type: 'board', board: 'cup', state: 'deleted', ts: clock.now() });
+  assert.deepEqual(seen, ['open', 'closing', 'deleted']);
+  assert.equal(lb.boards.has('cup'), false);
+  // No more frames for it, and a reconnect does not subscribe again.
+  const tops = [];
+  lb.on('top', (f) => tops.push(f));
+  ws.push({ type: 'top', board: 'cup', seq: 9, entries: [], total: 0, ts: clock.now() });
+  assert.equal(tops.length, 0);
+  ws.drop();
+  await clock.advance(1000);
+  server.last().accept();
+  assert.deepEqual(server.last().take(), [], 'no subscribe for a deleted board');
+  assert.deepEqual(BOARD_STATES, ['scheduled', 'open', 'closing', 'final', 'deleted']);
+});
+
+test('a final top frame is emitted as top and as final, and kept', async () => {
+  const { clock, server, lb } = await connected();
+  const ws = server.last();
+  lb.subscribe('cup', { top: 3 });
+  const got = { top: [], final: [] };
+  lb.on('top', (f) => got.top.push(f.final === true));
+  lb.on('final', (f) => got.final.push(f.period));
+  const entries = [{ rank: 1, member: 'bob', score: 9, name: 'Bob', avatar: 'https://img.test/b.png', country: 'FR' }];
+  ws.push({ type: 'top', board: 'cup', seq: 1, entries, total: 1, ts: clock.now() });
+  ws.push({ type: 'top', board: 'cup', seq: 2, entries, total: 1, ts: clock.now(), final: true, period: 41 });
+  ws.push({ type: 'top', board: 'cup', seq: 3, entries: [], total: 0, ts: clock.now(), period: 42 });
+  assert.deepEqual(got.top, [false, true, false]);
+  assert.deepEqual(got.final, [41]);
+  assert.equal(lb.finals.get('cup').period, 41);
+  assert.equal(lb.finals.get('cup').entries[0].country, 'FR', 'profile fields pass through');
+  lb.unsubscribe('cup');
+  assert.equal(lb.finals.has('cup'), false);
+});
+
+test('serverNow follows the welcome clock, not the local one', async () => {
+  const { clock, server, lb } = setup();
+  lb.connect();
+  await flush();
+  server.last().accept({ server_time: clock.now() + 90_000 }); // the server is 90 s ahead
+  assert.equal(lb.serverNow() - clock.now(), 90_000);
+  await clock.advance(5000);
+  assert.equal(lb.serverNow() - clock.now(), 90_000);
+});
+
+test('new error codes reject scores without a retry and have a text', async () => {
+  const { clock, server, lb } = await connected();
+  const ws = server.last();
+  for (const code of ['banned', 'limit_reached', 'read_only']) {
+    const p = lb.score('cup', { delta: 1 });
+    const [req] = ws.take();
+    ws.push({ type: 'error', id: req.id, code, message: code + ' here' });
+    await assert.rejects(p, (err) => err.code === code && err.message === code + ' here');
+    await clock.advance(60_000);
+    assert.deepEqual(ws.take(), [], `${code}: not re-sent`);
+    assert.equal(typeof ERROR_TEXT[code], 'string');
+  }
+  assert.equal(lb.unackedScores, 0);
+});
+
+test('a refused subscribe is not re-sent after a reconnect', async () => {
+  const { clock, server, lb } = await connected();
+  const ws = server.last();
+  const denied = lb.subscribe('secret', { top: 5 });
+  const allowed = lb.subscribe('open', { top: 5 });
+  const [d, a] = ws.take();
+  ws.push({ type: 'error', id: d.id, code: 'forbidden', message: 'board not in token' });
+  ws.push({ type: 'subscribed', id: a.id, board: 'open' });
+  await assert.rejects(denied, { code: 'forbidden' });
+  await allowed;
+  ws.drop();
+  await clock.advance(1000);
+  server.last().accept();
+  assert.deepEqual(server.last().take().map((m) => m.board), ['open']);
+});
+
+test('a failing token function is token_failed, not unauthorized', async () => {
+  const { clock, server, lb } = setup({ token: () => Promise.reject(new TypeError('Failed to fetch')) });
+  const errs = [];
+  lb.on('error', (e) => errs.push(e));
+  lb.connect();
+  await flush();
+  assert.equal(server.sockets.length, 0, 'no dial without a token');
+  assert.equal(errs[0].code, 'token_failed');
+  assert.equal(errs[0].cause.message, 'Failed to fetch');
+  assert.equal(lb.status, 'reconnecting');
+  await clock.advance(190); // the first backoff: 250 · 3/4 with random() = 0.5
+  assert.equal(errs.length, 2, 'tried again after the backoff');
+});
+
+test('score passes at through (server tokens, v1.1)', async () => {
+  const { server, lb } = await connected();
+  lb.score('cup', { delta: 2, member: 'bob', at: 1_700_000_000_123, id: 'e1' });
+  assert.deepEqual(server.last().take(), [{ type: 'score', board: 'cup', delta: 2, member: 'bob', at: 1_700_000_000_123, id: 'e1' }]);
+});
+
+test('avatarURL takes https only; flagEmoji maps ISO codes', () => {
+  assert.equal(avatarURL({ avatar: 'https://cdn.test/a.png' }), 'https://cdn.test/a.png');
+  for (const bad of ['http://cdn.test/a.png', 'javascript:alert(1)', 'data:image/png;base64,AA', '/a.png', 'https://x.test/' + 'a'.repeat(250), 7, undefined]) {
+    assert.equal(avatarURL({ avatar: bad }), '', String(bad));
+  }
+  assert.equal(avatarURL(null), '');
+  assert.equal(flagEmoji('FR'), '\u{1F1EB}\u{1F1F7}');
+  assert.equal(flagEmoji('jp'), '\u{1F1EF}\u{1F1F5}');
+  for (const bad of ['FRA', 'F', '12', '', null]) assert.equal(flagEmoji(bad), '');
+});
+
+test('lb-client.d.ts declares every export and public method; package.json points at both', async () => {
+  const { readFile } = await import('node:fs/promises');
+  const dts = await readFile(new URL('./static/lb-client.d.ts', import.meta.url), 'utf8');
+  const mod = await import('./static/lb-client.js');
+  for (const name of Object.keys(mod)) {
+    if (name === 'default') continue;
+    assert.match(dts, new RegExp(`export (class|const|function) ${name}\\b`), `export ${name}`);
+  }
+  const methods = Object.getOwnPropertyNames(LBClient.prototype).filter((m) => m !== 'constructor' && !m.startsWith('_'));
+  for (const m of methods) assert.match(dts, new RegExp(`\\n  (readonly )?${m}[(:<]`), `method ${m}`);
+  const pkg = JSON.parse(await readFile(new URL('./static/package.json', import.meta.url), 'utf8'));
+  assert.equal(pkg.types, 'lb-client.d.ts');
+  assert.equal(pkg.module, 'lb-client.js');
+  assert.deepEqual(pkg.files, ['lb-client.js', 'lb-client.d.ts']);
 });

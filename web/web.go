@@ -1,5 +1,6 @@
-// Package web serves the spectator page (/), the player page (/play) and the
-// browser client (/lb-client.js) from files embedded in the binary. It imports
+// Package web serves the spectator page (/), the stream overlay (/overlay, or
+// /?overlay=1), the player page (/play) and the browser client
+// (/lb-client.js) from files embedded in the binary. It imports
 // nothing from the project: the pages speak the wire protocol themselves.
 package web
 
@@ -13,10 +14,15 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"regexp"
 	"strings"
+
+	"github.com/wsgateway/wsgateway/examples"
 )
 
-//go:embed static
+// static/package.json is for vendoring lb-client.js (npm), not for serving.
+//
+//go:embed static/*.html static/*.js static/*.ts static/assets
 var static embed.FS
 
 // devMarker in an HTML file is replaced by "true" or "false": the pages learn
@@ -25,10 +31,17 @@ var static embed.FS
 const devMarker = "{{LB_DEV}}"
 
 // csp keeps every script, style and connection on this origin; the pages put
-// all their JS in files, so no 'unsafe-inline' is needed anywhere.
-const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+// all their JS in files, so no 'unsafe-inline' is needed anywhere. Images may
+// also come from https: members' avatars live on their own hosts (PROTOCOL.md
+// §7), and are fetched without a referrer.
+const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; " +
 	"connect-src 'self' ws: wss:; font-src 'self'; object-src 'none'; base-uri 'none'; " +
-	"form-action 'self'; frame-ancestors 'none'"
+	"form-action 'self'; frame-ancestors 'self'"
+
+// frameSource is one CSP source expression of Config.FrameAncestors: a
+// scheme and host (with * for a subdomain and an optional port), nothing that
+// could end the directive or start another.
+var frameSource = regexp.MustCompile(`^(https?://)?(\*\.)?[A-Za-z0-9.\-]+(:[0-9]{1,5}|:\*)?$`)
 
 // Config configures the pages. The zero value serves them without dev mode.
 type Config struct {
@@ -36,12 +49,19 @@ type Config struct {
 	// gateway's --dev). When false, the pages take a token from the URL
 	// fragment (#token=…).
 	Dev bool
+	// FrameAncestors lists the origins that may frame the pages (the
+	// overlay in a tournament site's iframe), e.g. "https://a.example",
+	// "https://*.example". Empty: only the gateway's own origin
+	// (frame-ancestors 'self', X-Frame-Options SAMEORIGIN).
+	FrameAncestors []string
 }
 
 // Web holds the embedded files, prepared once: content type, ETag and body.
 // It is immutable after New and safe for concurrent use.
 type Web struct {
 	files map[string]*file // by URL path
+	csp   string
+	xfo   string // X-Frame-Options; empty when FrameAncestors names others
 }
 
 type file struct {
@@ -61,7 +81,11 @@ func routes() map[string]string {
 		"/":                    "static/index.html",
 		"/index.html":          "static/index.html",
 		"/play":                "static/play.html",
+		"/overlay":             "static/overlay.html",
+		"/assets/overlay.js":   "static/assets/overlay.js",
+		"/assets/overlay.css":  "static/assets/overlay.css",
 		"/lb-client.js":        "static/lb-client.js",
+		"/lb-client.d.ts":      "static/lb-client.d.ts",
 		"/assets/app.css":      "static/assets/app.css",
 		"/assets/board.js":     "static/assets/board.js",
 		"/assets/common.js":    "static/assets/common.js",
@@ -71,17 +95,55 @@ func routes() map[string]string {
 	}
 }
 
+// exampleRoutes maps the example game's URL paths to its files in
+// examples.Game; they are served in dev mode only.
+func exampleRoutes() map[string]string {
+	return map[string]string{
+		"/examples/game/":         "game/index.html",
+		"/examples/game/game.js":  "game/game.js",
+		"/examples/game/game.css": "game/game.css",
+	}
+}
+
 // New reads the embedded files and computes their ETags.
 func New(cfg Config) (*Web, error) {
-	w := &Web{files: make(map[string]*file)}
-	for urlPath, name := range routes() {
-		body, err := fs.ReadFile(static, name)
+	w := &Web{files: make(map[string]*file), csp: csp, xfo: "SAMEORIGIN"}
+	if len(cfg.FrameAncestors) > 0 {
+		for _, src := range cfg.FrameAncestors {
+			if !frameSource.MatchString(src) {
+				return nil, fmt.Errorf("web: frame ancestor %q is not an origin like https://a.example", src)
+			}
+		}
+		w.csp = strings.TrimSuffix(csp, "'self'") + "'self' " + strings.Join(cfg.FrameAncestors, " ")
+		// X-Frame-Options cannot name other origins; browsers that know CSP
+		// follow frame-ancestors instead.
+		w.xfo = ""
+	}
+	type source struct {
+		fsys   fs.FS
+		routes map[string]string
+	}
+	sources := []source{{static, routes()}}
+	if cfg.Dev {
+		sources = append(sources, source{examples.Game, exampleRoutes()})
+	}
+	for _, src := range sources {
+		if err := w.add(src.fsys, src.routes, cfg.Dev); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+func (w *Web) add(fsys fs.FS, routes map[string]string, dev bool) error {
+	for urlPath, name := range routes {
+		body, err := fs.ReadFile(fsys, name)
 		if err != nil {
-			return nil, fmt.Errorf("web: read %s: %w", name, err)
+			return fmt.Errorf("web: read %s: %w", name, err)
 		}
 		ct := contentType(name)
 		if strings.HasPrefix(ct, "text/html") {
-			body = bytes.ReplaceAll(body, []byte(devMarker), []byte(fmt.Sprint(cfg.Dev)))
+			body = bytes.ReplaceAll(body, []byte(devMarker), []byte(fmt.Sprint(dev)))
 		}
 		sum := sha256.Sum256(body)
 		w.files[urlPath] = &file{
@@ -90,7 +152,7 @@ func New(cfg Config) (*Web, error) {
 			etag:        `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`,
 		}
 	}
-	return w, nil
+	return nil
 }
 
 func contentType(name string) string {
@@ -103,6 +165,8 @@ func contentType(name string) string {
 		return "text/css; charset=utf-8"
 	case ".svg":
 		return "image/svg+xml"
+	case ".ts":
+		return "text/plain; charset=utf-8" // TypeScript declarations, to read or vendor
 	}
 	if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
 		return ct
@@ -119,14 +183,20 @@ func (w *Web) Handler() http.Handler {
 
 func (w *Web) serve(rw http.ResponseWriter, r *http.Request) {
 	h := rw.Header()
-	h.Set("Content-Security-Policy", csp)
+	h.Set("Content-Security-Policy", w.csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	// The token may sit in the page's fragment; browsers never send
 	// fragments, but no-referrer also keeps board ids off other sites' logs.
 	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Frame-Options", "DENY")
+	if w.xfo != "" {
+		h.Set("X-Frame-Options", w.xfo)
+	}
 
-	f, ok := w.files[r.URL.Path]
+	p := r.URL.Path
+	if p == "/" && r.URL.Query().Get("overlay") == "1" {
+		p = "/overlay" // the overlay's short form: ?board=b&overlay=1
+	}
+	f, ok := w.files[p]
 	if !ok {
 		http.Error(rw, "404 page not found", http.StatusNotFound)
 		return

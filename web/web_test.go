@@ -57,8 +57,12 @@ func TestContentTypesAndCaching(t *testing.T) {
 		{"/play", "text/html; charset=utf-8", `src="/assets/player.js"`},
 		{"/lb-client.js", "text/javascript; charset=utf-8", "export class LBClient"},
 		{"/assets/app.css", "text/css; charset=utf-8", "--bg:"},
-		{"/assets/spectator.js", "text/javascript; charset=utf-8", "import { LBClient } from '/lb-client.js'"},
-		{"/assets/player.js", "text/javascript; charset=utf-8", "overtook you"},
+		{"/assets/spectator.js", "text/javascript; charset=utf-8", "import { ERROR_TEXT, LBClient } from '/lb-client.js'"},
+		{"/assets/player.js", "text/javascript; charset=utf-8", "just passed you"},
+		{"/overlay", "text/html; charset=utf-8", `src="/assets/overlay.js"`},
+		{"/?board=b&overlay=1", "text/html; charset=utf-8", `src="/assets/overlay.js"`},
+		{"/assets/overlay.js", "text/javascript; charset=utf-8", "new RankTable("},
+		{"/assets/overlay.css", "text/css; charset=utf-8", "--ov-accent"},
 		{"/assets/board.js", "text/javascript; charset=utf-8", "export class RankTable"},
 		{"/assets/common.js", "text/javascript; charset=utf-8", "/api/v1/dev/token"},
 		{"/assets/icon.svg", "image/svg+xml", "<svg"},
@@ -110,7 +114,7 @@ func TestSecurityHeaders(t *testing.T) {
 	for _, path := range []string{"/", "/play", "/lb-client.js", "/nope"} {
 		res, _ := get(t, http.MethodGet, srv.URL+path, nil)
 		csp := res.Header.Get("Content-Security-Policy")
-		for _, want := range []string{"default-src 'self'", "script-src 'self'", "connect-src 'self' ws: wss:", "frame-ancestors 'none'"} {
+		for _, want := range []string{"default-src 'self'", "script-src 'self'", "connect-src 'self' ws: wss:", "frame-ancestors 'self'"} {
 			if !strings.Contains(csp, want) {
 				t.Errorf("%s: CSP %q lacks %q", path, csp, want)
 			}
@@ -124,6 +128,28 @@ func TestSecurityHeaders(t *testing.T) {
 		if got := res.Header.Get("Referrer-Policy"); got != "no-referrer" {
 			t.Errorf("%s: Referrer-Policy %q", path, got)
 		}
+		if got := res.Header.Get("X-Frame-Options"); got != "SAMEORIGIN" {
+			t.Errorf("%s: X-Frame-Options %q, want SAMEORIGIN", path, got)
+		}
+	}
+}
+
+func TestFrameAncestors(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, Config{FrameAncestors: []string{"https://cup.example", "https://*.league.example:8443", "http://127.0.0.1:9000"}})
+	res, _ := get(t, http.MethodGet, srv.URL+"/overlay", nil)
+	csp := res.Header.Get("Content-Security-Policy")
+	want := "frame-ancestors 'self' https://cup.example https://*.league.example:8443 http://127.0.0.1:9000"
+	if !strings.HasSuffix(csp, want) || strings.Count(csp, "frame-ancestors") != 1 {
+		t.Errorf("CSP %q does not end with %q", csp, want)
+	}
+	if got := res.Header.Get("X-Frame-Options"); got != "" {
+		t.Errorf("X-Frame-Options %q beside a frame-ancestors list", got)
+	}
+	for _, bad := range []string{"", "https://a.example; script-src *", "https://a.example https://b.example", "'unsafe-inline'", "javascript:x", "https://a.example/path"} {
+		if _, err := New(Config{FrameAncestors: []string{bad}}); err == nil {
+			t.Errorf("frame ancestor %q accepted", bad)
+		}
 	}
 }
 
@@ -131,7 +157,7 @@ func TestSecurityHeaders(t *testing.T) {
 func TestPagesHaveNoInlineCode(t *testing.T) {
 	t.Parallel()
 	inlineScript := regexp.MustCompile(`<script(?:\s[^>]*)?>\s*[^<\s]`)
-	for _, name := range []string{"static/index.html", "static/play.html"} {
+	for _, name := range []string{"static/index.html", "static/play.html", "static/overlay.html"} {
 		b, err := static.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wsgateway/wsgateway/hub"
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // envName is a flag's environment twin: --redis-url ↔ LB_REDIS_URL.
@@ -136,30 +137,35 @@ func (f *flagSet) parse(args []string) error {
 
 // serveOptions are the gateway's settings (PROTOCOL.md §1).
 type serveOptions struct {
-	Dev            bool
-	Addr           string
-	RedisURL       string
-	NATSURL        string
-	JWTSecret      string
-	JWTPublicKey   string
-	JWKSURL        string
-	JWTIssuer      string
-	JWTAudience    string
-	Boards         string
-	TopInterval    time.Duration
-	MaxMessage     int
-	Rate           int
-	AllowedOrigins string
-	PublicRead     bool
-	NodeID         string
-	DrainTimeout   time.Duration
-	MetricsAddr    string
-	LogLevel       string
+	Dev             bool
+	DevBoards       int
+	MemberScoreRate int
+	Addr            string
+	RedisURL        string
+	NATSURL         string
+	JWTSecret       string
+	JWTPublicKey    string
+	JWKSURL         string
+	JWTIssuer       string
+	JWTAudience     string
+	Boards          string
+	TopInterval     time.Duration
+	MaxMessage      int
+	Rate            int
+	AllowedOrigins  string
+	PublicRead      bool
+	NodeID          string
+	DrainTimeout    time.Duration
+	MetricsAddr     string
+	LogLevel        string
 
 	MaxConnsPerIP     int
 	MaxConnsPerMember int
 	TrustedProxies    []netip.Prefix
 	ReadHeaderTimeout time.Duration
+
+	FrameAncestors []string // origins that may frame the pages (CSP frame-ancestors)
+	CORSOrigins    []string // origins whose scripts may call /api/v1
 }
 
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveOptions, error) {
@@ -170,6 +176,8 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 		f.PrintDefaults()
 	}
 	f.Bool(&o.Dev, "dev", false, "embedded default: in-memory engine, in-process NATS, random secret, boards created on first use")
+	f.Int(&o.MemberScoreRate, "member-score-rate", 0, "score events per second per player across its connections on this node (burst 2x); 0 = --rate, -1 = no limit")
+	f.Int(&o.DevBoards, "dev-boards", rank.DefaultAutoCreateCap, "with --dev: the most boards created on first use (a first write past it gets limit_reached)")
 	f.String(&o.Addr, "addr", ":8080", "listen address (HTTP, WebSocket, REST, pages); with --dev and no --addr: 127.0.0.1:8080")
 	f.Secret(&o.RedisURL, "redis-url", "redis://[:pass@]host:port/db, rediss://…, h1:p1,h2:p2 or redis-cluster://h1:p1,h2:p2; empty = in-memory engine")
 	f.Secret(&o.NATSURL, "nats-url", "NATS servers, comma-separated; empty = in-process server")
@@ -193,6 +201,9 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	var proxies string
 	f.String(&proxies, "trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For gives the client address; empty = the TCP peer")
 	f.Duration(&o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers, the token included (slowloris)")
+	var frameAncestors, corsOrigins string
+	f.String(&frameAncestors, "frame-ancestors", "", "comma-separated origins that may frame the pages, e.g. the overlay (CSP frame-ancestors); empty = this origin only")
+	f.String(&corsOrigins, "cors-origins", "", "comma-separated origins (or *) whose scripts may call the REST API; empty = none")
 	if err := f.parse(args); err != nil {
 		return o, err
 	}
@@ -201,11 +212,15 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 		// unless the operator names an address.
 		o.Addr = devAddr
 	}
+	o.FrameAncestors, o.CORSOrigins = splitList(frameAncestors), splitList(corsOrigins)
 	tp, err := hub.ParseTrustedProxies(proxies)
 	if err != nil {
 		return o, fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	o.TrustedProxies = tp
+	if o.DevBoards < 1 {
+		return o, fmt.Errorf("--dev-boards must be at least 1")
+	}
 	if o.MaxConnsPerIP < 0 || o.MaxConnsPerMember < 0 {
 		return o, fmt.Errorf("--max-conns-per-ip and --max-conns-per-member must not be negative")
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/wsgateway/wsgateway/node"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/redisstore"
+	"github.com/wsgateway/wsgateway/web"
 
 	_ "time/tzdata" // board time zones must resolve on machines without zoneinfo
 )
@@ -58,6 +59,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	n, err := node.New(ctx, node.Config{
 		ID:        o.NodeID,
 		Dev:       o.Dev,
+		DevBoards: o.DevBoards,
 		Redis:     redis,
 		Boards:    boards,
 		NATSURL:   o.NATSURL,
@@ -67,12 +69,15 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		Hub: hub.Config{
 			MaxMessage:        o.MaxMessage,
 			Rate:              o.Rate,
+			MemberScoreRate:   o.MemberScoreRate,
 			AllowedOrigins:    splitList(o.AllowedOrigins),
 			PublicRead:        o.PublicRead,
 			MaxConnsPerIP:     connCap(o.MaxConnsPerIP),
 			MaxConnsPerMember: connCap(o.MaxConnsPerMember),
 			TrustedProxies:    o.TrustedProxies,
 		},
+		API:              api.Config{CORSOrigins: o.CORSOrigins},
+		Web:              web.Config{FrameAncestors: o.FrameAncestors},
 		Registry:         reg,
 		MetricsElsewhere: o.MetricsAddr != "",
 		Logger:           log,

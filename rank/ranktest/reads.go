@@ -171,6 +171,8 @@ func testPeriods(t *testing.T, f Factory) {
 		{rank.Monthly, "UTC"},
 		{rank.Daily, "Asia/Tokyo"},
 		{rank.Weekly, "America/New_York"},
+		{"1m", "UTC"},
+		{"15m", "Asia/Kolkata"},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.reset)+"-"+tc.tz, func(t *testing.T) {

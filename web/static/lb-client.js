@@ -26,6 +26,67 @@ const OPEN = 1; // WebSocket.OPEN, also for injected implementations
 const SUBPROTOCOL = 'lb.v1';
 // Score errors after which re-sending the same id later is the right thing.
 const RETRYABLE = new Set(['rate_limited', 'unavailable']);
+// Subscribe errors that end the subscription for good.
+const SUBSCRIBE_FINAL = new Set(['forbidden', 'unknown_board', 'invalid_board', 'invalid_member']);
+
+/**
+ * Error codes of the contract (PROTOCOL.md §4, v1.1) with a short text a page
+ * can show; the local codes of this client come last. A code missing here is
+ * a newer server's: show its message.
+ */
+export const ERROR_TEXT = Object.freeze({
+  bad_request: 'the request was malformed',
+  unauthorized: 'the token was refused',
+  token_expired: 'the token expired',
+  forbidden: 'not allowed on this board',
+  unknown_board: 'no such board',
+  invalid_board: 'not a valid board id',
+  invalid_member: 'not a valid member id',
+  invalid_score: 'not a valid score',
+  out_of_range: 'the score would leave the allowed range',
+  delta_too_large: 'the score change is larger than the board allows',
+  board_closed: 'the board is not taking scores now',
+  idempotency_conflict: 'this id was already used for another score',
+  rate_limited: 'too many messages; slow down',
+  unavailable: 'the leaderboard is unavailable for a moment',
+  internal: 'the gateway failed',
+  banned: 'this member is banned from the board',
+  limit_reached: 'no attempts left in this period',
+  read_only: 'this board is computed from others and takes no scores',
+  // Local codes.
+  closed: 'the client was closed',
+  timeout: 'no reply in time',
+  too_many_pending: 'too many requests waiting',
+  unsubscribed: 'unsubscribed before the reply',
+  token_failed: 'no token could be obtained',
+});
+
+/** Board states of a `board` frame (R19); 'deleted' ends the subscription. */
+export const BOARD_STATES = Object.freeze(['scheduled', 'open', 'closing', 'final', 'deleted']);
+
+/**
+ * The avatar URL of an entry when it is safe to put in an <img>: an https
+ * URL of at most 256 bytes (PROTOCOL.md §7), else ''. The pages render it
+ * with referrerpolicy="no-referrer" so the avatar's host learns nothing.
+ */
+export function avatarURL(entry) {
+  const a = entry && entry.avatar;
+  if (typeof a !== 'string' || a.length > 256) return '';
+  try {
+    const u = new URL(a);
+    return u.protocol === 'https:' ? u.href : '';
+  } catch {
+    return '';
+  }
+}
+
+/** The flag emoji of an ISO 3166-1 alpha-2 code ("FR" → 🇫🇷), '' when not a code. */
+export function flagEmoji(country) {
+  if (typeof country !== 'string' || !/^[A-Za-z]{2}$/.test(country)) return '';
+  const base = 0x1f1e6 - 65; // REGIONAL INDICATOR SYMBOL LETTER A, minus 'A'
+  const up = country.toUpperCase();
+  return String.fromCodePoint(base + up.charCodeAt(0), base + up.charCodeAt(1));
+}
 
 function defaultURL() {
   const loc = globalThis.location;
@@ -100,6 +161,19 @@ export class LBClient {
     this.exp = 0;
     /** Local time (ms) of the last frame received, 0 before any. */
     this.lastFrameAt = 0;
+    /** The last `board` frame of each subscribed board (R19), by board id. */
+    this.boards = new Map();
+    /** The last final `top` frame (`final: true`) of each board, by board id. */
+    this.finals = new Map();
+  }
+
+  /**
+   * The server's clock now, in unix ms, as estimated from the last welcome's
+   * server_time: countdowns to starts_at, ends_at and final_at use it, so a
+   * wrong local clock does not move them.
+   */
+  serverNow() {
+    return this._now() + this._clockSkew;
   }
 
   /** Connection status: idle, connecting, open, reconnecting or closed. */
@@ -115,7 +189,9 @@ export class LBClient {
   }
 
   /**
-   * Listen to an event: 'status' (string), 'welcome', 'top', 'view', 'error'
+   * Listen to an event: 'status' (string), 'welcome', 'top', 'view',
+   * 'board' (lifecycle frames, R19), 'final' (a top frame with final: true,
+   * also emitted as 'top'), 'error'
    * (errors not tied to a pending request), 'close' ({code, reason, welcomed}),
    * 'reconnecting' ({attempt, delay}). Returns a function that removes it.
    */
@@ -199,7 +275,11 @@ export class LBClient {
       });
     } catch (err) {
       if (this._stopped) return;
-      this._emit('error', new LBError('unauthorized', 'lb-client: token: ' + (err && err.message)));
+      // Not 'unauthorized': nobody refused anything yet. Usually the token
+      // endpoint (the gateway itself in --dev) cannot be reached.
+      const e = new LBError('token_failed', 'lb-client: token: ' + (err && err.message));
+      e.cause = err;
+      this._emit('error', e);
       this._scheduleReconnect();
       return;
     }
@@ -294,8 +374,15 @@ export class LBClient {
       case 'top':
       case 'view':
         this.lastFrameAt = this._now();
-        if (this._subs.has(msg.board)) this._emit(msg.type, msg);
+        if (!this._subs.has(msg.board)) return;
+        if (msg.type === 'top' && msg.final === true) {
+          this.finals.set(msg.board, msg);
+          this._emit('final', msg);
+        }
+        this._emit(msg.type, msg);
         return;
+      case 'board':
+        return this._onBoard(msg);
       case 'error':
         return this._onError(msg);
     }
@@ -303,6 +390,22 @@ export class LBClient {
     if (!e) return; // a reply to an abandoned request
     if (msg.type === 'authed') this._setExp(msg.exp);
     this._settle(e, msg);
+  }
+
+  // _onBoard keeps the board's lifecycle (R19). A deleted board's
+  // subscription is gone on the server: it is dropped here too, so that a
+  // reconnect does not subscribe again.
+  _onBoard(msg) {
+    if (typeof msg.board !== 'string' || !this._subs.has(msg.board)) return;
+    this.lastFrameAt = this._now();
+    if (msg.state === 'deleted') {
+      this._subs.delete(msg.board);
+      this.boards.delete(msg.board);
+      this.finals.delete(msg.board);
+    } else {
+      this.boards.set(msg.board, msg);
+    }
+    this._emit('board', msg);
   }
 
   _onWelcome(msg) {
@@ -319,7 +422,7 @@ export class LBClient {
       this._transmit(e);
     }
     for (const [board, fields] of this._subs) {
-      if (!resubscribing.has(board)) this._enqueue({ type: 'subscribe', board, ...fields }, null);
+      if (!resubscribing.has(board)) this._enqueue({ type: 'subscribe', board, ...fields }, null, fields);
     }
   }
 
@@ -329,6 +432,10 @@ export class LBClient {
     if (!e) {
       this._emit('error', err);
       return;
+    }
+    if (e.msg.type === 'subscribe' && SUBSCRIBE_FINAL.has(msg.code) && this._subs.get(e.msg.board) === e.fields) {
+      // Re-subscribing after a reconnect would only be refused again.
+      this._subs.delete(e.msg.board);
     }
     if (e.msg.type === 'score' && RETRYABLE.has(msg.code) && e.retries < this.scoreRetries) {
       e.retries++;
@@ -373,9 +480,9 @@ export class LBClient {
 
   // _enqueue records a request until its reply; done is {resolve, reject} or
   // null for internal requests, whose errors become 'error' events.
-  _enqueue(fields, done) {
+  _enqueue(fields, done, subFields) {
     const msg = { ...fields, id: fields.id || this._nextID() };
-    const e = { msg, done, sent: false, retries: 0, retryTimer: null, timer: null };
+    const e = { msg, done, sent: false, retries: 0, retryTimer: null, timer: null, fields: subFields };
     this._pending.set(msg.id, e);
     if (msg.type !== 'score' && this.requestTimeout > 0) {
       e.timer = this._setTimeout(() => {
@@ -419,14 +526,18 @@ export class LBClient {
     for (const e of [...this._pending.values()]) this._settle(e, null, err);
   }
 
-  _request(fields) {
+  // subFields, for a subscribe, is the object kept in _subs: an error that
+  // ends the subscription removes it only if no later subscribe replaced it.
+  _request(fields, subFields) {
     if (this._stopped && this._status === 'closed') {
       return Promise.reject(new LBError('closed', 'lb-client: closed'));
     }
     if (this._pending.size >= this.maxPending) {
       return Promise.reject(new LBError('too_many_pending', `lb-client: ${this._pending.size} requests unanswered`));
     }
-    return new Promise((resolve, reject) => this._enqueue(fields, { resolve, reject }));
+    return new Promise((resolve, reject) => {
+      this._enqueue(fields, { resolve, reject }, subFields);
+    });
   }
 
   /**
@@ -439,11 +550,12 @@ export class LBClient {
 
   /**
    * Sends a score event: {delta} for incr boards, {value} for best/set;
-   * {member} for server/admin tokens; {id} to choose the idempotency key.
+   * {member} for server/admin tokens; {id} to choose the idempotency key;
+   * {at} (unix ms, server/admin only) when the scored thing happened (v1.1).
    * Kept until answered, re-sent with the same id after a reconnect.
    * Resolves with the ack ({score, rank, prev_rank, duplicate, seq}).
    */
-  score(board, { delta, value, member, id } = {}) {
+  score(board, { delta, value, member, id, at } = {}) {
     const n = delta !== undefined ? delta : value;
     if ((delta === undefined) === (value === undefined) || !Number.isSafeInteger(n)) {
       return Promise.reject(new LBError('invalid_score', 'lb-client: give exactly one of delta or value, a safe integer'));
@@ -452,6 +564,7 @@ export class LBClient {
     if (delta !== undefined) fields.delta = delta;
     else fields.value = value;
     if (member) fields.member = member;
+    if (at !== undefined) fields.at = at;
     if (id) fields.id = id;
     return this._request(fields);
   }
@@ -467,12 +580,14 @@ export class LBClient {
     if (around !== undefined) fields.around = around;
     if (member) fields.member = member;
     this._subs.set(board, fields);
-    return this._request({ type: 'subscribe', board, ...fields });
+    return this._request({ type: 'subscribe', board, ...fields }, fields);
   }
 
   /** Ends a board's subscription; its frames stop at once. */
   unsubscribe(board) {
     this._subs.delete(board);
+    this.boards.delete(board);
+    this.finals.delete(board);
     return this._request({ type: 'unsubscribe', board });
   }
 

@@ -3,7 +3,8 @@
 // First, apply the Last layout, Invert with a transform, Play it back to none)
 // and a changed score can flash. Animations use the Web Animations API, which
 // needs no inline style and so fits the strict CSP.
-import { el, num } from './common.js';
+import { avatarURL, flagEmoji } from '/lb-client.js';
+import { el, initial, num } from './common.js';
 
 const reduceMotion = () => window.matchMedia('(prefers-reduced-motion: reduce)').matches;
 
@@ -13,10 +14,16 @@ export class RankTable {
    * @param {object} [opts]
    * @param {string} [opts.me] member id shown as "you"
    * @param {function} [opts.onPick] (member) => void; names become buttons
+   * @param {boolean} [opts.avatar=true] an avatar (or the name's initial) before the name
+   * @param {boolean} [opts.flag=true] the country's flag before the name, when known
+   * @param {boolean} [opts.delta=false] a column with the member's last score change
+   * @param {boolean} [opts.motion=true] animate moves (off as well under prefers-reduced-motion)
    */
-  constructor(tbody, { me = '', onPick = null } = {}) {
+  constructor(tbody, { me = '', onPick = null, avatar = true, flag = true, delta = false, motion = true } = {}) {
     this.tbody = tbody;
     this.me = me;
+    this.cols = { avatar, flag, delta };
+    this.motion = motion;
     this.followed = '';
     this.onPick = onPick;
     this.rows = new Map(); // member -> {tr, rank, score}
@@ -50,7 +57,7 @@ export class RankTable {
         this.rows.delete(m);
       }
     }
-    if (reduceMotion()) return;
+    if (!this.motion || reduceMotion()) return;
     for (const [m, r] of this.rows) {
       const before = first.get(m);
       if (before === undefined) {
@@ -76,19 +83,44 @@ export class RankTable {
     const move = el('td', { class: 'move', 'aria-hidden': 'true' }, arrow);
     const name = el('span', { class: 'name' });
     const id = el('span', { class: 'id' });
+    const pic = this.cols.avatar ? el('span', { class: 'pic', 'aria-hidden': 'true' }) : null;
+    const flag = this.cols.flag ? el('span', { class: 'flag' }) : null;
+    const label = el('span', { class: 'label' }, name, id);
     let who;
     if (this.onPick) {
-      const b = el('button', { class: 'pick', type: 'button', title: 'Follow this member' }, name, id);
+      const b = el('button', { class: 'pick', type: 'button', title: 'Follow this member' }, pic, flag, label);
       b.addEventListener('click', () => this.onPick(e.member));
       who = el('td', { class: 'who' }, b);
     } else {
-      who = el('td', { class: 'who' }, name, id);
+      who = el('td', { class: 'who' }, el('span', { class: 'pick' }, pic, flag, label));
     }
     const score = el('td', { class: 'score num' });
-    const tr = el('tr', { dataset: { member: e.member } }, rank, move, who, score);
+    const delta = this.cols.delta ? el('td', { class: 'delta num' }) : null;
+    const tr = el('tr', { dataset: { member: e.member } }, rank, move, who, score, delta);
     tr.classList.toggle('me', e.member === this.me);
     tr.classList.toggle('followed', e.member === this.followed);
-    return { tr, rank: null, score: null, cells: { rank, move, arrow, name, id, score } };
+    return { tr, rank: null, score: null, pic: null, cells: { rank, move, arrow, name, id, score, pic, flag, delta } };
+  }
+
+  // _picture shows the avatar, or the name's initial when there is none or
+  // it fails to load. The image is fetched without a referrer: the avatar's
+  // host learns nothing of the page.
+  _picture(r, e) {
+    const c = r.cells;
+    const url = avatarURL(e);
+    const key = url + '|' + (e.name || e.member);
+    if (r.pic === key) return;
+    r.pic = key;
+    const letter = () => el('span', { class: 'initial' }, initial(e.name || e.member));
+    if (!url) {
+      c.pic.replaceChildren(letter());
+      return;
+    }
+    const img = el('img', { src: url, alt: '', referrerPolicy: 'no-referrer', decoding: 'async', width: 40, height: 40 });
+    img.addEventListener('error', () => {
+      if (r.pic === key) c.pic.replaceChildren(letter());
+    });
+    c.pic.replaceChildren(img);
   }
 
   _fill(r, e) {
@@ -96,6 +128,13 @@ export class RankTable {
     const label = e.name || e.member;
     c.name.textContent = label + (e.member === this.me ? ' (you)' : '');
     c.id.textContent = e.name && e.name !== e.member ? '@' + e.member : '';
+    if (c.pic) this._picture(r, e);
+    if (c.flag) {
+      const f = flagEmoji(e.country);
+      c.flag.textContent = f;
+      c.flag.title = f ? e.country.toUpperCase() : '';
+      c.flag.hidden = !f;
+    }
     if (r.rank !== e.rank) {
       if (r.rank !== null) {
         const up = e.rank < r.rank;
@@ -114,7 +153,16 @@ export class RankTable {
     }
     if (r.score !== e.score) {
       c.score.textContent = num(e.score);
-      if (r.score !== null) flash(r.tr);
+      if (r.score !== null) {
+        flash(r.tr);
+        if (c.delta) {
+          const d = e.score - r.score;
+          c.delta.textContent = (d > 0 ? '+' : '−') + num(Math.abs(d));
+          c.delta.className = 'delta num ' + (d > 0 ? 'up' : 'down');
+          c.delta.getAnimations().forEach((a) => a.cancel());
+          c.delta.animate([{ opacity: 1 }, { opacity: 1, offset: 0.7 }, { opacity: 0 }], { duration: 5000, fill: 'forwards' });
+        }
+      }
       r.score = e.score;
     }
   }

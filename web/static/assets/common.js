@@ -38,16 +38,30 @@ export function tokenExp(token) {
   }
 }
 
+/** The gateway did not answer at all (fetch's network error). */
+export class Unreachable extends Error {
+  constructor(cause) {
+    super('the gateway cannot be reached');
+    this.name = 'Unreachable';
+    this.cause = cause;
+  }
+}
+
 /** POST /api/v1/dev/token (only answered in --dev). */
 export async function devToken(sub, role, name) {
   const body = { sub, role };
   if (name) body.name = name;
-  const r = await fetch('/api/v1/dev/token', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify(body),
-    cache: 'no-store',
-  });
+  let r;
+  try {
+    r = await fetch('/api/v1/dev/token', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+      cache: 'no-store',
+    });
+  } catch (err) {
+    throw new Unreachable(err);
+  }
   if (!r.ok) throw new Error(`dev token: HTTP ${r.status}`);
   const j = await r.json();
   if (!j.token) throw new Error('dev token: no token in the answer');
@@ -63,7 +77,8 @@ export async function devToken(sub, role, name) {
 export function tokenSource({ sub, role, name }) {
   let cached = '';
   return async (info = {}) => {
-    if (!dev) return fragmentToken();
+    // A token in the fragment wins, in --dev too: it says who the page is.
+    if (!dev || fragmentToken()) return fragmentToken();
     const stale =
       !cached ||
       info.refresh ||
@@ -115,29 +130,33 @@ export function num(n) {
   return n === null || n === undefined ? '—' : fmt.format(n);
 }
 
-const statusText = {
-  idle: 'not connected',
-  connecting: 'connecting…',
-  open: 'live',
-  reconnecting: 'reconnecting…',
-  closed: 'disconnected',
-};
+/**
+ * GET /api/v1/boards/{id}: {board: config, members}, or null when it cannot
+ * be read (no token yet, not allowed, gateway down): the page then shows the
+ * board id and learns the state from the subscription.
+ */
+export async function boardConfig(id, token) {
+  try {
+    const r = await fetch('/api/v1/boards/' + encodeURIComponent(id), {
+      headers: token ? { Authorization: 'Bearer ' + token } : {},
+      cache: 'no-store',
+    });
+    if (!r.ok) return null;
+    const j = await r.json();
+    return j && typeof j.board === 'object' ? j : null;
+  } catch {
+    return null;
+  }
+}
 
-/** Keeps a .conn badge in step with the client's status. */
-export function bindStatus(lb, badge) {
-  const text = badge.querySelector('.text');
-  const show = (s) => {
-    badge.dataset.status = s;
-    document.body.dataset.status = s; // the CSS dims live data while it is stale
-    text.textContent = statusText[s] || s;
-  };
-  show(lb.status);
-  lb.on('status', show);
-  lb.on('reconnecting', ({ delay }) => {
-    text.textContent = `reconnecting in ${Math.max(1, Math.round(delay / 1000))} s…`;
-  });
-  // Reconnect at once when the network comes back rather than waiting out the backoff.
-  window.addEventListener('online', () => lb.reconnectNow());
+/** Whether /healthz answers: tells "gateway down" from "token refused". */
+export async function gatewayUp() {
+  try {
+    const r = await fetch('/healthz', { cache: 'no-store' });
+    return r.ok;
+  } catch {
+    return false;
+  }
 }
 
 /** "3 s ago" for a local timestamp in ms; '—' before the first frame. */
@@ -147,4 +166,190 @@ export function ago(ms) {
   if (s < 10) return s.toFixed(1) + ' s ago';
   if (s < 120) return Math.round(s) + ' s ago';
   return Math.round(s / 60) + ' min ago';
+}
+
+/** "1:05", "12:00", "1:02:03" for a duration in ms (never negative). */
+export function clock(ms) {
+  const t = Math.max(0, Math.ceil(ms / 1000));
+  const h = Math.floor(t / 3600);
+  const m = Math.floor((t % 3600) / 60);
+  const sec = String(t % 60).padStart(2, '0');
+  return h ? `${h}:${String(m).padStart(2, '0')}:${sec}` : `${m}:${sec}`;
+}
+
+// durationMS parses the Go-style durations of a board's reset ("1m", "15m",
+// "6h", "1h30m"); 0 when it is not one.
+function durationMS(s) {
+  if (typeof s !== 'string' || !/^(\d+h)?(\d+m)?(\d+s)?$/.test(s) || s === '') return 0;
+  let ms = 0;
+  for (const [, n, u] of s.matchAll(/(\d+)([hms])/g)) ms += Number(n) * { h: 3600e3, m: 60e3, s: 1e3 }[u];
+  return ms;
+}
+
+/**
+ * The end (server unix ms) of the current period of a board config, for
+ * resets whose boundaries are plain multiples in UTC: durations ("1m",
+ * "15m"), hourly and daily, with tz UTC. null otherwise (the page then shows
+ * no period countdown rather than a wrong one).
+ */
+export function periodEnd(cfg, now) {
+  if (!cfg || !cfg.reset || cfg.reset === 'none') return null;
+  if (cfg.tz && cfg.tz !== 'UTC' && cfg.tz !== 'Etc/UTC') return null;
+  const step = { hourly: 3600e3, daily: 86400e3 }[cfg.reset] || durationMS(cfg.reset);
+  if (!step || 86400e3 % step !== 0) return null;
+  return Math.floor(now / step) * step + step;
+}
+
+const stateWords = {
+  scheduled: 'starts in',
+  open: 'ends in',
+  closing: 'final in',
+};
+
+/**
+ * The lifecycle line of a board: {state, text} from its last `board` frame
+ * (R19) and config, at server time now. text is '' when there is nothing to
+ * say (an open board without an end).
+ */
+export function lifecycle(frame, cfg, now) {
+  const state = frame?.state || cfg?.state || 'open';
+  const at = frame
+    ? { scheduled: frame.starts_at, open: frame.ends_at, closing: frame.final_at }[state]
+    : null;
+  if (state === 'final') return { state, text: 'Final standings' };
+  if (state === 'deleted') return { state, text: 'This board was deleted' };
+  if (typeof at === 'number' && at > 0) return { state, text: `${stateWords[state]} ${clock(at - now)}` };
+  if (state === 'scheduled') return { state, text: 'Not started yet' };
+  if (state === 'closing') return { state, text: 'Closing…' };
+  const end = periodEnd(cfg, now);
+  if (end !== null) return { state, text: `round ends in ${clock(end - now)}` };
+  return { state, text: '' };
+}
+
+/** The first grapheme of a name, for an avatar placeholder. */
+export function initial(name) {
+  const s = String(name || '?').trim() || '?';
+  if (globalThis.Intl?.Segmenter) {
+    for (const { segment } of new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(s)) return segment.toUpperCase();
+  }
+  return s[0].toUpperCase();
+}
+
+const badgeText = {
+  connecting: 'connecting…',
+  live: 'live',
+  reconnecting: 'reconnecting…',
+  unreachable: 'gateway unreachable',
+  refused: 'token refused',
+  forbidden: 'not allowed',
+  unknown: 'no such board',
+  deleted: 'board deleted',
+  scheduled: 'not started',
+  closing: 'closing',
+  final: 'final',
+  closed: 'disconnected',
+};
+
+const notices = {
+  unreachable: 'The gateway cannot be reached. Retrying…',
+  refused: 'The gateway refused the token. Retrying with a fresh one…',
+  forbidden: 'This token is not allowed on this board.',
+  unknown: 'There is no board with this id.',
+  deleted: 'This board was deleted.',
+};
+
+/**
+ * BoardStatus keeps one badge honest about one board: the connection
+ * (connecting, live, reconnecting, gateway unreachable or token refused), the
+ * subscription (not allowed, no such board) and the board's lifecycle
+ * (scheduled, closing, final, deleted). badge.dataset.state is the key;
+ * badge.dataset.status stays the client's connection status.
+ */
+export class BoardStatus {
+  constructor(lb, badge, { onChange = () => {}, notice = () => {} } = {}) {
+    this.lb = lb;
+    this.badge = badge;
+    this.text = badge.querySelector('.text');
+    this.onChange = onChange;
+    this.notice = notice;
+    this.refusal = ''; // forbidden | unknown | deleted: terminal for this board
+    this.down = ''; // unreachable | refused while not connected
+    this.frame = null; // the last board frame
+    this.waitText = '';
+    lb.on('status', () => {
+      if (lb.status === 'open') this.down = '';
+      this.render();
+    });
+    lb.on('reconnecting', ({ delay }) => {
+      this.waitText = ` · retry in ${Math.max(1, Math.round(delay / 1000))} s`;
+      this.render();
+    });
+    lb.on('welcome', () => {
+      this.waitText = '';
+      this.render();
+    });
+    lb.on('close', ({ welcomed }) => {
+      if (welcomed || this.lb.status === 'closed') return;
+      // A refused upgrade and a dead gateway look alike to a WebSocket: ask.
+      gatewayUp().then((up) => {
+        if (this.lb.status === 'open') return;
+        this.down = up ? 'refused' : 'unreachable';
+        this.render();
+      });
+    });
+    lb.on('error', (err) => {
+      if (err.code === 'token_failed') {
+        this.down = err.cause instanceof Unreachable || err.cause instanceof TypeError ? 'unreachable' : 'refused';
+        this.render();
+      }
+    });
+    lb.on('board', (f) => {
+      this.frame = f;
+      if (f.state === 'deleted') this.refusal = 'deleted';
+      this.render();
+    });
+    window.addEventListener('online', () => lb.reconnectNow());
+    // The first render waits for the page's synchronous setup: onChange
+    // may use what the page declares after constructing this.
+    queueMicrotask(() => this.render());
+  }
+
+  /** Records a subscribe error: forbidden and unknown_board are shown. */
+  fail(err) {
+    const key = { forbidden: 'forbidden', unknown_board: 'unknown', invalid_board: 'unknown' }[err?.code];
+    if (key) this.refusal = key;
+    this.render();
+    return key || '';
+  }
+
+  /** The page's state key (see badgeText). */
+  get state() {
+    if (this.refusal) return this.refusal;
+    const s = this.lb.status;
+    if (s !== 'open') {
+      if (this.down) return this.down;
+      return s === 'idle' ? 'connecting' : s;
+    }
+    const st = this.frame?.state;
+    return st === 'scheduled' || st === 'closing' || st === 'final' ? st : 'live';
+  }
+
+  render() {
+    const key = this.state;
+    this.badge.dataset.status = this.lb.status;
+    this.badge.dataset.state = key;
+    document.body.dataset.status = this.lb.status; // the CSS dims live data while it is stale
+    document.body.dataset.state = key;
+    const wait = (key === 'unreachable' || key === 'refused' || key === 'reconnecting') ? this.waitText : '';
+    this.text.textContent = (badgeText[key] || key) + wait;
+    // Only the notices it put up are taken down: the page's own stay.
+    if (notices[key]) {
+      this.notice(notices[key], key);
+      this.noticed = true;
+    } else if (this.noticed) {
+      this.notice('', key);
+      this.noticed = false;
+    }
+    this.onChange(key);
+  }
 }

@@ -1,9 +1,12 @@
 // The player page: choose a name (dev token) or bring a token (#token=…),
 // score with buttons, see the ack's rank, the live view around you, the top
 // 10, and a notice when someone overtakes you.
-import { LBClient } from '/lb-client.js';
+import { ERROR_TEXT, LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
-import { bindStatus, boardParam, dev, fragmentToken, link, num, randomTag, tokenSource, validBoard } from './common.js';
+import {
+  BoardStatus, boardConfig, boardParam, dev, fragmentToken, lifecycle, link, num, randomTag, tokenSource,
+  validBoard,
+} from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const NAME_KEY = 'lb.play.name'; // only the display name is remembered, never a token
@@ -76,13 +79,20 @@ function start(id, name) {
   let me = dev ? memberID(name) : '';
   $('you-name').textContent = name || '…';
 
-  const lb = new LBClient({ token: tokenSource({ sub: me, role: 'player', name }) });
-  bindStatus(lb, $('conn'));
+  const tokens = tokenSource({ sub: me, role: 'player', name });
+  const lb = new LBClient({ token: tokens });
+  let cfg = null;
+  // Assigned before any frame can arrive; the constructor's first render
+  // already calls onChange, hence the null checks in tick.
+  let status = null;
+  status = new BoardStatus(lb, $('conn'), {
+    notice: (text) => notice(text, false),
+    onChange: () => tick(),
+  });
   const top = new RankTable($('top-rows'), { me });
   const around = new RankTable($('around-rows'), { me });
 
   lb.on('welcome', (w) => {
-    notice('');
     if (!me) {
       // A token from the fragment: the member is whatever its sub says.
       me = w.member;
@@ -90,14 +100,61 @@ function start(id, name) {
       $('you-name').textContent = me;
     }
   });
-  lb.on('close', ({ welcomed }) => {
-    if (!welcomed && lb.status === 'reconnecting') notice('Cannot reach the gateway (or it refused the token); retrying…');
+  lb.on('error', (err) => {
+    if (err.code !== 'token_failed') notice(`${err.code}: ${ERROR_TEXT[err.code] || err.message}`, false);
   });
-  lb.on('error', (err) => notice(`${err.code}: ${err.message}`, false));
+  let total = 0;
   lb.on('top', (f) => {
+    total = f.total;
     top.update(f.entries);
     $('top-empty').hidden = f.entries.length > 0;
+    showPercentile();
   });
+
+  // Attempts left (max_submissions, v1.1): counted from this page's acks in
+  // the current period, and set to none by a limit_reached answer.
+  let used = 0;
+  let limitHit = false;
+  let period;
+  lb.on('board', (f) => {
+    if (f.period !== period) {
+      period = f.period;
+      used = 0;
+      limitHit = false;
+    }
+    tick();
+  });
+  function showAttempts() {
+    const max = cfg?.board?.max_submissions;
+    const box = $('attempts');
+    box.hidden = !(max > 0);
+    if (box.hidden) return;
+    const left = limitHit ? 0 : Math.max(0, max - used);
+    box.textContent = left === 1 ? '1 attempt left' : `${num(left)} attempts left`;
+  }
+
+  // tick: the countdown, the final banner, whether scoring makes sense.
+  function tick() {
+    const { state, text } = lifecycle(lb.boards.get(id), cfg?.board, lb.serverNow());
+    const refused = ['forbidden', 'unknown', 'deleted'].includes(status?.state);
+    $('countdown').textContent = refused || state === 'final' ? '' : text;
+    $('final-banner').hidden = refused || state !== 'final';
+    const closed = refused || state === 'final' || state === 'scheduled' || state === 'deleted';
+    for (const b of document.querySelectorAll('.pad button, #custom-form button')) b.disabled = closed;
+    showAttempts();
+  }
+  setInterval(tick, 250);
+
+  let lastRank = 0;
+  function showPercentile() {
+    const p = $('percentile');
+    p.hidden = !(lastRank > 0 && total > 0);
+    if (p.hidden) return;
+    // "top 3%": the share of the board at or above this rank, rounded up, so
+    // the leader of 1,000 is "top 1%" and never "top 0%".
+    const pct = Math.max(1, Math.ceil((lastRank / total) * 100));
+    p.textContent = lastRank === 1 ? `Leading ${num(total)} players` : `Top ${pct}% of ${num(total)} players`;
+  }
 
   let lastView = null;
   let overtakenTimer = 0;
@@ -105,6 +162,9 @@ function start(id, name) {
     if (f.member !== me) return;
     $('my-rank').textContent = f.rank ? '#' + num(f.rank) : '—';
     $('my-score').textContent = num(f.score);
+    $('my-score').classList.toggle('long', num(f.score).length > 8);
+    lastRank = f.rank || 0;
+    showPercentile();
     around.update(f.around);
     $('around-empty').hidden = f.around.length > 0;
     const prev = lastView;
@@ -116,7 +176,7 @@ function start(id, name) {
     const above = new Set(prev.around.filter((e) => e.rank < prev.rank).map((e) => e.member));
     const passers = f.around.filter((e) => e.rank < f.rank && e.member !== me && !above.has(e.member));
     const who = passers.length ? passers.map((e) => e.name || e.member).join(', ') : 'Someone';
-    box.textContent = `${who} overtook you — you are now #${num(f.rank)}`;
+    box.textContent = `${who} just passed you — you are now #${num(f.rank)}`;
     box.hidden = false;
     clearTimeout(overtakenTimer);
     overtakenTimer = setTimeout(() => {
@@ -138,6 +198,8 @@ function start(id, name) {
     pending();
     p.then(
       (ack) => {
+        if (!ack.duplicate) used++;
+        showAttempts();
         $('ack-rank').textContent = '#' + num(ack.rank);
         $('ack-score').textContent = num(ack.score);
         const was = ack.prev_rank === null ? 'new on the board' : `was #${num(ack.prev_rank)}`;
@@ -148,7 +210,9 @@ function start(id, name) {
         );
       },
       (err) => {
-        $('ackline').textContent = `Not applied: ${err.code} — ${err.message}`;
+        if (err.code === 'limit_reached') limitHit = true;
+        showAttempts();
+        $('ackline').textContent = `Not applied: ${ERROR_TEXT[err.code] || err.message} (${err.code})`;
       },
     ).finally(pending);
   }
@@ -167,7 +231,17 @@ function start(id, name) {
     if (delta) send(delta);
   });
 
-  lb.subscribe(id, { top: 10, around: 3 }).catch((err) => notice(`${err.code}: ${err.message}`, false));
+  lb.subscribe(id, { top: 10, around: 3 }).catch((err) => {
+    if (!status.fail(err)) notice(`${err.code}: ${ERROR_TEXT[err.code] || err.message}`, false);
+  });
   lb.connect();
   document.querySelector('.pad button').focus();
+  tokens({}).then((t) => boardConfig(id, t), () => null).then((c) => {
+    cfg = c;
+    if (cfg?.board?.title) {
+      $('title').textContent = cfg.board.title;
+      document.title = cfg.board.title + ' · Play';
+    }
+    tick();
+  });
 }

@@ -1,10 +1,10 @@
 // The spectator page: a board picker without ?board=, else the board's live
 // top-N, its member count, the connection status and a followed member's view.
-import { LBClient } from '/lb-client.js';
+import { ERROR_TEXT, LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
-  ago, bindStatus, boardParam, dev, el, fragmentToken, link, listBoards, num, randomTag,
-  tokenSource, validBoard,
+  BoardStatus, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num,
+  randomTag, tokenSource, validBoard,
 } from './common.js';
 
 const $ = (id) => document.getElementById(id);
@@ -32,6 +32,8 @@ async function showPicker() {
   $('conn').hidden = true; // nothing is connected on the picker
   $('play-link').hidden = true;
   $('play-sep').hidden = true;
+  $('overlay-link').hidden = true;
+  $('overlay-sep').hidden = true;
   $('open-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
     const b = $('open-input').value.trim();
@@ -62,35 +64,77 @@ function showBoard(id) {
   $('title').textContent = id;
   document.title = id + ' · Leaderboard';
   $('play-link').href = link('/play', { board: id });
+  $('overlay-link').href = link('/overlay', { board: id });
   $('all-boards').href = link('/', {});
+  const debug = new URLSearchParams(location.search).get('debug') === '1';
+  $('ops').hidden = !debug;
 
   const lb = new LBClient({ token: tokens });
-  bindStatus(lb, $('conn'));
+  let cfg = null;
+  // Assigned before any frame can arrive; the constructor's first render
+  // already calls onChange, hence the null checks in tick.
+  let status = null;
+  status = new BoardStatus(lb, $('conn'), {
+    notice: (text) => notice(text, false),
+    onChange: () => tick(),
+  });
   let followed = new URLSearchParams(location.search).get('follow') || '';
 
   const table = new RankTable($('rows'), { onPick: (m) => follow(m) });
   const viewTable = new RankTable($('view-rows'));
+  const lastTable = new RankTable($('last-rows'), { onPick: (m) => follow(m) });
 
   lb.on('welcome', (w) => {
     $('node').textContent = w.node || '—';
-    notice('');
   });
-  lb.on('close', ({ welcomed }) => {
-    if (!welcomed && lb.status === 'reconnecting') notice('Cannot reach the gateway (or it refused the token); retrying…');
+  lb.on('error', (err) => {
+    if (err.code !== 'token_failed') notice(`${err.code}: ${ERROR_TEXT[err.code] || err.message}`, false);
   });
-  lb.on('error', (err) => notice(`${err.code}: ${err.message}`, false));
 
   const showAge = () => {
     $('age').textContent = ago(lb.lastFrameAt);
   };
   lb.on('top', (f) => {
     showAge();
+    if (f.final) {
+      showLast(f);
+      if (lb.boards.get(id)?.state !== 'final') return; // the live table moves on to the next period
+    }
     table.update(f.entries);
     $('total').textContent = num(f.total);
     $('empty').hidden = f.entries.length > 0;
     const dl = $('members');
     dl.replaceChildren(...f.entries.map((e) => el('option', { value: e.member }, e.name || e.member)));
   });
+  lb.on('board', (f) => {
+    showAge();
+    if (f.state === 'deleted') {
+      table.update([]);
+      $('empty').hidden = true;
+    }
+    tick();
+  });
+
+  function showLast(f) {
+    lastTable.update(f.entries);
+    $('last').hidden = f.entries.length === 0;
+    $('last-h').textContent = f.period !== undefined && lb.boards.get(id)?.state !== 'final'
+      ? 'Last period · final' : 'Final standings';
+  }
+
+  // tick refreshes the period line and the countdown (server time).
+  function tick() {
+    const frame = lb.boards.get(id);
+    const { state, text } = lifecycle(frame, cfg?.board, lb.serverNow());
+    const shown = !['forbidden', 'unknown', 'deleted'].includes(status?.state);
+    $('countdown').textContent = shown && state !== 'final' ? text : '';
+    $('final-banner').hidden = !(shown && state === 'final');
+    const period = frame?.period;
+    const reset = cfg?.board?.reset;
+    $('period').textContent = reset && reset !== 'none'
+      ? `Resets ${reset === '1m' ? 'every minute' : reset.match(/^\d/) ? 'every ' + reset : reset}${period !== undefined ? ` · period ${period}` : ''}`
+      : '';
+  }
 
   lb.on('view', (f) => {
     if (f.member !== followed) return;
@@ -98,6 +142,7 @@ function showBoard(id) {
     $('view-hint').hidden = true;
     $('view-rank').textContent = f.rank ? '#' + num(f.rank) : '—';
     $('view-score').textContent = num(f.score);
+    $('view-score').classList.toggle('long', num(f.score).length > 8);
     const own = f.around.find((e) => e.member === f.member);
     $('view-who').textContent = f.rank
       ? `${own?.name || f.member} and the members around them`
@@ -108,7 +153,9 @@ function showBoard(id) {
 
   function subscribe() {
     const opts = followed ? { top: topN, around: 3, member: followed } : { top: topN };
-    lb.subscribe(id, opts).catch((err) => notice(`${err.code}: ${err.message}`, false));
+    lb.subscribe(id, opts).catch((err) => {
+      if (!status.fail(err)) notice(`${err.code}: ${ERROR_TEXT[err.code] || err.message}`, false);
+    });
   }
 
   function follow(member) {
@@ -140,5 +187,30 @@ function showBoard(id) {
   if (followed) $('follow-input').value = followed;
   subscribe();
   lb.connect();
-  setInterval(showAge, 250);
+  setInterval(() => {
+    showAge();
+    tick();
+  }, 250);
+  loadConfig();
+
+  // The title, reset and the last period's final standings (retain) come
+  // from the board's config and a read of the previous period.
+  async function loadConfig() {
+    cfg = await boardConfig(id, await tokens({}).catch(() => ''));
+    const b = cfg?.board;
+    if (!b) return;
+    if (b.title) {
+      $('title').textContent = b.title;
+      document.title = b.title + ' · Leaderboard';
+    }
+    tick();
+    if (b.reset && b.reset !== 'none' && !lb.finals.has(id)) {
+      lb.page(id, { period: 'previous', limit: Math.min(10, topN) }).then(
+        (p) => {
+          if (!lb.finals.has(id) && p.entries.length) showLast({ entries: p.entries, period: 'previous' });
+        },
+        () => {}, // no previous period yet: nothing to show
+      );
+    }
+  }
 }

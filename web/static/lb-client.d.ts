@@ -1,0 +1,172 @@
+// TypeScript declarations of lb-client.js (docs/js-client.md), protocol lb.v1 (v1.1).
+
+/** A ranked entry of top, view, page and rank answers; avatar and country come from profiles (v1.1). */
+export interface Entry {
+  rank: number;
+  member: string;
+  score: number;
+  name?: string;
+  avatar?: string;
+  country?: string;
+}
+
+export interface Welcome {
+  type: 'welcome';
+  member: string;
+  role: 'player' | 'spectator' | 'server' | 'admin';
+  node: string;
+  server_time: number;
+  exp: number;
+  limits: { max_message: number; rate: number };
+}
+
+export interface Ack {
+  type: 'ack';
+  id: string;
+  board: string;
+  member: string;
+  score: number;
+  rank: number;
+  prev_rank: number | null;
+  duplicate: boolean;
+  seq: number;
+  period?: number;
+}
+
+export interface TopFrame {
+  type: 'top';
+  board: string;
+  seq: number;
+  entries: Entry[];
+  total: number;
+  ts: number;
+  /** v1.1: the last frame of a period or board that became final. */
+  final?: boolean;
+  period?: number;
+}
+
+export interface ViewFrame {
+  type: 'view';
+  board: string;
+  member: string;
+  rank: number | null;
+  score: number | null;
+  around: Entry[];
+  seq: number;
+  ts: number;
+}
+
+export type BoardState = 'scheduled' | 'open' | 'closing' | 'final' | 'deleted';
+
+/** v1.1 (R19): a board's lifecycle; times are the server's unix ms. */
+export interface BoardFrame {
+  type: 'board';
+  board: string;
+  state: BoardState;
+  period?: number;
+  starts_at?: number | null;
+  ends_at?: number | null;
+  final_at?: number | null;
+  ts: number;
+}
+
+export interface Page {
+  type: 'page';
+  id: string;
+  board: string;
+  offset: number;
+  entries: Entry[];
+  total: number;
+}
+
+export interface RankReply {
+  type: 'rank';
+  id: string;
+  board: string;
+  member: string;
+  rank: number | null;
+  score: number | null;
+  around: Entry[];
+}
+
+export type Status = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed';
+
+export type ErrorCode =
+  | 'bad_request' | 'unauthorized' | 'token_expired' | 'forbidden' | 'unknown_board' | 'invalid_board'
+  | 'invalid_member' | 'invalid_score' | 'out_of_range' | 'delta_too_large' | 'board_closed'
+  | 'idempotency_conflict' | 'rate_limited' | 'unavailable' | 'internal'
+  | 'banned' | 'limit_reached' | 'read_only'
+  | 'closed' | 'timeout' | 'too_many_pending' | 'unsubscribed' | 'token_failed';
+
+export class LBError extends Error {
+  constructor(code: ErrorCode | string, message?: string, retryAfterMs?: number);
+  code: ErrorCode | string;
+  retryAfterMs?: number;
+  cause?: unknown;
+}
+
+export interface TokenInfo {
+  attempt: number;
+  lastCode: number;
+  welcomed: boolean;
+  refresh: boolean;
+}
+
+export interface Options {
+  url?: string;
+  token?: string | ((info: TokenInfo) => string | Promise<string>);
+  minDelay?: number;
+  maxDelay?: number;
+  requestTimeout?: number;
+  maxPending?: number;
+  scoreRetries?: number;
+  refreshBefore?: number;
+  idPrefix?: string;
+  WebSocket?: unknown;
+  random?: () => number;
+  now?: () => number;
+  setTimeout?: (f: () => void, ms: number) => unknown;
+  clearTimeout?: (t: unknown) => void;
+}
+
+export interface Events {
+  status: Status;
+  welcome: Welcome;
+  top: TopFrame;
+  view: ViewFrame;
+  board: BoardFrame;
+  final: TopFrame;
+  error: LBError;
+  close: { code: number; reason: string; welcomed: boolean };
+  reconnecting: { attempt: number; delay: number };
+}
+
+export class LBClient {
+  constructor(opts?: Options);
+  readonly status: Status;
+  readonly unackedScores: number;
+  url: string;
+  welcome: Welcome | null;
+  exp: number;
+  lastFrameAt: number;
+  boards: Map<string, BoardFrame>;
+  finals: Map<string, TopFrame>;
+  serverNow(): number;
+  on<K extends keyof Events>(type: K, fn: (value: Events[K]) => void): () => void;
+  connect(): void;
+  close(): void;
+  reconnectNow(): void;
+  request(fields: Record<string, unknown>): Promise<any>;
+  score(board: string, opts: { delta?: number; value?: number; member?: string; id?: string; at?: number }): Promise<Ack>;
+  subscribe(board: string, opts?: { top?: number; around?: number; member?: string }): Promise<{ type: 'subscribed'; id: string; board: string }>;
+  unsubscribe(board: string): Promise<{ type: 'unsubscribed'; id: string; board: string }>;
+  page(board: string, opts?: { offset?: number; limit?: number; period?: number | 'previous' }): Promise<Page>;
+  rank(board: string, member: string, opts?: { around?: number; period?: number | 'previous' }): Promise<RankReply>;
+  auth(token: string): Promise<{ type: 'authed'; id: string; exp: number }>;
+}
+
+export const ERROR_TEXT: Readonly<Record<ErrorCode, string>>;
+export const BOARD_STATES: readonly BoardState[];
+export function avatarURL(entry: Partial<Entry> | null | undefined): string;
+export function flagEmoji(country: string | null | undefined): string;
+export default LBClient;
