@@ -261,9 +261,13 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := newConn(h, ws, cw.cc, p, anon)
 	h.reg.add(c)
-	h.m.connOpened(1)
+	role := string(p.Role)
+	if anon {
+		role = "anonymous"
+	}
+	h.m.connOpened(role, 1)
 	defer func() {
-		h.m.connOpened(-1)
+		h.m.connOpened(role, -1)
 		if h.reg.remove(c) == 0 {
 			select {
 			case h.emptied <- struct{}{}:

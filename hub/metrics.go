@@ -11,6 +11,7 @@ import (
 // Metrics are the hub's Prometheus collectors. A nil *Metrics records nothing.
 type Metrics struct {
 	connections  prometheus.Gauge
+	byRole       *prometheus.GaugeVec // open connections by role ("anonymous": --public-read)
 	messagesIn   *prometheus.CounterVec // by request type ("invalid" when undecodable)
 	errors       *prometheus.CounterVec // error replies by contract code
 	framesOut    prometheus.Counter
@@ -56,6 +57,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "wsgateway_connections", Help: "Open WebSocket connections.",
 		}),
+		byRole: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "wsgateway_connections_by_role", Help: "Open WebSocket connections by the token's role (anonymous: token-less spectators).",
+		}, []string{"role"}),
 		messagesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wsgateway_messages_in_total", Help: "Client messages received, by type.",
 		}, []string{"type"}),
@@ -76,14 +80,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"cap"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.messagesIn, m.errors, m.framesOut, m.slowConsumer, m.closes, m.refusedCap)
+		reg.MustRegister(m.connections, m.byRole, m.messagesIn, m.errors, m.framesOut, m.slowConsumer, m.closes, m.refusedCap)
 	}
 	return m
 }
 
-func (m *Metrics) connOpened(delta float64) {
+func (m *Metrics) connOpened(role string, delta float64) {
 	if m != nil {
 		m.connections.Add(delta)
+		m.byRole.WithLabelValues(role).Add(delta)
 	}
 }
 

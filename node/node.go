@@ -102,7 +102,8 @@ type Node struct {
 	cfg     Config
 	log     *slog.Logger
 	store   rank.Store
-	engine  rank.Store // the engine itself, under WrapStore and AutoCreate
+	engine  rank.Store // the engine itself, under WrapStore, AutoCreate and metered
+	m       *metrics
 	live    *live.Engine
 	bus     *bus.Bus
 	hub     *hub.Hub
@@ -133,6 +134,9 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 	}()
 
+	if n.m, err = newMetrics(cfg.Registry); err != nil {
+		return nil, fmt.Errorf("node: metrics: %w", err)
+	}
 	// The store's sink is n.applied, which uses live and bus: both exist
 	// before New returns, and nothing can apply an event before that (no
 	// route is served yet; Boards only puts configs).
@@ -149,6 +153,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	n.m.live = n.live
 	n.bus, err = bus.New(ctx, bus.Config{
 		URL:       cfg.NATSURL,
 		Node:      cfg.ID,
@@ -223,6 +228,7 @@ func (n *Node) openStore(ctx context.Context) error {
 	if cfg.Dev {
 		n.store = rank.AutoCreate(n.store, cfg.DevBoards)
 	}
+	n.store = metered{n.store, n.m}
 	return nil
 }
 

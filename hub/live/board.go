@@ -34,6 +34,10 @@ type board struct {
 	lastRead time.Time
 	probe    bool // the backstop wants one read of this board
 
+	// framesOut counts the frames offered to this board's subscribers'
+	// outboxes (one per outbox per frame), for metrics (BoardStats).
+	framesOut uint64
+
 	// top frames
 	topSubs  map[int]*subscribers // by N
 	maxN     int

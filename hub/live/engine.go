@@ -347,3 +347,34 @@ const maxReadGap = 40 * time.Millisecond
 func readGapFor(interval time.Duration) time.Duration {
 	return min(interval+max(time.Millisecond, interval/20), maxReadGap)
 }
+
+// BoardStat is one watched board's live figures on this node.
+type BoardStat struct {
+	Board       string
+	Subscribers int    // outboxes subscribed to its top or a view
+	Frames      uint64 // frames offered to subscribers since the board was first watched here
+}
+
+// BoardStats reports every board watched on this node, for metrics. The
+// count of a board that stops being watched and is watched again starts
+// over (a counter reset, which Prometheus's rate() handles).
+func (e *Engine) BoardStats() []BoardStat {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]BoardStat, 0, len(e.boards))
+	for id, b := range e.boards {
+		subs := map[*Outbox]struct{}{}
+		for _, s := range b.topSubs {
+			for o := range s.m {
+				subs[o] = struct{}{}
+			}
+		}
+		for _, v := range b.views {
+			for o := range v.watchers.m {
+				subs[o] = struct{}{}
+			}
+		}
+		out = append(out, BoardStat{Board: id, Subscribers: len(subs), Frames: b.framesOut})
+	}
+	return out
+}

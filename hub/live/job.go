@@ -41,6 +41,13 @@ type delivery struct {
 	to    []target // immutable (subscribers.targets)
 }
 
+// countFrames adds ds's frames to b's count. Lock held.
+func countFrames(b *board, ds []delivery) {
+	for _, d := range ds {
+		b.framesOut += uint64(len(d.to))
+	}
+}
+
 func deliver(ds []delivery) {
 	for _, d := range ds {
 		for _, t := range d.to {
@@ -205,6 +212,7 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 		b.log = b.log[:0]
 		b.logOver = false
 	}
+	countFrames(b, out)
 	e.unlock()
 	deliver(out)
 	return firstErr

@@ -155,6 +155,9 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 		e.Unsubscribe(o, board)
 		return fmt.Errorf("live: subscribe: %w", err)
 	}
+	e.mu.Lock()
+	countFrames(b, out)
+	e.mu.Unlock()
 	deliver(out)
 	return nil
 }

@@ -1,0 +1,149 @@
+package node
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// maxBoardLabels bounds the board label's values: the first boards seen
+// get their own series, later ones share "other". Board ids come from
+// clients, so an unbounded label would let anyone grow the registry.
+const maxBoardLabels = 64
+
+// otherBoards is the board label of every board past maxBoardLabels.
+const otherBoards = "other"
+
+// boardLabels hands out board label values, at most maxBoardLabels distinct
+// ones.
+type boardLabels struct {
+	mu   sync.Mutex // guards seen
+	seen map[string]struct{}
+}
+
+func (l *boardLabels) of(board string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.seen[board]; ok {
+		return board
+	}
+	if len(l.seen) >= maxBoardLabels {
+		return otherBoards
+	}
+	l.seen[board] = struct{}{}
+	return board
+}
+
+// metrics are the node's per-board and store collectors. The flow passes
+// through the node, so this is where per-board figures are taken, once,
+// whichever path (WebSocket or REST) an event came by.
+type metrics struct {
+	labels   boardLabels
+	events   *prometheus.CounterVec   // by board and outcome: applied, duplicate or an error code
+	ack      *prometheus.HistogramVec // submit → outcome, by board
+	storeErr *prometheus.CounterVec   // by operation and contract code
+	live     *live.Engine             // set once built; read at scrape time
+
+	subscribersDesc, framesDesc *prometheus.Desc
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		labels: boardLabels{seen: make(map[string]struct{})},
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wsgateway_board_events_total",
+			Help: "Score events submitted on this node, by board (at most 64 boards, then \"other\") and outcome: applied, duplicate, or the error code.",
+		}, []string{"board", "outcome"}),
+		ack: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "wsgateway_board_ack_seconds",
+			Help:    "Time from a score event's submission to its outcome (the ack), by board.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"board"}),
+		storeErr: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wsgateway_store_errors_total",
+			Help: "Rank store calls that failed, by operation (apply, top, ranks) and contract code.",
+		}, []string{"op", "code"}),
+		subscribersDesc: prometheus.NewDesc("wsgateway_board_subscribers",
+			"Connections on this node subscribed to a board's top or a view of it, by board.", []string{"board"}, nil),
+		framesDesc: prometheus.NewDesc("wsgateway_board_frames_total",
+			"Live frames offered to a board's subscribers on this node, by board.", []string{"board"}, nil),
+	}
+	for _, c := range []prometheus.Collector{m.events, m.ack, m.storeErr, m} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Describe and Collect export the live engine's per-board figures at
+// scrape time (prometheus.Collector), so the frame path counts nothing
+// extra.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.subscribersDesc
+	ch <- m.framesDesc
+}
+
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	if m.live == nil {
+		return
+	}
+	subs := map[string]float64{}
+	frames := map[string]float64{}
+	for _, s := range m.live.BoardStats() {
+		l := m.labels.of(s.Board)
+		subs[l] += float64(s.Subscribers)
+		frames[l] += float64(s.Frames)
+	}
+	for l, v := range subs {
+		ch <- prometheus.MustNewConstMetric(m.subscribersDesc, prometheus.GaugeValue, v, l)
+		ch <- prometheus.MustNewConstMetric(m.framesDesc, prometheus.CounterValue, frames[l], l)
+	}
+}
+
+// metered wraps the node's store to take the per-board figures of every
+// apply and count failed reads.
+type metered struct {
+	rank.Store
+	m *metrics
+}
+
+func (s metered) Apply(ctx context.Context, e rank.Event, done rank.Done) {
+	began := time.Now()
+	board := s.m.labels.of(e.Board)
+	s.Store.Apply(ctx, e, func(r rank.Result, err error) {
+		outcome := "applied"
+		switch {
+		case err != nil:
+			outcome = proto.CodeOf(err)
+			s.m.storeErr.WithLabelValues("apply", outcome).Inc()
+		case r.Duplicate:
+			outcome = "duplicate"
+		}
+		s.m.events.WithLabelValues(board, outcome).Inc()
+		s.m.ack.WithLabelValues(board).Observe(time.Since(began).Seconds())
+		done(r, err)
+	})
+}
+
+func (s metered) Top(ctx context.Context, board string, p rank.PeriodSel, offset, limit int) (rank.Page, error) {
+	pg, err := s.Store.Top(ctx, board, p, offset, limit)
+	if err != nil {
+		s.m.storeErr.WithLabelValues("top", proto.CodeOf(err)).Inc()
+	}
+	return pg, err
+}
+
+func (s metered) Ranks(ctx context.Context, board string, p rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
+	rs, err := s.Store.Ranks(ctx, board, p, members, around)
+	if err != nil {
+		s.m.storeErr.WithLabelValues("ranks", proto.CodeOf(err)).Inc()
+	}
+	return rs, err
+}
