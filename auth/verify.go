@@ -180,8 +180,20 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) 
 	case len(token) > maxTokenLen:
 		return Principal{}, fmt.Errorf("auth: %w: token longer than %d bytes", ErrUnauthorized, maxTokenLen)
 	}
+	// The claims are decoded strictly (claims.go), before the key is looked
+	// up and the signature checked: both are refused alike.
 	var cl claims
-	_, err := v.parser.ParseWithClaims(token, &cl, func(t *jwt.Token) (any, error) {
+	payload, err := payloadOf(token)
+	if err == nil {
+		err = uniqueHeader(token)
+	}
+	if err == nil {
+		err = decodeClaims(payload, &cl)
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("auth: %w: %v", ErrUnauthorized, err)
+	}
+	_, err = v.parser.ParseWithClaims(token, &noClaims{}, func(t *jwt.Token) (any, error) {
 		// The claims are decoded (not yet trusted) before the key is looked
 		// up: a foreign issuer never costs a JWKS refresh.
 		if v.issuer != "" && cl.Issuer != v.issuer {
