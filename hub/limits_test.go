@@ -297,3 +297,19 @@ func TestConnCapDefaults(t *testing.T) {
 		}
 	}
 }
+
+func TestExpiryMillis(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		exp  time.Time
+		want int64
+	}{
+		{time.UnixMilli(1_700_000_000_123), 1_700_000_000_123},
+		{time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), 10413792000000}, // past int64 ns
+		{time.Unix(1<<62, 0), maxExpiryMillis},
+	} {
+		if got := expiryMillis(tc.exp); got != tc.want {
+			t.Errorf("expiryMillis(%v) = %d, want %d", tc.exp, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,202 @@
+package e2e
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsgateway/wsgateway/proto"
+)
+
+// Hostile tokens and clients of issue "what a hostile client can do today":
+// each test starts its own gateway (memory engine, in-process NATS) and
+// talks to it over real sockets.
+
+// rawHS signs payload, a JSON text taken byte for byte (repeated or
+// case-variant claim names, which no JSON encoder produces), with the
+// suite's secret.
+func rawHS(payload string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	signing := enc([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc([]byte(payload))
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(signing))
+	return signing + "." + enc(mac.Sum(nil))
+}
+
+// upgradeOutcome dials /ws with tok: the HTTP status and error code of a
+// refused upgrade, or 101 and the open connection.
+func upgradeOutcome(t testing.TB, g *gateway, tok string) (int, string, *rawWS) {
+	t.Helper()
+	ws, resp, body, err := rawDial(g.Addr, "/ws", bearer(tok))
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	if ws != nil {
+		return http.StatusSwitchingProtocols, "", ws
+	}
+	var eb proto.ErrorBody
+	json.Unmarshal(body, &eb)
+	return resp.StatusCode, eb.Error.Code, nil
+}
+
+// restOutcome is GET /api/v1/boards with tok: the status and error code.
+func restOutcome(t testing.TB, g *gateway, tok string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, b, err := rest(ctx, "GET", g.HTTP()+"/api/v1/boards", tok, nil, nil)
+	if err != nil {
+		t.Fatalf("rest: %v", err)
+	}
+	var eb proto.ErrorBody
+	json.Unmarshal(b, &eb)
+	return st, eb.Error.Code
+}
+
+// TestClaimNamesExact (issue item 1): claim names are matched exactly and a
+// payload that repeats a name is refused, on /ws and on REST alike; a
+// lenient decoder would have read each of these as an admin token.
+func TestClaimNamesExact(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOpts{})
+	exp := time.Now().Add(time.Hour).Unix()
+	bad := map[string]string{
+		"case-variant role":       fmt.Sprintf(`{"sub":"alice","exp":%d,"rOlE":"admin"}`, exp),
+		"role then Role":          fmt.Sprintf(`{"sub":"alice","exp":%d,"role":"player","Role":"admin"}`, exp),
+		"role twice":              fmt.Sprintf(`{"sub":"alice","exp":%d,"role":"player","role":"admin"}`, exp),
+		"SUB overrides sub":       fmt.Sprintf(`{"sub":"alice","exp":%d,"SUB":"admin"}`, exp),
+		"EXP beside exp":          fmt.Sprintf(`{"sub":"alice","exp":%d,"EXP":%d}`, exp, exp+3600),
+		"BOARDS beside boards":    fmt.Sprintf(`{"sub":"alice","exp":%d,"boards":["a"],"BOARDS":["a","b"]}`, exp),
+		"Unicode-folded sub":      fmt.Sprintf(`{"ſub":"admin","exp":%d}`, exp),
+		"unknown claim twice":     fmt.Sprintf(`{"sub":"alice","exp":%d,"scope":"a","scope":"b"}`, exp),
+		"sub twice, same value":   fmt.Sprintf(`{"sub":"alice","sub":"alice","exp":%d}`, exp),
+		"escaped duplicate name":  fmt.Sprintf(`{"sub":"alice","exp":%d,"role":"player","\u0072ole":"admin"}`, exp),
+		"case-variant name claim": fmt.Sprintf(`{"sub":"alice","exp":%d,"Name":"Admin"}`, exp),
+	}
+	for name, payload := range bad {
+		t.Run(name, func(t *testing.T) {
+			tok := rawHS(payload)
+			if st, code, ws := upgradeOutcome(t, g, tok); st != 401 || code != proto.CodeUnauthorized {
+				if ws != nil {
+					ws.Close()
+				}
+				t.Errorf("/ws: %d %s, want 401 unauthorized", st, code)
+			}
+			if st, code := restOutcome(t, g, tok); st != 401 || code != proto.CodeUnauthorized {
+				t.Errorf("REST: %d %s, want 401 unauthorized", st, code)
+			}
+		})
+	}
+	// The control: the same construction with exact, unique names (and an
+	// unknown claim, which issuers add) is accepted.
+	ok := rawHS(fmt.Sprintf(`{"sub":"alice","exp":%d,"role":"player","scope":"x"}`, exp))
+	st, _, ws := upgradeOutcome(t, g, ok)
+	if ws != nil {
+		ws.Close()
+	}
+	if st != 101 {
+		t.Errorf("/ws with exact claims: %d, want 101", st)
+	}
+	if st, code := restOutcome(t, g, ok); st != 200 {
+		t.Errorf("REST with exact claims: %d %s, want 200", st, code)
+	}
+}
+
+// TestHostileDisplayNames (issue item 10): a `name` claim carrying control
+// or invisible characters is refused (401 unauthorized) on /ws and REST, as
+// docs/protocol.md says; ordinary Unicode names are accepted.
+func TestHostileDisplayNames(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOpts{})
+	exp := time.Now().Add(time.Hour).Unix()
+	tok := func(name string) string {
+		b, _ := json.Marshal(map[string]any{"sub": "alice", "exp": exp, "name": name})
+		return rawHS(string(b))
+	}
+	for _, name := range []string{
+		"al\x00ice", "\x1b[31mRED\x1b[0m", "a\r\nb", "evil\u202etxt.exe", "ze\u200bro",
+		"bom\ufeff", "line\u2028sep", "tab\there", "del\x7f", "c1\u0085", "iso\u2066late", "\u2069",
+	} {
+		t.Run(fmt.Sprintf("%q", name), func(t *testing.T) {
+			tk := tok(name)
+			if st, code, ws := upgradeOutcome(t, g, tk); st != 401 || code != proto.CodeUnauthorized {
+				if ws != nil {
+					ws.Close()
+				}
+				t.Errorf("/ws: %d %s, want 401 unauthorized", st, code)
+			}
+			if st, code := restOutcome(t, g, tk); st != 401 || code != proto.CodeUnauthorized {
+				t.Errorf("REST: %d %s, want 401 unauthorized", st, code)
+			}
+		})
+	}
+	for _, name := range []string{"Zoë", "李小龍", "Ana María", "🎮 pro", strings.Repeat("é", 32)} {
+		tk := tok(name)
+		st, _, ws := upgradeOutcome(t, g, tk)
+		if ws != nil {
+			ws.Close()
+		}
+		if st != 101 {
+			t.Errorf("/ws with name %q: %d, want 101", name, st)
+		}
+		if st, code := restOutcome(t, g, tk); st != 200 {
+			t.Errorf("REST with name %q: %d %s, want 200", name, st, code)
+		}
+	}
+}
+
+// TestFarFutureExpiry (issue item 11): a token expiring after 2262 (past
+// int64 nanoseconds) is valid on /ws as on REST: the connection answers a
+// request after its welcome instead of getting token_expired and 4001.
+func TestFarFutureExpiry(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOpts{})
+	exp := time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	tk := rawHS(fmt.Sprintf(`{"sub":"alice","exp":%d}`, exp))
+	if st, code := restOutcome(t, g, tk); st != 200 {
+		t.Fatalf("REST: %d %s, want 200", st, code)
+	}
+	st, code, ws := upgradeOutcome(t, g, tk)
+	if ws == nil {
+		t.Fatalf("/ws: %d %s, want 101", st, code)
+	}
+	defer ws.Close()
+	f, err := ws.read(5 * time.Second)
+	var w proto.Welcome
+	if err != nil || json.Unmarshal(f.payload, &w) != nil || w.Type != proto.TypeWelcome {
+		t.Fatalf("welcome: %v %q", err, f.payload)
+	}
+	if w.Exp != exp {
+		t.Errorf("welcome exp = %d, want %d", w.Exp, exp)
+	}
+	if err := ws.write(opText, []byte(`{"type":"page","id":"probe","board":"nosuch","limit":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		f, err := ws.read(5 * time.Second)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		if f.op == opClose {
+			t.Fatalf("closed with %d %q", f.closeCode(), f.payload)
+		}
+		if f.op != opText {
+			continue
+		}
+		var m struct{ Type, ID, Code string }
+		json.Unmarshal(f.payload, &m)
+		if m.Code == proto.CodeTokenExpired {
+			t.Fatalf("got %s", f.payload)
+		}
+		if m.ID == "probe" {
+			return // answered (unknown_board): the connection lives on
+		}
+	}
+}
