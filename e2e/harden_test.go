@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/proto"
 )
 
@@ -198,5 +200,109 @@ func TestFarFutureExpiry(t *testing.T) {
 		if m.ID == "probe" {
 			return // answered (unknown_board): the connection lives on
 		}
+	}
+}
+
+// leaks are what a client must never read: addresses, engine and package
+// names, JWT library wording, error chains.
+var leaks = []string{"127.0.0.1", "dial", "connection refused", "redis", "memstore", "nats", "api:", "auth:", "rank:", "hub:", "jwt", "malformed", "base64", "decode"}
+
+func leaked(b []byte) string {
+	low := strings.ToLower(string(b))
+	for _, l := range leaks {
+		if strings.Contains(low, l) {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestNoInternalDetails (issue item 9): with Redis down, an anonymous
+// /readyz names the failing part and nothing more (an admin token gets the
+// details), and player-facing REST and WebSocket errors say what happened
+// in the contract's words: no address, engine, package chain or JWT
+// library internals.
+func TestNoInternalDetails(t *testing.T) {
+	t.Parallel()
+	e := startEnv(t)
+	g := startGateway(t, gwOpts{RedisURL: e.Redis.URL(), NATSURL: e.NATS.URL()})
+	putBoard(t, g, "lk", nil)
+	admin, srv := adminToken(t), token(t, auth.Claims{Sub: "srv", Role: auth.Server})
+	alice := token(t, auth.Claims{Sub: "alice"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	check := func(what string, b []byte) {
+		t.Helper()
+		if l := leaked(b); l != "" {
+			t.Errorf("%s leaks %q: %s", what, l, b)
+		}
+	}
+
+	// Error chains of the engine on a healthy store.
+	_, b, _ := rest(ctx, "POST", g.HTTP()+"/api/v1/boards/lk/scores", srv, []map[string]any{{"id": "x", "member": "m", "delta": 1}, {"id": "x", "member": "m", "delta": 2}, {"id": "y", "member": "m", "delta": rankMax}}, nil)
+	check("scores conflict", b)
+	if !strings.Contains(string(b), "idempotency_conflict") {
+		t.Errorf("scores: %s", b)
+	}
+	_, b, _ = rest(ctx, "GET", g.HTTP()+"/api/v1/boards/lk/top?period=previous", alice, nil, nil)
+	check("top of a board without periods", b)
+	// Tokens the JWT library refuses.
+	for _, tk := range []string{"abc.def.ghi", "a.b", rawHS(`{"sub":1}`), rawHS(`not json`)} {
+		_, b, _ = rest(ctx, "GET", g.HTTP()+"/api/v1/boards", tk, nil, nil)
+		check("REST 401", b)
+		st, code, ws := upgradeOutcome(t, g, tk)
+		if ws != nil {
+			ws.Close()
+		}
+		ws2, _, body, _ := rawDial(g.Addr, "/ws", bearer(tk))
+		if ws2 != nil {
+			ws2.Close()
+		}
+		if st != 401 || code != proto.CodeUnauthorized {
+			t.Errorf("/ws: %d %s", st, code)
+		}
+		check("/ws 401", body)
+	}
+
+	ws, _, _, err := rawDial(g.Addr, "/ws", bearer(alice))
+	if err != nil || ws == nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer ws.Close()
+	if _, err := ws.read(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	e.Redis.Kill()
+	testenv.Eventually(t, 10*time.Second, "/readyz 503", func() error {
+		st, b, err := rest(ctx, "GET", g.HTTP()+"/readyz", "", nil, nil)
+		if err != nil || st != 503 {
+			return fmt.Errorf("%d %s %v", st, b, err)
+		}
+		check("anonymous /readyz", b)
+		if !strings.Contains(string(b), `"store"`) {
+			t.Errorf("anonymous /readyz does not name the store: %s", b)
+		}
+		return nil
+	})
+	st, b, _ := rest(ctx, "GET", g.HTTP()+"/readyz", admin, nil, nil)
+	if st != 503 || !strings.Contains(string(b), "127.0.0.1") {
+		t.Errorf("admin /readyz: %d %s, want the details", st, b)
+	}
+	_, b, _ = rest(ctx, "GET", g.HTTP()+"/readyz", alice, nil, nil)
+	check("player /readyz", b)
+	_, b, _ = rest(ctx, "GET", g.HTTP()+"/api/v1/boards/lk/top", alice, nil, nil)
+	check("REST top, store down", b)
+	_, b, _ = rest(ctx, "POST", g.HTTP()+"/api/v1/boards/lk/scores", srv, []map[string]any{{"id": "z", "member": "m", "delta": 1}}, nil)
+	check("REST scores, store down", b)
+	for i, m := range []string{`{"type":"page","id":"p1","board":"lk","limit":1}`, `{"type":"score","id":"s1","board":"lk","delta":1}`} {
+		if err := ws.write(opText, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+		f, err := ws.read(10 * time.Second)
+		if err != nil {
+			t.Fatalf("reply %d: %v", i, err)
+		}
+		check("WebSocket error, store down", f.payload)
 	}
 }

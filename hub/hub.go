@@ -309,14 +309,9 @@ func (h *Hub) authenticate(r *http.Request) (p auth.Principal, anon bool, err er
 	return p, false, err
 }
 
-// unauthorizedText is the reason shown in a 401; verifier errors never
-// contain the token.
-func unauthorizedText(err error) string {
-	if proto.CodeOf(err) == proto.CodeUnauthorized {
-		return err.Error()
-	}
-	return "unauthorized"
-}
+// unauthorizedText is the reason shown in a 401: the contract's words, not
+// the verifier's (the JWT library's reasons are logged above).
+func unauthorizedText(err error) string { return proto.PublicMessage(err) }
 
 // originAllowed mirrors coder/websocket's origin check so that a refusal is
 // a JSON 403 before any token work: no Origin (a bot) or the request's own
