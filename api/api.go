@@ -74,6 +74,11 @@ type Config struct {
 	// OnBoard is called after a board was created, changed (deleted=false)
 	// or deleted (deleted=true) through the API. nil: nobody is told.
 	OnBoard func(board string, deleted bool)
+	// Rate is REST requests per second, burst 2×, per player or spectator
+	// member and per client address without a valid token (ratelimit.go);
+	// server and admin tokens are not limited. Zero: DefaultRate (50, the
+	// WebSocket's --rate); negative: no limit.
+	Rate int
 	// Logger receives one line per request (method, route, status, duration)
 	// and internal errors; never a token. nil: discard.
 	Logger *slog.Logger
@@ -97,6 +102,8 @@ type API struct {
 	m       *metrics
 	app     *fiber.App
 	handler http.Handler
+	// Rate limiters (ratelimit.go); nil when Config.Rate is negative.
+	members, anon *keyedLimiter
 }
 
 // New validates cfg, fills defaults, registers the API's collectors on the
@@ -139,6 +146,12 @@ func New(cfg Config) (*API, error) {
 		return nil, err
 	}
 	a := &API{cfg: cfg, log: cfg.Logger, m: m}
+	if cfg.Rate == 0 {
+		cfg.Rate, a.cfg.Rate = DefaultRate, DefaultRate
+	}
+	if cfg.Rate > 0 {
+		a.members, a.anon = newKeyedLimiter(cfg.Rate), newKeyedLimiter(cfg.Rate)
+	}
 	a.app = fiber.New(fiber.Config{
 		// Params, queries and headers outlive the request in the store (board
 		// ids, member ids); the adaptor releases fasthttp's buffers after it.
@@ -166,6 +179,7 @@ func (a *API) routes() {
 	// A panic in a handler becomes an internal error, answered and logged
 	// like any other, instead of a dropped connection.
 	a.app.Use(fiberrecover.New())
+	a.app.Use(a.limitAnon)
 	add := func(method, path string, hs ...fiber.Handler) {
 		label := method + " " + path
 		mark := func(c *fiber.Ctx) error {

@@ -1,14 +1,18 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -304,5 +308,75 @@ func TestNoInternalDetails(t *testing.T) {
 			t.Fatalf("reply %d: %v", i, err)
 		}
 		check("WebSocket error, store down", f.payload)
+	}
+}
+
+// burst sends n requests over 8 connections at once and counts statuses;
+// every 429 must carry rate_limited and a Retry-After of at least 1 s.
+func burst(t *testing.T, n int, method, url, tok string, body []byte) map[int]int {
+	t.Helper()
+	var mu sync.Mutex
+	counts := map[int]int{}
+	var wg sync.WaitGroup
+	next := make(chan struct{}, n)
+	for range n {
+		next <- struct{}{}
+	}
+	close(next)
+	for range 8 {
+		wg.Go(func() {
+			for range next {
+				req, _ := http.NewRequest(method, url, bytes.NewReader(body))
+				if tok != "" {
+					req.Header.Set("Authorization", "Bearer "+tok)
+				}
+				resp, err := httpClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 429 {
+					var eb proto.ErrorBody
+					json.Unmarshal(b, &eb)
+					if ra, _ := strconv.Atoi(resp.Header.Get("Retry-After")); eb.Error.Code != proto.CodeRateLimited || ra < 1 {
+						t.Errorf("429 %s with Retry-After %q", b, resp.Header.Get("Retry-After"))
+					}
+				}
+				mu.Lock()
+				counts[resp.StatusCode]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return counts
+}
+
+// TestRESTRateLimit (issue item 7): REST is limited per player member (the
+// WebSocket's 50/s, burst 100, by default) and per address without a
+// token: 429 rate_limited with Retry-After; a server token is not limited.
+func TestRESTRateLimit(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOpts{})
+	putBoard(t, g, "rl", nil)
+	top := g.HTTP() + "/api/v1/boards/rl/top?limit=100"
+	const n = 600
+	player := burst(t, n, "GET", top, token(t, auth.Claims{Sub: "alice"}), nil)
+	if player[429] == 0 || player[200] == 0 || player[200] > n/2 {
+		t.Errorf("player: %v, want some 200 then 429s", player)
+	}
+	anon := burst(t, n, "GET", g.HTTP()+"/api/v1/boards", "", nil)
+	if anon[429] == 0 || anon[401] == 0 {
+		t.Errorf("token-less: %v, want 401s then 429s", anon)
+	}
+	srv := burst(t, n, "GET", top, token(t, auth.Claims{Sub: "srv", Role: auth.Server}), nil)
+	if srv[200] != n {
+		t.Errorf("server: %v, want %d × 200", srv, n)
+	}
+	// Another player has a bucket of its own.
+	if st, code := restOutcome(t, g, token(t, auth.Claims{Sub: "bob"})); st != 200 {
+		t.Errorf("bob after alice's burst: %d %s", st, code)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/hub"
 )
 
@@ -116,6 +117,7 @@ type serveOptions struct {
 	MaxConnsPerMember int
 	TrustedProxies    []netip.Prefix
 	ReadHeaderTimeout time.Duration
+	RESTRate          int
 }
 
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveOptions, error) {
@@ -145,6 +147,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	var proxies string
 	f.String(&proxies, "trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For gives the client address; empty = the TCP peer")
 	f.Duration(&o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers, the token included (slowloris)")
+	f.Int(&o.RESTRate, "rest-rate", api.DefaultRate, "REST requests per second per player or spectator member, and per client address without a valid token (burst 2x; server and admin exempt); 0 = no limit")
 	if err := f.parse(args); err != nil {
 		return o, err
 	}
@@ -153,6 +156,9 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 		return o, fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	o.TrustedProxies = tp
+	if o.RESTRate < 0 {
+		return o, fmt.Errorf("--rest-rate must not be negative")
+	}
 	if o.MaxConnsPerIP < 0 || o.MaxConnsPerMember < 0 {
 		return o, fmt.Errorf("--max-conns-per-ip and --max-conns-per-member must not be negative")
 	}

@@ -115,6 +115,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 			b.PublishBoard(bus.BoardEvent{Board: board, Deleted: deleted})
 		},
 		Logger: log,
+		Rate:   connCap(o.RESTRate), // 0 = no limit, as the caps
 	})
 	if err != nil {
 		return err
