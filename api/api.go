@@ -74,6 +74,9 @@ type Config struct {
 	// OnBoard is called after a board was created, changed (deleted=false)
 	// or deleted (deleted=true) through the API. nil: nobody is told.
 	OnBoard func(board string, deleted bool)
+	// MaxBodyReads bounds the request bodies read at once (prebody.go);
+	// others wait. Zero: DefaultMaxBodyReads.
+	MaxBodyReads int
 	// Rate is REST requests per second, burst 2×, per player or spectator
 	// member and per client address without a valid token (ratelimit.go);
 	// server and admin tokens are not limited. Zero: DefaultRate (50, the
@@ -104,6 +107,7 @@ type API struct {
 	handler http.Handler
 	// Rate limiters (ratelimit.go); nil when Config.Rate is negative.
 	members, anon *keyedLimiter
+	bodySlots     chan struct{} // a semaphore of Config.MaxBodyReads slots
 }
 
 // New validates cfg, fills defaults, registers the API's collectors on the
@@ -149,6 +153,10 @@ func New(cfg Config) (*API, error) {
 	if cfg.Rate == 0 {
 		cfg.Rate, a.cfg.Rate = DefaultRate, DefaultRate
 	}
+	if cfg.MaxBodyReads <= 0 {
+		cfg.MaxBodyReads, a.cfg.MaxBodyReads = DefaultMaxBodyReads, DefaultMaxBodyReads
+	}
+	a.bodySlots = make(chan struct{}, cfg.MaxBodyReads)
 	if cfg.Rate > 0 {
 		a.members, a.anon = newKeyedLimiter(cfg.Rate), newKeyedLimiter(cfg.Rate)
 	}
@@ -225,6 +233,11 @@ func (a *API) wrap(app http.HandlerFunc, metricsH http.Handler) http.Handler {
 			a.rejectEarly(w, r, start, http.StatusRequestEntityTooLarge, tooLargeMessage(a.cfg.MaxBody))
 			return
 		}
+		release, ok := a.admitBody(w, r, start) // no body is read before its token verifies
+		if !ok {
+			return
+		}
+		defer release()
 		// A body of unknown length (chunked) is read here, under the
 		// MaxBytesHandler limit, so that overflowing it is a 413 and not the
 		// adaptor's 500. A declared length is already capped by net/http.
