@@ -465,3 +465,82 @@ func TestBodiesAfterAuth(t *testing.T) {
 		t.Errorf("server token: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestControlFrameFlood (issue item 2): frames that carry no message (pings,
+// pongs, zero-length continuation fragments) count against a budget per
+// connection; a client that keeps sending them is closed with 1008 within
+// seconds, as a player and as a token-less --public-read spectator.
+func TestControlFrameFlood(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOpts{Args: []string{"--public-read"}})
+	alice := token(t, auth.Claims{Sub: "alice"})
+	for _, tc := range []struct {
+		name  string
+		tok   string
+		start []rawFrame // sent once, then the flood
+		flood rawFrame
+	}{
+		{"empty pings", alice, nil, rawFrame{op: opPing}},
+		{"empty pongs", alice, nil, rawFrame{op: opPong}},
+		{"empty pings, no token", "", nil, rawFrame{op: opPing}},
+		{"empty continuation fragments", alice, []rawFrame{{op: opText, payload: []byte("{")}}, rawFrame{op: opCont}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ws, resp, body, err := rawDial(g.Addr, "/ws", bearer(tc.tok))
+			if err != nil || ws == nil {
+				t.Fatalf("dial: %v %v %s", err, resp, body)
+			}
+			defer ws.Close()
+			if f, err := ws.read(5 * time.Second); err != nil || !strings.Contains(string(f.payload), "welcome") {
+				t.Fatalf("welcome: %v %q", err, f.payload)
+			}
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				for _, f := range tc.start {
+					if ws.writeFrame(false, f.op, f.payload, uint64(len(f.payload))) != nil {
+						return
+					}
+				}
+				fin := tc.flood.op != opCont
+				batch := bytes.Buffer{}
+				for range 256 {
+					batch.Write([]byte{tc.flood.op | boolBit(fin), 0x80, 0, 0, 0, 0})
+				}
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					ws.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+					if _, err := ws.c.Write(batch.Bytes()); err != nil {
+						return // closed: expected
+					}
+				}
+			}()
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) {
+				f, err := ws.read(time.Until(deadline))
+				if err != nil {
+					t.Fatalf("read: %v, want a close frame 1008", err)
+				}
+				if f.op == opClose {
+					if f.closeCode() != 1008 {
+						t.Fatalf("closed with %d %q, want 1008", f.closeCode(), f.payload)
+					}
+					return
+				}
+			}
+			t.Fatal("still open after 10 s of flooding")
+		})
+	}
+}
+
+func boolBit(fin bool) byte {
+	if fin {
+		return 0x80
+	}
+	return 0
+}

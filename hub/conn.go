@@ -94,6 +94,14 @@ func newConn(h *Hub, ws *websocket.Conn, cc *corkConn, p auth.Principal, anon bo
 		anon:     anon,
 	}
 	c.setPrincipal(p)
+	if cc != nil {
+		// Set before the first read (run), so the reader sees it.
+		member := p.Member // an auth keeps the member
+		cc.flood.onFlood = func() {
+			h.log.Info("hub: control frame flood", "member", member)
+			c.requestClose(websocket.StatusPolicyViolation, "control frame flood", false)
+		}
+	}
 	return c
 }
 
