@@ -544,3 +544,79 @@ func boolBit(fin bool) byte {
 	}
 	return 0
 }
+
+// TestConnCapGaps (issue item 12): --max-conns is a per-node ceiling (503
+// unavailable with Retry-After past it, a slot again once a connection
+// ends); behind a trusted proxy an unparseable X-Forwarded-For hop counts
+// as the proxy's own client slot, loopback proxy or not.
+func TestConnCapGaps(t *testing.T) {
+	t.Parallel()
+	alice := token(t, auth.Claims{Sub: "alice"})
+	t.Run("max-conns", func(t *testing.T) {
+		t.Parallel()
+		g := startGateway(t, gwOpts{Args: []string{"--max-conns", "3"}})
+		var open []*rawWS
+		defer func() {
+			for _, ws := range open {
+				ws.Close()
+			}
+		}()
+		for i := range 3 {
+			ws, resp, body, err := rawDial(g.Addr, "/ws", bearer(token(t, auth.Claims{Sub: fmt.Sprintf("m%d", i)})))
+			if err != nil || ws == nil {
+				t.Fatalf("connection %d: %v %v %s", i, err, resp, body)
+			}
+			open = append(open, ws)
+		}
+		ws, resp, body, err := rawDial(g.Addr, "/ws", bearer(alice))
+		if err != nil || ws != nil || resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), proto.CodeUnavailable) {
+			if ws != nil {
+				ws.Close()
+			}
+			t.Fatalf("4th connection: %v %v %s, want 503 unavailable with Retry-After", err, resp, body)
+		}
+		open[0].Close()
+		testenv.Eventually(t, 5*time.Second, "a slot after a close", func() error {
+			ws, resp, body, err := rawDial(g.Addr, "/ws", bearer(alice))
+			if err != nil || ws == nil {
+				return fmt.Errorf("%v %v %s", err, resp, body)
+			}
+			open = append(open, ws)
+			return nil
+		})
+	})
+	t.Run("unparseable X-Forwarded-For", func(t *testing.T) {
+		t.Parallel()
+		g := startGateway(t, gwOpts{Args: []string{"--trusted-proxies", "127.0.0.1", "--max-conns-per-ip", "2", "--max-conns-per-member", "0"}})
+		var open []*rawWS
+		defer func() {
+			for _, ws := range open {
+				ws.Close()
+			}
+		}()
+		hdr := bearer(alice)
+		hdr.Set("X-Forwarded-For", "unknown")
+		for i := range 3 {
+			ws, resp, body, err := rawDial(g.Addr, "/ws", hdr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ws != nil {
+				open = append(open, ws)
+			}
+			if i < 2 && ws == nil {
+				t.Fatalf("connection %d refused: %d %s", i, resp.StatusCode, body)
+			}
+			if i == 2 && (ws != nil || resp.StatusCode != 429) {
+				t.Fatalf("3rd connection behind an unparseable hop: %v, want 429", resp.Status)
+			}
+		}
+		// A parseable client behind the same proxy has its own slots.
+		hdr.Set("X-Forwarded-For", "203.0.113.7")
+		ws, resp, body, _ := rawDial(g.Addr, "/ws", hdr)
+		if ws == nil {
+			t.Fatalf("a known client refused: %d %s", resp.StatusCode, body)
+		}
+		open = append(open, ws)
+	})
+}

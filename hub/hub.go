@@ -77,6 +77,11 @@ type Config struct {
 	// multiplex. Refused like MaxConnsPerIP. Default
 	// DefaultMaxConnsPerMember (16); negative = no cap.
 	MaxConnsPerMember int
+	// MaxConns caps the open connections of this node (--max-conns),
+	// counted before any other check; an upgrade past it gets 503
+	// unavailable with Retry-After, so a load balancer tries another node.
+	// Zero or negative: no cap.
+	MaxConns int
 	// TrustedProxies are the reverse proxies (CIDRs) whose X-Forwarded-For
 	// is believed for the client address (see ClientIP). Empty = the TCP
 	// peer is the client. Behind a proxy that is not listed, every client
@@ -127,6 +132,8 @@ type Hub struct {
 	// replyBufs are *[]byte encoded replies (encode.go).
 	corkBufs  sync.Pool
 	replyBufs sync.Pool
+
+	nodeConns atomic.Int64 // MaxConns slots taken (limits.go)
 }
 
 // New validates cfg, fills defaults and returns a Hub.
@@ -238,6 +245,10 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rv := reservation{h: h}
 	defer rv.release() // when refused, or when the connection ends
+	if !h.reserveNode(&rv) {
+		nodeFull(w, h.cfg.MaxConns)
+		return
+	}
 	if !h.reserveIP(&rv, r) {
 		capRefused(w, "from this address", h.cfg.MaxConnsPerIP)
 		return

@@ -313,3 +313,28 @@ func TestExpiryMillis(t *testing.T) {
 		}
 	}
 }
+
+func TestExposureWarning(t *testing.T) {
+	t.Parallel()
+	proxies, _ := ParseTrustedProxies("10.0.0.1")
+	for _, tc := range []struct {
+		addr  string
+		cfg   Config
+		warns bool
+	}{
+		{":8080", Config{}, true},
+		{"0.0.0.0:8080", Config{}, true},
+		{"[::]:8080", Config{}, true},
+		{"192.0.2.10:8080", Config{}, true},
+		{"127.0.0.1:8080", Config{}, false},
+		{"[::1]:8080", Config{}, false},
+		{"localhost:8080", Config{}, false},
+		{":8080", Config{TrustedProxies: proxies}, false},
+		{":8080", Config{MaxConnsPerIP: -1}, false},
+	} {
+		h := &Hub{cfg: tc.cfg}
+		if got := h.ExposureWarning(tc.addr); (got != "") != tc.warns {
+			t.Errorf("ExposureWarning(%q, %+v) = %q, want a warning: %v", tc.addr, tc.cfg, got, tc.warns)
+		}
+	}
+}

@@ -118,6 +118,7 @@ type serveOptions struct {
 	TrustedProxies    []netip.Prefix
 	ReadHeaderTimeout time.Duration
 	RESTRate          int
+	MaxConns          int
 }
 
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveOptions, error) {
@@ -147,6 +148,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	var proxies string
 	f.String(&proxies, "trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For gives the client address; empty = the TCP peer")
 	f.Duration(&o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers, the token included (slowloris)")
+	f.Int(&o.MaxConns, "max-conns", 0, "open WebSocket connections on this node; past it upgrades get 503 so a load balancer tries another node; 0 = no cap")
 	f.Int(&o.RESTRate, "rest-rate", api.DefaultRate, "REST requests per second per player or spectator member, and per client address without a valid token (burst 2x; server and admin exempt); 0 = no limit")
 	if err := f.parse(args); err != nil {
 		return o, err
@@ -156,8 +158,8 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 		return o, fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	o.TrustedProxies = tp
-	if o.RESTRate < 0 {
-		return o, fmt.Errorf("--rest-rate must not be negative")
+	if o.RESTRate < 0 || o.MaxConns < 0 {
+		return o, fmt.Errorf("--rest-rate and --max-conns must not be negative")
 	}
 	if o.MaxConnsPerIP < 0 || o.MaxConnsPerMember < 0 {
 		return o, fmt.Errorf("--max-conns-per-ip and --max-conns-per-member must not be negative")

@@ -82,9 +82,13 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		MaxConnsPerIP:     connCap(o.MaxConnsPerIP),
 		MaxConnsPerMember: connCap(o.MaxConnsPerMember),
 		TrustedProxies:    o.TrustedProxies,
+		MaxConns:          o.MaxConns,
 	})
 	if err != nil {
 		return err
+	}
+	if msg := h.ExposureWarning(o.Addr); msg != "" {
+		log.Warn(msg)
 	}
 	b, err = bus.New(ctx, bus.Config{
 		URL:       o.NATSURL,
