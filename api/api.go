@@ -83,6 +83,14 @@ type Config struct {
 	// for any. Bearer tokens travel in a header, so no credentials (cookies)
 	// are allowed. Empty: no CORS headers, browsers keep other origins out.
 	CORSOrigins []string
+	// MaxBodyReads bounds the request bodies read at once (prebody.go);
+	// others wait. Zero: DefaultMaxBodyReads.
+	MaxBodyReads int
+	// Rate is REST requests per second, burst 2×, per player or spectator
+	// member and per client address without a valid token (ratelimit.go);
+	// server and admin tokens are not limited. Zero: DefaultRate (50, the
+	// WebSocket's --rate); negative: no limit.
+	Rate int
 	// Logger receives one line per request (method, route, status, duration)
 	// and internal errors; never a token. nil: discard.
 	Logger *slog.Logger
@@ -106,6 +114,9 @@ type API struct {
 	m       *metrics
 	app     *fiber.App
 	handler http.Handler
+	// Rate limiters (ratelimit.go); nil when Config.Rate is negative.
+	members, anon *keyedLimiter
+	bodySlots     chan struct{} // a semaphore of Config.MaxBodyReads slots
 }
 
 // New validates cfg, fills defaults, registers the API's collectors on the
@@ -153,6 +164,16 @@ func New(cfg Config) (*API, error) {
 		return nil, err
 	}
 	a := &API{cfg: cfg, log: cfg.Logger, m: m}
+	if cfg.Rate == 0 {
+		cfg.Rate, a.cfg.Rate = DefaultRate, DefaultRate
+	}
+	if cfg.MaxBodyReads <= 0 {
+		cfg.MaxBodyReads, a.cfg.MaxBodyReads = DefaultMaxBodyReads, DefaultMaxBodyReads
+	}
+	a.bodySlots = make(chan struct{}, cfg.MaxBodyReads)
+	if cfg.Rate > 0 {
+		a.members, a.anon = newKeyedLimiter(cfg.Rate), newKeyedLimiter(cfg.Rate)
+	}
 	a.app = fiber.New(fiber.Config{
 		// Params, queries and headers outlive the request in the store (board
 		// ids, member ids); the adaptor releases fasthttp's buffers after it.
@@ -189,6 +210,7 @@ func (a *API) routes() {
 			MaxAge:        600,
 		}))
 	}
+	a.app.Use(a.limitAnon)
 	add := func(method, path string, hs ...fiber.Handler) {
 		label := method + " " + path
 		mark := func(c *fiber.Ctx) error {
@@ -234,6 +256,11 @@ func (a *API) wrap(app http.HandlerFunc, metricsH http.Handler) http.Handler {
 			a.rejectEarly(w, r, start, http.StatusRequestEntityTooLarge, tooLargeMessage(a.cfg.MaxBody))
 			return
 		}
+		release, ok := a.admitBody(w, r, start) // no body is read before its token verifies
+		if !ok {
+			return
+		}
+		defer release()
 		// A body of unknown length (chunked) is read here, under the
 		// MaxBytesHandler limit, so that overflowing it is a 413 and not the
 		// adaptor's 500. A declared length is already capped by net/http.

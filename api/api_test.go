@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -84,6 +85,12 @@ func TestReadyz(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, memEngine().new(t), func(c *api.Config) { c.Ready = tc.checks })
 			r := e.do("GET", "/readyz", "", "")
+			r.wantStatus(t, tc.status)
+			if tc.status == 503 && (bytes.Contains(r.body, []byte("refused")) || bytes.Contains(r.body, []byte(`"errors"`))) {
+				t.Errorf("anonymous /readyz tells the reasons: %s", r.body)
+			}
+			// The reasons are for admins only.
+			r = e.do("GET", "/readyz", adminToken(t), "")
 			r.wantStatus(t, tc.status)
 			if tc.status == 200 {
 				if strings.TrimSpace(string(r.body)) != `{"status":"ready"}` {

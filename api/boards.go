@@ -29,18 +29,23 @@ const principalKey = "principal"
 func (a *API) authenticate(c *fiber.Ctx) error {
 	token, ok := auth.BearerToken(c.Get(fiber.HeaderAuthorization))
 	if !ok {
-		return errf(proto.CodeUnauthorized, "missing bearer token: send Authorization: Bearer <jwt>")
+		return a.limitRefused(c, errf(proto.CodeUnauthorized, "missing bearer token: send Authorization: Bearer <jwt>"))
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
 	p, err := a.cfg.Verifier.Verify(ctx, token)
 	if err != nil {
 		switch proto.CodeOf(err) {
-		case proto.CodeUnauthorized, proto.CodeTokenExpired, proto.CodeUnavailable:
+		case proto.CodeUnauthorized, proto.CodeTokenExpired:
+			return a.limitRefused(c, err)
+		case proto.CodeUnavailable:
 			return err
 		}
 		// Whatever else went wrong, the request is not authenticated.
-		return errf(proto.CodeUnauthorized, "invalid token")
+		return a.limitRefused(c, errf(proto.CodeUnauthorized, "invalid token"))
+	}
+	if err := a.limitMember(c, p); err != nil {
+		return err
 	}
 	c.Locals(principalKey, p)
 	return c.Next()

@@ -60,12 +60,15 @@ func (a *API) classify(err error) (int, proto.ErrorDetail) {
 	if errors.As(err, &ae) && ae.status != 0 {
 		status = ae.status
 	}
-	msg := err.Error()
-	if code == proto.CodeInternal {
+	// The client reads the contract's words; the chain (packages, the
+	// engine, addresses, the JWT library's reasons) goes to the log.
+	switch code {
+	case proto.CodeInternal:
 		a.log.Error("api: internal error", "err", err)
-		msg = "internal error"
+	case proto.CodeUnavailable, proto.CodeUnauthorized:
+		a.log.Debug("api: request refused", "code", code, "err", err)
 	}
-	return status, proto.ErrorDetail{Code: code, Message: msg}
+	return status, proto.ErrorDetail{Code: code, Message: proto.PublicMessage(err)}
 }
 
 // errorHandler is fiber's ErrorHandler: every error, routing misses

@@ -5,17 +5,20 @@ import (
 	"net/http"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/wsgateway/wsgateway/auth"
 )
 
 type statusBody struct {
 	Status string `json:"status"`
 }
 
-// readyBody is the 503 answer of /readyz: which checks failed and why.
+// readyBody is the 503 answer of /readyz: which checks failed, and why
+// only for an admin token (the reasons name addresses and the engine).
 type readyBody struct {
 	Status  string            `json:"status"`
 	Failing []string          `json:"failing"`
-	Errors  map[string]string `json:"errors"`
+	Errors  map[string]string `json:"errors,omitempty"`
 }
 
 // healthz answers 200 while the process runs: liveness, not readiness.
@@ -50,21 +53,39 @@ wait:
 			break wait
 		}
 	}
-	body := readyBody{Status: "unavailable", Failing: []string{}, Errors: map[string]string{}}
+	body := readyBody{Status: "unavailable", Failing: []string{}}
+	reasons := map[string]string{}
 	for i, ch := range checks {
 		switch {
 		case !finished[i]:
-			body.Errors[ch.Name] = "no answer within " + readyTimeout.String()
+			reasons[ch.Name] = "no answer within " + readyTimeout.String()
 		case errs[i] != nil:
-			body.Errors[ch.Name] = errs[i].Error()
+			reasons[ch.Name] = errs[i].Error()
 		default:
 			continue
 		}
 		body.Failing = append(body.Failing, ch.Name)
 	}
 	if len(body.Failing) > 0 {
+		a.log.Warn("api: not ready", "failing", body.Failing, "errors", reasons)
+		if a.isAdmin(c) {
+			body.Errors = reasons
+		}
 		c.Set(fiber.HeaderRetryAfter, "1")
 		return c.Status(http.StatusServiceUnavailable).JSON(body)
 	}
 	return c.JSON(statusBody{Status: "ready"})
+}
+
+// isAdmin reports whether the request carries a valid admin token; /readyz
+// needs none, and tells the reasons of a failure only to an admin.
+func (a *API) isAdmin(c *fiber.Ctx) bool {
+	token, ok := auth.BearerToken(c.Get(fiber.HeaderAuthorization))
+	if !ok {
+		return false
+	}
+	ctx, cancel := a.ctx()
+	defer cancel()
+	p, err := a.cfg.Verifier.Verify(ctx, token)
+	return err == nil && p.MayManage()
 }

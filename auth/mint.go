@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -45,8 +44,8 @@ func MintHS256(secret []byte, c Claims) (string, error) {
 	if c.Role != "" && !c.Role.Valid() {
 		return "", fmt.Errorf("auth: mint: unknown role %q", c.Role)
 	}
-	if !utf8.ValidString(c.Name) || utf8.RuneCountInString(c.Name) > maxNameRunes {
-		return "", fmt.Errorf("auth: mint: name longer than %d characters", maxNameRunes)
+	if c.Name != "" && !ValidName(c.Name) {
+		return "", fmt.Errorf("auth: mint: name must be 1-%d characters without control or invisible characters", MaxNameRunes)
 	}
 	ttl := c.TTL
 	if ttl == 0 {

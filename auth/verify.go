@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
@@ -51,9 +50,6 @@ const DefaultLeeway = 5 * time.Second
 // maxTokenLen bounds what is parsed: real tokens are well under 2 KiB and a
 // query parameter or header could otherwise hand the parser megabytes.
 const maxTokenLen = 8 << 10
-
-// maxNameRunes is the `name` claim's limit (§3).
-const maxNameRunes = 32
 
 // memberIDRe is the `sub` rule of §3. It duplicates rank's member-id rule
 // because auth imports nothing from the project; keep the two equal.
@@ -180,8 +176,20 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) 
 	case len(token) > maxTokenLen:
 		return Principal{}, fmt.Errorf("auth: %w: token longer than %d bytes", ErrUnauthorized, maxTokenLen)
 	}
+	// The claims are decoded strictly (claims.go), before the key is looked
+	// up and the signature checked: both are refused alike.
 	var cl claims
-	_, err := v.parser.ParseWithClaims(token, &cl, func(t *jwt.Token) (any, error) {
+	payload, err := payloadOf(token)
+	if err == nil {
+		err = uniqueHeader(token)
+	}
+	if err == nil {
+		err = decodeClaims(payload, &cl)
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("auth: %w: %v", ErrUnauthorized, err)
+	}
+	_, err = v.parser.ParseWithClaims(token, &noClaims{}, func(t *jwt.Token) (any, error) {
 		// The claims are decoded (not yet trusted) before the key is looked
 		// up: a foreign issuer never costs a JWKS refresh.
 		if v.issuer != "" && cl.Issuer != v.issuer {
@@ -226,8 +234,10 @@ func (v *Verifier) check(cl *claims) (Principal, error) {
 	if !role.Valid() {
 		return bad("unknown role %q", role)
 	}
-	if !utf8.ValidString(cl.Name) || utf8.RuneCountInString(cl.Name) > maxNameRunes {
-		return bad("name longer than %d characters", maxNameRunes)
+	// An empty name is an absent one; any other must be a valid display
+	// name, else the token is refused (docs/protocol.md says why).
+	if cl.Name != "" && !ValidName(cl.Name) {
+		return bad("name must be 1-%d characters without control or invisible characters", MaxNameRunes)
 	}
 	if v.audience != "" && !slices.Contains(cl.Audience, v.audience) {
 		return bad("wrong audience")

@@ -57,7 +57,7 @@ type conn struct {
 	notify chan struct{}
 
 	closeAsked atomic.Bool  // a close was requested: the reader stops reading
-	expiry     atomic.Int64 // token expiry, unix ns; 0 = none (anonymous)
+	expiry     atomic.Int64 // token expiry, unix ms (ns overflow after 2262); 0 = none (anonymous)
 	expTimer   *time.Timer
 
 	// gate is held by the reader while a subscribe puts its first frames in
@@ -108,6 +108,14 @@ func newConn(h *Hub, ws *websocket.Conn, cc *corkConn, p auth.Principal, anon bo
 		c.scoreLim = h.rates.acquire(p.Member)
 	}
 	c.setPrincipal(p)
+	if cc != nil {
+		// Set before the first read (run), so the reader sees it.
+		member := p.Member // an auth keeps the member
+		cc.flood.onFlood = func() {
+			h.log.Info("hub: control frame flood", "member", member)
+			c.requestClose(websocket.StatusPolicyViolation, "control frame flood", false)
+		}
+	}
 	return c
 }
 
@@ -126,7 +134,20 @@ func (c *conn) setPrincipal(p auth.Principal) {
 	if p.Expiry.IsZero() {
 		return
 	}
-	c.expiry.Store(p.Expiry.UnixNano())
+	c.expiry.Store(expiryMillis(p.Expiry))
+}
+
+// maxExpiryMillis (9999-12-31T23:59:59.999Z in unix ms) caps a stored
+// expiry so that it fits an int64 whatever the token says; a token valid
+// until then is valid for good as far as a connection goes.
+const maxExpiryMillis = 253402300799999
+
+// expiryMillis is exp as unix ms, capped at maxExpiryMillis.
+func expiryMillis(exp time.Time) int64 {
+	if exp.After(time.UnixMilli(maxExpiryMillis)) {
+		return maxExpiryMillis
+	}
+	return exp.UnixMilli()
 }
 
 // armExpiry (re)arms the expiry timer for c.expiry: by run once the welcome
@@ -143,13 +164,13 @@ func (c *conn) armExpiry() {
 		c.expTimer = time.AfterFunc(time.Hour, c.expired)
 		c.expTimer.Stop()
 	}
-	c.expTimer.Reset(time.Until(time.Unix(0, exp)))
+	c.expTimer.Reset(time.Until(time.UnixMilli(exp)))
 }
 
 // expired runs on the timer: unless an auth moved the expiry meanwhile, say
 // token_expired and close with 4001.
 func (c *conn) expired() {
-	if left := time.Until(time.Unix(0, c.expiry.Load())); left > 0 {
+	if left := time.Until(time.UnixMilli(c.expiry.Load())); left > 0 {
 		c.expTimer.Reset(left)
 		return
 	}

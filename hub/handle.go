@@ -333,7 +333,7 @@ func (c *conn) sendErrorRetry(id string, err error, retry time.Duration) {
 // errorReply encodes the error reply for err (any goroutine).
 func (c *conn) errorReply(id string, err error, retry time.Duration) *[]byte {
 	code := proto.CodeOf(err)
-	msg := err.Error()
+	msg := proto.PublicMessage(err) // the chain goes to the log, not the client
 	switch {
 	case code == proto.CodeInternal && errors.Is(err, context.DeadlineExceeded):
 		// The store did not answer within StoreTimeout.

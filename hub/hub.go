@@ -88,6 +88,11 @@ type Config struct {
 	// multiplex. Refused like MaxConnsPerIP. Default
 	// DefaultMaxConnsPerMember (16); negative = no cap.
 	MaxConnsPerMember int
+	// MaxConns caps the open connections of this node (--max-conns),
+	// counted before any other check; an upgrade past it gets 503
+	// unavailable with Retry-After, so a load balancer tries another node.
+	// Zero or negative: no cap.
+	MaxConns int
 	// TrustedProxies are the reverse proxies (CIDRs) whose X-Forwarded-For
 	// is believed for the client address (see ClientIP). Empty = the TCP
 	// peer is the client. Behind a proxy that is not listed, every client
@@ -144,6 +149,8 @@ type Hub struct {
 	// replyBufs are *[]byte encoded replies (encode.go).
 	corkBufs  sync.Pool
 	replyBufs sync.Pool
+
+	nodeConns atomic.Int64 // MaxConns slots taken (limits.go)
 }
 
 // New validates cfg, fills defaults and returns a Hub.
@@ -225,6 +232,10 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rv := reservation{h: h}
 	defer rv.release() // when refused, or when the connection ends
+	if !h.reserveNode(&rv) {
+		nodeFull(w, h.cfg.MaxConns)
+		return
+	}
 	if !h.reserveIP(&rv, r) {
 		capRefused(w, "from this address", h.cfg.MaxConnsPerIP)
 		return
@@ -300,14 +311,9 @@ func (h *Hub) authenticate(r *http.Request) (p auth.Principal, anon bool, err er
 	return p, false, err
 }
 
-// unauthorizedText is the reason shown in a 401; verifier errors never
-// contain the token.
-func unauthorizedText(err error) string {
-	if proto.CodeOf(err) == proto.CodeUnauthorized {
-		return err.Error()
-	}
-	return "unauthorized"
-}
+// unauthorizedText is the reason shown in a 401: the contract's words, not
+// the verifier's (the JWT library's reasons are logged above).
+func unauthorizedText(err error) string { return proto.PublicMessage(err) }
 
 // originAllowed mirrors coder/websocket's origin check so that a refusal is
 // a JSON 403 before any token work: no Origin (a bot) or the request's own

@@ -80,9 +80,13 @@ type reservation struct {
 	h     *Hub
 	ipKey string // "" = not counted
 	mKey  string
+	node  bool // holds a MaxConns slot
 }
 
 func (rv *reservation) release() {
+	if rv.node {
+		rv.h.nodeConns.Add(-1)
+	}
 	if rv.ipKey != "" {
 		rv.h.reg.release(slotIP, rv.ipKey)
 	}
@@ -91,13 +95,38 @@ func (rv *reservation) release() {
 	}
 }
 
+// reserveNode takes one of the node's MaxConns slots; false means the
+// node is full. It is the first check of an upgrade: the cheapest refusal.
+func (h *Hub) reserveNode(rv *reservation) bool {
+	if h.cfg.MaxConns <= 0 {
+		return true
+	}
+	if h.nodeConns.Add(1) > int64(h.cfg.MaxConns) {
+		h.nodeConns.Add(-1)
+		h.m.refused("node")
+		h.log.Debug("hub: upgrade refused: connections per node", "max", h.cfg.MaxConns)
+		return false
+	}
+	rv.node = true
+	return true
+}
+
+// nodeFull answers an upgrade refused by reserveNode: 503, so that a load
+// balancer tries another node.
+func nodeFull(w http.ResponseWriter, max int) {
+	w.Header().Set("Retry-After", strconv.Itoa(capRetryAfter))
+	httpError(w, http.StatusServiceUnavailable, proto.CodeUnavailable,
+		"this node holds its most connections ("+strconv.Itoa(max)+")")
+}
+
 // reserveIP takes the address slot of r's client; false means the cap is
-// reached. Loopback clients and unknown addresses are not counted.
+// reached. Loopback clients and unknown addresses are not counted; a
+// trusted proxy's unparseable X-Forwarded-For hop is (clientKey).
 func (h *Hub) reserveIP(rv *reservation, r *http.Request) bool {
 	if h.cfg.MaxConnsPerIP < 0 {
 		return true
 	}
-	key := addrKey(h.ClientIP(r))
+	key := h.clientKey(r)
 	if key == "" {
 		return true
 	}
@@ -138,9 +167,28 @@ func capRefused(w http.ResponseWriter, what string, max int) {
 // X-Forwarded-For hop that is not itself trusted (hops left of it were
 // written by the client and can be forged). The zero Addr means unknown.
 func (h *Hub) ClientIP(r *http.Request) netip.Addr {
+	a, _ := h.clientAddr(r)
+	return a
+}
+
+// clientKey is the count key of r's client (addrKey). A trusted proxy that
+// forwards an unparseable hop ("unknown", garbage) has that client counted
+// in a slot of its own, "via <proxy>", even when the proxy is on loopback:
+// otherwise every such client would fall back to the exempt proxy address.
+func (h *Hub) clientKey(r *http.Request) string {
+	a, garbled := h.clientAddr(r)
+	if garbled {
+		return "via " + a.String()
+	}
+	return addrKey(a)
+}
+
+// clientAddr is ClientIP, and whether an unparseable hop cut the walk
+// short (the address is then the last trusted hop, a proxy).
+func (h *Hub) clientAddr(r *http.Request) (netip.Addr, bool) {
 	peer := parseHop(r.RemoteAddr)
 	if !peer.IsValid() || !h.trusted(peer) {
-		return peer
+		return peer, false
 	}
 	client := peer
 	lines := r.Header.Values("X-Forwarded-For")
@@ -151,15 +199,37 @@ func (h *Hub) ClientIP(r *http.Request) netip.Addr {
 			if !a.IsValid() {
 				// Garbage: believe nothing further left; the last
 				// trusted hop stands for the client.
-				return client
+				return client, true
 			}
 			client = a
 			if !h.trusted(a) {
-				return a
+				return a, false
 			}
 		}
 	}
-	return client // every hop trusted: the left-most one
+	return client, false // every hop trusted: the left-most one
+}
+
+// ExposureWarning is the start-up warning for a hub served on listenAddr
+// ("" when there is nothing to say): listening beyond loopback while
+// loopback clients are exempt from MaxConnsPerIP and no proxy is trusted
+// means a proxy on the same host (nginx, HAProxy, a sidecar) makes every
+// client a loopback client, with no per-address cap at all.
+func (h *Hub) ExposureWarning(listenAddr string) string {
+	if h.cfg.MaxConnsPerIP < 0 || len(h.cfg.TrustedProxies) > 0 {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(listenAddr)
+	if err != nil {
+		host = listenAddr
+	}
+	if host == "localhost" {
+		return ""
+	}
+	if a, err := netip.ParseAddr(host); err == nil && a.IsLoopback() {
+		return ""
+	}
+	return "hub: listening on " + listenAddr + " beyond loopback with no --trusted-proxies: loopback clients are not counted by --max-conns-per-ip, so a reverse proxy on this host lifts the cap for every client; set --trusted-proxies to the proxy's address"
 }
 
 func (h *Hub) trusted(a netip.Addr) bool {

@@ -297,3 +297,44 @@ func TestConnCapDefaults(t *testing.T) {
 		}
 	}
 }
+
+func TestExpiryMillis(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		exp  time.Time
+		want int64
+	}{
+		{time.UnixMilli(1_700_000_000_123), 1_700_000_000_123},
+		{time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), 10413792000000}, // past int64 ns
+		{time.Unix(1<<62, 0), maxExpiryMillis},
+	} {
+		if got := expiryMillis(tc.exp); got != tc.want {
+			t.Errorf("expiryMillis(%v) = %d, want %d", tc.exp, got, tc.want)
+		}
+	}
+}
+
+func TestExposureWarning(t *testing.T) {
+	t.Parallel()
+	proxies, _ := ParseTrustedProxies("10.0.0.1")
+	for _, tc := range []struct {
+		addr  string
+		cfg   Config
+		warns bool
+	}{
+		{":8080", Config{}, true},
+		{"0.0.0.0:8080", Config{}, true},
+		{"[::]:8080", Config{}, true},
+		{"192.0.2.10:8080", Config{}, true},
+		{"127.0.0.1:8080", Config{}, false},
+		{"[::1]:8080", Config{}, false},
+		{"localhost:8080", Config{}, false},
+		{":8080", Config{TrustedProxies: proxies}, false},
+		{":8080", Config{MaxConnsPerIP: -1}, false},
+	} {
+		h := &Hub{cfg: tc.cfg}
+		if got := h.ExposureWarning(tc.addr); (got != "") != tc.warns {
+			t.Errorf("ExposureWarning(%q, %+v) = %q, want a warning: %v", tc.addr, tc.cfg, got, tc.warns)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"bufio"
+	"bytes"
 	"net"
 	"net/http"
 	"sync"
@@ -39,6 +40,14 @@ type corkConn struct {
 	mu     sync.Mutex
 	corked bool
 	buf    *[]byte // while corked and non-empty: the collected bytes
+
+	// Reads (flood.go), by the library's reader alone: pre is what net/http
+	// had read past the request before the hijack; flood counts frames.
+	pre       []byte
+	flood     floodGuard
+	stalled   bool
+	closed    chan struct{} // closed by Close
+	closeOnce sync.Once
 }
 
 // Write writes p, or collects it while corked.
@@ -119,7 +128,7 @@ func (w *corkWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	w.cc = &corkConn{Conn: nc, timeout: w.h.cfg.WriteTimeout, pool: &w.h.corkBufs}
+	w.cc = &corkConn{Conn: nc, timeout: w.h.cfg.WriteTimeout, pool: &w.h.corkBufs, closed: make(chan struct{})}
 	// Point the hijacked writer (empty: the 101 response is flushed before
 	// hijacking) at the corkConn, keeping its buffer.
 	if err := brw.Writer.Flush(); err != nil {
@@ -127,5 +136,10 @@ func (w *corkWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	brw.Writer.Reset(w.cc)
+	// Every byte read from the client, those net/http already buffered
+	// included, passes the corkConn's flood guard (flood.go).
+	b, _ := brw.Reader.Peek(brw.Reader.Buffered())
+	w.cc.pre = bytes.Clone(b)
+	brw.Reader.Reset(w.cc)
 	return w.cc, brw, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/hub"
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -166,6 +167,8 @@ type serveOptions struct {
 
 	FrameAncestors []string // origins that may frame the pages (CSP frame-ancestors)
 	CORSOrigins    []string // origins whose scripts may call /api/v1
+	RESTRate       int
+	MaxConns       int
 }
 
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveOptions, error) {
@@ -204,6 +207,8 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	var frameAncestors, corsOrigins string
 	f.String(&frameAncestors, "frame-ancestors", "", "comma-separated origins that may frame the pages, e.g. the overlay (CSP frame-ancestors); empty = this origin only")
 	f.String(&corsOrigins, "cors-origins", "", "comma-separated origins (or *) whose scripts may call the REST API; empty = none")
+	f.Int(&o.MaxConns, "max-conns", 0, "open WebSocket connections on this node; past it upgrades get 503 so a load balancer tries another node; 0 = no cap")
+	f.Int(&o.RESTRate, "rest-rate", api.DefaultRate, "REST requests per second per player or spectator member, and per client address without a valid token (burst 2x; server and admin exempt); 0 = no limit")
 	if err := f.parse(args); err != nil {
 		return o, err
 	}
@@ -220,6 +225,9 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	o.TrustedProxies = tp
 	if o.DevBoards < 1 {
 		return o, fmt.Errorf("--dev-boards must be at least 1")
+	}
+	if o.RESTRate < 0 || o.MaxConns < 0 {
+		return o, fmt.Errorf("--rest-rate and --max-conns must not be negative")
 	}
 	if o.MaxConnsPerIP < 0 || o.MaxConnsPerMember < 0 {
 		return o, fmt.Errorf("--max-conns-per-ip and --max-conns-per-member must not be negative")

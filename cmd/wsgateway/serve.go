@@ -75,8 +75,9 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 			MaxConnsPerIP:     connCap(o.MaxConnsPerIP),
 			MaxConnsPerMember: connCap(o.MaxConnsPerMember),
 			TrustedProxies:    o.TrustedProxies,
+			MaxConns:          o.MaxConns,
 		},
-		API:              api.Config{CORSOrigins: o.CORSOrigins},
+		API:              api.Config{CORSOrigins: o.CORSOrigins, Rate: connCap(o.RESTRate)},
 		Web:              web.Config{FrameAncestors: o.FrameAncestors},
 		Registry:         reg,
 		MetricsElsewhere: o.MetricsAddr != "",
@@ -86,6 +87,9 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer n.Close()
+	if msg := n.Hub().ExposureWarning(o.Addr); msg != "" {
+		log.Warn(msg)
+	}
 	reg.MustRegister(newOpsCollector(n.Bus().Stats, []api.Check{{Name: "store", Ping: n.Store().Ping}, {Name: "bus", Ping: n.Bus().Ping}}))
 	if len(boards) > 0 {
 		log.Info("boards applied", "file", o.Boards, "count", len(boards))

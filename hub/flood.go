@@ -1,0 +1,139 @@
+package hub
+
+import (
+	"encoding/binary"
+	"net"
+	"time"
+)
+
+// Frames that carry no message — pings, pongs, zero-length data fragments
+// — never reach the hub's reader: coder/websocket answers pings and joins
+// fragments inside its own reader, so the per-message rate and size limits
+// never see them, and a client sending 50,000 empty pings a second held a
+// core. The hub therefore scans the frame headers of the byte stream under
+// the library (corkConn.Read) and counts those frames against a token
+// bucket per connection. Over it, the connection is asked to close with
+// 1008; if the client keeps going for another burst, reads stop (the
+// client's own socket fills) until the close ends the connection.
+
+// Budget of message-less frames per connection: a burst a real client never
+// needs (it pings every few seconds), refilled at a rate no flood reaches.
+const (
+	floodBurst = 4096
+	floodRate  = 100 // per second
+)
+
+// frameScanner follows WebSocket frame boundaries through a byte stream
+// cut anywhere. Owned by the connection's reading goroutine.
+type frameScanner struct {
+	hdr  [14]byte // a frame header being collected
+	hn   int      // bytes of hdr held
+	skip uint64   // payload bytes left of the current frame
+}
+
+// scan consumes p and returns how many frames without a message (control
+// frames and zero-length data frames) it completed the header of.
+func (s *frameScanner) scan(p []byte) (n int) {
+	for len(p) > 0 {
+		if s.skip > 0 {
+			k := min(uint64(len(p)), s.skip)
+			s.skip -= k
+			p = p[k:]
+			continue
+		}
+		s.hdr[s.hn] = p[0]
+		s.hn++
+		p = p[1:]
+		if s.hn < 2 {
+			continue
+		}
+		need := 2
+		switch s.hdr[1] & 0x7F {
+		case 126:
+			need += 2
+		case 127:
+			need += 8
+		}
+		if s.hdr[1]&0x80 != 0 { // masked: every client frame
+			need += 4
+		}
+		if s.hn < need {
+			continue
+		}
+		length := uint64(s.hdr[1] & 0x7F)
+		switch length {
+		case 126:
+			length = uint64(binary.BigEndian.Uint16(s.hdr[2:4]))
+		case 127:
+			length = binary.BigEndian.Uint64(s.hdr[2:10])
+		}
+		if op := s.hdr[0] & 0x0F; op >= 0x8 || length == 0 {
+			n++
+		}
+		s.skip, s.hn = length, 0
+	}
+	return n
+}
+
+// floodGuard is a connection's budget of message-less frames. Owned by the
+// reading goroutine, but for onFlood, which is set before reads begin.
+type floodGuard struct {
+	scan    frameScanner
+	tokens  float64
+	last    time.Time
+	flooded bool   // onFlood was called
+	onFlood func() // asks for the 1008 close; nil: nothing to ask yet
+}
+
+// observe accounts for the bytes p just read at now. It reports false
+// when the client kept flooding for a further burst after onFlood: reads
+// should stop.
+func (g *floodGuard) observe(p []byte, now func() time.Time) bool {
+	n := g.scan.scan(p)
+	if n == 0 {
+		return true
+	}
+	t := now()
+	if g.last.IsZero() {
+		g.tokens = floodBurst
+	} else {
+		g.tokens = min(floodBurst, g.tokens+t.Sub(g.last).Seconds()*floodRate)
+	}
+	g.last = t
+	g.tokens -= float64(n)
+	if g.tokens >= 0 {
+		return true
+	}
+	if !g.flooded && g.onFlood != nil {
+		g.flooded = true
+		g.onFlood()
+	}
+	return g.tokens > -floodBurst
+}
+
+// Read reads through the flood guard: first what net/http had buffered
+// before the hijack, then the socket.
+func (c *corkConn) Read(p []byte) (int, error) {
+	if c.stalled {
+		<-c.closed // until the connection is closed: the flood costs no more reads
+		return 0, net.ErrClosed
+	}
+	var n int
+	var err error
+	if len(c.pre) > 0 {
+		n = copy(p, c.pre)
+		c.pre = c.pre[n:]
+	} else {
+		n, err = c.Conn.Read(p)
+	}
+	if !c.flood.observe(p[:n], time.Now) {
+		c.stalled = true
+	}
+	return n, err
+}
+
+// Close closes the socket and ends a stalled Read.
+func (c *corkConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}

@@ -1,0 +1,134 @@
+package hub
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+)
+
+// frame encodes a client frame: masked, with a payload of n bytes.
+func frame(op byte, fin bool, n int) []byte {
+	b0 := op
+	if fin {
+		b0 |= 0x80
+	}
+	b := []byte{b0}
+	switch {
+	case n < 126:
+		b = append(b, 0x80|byte(n))
+	case n <= 0xFFFF:
+		b = append(b, 0x80|126)
+		b = binary.BigEndian.AppendUint16(b, uint16(n))
+	default:
+		b = append(b, 0x80|127)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	b = append(b, 1, 2, 3, 4)
+	return append(b, make([]byte, n)...)
+}
+
+func TestFrameScanner(t *testing.T) {
+	t.Parallel()
+	join := func(fs ...[]byte) []byte {
+		var b []byte
+		for _, f := range fs {
+			b = append(b, f...)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name   string
+		stream []byte
+		want   int
+	}{
+		{"text message", frame(0x1, true, 20), 0},
+		{"empty ping", frame(0x9, true, 0), 1},
+		{"ping with payload", frame(0x9, true, 125), 1},
+		{"pong", frame(0xA, true, 3), 1},
+		{"close", frame(0x8, true, 2), 1},
+		{"empty text frame", frame(0x1, true, 0), 1},
+		{"empty continuation", frame(0x0, false, 0), 1},
+		{"fragments with data", join(frame(0x1, false, 5), frame(0x0, false, 7), frame(0x0, true, 1)), 0},
+		{"16-bit length", join(frame(0x1, true, 300), frame(0x9, true, 0)), 1},
+		{"64-bit length", join(frame(0x1, true, 70000), frame(0x9, true, 0), frame(0x0, true, 0)), 2},
+		{"mixed", join(frame(0x9, true, 0), frame(0x1, true, 4), frame(0xA, true, 0), frame(0x0, false, 0)), 3},
+	} {
+		// Whole, byte by byte, and in chunks of 7: the count is the same.
+		for _, chunk := range []int{len(tc.stream), 1, 7} {
+			var s frameScanner
+			got := 0
+			for p := tc.stream; len(p) > 0; {
+				k := min(chunk, len(p))
+				got += s.scan(p[:k])
+				p = p[k:]
+			}
+			if got != tc.want {
+				t.Errorf("%s in chunks of %d: %d frames without a message, want %d", tc.name, chunk, got, tc.want)
+			}
+			if s.hn != 0 || s.skip != 0 {
+				t.Errorf("%s: the scanner stopped mid-frame (hn %d, skip %d)", tc.name, s.hn, s.skip)
+			}
+		}
+	}
+}
+
+// FuzzFrameScanner: however a stream is cut, the scanner counts the same
+// frames and ends in the same state (it never panics on garbage).
+func FuzzFrameScanner(f *testing.F) {
+	f.Add(frame(0x9, true, 0), uint16(1))
+	f.Add(append(frame(0x1, true, 300), frame(0x0, false, 0)...), uint16(3))
+	f.Add(append(frame(0x1, true, 70000), frame(0xA, true, 0)...), uint16(200))
+	f.Add([]byte{0xff, 0xff, 0xff}, uint16(2))
+	f.Fuzz(func(t *testing.T, stream []byte, cut uint16) {
+		var whole, parts frameScanner
+		n1 := whole.scan(stream)
+		k := int(cut) % (len(stream) + 1)
+		n2 := parts.scan(stream[:k]) + parts.scan(stream[k:])
+		if n1 != n2 || whole != parts {
+			t.Fatalf("cut at %d: %d frames vs %d (%+v vs %+v)", k, n1, n2, whole, parts)
+		}
+	})
+}
+
+func TestFloodGuard(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(100, 0)
+	clock := func() time.Time { return now }
+	flooded := 0
+	g := floodGuard{onFlood: func() { flooded++ }}
+	ping := frame(0x9, true, 0)
+	for i := range floodBurst {
+		if !g.observe(ping, clock) || flooded != 0 {
+			t.Fatalf("ping %d of the burst: flooded %d", i, flooded)
+		}
+	}
+	// A second later the bucket holds floodRate pings again.
+	now = now.Add(time.Second)
+	for range floodRate {
+		g.observe(ping, clock)
+	}
+	if flooded != 0 {
+		t.Fatal("flooded within the refill")
+	}
+	g.observe(ping, clock)
+	if flooded != 1 {
+		t.Fatalf("flooded %d times after the budget, want once", flooded)
+	}
+	// Going on for another burst stops the reads; onFlood is not called again.
+	stop := false
+	for range floodBurst {
+		if !g.observe(ping, clock) {
+			stop = true
+		}
+	}
+	if !stop || flooded != 1 {
+		t.Fatalf("reads stopped %v, flooded %d", stop, flooded)
+	}
+	// Messages with data never count.
+	var q floodGuard
+	q.onFlood = func() { t.Fatal("data frames counted") }
+	text := frame(0x1, true, 10)
+	for range 3 * floodBurst {
+		q.observe(text, clock)
+	}
+}
