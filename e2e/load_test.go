@@ -260,7 +260,9 @@ func soakLoad(url, board string, d time.Duration) loadgen.Config {
 // events/s of ledger-checked steady load (two server clients) on
 // board-ledger; then both ledger checks: board's scores sum to the deltas
 // the load generator saw acknowledged, and board-ledger passes verify.
-func soakPhase(t *testing.T, ctx context.Context, g *gateway, maddr, board string, d time.Duration) {
+//
+// It returns the generator's ack latency p99 in ms.
+func soakPhase(t *testing.T, ctx context.Context, g *gateway, maddr, board string, d time.Duration) float64 {
 	t.Helper()
 	slowClosed := func() float64 {
 		m, err := scrape(ctx, "http://"+maddr+"/metrics")
@@ -332,6 +334,7 @@ func soakPhase(t *testing.T, ctx context.Context, g *gateway, maddr, board strin
 		t.Errorf("e2e: %s: the board sums to %d over %d members (total %d); the acknowledged deltas sum to %d", board, sum, len(entries), total, ev.DeltaSum)
 	}
 	verify(t, l, lboard, []*gateway{g}, nil, nil, verifyOpts{})
+	return rep.AckLatency.P99
 }
 
 // closesLogged is the gateway's log of the connections it closed itself

@@ -36,7 +36,8 @@ need() {
 # port_free: nothing accepts on 127.0.0.1:$1.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# pick_port prints a free loopback port not picked before by this run.
+# pick_port sets PORT to a free loopback port not picked before by this run
+# (a variable, not output: a $(…) subshell could not remember the picks).
 PICKED=" "
 pick_port() {
 	local p
@@ -44,7 +45,7 @@ pick_port() {
 		p=$((20000 + RANDOM % 40000))
 		if [[ "$PICKED" != *" $p "* ]] && port_free "$p"; then
 			PICKED+="$p "
-			echo "$p"
+			PORT=$p
 			return
 		fi
 	done
@@ -115,16 +116,16 @@ up() {
 	mkdir -p "$DIR/pids" "$DIR/logs" "$DIR/redis" "$DIR/prometheus/targets" "$DIR/prometheus/data"
 	gateway_bin
 	{
-		echo "REDIS=$(pick_port)"
+		pick_port; echo "REDIS=$PORT"
 		for i in 1 2 3; do
-			echo "NATS${i}_CLIENT=$(pick_port)"
-			echo "NATS${i}_MONITOR=$(pick_port)"
-			echo "NATS${i}_ROUTE=$(pick_port)"
-			echo "GW${i}=$(pick_port)"
+			pick_port; echo "NATS${i}_CLIENT=$PORT"
+			pick_port; echo "NATS${i}_MONITOR=$PORT"
+			pick_port; echo "NATS${i}_ROUTE=$PORT"
+			pick_port; echo "GW${i}=$PORT"
 		done
-		echo "LB=$(pick_port)"
-		echo "LB_STATS=$(pick_port)"
-		echo "PROMETHEUS=$(pick_port)"
+		pick_port; echo "LB=$PORT"
+		pick_port; echo "LB_STATS=$PORT"
+		pick_port; echo "PROMETHEUS=$PORT"
 		echo "BIN=$BIN"
 	} >"$DIR/ports.env"
 	# shellcheck disable=SC1091
@@ -137,7 +138,9 @@ up() {
 	wait_for redis 15 tcp_open "$REDIS"
 	for i in 1 2 3; do
 		m="NATS${i}_MONITOR"
-		wait_for "nats$i" 15 http_ok "127.0.0.1:${!m}" /healthz
+		# Generous: on a loaded 2-core CI box a start can take seconds.
+		running "nats$i" || die "nats$i exited at start (logs in $DIR/logs)"
+		wait_for "nats$i" 45 http_ok "127.0.0.1:${!m}" /healthz
 	done
 	for i in 1 2 3; do start_gateway "$i"; done
 
