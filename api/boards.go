@@ -55,8 +55,8 @@ func principal(c *fiber.Ctx) auth.Principal {
 // token's boards claim (R11).
 func boardParam(c *fiber.Ctx) (string, error) {
 	id := c.Params("board")
-	if !rank.ValidBoardID(id) {
-		return "", fmt.Errorf("%w: %q must match [A-Za-z0-9_.-]{1,64}", rank.ErrInvalidBoard, id)
+	if err := rank.CheckBoardID(id); err != nil {
+		return "", err
 	}
 	if !principal(c).MayAccess(id) {
 		return "", errf(proto.CodeForbidden, "this token may not access board %s", id)
@@ -227,8 +227,8 @@ func (a *API) member(c *fiber.Ctx) error {
 		return err
 	}
 	m := c.Params("member")
-	if !rank.ValidMemberID(m) {
-		return fmt.Errorf("%w: %q must match [A-Za-z0-9_.:@-]{1,64}", rank.ErrInvalidMember, m)
+	if err := rank.CheckMemberID(m); err != nil {
+		return err
 	}
 	around, err := queryInt(c, "around", DefaultAround, 0, MaxAround)
 	if err != nil {

@@ -100,8 +100,8 @@ func (c *conn) handle(ctx context.Context, msg []byte) {
 // access checks R11 (the token's boards claim) and, for an anonymous
 // spectator, that the board is public.
 func (c *conn) access(ctx context.Context, board string) error {
-	if !rank.ValidBoardID(board) {
-		return rank.ErrInvalidBoard
+	if err := rank.CheckBoardID(board); err != nil {
+		return err
 	}
 	if !c.p.MayAccess(board) {
 		return forbidden("board " + board + " is not in the token's boards")
@@ -125,8 +125,8 @@ func (c *conn) member(req request) (string, error) {
 	if req.has&fMember != 0 {
 		m = req.Member
 	}
-	if !rank.ValidMemberID(m) {
-		return "", rank.ErrInvalidMember
+	if err := rank.CheckMemberID(m); err != nil {
+		return "", err
 	}
 	return m, nil
 }
@@ -144,7 +144,7 @@ func (c *conn) score(ctx context.Context, req request) error {
 		return forbidden("spectators cannot score")
 	case auth.Server:
 		if req.has&fMember == 0 {
-			return badRequest("missing field member (required for role server)")
+			return proto.MissingField("member") // as REST words it
 		}
 	case auth.Player:
 		if req.has&fMember != 0 && req.Member != c.p.Member {
@@ -208,8 +208,8 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 }
 
 func (c *conn) unsubscribe(req request) error {
-	if !rank.ValidBoardID(req.Board) {
-		return rank.ErrInvalidBoard
+	if err := rank.CheckBoardID(req.Board); err != nil {
+		return err
 	}
 	c.h.cfg.Live.Unsubscribe(c.out, req.Board)
 	delete(c.subs, req.Board)
