@@ -19,3 +19,13 @@ func BenchmarkDecodeScore(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncodeAck is one REST ack through the shared encoder.
+func BenchmarkEncodeAck(b *testing.B) {
+	res := rank.Result{Board: "bench", Member: "alice", Score: 4242, Rank: 10, PrevRank: 12, Seq: 123456}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = appendAck(buf[:0], "c1-r12345", res)
+	}
+}

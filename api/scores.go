@@ -64,17 +64,30 @@ func (a *API) scores(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		return c.JSON(ack(items[0].id, res))
+		return sendJSON(c, appendAck(nil, items[0].id, res))
 	}
-	out := make([]any, len(items))
-	for i, r := range a.applyAll(items) {
+	results := a.applyAll(items)
+	// Acks are appended with the WebSocket path's encoder; an ack is
+	// about 120 bytes.
+	out := make([]byte, 0, 2+128*len(results))
+	out = append(out, '[')
+	for i, r := range results {
+		if i > 0 {
+			out = append(out, ',')
+		}
 		if r.err != nil {
-			out[i] = proto.ScoreFailure{ID: items[i].id, Error: a.detail(r.err)}
+			out = appendFailure(out, proto.ScoreFailure{ID: items[i].id, Error: a.detail(r.err)})
 			continue
 		}
-		out[i] = ack(items[i].id, r.res)
+		out = appendAck(out, items[i].id, r.res)
 	}
-	return c.JSON(out)
+	return sendJSON(c, append(out, ']'))
+}
+
+// sendJSON answers with body, JSON already encoded (as c.JSON would).
+func sendJSON(c *fiber.Ctx, body []byte) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(body)
 }
 
 // applied is the outcome of one array element.
@@ -169,14 +182,23 @@ func (a *API) count(res rank.Result) {
 	}
 }
 
-func ack(id string, r rank.Result) proto.Ack {
-	out := proto.Ack{ID: id, Board: r.Board, Member: r.Member, Score: r.Score, Rank: r.Rank,
+// appendAck appends the REST ack of r (the ack of §4 without type) with
+// proto.AppendAck, the encoder the WebSocket path uses.
+func appendAck(b []byte, id string, r rank.Result) []byte {
+	a := proto.Ack{ID: id, Board: r.Board, Member: r.Member, Score: r.Score, Rank: r.Rank,
 		Duplicate: r.Duplicate, Seq: r.Seq}
 	if r.PrevRank > 0 {
 		prev := r.PrevRank
-		out.PrevRank = &prev
+		a.PrevRank = &prev
 	}
-	return out
+	return proto.AppendAck(b, &a)
+}
+
+// appendFailure appends a failed element's answer. Failures are the rare
+// case and carry free text, so encoding/json writes them.
+func appendFailure(b []byte, f proto.ScoreFailure) []byte {
+	j, _ := json.Marshal(f) // plain strings: Marshal cannot fail
+	return append(b, j...)
 }
 
 // splitArray reads the body as a JSON array of at most MaxScores values,
