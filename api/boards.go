@@ -207,7 +207,7 @@ func (a *API) top(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("api: top %s: %w", id, err)
 	}
-	return c.JSON(pageBody{Board: id, Period: pg.Period, Offset: offset, Entries: entries(pg.Entries), Total: pg.Total})
+	return c.JSON(pageBody{Board: id, Period: pg.Period, Offset: offset, Entries: proto.EntriesOf(pg.Entries), Total: pg.Total})
 }
 
 // rankBody answers GET …/members/{member}: the WebSocket rank reply without
@@ -244,16 +244,7 @@ func (a *API) member(c *fiber.Ctx) error {
 	if len(rs.Members) == 1 && rs.Members[0].Found {
 		mr := rs.Members[0]
 		out.Rank, out.Score = &mr.Rank, &mr.Score
-		out.Around = entries(mr.Around)
+		out.Around = proto.EntriesOf(mr.Around)
 	}
 	return c.JSON(out)
-}
-
-// entries converts to the wire type; never nil, so JSON says [] not null.
-func entries(es []rank.Entry) []proto.Entry {
-	out := make([]proto.Entry, len(es))
-	for i, e := range es {
-		out[i] = proto.Entry(e)
-	}
-	return out
 }

@@ -232,7 +232,7 @@ func (c *conn) page(ctx context.Context, req request) error {
 		ID:      req.ID,
 		Board:   req.Board,
 		Offset:  req.Offset,
-		Entries: entries(pg.Entries),
+		Entries: proto.EntriesOf(pg.Entries),
 		Total:   pg.Total,
 		Period:  pg.Period,
 	})
@@ -258,7 +258,7 @@ func (c *conn) rank(ctx context.Context, req request) error {
 		m := rs.Members[0]
 		r, s := m.Rank, m.Score
 		reply.Rank, reply.Score = &r, &s
-		reply.Around = entries(m.Around)
+		reply.Around = proto.EntriesOf(m.Around)
 	}
 	c.sendJSON(reply)
 	return nil
@@ -280,14 +280,6 @@ func (c *conn) auth(ctx context.Context, req request) error {
 	c.armExpiry()
 	c.sendJSON(proto.Authed{Type: proto.TypeAuthed, ID: req.ID, Exp: p.Expiry.Unix()})
 	return nil
-}
-
-func entries(es []rank.Entry) []proto.Entry {
-	out := make([]proto.Entry, len(es))
-	for i, e := range es {
-		out[i] = proto.Entry(e)
-	}
-	return out
 }
 
 // sendError queues an error reply with the request's id ("" when unknown).
