@@ -1,6 +1,8 @@
 // Package proto holds the wire contract's message shapes and codes
-// (PROTOCOL.md §4), shared by the gateway and the Go client. It imports
-// nothing from the project.
+// (PROTOCOL.md §4), shared by the gateway and the Go client, and the
+// gateway's one strict decoder of client messages and score events
+// (decode.go) and one ack encoder (encode.go), so that the WebSocket and
+// REST paths cannot drift apart. It imports nothing from the project.
 package proto
 
 import (
@@ -129,8 +131,9 @@ func EntriesOf[E EntryShape](es []E) []Entry {
 	return out
 }
 
-// Request is any client message. Optional numbers are pointers so that absent
-// and zero differ. The gateway decodes it strictly (hub/decode.go).
+// Request is any client message, as a client encodes it. Optional numbers
+// are pointers so that absent and zero differ. The gateway decodes frames
+// strictly with DecodeMessage instead.
 type Request struct {
 	Type   string          `json:"type"`
 	ID     string          `json:"id"`
