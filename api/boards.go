@@ -60,8 +60,8 @@ func principal(c *fiber.Ctx) auth.Principal {
 // token's boards claim (R11).
 func boardParam(c *fiber.Ctx) (string, error) {
 	id := c.Params("board")
-	if !rank.ValidBoardID(id) {
-		return "", fmt.Errorf("%w: %q must match [A-Za-z0-9_.-]{1,64}", rank.ErrInvalidBoard, id)
+	if err := rank.CheckBoardID(id); err != nil {
+		return "", err
 	}
 	if !principal(c).MayAccess(id) {
 		return "", errf(proto.CodeForbidden, "this token may not access board %s", id)
@@ -237,7 +237,7 @@ func (a *API) top(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("api: top %s: %w", id, err)
 	}
-	return c.JSON(pageBody{Board: id, Period: pg.Period, Offset: offset, Entries: entries(pg.Entries), Total: pg.Total})
+	return c.JSON(pageBody{Board: id, Period: pg.Period, Offset: offset, Entries: proto.EntriesOf(pg.Entries), Total: pg.Total})
 }
 
 // rankBody answers GET …/members/{member}: the WebSocket rank reply without
@@ -257,8 +257,8 @@ func (a *API) member(c *fiber.Ctx) error {
 		return err
 	}
 	m := c.Params("member")
-	if !rank.ValidMemberID(m) {
-		return fmt.Errorf("%w: %q must match [A-Za-z0-9_.:@-]{1,64}", rank.ErrInvalidMember, m)
+	if err := rank.CheckMemberID(m); err != nil {
+		return err
 	}
 	around, err := queryInt(c, "around", DefaultAround, 0, MaxAround)
 	if err != nil {
@@ -274,16 +274,7 @@ func (a *API) member(c *fiber.Ctx) error {
 	if len(rs.Members) == 1 && rs.Members[0].Found {
 		mr := rs.Members[0]
 		out.Rank, out.Score = &mr.Rank, &mr.Score
-		out.Around = entries(mr.Around)
+		out.Around = proto.EntriesOf(mr.Around)
 	}
 	return c.JSON(out)
-}
-
-// entries converts to the wire type; never nil, so JSON says [] not null.
-func entries(es []rank.Entry) []proto.Entry {
-	out := make([]proto.Entry, len(es))
-	for i, e := range es {
-		out[i] = proto.Entry(e)
-	}
-	return out
 }

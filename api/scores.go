@@ -64,17 +64,30 @@ func (a *API) scores(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		return c.JSON(ack(items[0].id, res))
+		return sendJSON(c, appendAck(nil, items[0].id, res))
 	}
-	out := make([]any, len(items))
-	for i, r := range a.applyAll(items) {
+	results := a.applyAll(items)
+	// Acks are appended with the WebSocket path's encoder; an ack is
+	// about 120 bytes.
+	out := make([]byte, 0, 2+128*len(results))
+	out = append(out, '[')
+	for i, r := range results {
+		if i > 0 {
+			out = append(out, ',')
+		}
 		if r.err != nil {
-			out[i] = proto.ScoreFailure{ID: items[i].id, Error: a.detail(r.err)}
+			out = appendFailure(out, proto.ScoreFailure{ID: items[i].id, Error: a.detail(r.err)})
 			continue
 		}
-		out[i] = ack(items[i].id, r.res)
+		out = appendAck(out, items[i].id, r.res)
 	}
-	return c.JSON(out)
+	return sendJSON(c, append(out, ']'))
+}
+
+// sendJSON answers with body, JSON already encoded (as c.JSON would).
+func sendJSON(c *fiber.Ctx, body []byte) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(body)
 }
 
 // applied is the outcome of one array element.
@@ -169,14 +182,23 @@ func (a *API) count(res rank.Result) {
 	}
 }
 
-func ack(id string, r rank.Result) proto.Ack {
-	out := proto.Ack{ID: id, Board: r.Board, Member: r.Member, Score: r.Score, Rank: r.Rank,
+// appendAck appends the REST ack of r (the ack of §4 without type) with
+// proto.AppendAck, the encoder the WebSocket path uses.
+func appendAck(b []byte, id string, r rank.Result) []byte {
+	a := proto.Ack{ID: id, Board: r.Board, Member: r.Member, Score: r.Score, Rank: r.Rank,
 		Duplicate: r.Duplicate, Seq: r.Seq}
 	if r.PrevRank > 0 {
 		prev := r.PrevRank
-		out.PrevRank = &prev
+		a.PrevRank = &prev
 	}
-	return out
+	return proto.AppendAck(b, &a)
+}
+
+// appendFailure appends a failed element's answer. Failures are the rare
+// case and carry free text, so encoding/json writes them.
+func appendFailure(b []byte, f proto.ScoreFailure) []byte {
+	j, _ := json.Marshal(f) // plain strings: Marshal cannot fail
+	return append(b, j...)
 }
 
 // splitArray reads the body as a JSON array of at most MaxScores values,
@@ -210,71 +232,22 @@ func splitArray(body []byte) ([]json.RawMessage, error) {
 	return out, nil
 }
 
-// decodeScore reads one element strictly, with the rules of the WebSocket
-// score message: exact field names, no duplicates, no unknown fields, the
-// number as a JSON integer within ±(2^53-1), then the board's own rules.
+// decodeScore reads one element with the decoder the WebSocket score
+// shares (proto.DecodeScore: the same rules and messages), then the member
+// id and the board's own rules. The id is echoed whenever it is a string,
+// even an invalid one or in an otherwise bad element, so the client can
+// tell which event this is.
 func decodeScore(b rank.Board, raw json.RawMessage) scoreItem {
-	var it scoreItem
-	fields, err := objectFields(raw)
-	if v, ok := fields["id"]; ok {
-		// Echo the id whenever it is a string, even an invalid one or in an
-		// otherwise bad element, so the client can tell which event this is.
-		if err := json.Unmarshal(v, &it.id); err != nil {
-			it.id = ""
-		}
+	s, err := proto.DecodeScore(raw)
+	it := scoreItem{id: s.ID}
+	if err == nil {
+		err = rank.CheckMemberID(s.Member)
 	}
 	if err != nil {
 		it.err = err
 		return it
 	}
-	switch idRaw, ok := fields["id"]; {
-	case !ok:
-		it.err = errf(proto.CodeBadRequest, "id: missing")
-		return it
-	case !isString(idRaw) || !proto.ValidRequestID(it.id):
-		it.err = errf(proto.CodeBadRequest, "id: must be a string of 1-64 characters [A-Za-z0-9_.:-]")
-		return it
-	}
-	memberRaw, ok := fields["member"]
-	if !ok {
-		it.err = errf(proto.CodeBadRequest, "member: missing (required for server and admin)")
-		return it
-	}
-	if !isString(memberRaw) {
-		it.err = errf(proto.CodeBadRequest, "member: must be a string")
-		return it
-	}
-	var member string
-	if err := json.Unmarshal(memberRaw, &member); err != nil {
-		it.err = errf(proto.CodeBadRequest, "member: must be a string")
-		return it
-	}
-	if !rank.ValidMemberID(member) {
-		it.err = fmt.Errorf("%w: %q must match [A-Za-z0-9_.:@-]{1,64}", rank.ErrInvalidMember, member)
-		return it
-	}
-	delta, hasDelta := fields["delta"]
-	value, hasValue := fields["value"]
-	ev := rank.Event{Board: b.ID, ID: it.id, Member: member}
-	var num json.RawMessage
-	switch {
-	case hasDelta && hasValue:
-		it.err = errf(proto.CodeBadRequest, "send delta or value, not both")
-		return it
-	case hasDelta:
-		ev.Op, num = rank.OpDelta, delta
-	case hasValue:
-		ev.Op, num = rank.OpValue, value
-	default:
-		it.err = errf(proto.CodeBadRequest, "delta or value: missing")
-		return it
-	}
-	n, ok := proto.ParseScore(bytes.TrimSpace(num))
-	if !ok {
-		it.err = fmt.Errorf("%w: %s must be a JSON integer within ±(2^53-1)", rank.ErrInvalidScore, string(num))
-		return it
-	}
-	ev.Amount = n
+	ev := rank.Event{Board: b.ID, ID: s.ID, Member: s.Member, Op: rankOp(s.Op), Amount: s.Amount}
 	if err := ev.Check(b); err != nil {
 		it.err = err
 		return it
@@ -283,44 +256,10 @@ func decodeScore(b rank.Board, raw json.RawMessage) scoreItem {
 	return it
 }
 
-// objectFields splits a JSON object into its raw values, refusing anything
-// but the four score fields, exact case, each at most once. encoding/json
-// alone would accept "ID" for "id" and let a repeated key win silently.
-// With an error it still returns the fields it read (the first of each), so
-// the caller can echo the element's id.
-func objectFields(raw json.RawMessage) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, errf(proto.CodeBadRequest, "each score event must be a JSON object")
+// rankOp maps the wire's op to the store's.
+func rankOp(op proto.Op) rank.Op {
+	if op == proto.OpValue {
+		return rank.OpValue
 	}
-	fields := make(map[string]json.RawMessage, 4)
-	var first error
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return fields, errf(proto.CodeBadRequest, "malformed score event: %v", err)
-		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return fields, errf(proto.CodeBadRequest, "malformed score event: %v", err)
-		}
-		_, dup := fields[key]
-		switch {
-		case first != nil:
-		case key != "id" && key != "member" && key != "delta" && key != "value":
-			first = errf(proto.CodeBadRequest, "unknown field %q", key)
-		case dup:
-			first = errf(proto.CodeBadRequest, "duplicate field %q", key)
-		}
-		if !dup {
-			fields[key] = v
-		}
-	}
-	return fields, first
-}
-
-func isString(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) > 0 && raw[0] == '"'
+	return rank.OpDelta
 }

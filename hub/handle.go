@@ -112,8 +112,8 @@ func (e *retryError) Unwrap() error { return e.error }
 // access checks R11 (the token's boards claim) and, for an anonymous
 // spectator, that the board is public.
 func (c *conn) access(ctx context.Context, board string) error {
-	if !rank.ValidBoardID(board) {
-		return rank.ErrInvalidBoard
+	if err := rank.CheckBoardID(board); err != nil {
+		return err
 	}
 	if !c.p.MayAccess(board) {
 		return forbidden("board " + board + " is not in the token's boards")
@@ -137,8 +137,8 @@ func (c *conn) member(req request) (string, error) {
 	if req.has&fMember != 0 {
 		m = req.Member
 	}
-	if !rank.ValidMemberID(m) {
-		return "", rank.ErrInvalidMember
+	if err := rank.CheckMemberID(m); err != nil {
+		return "", err
 	}
 	return m, nil
 }
@@ -156,7 +156,7 @@ func (c *conn) score(ctx context.Context, req request) error {
 		return forbidden("spectators cannot score")
 	case auth.Server:
 		if req.has&fMember == 0 {
-			return badRequest("missing field member (required for role server)")
+			return proto.MissingField("member") // as REST words it
 		}
 	case auth.Player:
 		if req.has&fMember != 0 && req.Member != c.p.Member {
@@ -231,8 +231,8 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 }
 
 func (c *conn) unsubscribe(req request) error {
-	if !rank.ValidBoardID(req.Board) {
-		return rank.ErrInvalidBoard
+	if err := rank.CheckBoardID(req.Board); err != nil {
+		return err
 	}
 	c.h.cfg.Live.Unsubscribe(c.out, req.Board)
 	c.subsMu.Lock()
@@ -257,7 +257,7 @@ func (c *conn) page(ctx context.Context, req request) error {
 		ID:      req.ID,
 		Board:   req.Board,
 		Offset:  req.Offset,
-		Entries: entries(pg.Entries),
+		Entries: proto.EntriesOf(pg.Entries),
 		Total:   pg.Total,
 		Period:  pg.Period,
 	})
@@ -283,7 +283,7 @@ func (c *conn) rank(ctx context.Context, req request) error {
 		m := rs.Members[0]
 		r, s := m.Rank, m.Score
 		reply.Rank, reply.Score = &r, &s
-		reply.Around = entries(m.Around)
+		reply.Around = proto.EntriesOf(m.Around)
 	}
 	c.sendJSON(reply)
 	return nil
@@ -311,14 +311,6 @@ func (c *conn) auth(ctx context.Context, req request) error {
 	})
 	c.sendJSON(proto.Authed{Type: proto.TypeAuthed, ID: req.ID, Exp: p.Expiry.Unix()})
 	return nil
-}
-
-func entries(es []rank.Entry) []proto.Entry {
-	out := make([]proto.Entry, len(es))
-	for i, e := range es {
-		out[i] = proto.Entry(e)
-	}
-	return out
 }
 
 // sendError queues an error reply with the request's id ("" when unknown).

@@ -181,6 +181,6 @@ func (c *conn) ackReply(id string, res rank.Result) *[]byte {
 		ack.PrevRank = &pr
 	}
 	buf := c.h.getReplyBuf()
-	*buf = appendAck(*buf, &ack)
+	*buf = proto.AppendAck(*buf, &ack)
 	return buf
 }

@@ -1,6 +1,8 @@
 // Package proto holds the wire contract's message shapes and codes
-// (PROTOCOL.md §4), shared by the gateway and the Go client. It imports
-// nothing from the project.
+// (PROTOCOL.md §4), shared by the gateway and the Go client, and the
+// gateway's one strict decoder of client messages and score events
+// (decode.go) and one ack encoder (encode.go), so that the WebSocket and
+// REST paths cannot drift apart. It imports nothing from the project.
 package proto
 
 import (
@@ -106,8 +108,36 @@ type Entry struct {
 	Name   string `json:"name,omitempty"`
 }
 
-// Request is any client message. Optional numbers are pointers so that absent
-// and zero differ. The gateway decodes it strictly (hub/decode.go).
+// EntryShape is satisfied by a type with exactly Entry's fields and tags:
+// the rank store's entry has them, which lets EntriesOf convert it without
+// proto importing the store. A field added to one and not the other stops
+// every call of EntriesOf from compiling, which is the point.
+type EntryShape interface {
+	~struct {
+		Rank   int64  `json:"rank"`
+		Member string `json:"member"`
+		Score  int64  `json:"score"`
+		Name   string `json:"name,omitempty"`
+	}
+}
+
+// Entry itself has the shape (a compile-time check).
+var _ = EntriesOf[Entry]
+
+// EntriesOf converts a store's entries to the wire's: the one conversion,
+// shared by replies, live frames and REST reads. Never nil, so JSON says []
+// rather than null.
+func EntriesOf[E EntryShape](es []E) []Entry {
+	out := make([]Entry, len(es))
+	for i, e := range es {
+		out[i] = Entry(e)
+	}
+	return out
+}
+
+// Request is any client message, as a client encodes it. Optional numbers
+// are pointers so that absent and zero differ. The gateway decodes frames
+// strictly with DecodeMessage instead.
 type Request struct {
 	Type   string          `json:"type"`
 	ID     string          `json:"id"`

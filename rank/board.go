@@ -97,6 +97,33 @@ func ValidMemberID(id string) bool {
 	return true
 }
 
+// CheckBoardID is ValidBoardID as an error: ErrInvalidBoard naming the
+// rule, worded the same wherever a board id is refused (WebSocket, REST).
+func CheckBoardID(id string) error {
+	if ValidBoardID(id) {
+		return nil
+	}
+	return fmt.Errorf("%w: %q must match [A-Za-z0-9_.-]{1,64}", ErrInvalidBoard, clipID(id))
+}
+
+// CheckMemberID is ValidMemberID as an error: ErrInvalidMember naming the
+// rule, worded the same wherever a member id is refused.
+func CheckMemberID(id string) error {
+	if ValidMemberID(id) {
+		return nil
+	}
+	return fmt.Errorf("%w: %q must match [A-Za-z0-9_.:@-]{1,64}", ErrInvalidMember, clipID(id))
+}
+
+// clipID keeps a refused id short in an error message: no legal id is
+// longer than 64 bytes.
+func clipID(id string) string {
+	if len(id) > 64 {
+		return id[:64] + "…"
+	}
+	return id
+}
+
 // Duration is a time.Duration that travels in JSON as a Go duration string ("10m").
 type Duration time.Duration
 

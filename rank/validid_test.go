@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"errors"
 	"math/rand/v2"
 	"regexp"
 	"strings"
@@ -55,5 +56,25 @@ func BenchmarkValidMemberID(b *testing.B) {
 		if !ValidMemberID("player_12345@example.org") {
 			b.Fatal("invalid")
 		}
+	}
+}
+
+// TestCheckIDs: the error forms agree with the predicates, carry their
+// codes, and keep a long refused id short.
+func TestCheckIDs(t *testing.T) {
+	t.Parallel()
+	for _, id := range []string{"a", "m@x.io", "a b", "", strings.Repeat("a", 65)} {
+		if err := CheckBoardID(id); (err == nil) != ValidBoardID(id) || err != nil && !errors.Is(err, ErrInvalidBoard) {
+			t.Errorf("CheckBoardID(%q) = %v", id, err)
+		}
+		if err := CheckMemberID(id); (err == nil) != ValidMemberID(id) || err != nil && !errors.Is(err, ErrInvalidMember) {
+			t.Errorf("CheckMemberID(%q) = %v", id, err)
+		}
+	}
+	if err := CheckMemberID(strings.Repeat("x", 4000)); len(err.Error()) > 200 {
+		t.Errorf("message of %d bytes for a long id", len(err.Error()))
+	}
+	if got, want := CheckMemberID("a b").Error(), `invalid member id: "a b" must match [A-Za-z0-9_.:@-]{1,64}`; got != want {
+		t.Errorf("message %q, want %q", got, want)
 	}
 }

@@ -223,14 +223,6 @@ func mustStrict(t *testing.T, f []byte, v any) {
 	}
 }
 
-func wire(es []rank.Entry) []proto.Entry {
-	out := make([]proto.Entry, len(es))
-	for i, e := range es {
-		out[i] = proto.Entry(e)
-	}
-	return out
-}
-
 // topMatches compares the reader's latest top frame with the store's top n.
 func topMatches(st rank.Store, r *reader, board string, n int) error {
 	p, err := st.Top(context.Background(), board, "", 0, n)
@@ -241,9 +233,9 @@ func topMatches(st rank.Store, r *reader, board string, n int) error {
 	switch {
 	case !ok:
 		return fmt.Errorf("no top frame for %s", board)
-	case got.Total != p.Total || !slices.Equal(got.Entries, wire(p.Entries)):
+	case got.Total != p.Total || !slices.Equal(got.Entries, proto.EntriesOf(p.Entries)):
 		return fmt.Errorf("top frame %s (seq %d) = %v total %d; store (seq %d) has %v total %d",
-			board, got.Seq, got.Entries, got.Total, p.Seq, wire(p.Entries), p.Total)
+			board, got.Seq, got.Entries, got.Total, p.Seq, proto.EntriesOf(p.Entries), p.Total)
 	}
 	return nil
 }
@@ -259,7 +251,7 @@ func viewMatches(st rank.Store, r *reader, board, member string, around int) err
 	if !ok {
 		return fmt.Errorf("no view frame for %s", board)
 	}
-	want := proto.View{Type: proto.TypeView, Board: board, Member: member, Around: wire(m.Around), Seq: got.Seq, TS: got.TS}
+	want := proto.View{Type: proto.TypeView, Board: board, Member: member, Around: proto.EntriesOf(m.Around), Seq: got.Seq, TS: got.TS}
 	if m.Found {
 		want.Rank, want.Score = &m.Rank, &m.Score
 	}

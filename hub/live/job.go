@@ -287,21 +287,13 @@ func sameView(a, b rank.MemberRank) bool {
 	return a.Found == b.Found && a.Rank == b.Rank && a.Score == b.Score && slices.Equal(a.Around, b.Around)
 }
 
-func wireEntries(es []rank.Entry) []proto.Entry {
-	out := make([]proto.Entry, len(es))
-	for i, x := range es {
-		out[i] = proto.Entry(x)
-	}
-	return out
-}
-
 // encodeTop is the exact JSON of a proto.Top frame.
 func (e *Engine) encodeTop(board string, f *topFrame, ts int64) []byte {
 	e.encoded.Add(1)
 	// Marshal cannot fail for these plain types.
 	b, _ := json.Marshal(proto.Top{
 		Type: proto.TypeTop, Board: board, Seq: f.seq,
-		Entries: wireEntries(f.entries), Total: f.total, TS: ts,
+		Entries: proto.EntriesOf(f.entries), Total: f.total, TS: ts,
 	})
 	return b
 }
@@ -312,7 +304,7 @@ func (e *Engine) encodeView(board, member string, r *viewResult, ts int64) []byt
 	e.encoded.Add(1)
 	f := proto.View{
 		Type: proto.TypeView, Board: board, Member: member,
-		Around: wireEntries(r.mr.Around), Seq: r.seq, TS: ts,
+		Around: proto.EntriesOf(r.mr.Around), Seq: r.seq, TS: ts,
 	}
 	if r.mr.Found {
 		rk, sc := r.mr.Rank, r.mr.Score

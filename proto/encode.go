@@ -1,17 +1,17 @@
-package hub
+package proto
 
 import (
 	"encoding/json"
 	"strconv"
 	"strings"
-
-	"github.com/wsgateway/wsgateway/proto"
 )
 
-// appendAck appends a's JSON to b: the same bytes as json.Marshal(a), built
+// AppendAck appends a's JSON to b: the same bytes as json.Marshal(a), built
 // without reflection or allocation, since an ack is the reply to nearly
-// every request at ingest rates (encode_test.go compares the two).
-func appendAck(b []byte, a *proto.Ack) []byte {
+// every request at ingest rates (encode_test.go compares the two). It is
+// the one ack encoder: the hub's acks and the REST scores answers (Type
+// empty, so no "type") are both written by it.
+func AppendAck(b []byte, a *Ack) []byte {
 	b = append(b, '{')
 	if a.Type != "" {
 		b = append(b, `"type":`...)
@@ -46,7 +46,7 @@ func appendAck(b []byte, a *proto.Ack) []byte {
 // (quotes, backslash, control bytes, <, >, &, non-ASCII) takes the
 // stdlib's path so the output stays identical. That path marshals a copy:
 // handing s itself to json.Marshal would make it escape, and with it the
-// *proto.Ack of every appendAck call (its PrevRank then costs an allocation
+// *Ack of every AppendAck call (its PrevRank then costs an allocation
 // per ack).
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {

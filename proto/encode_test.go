@@ -1,11 +1,9 @@
-package hub
+package proto
 
 import (
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/wsgateway/wsgateway/proto"
 )
 
 // TestAppendAckMatchesJSON: the hand-written ack encoder writes exactly the
@@ -14,11 +12,11 @@ func TestAppendAckMatchesJSON(t *testing.T) {
 	t.Parallel()
 	pr := int64(7)
 	zero := int64(0)
-	acks := []proto.Ack{
-		{Type: proto.TypeAck, ID: "c1-r12345", Board: "run_hero", Member: "alice", Score: 42, Rank: 1, Seq: 9},
-		{Type: proto.TypeAck, ID: "e.1:x", Board: "b", Member: "m@x.io", Score: -9007199254740991, Rank: 3, PrevRank: &pr, Duplicate: true, Seq: 1 << 40},
+	acks := []Ack{
+		{Type: TypeAck, ID: "c1-r12345", Board: "run_hero", Member: "alice", Score: 42, Rank: 1, Seq: 9},
+		{Type: TypeAck, ID: "e.1:x", Board: "b", Member: "m@x.io", Score: -9007199254740991, Rank: 3, PrevRank: &pr, Duplicate: true, Seq: 1 << 40},
 		{ID: "rest", Board: "b", Member: "m", PrevRank: &zero}, // REST shape: no type
-		{Type: proto.TypeAck, ID: `q"uo\te`, Board: "<b>&", Member: "naïve\u2028\x01", Score: 9007199254740991},
+		{Type: TypeAck, ID: `q"uo\te`, Board: "<b>&", Member: "naïve\u2028\x01", Score: 9007199254740991},
 		{},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -31,7 +29,7 @@ func TestAppendAckMatchesJSON(t *testing.T) {
 		return string(b)
 	}
 	for range 500 {
-		a := proto.Ack{Type: str(), ID: str(), Board: str(), Member: str(),
+		a := Ack{Type: str(), ID: str(), Board: str(), Member: str(),
 			Score: r.Int64N(1<<54) - 1<<53, Rank: r.Int64(), Duplicate: r.IntN(2) == 0, Seq: r.Int64()}
 		if r.IntN(2) == 0 {
 			p := r.Int64()
@@ -44,19 +42,19 @@ func TestAppendAckMatchesJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendAck([]byte("x"), &a); string(got[1:]) != string(want) || got[0] != 'x' {
-			t.Fatalf("appendAck(%+v)\n got %s\nwant x%s", a, got, want)
+		if got := AppendAck([]byte("x"), &a); string(got[1:]) != string(want) || got[0] != 'x' {
+			t.Fatalf("AppendAck(%+v)\n got %s\nwant x%s", a, got, want)
 		}
 	}
 }
 
 func BenchmarkAppendAck(b *testing.B) {
 	pr := int64(12)
-	a := proto.Ack{Type: proto.TypeAck, ID: "c1-r12345", Board: "run_hero", Member: "alice", Score: 4242, Rank: 10, PrevRank: &pr, Seq: 123456}
+	a := Ack{Type: TypeAck, ID: "c1-r12345", Board: "run_hero", Member: "alice", Score: 4242, Rank: 10, PrevRank: &pr, Seq: 123456}
 	buf := make([]byte, 0, 256)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = appendAck(buf[:0], &a)
+		buf = AppendAck(buf[:0], &a)
 	}
 }
 
@@ -66,10 +64,10 @@ func TestAppendAckNoAlloc(t *testing.T) {
 	buf := make([]byte, 0, 256)
 	n := testing.AllocsPerRun(100, func() {
 		pr := int64(3)
-		a := proto.Ack{Type: proto.TypeAck, ID: "c1-r1", Board: "b", Member: "m", Score: 5, Rank: 2, PrevRank: &pr, Seq: 9}
-		buf = appendAck(buf[:0], &a)
+		a := Ack{Type: TypeAck, ID: "c1-r1", Board: "b", Member: "m", Score: 5, Rank: 2, PrevRank: &pr, Seq: 9}
+		buf = AppendAck(buf[:0], &a)
 	})
 	if n != 0 {
-		t.Fatalf("appendAck: %v allocations per ack, want 0", n)
+		t.Fatalf("AppendAck: %v allocations per ack, want 0", n)
 	}
 }

@@ -1,0 +1,26 @@
+package proto
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestEntriesOf: a type of Entry's shape converts field by field, and no
+// entries encode as [] (never null).
+func TestEntriesOf(t *testing.T) {
+	t.Parallel()
+	type storeEntry struct { // the shape rank.Entry has
+		Rank   int64  `json:"rank"`
+		Member string `json:"member"`
+		Score  int64  `json:"score"`
+		Name   string `json:"name,omitempty"`
+	}
+	got := EntriesOf([]storeEntry{{1, "bob", 120, "Bob"}, {2, "al", -3, ""}})
+	if len(got) != 2 || got[0] != (Entry{1, "bob", 120, "Bob"}) || got[1] != (Entry{2, "al", -3, ""}) {
+		t.Fatalf("%+v", got)
+	}
+	b, _ := json.Marshal(EntriesOf[storeEntry](nil))
+	if string(b) != "[]" {
+		t.Fatalf("no entries encode as %s", b)
+	}
+}
