@@ -627,7 +627,7 @@ func testGame(t *testing.T, b *browser, gw *gateway, out string) {
 		tab.waitFor(t, 5*time.Second, fmt.Sprintf("hit %d counted", i+1), fmt.Sprintf(`q("#field").dataset.target !== %q && Number(text("#score")) > 0`, before))
 	}
 	tab.waitFor(t, 5*time.Second, "the ack's rank", `text("#rank") === "#1" && text("#title") === "Minute Rush"`)
-	tab.waitFor(t, 10*time.Second, "the player on the overlay with the game's score",
+	tab.waitFor(t, 20*time.Second, "the player on the overlay with the game's score",
 		`(() => { const d = q("#overlay").contentDocument; const tr = d && d.querySelector("#rows tr");
 		  return !!tr && tr.querySelector(".name").textContent === "Robin" &&
 		    tr.querySelector(".score").textContent.replace(/\D/g, "") === text("#score") &&

@@ -22,7 +22,12 @@ type slot struct {
 	sentSeq  int64     // seq of the last frame taken
 	readyAt  time.Time // when the pending frame arrived (an older one it replaced counts)
 	lastSent time.Time // when the last frame taken became eligible (see Take)
-	sent     bool      // a frame has been taken since the slot opened
+	sent     bool      // a frame that counts toward the interval has been taken
+	// initial: the subscription is (re)opened and its first frame not yet
+	// taken. That frame goes at once and does not count toward the
+	// interval (R7, v1.1), so a subscriber falls in phase with the node's
+	// reads instead of waiting out an interval from its own subscribe.
+	initial bool
 }
 
 // Outbox is one connection's latest-wins frame holder: one slot per
@@ -106,6 +111,15 @@ func (o *Outbox) Take(now time.Time) (frames [][]byte, retryIn time.Duration) {
 		}
 	}
 	for _, s := range o.order {
+		if s.initial && s.frame != nil {
+			frames = append(frames, s.frame)
+			s.sentSeq, s.frame, s.initial = s.seq, nil, false
+			o.delivered++
+			if s.sent && o.interval > 0 {
+				soonest(s.lastSent.Add(o.interval).Sub(now))
+			}
+			continue
+		}
 		if s.sent && o.interval > 0 {
 			if wait := s.lastSent.Add(o.interval).Sub(now); wait > 0 {
 				soonest(wait)
@@ -161,7 +175,7 @@ func (o *Outbox) open(k slotKey) uint64 {
 		o.slots[k] = s
 		o.order = append(o.order, s)
 	}
-	s.gen, s.frame = o.gen, nil
+	s.gen, s.frame, s.initial = o.gen, nil, true
 	return o.gen
 }
 

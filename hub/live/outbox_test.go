@@ -60,8 +60,14 @@ func TestOutboxThrottle(t *testing.T) {
 				if len(frames) == 0 {
 					t.Fatal("no frame delivered")
 				}
+				// Frame 0 is the one sent at once after subscribing: it
+				// does not count toward the interval (R7, v1.1), so frame 1
+				// may follow it at once; from frame 1 on the interval holds.
+				if tc.name == "burst" && (len(frames) < 2 || frames[1].at.Sub(frames[0].at) >= tc.interval) {
+					t.Errorf("burst: the frame after the first waited an interval; the first must not count (R7 v1.1): %v", frames[:min(2, len(frames))])
+				}
 				for i := 1; i < len(frames); i++ {
-					if gap := frames[i].at.Sub(frames[i-1].at); gap < tc.interval {
+					if gap := frames[i].at.Sub(frames[i-1].at); i >= 2 && gap < tc.interval {
 						t.Errorf("frames %d and %d only %v apart, interval %v", i-1, i, gap, tc.interval)
 					}
 					if frames[i].seq < frames[i-1].seq {
@@ -72,7 +78,7 @@ func TestOutboxThrottle(t *testing.T) {
 					t.Errorf("last frame seq %d, want %d", last, tc.n)
 				}
 				span := time.Duration(tc.n) * tc.every
-				if max := int(span/tc.interval) + 2; len(frames) > max {
+				if max := int(span/tc.interval) + 3; len(frames) > max {
 					t.Errorf("%d frames in %v at interval %v: more than %d", len(frames), span, tc.interval, max)
 				}
 				d, c := o.Stats()
@@ -110,42 +116,56 @@ func TestOutboxOffer(t *testing.T) {
 		t.Fatal("Ready not signalled")
 	}
 	fs, retry := o.Take(start)
-	if len(fs) != 2 || string(fs[0]) != "t5" || string(fs[1]) != "v5" || retry != 100*time.Millisecond {
-		t.Fatalf("Take = %q, %v; want [t5 v5] in subscription order, 100ms (the next frame's earliest)", fs, retry)
+	if len(fs) != 2 || string(fs[0]) != "t5" || string(fs[1]) != "v5" || retry != 0 {
+		t.Fatalf("Take = %q, %v; want [t5 v5] in subscription order, 0 (the first frames do not count toward the interval, R7 v1.1)", fs, retry)
 	}
 	if fs, _ := o.Take(start); len(fs) != 0 {
 		t.Fatalf("second Take returned %q", fs)
 	}
 
-	// Within the interval: held back, and a newer frame replaces it.
+	// The next frame goes at once (the first did not count) and starts the
+	// interval; a newer offer replaced an older one before the take.
 	o.offer(top, g1, 6, []byte("t6"))
 	o.offer(top, g1, 7, []byte("t7"))
 	fs, retry = o.Take(start.Add(30 * time.Millisecond))
+	if len(fs) != 1 || string(fs[0]) != "t7" || retry != 100*time.Millisecond {
+		t.Fatalf("Take after the first frame = %q, %v; want [t7], 100ms", fs, retry)
+	}
+
+	// Within the interval: held back, and a newer frame replaces it.
+	o.offer(top, g1, 8, []byte("t8"))
+	o.offer(top, g1, 9, []byte("t9"))
+	fs, retry = o.Take(start.Add(60 * time.Millisecond))
 	if len(fs) != 0 || retry != 70*time.Millisecond {
 		t.Fatalf("Take inside the interval = %q, %v; want nothing, 70ms", fs, retry)
 	}
-	fs, _ = o.Take(start.Add(100 * time.Millisecond))
-	if len(fs) != 1 || string(fs[0]) != "t7" {
-		t.Fatalf("Take after the interval = %q, want [t7]", fs)
+	fs, _ = o.Take(start.Add(130 * time.Millisecond))
+	if len(fs) != 1 || string(fs[0]) != "t9" {
+		t.Fatalf("Take after the interval = %q, want [t9]", fs)
 	}
 	if o.offer(top, g1, 6, []byte("t6")) {
 		t.Error("a seq below the last one sent was accepted")
 	}
 
-	// Re-subscribing keeps the seq floor and the throttle, drops pending.
-	o.offer(top, g1, 8, []byte("t8"))
+	// Re-subscribing keeps the seq floor and the throttle, drops pending;
+	// its own first frame goes at once and does not count.
+	o.offer(top, g1, 10, []byte("t10"))
 	g2 := o.open(top)
 	if o.pending() != 0 {
 		t.Error("open kept the previous subscription's pending frame")
 	}
-	if o.offer(top, g1, 9, []byte("old gen")) {
+	if o.offer(top, g1, 11, []byte("old gen")) {
 		t.Error("previous generation accepted after re-open")
 	}
 	if o.offer(top, g2, 6, []byte("t6")) {
 		t.Error("re-open lost the seq floor")
 	}
-	o.offer(top, g2, 9, []byte("t9"))
-	if fs, retry := o.Take(start.Add(150 * time.Millisecond)); len(fs) != 0 || retry != 50*time.Millisecond {
+	o.offer(top, g2, 11, []byte("t11"))
+	if fs, retry := o.Take(start.Add(150 * time.Millisecond)); len(fs) != 1 || string(fs[0]) != "t11" || retry != 80*time.Millisecond {
+		t.Errorf("re-open's first frame: %q %v; want [t11] at once, 80ms left of the carried-over interval", fs, retry)
+	}
+	o.offer(top, g2, 12, []byte("t12"))
+	if fs, retry := o.Take(start.Add(160 * time.Millisecond)); len(fs) != 0 || retry != 70*time.Millisecond {
 		t.Errorf("re-open lost the throttle: %q %v", fs, retry)
 	}
 
@@ -155,8 +175,8 @@ func TestOutboxOffer(t *testing.T) {
 		t.Errorf("after close: %d keys, %d pending", o.keys(), o.pending())
 	}
 	d, c := o.Stats()
-	if d != 3 || c != 1 {
-		t.Errorf("Stats = %d delivered, %d coalesced; want 3, 1", d, c)
+	if d != 5 || c != 2 {
+		t.Errorf("Stats = %d delivered, %d coalesced; want 5, 2", d, c)
 	}
 }
 
@@ -183,16 +203,23 @@ func TestOutboxQuietOffer(t *testing.T) {
 	if !ready() {
 		t.Fatal("a first frame did not signal Ready")
 	}
+	if fs, retry := o.Take(now); len(fs) != 1 || retry != 0 {
+		t.Fatalf("Take = %q, %v; want [t1], 0 (the first frame does not count, R7 v1.1)", fs, retry)
+	}
+	o.offer(top, gt, 2, []byte("t1b"))
+	if !ready() {
+		t.Fatal("the frame after the first did not signal Ready: the first must not count")
+	}
 	if fs, retry := o.Take(now); len(fs) != 1 || retry != 100*time.Millisecond {
-		t.Fatalf("Take = %q, %v; want [t1], 100ms", fs, retry)
+		t.Fatalf("Take = %q, %v; want [t1b], 100ms", fs, retry)
 	}
 
 	now = now.Add(40 * time.Millisecond)
-	o.offer(top, gt, 2, []byte("t2"))
+	o.offer(top, gt, 3, []byte("t2"))
 	if ready() {
 		t.Error("a frame not due yet signalled Ready")
 	}
-	o.offer(vw, gv, 2, []byte("v2")) // another key, never sent: due at once
+	o.offer(vw, gv, 3, []byte("v2")) // another key, never sent: due at once
 	if !ready() {
 		t.Fatal("a due frame of another key did not signal Ready")
 	}
@@ -206,7 +233,7 @@ func TestOutboxQuietOffer(t *testing.T) {
 		t.Fatalf("Take when due = %q, want [t2]", fs)
 	}
 	now = now.Add(200 * time.Millisecond) // past every interval
-	o.offer(top, gt, 3, []byte("t3"))
+	o.offer(top, gt, 4, []byte("t3"))
 	if !ready() {
 		t.Error("a frame offered after the interval did not signal Ready")
 	}
