@@ -67,6 +67,7 @@ type Verifier struct {
 	leeway   time.Duration
 	now      func() time.Time
 	log      *slog.Logger
+	cache    verified // tokens whose signature checked out (cache.go)
 }
 
 // New validates cfg and builds a Verifier. In JWKS mode it fetches the set
@@ -176,6 +177,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) 
 	case len(token) > maxTokenLen:
 		return Principal{}, fmt.Errorf("auth: %w: token longer than %d bytes", ErrUnauthorized, maxTokenLen)
 	}
+	if cl, ok := v.cache.get(token, v.now()); ok {
+		return v.check(&cl)
+	}
 	// The claims are decoded strictly (claims.go), before the key is looked
 	// up and the signature checked: both are refused alike.
 	var cl claims
@@ -200,7 +204,11 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) 
 	if err != nil {
 		return Principal{}, fmt.Errorf("auth: %w: %v", ErrUnauthorized, err)
 	}
-	return v.check(&cl)
+	p, err := v.check(&cl)
+	if err == nil {
+		v.cache.put(token, cl, v.now())
+	}
+	return p, err
 }
 
 // key returns the verification key for t; the parser has already refused
