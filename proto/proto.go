@@ -104,6 +104,9 @@ type Entry struct {
 	Member string `json:"member"`
 	Score  int64  `json:"score"`
 	Name   string `json:"name,omitempty"`
+	// Avatar and Country come from the member's profile (R20).
+	Avatar  string `json:"avatar,omitempty"`
+	Country string `json:"country,omitempty"`
 }
 
 // Request is any client message. Optional numbers are pointers so that absent
