@@ -194,8 +194,8 @@ func validAvatar(s string) error {
 		return fmt.Errorf("%d bytes, at most %d", len(s), MaxAvatarBytes)
 	}
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c >= 0x7f {
-			return fmt.Errorf("byte %d is not printable ASCII (percent-encode it)", i)
+		if !uriByte(s[i]) {
+			return fmt.Errorf("byte %d is not allowed in a URL (percent-encode it)", i)
 		}
 	}
 	u, err := url.Parse(s)
@@ -212,6 +212,17 @@ func validAvatar(s string) error {
 		return errors.New("user info is not allowed")
 	}
 	return nil
+}
+
+// uriByte reports whether c may appear unencoded in a URI (RFC 3986:
+// unreserved, reserved and '%'); spaces, quotes, angle brackets, braces,
+// backslashes and everything outside ASCII must be percent-encoded.
+func uriByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~:/?#[]@!$&'()*+,;=%", c) >= 0
 }
 
 // ValidCountry reports whether s is an officially assigned ISO 3166-1
