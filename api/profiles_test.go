@@ -101,8 +101,8 @@ func TestProfileRoles(t *testing.T) {
 	e.do("PUT", profPath, serverToken(t), `{"name":"Ann"}`).wantStatus(t, 200)
 	for _, c := range []struct {
 		method, tok string
-		status     int
-		code       string
+		status      int
+		code        string
 	}{
 		{"PUT", token(t, "ann", auth.Player, nil), 403, "forbidden"},
 		{"PUT", token(t, "bob", auth.Player, nil), 403, "forbidden"},
