@@ -33,7 +33,7 @@ const DefaultProfileCache = 100_000
 // marks the fetch's answer for it stale: it is not cached (the answer may
 // predate the change).
 type profileCache struct {
-	src     rank.Profiles
+	src     profileReader
 	timeout time.Duration          // bounds one fetch
 	late    func(members []string) // called after a fetch some caller did not wait for
 	log     *slog.Logger
@@ -45,6 +45,11 @@ type profileCache struct {
 	lru      *list.List               // of *cached, most recently used first
 	idx      map[string]*list.Element // member → its element in lru
 	inflight map[string]*fetch        // member → the fetch reading it
+}
+
+// profileReader is the part of rank.Profiles the cache uses.
+type profileReader interface {
+	Profiles(ctx context.Context, members []string) (map[string]rank.Profile, error)
 }
 
 type cached struct {
@@ -64,7 +69,7 @@ type fetch struct {
 
 var _ rank.Decorator = (*profileCache)(nil)
 
-func newProfileCache(src rank.Profiles, max int, timeout time.Duration, late func([]string), log *slog.Logger) *profileCache {
+func newProfileCache(src profileReader, max int, timeout time.Duration, late func([]string), log *slog.Logger) *profileCache {
 	return &profileCache{
 		src: src, timeout: timeout, late: late, log: log, max: max,
 		lru: list.New(), idx: make(map[string]*list.Element), inflight: make(map[string]*fetch),
