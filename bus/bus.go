@@ -152,10 +152,10 @@ type Bus struct {
 	ns  *server.Server // the in-process server; nil with an external URL
 	nc  *nats.Conn
 
-	subjChanges  string // "<prefix>.changes."
-	subjBoards   string
-	subjResync   string
-	subjProfiles string
+	subjChanges string // "<prefix>.changes."
+	subjBoards  string
+	subjResync  string
+	subjProfs   string
 
 	// mu guards the publish queues, the resync set and closed.
 	mu        sync.Mutex
@@ -221,21 +221,21 @@ func New(ctx context.Context, cfg Config) (*Bus, error) {
 		cfg.Logger = slog.Default()
 	}
 	b := &Bus{
-		cfg:          cfg,
-		log:          cfg.Logger.With("component", "bus", "node", cfg.Node),
-		subjChanges:  cfg.Subject + ".changes.",
-		subjBoards:   cfg.Subject + ".boards",
-		subjResync:   cfg.Subject + ".resync",
-		subjProfiles: cfg.Subject + ".profiles",
-		changes:      newRing[rank.Change](cfg.MaxPending),
-		events:       newRing[BoardEvent](maxEventsPending),
-		profiles:     newRing[string](maxProfilesPending),
-		resync:       make(map[string]struct{}),
-		wake:         make(chan struct{}, 1),
-		quit:         make(chan struct{}),
-		runDone:      make(chan struct{}),
-		ncDone:       make(chan struct{}),
-		started:      make(chan struct{}),
+		cfg:         cfg,
+		log:         cfg.Logger.With("component", "bus", "node", cfg.Node),
+		subjChanges: cfg.Subject + ".changes.",
+		subjBoards:  cfg.Subject + ".boards",
+		subjResync:  cfg.Subject + ".resync",
+		subjProfs:   cfg.Subject + ".profiles",
+		changes:     newRing[rank.Change](cfg.MaxPending),
+		events:      newRing[BoardEvent](maxEventsPending),
+		profiles:    newRing[string](maxProfilesPending),
+		resync:      make(map[string]struct{}),
+		wake:        make(chan struct{}, 1),
+		quit:        make(chan struct{}),
+		runDone:     make(chan struct{}),
+		ncDone:      make(chan struct{}),
+		started:     make(chan struct{}),
 	}
 	defer close(b.started)
 

@@ -61,7 +61,7 @@ func (b *Bus) flushProfiles(p *publisher) int {
 		part := ids[:min(maxProfileBatch, len(ids))]
 		ids = ids[len(part):]
 		data, _ := json.Marshal(ProfileEvent{Members: part}) // strings cannot fail
-		if err := b.nc.Publish(b.subjProfiles, data); err != nil {
+		if err := b.nc.Publish(b.subjProfs, data); err != nil {
 			b.publishFailed("", len(part), err)
 		}
 	}
