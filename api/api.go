@@ -78,6 +78,15 @@ type Config struct {
 	// API (the node refreshes caches and live frames and tells the other
 	// nodes). nil: nobody is told.
 	Boards BoardListener
+	// Profiles stores members' profiles (§7). nil: the profile routes
+	// answer 404.
+	Profiles rank.Profiles
+	// ProfileChanges hears of every profile written or deleted through the
+	// API. nil: nobody is told.
+	ProfileChanges ProfileListener
+	// Decorator gives the entries of top and member reads their profile
+	// fields (R20). nil: entries carry the stored names only.
+	Decorator rank.Decorator
 	// CORSOrigins lists the origins whose scripts may call /api/v1 (an
 	// embedding tournament site reading top): "https://a.example", or "*"
 	// for any. Bearer tokens travel in a header, so no credentials (cookies)
@@ -236,6 +245,7 @@ func (a *API) routes() {
 	add(fiber.MethodGet, b+"/:board/top", a.authenticate, a.top)
 	add(fiber.MethodGet, b+"/:board/members/:member", a.authenticate, a.member)
 	add(fiber.MethodPost, b+"/:board/scores", a.authenticate, a.scores)
+	a.profileRoutes(add)
 }
 
 // wrap is the net/http side: the body limit (which the adaptor would turn

@@ -237,6 +237,7 @@ func (a *API) top(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("api: top %s: %w", id, err)
 	}
+	a.decorate(ctx, pg.Entries)
 	return c.JSON(pageBody{Board: id, Period: pg.Period, Offset: offset, Entries: proto.EntriesOf(pg.Entries), Total: pg.Total})
 }
 
@@ -274,6 +275,7 @@ func (a *API) member(c *fiber.Ctx) error {
 	if len(rs.Members) == 1 && rs.Members[0].Found {
 		mr := rs.Members[0]
 		out.Rank, out.Score = &mr.Rank, &mr.Score
+		a.decorate(ctx, mr.Around)
 		out.Around = proto.EntriesOf(mr.Around)
 	}
 	return c.JSON(out)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/wsgateway/wsgateway/proto"
 )
 
 // Claims describes a token to mint (dev mode, `wsgateway token`, tests).
@@ -44,8 +46,8 @@ func MintHS256(secret []byte, c Claims) (string, error) {
 	if c.Role != "" && !c.Role.Valid() {
 		return "", fmt.Errorf("auth: mint: unknown role %q", c.Role)
 	}
-	if c.Name != "" && !ValidName(c.Name) {
-		return "", fmt.Errorf("auth: mint: name must be 1-%d characters without control or invisible characters", MaxNameRunes)
+	if c.Name != "" && proto.CheckName(c.Name) != nil {
+		return "", fmt.Errorf("auth: mint: name must be 1-%d characters without control or invisible characters", proto.MaxNameRunes)
 	}
 	ttl := c.TTL
 	if ttl == 0 {

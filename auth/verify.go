@@ -13,6 +13,8 @@ import (
 
 	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/wsgateway/wsgateway/proto"
 )
 
 // Config selects the verification key and the claim checks. Exactly one of
@@ -244,8 +246,8 @@ func (v *Verifier) check(cl *claims) (Principal, error) {
 	}
 	// An empty name is an absent one; any other must be a valid display
 	// name, else the token is refused (docs/protocol.md says why).
-	if cl.Name != "" && !ValidName(cl.Name) {
-		return bad("name must be 1-%d characters without control or invisible characters", MaxNameRunes)
+	if cl.Name != "" && proto.CheckName(cl.Name) != nil {
+		return bad("name must be 1-%d characters without control or invisible characters", proto.MaxNameRunes)
 	}
 	if v.audience != "" && !slices.Contains(cl.Audience, v.audience) {
 		return bad("wrong audience")

@@ -13,6 +13,7 @@
 //	<prefix>.changes.<board token>  one board's changes, seq ascending (codec.go: compact binary, or a JSON array)
 //	<prefix>.boards                 JSON BoardEvent
 //	<prefix>.resync                 raw board id; empty = every board
+//	<prefix>.profiles               JSON ProfileEvent: members whose profiles changed
 //
 // A board token is the board id with every byte outside [A-Za-z0-9_-]
 // percent-encoded (see subject.go): a "." would otherwise split the token.
@@ -110,6 +111,9 @@ type Config struct {
 	OnResync func(board string)
 	// OnBoard receives remote board config changes and deletions.
 	OnBoard func(BoardEvent)
+	// OnProfiles receives remote profile changes. A lost one is reported
+	// as OnResync(""), which must then also drop every cached profile.
+	OnProfiles func(ProfileEvent)
 }
 
 const (
@@ -151,11 +155,13 @@ type Bus struct {
 	subjChanges string // "<prefix>.changes."
 	subjBoards  string
 	subjResync  string
+	subjProfs   string
 
 	// mu guards the publish queues, the resync set and closed.
 	mu        sync.Mutex
 	changes   ring[rank.Change]
 	events    ring[BoardEvent]
+	profiles  ring[string] // member ids whose profiles changed
 	resync    map[string]struct{}
 	resyncAll bool
 	closed    bool
@@ -228,8 +234,10 @@ func New(ctx context.Context, cfg Config) (*Bus, error) {
 		subjChanges: cfg.Subject + ".changes.",
 		subjBoards:  cfg.Subject + ".boards",
 		subjResync:  cfg.Subject + ".resync",
+		subjProfs:   cfg.Subject + ".profiles",
 		changes:     newRing[rank.Change](cfg.MaxPending),
 		events:      newRing[BoardEvent](maxEventsPending),
+		profiles:    newRing[string](maxProfilesPending),
 		resync:      make(map[string]struct{}),
 		wake:        make(chan struct{}, 1),
 		quit:        make(chan struct{}),

@@ -97,11 +97,12 @@ func (b *Bus) markResyncLocked(board string) {
 
 // publisher is the state owned by the publisher goroutine.
 type publisher struct {
-	changes []rank.Change
-	events  []BoardEvent
-	resync  []string
-	buf     []byte       // encoded changes, reused
-	ebuf    bytes.Buffer // encoded board events, reused
+	changes  []rank.Change
+	events   []BoardEvent
+	resync   []string
+	profiles []string
+	buf      []byte       // encoded changes, reused
+	ebuf     bytes.Buffer // encoded board events, reused
 }
 
 // run is the publisher goroutine: idle, it flushes as soon as something is
@@ -166,6 +167,8 @@ func (b *Bus) flush(p *publisher) bool {
 		start = end
 	}
 
+	np := b.flushProfiles(p)
+
 	// Resyncs (for drops in the queue or in this flush) go after the
 	// changes, so a receiver re-reads after applying whatever did arrive.
 	b.mu.Lock()
@@ -189,7 +192,7 @@ func (b *Bus) flush(p *publisher) bool {
 		}
 	}
 
-	n := len(p.changes) + len(p.events)
+	n := len(p.changes) + len(p.events) + np
 	clear(p.changes) // release strings until the next flush
 	return n > 0
 }

@@ -47,6 +47,8 @@ func (b *Bus) receive(m *nats.Msg) {
 		if b.cfg.OnBoard != nil {
 			b.cfg.OnBoard(e)
 		}
+	case m.Subject == b.subjProfs:
+		b.receiveProfiles(m.Data)
 	case m.Subject == b.subjResync:
 		b.callResync(string(m.Data))
 	}

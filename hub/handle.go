@@ -248,6 +248,9 @@ func (c *conn) page(ctx context.Context, req request) error {
 	}
 	sctx, cancel := c.storeCtx(ctx)
 	pg, err := c.h.cfg.Store.Top(sctx, req.Board, rank.PeriodSel(req.Period), req.Offset, req.Limit)
+	if err == nil {
+		c.decorate(sctx, pg.Entries)
+	}
 	cancel()
 	if err != nil {
 		return err
@@ -274,6 +277,9 @@ func (c *conn) rank(ctx context.Context, req request) error {
 	}
 	sctx, cancel := c.storeCtx(ctx)
 	rs, err := c.h.cfg.Store.Ranks(sctx, req.Board, rank.PeriodSel(req.Period), []string{member}, req.Around)
+	if err == nil && len(rs.Members) == 1 {
+		c.decorate(sctx, rs.Members[0].Around)
+	}
 	cancel()
 	if err != nil {
 		return err
@@ -311,6 +317,13 @@ func (c *conn) auth(ctx context.Context, req request) error {
 	})
 	c.sendJSON(proto.Authed{Type: proto.TypeAuthed, ID: req.ID, Exp: p.Expiry.Unix()})
 	return nil
+}
+
+// decorate gives the entries of a reply their profile fields (R20).
+func (c *conn) decorate(ctx context.Context, lists ...[]rank.Entry) {
+	if d := c.h.cfg.Decorator; d != nil {
+		d.Decorate(ctx, lists...)
+	}
 }
 
 // sendError queues an error reply with the request's id ("" when unknown).

@@ -60,6 +60,9 @@ type Config struct {
 	Verifier Verifier     // required
 	Live     *live.Engine // required, and running (Engine.Run)
 	Node     string       // this node's id, shown in welcome
+	// Decorator gives the entries of page and rank replies their profile
+	// fields (R20); frames get theirs from Live. nil: stored names only.
+	Decorator rank.Decorator
 
 	MaxMessage int // largest client frame in bytes (--max-message); default 4096
 	// Rate is messages per second per player or spectator connection

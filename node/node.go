@@ -6,6 +6,10 @@
 //	                                        └→ Sink: Node.applied ─┬→ live frames (this node)
 //	                                                               └→ bus → every other node's live frames
 //	board PUT/DELETE (api) → Node.BoardChanged → store cache, live, bus → other nodes' store cache, live
+//	profile PUT/DELETE (api) → Node.ProfileChanged → profile cache, live, bus → other nodes' profile cache, live
+//
+// Entries of every frame and read get their profile fields from the node's
+// profile cache (profiles.go), the one rank.Decorator live, hub and api use.
 //
 // The store reports every applied change itself, in batches (one per Redis
 // pipeline), whatever asked for it, so no caller announces anything and no
@@ -65,6 +69,12 @@ type Config struct {
 	WrapStore func(rank.Store) rank.Store
 	// Boards are applied (PutBoard) at start, before anything is served.
 	Boards []rank.Board
+	// ProfileCache is how many members' profiles the node caches for
+	// decorating entries (R20); zero = DefaultProfileCache.
+	ProfileCache int
+	// WrapProfiles, when set, wraps the engine's profile store before the
+	// API and the cache use it (tests count reads with it).
+	WrapProfiles func(rank.Profiles) rank.Profiles
 
 	// NATSURL lists NATS servers; empty = an in-process server.
 	NATSURL string
@@ -105,6 +115,7 @@ type Node struct {
 	engine  rank.Store // the engine itself, under WrapStore, AutoCreate and metered
 	m       *metrics
 	live    *live.Engine
+	profs   *profileCache
 	bus     *bus.Bus
 	hub     *hub.Hub
 	api     *api.API
@@ -149,18 +160,39 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 	}
 
-	n.live, err = live.New(live.Config{Store: n.store, Interval: cfg.Interval, Logger: cfg.Logger})
+	profiles, ok := n.engine.(rank.Profiles)
+	if !ok {
+		return nil, fmt.Errorf("node: the %T engine stores no profiles", n.engine)
+	}
+	if cfg.WrapProfiles != nil {
+		profiles = cfg.WrapProfiles(profiles)
+	}
+	if cfg.ProfileCache < 0 {
+		return nil, errors.New("node: Config.ProfileCache must not be negative")
+	}
+	if cfg.ProfileCache == 0 {
+		cfg.ProfileCache = DefaultProfileCache
+	}
+	fetchTimeout := cfg.StoreTimeout
+	if fetchTimeout == 0 {
+		fetchTimeout = 2 * time.Second
+	}
+	n.profs = newProfileCache(profiles, cfg.ProfileCache, fetchTimeout,
+		func(members []string) { n.live.ProfilesChanged(members) }, cfg.Logger)
+
+	n.live, err = live.New(live.Config{Store: n.store, Interval: cfg.Interval, Logger: cfg.Logger, Decorator: n.profs})
 	if err != nil {
 		return nil, err
 	}
 	n.m.live = n.live
 	n.bus, err = bus.New(ctx, bus.Config{
-		URL:       cfg.NATSURL,
-		Node:      cfg.ID,
-		Logger:    cfg.Logger,
-		OnChanges: n.live.Changed,
-		OnResync:  n.live.Resync,
-		OnBoard:   n.remoteBoard,
+		URL:        cfg.NATSURL,
+		Node:       cfg.ID,
+		Logger:     cfg.Logger,
+		OnChanges:  n.live.Changed,
+		OnResync:   n.resync,
+		OnBoard:    n.remoteBoard,
+		OnProfiles: n.remoteProfiles,
 	})
 	if err != nil {
 		return nil, err
@@ -168,6 +200,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 
 	hcfg := cfg.Hub
 	hcfg.Store, hcfg.Verifier, hcfg.Live, hcfg.Node = n.store, cfg.Verifier, n.live, cfg.ID
+	hcfg.Decorator = n.profs
 	hcfg.TopInterval, hcfg.Logger = cfg.Interval, cfg.Logger
 	hcfg.Metrics = hub.NewMetrics(cfg.Registry)
 	if n.hub, err = hub.New(hcfg); err != nil {
@@ -178,6 +211,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	apcfg.Store, apcfg.Verifier, apcfg.Registry = n.store, cfg.Verifier, cfg.Registry
 	apcfg.Ready = []api.Check{{Name: "store", Ping: n.store.Ping}, {Name: "bus", Ping: n.bus.Ping}}
 	apcfg.DevSecret, apcfg.Boards, apcfg.Logger = cfg.DevSecret, n, cfg.Logger
+	apcfg.Profiles, apcfg.ProfileChanges, apcfg.Decorator = profiles, n, n.profs
 	if n.api, err = api.New(apcfg); err != nil {
 		return nil, err
 	}
@@ -255,6 +289,33 @@ func (n *Node) remoteBoard(e bus.BoardEvent) {
 	n.store.Forget(e.Board)
 	n.hub.BoardChanged(e.Board)
 	n.live.Resync(e.Board)
+}
+
+// ProfileChanged is told of a profile written or deleted on this node
+// (api.ProfileListener): the cached copy is dropped, frames that show the
+// member are re-read (R20: a change under R7/R8), and the other nodes are
+// told.
+func (n *Node) ProfileChanged(member string) {
+	ms := []string{member}
+	n.profs.Invalidate(ms)
+	n.live.ProfilesChanged(ms)
+	n.bus.PublishProfiles(ms)
+}
+
+// remoteProfiles is another node's ProfileChanged, heard over the bus.
+func (n *Node) remoteProfiles(e bus.ProfileEvent) {
+	n.profs.Invalidate(e.Members)
+	n.live.ProfilesChanged(e.Members)
+}
+
+// resync is the bus's OnResync: changes of a board, or of everything, may
+// have been missed. Everything includes profile events, so the profile
+// cache starts over too.
+func (n *Node) resync(board string) {
+	if board == "" {
+		n.profs.Clear()
+	}
+	n.live.Resync(board)
 }
 
 // Handler serves /ws, /api/, /healthz, /readyz, /metrics (unless

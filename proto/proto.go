@@ -106,6 +106,9 @@ type Entry struct {
 	Member string `json:"member"`
 	Score  int64  `json:"score"`
 	Name   string `json:"name,omitempty"`
+	// Avatar and Country come from the member's profile (R20).
+	Avatar  string `json:"avatar,omitempty"`
+	Country string `json:"country,omitempty"`
 }
 
 // EntryShape is satisfied by a type with exactly Entry's fields and tags:
@@ -118,6 +121,9 @@ type EntryShape interface {
 		Member string `json:"member"`
 		Score  int64  `json:"score"`
 		Name   string `json:"name,omitempty"`
+		// Avatar and Country come from the member's profile (R20).
+		Avatar  string `json:"avatar,omitempty"`
+		Country string `json:"country,omitempty"`
 	}
 }
 

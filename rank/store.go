@@ -61,6 +61,9 @@ type Entry struct {
 	Member string `json:"member"`
 	Score  int64  `json:"score"`
 	Name   string `json:"name,omitempty"`
+	// Avatar and Country come from the member's profile (R20).
+	Avatar  string `json:"avatar,omitempty"`
+	Country string `json:"country,omitempty"`
 }
 
 // Page is a slice of a board in rank order.

@@ -57,6 +57,9 @@ type board struct {
 	log      []logged
 	logStart int64 // position of log[0] in the stream of logged changes
 	logOver  bool  // the log was full: replay must assume the worst
+	// profGen counts profile changes heard while reads were in flight; a
+	// job that started under another value re-reads (profiles.go).
+	profGen uint64
 }
 
 type logged struct {

@@ -52,6 +52,11 @@ type Config struct {
 	// Parallel is how many boards are read concurrently in one tick. Zero
 	// means 8.
 	Parallel int
+	// Decorator gives every entry of a frame its profile fields (R20),
+	// once per read, before frames are compared and encoded, so a profile
+	// change makes a different frame. A read waits on it at most
+	// decorateWait (profiles.go). nil: entries carry the stored names.
+	Decorator rank.Decorator
 }
 
 const (
@@ -82,6 +87,7 @@ type Engine struct {
 	readTimeout time.Duration
 	refresh     time.Duration
 	parallel    int
+	decorator   rank.Decorator
 	now         func() time.Time
 	log         *slog.Logger
 	wake        chan struct{} // capacity 1: a board became due for a read
@@ -140,6 +146,7 @@ func New(cfg Config) (*Engine, error) {
 		readTimeout: cfg.ReadTimeout,
 		refresh:     cfg.Refresh,
 		parallel:    cfg.Parallel,
+		decorator:   cfg.Decorator,
 		now:         cfg.Now,
 		log:         cfg.Logger,
 		wake:        make(chan struct{}, 1),

@@ -22,6 +22,7 @@ type job struct {
 	prevTop map[int]*topFrame // frames per N when the job started
 	groups  map[int][]viewJob // around → views to read
 	logPos  int64             // the board's change log position at the start
+	profGen uint64            // the board's profGen at the start (profiles.go)
 	newTop  map[int]*topFrame // set when the top read succeeded
 	viewErr map[int]error     // per around group
 }
@@ -91,6 +92,7 @@ func (e *Engine) snapshot(b *board, now time.Time) *job {
 func (e *Engine) startJob(b *board, j *job) {
 	b.inflight++
 	j.logPos = b.logStart + int64(len(b.log))
+	j.profGen = b.profGen
 }
 
 // runJob reads what j asks for with no lock held, encodes changed frames,
@@ -108,6 +110,9 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 	var topTS int64
 	if j.topN > 0 && cfgErr == nil {
 		page, topErr = e.readTop(ctx, b.id, j.topN)
+		if topErr == nil {
+			e.decorate(ctx, page.Entries)
+		}
 		topTS = e.now().UnixMilli()
 		if topErr == nil {
 			j.newTop = make(map[int]*topFrame, len(j.ns))
@@ -134,6 +139,7 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 			var r rank.Ranks
 			r, err = e.readRanks(ctx, b.id, members, around)
 			if err == nil {
+				e.decorateRanks(ctx, r.Members)
 				ts := e.now().UnixMilli()
 				seqs = append(seqs, r.Seq)
 				ranksPeriod = append(ranksPeriod, r.Period)
@@ -205,6 +211,9 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 	}
 	if minSeq >= 0 {
 		e.replay(b, j, minSeq, installed)
+	}
+	if j.profGen != b.profGen {
+		e.markAll(b) // a profile changed while this job read: its entries may be stale
 	}
 	if b.inflight == 0 {
 		b.logStart += int64(len(b.log))

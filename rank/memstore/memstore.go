@@ -57,6 +57,8 @@ type Store struct {
 
 	mu     sync.RWMutex // guards boards (the map, not the boards)
 	boards map[string]*board
+
+	profiles profileTable // profiles.go
 }
 
 var _ rank.Store = (*Store)(nil)

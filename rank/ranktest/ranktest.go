@@ -139,6 +139,7 @@ func Run(t *testing.T, f Factory) {
 		{"DeletePeriodBoard", testDeletePeriodBoard},
 		{"Concurrency", testConcurrency},
 		{"PingClose", testPingClose},
+		{"Profiles", testProfiles},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,122 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// ProfileListener hears of every profile written or deleted through the
+// API, after the store has it (the node drops its cached copy, re-sends
+// the frames that show the member and tells the other nodes).
+type ProfileListener interface {
+	ProfileChanged(member string)
+}
+
+// Profile routes (PROTOCOL.md §7): PUT by server and admin, GET by any
+// valid token, DELETE by admin. Profiles are global, so a token's boards
+// claim does not limit them.
+func (a *API) profileRoutes(add func(method, path string, hs ...fiber.Handler)) {
+	if a.cfg.Profiles == nil {
+		return
+	}
+	const p = "/api/v1/members/:member/profile"
+	add(fiber.MethodPut, p, a.authenticate, a.putProfile)
+	add(fiber.MethodGet, p, a.authenticate, a.getProfile)
+	add(fiber.MethodDelete, p, a.authenticate, a.deleteProfile)
+}
+
+// memberParam is the path's member id, checked for syntax (R15).
+func memberParam(c *fiber.Ctx) (string, error) {
+	m := c.Params("member")
+	if !rank.ValidMemberID(m) {
+		return "", fmt.Errorf("%w: %q must match [A-Za-z0-9_.:@-]{1,64}", rank.ErrInvalidMember, m)
+	}
+	return m, nil
+}
+
+// noProfile is the 404 of a member without a profile. The contract has no
+// code of its own for it; like a route that does not exist, it carries
+// bad_request.
+func noProfile(member string) *Error {
+	return &Error{code: proto.CodeBadRequest, status: http.StatusNotFound, msg: "member " + member + " has no profile"}
+}
+
+func (a *API) putProfile(c *fiber.Ctx) error {
+	m, err := memberParam(c)
+	if err != nil {
+		return err
+	}
+	if p := principal(c); p.Role != auth.Server && p.Role != auth.Admin {
+		return errf(proto.CodeForbidden, "role %s may not write profiles (server and admin may)", p.Role)
+	}
+	prof, err := rank.ParseProfile(c.Body())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.ctx()
+	defer cancel()
+	if err := a.cfg.Profiles.PutProfile(ctx, m, prof); err != nil {
+		return fmt.Errorf("api: put profile %s: %w", m, err)
+	}
+	a.profileChanged(m)
+	return c.JSON(prof)
+}
+
+func (a *API) getProfile(c *fiber.Ctx) error {
+	m, err := memberParam(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.ctx()
+	defer cancel()
+	prof, err := a.cfg.Profiles.GetProfile(ctx, m)
+	if errors.Is(err, rank.ErrNoProfile) {
+		return noProfile(m)
+	}
+	if err != nil {
+		return fmt.Errorf("api: get profile %s: %w", m, err)
+	}
+	return c.JSON(prof)
+}
+
+func (a *API) deleteProfile(c *fiber.Ctx) error {
+	m, err := memberParam(c)
+	if err != nil {
+		return err
+	}
+	if p := principal(c); p.Role != auth.Admin {
+		return errf(proto.CodeForbidden, "role %s may not delete profiles (admin may)", p.Role)
+	}
+	ctx, cancel := a.ctx()
+	defer cancel()
+	err = a.cfg.Profiles.DeleteProfile(ctx, m)
+	if errors.Is(err, rank.ErrNoProfile) {
+		return noProfile(m)
+	}
+	if err != nil {
+		return fmt.Errorf("api: delete profile %s: %w", m, err)
+	}
+	a.profileChanged(m)
+	return c.SendStatus(http.StatusNoContent)
+}
+
+func (a *API) profileChanged(member string) {
+	if a.cfg.ProfileChanges != nil {
+		a.cfg.ProfileChanges.ProfileChanged(member)
+	}
+}
+
+// decorate gives the entries of a REST read their profile fields (R20).
+func (a *API) decorate(ctx context.Context, lists ...[]rank.Entry) {
+	if a.cfg.Decorator != nil {
+		a.cfg.Decorator.Decorate(ctx, lists...)
+	}
+}

@@ -1,0 +1,81 @@
+package live
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// maxDecorateWait bounds how long a frame's read waits for profiles that
+// are not cached (Decorator.Decorate); what is not known by then is shown
+// with the stored name, and the late profiles come back through
+// ProfilesChanged, which re-sends the frames that show them.
+const maxDecorateWait = 20 * time.Millisecond
+
+// decorateWait is half the read gap: a frame never waits on profiles
+// longer than its tick allows.
+func (e *Engine) decorateWait() time.Duration { return min(e.readGap/2, maxDecorateWait) }
+
+// decorate gives entries their profile fields, waiting at most
+// decorateWait. No lock held.
+func (e *Engine) decorate(parent context.Context, lists ...[]rank.Entry) {
+	if e.decorator == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(parent, e.decorateWait())
+	defer cancel()
+	e.decorator.Decorate(ctx, lists...)
+}
+
+// decorateRanks decorates the around entries of every member in one call.
+func (e *Engine) decorateRanks(ctx context.Context, ms []rank.MemberRank) {
+	if e.decorator == nil || len(ms) == 0 {
+		return
+	}
+	lists := make([][]rank.Entry, len(ms))
+	for i := range ms {
+		lists[i] = ms[i].Around
+	}
+	e.decorate(ctx, lists...)
+}
+
+// ProfilesChanged says the profiles of members changed (here or on another
+// node) or became known late: every top and view frame that shows one of
+// them is marked dirty, to be re-read, re-decorated and re-sent within the
+// usual interval (R20 makes a profile change a change under R7/R8). Frames
+// that do not show them are left alone, so a rename costs a store read
+// only for the boards where it is visible. A board with reads in flight
+// may be decorating with the old profile: its jobs re-read when they end.
+// Cost: O(entries of the frames this node holds), no store call.
+func (e *Engine) ProfilesChanged(members []string) {
+	if len(members) == 0 {
+		return
+	}
+	set := make(map[string]struct{}, len(members))
+	for _, m := range members {
+		set[m] = struct{}{}
+	}
+	shows := func(es []rank.Entry) bool {
+		return slices.ContainsFunc(es, func(x rank.Entry) bool { _, ok := set[x.Member]; return ok })
+	}
+	e.mu.Lock()
+	for _, b := range e.boards {
+		if b.inflight > 0 {
+			b.profGen++
+		}
+		for _, f := range b.frames {
+			if f != nil && shows(f.entries) {
+				e.markTop(b)
+				break
+			}
+		}
+		for _, v := range b.views {
+			if v.res != nil && shows(v.res.mr.Around) {
+				e.markView(b, v)
+			}
+		}
+	}
+	e.unlock()
+}
