@@ -11,7 +11,7 @@ import (
 // Metrics are the hub's Prometheus collectors. A nil *Metrics records nothing.
 type Metrics struct {
 	connections  prometheus.Gauge
-	byRole       *prometheus.GaugeVec // open connections by role ("anonymous": --public-read)
+	byRole       *prometheus.GaugeVec   // open connections by role ("anonymous": --public-read)
 	messagesIn   *prometheus.CounterVec // by request type ("invalid" when undecodable)
 	errors       *prometheus.CounterVec // error replies by contract code
 	framesOut    prometheus.Counter
