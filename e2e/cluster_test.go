@@ -146,8 +146,21 @@ func startLBCluster(t *testing.T) *lbCluster {
 			t.Errorf("cluster.sh down: %v\n%s", err, out)
 		}
 	})
-	if out, err := c.script("up"); err != nil {
-		t.Fatalf("cluster.sh up: %v\n%s", err, out)
+	// Another test may take a picked port between the pick and the bind:
+	// start again on new ports, as startGateway does.
+	for attempt := 0; ; attempt++ {
+		out, err := c.script("up")
+		if err == nil {
+			break
+		}
+		if attempt == 3 || !strings.Contains(c.logs(), "address already in use") {
+			t.Fatalf("cluster.sh up: %v\n%s", err, out)
+		}
+		if out, err := c.script("down"); err != nil {
+			t.Fatalf("cluster.sh down after a port clash: %v\n%s", err, out)
+		}
+		os.RemoveAll(filepath.Join(c.dir, "logs"))
+		os.Remove(filepath.Join(c.dir, "ports.env"))
 	}
 	c.ports = readEnvFile(t, filepath.Join(c.dir, "ports.env"))
 	for _, p := range []string{"REDIS", "NATS1_CLIENT", "GW1", "LB", "PROMETHEUS"} {

@@ -42,7 +42,7 @@ PICKED=" "
 pick_port() {
 	local p
 	for _ in $(seq 1 200); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((20000 + RANDOM % 12000)) # below Linux's ephemeral range (32768-60999), where outgoing connections and tests' kernel-picked ports live
 		if [[ "$PICKED" != *" $p "* ]] && port_free "$p"; then
 			PICKED+="$p "
 			PORT=$p
