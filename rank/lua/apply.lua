@@ -3,7 +3,7 @@
 -- KEYS[1]  <p>:{b}:cfg     hash: v = config version, j = config JSON
 -- KEYS[2]  <p>:{b}:seq     string: the board's change sequence
 -- KEYS[3]  <p>:{b}:n       hash: member id -> display name
--- KEYS[4]  <p>:{b}:i:<id>  string: idempotency record of request <id>
+-- KEYS[4]  <p>:{b}:i:<m>|<id>  string: idempotency record of member <m>'s request <id>
 -- KEYS[5]  <p>:{b}:z:<A>   sorted set of period slot A
 -- KEYS[6]  <p>:{b}:m:<A>   hash: member id -> sorted-set member (first/last), slot A
 -- KEYS[7]  <p>:{b}:z:<B>   sorted set of period slot B (the period after A)

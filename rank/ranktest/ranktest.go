@@ -125,6 +125,7 @@ func Run(t *testing.T, f Factory) {
 		{"TieKeptWhenScoreUnchanged", testTieKept},
 		{"ResultFields", testResultFields},
 		{"Idempotency", testIdempotency},
+		{"IdempotencyPerMember", testIdempotencyPerMember},
 		{"IdempotencyExpiryInjectedClock", testIdempotencyExpiryFake},
 		{"IdempotencyExpiryRealClock", testIdempotencyExpiryReal},
 		{"Limits", testLimits},

@@ -181,7 +181,7 @@ func (s *Store) applyCmdWith(ctx context.Context, c cachedBoard, e rank.Event, h
 	now, nowArg := s.now(ctx, c.b)
 	k := c.keys
 	pk := s.periodKeys(c, now)
-	keys := []string{k.cfg, k.seq, k.n, k.idem + e.ID, pk.za, pk.ma, pk.zb, pk.mb}
+	keys := []string{k.cfg, k.seq, k.n, k.idem + e.Member + "|" + e.ID, pk.za, pk.ma, pk.zb, pk.mb}
 	args := []any{
 		k.ver, nowArg, pk.args[0], pk.args[1], pk.args[2], pk.args[3], pk.args[4], pk.args[5], pk.args[6],
 		k.mode, k.order, k.tiebreak, k.window,

@@ -11,7 +11,9 @@
 //	<p>:{b}:n         hash: member -> display name
 //	<p>:{b}:z:<idx>   sorted set of period idx (0 for a board that never resets)
 //	<p>:{b}:m:<idx>   hash: member -> sorted-set member (tiebreak first/last)
-//	<p>:{b}:i:<id>    idempotency record of request id, expiring after the window
+//	<p>:{b}:i:<m>|<id> idempotency record of member m's request id, expiring after
+//	                   the window (R4 v1.1: ids are per member; '|' never occurs in
+//	                   a member id, so the key is unambiguous)
 //
 // Sorted-set members for tiebreak first/last are "<16-digit seq>|<member>"
 // (inverted seq for first). DESIGN.md writes ':'; '|' is used because ':'
@@ -116,7 +118,7 @@ type cachedBoard struct {
 // the board and its config version, built once per cached config instead of
 // once per event. last holds those of the most recent period pair.
 type applyKeys struct {
-	cfg, seq, n, idem                  string // idem: the idempotency key without the request id
+	cfg, seq, n, idem                  string // idem: the idempotency key without member and request id
 	ver, mode, order, tiebreak, window any
 	last                               atomic.Pointer[periodKeys]
 }
