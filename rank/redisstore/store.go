@@ -68,9 +68,6 @@ type Config struct {
 	// Timeout bounds every operation; default 2s. An operation that does not
 	// finish in time fails with rank.ErrUnavailable.
 	Timeout time.Duration
-	// BatchWindow is how long the batcher collects applies while a pipeline
-	// is in flight; default 200µs. An idle batcher sends at once.
-	BatchWindow time.Duration
 	// MaxBatch caps the applies sent in one pipeline; default 256.
 	MaxBatch int
 	// Logger receives operational messages; nil discards them.
@@ -188,14 +185,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 2 * time.Second
 	}
-	if cfg.BatchWindow == 0 {
-		cfg.BatchWindow = 200 * time.Microsecond
-	}
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = 256
 	}
-	if cfg.Timeout < 0 || cfg.BatchWindow < 0 || cfg.MaxBatch < 0 {
-		return nil, errors.New("redisstore: Config.Timeout, BatchWindow and MaxBatch must not be negative")
+	if cfg.Timeout < 0 || cfg.MaxBatch < 0 {
+		return nil, errors.New("redisstore: Config.Timeout and MaxBatch must not be negative")
 	}
 	log := cfg.Logger
 	if log == nil {
