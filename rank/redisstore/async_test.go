@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ type asyncResult struct {
 	err error
 }
 
-// submitAll submits events with ApplyAsync without waiting and returns the
+// submitAll submits events with Apply without waiting and returns the
 // results indexed by submission order.
 func submitAll(s *Store, events []rank.Event) []asyncResult {
 	out := make([]asyncResult, len(events))
@@ -140,5 +141,49 @@ func TestApplyAsyncClose(t *testing.T) {
 	}
 	if s.Count(t.Context(), "aclose"); !s.closed.Load() {
 		t.Fatal("store not closed")
+	}
+}
+
+// A batch whose board config changed elsewhere is refused by the scripts
+// (stale) and re-sent as one pipeline, not one round trip per event, and
+// its events still apply in order. work runs on the test's goroutine here,
+// as the lane would run it.
+func TestRefusedTailOnePipeline(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{Prefix: "tail"})
+	other := newStore(t, srv, Config{Prefix: "tail"})
+	const id, n = "tail", 40
+	mustPut(t, s, rank.DefaultBoard(id))
+	mustPut(t, s, rank.DefaultBoard("fresh"))
+	mustApply(t, s, incr(id, "warm", "m", 1)) // s caches the config
+	b := rank.DefaultBoard(id)
+	b.MaxDelta = 1000 // a new version: s's cached config is stale
+	mustPut(t, other, b)
+
+	bt := &batch{}
+	for i := range n {
+		board := id
+		if i%5 == 0 {
+			board = "fresh" // not refused: applied in the first pipeline
+		}
+		c := s.batch.get()
+		c.ctx, c.deadline = t.Context(), time.Now().Add(time.Minute)
+		c.e = incr(board, fmt.Sprintf("t%d", i), "m", 1)
+		c.hash = strconv.FormatUint(c.e.PayloadHash(), 36)
+		c.token = fmt.Sprintf("tok-%d", i)
+		bt.calls = append(bt.calls, c)
+	}
+	p0 := s.batch.pipelines.Load()
+	s.work(bt)
+	if p := s.batch.pipelines.Load() - p0; p != 2 {
+		t.Fatalf("%d pipelines for a batch with a stale board; want 2 (the batch, then its refused events together)", p)
+	}
+	sums := map[string]int64{id: 1}
+	for i, c := range bt.calls {
+		sums[c.e.Board]++
+		if c.err != nil || c.r.Score != sums[c.e.Board] || c.r.Duplicate {
+			t.Fatalf("event %d on %s: %+v, %v; want score %d", i, c.e.Board, c.r, c.err, sums[c.e.Board])
+		}
 	}
 }

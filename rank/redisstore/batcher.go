@@ -14,23 +14,35 @@ import (
 
 // batcher is the lane every Apply goes through: one FIFO queue and one
 // goroutine that sends one pipeline of EVALSHA at a time, made of
-// everything queued meanwhile, and completes it before sending the next.
-// One pipeline at a time keeps a submitter's events in order although it
-// does not wait between them (pipelines on different pooled connections
-// could overtake each other), and while one is out the next batch queues
-// up, so batches grow with load and nothing waits on a timer.
+// everything queued meanwhile. One pipeline at a time keeps a submitter's
+// events in order although it does not wait between them (pipelines on
+// different pooled connections could overtake each other), and while one
+// is out the next batch queues up, so batches grow with load and nothing
+// waits on a timer.
+//
+// The lane does Redis work only: it builds the pipeline, sends it, parses
+// the replies, re-sends what the scripts refused (one pipeline per retry
+// round), and hands the finished batch to the completer, one goroutine
+// that calls the sink once per batch and then every call's done, in
+// submission order. Batches are a fixed set of buffers passed around
+// (free → lane → done → completer → free), so a slow completer pushes back
+// on the lane and the lane on the callers, and nothing grows.
 type batcher struct {
-	client  redis.UniversalClient
-	sc      *script
-	max     int
-	timeout time.Duration
-	log     *slog.Logger
+	client redis.UniversalClient
+	sc     *script
+	max    int
+	log    *slog.Logger
+	sink   rank.Sink
+	// work does one batch's Redis work, setting every call's outcome
+	// (Store.work).
+	work func(*batch)
 
 	quit chan struct{} // closed by close
 	wg   sync.WaitGroup
 
 	pipelines atomic.Int64 // pipelines sent, for tests and metrics
-	calls     atomic.Int64 // calls sent in them
+	calls     atomic.Int64 // events sent in them
+	scripts   atomic.Int64 // EVALSHA commands sent in them
 
 	// free recycles finished calls: nothing refers to them again.
 	free sync.Pool
@@ -41,46 +53,71 @@ type batcher struct {
 	async       chan *call
 	asyncMu     sync.RWMutex
 	asyncClosed bool // guarded by asyncMu
-	// prepare builds a lane batch's commands and returns those to send,
-	// finishing the others (Store.prepareAsync); finish completes an async
-	// call (Store.finishAsync), which owns c from then on.
-	prepare func(ctx context.Context, batch []*call) []*call
-	finish  func(c *call, v any, err error)
+
+	idle chan *batch // buffers the lane may fill
+	done chan *batch // buffers the completer is to finish; closed by the lane
 }
 
-type call struct {
-	ctx  context.Context
-	keys []string
-	args []any
+// batchBuffers is how many batches exist: one being filled and sent, the
+// others waiting for or in the completer.
+const batchBuffers = 4
 
-	// Not sent after deadline; the event and the caller's callback, for
-	// Store.finishAsync.
-	deadline    time.Time
+// call is one submitted event, from Apply to its done. The lane owns it
+// until it hands its batch to the completer, which owns it from then on.
+type call struct {
+	ctx         context.Context
+	deadline    time.Time // not sent after it
 	e           rank.Event
 	hash, token string
-	fin         func(rank.Result, error)
+	fin         rank.Done
+
+	// The outcome, set by the lane.
+	r   rank.Result
+	err error
 }
 
-func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.Logger,
-	prepare func(context.Context, []*call) []*call, finish func(*call, any, error)) *batcher {
+// batch is one lane round: the calls taken from the queue, in submission
+// order, and the lane's scratch space for them.
+type batch struct {
+	calls   []*call
+	send    []*call // calls still to send (the lane's)
+	cmds    []cmd   // the pipeline being built (the lane's)
+	changes []rank.Change
+}
+
+// cmd is one EVALSHA of a pipeline: the calls it applies (consecutive
+// events of one board, in submission order), its keys and arguments.
+type cmd struct {
+	calls []*call
+	keys  []string
+	args  []any
+	res   *redis.Cmd
+}
+
+func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.Logger, work func(*batch)) *batcher {
 	b := &batcher{
-		client:  client,
-		sc:      sc,
-		max:     cfg.MaxBatch,
-		timeout: cfg.Timeout,
-		log:     log,
-		quit:    make(chan struct{}),
-		async:   make(chan *call, cfg.MaxBatch),
-		prepare: prepare,
-		finish:  finish,
+		client: client,
+		sc:     sc,
+		max:    cfg.MaxBatch,
+		log:    log,
+		sink:   cfg.Sink,
+		work:   work,
+		quit:   make(chan struct{}),
+		async:  make(chan *call, cfg.MaxBatch),
+		idle:   make(chan *batch, batchBuffers),
+		done:   make(chan *batch, batchBuffers),
 	}
 	b.free.New = func() any { return &call{} }
-	b.wg.Add(1)
+	for range batchBuffers {
+		b.idle <- &batch{calls: make([]*call, 0, cfg.MaxBatch)}
+	}
+	b.wg.Add(2)
 	go b.lane()
+	go b.complete()
 	return b
 }
 
-// close stops the lane; a pipeline in flight finishes.
+// close stops the lane; a pipeline in flight finishes and is completed.
 // Calls still queued fail with ErrClosed.
 func (b *batcher) close() {
 	b.asyncMu.Lock() // waits for submissions in progress (the lane still runs)
@@ -91,34 +128,36 @@ func (b *batcher) close() {
 	for {
 		select {
 		case c := <-b.async:
-			b.finish(c, nil, ErrClosed)
+			b.finishNow(c, ErrClosed)
 		default:
 			return
 		}
 	}
 }
 
-// get returns a recycled call for keys and args.
-func (b *batcher) get(ctx context.Context, keys []string, args []any) *call {
-	c := b.free.Get().(*call)
-	c.ctx, c.keys, c.args = ctx, keys, args
-	return c
-}
+// get returns a recycled call.
+func (b *batcher) get() *call { return b.free.Get().(*call) }
 
-// recycle gives back a call that will not be sent on again.
+// recycle gives back a call that is finished.
 func (b *batcher) recycle(c *call) {
-	c.ctx, c.keys, c.args = nil, nil, nil
-	c.e, c.hash, c.token, c.fin = rank.Event{}, "", "", nil
+	*c = call{}
 	b.free.Put(c)
 }
 
-// submitAsync queues a call for the lane, waiting while the queue is
-// full. b.finish gets c exactly once.
-func (b *batcher) submitAsync(c *call) {
+// finishNow answers a call that was never sent.
+func (b *batcher) finishNow(c *call, err error) {
+	done := c.fin
+	b.recycle(c)
+	done(rank.Result{}, err)
+}
+
+// submit queues a call for the lane, waiting while the queue is full.
+// c.fin is called exactly once.
+func (b *batcher) submit(c *call) {
 	b.asyncMu.RLock()
 	if b.asyncClosed {
 		b.asyncMu.RUnlock()
-		b.finish(c, nil, ErrClosed)
+		b.finishNow(c, failClosed(c.e.Board))
 		return
 	}
 	select {
@@ -126,26 +165,58 @@ func (b *batcher) submitAsync(c *call) {
 		b.asyncMu.RUnlock()
 	case <-c.ctx.Done():
 		b.asyncMu.RUnlock()
-		b.finish(c, nil, c.ctx.Err())
+		b.finishNow(c, failCtx(c.e.Board, c.ctx.Err()))
 	}
 }
 
-// lane sends the calls, one pipeline at a time, in queue order;
+// lane takes what is queued, has it applied, and hands the batch on;
 // close answers what is left in the queue.
 func (b *batcher) lane() {
 	defer b.wg.Done()
-	batch := make([]*call, 0, b.max)
+	defer close(b.done)
 	for {
+		var first *call
 		select {
-		case c := <-b.async:
-			batch = append(batch, c)
+		case first = <-b.async:
 		case <-b.quit:
 			return
 		}
-		batch = fill(batch, b.async, b.max)
-		b.runAsync(batch)
-		clear(batch)
-		batch = batch[:0]
+		bt := <-b.idle // the completer returns one soon: done never blocks
+		bt.calls = append(bt.calls, first)
+		bt.calls = fill(bt.calls, b.async, b.max)
+		b.work(bt)
+		b.done <- bt
+	}
+}
+
+// complete finishes the lane's batches: the sink hears of all of a batch's
+// changes at once, then every call's done runs, in submission order.
+func (b *batcher) complete() {
+	defer b.wg.Done()
+	for bt := range b.done {
+		if b.sink != nil {
+			for _, c := range bt.calls {
+				if c.err != nil {
+					continue
+				}
+				if ch, ok := rank.ChangeOf(c.e, c.r); ok {
+					bt.changes = append(bt.changes, ch)
+				}
+			}
+			if len(bt.changes) > 0 {
+				b.sink(bt.changes)
+			}
+			clear(bt.changes)
+			bt.changes = bt.changes[:0]
+		}
+		for _, c := range bt.calls {
+			done, r, err := c.fin, c.r, c.err
+			b.recycle(c)
+			done(r, err)
+		}
+		clear(bt.calls)
+		bt.calls = bt.calls[:0]
+		b.idle <- bt
 	}
 }
 
@@ -162,51 +233,47 @@ func fill(batch []*call, q <-chan *call, max int) []*call {
 	return batch
 }
 
-// runAsync builds and sends one pipeline and finishes each call.
-func (b *batcher) runAsync(batch []*call) {
-	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
-	defer cancel()
-	b.send(ctx, b.prepare(ctx, batch), b.finish)
-}
-
-// send runs calls as one pipeline and hands each its reply through out, in
-// order. Commands that met NOSCRIPT (none of them ran; they are the tail)
-// are resent, in order, after one SCRIPT LOAD; the others are not touched.
-func (b *batcher) send(ctx context.Context, calls []*call, out func(*call, any, error)) {
-	if len(calls) == 0 {
+// exec sends cmds as one pipeline and leaves each command's reply in its
+// res. Commands that met NOSCRIPT (none of them ran) are resent, in order,
+// after one SCRIPT LOAD; the others are not touched.
+func (b *batcher) exec(ctx context.Context, cmds []cmd) {
+	if len(cmds) == 0 {
 		return
 	}
-	var again []*call
-	for i, cmd := range b.exec(ctx, calls) {
-		if isNoScript(cmd.Err()) {
-			again = append(again, calls[i])
-			continue
+	b.pipeline(ctx, cmds)
+	var again []int
+	for i := range cmds {
+		if isNoScript(cmds[i].res.Err()) {
+			again = append(again, i)
 		}
-		out(calls[i], cmd.Val(), cmd.Err())
 	}
 	if len(again) == 0 {
 		return
 	}
 	b.log.Info("redisstore: server lost the apply script; loading it again", "resend", len(again))
 	if err := b.sc.load(ctx, b.client); err != nil {
-		for _, c := range again {
-			out(c, nil, err)
+		for _, i := range again {
+			cmds[i].res.SetErr(err)
 		}
 		return
 	}
-	for i, cmd := range b.exec(ctx, again) {
-		out(again[i], cmd.Val(), cmd.Err())
+	resend := make([]cmd, len(again))
+	for k, i := range again {
+		resend[k] = cmds[i]
+	}
+	b.pipeline(ctx, resend)
+	for k, i := range again {
+		cmds[i].res = resend[k].res
 	}
 }
 
-func (b *batcher) exec(ctx context.Context, calls []*call) []*redis.Cmd {
+func (b *batcher) pipeline(ctx context.Context, cmds []cmd) {
 	b.pipelines.Add(1)
-	b.calls.Add(int64(len(calls)))
+	b.scripts.Add(int64(len(cmds)))
 	pipe := b.client.Pipeline()
-	cmds := make([]*redis.Cmd, len(calls))
-	for i, c := range calls {
-		cmds[i] = pipe.EvalSha(ctx, b.sc.sha, c.keys, c.args...)
+	for i := range cmds {
+		b.calls.Add(int64(len(cmds[i].calls)))
+		cmds[i].res = pipe.EvalSha(ctx, b.sc.sha, cmds[i].keys, cmds[i].args...)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
-	return cmds
 }

@@ -41,60 +41,113 @@ func (s *Store) now(ctx context.Context, b rank.Board) (time.Time, string) {
 	return s.clock.now(ctx, s.client), ""
 }
 
-// Apply implements rank.Store: the event goes to the batcher's lane, which
-// builds its command, runs one pipeline at a time in submission order and
-// calls done from its goroutine (batcher.go).
+// Apply implements rank.Store: the event goes to the lane (batcher.go),
+// which sends it in its next pipeline; done is called from the lane's
+// completer.
 func (s *Store) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 	if !rank.ValidBoardID(e.Board) {
 		done(rank.Result{}, fmt.Errorf("redisstore: apply %q: %w", e.Board, rank.ErrInvalidBoard))
 		return
 	}
 	if s.closed.Load() {
-		done(rank.Result{}, ErrClosed)
+		done(rank.Result{}, failClosed(e.Board))
 		return
 	}
-	c := s.batch.get(ctx, nil, nil)
-	c.deadline = time.Now().Add(s.cfg.Timeout)
+	c := s.batch.get()
+	c.ctx, c.deadline = ctx, time.Now().Add(s.cfg.Timeout)
 	c.e, c.fin = e, done
 	c.hash = strconv.FormatUint(e.PayloadHash(), 36)
 	c.token = s.attemptPrefix + strconv.FormatUint(s.attempts.Add(1), 36)
-	s.batch.submitAsync(c)
+	s.batch.submit(c)
 }
 
-// prepareAsync builds the commands of one lane batch and returns the calls
-// to send; the others (caller gone, past the deadline, refused) are
-// finished. Each board's config is read once per batch: all of a board's
-// calls in one pipeline carry the same config version and period slots, so
-// when the script refuses some as stale (another node changed the config
-// meanwhile) or as clock (a period boundary passed), those are a tail of
-// the board's calls, and finishAsync retries them in order before the next
-// pipeline: order holds. Lane only (it owns s.memo).
-func (s *Store) prepareAsync(ctx context.Context, batch []*call) []*call {
-	now := time.Now()
-	live := batch[:0]
+func failClosed(board string) error { return fmt.Errorf("redisstore: apply %s: %w", board, ErrClosed) }
+
+func failCtx(board string, err error) error {
+	return fmt.Errorf("redisstore: apply %s: %w", board, err)
+}
+
+// work is the lane's Redis work for one batch: it sets every call's
+// outcome. A call whose caller is gone or whose deadline passed is not
+// sent, so not applied. The others go out in one pipeline; those a script
+// refused as stale (another node changed the config) or clock (a period
+// boundary passed) changed nothing, so they are rebuilt from a fresh
+// config and clock and sent again, all together in one pipeline per
+// round, before the lane takes its next batch: order holds. Lane only (it
+// owns s.memo).
+func (s *Store) work(bt *batch) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
 	defer func() { clear(s.memo); s.memo = s.memo[:0] }()
-	for _, c := range batch {
+	now := time.Now()
+	bt.send = bt.send[:0]
+	for _, c := range bt.calls {
 		err := c.ctx.Err()
 		if err == nil && now.After(c.deadline) {
 			err = context.DeadlineExceeded
 		}
 		if err != nil {
-			s.finishAsync(c, nil, err) // not sent, so not applied
+			c.err = s.fail("apply", c.e.Board, err) // not sent, so not applied
 			continue
 		}
+		bt.send = append(bt.send, c)
+	}
+	for attempt := 0; len(bt.send) > 0; attempt++ {
+		bt.cmds = s.build(ctx, bt.cmds[:0], bt.send)
+		s.batch.exec(ctx, bt.cmds)
+		bt.send = bt.send[:0]
+		for i := range bt.cmds {
+			bt.send = s.settle(&bt.cmds[i], attempt, bt.send)
+		}
+		clear(bt.cmds)
+		if len(bt.send) > 0 {
+			clear(s.memo) // a refreshed config is read again
+			s.memo = s.memo[:0]
+		}
+	}
+	clear(bt.send)
+	bt.send = bt.send[:0]
+}
+
+// build appends the commands applying calls to cmds: one per event. A call
+// that cannot be sent (its board is unknown, Redis is down, the event
+// fails Check) gets its error here.
+func (s *Store) build(ctx context.Context, cmds []cmd, calls []*call) []cmd {
+	for i, c := range calls {
 		cb, err := s.memoBoard(ctx, c.e.Board)
+		var keys []string
+		var args []any
 		if err == nil {
-			c.keys, c.args, err = s.applyCmdWith(ctx, cb, c.e, c.hash, c.token)
+			keys, args, err = s.applyCmdWith(ctx, cb, c.e, c.hash, c.token)
 		}
 		if err != nil { // already wrapped
-			done := c.fin
-			s.batch.recycle(c)
-			done(rank.Result{}, err)
+			c.err = err
 			continue
 		}
-		live = append(live, c)
+		cmds = append(cmds, cmd{calls: calls[i : i+1 : i+1], keys: keys, args: args})
 	}
-	return live
+	return cmds
+}
+
+// settle sets the outcome of a command's calls from its reply, or appends
+// them to again when the script refused them as stale or clock and
+// another attempt is allowed (after refreshing the config or the clock).
+func (s *Store) settle(m *cmd, attempt int, again []*call) []*call {
+	board := m.calls[0].e.Board
+	v, err := m.res.Result()
+	if err != nil {
+		if s.retryable(board, err, attempt) {
+			return append(again, m.calls...)
+		}
+		err = s.fail("apply", board, err)
+		for _, c := range m.calls {
+			c.err = err
+		}
+		return again
+	}
+	c := m.calls[0]
+	c.r, c.err = applyResult(c.e, v, c.hash, c.token)
+	return again
 }
 
 // memoBoard is s.board, read once per lane batch.
@@ -119,36 +172,6 @@ type boardMemo struct {
 	c  cachedBoard
 }
 
-// finishAsync completes an async call on the lane's goroutine. A script
-// that saw a stale config or clock is rebuilt and run again right here,
-// before the lane sends its next pipeline, so the caller's order holds.
-func (s *Store) finishAsync(c *call, v any, err error) {
-	ctx, e, hash, token, done := c.ctx, c.e, c.hash, c.token, c.fin
-	s.batch.recycle(c)
-	for attempt := 0; err != nil && s.retryable(e.Board, err, attempt); attempt++ {
-		tctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-		keys, args, perr := s.applyCmd(tctx, e, hash, token)
-		if perr != nil {
-			cancel()
-			done(rank.Result{}, perr)
-			return
-		}
-		v, err = s.apply.run(tctx, s.client, keys, args...)
-		cancel()
-	}
-	if err != nil {
-		done(rank.Result{}, s.fail("apply", e.Board, err))
-		return
-	}
-	r, err := applyResult(e, v, hash, token)
-	if err == nil && s.cfg.Sink != nil {
-		if c, ok := rank.ChangeOf(e, r); ok {
-			s.cfg.Sink([]rank.Change{c})
-		}
-	}
-	done(r, err)
-}
-
 // Board returns the config events are applied with, from the cache.
 func (s *Store) Board(ctx context.Context, id string) (rank.Board, error) {
 	if !rank.ValidBoardID(id) {
@@ -164,16 +187,8 @@ func (s *Store) Board(ctx context.Context, id string) (rank.Board, error) {
 // Forget drops the cached config of a board changed elsewhere.
 func (s *Store) Forget(id string) { s.forget(id) }
 
-// applyCmd builds the keys and arguments of one apply attempt from the
-// cached config and the store clock. Its errors are wrapped.
-func (s *Store) applyCmd(ctx context.Context, e rank.Event, hash, token string) ([]string, []any, error) {
-	c, err := s.board(ctx, e.Board)
-	if err != nil {
-		return nil, nil, s.fail("apply", e.Board, err)
-	}
-	return s.applyCmdWith(ctx, c, e, hash, token)
-}
-
+// applyCmdWith builds the keys and arguments of one apply attempt from the
+// board's cached config and the store clock. Its errors are wrapped.
 func (s *Store) applyCmdWith(ctx context.Context, c cachedBoard, e rank.Event, hash, token string) ([]string, []any, error) {
 	if err := e.Check(c.b); err != nil {
 		return nil, nil, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)

@@ -99,7 +99,7 @@ type Store struct {
 	mu     sync.Mutex             // guards boards
 	boards map[string]cachedBoard // board id -> config as last read
 
-	memo []boardMemo // the async lane's configs of its current batch (prepareAsync)
+	memo []boardMemo // the lane's configs of its current batch (work)
 }
 
 var _ rank.Store = (*Store)(nil)
@@ -220,7 +220,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err := s.clock.sync(ctx, s.client); err != nil {
 		return nil, s.fail("new", "", err)
 	}
-	s.batch = newBatcher(s.client, s.apply, cfg, log, s.prepareAsync, s.finishAsync)
+	s.batch = newBatcher(s.client, s.apply, cfg, log, s.work)
 	return s, nil
 }
 
