@@ -11,6 +11,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/ranktest"
 )
 
 type asyncResult struct {
@@ -184,6 +185,63 @@ func TestRefusedTailOnePipeline(t *testing.T) {
 		sums[c.e.Board]++
 		if c.err != nil || c.r.Score != sums[c.e.Board] || c.r.Duplicate {
 			t.Fatalf("event %d on %s: %+v, %v; want score %d", i, c.e.Board, c.r, c.err, sums[c.e.Board])
+		}
+	}
+}
+
+// lanecalls builds a batch of events as Apply would, for work to run on
+// the test's goroutine.
+func lanecalls(t *testing.T, s *Store, events []rank.Event) *batch {
+	bt := &batch{}
+	for i, e := range events {
+		c := s.batch.get()
+		c.ctx, c.deadline = t.Context(), time.Now().Add(time.Minute)
+		c.e = e
+		c.hash = strconv.FormatUint(e.PayloadHash(), 36)
+		c.token = fmt.Sprintf("tok-%d", i)
+		bt.calls = append(bt.calls, c)
+	}
+	return bt
+}
+
+// A pipeline's events of one board go in one apply.lua call, and each
+// event's result is the one it would have alone, applied in order (R3 per
+// event): the same results as the memory engine applying them one by one,
+// a failure in the middle included (it changes nothing, the next ones run),
+// a duplicate and a conflict within the same call included.
+func TestBatchedScript(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{})
+	mem := newMem(t)
+	for _, b := range []rank.Board{rank.DefaultBoard("bs"), rank.DefaultBoard("bs2")} {
+		mustPut(t, s, b)
+		if _, err := mem.PutBoard(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events := []rank.Event{
+		incr("bs", "1", "a", 5),
+		incr("bs", "2", "b", 7),
+		incr("bs2", "1", "a", 1), // another board: its own call
+		incr("bs", "3", "a", 3),  // a ties b at 8, reached later: rank 2
+		incr("bs", "4", "c", rank.MaxScore),
+		incr("bs", "5", "c", 1), // out_of_range: changes nothing
+		incr("bs", "6", "b", 1),
+		incr("bs", "1", "a", 5), // a duplicate of the first, in the same call
+		incr("bs", "2", "b", 8), // a conflict with the second
+		incr("bs", "7", "a", -20),
+	}
+	s0 := s.batch.scripts.Load()
+	bt := lanecalls(t, s, events)
+	s.work(bt)
+	if n := s.batch.scripts.Load() - s0; n != 2 {
+		t.Fatalf("%d script calls for two boards; want 2", n)
+	}
+	for i, c := range bt.calls {
+		want, werr := rank.ApplyWait(t.Context(), mem, events[i])
+		if ranktest.Kind(c.err) != ranktest.Kind(werr) || c.r != want {
+			t.Fatalf("event %d (%+v): %+v, %v\nwant %+v, %v", i, events[i], c.r, c.err, want, werr)
 		}
 	}
 }

@@ -80,9 +80,15 @@ type call struct {
 // order, and the lane's scratch space for them.
 type batch struct {
 	calls   []*call
-	send    []*call // calls still to send (the lane's)
-	cmds    []cmd   // the pipeline being built (the lane's)
 	changes []rank.Change
+
+	// The lane's scratch space (Store.work, Store.build).
+	send    []*call // calls still to send
+	cmds    []cmd   // the pipeline being built
+	groups  []group // the boards of send, in order of first appearance
+	order   []int   // the group of each call of send; -1 = not sent
+	next    []int   // per group, the next free place in grouped
+	grouped []*call // send's calls arranged by board, each board's in order
 }
 
 // cmd is one EVALSHA of a pipeline: the calls it applies (consecutive

@@ -99,7 +99,8 @@ type Store struct {
 	mu     sync.Mutex             // guards boards
 	boards map[string]cachedBoard // board id -> config as last read
 
-	memo []boardMemo // the lane's configs of its current batch (work)
+	memo    []boardMemo    // the lane's configs of its current batch (work)
+	groupOf map[string]int // the lane's board -> group index of the batch it builds
 }
 
 var _ rank.Store = (*Store)(nil)
@@ -196,13 +197,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Store{
-		cfg:    cfg,
-		client: cfg.Client,
-		log:    log,
-		apply:  newScript(lua.Apply),
-		top:    newScript(lua.Top),
-		ranks:  newScript(lua.Ranks),
-		boards: make(map[string]cachedBoard),
+		cfg:     cfg,
+		client:  cfg.Client,
+		log:     log,
+		apply:   newScript(lua.Apply),
+		top:     newScript(lua.Top),
+		ranks:   newScript(lua.Ranks),
+		boards:  make(map[string]cachedBoard),
+		groupOf: make(map[string]int),
 	}
 	var seed [8]byte
 	if _, err := rand.Read(seed[:]); err != nil {
