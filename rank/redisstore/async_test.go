@@ -245,3 +245,44 @@ func TestBatchedScript(t *testing.T) {
 		}
 	}
 }
+
+// The sink hears once per pipeline at most, each time of that pipeline's
+// changes in apply order, and before any of their dones.
+func TestSinkOncePerPipeline(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	var mu sync.Mutex
+	var batches, heard int
+	var lastSeq int64
+	var bad string
+	s := newStore(t, srv, Config{Sink: func(batch []rank.Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		batches++
+		for _, c := range batch {
+			heard++
+			if c.Seq != lastSeq+1 && bad == "" {
+				bad = fmt.Sprintf("change seq %d after %d", c.Seq, lastSeq)
+			}
+			lastSeq = c.Seq
+		}
+	}})
+	mustPut(t, s, rank.DefaultBoard("sinks"))
+	p0 := s.batch.pipelines.Load()
+	var events []rank.Event
+	for i := range 2000 {
+		events = append(events, incr("sinks", fmt.Sprintf("s%d", i), fmt.Sprintf("m%d", i%13), 1))
+	}
+	for i, r := range submitAll(s, events) {
+		if r.err != nil || r.r.Seq != int64(i+1) {
+			t.Fatalf("event %d: %+v, %v", i, r.r, r.err)
+		}
+	}
+	p := s.batch.pipelines.Load() - p0
+	mu.Lock()
+	defer mu.Unlock()
+	if bad != "" || heard != len(events) || int64(batches) > p {
+		t.Fatalf("sink: %d changes in %d calls over %d pipelines (%s); want %d changes, at most one call per pipeline", heard, batches, p, bad, len(events))
+	}
+	t.Logf("%d changes, %d sink calls, %d pipelines", heard, batches, p)
+}

@@ -74,6 +74,14 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestApplyContract(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	ranktest.RunApply(t, func(t *testing.T, sink rank.Sink) rank.Store {
+		return newStore(t, srv, Config{Sink: sink})
+	})
+}
+
 func TestDifferential(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t)
