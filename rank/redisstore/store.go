@@ -30,7 +30,9 @@
 //
 // Board configs are cached for a few seconds. Each stored config carries a
 // random version and every script checks it, so a stale cache costs one
-// retry, never a wrong result.
+// retry, never a wrong result. A board found missing is remembered as
+// unknown for a second (bounded with the rest), so requests naming random
+// boards cost no Redis read each; PutBoard and Forget drop that at once.
 package redisstore
 
 import (
@@ -96,8 +98,9 @@ type Store struct {
 	attemptPrefix string        // random per Store, so nodes never share tokens
 	attempts      atomic.Uint64 // counter of Apply calls
 
-	mu     sync.Mutex             // guards boards
-	boards map[string]cachedBoard // board id -> config as last read
+	mu     sync.Mutex             // guards boards and forgets
+	boards map[string]cachedBoard // board id -> config as last read, or unknown
+	gen    uint64                 // bumped by every forget and stored config: a missing board read across one is not cached
 
 	memo    []boardMemo    // the lane's configs of its current batch (work)
 	groupOf map[string]int // the lane's board -> group index of the batch it builds
@@ -110,6 +113,18 @@ type cachedBoard struct {
 	ver  string
 	at   time.Time  // local time of the read
 	keys *applyKeys // Apply's per-board keys and arguments
+	// unknown: the board did not exist at the read (negative entry, kept
+	// unknownTTL), so a client naming random boards costs no Redis read
+	// per request.
+	unknown bool
+}
+
+// fresh reports whether the entry is still trusted.
+func (c cachedBoard) fresh(now time.Time) bool {
+	if c.unknown {
+		return now.Sub(c.at) < unknownTTL
+	}
+	return now.Sub(c.at) < boardTTL
 }
 
 // applyKeys are the keys and boxed arguments of Apply that depend only on
@@ -159,6 +174,10 @@ const (
 	// boardTTL is how long a cached config is trusted before re-reading it;
 	// the version check makes staleness safe, the TTL keeps it rare.
 	boardTTL = 5 * time.Second
+	// unknownTTL is how long a board found missing is taken as unknown
+	// without asking Redis again. PutBoard and Forget (a board created on
+	// another node, heard over the bus) drop it at once.
+	unknownTTL = time.Second
 	// maxCachedBoards bounds the cache; past it, expired entries are swept.
 	maxCachedBoards = 4096
 	// maxPage bounds a Top page and a Ranks request so one script stays short.
@@ -428,6 +447,9 @@ func escapeGlob(s string) string {
 }
 
 func (s *Store) loadBoard(ctx context.Context, id string) (cachedBoard, error) {
+	s.mu.Lock()
+	gen := s.gen
+	s.mu.Unlock()
 	vals, err := s.client.HMGet(ctx, s.key(id, "cfg"), "v", "j").Result()
 	if err != nil {
 		return cachedBoard{}, err
@@ -435,7 +457,7 @@ func (s *Store) loadBoard(ctx context.Context, id string) (cachedBoard, error) {
 	ver, _ := vals[0].(string)
 	j, _ := vals[1].(string)
 	if ver == "" || j == "" {
-		s.forget(id)
+		s.rememberUnknown(id, gen)
 		return cachedBoard{}, rank.ErrUnknownBoard
 	}
 	var b rank.Board
@@ -452,7 +474,10 @@ func (s *Store) board(ctx context.Context, id string) (cachedBoard, error) {
 	s.mu.Lock()
 	c, ok := s.boards[id]
 	s.mu.Unlock()
-	if ok && time.Since(c.at) < boardTTL {
+	if ok && c.fresh(time.Now()) {
+		if c.unknown {
+			return cachedBoard{}, rank.ErrUnknownBoard
+		}
 		return c, nil
 	}
 	return s.loadBoard(ctx, id)
@@ -461,9 +486,29 @@ func (s *Store) board(ctx context.Context, id string) (cachedBoard, error) {
 func (s *Store) remember(id string, c cachedBoard) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.gen++
+	s.rememberLocked(id, c)
+}
+
+// rememberUnknown caches that board id did not exist, unless a config was
+// stored or forgotten since the read began (gen): the board may exist by
+// now (PutBoard on this node, or another node's heard over the bus), and
+// a read that raced it must not hide it.
+func (s *Store) rememberUnknown(id string, gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen {
+		return
+	}
+	s.rememberLocked(id, cachedBoard{unknown: true, at: time.Now()})
+}
+
+// rememberLocked stores c, keeping the cache bounded (s.mu held).
+func (s *Store) rememberLocked(id string, c cachedBoard) {
 	if len(s.boards) >= maxCachedBoards {
+		now := time.Now()
 		for k, v := range s.boards {
-			if time.Since(v.at) >= boardTTL {
+			if !v.fresh(now) {
 				delete(s.boards, k)
 			}
 		}
@@ -477,6 +522,7 @@ func (s *Store) remember(id string, c cachedBoard) {
 func (s *Store) forget(id string) {
 	s.mu.Lock()
 	delete(s.boards, id)
+	s.gen++
 	s.mu.Unlock()
 }
 
