@@ -165,12 +165,12 @@ ingest() {
 say "gateway, Redis engine"
 start_gateway --redis-url "redis://127.0.0.1:$RP/0"
 
-# ceiling_run LABEL MEMBERS EVENTS_PER_CALL ARGS…: one redis-benchmark run;
-# records calls/s and events/s.
+# ceiling_run LABEL MEMBERS EVENTS_PER_CALL ARGS…: one redis-benchmark run
+# of CEIL_N events; records calls/s and events/s.
 ceiling_run() {
 	local label=$1 members=$2 per=$3
 	shift 3
-	redis-benchmark -p "$RP" -n "$CEIL_N" -c 50 -P 16 -r "$members" -q "$@" 2>/dev/null | tr '\r' '\n' | tail -n 2 >"$OUT/ceiling-$label.txt"
+	redis-benchmark -p "$RP" -n "$((CEIL_N / per))" -c 50 -P 16 -r "$members" -q "$@" 2>/dev/null | tr '\r' '\n' | tail -n 2 >"$OUT/ceiling-$label.txt"
 	cat "$OUT/ceiling-$label.txt" >&2
 	local rps
 	rps=$(grep -o '[0-9.]* requests per second' "$OUT/ceiling-$label.txt" | tail -1 | cut -d' ' -f1)
