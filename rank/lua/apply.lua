@@ -52,8 +52,6 @@
 -- ('|' never occurs in a member id, so the form is unambiguous).
 
 local MAX = 9007199254740991
-local INV = {['0'] = '9', ['1'] = '8', ['2'] = '7', ['3'] = '6', ['4'] = '5',
-  ['5'] = '4', ['6'] = '3', ['7'] = '2', ['8'] = '1', ['9'] = '0'}
 
 local err = refused()
 if err then return err end
@@ -140,8 +138,14 @@ local function one(i)
     -- The score changed (or the member is new): it reaches the score now.
     local z = member
     if tie ~= 'shared' then
-      local pad = string.format('%016d', seq)
-      if tie == 'first' then pad = string.gsub(pad, '%d', INV) end
+      local pad
+      if tie == 'first' then
+        -- Each digit's 9-complement, by halves: 9999999999999999 itself is
+        -- not exact in a double, 99999999 is.
+        pad = string.format('%08d%08d', 99999999 - math.floor(seq / 1e8), 99999999 - seq % 1e8)
+      else
+        pad = string.format('%016d', seq)
+      end
       z = pad .. '|' .. member
     end
     if had and z ~= oldz then redis.call('ZREM', zkey, oldz) end
