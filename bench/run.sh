@@ -20,7 +20,7 @@
 # Knobs (env): BENCH_DURATION (10s), BENCH_SPECTATORS (10000),
 # BENCH_PLAYERS (32), BENCH_INFLIGHT (16), BENCH_CEIL_N (300000),
 # BENCH_FANOUT_SIZES ("1000 $BENCH_SPECTATORS"), BENCH_OUT (bench/out),
-# BENCH_PARTS ("ceiling ingest-redis ingest-memory idle fanout": run only
+# BENCH_PARTS ("ref ceiling ingest-redis ingest-memory idle fanout": run only
 # some; the table leaves out rows whose run is missing), BENCH_GATEWAY (a
 # wsgateway binary to measure instead of this tree's, e.g. an older commit's
 # for a before/after in one session). Needs go,
@@ -36,7 +36,7 @@ PLAYERS=${BENCH_PLAYERS:-32}
 INFLIGHT=${BENCH_INFLIGHT:-16}
 CEIL_N=${BENCH_CEIL_N:-300000}
 OUT=${BENCH_OUT:-bench/out}
-PARTS=" ${BENCH_PARTS:-ceiling ingest-redis ingest-memory idle fanout} "
+PARTS=" ${BENCH_PARTS:-ref ceiling ingest-redis ingest-memory idle fanout} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 SECRET=bench-secret-0123456789abcdef0123456789
 mkdir -p "$OUT"
@@ -178,11 +178,13 @@ ceiling_run() {
 	measure "ceiling_${label//-/_}_events" "$(awk -v r="$rps" -v n="$per" 'BEGIN {printf "%.0f", r * n}')"
 }
 
-if part ceiling; then
+if part ref; then
 	say "reference script ceiling (SET NX, ZINCRBY, ZREVRANK, ZSCORE)"
 	REF_SHA=$(redis-cli -p "$RP" script load "if redis.call('SET', KEYS[2], '1', 'NX', 'EX', 600) then redis.call('ZINCRBY', KEYS[1], ARGV[2], ARGV[1]) end return {redis.call('ZREVRANK', KEYS[1], ARGV[1]), redis.call('ZSCORE', KEYS[1], ARGV[1])}")
 	ceiling_run ref-100k 100000 1 EVALSHA "$REF_SHA" 2 '{ref}:z' '{ref}:i:__rand_int____rand_int__' 'm__rand_int__' 1
+fi
 
+if part ceiling; then
 	say "apply.lua ceiling: capture one real call"
 	redis-cli -p "$RP" monitor >"$WORK/monitor.txt" &
 	MON=$!
