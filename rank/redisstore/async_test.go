@@ -162,19 +162,15 @@ func TestRefusedTailOnePipeline(t *testing.T) {
 	b.MaxDelta = 1000 // a new version: s's cached config is stale
 	mustPut(t, other, b)
 
-	bt := &batch{}
+	var events []rank.Event
 	for i := range n {
 		board := id
 		if i%5 == 0 {
 			board = "fresh" // not refused: applied in the first pipeline
 		}
-		c := s.batch.get()
-		c.ctx, c.deadline = t.Context(), time.Now().Add(time.Minute)
-		c.e = incr(board, fmt.Sprintf("t%d", i), "m", 1)
-		c.hash = strconv.FormatUint(c.e.PayloadHash(), 36)
-		c.token = fmt.Sprintf("tok-%d", i)
-		bt.calls = append(bt.calls, c)
+		events = append(events, incr(board, fmt.Sprintf("t%d", i), "m", 1))
 	}
+	bt := lanecalls(t, s, events)
 	p0 := s.batch.pipelines.Load()
 	s.work(bt)
 	if p := s.batch.pipelines.Load() - p0; p != 2 {
