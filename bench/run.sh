@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # make bench: the gateway against its ceilings, on this machine, loopback only.
 #
-#   1. apply.lua ceiling: redis-benchmark running the project's own script
-#      (EVALSHA captured from a real gateway call, random member and id,
-#      -P 16) at 100k and up to 1M members, on a redis-server started here;
+#   1. ceilings on a redis-server started here, redis-benchmark -P 16 -c 50:
+#      the reference script (the least an idempotent incr+rank does: SET NX,
+#      ZINCRBY, ZREVRANK, ZSCORE) at 100k members; apply.lua, the project's
+#      own script (EVALSHA captured from a real gateway call, random member
+#      and id) with one event per call at 100k and up to 1M members, and with
+#      16 events per call (as the lane sends a busy board's events) at 100k;
 #   2. ingest through the gateway (Redis engine, then memory engine) with
 #      `wsgateway load`: the max rate, then half of it for the ack latency;
+#      and the same load against a bare coder/websocket server answering
+#      each score with a fixed ack (bench/fanout --echo), the memory
+#      engine's floor;
 #   3. fan-out: N spectators of one board at a 100ms interval, against a bare
 #      coder/websocket broadcast loop (bench/fanout) measured the same way;
 #   4. memory per idle connection, gateway vs bare coder/websocket;
@@ -13,8 +19,12 @@
 #
 # Knobs (env): BENCH_DURATION (10s), BENCH_SPECTATORS (10000),
 # BENCH_PLAYERS (32), BENCH_INFLIGHT (16), BENCH_CEIL_N (300000),
-# BENCH_FANOUT_SIZES ("1000 $BENCH_SPECTATORS"), BENCH_OUT (bench/out). Needs go, redis-server, redis-benchmark, redis-cli,
-# curl, ss.
+# BENCH_FANOUT_SIZES ("1000 $BENCH_SPECTATORS"), BENCH_OUT (bench/out),
+# BENCH_PARTS ("ref ceiling ingest-redis ingest-memory idle fanout": run only
+# some; the table leaves out rows whose run is missing), BENCH_GATEWAY (a
+# wsgateway binary to measure instead of this tree's, e.g. an older commit's
+# for a before/after in one session). Needs go,
+# redis-server, redis-benchmark, redis-cli, curl, ss.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +36,8 @@ PLAYERS=${BENCH_PLAYERS:-32}
 INFLIGHT=${BENCH_INFLIGHT:-16}
 CEIL_N=${BENCH_CEIL_N:-300000}
 OUT=${BENCH_OUT:-bench/out}
+PARTS=" ${BENCH_PARTS:-ref ceiling ingest-redis ingest-memory idle fanout} "
+part() { [[ $PARTS == *" $1 "* ]]; }
 SECRET=bench-secret-0123456789abcdef0123456789
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -84,7 +96,11 @@ MEASURES="$OUT/measures.env"
 measure() { echo "$1=$2" >>"$MEASURES"; echo "   $1=$2" >&2; }
 
 say "building"
-go build -o "$WORK/wsgateway" ./cmd/wsgateway
+if [ -n "${BENCH_GATEWAY:-}" ]; then
+	cp "$BENCH_GATEWAY" "$WORK/wsgateway"
+else
+	go build -o "$WORK/wsgateway" ./cmd/wsgateway
+fi
 go build -o "$WORK/fanout" ./bench/fanout
 go build -o "$WORK/ceiling" ./bench/ceiling
 go build -o "$WORK/table" ./bench/table
@@ -109,11 +125,13 @@ start_gateway() { # start_gateway [extra flags…]
 }
 stop_gateway() { kill "$GW_PID"; wait "$GW_PID" 2>/dev/null || true; }
 
-# start_bare INTERVAL: the bare broadcast loop on a free port FP (pid FPID),
-# once it listens.
+# start_bare INTERVAL [flags…]: the bare broadcast loop (or with --echo the
+# bare echo) on a free port FP (pid FPID), once it listens.
 start_bare() {
 	FP=$(freeport)
-	"$WORK/fanout" --addr "127.0.0.1:$FP" --interval "$1" >/dev/null &
+	local interval=$1
+	shift
+	"$WORK/fanout" --addr "127.0.0.1:$FP" --interval "$interval" "$@" >/dev/null &
 	FPID=$!
 	PIDS+=("$FPID")
 	for _ in $(seq 100); do
@@ -129,9 +147,10 @@ start_bare() {
 ingest() {
 	local name=$1
 	shift
-	local before after secs
+	local before after rbefore secs
 	secs=$(($(echo "$DUR" | tr -dc 0-9) / 2))
 	before=$(cpu_ticks "$GW_PID")
+	rbefore=$(cpu_ticks "$RPID")
 	(sleep 2 && curl -fsS -o "$OUT/$name.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=$((secs > 0 ? secs : 1))" 2>/dev/null || true) &
 	local prof=$!
 	"${LOAD[@]}" --url "$URL" --spectators 0 --watchers 0 --duration "$DUR" --json "$OUT/$name.json" --html "$OUT/$name.html" "$@" >"$OUT/$name.txt"
@@ -139,67 +158,99 @@ ingest() {
 	wait "$prof" || true
 	cat "$OUT/$name.txt" >&2
 	measure "cpu_${name//-/_}_s" "$(cpu_seconds "$before" "$after")"
+	measure "redis_cpu_${name//-/_}_s" "$(cpu_seconds "$rbefore" "$(cpu_ticks "$RPID")")"
 	[ -s "$OUT/$name.pprof" ] && go tool pprof -top -nodecount=30 "$WORK/wsgateway" "$OUT/$name.pprof" >"$OUT/$name.profile.txt" 2>/dev/null || true
 }
 
 say "gateway, Redis engine"
 start_gateway --redis-url "redis://127.0.0.1:$RP/0"
 
-say "apply.lua ceiling: capture one real call"
-redis-cli -p "$RP" monitor >"$WORK/monitor.txt" &
-MON=$!
-PIDS+=("$MON")
-sleep 0.3
-"${LOAD[@]}" --url "$URL" --board ceil --create --players 1 --inflight 1 --spectators 0 --watchers 0 --rate 20 --duration 500ms --members 10 >/dev/null
-sleep 0.3
-kill "$MON"
-"$WORK/ceiling" <"$WORK/monitor.txt" >"$WORK/args.txt"
-mapfile -t ARGS <"$WORK/args.txt"
-for members in 100000 1000000; do
-	label=$([ "$members" = 100000 ] && echo 100k || echo 1m)
-	redis-benchmark -p "$RP" -n "$CEIL_N" -c 50 -P 16 -r "$members" -q "${ARGS[@]}" 2>/dev/null | tr '\r' '\n' | tail -n 2 >"$OUT/ceiling-$label.txt"
+# ceiling_run LABEL MEMBERS EVENTS_PER_CALL ARGS…: one redis-benchmark run
+# of CEIL_N events; records calls/s and events/s.
+ceiling_run() {
+	local label=$1 members=$2 per=$3
+	shift 3
+	redis-benchmark -p "$RP" -n "$((CEIL_N / per))" -c 50 -P 16 -r "$members" -q "$@" 2>/dev/null | tr '\r' '\n' | tail -n 2 >"$OUT/ceiling-$label.txt"
 	cat "$OUT/ceiling-$label.txt" >&2
-	measure "ceiling_${label}_rps" "$(grep -o '[0-9.]* requests per second' "$OUT/ceiling-$label.txt" | tail -1 | cut -d' ' -f1)"
-done
-measure "ceiling_members_after_1m_run" "$(redis-cli -p "$RP" eval "local n=0 for _,k in ipairs(redis.call('keys','*{ceil}:z:*')) do n=n+redis.call('zcard',k) end return n" 0)"
+	local rps
+	rps=$(grep -o '[0-9.]* requests per second' "$OUT/ceiling-$label.txt" | tail -1 | cut -d' ' -f1)
+	measure "ceiling_${label//-/_}_rps" "$rps"
+	measure "ceiling_${label//-/_}_events" "$(awk -v r="$rps" -v n="$per" 'BEGIN {printf "%.0f", r * n}')"
+}
 
-say "ingest, Redis engine: max"
-ingest ingest-redis --board ingest --create --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT"
-HALF=$(( $("$WORK/table" -rate "$OUT/ingest-redis.json") / 2 ))
-say "ingest, Redis engine: half rate ($HALF/s)"
-ingest ingest-redis-half --board ingest --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT" --rate "$HALF"
+if part ref; then
+	say "reference script ceiling (SET NX, ZINCRBY, ZREVRANK, ZSCORE)"
+	REF_SHA=$(redis-cli -p "$RP" script load "if redis.call('SET', KEYS[2], '1', 'NX', 'EX', 600) then redis.call('ZINCRBY', KEYS[1], ARGV[2], ARGV[1]) end return {redis.call('ZREVRANK', KEYS[1], ARGV[1]), redis.call('ZSCORE', KEYS[1], ARGV[1])}")
+	ceiling_run ref-100k 100000 1 EVALSHA "$REF_SHA" 2 '{ref}:z' '{ref}:i:__rand_int____rand_int__' 'm__rand_int__' 1
+fi
+
+if part ceiling; then
+	say "apply.lua ceiling: capture one real call"
+	redis-cli -p "$RP" monitor >"$WORK/monitor.txt" &
+	MON=$!
+	PIDS+=("$MON")
+	sleep 0.3
+	"${LOAD[@]}" --url "$URL" --board ceil --create --players 1 --inflight 1 --spectators 0 --watchers 0 --rate 20 --duration 500ms --members 10 >/dev/null
+	sleep 0.3
+	kill "$MON"
+	"$WORK/ceiling" <"$WORK/monitor.txt" >"$WORK/args.txt"
+	"$WORK/ceiling" -events 16 <"$WORK/monitor.txt" >"$WORK/args16.txt"
+	mapfile -t ARGS <"$WORK/args.txt"
+	mapfile -t ARGS16 <"$WORK/args16.txt"
+	ceiling_run 100k 100000 1 "${ARGS[@]}"
+	ceiling_run x16-100k 100000 16 "${ARGS16[@]}"
+	ceiling_run 1m 1000000 1 "${ARGS[@]}"
+	measure "ceiling_members_after_1m_run" "$(redis-cli -p "$RP" eval "local n=0 for _,k in ipairs(redis.call('keys','*{ceil}:z:*')) do n=n+redis.call('zcard',k) end return n" 0)"
+fi
+
+if part ingest-redis; then
+	say "ingest, Redis engine: max"
+	ingest ingest-redis --board ingest --create --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT"
+	HALF=$(( $("$WORK/table" -rate "$OUT/ingest-redis.json") / 2 ))
+	say "ingest, Redis engine: half rate ($HALF/s)"
+	ingest ingest-redis-half --board ingest --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT" --rate "$HALF"
+fi
 stop_gateway
 
-say "gateway, memory engine"
-start_gateway --dev
-say "ingest, memory engine: max"
-ingest ingest-memory --board ingest --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT"
-HALF=$(( $("$WORK/table" -rate "$OUT/ingest-memory.json") / 2 ))
-say "ingest, memory engine: half rate ($HALF/s)"
-ingest ingest-memory-half --board ingest --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT" --rate "$HALF"
-stop_gateway
+if part ingest-memory; then
+	say "gateway, memory engine"
+	start_gateway --dev
+	say "ingest, memory engine: max"
+	ingest ingest-memory --board ingest --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT"
+	HALF=$(( $("$WORK/table" -rate "$OUT/ingest-memory.json") / 2 ))
+	say "ingest, memory engine: half rate ($HALF/s)"
+	ingest ingest-memory-half --board ingest --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT" --rate "$HALF"
+	stop_gateway
 
-say "memory per idle connection ($SPECTATORS), gateway"
-start_gateway --dev
-base=$(rss_kb "$GW_PID")
-"${LOAD[@]}" --url "$URL" --board idle --players 0 --watchers 0 --spectators "$SPECTATORS" --duration 4s >"$OUT/idle-gateway.txt" &
-L=$!
-wait_conns "$GP" "$SPECTATORS"
-sleep 1
-measure mem_gateway_kb_per_conn "$(awk -v a="$base" -v b="$(rss_kb "$GW_PID")" -v n="$SPECTATORS" 'BEGIN {printf "%.1f", (b - a) / n}')"
-wait "$L"
-stop_gateway
+	say "ingest, bare coder/websocket echo (a fixed ack per score)"
+	start_bare 1h --echo
+	GW_PID=$FPID URL="ws://127.0.0.1:$FP/ws" MP=none ingest ingest-echo --board ingest --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT"
+	kill "$FPID"
+fi
 
-say "memory per idle connection ($SPECTATORS), bare coder/websocket"
-start_bare 1h
-base=$(rss_kb "$FPID")
-"${LOAD[@]}" --url "ws://127.0.0.1:$FP/ws" --players 0 --watchers 0 --spectators "$SPECTATORS" --duration 4s >"$OUT/idle-bare.txt" &
-L=$!
-wait_conns "$FP" "$SPECTATORS"
-sleep 1
-measure mem_bare_kb_per_conn "$(awk -v a="$base" -v b="$(rss_kb "$FPID")" -v n="$SPECTATORS" 'BEGIN {printf "%.1f", (b - a) / n}')"
-wait "$L"
-kill "$FPID"
+if part idle; then
+	say "memory per idle connection ($SPECTATORS), gateway"
+	start_gateway --dev
+	base=$(rss_kb "$GW_PID")
+	"${LOAD[@]}" --url "$URL" --board idle --players 0 --watchers 0 --spectators "$SPECTATORS" --duration 4s >"$OUT/idle-gateway.txt" &
+	L=$!
+	wait_conns "$GP" "$SPECTATORS"
+	sleep 1
+	measure mem_gateway_kb_per_conn "$(awk -v a="$base" -v b="$(rss_kb "$GW_PID")" -v n="$SPECTATORS" 'BEGIN {printf "%.1f", (b - a) / n}')"
+	wait "$L"
+	stop_gateway
+
+	say "memory per idle connection ($SPECTATORS), bare coder/websocket"
+	start_bare 1h
+	base=$(rss_kb "$FPID")
+	"${LOAD[@]}" --url "ws://127.0.0.1:$FP/ws" --players 0 --watchers 0 --spectators "$SPECTATORS" --duration 4s >"$OUT/idle-bare.txt" &
+	L=$!
+	wait_conns "$FP" "$SPECTATORS"
+	sleep 1
+	measure mem_bare_kb_per_conn "$(awk -v a="$base" -v b="$(rss_kb "$FPID")" -v n="$SPECTATORS" 'BEGIN {printf "%.1f", (b - a) / n}')"
+	wait "$L"
+	kill "$FPID"
+fi
 
 # fanout N: N spectators of one board at a 100ms interval, through the
 # gateway (memory engine, one player at 100 events/s over 20 members so the
@@ -229,9 +280,11 @@ fanout() {
 	cat "$OUT/fanout-bare-$n.txt" >&2
 	kill "$FPID"
 }
-for n in $FANOUT_SIZES; do
-	fanout "$n"
-done
+if part fanout; then
+	for n in $FANOUT_SIZES; do
+		fanout "$n"
+	done
+fi
 
 say "results ($(nproc) cores, $(uname -sr), $(go env GOVERSION))"
 "$WORK/table" -dir "$OUT" -fanout "$FANOUT_SIZES"

@@ -48,8 +48,9 @@ type Done func(Result, error)
 
 // Sink receives the changes an engine applied, a batch at a time, in the
 // order the engine applied them, before the Done callbacks of those events
-// run (so an ack never overtakes the frames' news of it). It must not block
-// and must not call the store. The memory engine calls it from the
+// run (so an ack never overtakes the frames' news of it). It must not block,
+// must not call the store, and must not keep batch after it returns (the
+// engine reuses it). The memory engine calls it from the
 // submitting goroutine (concurrently for concurrent submitters); the Redis
 // engine from one completion goroutine, one batch per pipeline.
 type Sink func(batch []Change)

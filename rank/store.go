@@ -18,7 +18,8 @@ const (
 	OpValue Op = 2 // "value": boards with modes best and set
 )
 
-// Event is one score event. ID is the idempotency key within the board (R4).
+// Event is one score event. ID is the idempotency key within the board and
+// the member (R4 v1.1): two members' equal ids are two events.
 type Event struct {
 	Board  string
 	ID     string

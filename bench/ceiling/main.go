@@ -3,39 +3,61 @@
 // (m__rand_int__, spread by redis-benchmark -r) and a random request id
 // (two placeholders: ids never repeat, so no call is an idempotent replay).
 // The capture makes the ceiling run the project's own script with the exact
-// keys and arguments the gateway sends.
+// keys and arguments the gateway sends. With -events N the call carries N
+// such events (apply.lua takes a board's events of one pipeline in one
+// call), each with its own random member and id.
 //
 //	redis-cli -p P monitor > mon.txt   (while the gateway applies one event)
-//	go run ./bench/ceiling < mon.txt > args.txt
+//	go run ./bench/ceiling [-events N] < mon.txt > args.txt
 package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 )
 
+// The layout of a one-event apply.lua call (rank/lua/apply.lua's header):
+// EVALSHA sha numkeys, 7 board keys and the event's record key, 13 board
+// arguments and the event's 5.
+const (
+	boardKeys, boardArgs, eventArgs = 7, 13, 5
+	oneEventFields                  = 3 + boardKeys + 1 + boardArgs + eventArgs
+)
+
 func main() {
+	events := flag.Int("events", 1, "events per call")
+	flag.Parse()
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		args, err := fields(sc.Text())
-		if err != nil || len(args) != 29 || !strings.EqualFold(args[0], "EVALSHA") || args[2] != "8" || !strings.Contains(args[6], ":i:") {
+		if err != nil || len(args) != oneEventFields || !strings.EqualFold(args[0], "EVALSHA") ||
+			args[2] != strconv.Itoa(boardKeys+1) || !strings.Contains(args[3+boardKeys], ":i:") {
 			continue
 		}
-		// args: EVALSHA sha 8 KEYS[1..8] ARGV[1..18]; KEYS[4] is the id's
-		// record, ARGV[14] the member.
-		i := strings.LastIndex(args[6], ":i:")
-		args[6] = args[6][:i+3] + "__rand_int____rand_int__"
-		args[10+14] = "m__rand_int__"
-		for _, a := range args {
+		rec := args[3+boardKeys]
+		rec = rec[:strings.LastIndex(rec, ":i:")+3] + "m__rand_int__|__rand_int____rand_int__"
+		ev := args[3+boardKeys+1+boardArgs:]
+		ev[0] = "m__rand_int__" // the member; the record key's is another random one: same cost
+		out := append([]string{}, args[0], args[1], strconv.Itoa(boardKeys+*events))
+		out = append(out, args[3:3+boardKeys]...)
+		for range *events {
+			out = append(out, rec)
+		}
+		out = append(out, args[3+boardKeys+1:3+boardKeys+1+boardArgs]...)
+		for range *events {
+			out = append(out, ev...)
+		}
+		for _, a := range out {
 			fmt.Println(a)
 		}
 		return
 	}
-	fmt.Fprintln(os.Stderr, "ceiling: no apply.lua EVALSHA (8 keys, an :i: key) in the MONITOR output")
+	fmt.Fprintln(os.Stderr, "ceiling: no one-event apply.lua EVALSHA (8 keys, an :i: key) in the MONITOR output")
 	os.Exit(1)
 }
 

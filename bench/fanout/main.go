@@ -4,6 +4,11 @@
 // reader, one writer goroutine per connection, a one-slot latest-frame
 // holder, a timeout per write) and nothing else. `wsgateway load` measures
 // it exactly as it measures the gateway: it answers welcome and subscribe.
+//
+// With --echo it is instead the ingest floor: each connection gets the
+// welcome, then every score frame is answered with a fixed ack (its id
+// echoed, a running seq), read and written on the handler goroutine; no
+// store, no frames. The same `wsgateway load` players drive it.
 package main
 
 import (
@@ -29,13 +34,19 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
 	interval := flag.Duration("interval", 100*time.Millisecond, "frame interval")
 	top := flag.Int("top", 10, "entries per frame")
+	echo := flag.Bool("echo", false, "answer score frames with a fixed ack instead of broadcasting")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	s := &server{conns: make(map[*peer]struct{})}
-	srv := &http.Server{Addr: *addr, Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go s.broadcast(ctx, *interval, *top)
+	var h http.Handler = s
+	if *echo {
+		h = &echoServer{}
+	} else {
+		go s.broadcast(ctx, *interval, *top)
+	}
+	srv := &http.Server{Addr: *addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { <-ctx.Done(); srv.Close() }()
 	fmt.Printf("fanout listening on %s\n", *addr)
 	if err := srv.ListenAndServe(); err != http.ErrServerClosed {
@@ -134,6 +145,44 @@ func (s *server) broadcast(ctx context.Context, interval time.Duration, n int) {
 			case p.signal <- struct{}{}:
 			default:
 			}
+		}
+	}
+}
+
+// echoServer answers every score frame with a fixed ack.
+type echoServer struct {
+	seq atomic.Int64
+}
+
+func (s *echoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols: []string{proto.Subprotocol}, CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	ctx := r.Context()
+	welcome, _ := json.Marshal(proto.Welcome{Type: proto.TypeWelcome, Member: "x", Role: "server", Node: "echo"})
+	if c.Write(ctx, websocket.MessageText, welcome) != nil {
+		return
+	}
+	for {
+		_, msg, err := c.Read(ctx)
+		if err != nil {
+			return
+		}
+		var req proto.Request
+		if json.Unmarshal(msg, &req) != nil || req.Type != proto.TypeScore {
+			continue
+		}
+		ack, _ := json.Marshal(proto.Ack{Type: proto.TypeAck, ID: req.ID, Board: req.Board, Member: req.Member,
+			Score: 1, Rank: 1, Seq: s.seq.Add(1)})
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = c.Write(wctx, websocket.MessageText, ack)
+		cancel()
+		if err != nil {
+			return
 		}
 	}
 }

@@ -1,15 +1,18 @@
--- apply.lua: apply one score event to a board, atomically and idempotently.
+-- apply.lua: apply N score events to one board, in order, each atomically
+-- and idempotently as if it were alone: one script call per board per
+-- pipeline instead of one per event (N >= 1).
 --
--- KEYS[1]  <p>:{b}:cfg     hash: v = config version, j = config JSON
--- KEYS[2]  <p>:{b}:seq     string: the board's change sequence
--- KEYS[3]  <p>:{b}:n       hash: member id -> display name
--- KEYS[4]  <p>:{b}:i:<id>  string: idempotency record of request <id>
--- KEYS[5]  <p>:{b}:z:<A>   sorted set of period slot A
--- KEYS[6]  <p>:{b}:m:<A>   hash: member id -> sorted-set member (first/last), slot A
--- KEYS[7]  <p>:{b}:z:<B>   sorted set of period slot B (the period after A)
--- KEYS[8]  <p>:{b}:m:<B>   hash of slot B
+-- KEYS[1]    <p>:{b}:cfg     hash: v = config version, j = config JSON
+-- KEYS[2]    <p>:{b}:seq     string: the board's change sequence
+-- KEYS[3]    <p>:{b}:n       hash: member id -> display name
+-- KEYS[4]    <p>:{b}:z:<A>   sorted set of period slot A
+-- KEYS[5]    <p>:{b}:m:<A>   hash: member id -> sorted-set member (first/last), slot A
+-- KEYS[6]    <p>:{b}:z:<B>   sorted set of period slot B (the period after A)
+-- KEYS[7]    <p>:{b}:m:<B>   hash of slot B
+-- KEYS[7+i]  <p>:{b}:i:<m>|<id>  string: idempotency record of event i (member m's
+--            request id; R4 v1.1), i = 1..N
 --
--- ARGV[1]  config version the caller validated the event against
+-- ARGV[1]  config version the caller validated the events against
 -- ARGV[2]  now in unix ms, or "" to read the server's TIME (the one clock)
 -- ARGV[3]  start of slot A (unix ms)
 -- ARGV[4]  boundary: end of A = start of B (unix ms); 0 = no periods, always A
@@ -22,18 +25,26 @@
 -- ARGV[11] order: desc | asc
 -- ARGV[12] tiebreak: first | last | shared
 -- ARGV[13] idempotency window in ms
--- ARGV[14] member id
--- ARGV[15] display name ("" keeps the stored one)
--- ARGV[16] op: 1 = delta, 2 = value
--- ARGV[17] amount, a decimal integer within +-(2^53-1)
--- ARGV[18] "<payload hash>.<attempt token>" (opaque here; the caller compares the
---          hash for conflicts and the token to tell its own write from a duplicate)
+-- then five per event i, at j = 13 + 5*(i-1):
+-- ARGV[j+1] member id
+-- ARGV[j+2] display name ("" keeps the stored one)
+-- ARGV[j+3] op: 1 = delta, 2 = value
+-- ARGV[j+4] amount, a decimal integer within +-(2^53-1)
+-- ARGV[j+5] "<payload hash>.<attempt token>" (opaque here; the caller compares the
+--           hash for conflicts and the token to tell its own write from a duplicate)
 --
--- Returns {dup, record}: dup is 1 when the request id was already applied
--- (nothing changed), record is "hash.token,score,rank,prev_rank,prev_score,seq,period".
--- Failures are error replies "LB <code>": unknown_board, stale (the config
--- version changed), clock (now is outside slots A and B), bad_request,
--- invalid_score, out_of_range. No failure writes anything.
+-- Returns one string per event, in order: "0" .. record when it was applied,
+-- "1" .. record when its id was already applied (nothing changed), or
+-- "!" .. code when it failed, where record is
+-- "hash.token,score,rank,prev_rank,prev_score,seq,period". Codes:
+-- invalid_score, bad_request, out_of_range (that event changed nothing; the
+-- next ones still run). A refusal of the whole call is an error reply
+-- "LB <code>": unknown_board, stale (the config version changed), clock (now
+-- is outside slots A and B), bad_request (the board arguments); it writes
+-- nothing. The clock is read once: every event of a call lands in one slot.
+--
+-- Each event's rank and score are read right after its own step (R3): the
+-- events of a call run one after the other, exactly as N calls in a row.
 --
 -- Sorted-set scores are the plain integer score, negated on asc boards so
 -- every read uses the REV commands. Ties: first -> "<16 digits of inverted
@@ -41,35 +52,26 @@
 -- ('|' never occurs in a member id, so the form is unambiguous).
 
 local MAX = 9007199254740991
-local INV = {['0'] = '9', ['1'] = '8', ['2'] = '7', ['3'] = '6', ['4'] = '5',
-  ['5'] = '4', ['6'] = '3', ['7'] = '2', ['8'] = '1', ['9'] = '0'}
 
 local err = refused()
 if err then return err end
 
-local rec = redis.call('GET', KEYS[4])
-if rec then return {1, rec} end
-
-local mode, order, tie, op, member = ARGV[10], ARGV[11], ARGV[12], ARGV[16], ARGV[14]
-local amount = tonumber(ARGV[17])
+local mode, order, tie = ARGV[10], ARGV[11], ARGV[12]
 local window = tonumber(ARGV[13])
-if not amount or amount ~= math.floor(amount) or amount > MAX or amount < -MAX then
-  return redis.error_reply('LB invalid_score')
-end
+local n = #KEYS - 7
 if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
   or (order ~= 'desc' and order ~= 'asc')
   or (tie ~= 'first' and tie ~= 'last' and tie ~= 'shared')
-  or (op ~= '1' and op ~= '2') or ((mode == 'incr') ~= (op == '1'))
   or not window or window < 1
-  or member == '' or string.find(member, '|', 1, true) then
+  or n < 1 or #ARGV ~= 13 + 5 * n then
   return redis.error_reply('LB bad_request')
 end
 
 local slot, now = slotNow()
 if not slot then return redis.error_reply('LB clock') end
-local zkey, mkey, period, expat = KEYS[5], KEYS[6], ARGV[6], tonumber(ARGV[8])
+local zkey, mkey, period, expat = KEYS[4], KEYS[5], ARGV[6], tonumber(ARGV[8])
 if slot == 2 then
-  zkey, mkey, period, expat = KEYS[7], KEYS[8], ARGV[7], tonumber(ARGV[9])
+  zkey, mkey, period, expat = KEYS[6], KEYS[7], ARGV[7], tonumber(ARGV[9])
 end
 
 local function stored(s)
@@ -85,66 +87,93 @@ local function rankOf(z, s)
   return redis.call('ZREVRANK', zkey, z) + 1
 end
 
-local oldz = redis.call('HGET', mkey, member) or member
-local olds = redis.call('ZSCORE', zkey, oldz)
-local had = olds ~= false
-local old = 0
-if had then
-  old = tonumber(olds)
-  if order == 'asc' then old = -old end
-end
+-- one applies event i and returns its reply string.
+local function one(i)
+  local j = 13 + 5 * (i - 1)
+  local ikey, member, name, op = KEYS[7 + i], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
+  local rec = redis.call('GET', ikey)
+  if rec then return '1' .. rec end
 
-local new = amount
-if mode == 'incr' then
-  if had then new = old + amount end
-elseif mode == 'best' then
+  local amount = tonumber(ARGV[j + 4])
+  if not amount or amount ~= math.floor(amount) or amount > MAX or amount < -MAX then
+    return '!invalid_score'
+  end
+  if (op ~= '1' and op ~= '2') or ((mode == 'incr') ~= (op == '1'))
+    or member == '' or string.find(member, '|', 1, true) then
+    return '!bad_request'
+  end
+
+  local oldz = redis.call('HGET', mkey, member) or member
+  local olds = redis.call('ZSCORE', zkey, oldz)
+  local had = olds ~= false
+  local old = 0
   if had then
-    if (order == 'asc' and amount >= old) or (order == 'desc' and amount <= old) then
-      new = old
+    old = tonumber(olds)
+    if order == 'asc' then old = -old end
+  end
+
+  local new = amount
+  if mode == 'incr' then
+    if had then new = old + amount end
+  elseif mode == 'best' then
+    if had then
+      if (order == 'asc' and amount >= old) or (order == 'desc' and amount <= old) then
+        new = old
+      end
     end
   end
-end
--- Exact: |old|, |amount| <= 2^53-1, so a true sum beyond the range rounds
--- to a double that is still beyond it.
-if new > MAX or new < -MAX then return redis.error_reply('LB out_of_range') end
+  -- Exact: |old|, |amount| <= 2^53-1, so a true sum beyond the range rounds
+  -- to a double that is still beyond it.
+  if new > MAX or new < -MAX then return '!out_of_range' end
 
-local prev, prevscore = 0, 0
-if had then
-  prev = rankOf(oldz, olds)
-  prevscore = old
-end
-
-local seq = redis.call('INCR', KEYS[2])
-local rank = prev
-if not (had and new == old) then
-  -- The score changed (or the member is new): it reaches the score now.
-  local z = member
-  if tie ~= 'shared' then
-    local pad = string.format('%016d', seq)
-    if tie == 'first' then pad = string.gsub(pad, '%d', INV) end
-    z = pad .. '|' .. member
+  local prev, prevscore = 0, 0
+  if had then
+    prev = rankOf(oldz, olds)
+    prevscore = old
   end
-  if had and z ~= oldz then redis.call('ZREM', zkey, oldz) end
-  local s = stored(new)
-  redis.call('ZADD', zkey, s, z)
-  if z ~= member then
-    redis.call('HSET', mkey, member, z)
-  elseif had and oldz ~= member then
-    redis.call('HDEL', mkey, member)
+
+  local seq = redis.call('INCR', KEYS[2])
+  local rank = prev
+  if not (had and new == old) then
+    -- The score changed (or the member is new): it reaches the score now.
+    local z = member
+    if tie ~= 'shared' then
+      local pad
+      if tie == 'first' then
+        -- Each digit's 9-complement, by halves: 9999999999999999 itself is
+        -- not exact in a double, 99999999 is.
+        pad = string.format('%08d%08d', 99999999 - math.floor(seq / 1e8), 99999999 - seq % 1e8)
+      else
+        pad = string.format('%016d', seq)
+      end
+      z = pad .. '|' .. member
+    end
+    if had and z ~= oldz then redis.call('ZREM', zkey, oldz) end
+    local s = stored(new)
+    redis.call('ZADD', zkey, s, z)
+    if z ~= member then
+      redis.call('HSET', mkey, member, z)
+    elseif had and oldz ~= member then
+      redis.call('HDEL', mkey, member)
+    end
+    rank = rankOf(z, s)
+    if not had and expat > now then
+      -- Relative to the script's clock, so an injected (test) clock that is
+      -- far from the server's still yields the intended lifetime.
+      redis.call('PEXPIRE', zkey, expat - now)
+      redis.call('PEXPIRE', mkey, expat - now)
+    end
   end
-  rank = rankOf(z, s)
-  if not had and expat > now then
-    -- Relative to the script's clock, so an injected (test) clock that is
-    -- far from the server's still yields the intended lifetime.
-    redis.call('PEXPIRE', zkey, expat - now)
-    redis.call('PEXPIRE', mkey, expat - now)
-  end
+
+  if name ~= '' then redis.call('HSET', KEYS[3], member, name) end
+
+  -- Written last: Redis does not roll a script back, and a record written
+  -- before a failing write would turn every retry into a false duplicate.
+  rec = string.format('%s,%d,%d,%d,%d,%d,%s', ARGV[j + 5], new, rank, prev, prevscore, seq, period)
+  redis.call('SET', ikey, rec, 'PX', window)
+  return '0' .. rec
 end
 
-if ARGV[15] ~= '' then redis.call('HSET', KEYS[3], member, ARGV[15]) end
-
--- Written last: Redis does not roll a script back, and a record written
--- before a failing write would turn every retry into a false duplicate.
-rec = string.format('%s,%d,%d,%d,%d,%d,%s', ARGV[18], new, rank, prev, prevscore, seq, period)
-redis.call('SET', KEYS[4], rec, 'PX', window)
-return {0, rec}
+local out = {}
+for i = 1, n do out[i] = one(i) end
+return out

@@ -13,11 +13,11 @@ type board struct {
 	cfg     rank.Board
 	deleted bool // set by DeleteBoard: a holder of a stale pointer sees ErrUnknownBoard
 	seq     int64
-	periods map[int64]*zset   // by period index; 0 for a board without periods
-	names   map[string]string // display names, per board (not per period)
-	idem    map[string]record // by request id
-	queue   expiryQueue       // the ids of idem in insertion order, for sweeping
-	cur     rank.Period       // the period apply last wrote to (see period)
+	periods map[int64]*zset    // by period index; 0 for a board without periods
+	names   map[string]string  // display names, per board (not per period)
+	idem    map[idemKey]record // by member and request id (R4 v1.1)
+	queue   expiryQueue        // the keys of idem in insertion order, for sweeping
+	cur     rank.Period        // the period apply last wrote to (see period)
 }
 
 // zset is one period's ranking.
@@ -27,9 +27,14 @@ type zset struct {
 	expireAt time.Time // zero: never
 }
 
+// idemKey is what a request id is unique within on a board (R4 v1.1): the
+// member's own ids, so one member can neither block nor collide with
+// another's.
+type idemKey struct{ member, id string }
+
 // record is an applied event's result, kept for retries within the window.
-// Board and member are not stored: a retry with the same payload hash names
-// the same member on the same board.
+// Board and member are not stored: the board holds it, the key names the
+// member.
 type record struct {
 	hash      uint64
 	expires   int64 // unix nanoseconds on the store's clock
@@ -46,7 +51,7 @@ func newBoard(cfg rank.Board) *board {
 		cfg:     cfg,
 		periods: map[int64]*zset{},
 		names:   map[string]string{},
-		idem:    map[string]record{},
+		idem:    map[idemKey]record{},
 	}
 }
 
@@ -128,7 +133,8 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	nowNs := now.UnixNano()
 	b.sweepIdem(now, sweepPerApply)
 	hash := e.PayloadHash()
-	if rec, ok := b.idem[e.ID]; ok && rec.expires > nowNs {
+	key := idemKey{e.Member, e.ID}
+	if rec, ok := b.idem[key]; ok && rec.expires > nowNs {
 		if rec.hash != hash {
 			return rank.Result{}, rank.ErrIdempotencyConflict
 		}
@@ -182,11 +188,11 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	}
 	// The record is written last, as in the Lua script.
 	exp := nowNs + int64(time.Duration(b.cfg.IdempotencyWindow))
-	b.idem[e.ID] = record{
+	b.idem[key] = record{
 		hash: hash, expires: exp, score: r.Score, rank: r.Rank, prevRank: r.PrevRank,
 		prevScore: r.PrevScore, seq: r.Seq, period: r.Period,
 	}
-	b.queue.push(e.ID, exp)
+	b.queue.push(key, exp)
 	return r, nil
 }
 
@@ -252,8 +258,8 @@ func (b *board) sweepIdem(now time.Time, max int) int {
 		}
 		b.queue.pop()
 		// The id may have been recorded again after it expired.
-		if rec, ok := b.idem[q.id]; ok && rec.expires <= nowNs {
-			delete(b.idem, q.id)
+		if rec, ok := b.idem[q.key]; ok && rec.expires <= nowNs {
+			delete(b.idem, q.key)
 		}
 	}
 	return n
@@ -286,18 +292,18 @@ func (b *board) entries(z *zset, start, limit int) []rank.Entry {
 }
 
 type queued struct {
-	id      string
+	key     idemKey
 	expires int64
 }
 
-// expiryQueue is a FIFO of request ids; popped slots are reclaimed by
+// expiryQueue is a FIFO of idempotency keys; popped slots are reclaimed by
 // compaction, so its memory follows the number of live records.
 type expiryQueue struct {
 	items []queued
 	head  int
 }
 
-func (q *expiryQueue) push(id string, expires int64) {
+func (q *expiryQueue) push(key idemKey, expires int64) {
 	if q.head > 1024 && q.head*2 > len(q.items) {
 		// Move the live part to a fresh array sized for it, so a queue
 		// that once held a burst gives the memory back.
@@ -305,7 +311,7 @@ func (q *expiryQueue) push(id string, expires int64) {
 		copy(live, q.items[q.head:])
 		q.items, q.head = live, 0
 	}
-	q.items = append(q.items, queued{id, expires})
+	q.items = append(q.items, queued{key, expires})
 }
 
 func (q *expiryQueue) len() int { return len(q.items) - q.head }

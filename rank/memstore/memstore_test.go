@@ -37,3 +37,15 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	ranktest.Run(t, func(t *testing.T, now func() time.Time) rank.Store { return newStore(t, now) })
 }
+
+func TestApplyContract(t *testing.T) {
+	t.Parallel()
+	ranktest.RunApply(t, func(t *testing.T, sink rank.Sink) rank.Store {
+		s, err := memstore.New(memstore.Config{Logger: testLogger(t), Sink: sink})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

@@ -24,7 +24,7 @@ type mboard struct {
 	seq    int64
 	scores map[string]*mscore
 	names  map[string]string
-	idem   map[string]midem
+	idem   map[[2]string]midem // by member and request id (R4 v1.1)
 }
 
 type mscore struct {
@@ -113,7 +113,7 @@ func (m *model) PutBoard(_ context.Context, cfg rank.Board) (rank.Board, error) 
 		b.cfg = cfg
 		return cfg, nil
 	}
-	m.boards[cfg.ID] = &mboard{cfg: cfg, scores: map[string]*mscore{}, names: map[string]string{}, idem: map[string]midem{}}
+	m.boards[cfg.ID] = &mboard{cfg: cfg, scores: map[string]*mscore{}, names: map[string]string{}, idem: map[[2]string]midem{}}
 	return cfg, nil
 }
 
@@ -173,7 +173,7 @@ func (m *model) apply(e rank.Event) (rank.Result, error) {
 	if err := e.Check(b.cfg); err != nil {
 		return rank.Result{}, err
 	}
-	if rec, ok := b.idem[e.ID]; ok {
+	if rec, ok := b.idem[[2]string{e.Member, e.ID}]; ok {
 		if rec.hash != e.PayloadHash() {
 			return rank.Result{}, rank.ErrIdempotencyConflict
 		}
@@ -204,7 +204,7 @@ func (m *model) apply(e rank.Event) (rank.Result, error) {
 	if e.Name != "" {
 		b.names[e.Member] = e.Name
 	}
-	b.idem[e.ID] = midem{e.PayloadHash(), r}
+	b.idem[[2]string{e.Member, e.ID}] = midem{e.PayloadHash(), r}
 	return r, nil
 }
 

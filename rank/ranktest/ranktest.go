@@ -1,6 +1,7 @@
 // Package ranktest is the conformance suite every rank.Store engine passes:
-// Run checks the contract subtest by subtest, Differential and ApplyScript
-// hold two engines equal on random (or fuzzed) event streams.
+// Run checks the contract subtest by subtest, RunApply the completion
+// contract of Apply (done and the engine's sink), Differential and
+// ApplyScript hold two engines equal on random (or fuzzed) event streams.
 //
 // Rules the suite pins down beyond rank.Store's doc comments, so both engines
 // agree on them:
@@ -14,6 +15,8 @@
 //     DeleteBoard removes the counter too: a re-created board starts at seq 1.
 //   - Only an applied event records its id: an event that failed (any error)
 //     may be re-sent with the same id and another payload.
+//   - Ids are per (board, member) (R4 v1.1): two members' equal ids are two
+//     events, neither a duplicate nor a conflict of the other.
 //   - A member whose score does not change (incr by 0, best not improved, set
 //     to the same value) keeps its tie position.
 //   - Top: offset < 0 or limit < 0 is ErrBadRequest; limit 0 or an offset past
@@ -125,6 +128,7 @@ func Run(t *testing.T, f Factory) {
 		{"TieKeptWhenScoreUnchanged", testTieKept},
 		{"ResultFields", testResultFields},
 		{"Idempotency", testIdempotency},
+		{"IdempotencyPerMember", testIdempotencyPerMember},
 		{"IdempotencyExpiryInjectedClock", testIdempotencyExpiryFake},
 		{"IdempotencyExpiryRealClock", testIdempotencyExpiryReal},
 		{"Limits", testLimits},

@@ -234,13 +234,8 @@ func testIdempotency(t *testing.T, f Factory) {
 			t.Fatalf("retry with name %q = %+v\nwant %+v", name, dup, want)
 		}
 	}
-	for _, e := range []rank.Event{
-		delta(b.ID, "x", "a", 6),
-		delta(b.ID, "x", "b", 5),
-	} {
-		if r, err := rank.ApplyWait(ctx, s, e); !errors.Is(err, rank.ErrIdempotencyConflict) {
-			t.Fatalf("Apply(%+v) = %+v, %v; want ErrIdempotencyConflict", e, r, err)
-		}
+	if r, err := rank.ApplyWait(ctx, s, delta(b.ID, "x", "a", 6)); !errors.Is(err, rank.ErrIdempotencyConflict) {
+		t.Fatalf("same id, another amount = %+v, %v; want ErrIdempotencyConflict", r, err)
 	}
 	if after := snapshot(t, s, b.ID); after != before {
 		t.Fatalf("duplicates or conflicts changed the board:\n%s\nwant\n%s", after, before)
@@ -259,6 +254,52 @@ func testIdempotency(t *testing.T, f Factory) {
 	if r := apply(t, s, delta(b.ID, "z", "a", 1)); r.Duplicate || r.Score != 6 || r.Seq != 3 {
 		t.Fatalf("id of failed events reused: %+v", r)
 	}
+}
+
+// testIdempotencyPerMember is issue 17 item 0 as it was reported: ids are
+// keyed by (board, member, id) (R4 v1.1), so mallory sending alice's next
+// id first neither blocks alice's event nor turns it into a duplicate.
+func testIdempotencyPerMember(t *testing.T, f Factory) {
+	s := f(t, nil)
+	ctx := t.Context()
+	b := put(t, s, rank.DefaultBoard("rt-arena"))
+
+	m1 := apply(t, s, delta(b.ID, "alice-1", "mallory", 0))
+	if m1.Duplicate || m1.Seq != 1 || m1.Member != "mallory" {
+		t.Fatalf("mallory's alice-1 = %+v", m1)
+	}
+	a1 := apply(t, s, delta(b.ID, "alice-1", "alice", 5))
+	if a1.Duplicate || a1.Seq != 2 || a1.Score != 5 || a1.Rank != 1 || a1.Member != "alice" {
+		t.Fatalf("alice's alice-1 after mallory's = %+v; want applied (seq 2, score 5, rank 1)", a1)
+	}
+	// Each member's id is its own: a retry of either is that member's
+	// duplicate, another payload under either is that member's conflict.
+	for _, tc := range []struct {
+		e    rank.Event
+		want rank.Result
+	}{
+		{delta(b.ID, "alice-1", "mallory", 0), m1},
+		{delta(b.ID, "alice-1", "alice", 5), a1},
+	} {
+		want := tc.want
+		want.Duplicate = true
+		if got := apply(t, s, tc.e); got != want {
+			t.Fatalf("retry of %s's %s = %+v\nwant %+v", tc.e.Member, tc.e.ID, got, want)
+		}
+	}
+	before := snapshot(t, s, b.ID)
+	for _, e := range []rank.Event{
+		delta(b.ID, "alice-1", "alice", 6),
+		delta(b.ID, "alice-1", "mallory", 1),
+	} {
+		if r, err := rank.ApplyWait(ctx, s, e); !errors.Is(err, rank.ErrIdempotencyConflict) {
+			t.Fatalf("Apply(%+v) = %+v, %v; want ErrIdempotencyConflict", e, r, err)
+		}
+	}
+	if after := snapshot(t, s, b.ID); after != before {
+		t.Fatalf("conflicts changed the board:\n%s\nwant\n%s", after, before)
+	}
+	wantTop(t, s, b.ID, ent(1, "alice", 5), ent(2, "mallory", 0))
 }
 
 // testIdempotencyExpiryFake moves the injected clock past a 1s window. An

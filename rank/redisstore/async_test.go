@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/ranktest"
 )
 
 type asyncResult struct {
@@ -18,7 +20,7 @@ type asyncResult struct {
 	err error
 }
 
-// submitAll submits events with ApplyAsync without waiting and returns the
+// submitAll submits events with Apply without waiting and returns the
 // results indexed by submission order.
 func submitAll(s *Store, events []rank.Event) []asyncResult {
 	out := make([]asyncResult, len(events))
@@ -141,4 +143,142 @@ func TestApplyAsyncClose(t *testing.T) {
 	if s.Count(t.Context(), "aclose"); !s.closed.Load() {
 		t.Fatal("store not closed")
 	}
+}
+
+// A batch whose board config changed elsewhere is refused by the scripts
+// (stale) and re-sent as one pipeline, not one round trip per event, and
+// its events still apply in order. work runs on the test's goroutine here,
+// as the lane would run it.
+func TestRefusedTailOnePipeline(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{Prefix: "tail"})
+	other := newStore(t, srv, Config{Prefix: "tail"})
+	const id, n = "tail", 40
+	mustPut(t, s, rank.DefaultBoard(id))
+	mustPut(t, s, rank.DefaultBoard("fresh"))
+	mustApply(t, s, incr(id, "warm", "m", 1)) // s caches the config
+	b := rank.DefaultBoard(id)
+	b.MaxDelta = 1000 // a new version: s's cached config is stale
+	mustPut(t, other, b)
+
+	var events []rank.Event
+	for i := range n {
+		board := id
+		if i%5 == 0 {
+			board = "fresh" // not refused: applied in the first pipeline
+		}
+		events = append(events, incr(board, fmt.Sprintf("t%d", i), "m", 1))
+	}
+	bt := lanecalls(t, s, events)
+	p0 := s.batch.pipelines.Load()
+	s.work(bt)
+	if p := s.batch.pipelines.Load() - p0; p != 2 {
+		t.Fatalf("%d pipelines for a batch with a stale board; want 2 (the batch, then its refused events together)", p)
+	}
+	sums := map[string]int64{id: 1}
+	for i, c := range bt.calls {
+		sums[c.e.Board]++
+		if c.err != nil || c.r.Score != sums[c.e.Board] || c.r.Duplicate {
+			t.Fatalf("event %d on %s: %+v, %v; want score %d", i, c.e.Board, c.r, c.err, sums[c.e.Board])
+		}
+	}
+}
+
+// lanecalls builds a batch of events as Apply would, for work to run on
+// the test's goroutine.
+func lanecalls(t *testing.T, s *Store, events []rank.Event) *batch {
+	bt := &batch{}
+	for i, e := range events {
+		c := s.batch.get()
+		c.ctx, c.deadline = t.Context(), time.Now().Add(time.Minute)
+		c.e = e
+		c.hash = strconv.FormatUint(e.PayloadHash(), 36)
+		c.token = fmt.Sprintf("tok-%d", i)
+		bt.calls = append(bt.calls, c)
+	}
+	return bt
+}
+
+// A pipeline's events of one board go in one apply.lua call, and each
+// event's result is the one it would have alone, applied in order (R3 per
+// event): the same results as the memory engine applying them one by one,
+// a failure in the middle included (it changes nothing, the next ones run),
+// a duplicate and a conflict within the same call included.
+func TestBatchedScript(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{})
+	mem := newMem(t)
+	for _, b := range []rank.Board{rank.DefaultBoard("bs"), rank.DefaultBoard("bs2")} {
+		mustPut(t, s, b)
+		if _, err := mem.PutBoard(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events := []rank.Event{
+		incr("bs", "1", "a", 5),
+		incr("bs", "2", "b", 7),
+		incr("bs2", "1", "a", 1), // another board: its own call
+		incr("bs", "3", "a", 3),  // a ties b at 8, reached later: rank 2
+		incr("bs", "4", "c", rank.MaxScore),
+		incr("bs", "5", "c", 1), // out_of_range: changes nothing
+		incr("bs", "6", "b", 1),
+		incr("bs", "1", "a", 5), // a duplicate of the first, in the same call
+		incr("bs", "2", "b", 8), // a conflict with the second
+		incr("bs", "7", "a", -20),
+	}
+	s0 := s.batch.scripts.Load()
+	bt := lanecalls(t, s, events)
+	s.work(bt)
+	if n := s.batch.scripts.Load() - s0; n != 2 {
+		t.Fatalf("%d script calls for two boards; want 2", n)
+	}
+	for i, c := range bt.calls {
+		want, werr := rank.ApplyWait(t.Context(), mem, events[i])
+		if ranktest.Kind(c.err) != ranktest.Kind(werr) || c.r != want {
+			t.Fatalf("event %d (%+v): %+v, %v\nwant %+v, %v", i, events[i], c.r, c.err, want, werr)
+		}
+	}
+}
+
+// The sink hears once per pipeline at most, each time of that pipeline's
+// changes in apply order, and before any of their dones.
+func TestSinkOncePerPipeline(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	var mu sync.Mutex
+	var batches, heard int
+	var lastSeq int64
+	var bad string
+	s := newStore(t, srv, Config{Sink: func(batch []rank.Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		batches++
+		for _, c := range batch {
+			heard++
+			if c.Seq != lastSeq+1 && bad == "" {
+				bad = fmt.Sprintf("change seq %d after %d", c.Seq, lastSeq)
+			}
+			lastSeq = c.Seq
+		}
+	}})
+	mustPut(t, s, rank.DefaultBoard("sinks"))
+	p0 := s.batch.pipelines.Load()
+	var events []rank.Event
+	for i := range 2000 {
+		events = append(events, incr("sinks", fmt.Sprintf("s%d", i), fmt.Sprintf("m%d", i%13), 1))
+	}
+	for i, r := range submitAll(s, events) {
+		if r.err != nil || r.r.Seq != int64(i+1) {
+			t.Fatalf("event %d: %+v, %v", i, r.r, r.err)
+		}
+	}
+	p := s.batch.pipelines.Load() - p0
+	mu.Lock()
+	defer mu.Unlock()
+	if bad != "" || heard != len(events) || int64(batches) > p {
+		t.Fatalf("sink: %d changes in %d calls over %d pipelines (%s); want %d changes, at most one call per pipeline", heard, batches, p, bad, len(events))
+	}
+	t.Logf("%d changes, %d sink calls, %d pipelines", heard, batches, p)
 }

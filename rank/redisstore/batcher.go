@@ -12,109 +12,118 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// batcher collects concurrent applies and sends them as one pipeline of
-// EVALSHA. A batch is sent at once when no pipeline is in flight; while one
-// is, calls gather for up to the window or until the batch is full. Batches
-// go to a fixed set of workers, so at most `workers` pipelines are in flight
-// and a full set of workers pushes back on callers through the bounded
-// submit queue.
+// batcher is the lane every Apply goes through: one FIFO queue and one
+// goroutine that sends one pipeline of EVALSHA at a time, made of
+// everything queued meanwhile. One pipeline at a time keeps a submitter's
+// events in order although it does not wait between them (pipelines on
+// different pooled connections could overtake each other), and while one
+// is out the next batch queues up, so batches grow with load and nothing
+// waits on a timer.
 //
-// Order: a batch keeps submission order inside its pipeline, and a caller
-// waits for its result before submitting again, so one goroutine's events
-// are applied in the order it submitted them.
-//
-// Async calls (Store.ApplyAsync) take another path, the lane: one FIFO
-// queue and one goroutine that sends one pipeline at a time, made of
-// everything queued meanwhile. A caller there does not wait between its
-// events, so two of its events may sit in consecutive pipelines; pipelines
-// on different pooled connections could overtake each other, one at a time
-// cannot. The lane also runs the pipeline itself (no collector → worker
-// hand-off): while it is out, the next batch queues up.
+// The lane does Redis work only: it builds the pipeline, sends it, parses
+// the replies, re-sends what the scripts refused (one pipeline per retry
+// round), and hands the finished batch to the completer, one goroutine
+// that calls the sink once per batch and then every call's done, in
+// submission order. Batches are a fixed set of buffers passed around
+// (free → lane → done → completer → free), so a slow completer pushes back
+// on the lane and the lane on the callers, and nothing grows.
 type batcher struct {
-	client  redis.UniversalClient
-	sc      *script
-	window  time.Duration
-	max     int
-	timeout time.Duration
-	log     *slog.Logger
+	client redis.UniversalClient
+	sc     *script
+	max    int
+	log    *slog.Logger
+	sink   rank.Sink
+	// work does one batch's Redis work, setting every call's outcome
+	// (Store.work).
+	work func(*batch)
 
-	submit  chan *call    // capacity max
-	batches chan []*call  // unbuffered: a batch goes to a free worker
-	idle    chan struct{} // capacity 1: the last in-flight pipeline finished
-	busy    atomic.Int32  // batches handed to workers, not yet finished
-	quit    chan struct{} // closed by close
-	wg      sync.WaitGroup
+	quit chan struct{} // closed by close
+	wg   sync.WaitGroup
 
 	pipelines atomic.Int64 // pipelines sent, for tests and metrics
-	calls     atomic.Int64 // calls sent in them
+	calls     atomic.Int64 // events sent in them
+	scripts   atomic.Int64 // EVALSHA commands sent in them
 
-	// free recycles calls (and their done channels) whose reply the caller
-	// took: nothing sends on such a call again.
+	// free recycles finished calls: nothing refers to them again.
 	free sync.Pool
 
-	// The async lane. async is bounded (capacity max): a full queue
+	// async is the lane's queue, bounded (capacity max): a full queue
 	// pushes back on callers. asyncMu orders submissions against close,
 	// so no call is left in the queue unanswered.
 	async       chan *call
 	asyncMu     sync.RWMutex
 	asyncClosed bool // guarded by asyncMu
-	// prepare builds a lane batch's commands and returns those to send,
-	// finishing the others (Store.prepareAsync); finish completes an async
-	// call (Store.finishAsync), which owns c from then on.
-	prepare func(ctx context.Context, batch []*call) []*call
-	finish  func(c *call, v any, err error)
+
+	idle chan *batch // buffers the lane may fill
+	done chan *batch // buffers the completer is to finish; closed by the lane
 }
 
-// workers is the number of pipelines in flight at most.
-const workers = 4
+// batchBuffers is how many batches exist: one being filled and sent, the
+// others waiting for or in the completer.
+const batchBuffers = 4
 
+// call is one submitted event, from Apply to its done. The lane owns it
+// until it hands its batch to the completer, which owns it from then on.
 type call struct {
-	ctx  context.Context
-	keys []string
-	args []any
-	done chan reply // capacity 1: the worker never blocks on it
-
-	// Async calls only: not sent after deadline; the event and the
-	// caller's callback, for Store.finishAsync.
-	deadline    time.Time
+	ctx         context.Context
+	deadline    time.Time // not sent after it
 	e           rank.Event
 	hash, token string
-	fin         func(rank.Result, error)
-}
+	fin         rank.Done
 
-type reply struct {
-	v   any
+	// The outcome, set by the lane.
+	r   rank.Result
 	err error
 }
 
-func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.Logger,
-	prepare func(context.Context, []*call) []*call, finish func(*call, any, error)) *batcher {
+// batch is one lane round: the calls taken from the queue, in submission
+// order, and the lane's scratch space for them.
+type batch struct {
+	calls   []*call
+	changes []rank.Change
+
+	// The lane's scratch space (Store.work, Store.build).
+	send    []*call // calls still to send
+	cmds    []cmd   // the pipeline being built
+	groups  []group // the boards of send, in order of first appearance
+	order   []int   // the group of each call of send; -1 = not sent
+	next    []int   // per group, the next free place in grouped
+	grouped []*call // send's calls arranged by board, each board's in order
+}
+
+// cmd is one EVALSHA of a pipeline: the calls it applies (consecutive
+// events of one board, in submission order), its keys and arguments.
+type cmd struct {
+	calls []*call
+	keys  []string
+	args  []any
+	res   *redis.Cmd
+}
+
+func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.Logger, work func(*batch)) *batcher {
 	b := &batcher{
-		client:  client,
-		sc:      sc,
-		window:  cfg.BatchWindow,
-		max:     cfg.MaxBatch,
-		timeout: cfg.Timeout,
-		log:     log,
-		submit:  make(chan *call, cfg.MaxBatch),
-		batches: make(chan []*call),
-		idle:    make(chan struct{}, 1),
-		quit:    make(chan struct{}),
-		async:   make(chan *call, cfg.MaxBatch),
-		prepare: prepare,
-		finish:  finish,
+		client: client,
+		sc:     sc,
+		max:    cfg.MaxBatch,
+		log:    log,
+		sink:   cfg.Sink,
+		work:   work,
+		quit:   make(chan struct{}),
+		async:  make(chan *call, cfg.MaxBatch),
+		idle:   make(chan *batch, batchBuffers),
+		done:   make(chan *batch, batchBuffers),
 	}
-	b.free.New = func() any { return &call{done: make(chan reply, 1)} }
-	b.wg.Add(2 + workers)
-	go b.collect()
+	b.free.New = func() any { return &call{} }
+	for range batchBuffers {
+		b.idle <- &batch{calls: make([]*call, 0, cfg.MaxBatch)}
+	}
+	b.wg.Add(2)
 	go b.lane()
-	for range workers {
-		go b.work()
-	}
+	go b.complete()
 	return b
 }
 
-// close stops the collector and the workers; a pipeline in flight finishes.
+// close stops the lane; a pipeline in flight finishes and is completed.
 // Calls still queued fail with ErrClosed.
 func (b *batcher) close() {
 	b.asyncMu.Lock() // waits for submissions in progress (the lane still runs)
@@ -125,66 +134,36 @@ func (b *batcher) close() {
 	for {
 		select {
 		case c := <-b.async:
-			b.finish(c, nil, ErrClosed)
+			b.finishNow(c, ErrClosed)
 		default:
 			return
 		}
 	}
 }
 
-// get returns a recycled call for keys and args.
-func (b *batcher) get(ctx context.Context, keys []string, args []any) *call {
-	c := b.free.Get().(*call)
-	c.ctx, c.keys, c.args = ctx, keys, args
-	return c
-}
+// get returns a recycled call.
+func (b *batcher) get() *call { return b.free.Get().(*call) }
 
-// do runs the script with keys and args in the next pipeline and waits for
-// its own reply, or for ctx.
-func (b *batcher) do(ctx context.Context, keys []string, args []any) (any, error) {
-	c := b.get(ctx, keys, args)
-	select {
-	case b.submit <- c:
-	case <-ctx.Done():
-		b.recycle(c)
-		return nil, ctx.Err()
-	case <-b.quit:
-		b.recycle(c)
-		return nil, ErrClosed
-	}
-	select {
-	case r := <-c.done:
-		b.recycle(c)
-		return r.v, r.err
-	case <-ctx.Done():
-		// The call may still be applied; a retry with the same id is safe.
-		// A reply may still come: c is not recycled.
-		return nil, ctx.Err()
-	case <-b.quit:
-		select {
-		case r := <-c.done:
-			b.recycle(c)
-			return r.v, r.err
-		default:
-			return nil, ErrClosed
-		}
-	}
-}
-
-// recycle gives back a call that will not be sent on again.
+// recycle gives back a call that is finished.
 func (b *batcher) recycle(c *call) {
-	c.ctx, c.keys, c.args = nil, nil, nil
-	c.e, c.hash, c.token, c.fin = rank.Event{}, "", "", nil
+	*c = call{}
 	b.free.Put(c)
 }
 
-// submitAsync queues an async call for the lane, waiting while the queue is
-// full. b.finish gets c exactly once.
-func (b *batcher) submitAsync(c *call) {
+// finishNow answers a call that was never sent.
+func (b *batcher) finishNow(c *call, err error) {
+	done := c.fin
+	b.recycle(c)
+	done(rank.Result{}, err)
+}
+
+// submit queues a call for the lane, waiting while the queue is full.
+// c.fin is called exactly once.
+func (b *batcher) submit(c *call) {
 	b.asyncMu.RLock()
 	if b.asyncClosed {
 		b.asyncMu.RUnlock()
-		b.finish(c, nil, ErrClosed)
+		b.finishNow(c, failClosed(c.e.Board))
 		return
 	}
 	select {
@@ -192,26 +171,58 @@ func (b *batcher) submitAsync(c *call) {
 		b.asyncMu.RUnlock()
 	case <-c.ctx.Done():
 		b.asyncMu.RUnlock()
-		b.finish(c, nil, c.ctx.Err())
+		b.finishNow(c, failCtx(c.e.Board, c.ctx.Err()))
 	}
 }
 
-// lane sends the async calls, one pipeline at a time, in queue order;
+// lane takes what is queued, has it applied, and hands the batch on;
 // close answers what is left in the queue.
 func (b *batcher) lane() {
 	defer b.wg.Done()
-	batch := make([]*call, 0, b.max)
+	defer close(b.done)
 	for {
+		var first *call
 		select {
-		case c := <-b.async:
-			batch = append(batch, c)
+		case first = <-b.async:
 		case <-b.quit:
 			return
 		}
-		batch = fill(batch, b.async, b.max)
-		b.runAsync(batch)
-		clear(batch)
-		batch = batch[:0]
+		bt := <-b.idle // the completer returns one soon: done never blocks
+		bt.calls = append(bt.calls, first)
+		bt.calls = fill(bt.calls, b.async, b.max)
+		b.work(bt)
+		b.done <- bt
+	}
+}
+
+// complete finishes the lane's batches: the sink hears of all of a batch's
+// changes at once, then every call's done runs, in submission order.
+func (b *batcher) complete() {
+	defer b.wg.Done()
+	for bt := range b.done {
+		if b.sink != nil {
+			for _, c := range bt.calls {
+				if c.err != nil {
+					continue
+				}
+				if ch, ok := rank.ChangeOf(c.e, c.r); ok {
+					bt.changes = append(bt.changes, ch)
+				}
+			}
+			if len(bt.changes) > 0 {
+				b.sink(bt.changes)
+			}
+			clear(bt.changes)
+			bt.changes = bt.changes[:0]
+		}
+		for _, c := range bt.calls {
+			done, r, err := c.fin, c.r, c.err
+			b.recycle(c)
+			done(r, err)
+		}
+		clear(bt.calls)
+		bt.calls = bt.calls[:0]
+		b.idle <- bt
 	}
 }
 
@@ -228,149 +239,47 @@ func fill(batch []*call, q <-chan *call, max int) []*call {
 	return batch
 }
 
-// runAsync builds and sends one pipeline of async calls and finishes each.
-func (b *batcher) runAsync(batch []*call) {
-	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
-	defer cancel()
-	b.send(ctx, b.prepare(ctx, batch), b.finish)
-}
-
-// collect owns the batch being gathered.
-func (b *batcher) collect() {
-	defer b.wg.Done()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for {
-		var batch []*call
-		select {
-		case c := <-b.submit:
-			batch = append(make([]*call, 0, b.max), c)
-		case <-b.quit:
-			b.drain(nil)
-			return
-		}
-		batch = fill(batch, b.submit, b.max)
-		if len(batch) < b.max && b.busy.Load() > 0 {
-			timer.Reset(b.window)
-		wait:
-			for len(batch) < b.max {
-				select {
-				case c := <-b.submit:
-					batch = append(batch, c)
-				case <-timer.C:
-					break wait
-				case <-b.idle:
-					if b.busy.Load() == 0 {
-						break wait
-					}
-				case <-b.quit:
-					timer.Stop()
-					b.drain(batch)
-					return
-				}
-			}
-			timer.Stop()
-		}
-		b.busy.Add(1)
-		select {
-		case b.batches <- batch:
-		case <-b.quit:
-			b.drain(batch)
-			return
-		}
-	}
-}
-
-// drain fails batch and every call still queued with ErrClosed.
-func (b *batcher) drain(batch []*call) {
-	for _, c := range batch {
-		c.done <- reply{err: ErrClosed}
-	}
-	for {
-		select {
-		case c := <-b.submit:
-			c.done <- reply{err: ErrClosed}
-		default:
-			return
-		}
-	}
-}
-
-func (b *batcher) work() {
-	defer b.wg.Done()
-	for {
-		select {
-		case batch := <-b.batches:
-			b.run(batch)
-			if b.busy.Add(-1) == 0 {
-				select {
-				case b.idle <- struct{}{}:
-				default:
-				}
-			}
-		case <-b.quit:
-			return
-		}
-	}
-}
-
-// run sends one pipeline and hands every caller its reply. Commands that
-// met NOSCRIPT (none of them ran) are resent, in order, after one SCRIPT
-// LOAD; the others are not touched.
-func (b *batcher) run(batch []*call) {
-	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
-	defer cancel()
-	live := batch[:0]
-	for _, c := range batch {
-		if err := c.ctx.Err(); err != nil {
-			c.done <- reply{err: err} // the caller gave up: do not apply it
-			continue
-		}
-		live = append(live, c)
-	}
-	b.send(ctx, live, deliver)
-}
-
-func deliver(c *call, v any, err error) { c.done <- reply{v, err} }
-
-// send runs calls as one pipeline and hands each its reply through out, in
-// order. Commands that met NOSCRIPT (none of them ran; they are the tail)
-// are resent, in order, after one SCRIPT LOAD; the others are not touched.
-func (b *batcher) send(ctx context.Context, calls []*call, out func(*call, any, error)) {
-	if len(calls) == 0 {
+// exec sends cmds as one pipeline and leaves each command's reply in its
+// res. Commands that met NOSCRIPT (none of them ran) are resent, in order,
+// after one SCRIPT LOAD; the others are not touched.
+func (b *batcher) exec(ctx context.Context, cmds []cmd) {
+	if len(cmds) == 0 {
 		return
 	}
-	var again []*call
-	for i, cmd := range b.exec(ctx, calls) {
-		if isNoScript(cmd.Err()) {
-			again = append(again, calls[i])
-			continue
+	b.pipeline(ctx, cmds)
+	var again []int
+	for i := range cmds {
+		if isNoScript(cmds[i].res.Err()) {
+			again = append(again, i)
 		}
-		out(calls[i], cmd.Val(), cmd.Err())
 	}
 	if len(again) == 0 {
 		return
 	}
 	b.log.Info("redisstore: server lost the apply script; loading it again", "resend", len(again))
 	if err := b.sc.load(ctx, b.client); err != nil {
-		for _, c := range again {
-			out(c, nil, err)
+		for _, i := range again {
+			cmds[i].res.SetErr(err)
 		}
 		return
 	}
-	for i, cmd := range b.exec(ctx, again) {
-		out(again[i], cmd.Val(), cmd.Err())
+	resend := make([]cmd, len(again))
+	for k, i := range again {
+		resend[k] = cmds[i]
+	}
+	b.pipeline(ctx, resend)
+	for k, i := range again {
+		cmds[i].res = resend[k].res
 	}
 }
 
-func (b *batcher) exec(ctx context.Context, calls []*call) []*redis.Cmd {
+func (b *batcher) pipeline(ctx context.Context, cmds []cmd) {
 	b.pipelines.Add(1)
-	b.calls.Add(int64(len(calls)))
+	b.scripts.Add(int64(len(cmds)))
 	pipe := b.client.Pipeline()
-	cmds := make([]*redis.Cmd, len(calls))
-	for i, c := range calls {
-		cmds[i] = pipe.EvalSha(ctx, b.sc.sha, c.keys, c.args...)
+	for i := range cmds {
+		b.calls.Add(int64(len(cmds[i].calls)))
+		cmds[i].res = pipe.EvalSha(ctx, b.sc.sha, cmds[i].keys, cmds[i].args...)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
-	return cmds
 }

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -77,7 +78,7 @@ func TestNewClient(t *testing.T) {
 // pipeline after a timeout) is that call's result, not a duplicate; a record
 // of another call with the same payload is a duplicate; another payload is a
 // conflict.
-func TestParseApplyAttemptToken(t *testing.T) {
+func TestApplyResultAttemptToken(t *testing.T) {
 	t.Parallel()
 	rec := "k3x.ab12-7,120,1,0,0,5,0"
 	for _, tc := range []struct {
@@ -92,7 +93,7 @@ func TestParseApplyAttemptToken(t *testing.T) {
 		{1, "k3x", "zz99-7", true, nil},  // another node
 		{1, "other", "ab12-7", false, rank.ErrIdempotencyConflict},
 	} {
-		r, err := parseApply([]any{tc.dup, rec}, tc.hash, tc.token)
+		r, err := applyResult(rank.Event{Board: "b"}, strconv.FormatInt(tc.dup, 10)+rec, tc.hash, tc.token)
 		if !errors.Is(err, tc.wantErr) || (err == nil && tc.wantErr != nil) {
 			t.Errorf("%+v: err %v, want %v", tc, err, tc.wantErr)
 			continue

@@ -182,11 +182,11 @@ func TestNoScriptRecovery(t *testing.T) {
 }
 
 // One goroutine's events are applied in submission order while other
-// goroutines keep the batcher busy, and concurrent applies share pipelines.
+// goroutines keep the lane busy, and concurrent applies share pipelines.
 func TestBatcherOrder(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t)
-	s := newStore(t, srv, Config{BatchWindow: time.Millisecond})
+	s := newStore(t, srv, Config{})
 	mustPut(t, s, rank.DefaultBoard("order"))
 	mustPut(t, s, rank.DefaultBoard("noise"))
 

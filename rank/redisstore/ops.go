@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,60 +42,200 @@ func (s *Store) now(ctx context.Context, b rank.Board) (time.Time, string) {
 	return s.clock.now(ctx, s.client), ""
 }
 
-// Apply implements rank.Store: the event goes to the batcher's lane, which
-// builds its command, runs one pipeline at a time in submission order and
-// calls done from its goroutine (batcher.go).
+// Apply implements rank.Store: the event goes to the lane (batcher.go),
+// which sends it in its next pipeline; done is called from the lane's
+// completer.
 func (s *Store) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 	if !rank.ValidBoardID(e.Board) {
 		done(rank.Result{}, fmt.Errorf("redisstore: apply %q: %w", e.Board, rank.ErrInvalidBoard))
 		return
 	}
 	if s.closed.Load() {
-		done(rank.Result{}, ErrClosed)
+		done(rank.Result{}, failClosed(e.Board))
 		return
 	}
-	c := s.batch.get(ctx, nil, nil)
-	c.deadline = time.Now().Add(s.cfg.Timeout)
+	c := s.batch.get()
+	c.ctx, c.deadline = ctx, time.Now().Add(s.cfg.Timeout)
 	c.e, c.fin = e, done
 	c.hash = strconv.FormatUint(e.PayloadHash(), 36)
 	c.token = s.attemptPrefix + strconv.FormatUint(s.attempts.Add(1), 36)
-	s.batch.submitAsync(c)
+	s.batch.submit(c)
 }
 
-// prepareAsync builds the commands of one lane batch and returns the calls
-// to send; the others (caller gone, past the deadline, refused) are
-// finished. Each board's config is read once per batch: all of a board's
-// calls in one pipeline carry the same config version and period slots, so
-// when the script refuses some as stale (another node changed the config
-// meanwhile) or as clock (a period boundary passed), those are a tail of
-// the board's calls, and finishAsync retries them in order before the next
-// pipeline: order holds. Lane only (it owns s.memo).
-func (s *Store) prepareAsync(ctx context.Context, batch []*call) []*call {
-	now := time.Now()
-	live := batch[:0]
+func failClosed(board string) error { return fmt.Errorf("redisstore: apply %s: %w", board, ErrClosed) }
+
+func failCtx(board string, err error) error {
+	return fmt.Errorf("redisstore: apply %s: %w", board, err)
+}
+
+// work is the lane's Redis work for one batch: it sets every call's
+// outcome. A call whose caller is gone or whose deadline passed is not
+// sent, so not applied. The others go out in one pipeline; those a script
+// refused as stale (another node changed the config) or clock (a period
+// boundary passed) changed nothing, so they are rebuilt from a fresh
+// config and clock and sent again, all together in one pipeline per
+// round, before the lane takes its next batch: order holds. Lane only (it
+// owns s.memo).
+func (s *Store) work(bt *batch) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
 	defer func() { clear(s.memo); s.memo = s.memo[:0] }()
-	for _, c := range batch {
+	now := time.Now()
+	bt.send = bt.send[:0]
+	for _, c := range bt.calls {
 		err := c.ctx.Err()
 		if err == nil && now.After(c.deadline) {
 			err = context.DeadlineExceeded
 		}
 		if err != nil {
-			s.finishAsync(c, nil, err) // not sent, so not applied
+			c.err = s.fail("apply", c.e.Board, err) // not sent, so not applied
 			continue
 		}
-		cb, err := s.memoBoard(ctx, c.e.Board)
+		bt.send = append(bt.send, c)
+	}
+	for attempt := 0; len(bt.send) > 0; attempt++ {
+		s.build(ctx, bt)
+		s.batch.exec(ctx, bt.cmds)
+		bt.send = bt.send[:0]
+		for i := range bt.cmds {
+			bt.send = s.settle(&bt.cmds[i], attempt, bt.send)
+		}
+		clear(bt.cmds)
+		if len(bt.send) > 0 {
+			clear(s.memo) // a refreshed config is read again
+			s.memo = s.memo[:0]
+		}
+	}
+	clear(bt.send)
+	bt.send = bt.send[:0]
+}
+
+// maxPerScript caps the events of one apply.lua call, so one script stays
+// short (Redis runs nothing else meanwhile); a board's further events go
+// in the next call of the same pipeline.
+const maxPerScript = 64
+
+// group is one board's events in a lane round.
+type group struct {
+	cb  cachedBoard
+	err error // the board could not be resolved: every event gets it
+	n   int   // events that passed Check
+	off int   // where they start in batch.grouped
+}
+
+// build fills bt.cmds with the commands applying bt.send: each board's
+// events, in submission order, in as few apply.lua calls as maxPerScript
+// allows. A call that cannot be sent (its board is unknown, Redis is down,
+// the event fails Check) gets its error here. Lane only.
+func (s *Store) build(ctx context.Context, bt *batch) {
+	clear(s.groupOf)
+	bt.groups, bt.order = bt.groups[:0], bt.order[:0]
+	for _, c := range bt.send {
+		g, ok := s.groupOf[c.e.Board]
+		if !ok {
+			cb, err := s.memoBoard(ctx, c.e.Board)
+			g = len(bt.groups)
+			s.groupOf[c.e.Board] = g
+			bt.groups = append(bt.groups, group{cb: cb, err: err})
+		}
+		gr := &bt.groups[g]
+		err := gr.err
 		if err == nil {
-			c.keys, c.args, err = s.applyCmdWith(ctx, cb, c.e, c.hash, c.token)
+			if cerr := c.e.Check(gr.cb.b); cerr != nil {
+				err = fmt.Errorf("redisstore: apply %s: %w", c.e.Board, cerr)
+			}
 		}
 		if err != nil { // already wrapped
-			done := c.fin
-			s.batch.recycle(c)
-			done(rank.Result{}, err)
+			c.err = err
+			g = -1
+		} else {
+			gr.n++
+		}
+		bt.order = append(bt.order, g)
+	}
+	// Place each board's events together, keeping their order.
+	off := 0
+	for g := range bt.groups {
+		bt.groups[g].off = off
+		off += bt.groups[g].n
+	}
+	bt.grouped = slices.Grow(bt.grouped[:0], off)[:off]
+	next := bt.next[:0]
+	for g := range bt.groups {
+		next = append(next, bt.groups[g].off)
+	}
+	for i, c := range bt.send {
+		if g := bt.order[i]; g >= 0 {
+			bt.grouped[next[g]] = c
+			next[g]++
+		}
+	}
+	bt.next = next
+	bt.cmds = bt.cmds[:0]
+	for g := range bt.groups {
+		gr := &bt.groups[g]
+		evs := bt.grouped[gr.off : gr.off+gr.n]
+		if len(evs) == 0 {
 			continue
 		}
-		live = append(live, c)
+		now, nowArg := s.now(ctx, gr.cb.b)
+		pk := s.periodKeys(gr.cb, now)
+		for len(evs) > 0 {
+			k := min(len(evs), maxPerScript)
+			bt.cmds = append(bt.cmds, applyCmd(gr.cb, nowArg, pk, evs[:k:k]))
+			evs = evs[k:]
+		}
 	}
-	return live
+}
+
+// applyCmd is the apply.lua call of calls, events of board c in order
+// (see the script's header for the keys and arguments).
+func applyCmd(c cachedBoard, nowArg string, pk *periodKeys, calls []*call) cmd {
+	k := c.keys
+	keys := make([]string, 0, 7+len(calls))
+	keys = append(keys, k.cfg, k.seq, k.n, pk.za, pk.ma, pk.zb, pk.mb)
+	args := make([]any, 0, 13+5*len(calls))
+	args = append(args, k.ver, nowArg, pk.args[0], pk.args[1], pk.args[2], pk.args[3], pk.args[4], pk.args[5], pk.args[6],
+		k.mode, k.order, k.tiebreak, k.window)
+	for _, c := range calls {
+		e := c.e
+		keys = append(keys, k.idem+e.Member+"|"+e.ID)
+		args = append(args, e.Member, e.Name, int(e.Op), e.Amount, c.hash+"."+c.token)
+	}
+	return cmd{calls: calls, keys: keys, args: args}
+}
+
+// settle sets the outcome of a command's calls from its reply, or appends
+// them to again when the script refused them as stale or clock and
+// another attempt is allowed (after refreshing the config or the clock).
+// A refusal is of the whole call, so a refused event and every later one
+// of its board come back together, in order.
+func (s *Store) settle(m *cmd, attempt int, again []*call) []*call {
+	board := m.calls[0].e.Board
+	v, err := m.res.Result()
+	if err != nil {
+		if s.retryable(board, err, attempt) {
+			return append(again, m.calls...)
+		}
+		err = s.fail("apply", board, err)
+		for _, c := range m.calls {
+			c.err = err
+		}
+		return again
+	}
+	a, ok := v.([]any)
+	if !ok || len(a) != len(m.calls) {
+		err := fmt.Errorf("redisstore: apply %s: unexpected reply %v", board, v)
+		for _, c := range m.calls {
+			c.err = err
+		}
+		return again
+	}
+	for i, c := range m.calls {
+		rep, _ := a[i].(string)
+		c.r, c.err = applyResult(c.e, rep, c.hash, c.token)
+	}
+	return again
 }
 
 // memoBoard is s.board, read once per lane batch.
@@ -119,36 +260,6 @@ type boardMemo struct {
 	c  cachedBoard
 }
 
-// finishAsync completes an async call on the lane's goroutine. A script
-// that saw a stale config or clock is rebuilt and run again right here,
-// before the lane sends its next pipeline, so the caller's order holds.
-func (s *Store) finishAsync(c *call, v any, err error) {
-	ctx, e, hash, token, done := c.ctx, c.e, c.hash, c.token, c.fin
-	s.batch.recycle(c)
-	for attempt := 0; err != nil && s.retryable(e.Board, err, attempt); attempt++ {
-		tctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-		keys, args, perr := s.applyCmd(tctx, e, hash, token)
-		if perr != nil {
-			cancel()
-			done(rank.Result{}, perr)
-			return
-		}
-		v, err = s.apply.run(tctx, s.client, keys, args...)
-		cancel()
-	}
-	if err != nil {
-		done(rank.Result{}, s.fail("apply", e.Board, err))
-		return
-	}
-	r, err := applyResult(e, v, hash, token)
-	if err == nil && s.cfg.Sink != nil {
-		if c, ok := rank.ChangeOf(e, r); ok {
-			s.cfg.Sink([]rank.Change{c})
-		}
-	}
-	done(r, err)
-}
-
 // Board returns the config events are applied with, from the cache.
 func (s *Store) Board(ctx context.Context, id string) (rank.Board, error) {
 	if !rank.ValidBoardID(id) {
@@ -164,34 +275,23 @@ func (s *Store) Board(ctx context.Context, id string) (rank.Board, error) {
 // Forget drops the cached config of a board changed elsewhere.
 func (s *Store) Forget(id string) { s.forget(id) }
 
-// applyCmd builds the keys and arguments of one apply attempt from the
-// cached config and the store clock. Its errors are wrapped.
-func (s *Store) applyCmd(ctx context.Context, e rank.Event, hash, token string) ([]string, []any, error) {
-	c, err := s.board(ctx, e.Board)
-	if err != nil {
-		return nil, nil, s.fail("apply", e.Board, err)
+// applyResult decodes one event's part of apply.lua's reply (see its
+// header): "0" or "1" (duplicate) and the record, or "!" and an error code.
+func applyResult(e rank.Event, rep string, hash, token string) (rank.Result, error) {
+	var r rank.Result
+	var err error
+	switch {
+	case strings.HasPrefix(rep, "!"):
+		code := rep[1:]
+		if sentinel, ok := scriptErrors[code]; ok {
+			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, sentinel)
+		}
+		return rank.Result{}, fmt.Errorf("redisstore: apply %s: script error %q", e.Board, code)
+	case strings.HasPrefix(rep, "0"), strings.HasPrefix(rep, "1"):
+		r, err = parseRecord(rep[0] == '1', rep[1:], hash, token)
+	default:
+		err = fmt.Errorf("unexpected reply %q", rep)
 	}
-	return s.applyCmdWith(ctx, c, e, hash, token)
-}
-
-func (s *Store) applyCmdWith(ctx context.Context, c cachedBoard, e rank.Event, hash, token string) ([]string, []any, error) {
-	if err := e.Check(c.b); err != nil {
-		return nil, nil, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
-	}
-	now, nowArg := s.now(ctx, c.b)
-	k := c.keys
-	pk := s.periodKeys(c, now)
-	keys := []string{k.cfg, k.seq, k.n, k.idem + e.ID, pk.za, pk.ma, pk.zb, pk.mb}
-	args := []any{
-		k.ver, nowArg, pk.args[0], pk.args[1], pk.args[2], pk.args[3], pk.args[4], pk.args[5], pk.args[6],
-		k.mode, k.order, k.tiebreak, k.window,
-		e.Member, e.Name, int(e.Op), e.Amount, hash + "." + token,
-	}
-	return keys, args, nil
-}
-
-func applyResult(e rank.Event, v any, hash, token string) (rank.Result, error) {
-	r, err := parseApply(v, hash, token)
 	if err != nil {
 		return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
 	}
@@ -199,16 +299,10 @@ func applyResult(e rank.Event, v any, hash, token string) (rank.Result, error) {
 	return r, nil
 }
 
-// parseApply decodes apply.lua's {dup, record}. The record's first field is
-// "<payload hash>.<attempt token>": another hash is a conflict; the same hash
-// with this call's own token is this call's result, not a duplicate.
-func parseApply(v any, hash, token string) (rank.Result, error) {
-	a, ok := v.([]any)
-	if !ok || len(a) != 2 {
-		return rank.Result{}, fmt.Errorf("unexpected reply %v", v)
-	}
-	dup, _ := a[0].(int64)
-	rec, _ := a[1].(string)
+// parseRecord decodes an idempotency record. Its first field is
+// "<payload hash>.<attempt token>": another hash is a conflict; the same
+// hash with this call's own token is this call's result, not a duplicate.
+func parseRecord(dup bool, rec string, hash, token string) (rank.Result, error) {
 	// rec is "hash,score,rank,prev_rank,prev_score,seq,period"; cut in place
 	// rather than strings.Split, which allocates per event.
 	if strings.Count(rec, ",") != 6 {
@@ -231,7 +325,7 @@ func parseApply(v any, hash, token string) (rank.Result, error) {
 	}
 	return rank.Result{
 		Score: n[0], Rank: n[1], PrevRank: n[2], PrevScore: n[3], Seq: n[4], Period: n[5],
-		Duplicate: dup == 1 && recToken != token,
+		Duplicate: dup && recToken != token,
 	}, nil
 }
 

@@ -136,7 +136,7 @@ func TestIdempotencyRecordSize(t *testing.T) {
 	s := newStore(t, srv, Config{Prefix: "lb"})
 	mustPut(t, s, rank.DefaultBoard("run_hero"))
 	r := mustApply(t, s, incr("run_hero", "req-000123", "player_42", 1200))
-	k := s.key("run_hero", "i:req-000123")
+	k := s.key("run_hero", "i:player_42|req-000123")
 	val, err := s.client.Get(t.Context(), k).Result()
 	if err != nil {
 		t.Fatal(err)

@@ -2,9 +2,12 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,6 +77,14 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestApplyContract(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	ranktest.RunApply(t, func(t *testing.T, sink rank.Sink) rank.Store {
+		return newStore(t, srv, Config{Sink: sink})
+	})
+}
+
 func TestDifferential(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t)
@@ -96,4 +107,79 @@ func FuzzEquivalence(f *testing.F) {
 	f.Fuzz(func(t *testing.T, script []byte) {
 		ranktest.ApplyScript(t, mem, red, script)
 	})
+}
+
+// hmgets is how many HMGET commands the server has run: Board reads a
+// config with one.
+func hmgets(t *testing.T, s *Store) int64 {
+	t.Helper()
+	info, err := s.client.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_hmget:calls="); ok {
+			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// An unknown board is remembered briefly: naming it again costs no Redis
+// read, until PutBoard or Forget (or a second) drops that; the cache stays
+// bounded however many boards are named.
+func TestUnknownBoardCached(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{Prefix: "neg"})
+	other := newStore(t, srv, Config{Prefix: "neg"})
+	ctx := t.Context()
+
+	n0 := hmgets(t, s)
+	for range 50 {
+		if _, err := s.Board(ctx, "ghost"); !errors.Is(err, rank.ErrUnknownBoard) {
+			t.Fatalf("Board(ghost): %v, want ErrUnknownBoard", err)
+		}
+		if _, err := rank.ApplyWait(ctx, s, incr("ghost", "g", "a", 1)); !errors.Is(err, rank.ErrUnknownBoard) {
+			t.Fatalf("Apply to ghost: %v, want ErrUnknownBoard", err)
+		}
+	}
+	if n := hmgets(t, s) - n0; n != 1 {
+		t.Fatalf("%d config reads for 100 requests naming one unknown board; want 1", n)
+	}
+
+	// Created on another node: the bus's Forget makes it known at once.
+	mustPut(t, other, rank.DefaultBoard("ghost"))
+	s.Forget("ghost")
+	if _, err := s.Board(ctx, "ghost"); err != nil {
+		t.Fatalf("Board(ghost) after Forget: %v", err)
+	}
+	// Created on this node: at once too.
+	if _, err := s.Board(ctx, "ghost2"); !errors.Is(err, rank.ErrUnknownBoard) {
+		t.Fatalf("Board(ghost2): %v", err)
+	}
+	mustPut(t, s, rank.DefaultBoard("ghost2"))
+	mustApply(t, s, incr("ghost2", "g", "a", 1))
+	// Created elsewhere and never heard of: within about a second.
+	if _, err := s.Board(ctx, "ghost3"); !errors.Is(err, rank.ErrUnknownBoard) {
+		t.Fatalf("Board(ghost3): %v", err)
+	}
+	mustPut(t, other, rank.DefaultBoard("ghost3"))
+	testenv.Eventually(t, 5*time.Second, "ghost3 known after the negative entry expires", func() error {
+		_, err := s.Board(ctx, "ghost3")
+		return err
+	})
+
+	for i := range maxCachedBoards + 100 {
+		if _, err := s.Board(ctx, fmt.Sprintf("r%d", i)); !errors.Is(err, rank.ErrUnknownBoard) {
+			t.Fatalf("Board(r%d): %v", i, err)
+		}
+	}
+	s.mu.Lock()
+	n := len(s.boards)
+	s.mu.Unlock()
+	if n > maxCachedBoards {
+		t.Fatalf("%d cached boards; the bound is %d", n, maxCachedBoards)
+	}
 }

@@ -1,0 +1,260 @@
+package redisstore
+
+// Board configs: stored, listed and deleted, and the cache that Apply and
+// the reads resolve them through.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// PutBoard stores b under a fresh version and adds it to the board list.
+func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) {
+	if err := b.Validate(); err != nil {
+		return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
+	}
+	if s.closed.Load() {
+		return rank.Board{}, ErrClosed
+	}
+	j, err := json.Marshal(b)
+	if err != nil {
+		return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
+	}
+	var v [8]byte
+	_, _ = rand.Read(v[:])
+	ver := hex.EncodeToString(v[:])
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	s.forget(b.ID)
+	if err := s.client.HSet(ctx, s.key(b.ID, "cfg"), "v", ver, "j", j).Err(); err != nil {
+		return rank.Board{}, s.fail("put board", b.ID, err)
+	}
+	// The list lives in another slot, so it is a separate command; Boards
+	// skips ids whose config is missing, DeleteBoard removes config first.
+	if err := s.client.SAdd(ctx, s.boardsKey(), b.ID).Err(); err != nil {
+		return rank.Board{}, s.fail("put board", b.ID, err)
+	}
+	s.remember(b.ID, s.cached(b, ver))
+	return b, nil
+}
+
+// GetBoard reads the stored config (never the cache).
+func (s *Store) GetBoard(ctx context.Context, id string) (rank.Board, error) {
+	if !rank.ValidBoardID(id) {
+		return rank.Board{}, fmt.Errorf("redisstore: get board %q: %w", id, rank.ErrInvalidBoard)
+	}
+	if s.closed.Load() {
+		return rank.Board{}, ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	c, err := s.loadBoard(ctx, id)
+	if err != nil {
+		return rank.Board{}, s.fail("get board", id, err)
+	}
+	return c.b, nil
+}
+
+// Boards lists every board sorted by id.
+func (s *Store) Boards(ctx context.Context) ([]rank.Board, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	ids, err := s.client.SMembers(ctx, s.boardsKey()).Result()
+	if err != nil {
+		return nil, s.fail("boards", "", err)
+	}
+	sort.Strings(ids)
+	out := make([]rank.Board, 0, len(ids))
+	const chunk = 500
+	for len(ids) > 0 {
+		part := ids[:min(chunk, len(ids))]
+		ids = ids[len(part):]
+		pipe := s.client.Pipeline()
+		cmds := make([]*redis.StringCmd, len(part))
+		for i, id := range part {
+			cmds[i] = pipe.HGet(ctx, s.key(id, "cfg"), "j")
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, s.fail("boards", "", err)
+		}
+		for i, cmd := range cmds {
+			j, err := cmd.Bytes()
+			if errors.Is(err, redis.Nil) {
+				continue // deleted, or created halfway
+			}
+			if err != nil {
+				return nil, s.fail("boards", part[i], err)
+			}
+			var b rank.Board
+			if err := json.Unmarshal(j, &b); err != nil {
+				return nil, fmt.Errorf("redisstore: boards: config of %s: %w", part[i], err)
+			}
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// DeleteBoard removes the config first (so every later script finds the
+// board unknown and writes nothing), then the id from the list, then every
+// other key of the board, idempotency records and all period keys included.
+func (s *Store) DeleteBoard(ctx context.Context, id string) error {
+	if !rank.ValidBoardID(id) {
+		return fmt.Errorf("redisstore: delete board %q: %w", id, rank.ErrInvalidBoard)
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	s.forget(id)
+	n, err := s.client.Del(ctx, s.key(id, "cfg")).Result()
+	if err != nil {
+		return s.fail("delete board", id, err)
+	}
+	if err := s.client.SRem(ctx, s.boardsKey(), id).Err(); err != nil {
+		return s.fail("delete board", id, err)
+	}
+	if err := s.deleteKeys(ctx, escapeGlob(s.cfg.Prefix)+":{"+id+"}:*"); err != nil {
+		return s.fail("delete board", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("redisstore: delete board %s: %w", id, rank.ErrUnknownBoard)
+	}
+	return nil
+}
+
+// deleteKeys unlinks every key matching pattern. The pattern's hash tag puts
+// them all in one slot; on a cluster each master is scanned (only the owner
+// has any).
+func (s *Store) deleteKeys(ctx context.Context, pattern string) error {
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, pattern, 1000).Result()
+			if err != nil {
+				return err
+			}
+			if len(keys) > 0 {
+				if err := c.Unlink(ctx, keys...).Err(); err != nil {
+					return err
+				}
+			}
+			if next == 0 {
+				return nil
+			}
+			cursor = next
+		}
+	}
+	if cc, ok := s.client.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	}
+	return scan(ctx, s.client)
+}
+
+// escapeGlob quotes the glob metacharacters of a key prefix for SCAN MATCH.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func (s *Store) loadBoard(ctx context.Context, id string) (cachedBoard, error) {
+	s.mu.Lock()
+	gen := s.gen
+	s.mu.Unlock()
+	vals, err := s.client.HMGet(ctx, s.key(id, "cfg"), "v", "j").Result()
+	if err != nil {
+		return cachedBoard{}, err
+	}
+	ver, _ := vals[0].(string)
+	j, _ := vals[1].(string)
+	if ver == "" || j == "" {
+		s.rememberUnknown(id, gen)
+		return cachedBoard{}, rank.ErrUnknownBoard
+	}
+	var b rank.Board
+	if err := json.Unmarshal([]byte(j), &b); err != nil {
+		return cachedBoard{}, fmt.Errorf("config of %s: %w", id, err)
+	}
+	c := s.cached(b, ver)
+	s.remember(id, c)
+	return c, nil
+}
+
+// board returns the config of a board from the cache or Redis.
+func (s *Store) board(ctx context.Context, id string) (cachedBoard, error) {
+	s.mu.Lock()
+	c, ok := s.boards[id]
+	s.mu.Unlock()
+	if ok && c.fresh(time.Now()) {
+		if c.unknown {
+			return cachedBoard{}, rank.ErrUnknownBoard
+		}
+		return c, nil
+	}
+	return s.loadBoard(ctx, id)
+}
+
+func (s *Store) remember(id string, c cachedBoard) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen++
+	s.rememberLocked(id, c)
+}
+
+// rememberUnknown caches that board id did not exist, unless a config was
+// stored or forgotten since the read began (gen): the board may exist by
+// now (PutBoard on this node, or another node's heard over the bus), and
+// a read that raced it must not hide it.
+func (s *Store) rememberUnknown(id string, gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen {
+		return
+	}
+	s.rememberLocked(id, cachedBoard{unknown: true, at: time.Now()})
+}
+
+// rememberLocked stores c, keeping the cache bounded (s.mu held).
+func (s *Store) rememberLocked(id string, c cachedBoard) {
+	if len(s.boards) >= maxCachedBoards {
+		now := time.Now()
+		for k, v := range s.boards {
+			if !v.fresh(now) {
+				delete(s.boards, k)
+			}
+		}
+		if len(s.boards) >= maxCachedBoards {
+			clear(s.boards) // all fresh: a burst of boards; start over
+		}
+	}
+	s.boards[id] = c
+}
+
+func (s *Store) forget(id string) {
+	s.mu.Lock()
+	delete(s.boards, id)
+	s.gen++
+	s.mu.Unlock()
+}

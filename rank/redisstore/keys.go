@@ -1,0 +1,21 @@
+package redisstore
+
+// Key names (see the package comment for the layout).
+
+import (
+	"strconv"
+)
+
+func (s *Store) key(board, suffix string) string {
+	return s.cfg.Prefix + ":{" + board + "}:" + suffix
+}
+
+func (s *Store) boardsKey() string { return s.cfg.Prefix + ":boards" }
+
+func (s *Store) zkey(board string, idx int64) string {
+	return s.key(board, "z:"+strconv.FormatInt(idx, 10))
+}
+
+func (s *Store) mkey(board string, idx int64) string {
+	return s.key(board, "m:"+strconv.FormatInt(idx, 10))
+}

@@ -1,0 +1,64 @@
+package redisstore
+
+// Period slots: the two period keys a script may pick between.
+
+import (
+	"time"
+
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// slots are the two period keys a script may pick between, by its own
+// clock: A until boundary, B from it. A board without periods, or a read
+// of an explicit index, has boundary 0 and A = B.
+type slots struct {
+	a, b              int64 // period indexes
+	start, bound, end int64 // unix ms: A is [start, bound), B is [bound, end)
+	expireA, expireB  int64 // unix ms; 0 = no expiry
+}
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// slotsFor resolves a period selector at the estimated time now.
+func slotsFor(b rank.Board, sel rank.PeriodSel, now time.Time) (slots, error) {
+	idx, err := sel.Resolve(b, now)
+	if err != nil {
+		return slots{}, err
+	}
+	if b.Reset == rank.None {
+		return slots{}, nil
+	}
+	if sel != "" && sel != "current" && sel != "previous" {
+		return slots{a: idx, b: idx}, nil // an explicit index
+	}
+	cur := rank.PeriodAt(b, now)
+	next := rank.PeriodAt(b, cur.End)
+	sl := slots{start: ms(cur.Start), bound: ms(cur.End), end: ms(next.End)}
+	if sel == "previous" {
+		sl.a, sl.b = idx, cur.Index
+		return sl, nil
+	}
+	sl.a, sl.b = cur.Index, next.Index
+	sl.expireA, sl.expireB = ms(cur.ExpireAt()), ms(next.ExpireAt())
+	return sl, nil
+}
+
+// covers reports whether sl is the current pair at now: now is in slot A,
+// or the board has no periods (one pair for all time).
+func (sl slots) covers(now time.Time) bool {
+	t := ms(now)
+	return sl.bound == 0 || (t >= sl.start && t < sl.bound)
+}
+
+// pick is the period index the script chose (slot 1 = A, 2 = B).
+func (sl slots) pick(slot int64) int64 {
+	if slot == 2 {
+		return sl.b
+	}
+	return sl.a
+}
