@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"gopkg.in/yaml.v3"
 
 	"github.com/wsgateway/wsgateway/internal/testenv"
@@ -148,6 +149,32 @@ func TestDashboardAndRulesUseLiveMetrics(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("REST score: %d %s", resp.StatusCode, b)
+	}
+
+	// A spectator watching the board while /metrics is read (per-board
+	// subscribers and frames exist only for watched boards), and one score
+	// the store refuses (a value on an incr board: store errors and error
+	// replies by code).
+	ws, _, err := websocket.Dial(ctx, "ws://"+addr+"/ws", &websocket.DialOptions{
+		Subprotocols: []string{"lb.v1"}, HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	for _, msg := range []string{
+		`{"type":"subscribe","id":"s","board":"m","top":5}`,
+		`{"type":"score","id":"bad","board":"m","member":"r1","value":5}`,
+	} {
+		if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for sawErr := false; !sawErr; {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sawErr = strings.Contains(string(b), `"id":"bad"`) && strings.Contains(string(b), `"type":"error"`)
 	}
 
 	code, metrics := get("/metrics")

@@ -364,9 +364,13 @@ func TestRESTRateLimit(t *testing.T) {
 	putBoard(t, g, "rl", nil)
 	top := g.HTTP() + "/api/v1/boards/rl/top?limit=100"
 	const n = 600
+	began := time.Now()
 	player := burst(t, n, "GET", top, token(t, auth.Claims{Sub: "alice"}), nil)
-	if player[429] == 0 || player[200] == 0 || player[200] > n/2 {
-		t.Errorf("player: %v, want some 200 then 429s", player)
+	// The budget: a burst of 100, then 50 a second for as long as the
+	// burst took (a loaded box sends it slowly).
+	most := 100 + int(50*time.Since(began).Seconds()) + 1
+	if player[429] == 0 || player[200] == 0 || player[200] > most {
+		t.Errorf("player: %v, want some 200 (at most %d) then 429s", player, most)
 	}
 	anon := burst(t, n, "GET", g.HTTP()+"/api/v1/boards", "", nil)
 	if anon[429] == 0 || anon[401] == 0 {

@@ -49,8 +49,9 @@ type metrics struct {
 	ack      *prometheus.HistogramVec // submit → outcome, by board
 	storeErr *prometheus.CounterVec   // by operation and contract code
 	live     *live.Engine             // set once built; read at scrape time
+	profs    *profileCache            // set once built; read at scrape time
 
-	subscribersDesc, framesDesc *prometheus.Desc
+	subscribersDesc, framesDesc, profileDesc *prometheus.Desc
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -73,6 +74,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Connections on this node subscribed to a board's top or a view of it, by board.", []string{"board"}, nil),
 		framesDesc: prometheus.NewDesc("wsgateway_board_frames_total",
 			"Live frames offered to a board's subscribers on this node, by board.", []string{"board"}, nil),
+		profileDesc: prometheus.NewDesc("wsgateway_profile_cache_lookups_total",
+			"Entries the profile cache decorated, by result: hit (cached) or miss (read, or waited for, from the store).", []string{"result"}, nil),
 	}
 	for _, c := range []prometheus.Collector{m.events, m.ack, m.storeErr, m} {
 		if err := reg.Register(c); err != nil {
@@ -88,9 +91,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.subscribersDesc
 	ch <- m.framesDesc
+	ch <- m.profileDesc
 }
 
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	if m.profs != nil {
+		ch <- prometheus.MustNewConstMetric(m.profileDesc, prometheus.CounterValue, float64(m.profs.hits.Load()), "hit")
+		ch <- prometheus.MustNewConstMetric(m.profileDesc, prometheus.CounterValue, float64(m.profs.misses.Load()), "miss")
+	}
 	if m.live == nil {
 		return
 	}

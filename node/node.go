@@ -179,6 +179,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.profs = newProfileCache(profiles, cfg.ProfileCache, fetchTimeout,
 		func(members []string) { n.live.ProfilesChanged(members) }, cfg.Logger)
+	n.m.profs = n.profs
 
 	n.live, err = live.New(live.Config{Store: n.store, Interval: cfg.Interval, Logger: cfg.Logger, Decorator: n.profs})
 	if err != nil {

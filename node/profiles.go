@@ -39,6 +39,9 @@ type profileCache struct {
 	log     *slog.Logger
 
 	reads atomic.Uint64 // fetches made (Profiles calls)
+	// hits and misses count the entries Decorate found cached and those it
+	// had to read (or wait for), for metrics.
+	hits, misses atomic.Uint64
 
 	mu       sync.Mutex // guards everything below
 	max      int
@@ -89,8 +92,10 @@ func (c *profileCache) Decorate(ctx context.Context, lists ...[]rank.Entry) {
 			m := es[i].Member
 			if el, ok := c.idx[m]; ok {
 				c.lru.MoveToFront(el)
+				c.hits.Add(1)
 				continue
 			}
+			c.misses.Add(1)
 			if g := c.inflight[m]; g != nil {
 				if g != f && !containsFetch(waits, g) {
 					waits = append(waits, g)
