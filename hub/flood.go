@@ -118,6 +118,11 @@ func (c *corkConn) Read(p []byte) (int, error) {
 		<-c.closed // until the connection is closed: the flood costs no more reads
 		return 0, net.ErrClosed
 	}
+	select {
+	case <-c.closed: // the socket is lingering (Close): its bytes are discarded
+		return 0, net.ErrClosed
+	default:
+	}
 	var n int
 	var err error
 	if len(c.pre) > 0 {
@@ -132,8 +137,50 @@ func (c *corkConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close closes the socket and ends a stalled Read.
+// closeLinger bounds how long a closed socket goes on discarding the
+// peer's bytes before it is released (Close).
+const closeLinger = time.Second
+
+// Close ends a stalled Read and closes the socket gracefully. Closing a TCP
+// socket that holds unread bytes (a flood the guard stopped reading, the
+// rest of a message over the read limit) makes the kernel send RST and drop
+// what is still queued to send: the close frame just written, stuck behind
+// the pongs of the flood, was lost and the client saw EOF or a reset
+// instead of 1008. So Close shuts down the write side, which sends FIN
+// after every byte written, and a goroutine discards what the peer still
+// sends until it closes too or closeLinger passes, then releases the socket.
 func (c *corkConn) Close() error {
-	c.closeOnce.Do(func() { close(c.closed) })
-	return c.Conn.Close()
+	first := false
+	c.closeOnce.Do(func() { close(c.closed); first = true })
+	if !first {
+		return net.ErrClosed
+	}
+	hc, ok := c.Conn.(interface{ CloseWrite() error })
+	if !ok {
+		return c.Conn.Close()
+	}
+	c.mu.Lock() // after a write in progress
+	err := hc.CloseWrite()
+	c.mu.Unlock()
+	if err != nil {
+		return c.Conn.Close()
+	}
+	go c.linger()
+	return nil
+}
+
+// linger discards the peer's bytes for at most closeLinger, then closes
+// the socket. A Read of the library blocked on the socket meanwhile ends
+// with the peer's close or the deadline.
+func (c *corkConn) linger() {
+	defer c.Conn.Close()
+	if c.Conn.SetReadDeadline(time.Now().Add(closeLinger)) != nil {
+		return
+	}
+	var buf [4096]byte
+	for {
+		if _, err := c.Conn.Read(buf[:]); err != nil {
+			return
+		}
+	}
 }

@@ -1,7 +1,10 @@
 package hub
 
 import (
+	"bytes"
 	"encoding/binary"
+	"io"
+	"net"
 	"testing"
 	"time"
 )
@@ -130,5 +133,62 @@ func TestFloodGuard(t *testing.T) {
 	text := frame(0x1, true, 10)
 	for range 3 * floodBurst {
 		q.observe(text, clock)
+	}
+}
+
+// TestCorkConnCloseDelivers: a socket closed while the peer's bytes lie
+// unread (a flood the guard stopped reading) still delivers everything
+// written before the close, then EOF; a plain close sends RST instead and
+// drops what was still queued, the close frame among it.
+func TestCorkConnCloseDelivers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	sc, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	cc := &corkConn{Conn: sc, timeout: 5 * time.Second, closed: make(chan struct{})}
+
+	// Bytes the server never reads, then more written to the client than
+	// the socket buffers hold at once: some is still queued at Close.
+	if _, err := client.Write(make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := cc.Write(want)
+		if err == nil {
+			err = cc.Close()
+		}
+		wrote <- err
+	}()
+	client.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(client)
+	if err != nil {
+		t.Fatalf("read %d of %d bytes: %v", len(got), len(want), err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, want the %d written", len(got), len(want))
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
 	}
 }
