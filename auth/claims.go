@@ -92,9 +92,10 @@ func walkObject(data []byte, fn func(key string, val json.RawMessage) error) err
 	if _, err := dec.Token(); err != nil { // the closing brace
 		return fmt.Errorf("payload: %w", err)
 	}
-	// Anything but white space after the object, valid JSON or not (a
-	// second Token would only catch the valid kind: "{}A" slipped by).
-	if len(bytes.TrimSpace(data[dec.InputOffset():])) > 0 {
+	// Anything but JSON's white space after the object, valid JSON or not
+	// (a second Token would only catch the valid kind: "{}A" slipped by;
+	// bytes.TrimSpace would let "\f" by).
+	if len(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")) > 0 {
 		return errors.New("payload: data after the object")
 	}
 	return nil
