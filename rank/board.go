@@ -162,6 +162,9 @@ type Board struct {
 	ClientWrites      bool     `json:"client_writes"`
 	Public            bool     `json:"public"`
 	IdempotencyWindow Duration `json:"idempotency_window"`
+	// Tiers name bands of the ranking for the pages (tiers.go; an
+	// extension of the contract). Optional.
+	Tiers Tiers `json:"tiers,omitzero"`
 }
 
 // DefaultBoard is the config every field of which has the contract's default.
@@ -300,6 +303,9 @@ func (b Board) Validate() error {
 	w := time.Duration(b.IdempotencyWindow)
 	if w < MinIdempotencyWindow || w > MaxIdempotencyWindow {
 		return bad("idempotency_window", "%s is not within %s..%s", w, MinIdempotencyWindow, MaxIdempotencyWindow)
+	}
+	if err := validateTiers(b.Tiers); err != nil {
+		return bad("tiers", "%v", err)
 	}
 	return nil
 }

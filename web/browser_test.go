@@ -45,6 +45,7 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("spectator", func(t *testing.T) { testSpectator(t, b, gw, out) })
 	t.Run("player", func(t *testing.T) { testPlayer(t, b, gw, out) })
+	t.Run("player tiers", func(t *testing.T) { testPlayerTiers(t, b, gw) })
 	t.Run("board list", func(t *testing.T) { testBoardList(t, b, gw, out) })
 	t.Run("honest states", func(t *testing.T) { testHonestStates(t, b, gw, bin) })
 	t.Run("embedding", func(t *testing.T) { testEmbedding(t, b, gw, bin) })
@@ -117,6 +118,28 @@ func testPlayer(t *testing.T, b *browser, gw *gateway, out string) {
 	tab.waitFor(t, 5*time.Second, "back in the lead", `text("#ack-rank") === "#1" && text("#ack-score") === "55" && text("#pending") === "all acknowledged" && q("#overtaken").hidden`)
 	tab.waitFor(t, 5*time.Second, "top 10", `members("#top-rows") === "zoe-q,rival"`)
 	tab.shot(t, out, "player-2-lead")
+	tab.checkNoErrors(t)
+}
+
+// testPlayerTiers: the player page names the member's tier from the
+// board's tiers (an extension of the contract), and follows the rank.
+func testPlayerTiers(t *testing.T, b *browser, gw *gateway) {
+	admin := gw.token(t, "ops", "admin")
+	var stored map[string]any
+	gw.put(t, "/api/v1/boards/tiered", admin, map[string]any{"tiers": []map[string]any{
+		{"name": "Champion", "top_rank": 1}, {"name": "Contender", "top_rank": 3}}}, &stored)
+	tab := b.tab(t)
+	tab.run(t, chromedp.Navigate(gw.url+"/play?board=tiered"))
+	tab.run(t,
+		chromedp.WaitVisible(chromedp.CSS(`#name-input`)),
+		chromedp.SendKeys(chromedp.CSS(`#name-input`), "Tia"),
+		chromedp.Click(chromedp.CSS(`#join-btn`)),
+	)
+	tab.waitFor(t, 10*time.Second, "connected", `attr("#conn", "data-status") === "open"`)
+	tab.run(t, chromedp.Click(chromedp.CSS(`.pad button[data-delta="10"]`)))
+	tab.waitFor(t, 5*time.Second, "the Champion tier", `text("#my-rank") === "#1" && !q("#tier").hidden && text("#tier") === "Champion"`)
+	gw.score(t, admin, "tiered", map[string]int64{"rival": 50})
+	tab.waitFor(t, 5*time.Second, "the Contender tier at rank 2", `text("#my-rank") === "#2" && text("#tier") === "Contender"`)
 	tab.checkNoErrors(t)
 }
 

@@ -3,7 +3,7 @@
 // TestClientJS in web_test.go, or directly: node --test web/client_test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LBClient, LBError, ERROR_TEXT, BOARD_STATES, avatarURL, flagEmoji } from './static/lb-client.js';
+import { LBClient, LBError, ERROR_TEXT, BOARD_STATES, avatarURL, flagEmoji, tierOf } from './static/lb-client.js';
 
 // Clock is a manual timer queue: nothing fires until advance().
 class Clock {
@@ -484,6 +484,15 @@ test('avatarURL takes https only; flagEmoji maps ISO codes', () => {
   assert.equal(flagEmoji('FR'), '\u{1F1EB}\u{1F1F7}');
   assert.equal(flagEmoji('jp'), '\u{1F1EF}\u{1F1F5}');
   for (const bad of ['FRA', 'F', '12', '', null]) assert.equal(flagEmoji(bad), '');
+});
+
+test('tierOf: the first tier whose bound the rank is within (as rank.TierOf)', () => {
+  const tiers = [{ name: 'Champion', top_rank: 1 }, { name: 'Gold', top_percent: 5 }, { name: 'Silver', top_percent: 25 }];
+  for (const [rank, total, want] of [[1, 1000, 'Champion'], [2, 1000, 'Gold'], [50, 1000, 'Gold'], [51, 1000, 'Silver'],
+    [250, 1000, 'Silver'], [251, 1000, ''], [1, 3, 'Champion'], [2, 3, ''], [0, 10, '']]) {
+    assert.equal(tierOf(tiers, rank, total), want, `rank ${rank} of ${total}`);
+  }
+  assert.equal(tierOf(undefined, 1, 10), '');
 });
 
 test('lb-client.d.ts declares every export and public method; package.json points at both', async () => {

@@ -169,4 +169,11 @@ export const ERROR_TEXT: Readonly<Record<ErrorCode, string>>;
 export const BOARD_STATES: readonly BoardState[];
 export function avatarURL(entry: Partial<Entry> | null | undefined): string;
 export function flagEmoji(country: string | null | undefined): string;
+/** A board config's tier: exactly one of top_rank and top_percent. */
+export interface Tier {
+  name: string;
+  top_rank?: number;
+  top_percent?: number;
+}
+export function tierOf(tiers: Tier[] | null | undefined, rank: number, total: number): string;
 export default LBClient;

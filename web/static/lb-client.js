@@ -88,6 +88,22 @@ export function flagEmoji(country) {
   return String.fromCodePoint(base + up.charCodeAt(0), base + up.charCodeAt(1));
 }
 
+/**
+ * The tier of the member at `rank` (1-based) on a board of `total` members,
+ * from the board config's `tiers` (an extension: docs/protocol.md "Tiers"):
+ * the first tier, in the board's order, whose bound the rank is within
+ * (`top_rank`: rank ≤ top_rank; `top_percent`: rank ≤ ⌈total × p / 100⌉).
+ * '' when none is. The server's rank.TierOf computes the same.
+ */
+export function tierOf(tiers, rank, total) {
+  if (!Array.isArray(tiers) || !(rank >= 1) || !(total >= 1)) return '';
+  for (const t of tiers) {
+    const bound = t.top_percent > 0 ? Math.ceil((total * t.top_percent) / 100) : t.top_rank;
+    if (rank <= bound) return String(t.name);
+  }
+  return '';
+}
+
 function defaultURL() {
   const loc = globalThis.location;
   if (!loc) throw new LBError('bad_request', 'lb-client: no url given and no page location');

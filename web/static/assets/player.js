@@ -1,7 +1,7 @@
 // The player page: choose a name (dev token) or bring a token (#token=…),
 // score with buttons, see the ack's rank, the live view around you, the top
 // 10, and a notice when someone overtakes you.
-import { ERROR_TEXT, LBClient } from '/lb-client.js';
+import { ERROR_TEXT, LBClient, tierOf } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
   BoardStatus, boardConfig, boardParam, dev, fragmentToken, lifecycle, link, num, randomTag, tokenSource,
@@ -154,6 +154,9 @@ function start(id, name) {
     // the leader of 1,000 is "top 1%" and never "top 0%".
     const pct = Math.max(1, Math.ceil((lastRank / total) * 100));
     p.textContent = lastRank === 1 ? `Leading ${num(total)} players` : `Top ${pct}% of ${num(total)} players`;
+    const tier = tierOf(cfg?.board?.tiers, lastRank, total);
+    $('tier').hidden = !tier;
+    $('tier').textContent = tier; // text, never markup
   }
 
   let lastView = null;

@@ -1,0 +1,68 @@
+package rank
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestTiersConfig(t *testing.T) {
+	t.Parallel()
+	b, err := ParseBoard("b", []byte(`{"tiers":[{"name":"Champion","top_rank":1},{"name":"Gold","top_percent":5},{"name":"Silver","top_percent":25.5}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts := b.Tiers.All(); len(ts) != 3 || ts[0] != (Tier{Name: "Champion", TopRank: 1}) || ts[2].TopPercent != 25.5 {
+		t.Fatalf("tiers %+v", ts)
+	}
+	// A JSON round trip keeps them, and a board without tiers has no field.
+	j, _ := json.Marshal(b)
+	var back Board
+	if err := json.Unmarshal(j, &back); err != nil || back != b {
+		t.Fatalf("round trip: %v\n%s", err, j)
+	}
+	if j, _ := json.Marshal(DefaultBoard("x")); strings.Contains(string(j), "tiers") {
+		t.Fatalf("a board without tiers shows them: %s", j)
+	}
+	for _, body := range []string{
+		`{"tiers":[{"name":"Gold"}]}`,                                     // no bound
+		`{"tiers":[{"name":"Gold","top_rank":3,"top_percent":5}]}`,        // both
+		`{"tiers":[{"name":"Gold","top_percent":101}]}`,                   // over 100
+		`{"tiers":[{"name":"Gold","top_rank":-1}]}`,                       // negative
+		`{"tiers":[{"name":"","top_rank":1}]}`,                            // empty name
+		`{"tiers":[{"name":"a\u202eb","top_rank":1}]}`,                    // bidi override
+		`{"tiers":[{"name":"G","top_rank":1},{"name":"G","top_rank":2}]}`, // repeated name
+		`{"tiers":[{"Name":"Gold","top_rank":1}]}`,                        // case
+		`{"tiers":[{"name":"Gold","top_rank":1,"top_rank":2}]}`,           // repeated key
+		`{"tiers":[{"name":"Gold","top_rank":1,"color":"gold"}]}`,         // unknown key
+		`{"tiers":[` + strings.Repeat(`{"name":"x","top_rank":1},`, 10) + `{"name":"y","top_rank":1}]}`,
+	} {
+		if _, err := ParseBoard("b", []byte(body)); err == nil || !strings.Contains(err.Error(), "tiers") {
+			t.Errorf("%s: %v, want an error naming tiers", body, err)
+		}
+	}
+}
+
+func TestTierOf(t *testing.T) {
+	t.Parallel()
+	ts, _ := TiersOf(Tier{Name: "Champion", TopRank: 1}, Tier{Name: "Gold", TopPercent: 5}, Tier{Name: "Silver", TopPercent: 25})
+	for _, tc := range []struct {
+		rank, total int64
+		want        string
+	}{
+		{1, 1000, "Champion"},
+		{2, 1000, "Gold"},
+		{50, 1000, "Gold"},
+		{51, 1000, "Silver"},
+		{250, 1000, "Silver"},
+		{251, 1000, ""},
+		{1, 3, "Champion"},
+		{2, 3, ""}, // ⌈3 × 5%⌉ = ⌈3 × 25%⌉ = 1: only rank 1 is within either
+		{0, 10, ""},
+	} {
+		got, ok := TierOf(ts, tc.rank, tc.total)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("TierOf(rank %d of %d) = %q %v, want %q", tc.rank, tc.total, got, ok, tc.want)
+		}
+	}
+}
