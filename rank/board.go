@@ -224,6 +224,13 @@ var boardFields = func() map[string]bool {
 // checkKeys rejects what encoding/json would let through: a key that
 // matches a field only case-insensitively ("Order"), and a repeated key.
 func checkKeys(body []byte) error {
+	return strictKeys(body, func(key string) bool { return boardFields[key] })
+}
+
+// strictKeys checks that body is one JSON object whose keys are all known
+// (exact names) and none repeated. Board configs and the tier objects in
+// them are read this way.
+func strictKeys(body []byte, known func(string) bool) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return fmt.Errorf("want a JSON object")
@@ -235,7 +242,7 @@ func checkKeys(body []byte) error {
 			return err
 		}
 		key, _ := tok.(string)
-		if !boardFields[key] {
+		if !known(key) {
 			return fmt.Errorf("field %s: unknown field", key)
 		}
 		if seen[key] {

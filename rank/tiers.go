@@ -1,9 +1,7 @@
 package rank
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 
@@ -64,28 +62,10 @@ func (t *Tiers) UnmarshalJSON(b []byte) error {
 // known, unrepeated names (encoding/json alone would take "Name" for
 // "name" and let a repeated key win).
 func (t *Tier) UnmarshalJSON(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return errors.New("a tier is a JSON object")
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		key, _ := tok.(string)
-		if key != "name" && key != "top_rank" && key != "top_percent" {
-			return fmt.Errorf("unknown field %q (want name, top_rank or top_percent)", key)
-		}
-		if seen[key] {
-			return fmt.Errorf("field %s appears twice", key)
-		}
-		seen[key] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return err
-		}
+	if err := strictKeys(b, func(key string) bool {
+		return key == "name" || key == "top_rank" || key == "top_percent"
+	}); err != nil {
+		return fmt.Errorf("tier: %v (want name, top_rank or top_percent)", err)
 	}
 	type plain Tier // no UnmarshalJSON: no recursion
 	var p plain
