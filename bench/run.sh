@@ -14,13 +14,15 @@
 #      engine's floor;
 #   3. fan-out: N spectators of one board at a 100ms interval, against a bare
 #      coder/websocket broadcast loop (bench/fanout) measured the same way;
-#   4. memory per idle connection, gateway vs bare coder/websocket;
-#   5. CPU profiles of the gateway (pprof via --metrics-addr).
+#   4. REST on the memory engine (wrk, 64 keep-alive clients): gateway CPU
+#      per one-event POST …/scores and per GET …/members/{m}?around=5;
+#   5. memory per idle connection, gateway vs bare coder/websocket;
+#   6. CPU profiles of the gateway (pprof via --metrics-addr).
 #
 # Knobs (env): BENCH_DURATION (10s), BENCH_SPECTATORS (10000),
 # BENCH_PLAYERS (32), BENCH_INFLIGHT (16), BENCH_CEIL_N (300000),
 # BENCH_FANOUT_SIZES ("1000 $BENCH_SPECTATORS"), BENCH_OUT (bench/out),
-# BENCH_PARTS ("ref ceiling ingest-redis ingest-memory idle fanout": run only
+# BENCH_PARTS ("ref ceiling ingest-redis ingest-memory rest idle fanout": run only
 # some; the table leaves out rows whose run is missing), BENCH_GATEWAY (a
 # wsgateway binary to measure instead of this tree's, e.g. an older commit's
 # for a before/after in one session). Needs go,
@@ -36,7 +38,7 @@ PLAYERS=${BENCH_PLAYERS:-32}
 INFLIGHT=${BENCH_INFLIGHT:-16}
 CEIL_N=${BENCH_CEIL_N:-300000}
 OUT=${BENCH_OUT:-bench/out}
-PARTS=" ${BENCH_PARTS:-ref ceiling ingest-redis ingest-memory idle fanout} "
+PARTS=" ${BENCH_PARTS:-ref ceiling ingest-redis ingest-memory rest idle fanout} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 SECRET=bench-secret-0123456789abcdef0123456789
 mkdir -p "$OUT"
@@ -226,6 +228,41 @@ if part ingest-memory; then
 	start_bare 1h --echo
 	GW_PID=$FPID URL="ws://127.0.0.1:$FP/ws" MP=none ingest ingest-echo --board ingest --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT"
 	kill "$FPID"
+fi
+
+if part rest; then
+	command -v wrk >/dev/null || { echo "bench: wrk not found (apt-get install -y wrk)" >&2; exit 1; }
+	say "REST, memory engine: 64 keep-alive clients (wrk), one-event POST …/scores, then GET …/members/{m}?around=5"
+	start_gateway
+	ADMIN=$("$WORK/wsgateway" token --secret "$SECRET" --sub bench --role admin --ttl 1h)
+	SERVER=$("$WORK/wsgateway" token --secret "$SECRET" --sub bench --role server --ttl 1h)
+	curl -fsS -o /dev/null -X PUT -H "Authorization: Bearer $ADMIN" -d '{}' "http://127.0.0.1:$GP/api/v1/boards/rest"
+	# Every request a fresh id (a repeat would be a duplicate), 1,000 members.
+	cat >"$WORK/post.lua" <<'LUA'
+local n, tid = 0, 0
+local threads = 0
+function setup(thread) threads = threads + 1; thread:set("tid", threads) end
+function init() tid = wrk.thread:get("tid") end
+function request()
+  n = n + 1
+  local body = string.format('{"id":"t%d-%d","member":"m%d","delta":1}', tid, n, n % 1000)
+  return wrk.format("POST", nil, nil, body)
+end
+LUA
+	rest_run() { # rest_run NAME wrk-args…: gateway CPU per request over one wrk run
+		local name=$1 before after reqs
+		shift
+		before=$(cpu_ticks "$GW_PID")
+		wrk -t2 -c64 -d"$DUR" --latency -H "Authorization: Bearer $SERVER" -H "Content-Type: application/json" "$@" >"$OUT/$name.txt"
+		after=$(cpu_ticks "$GW_PID")
+		cat "$OUT/$name.txt" >&2
+		reqs=$(awk '/requests in/ {print $1}' "$OUT/$name.txt")
+		measure "${name//-/_}_rps" "$(awk '/^Requests\/sec/ {printf "%.0f", $2}' "$OUT/$name.txt")"
+		measure "${name//-/_}_cpu_us" "$(awk -v a="$before" -v b="$after" -v t="$TCK" -v n="$reqs" 'BEGIN {printf "%.1f", (b - a) / t / n * 1e6}')"
+	}
+	rest_run rest-post -s "$WORK/post.lua" "http://127.0.0.1:$GP/api/v1/boards/rest/scores"
+	rest_run rest-get "http://127.0.0.1:$GP/api/v1/boards/rest/members/m7?around=5"
+	stop_gateway
 fi
 
 if part idle; then
