@@ -32,6 +32,9 @@ var (
 	// ErrBadRequest covers an event whose shape does not fit the board:
 	// a delta on a best/set board, a value on an incr board, a bad period.
 	ErrBadRequest = &Error{"bad_request", "bad request"}
+	// ErrAtAhead is an event whose `at` is more than MaxAhead ahead of
+	// the store's clock.
+	ErrAtAhead = &Error{"bad_request", "at is more than 5 s ahead of the store's clock"}
 	// ErrInvalidConfig is a board config that fails validation; the wrapping
 	// message names the field.
 	ErrInvalidConfig = &Error{"bad_request", "invalid board config"}

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"time"
 )
 
 // Op says which number an event carries.
@@ -103,7 +104,8 @@ type Ranks struct {
 type Store interface {
 	// PutBoard creates or replaces a board config (validated). Changing the
 	// order, mode or tiebreak of a board that has data is allowed and takes
-	// effect for later events; callers should avoid it.
+	// effect for later events; callers should avoid it. The config of a
+	// board that is final (§6) no longer changes: ErrBoardClosed.
 	PutBoard(ctx context.Context, b Board) (Board, error)
 	// GetBoard returns ErrUnknownBoard for a board that does not exist.
 	GetBoard(ctx context.Context, id string) (Board, error)
@@ -140,6 +142,10 @@ type Store interface {
 	Top(ctx context.Context, board string, period PeriodSel, offset, limit int) (Page, error)
 	// Ranks reads several members with `around` neighbours each in one snapshot.
 	Ranks(ctx context.Context, board string, period PeriodSel, members []string, around int) (Ranks, error)
+
+	// Now is the store's clock, the one that decides periods and board
+	// states (§6): a node follows it, never its own.
+	Now(ctx context.Context) (time.Time, error)
 
 	// Ping reports whether the store answers (for /readyz).
 	Ping(ctx context.Context) error

@@ -212,7 +212,7 @@ func (b *board) newPeriod(p rank.Period, now time.Time) *zset {
 	z := &zset{
 		tr:       newTree(),
 		members:  map[string]*node{},
-		expireAt: p.ExpireAt(),
+		expireAt: p.ExpireAt(b.cfg.Retained()),
 	}
 	b.periods[p.Index] = z
 	return z

@@ -42,6 +42,15 @@ func (s *Store) now(ctx context.Context, b rank.Board) (time.Time, string) {
 	return s.clock.now(ctx, s.client), ""
 }
 
+// Now is the store clock: the injected one, else the estimate of Redis
+// TIME (clock.go), resynced every few seconds.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	if s.closed.Load() {
+		return time.Time{}, ErrClosed
+	}
+	return s.clock.now(ctx, s.client), nil
+}
+
 // Apply implements rank.Store: the event goes to the lane (batcher.go),
 // which sends it in its next pipeline; done is called from the lane's
 // completer.

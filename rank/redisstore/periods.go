@@ -44,7 +44,7 @@ func slotsFor(b rank.Board, sel rank.PeriodSel, now time.Time) (slots, error) {
 		return sl, nil
 	}
 	sl.a, sl.b = cur.Index, next.Index
-	sl.expireA, sl.expireB = ms(cur.ExpireAt()), ms(next.ExpireAt())
+	sl.expireA, sl.expireB = ms(cur.ExpireAt(b.Retained())), ms(next.ExpireAt(b.Retained()))
 	return sl, nil
 }
 
