@@ -187,6 +187,7 @@ type Ack struct {
 	PrevRank  *int64 `json:"prev_rank"` // null when the member was new
 	Duplicate bool   `json:"duplicate"`
 	Seq       int64  `json:"seq"`
+	Period    int64  `json:"period,omitempty"` // the period written to (R17); boards with reset only
 }
 
 // Subscribed answers subscribe; Unsubscribed (same shape) answers unsubscribe.

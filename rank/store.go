@@ -28,6 +28,10 @@ type Event struct {
 	Name   string // display name to remember for the member; "" keeps the stored one
 	Op     Op
 	Amount int64
+	// At is when the scored thing happened (§6, server and admin only);
+	// zero = the store's clock when the event is applied. The store
+	// refuses one more than MaxAhead ahead of its clock.
+	At time.Time
 }
 
 // PayloadHash identifies what an event asks for, so a repeated request id with
@@ -40,6 +44,13 @@ func (e Event) PayloadHash() uint64 {
 	b[0] = byte(e.Op)
 	binary.BigEndian.PutUint64(b[1:], uint64(e.Amount))
 	h.Write(b[:])
+	if !e.At.IsZero() {
+		// Part of the payload, but only when sent: an event without at
+		// keeps the hash it had before v1.1.
+		binary.BigEndian.PutUint64(b[1:], uint64(e.At.UnixMilli()))
+		b[0] = '@'
+		h.Write(b[:])
+	}
 	return h.Sum64()
 }
 

@@ -15,6 +15,9 @@ type slots struct {
 	a, b              int64 // period indexes
 	start, bound, end int64 // unix ms: A is [start, bound), B is [bound, end)
 	expireA, expireB  int64 // unix ms; 0 = no expiry
+	// p is the period before A, [pstart, start), for late events within
+	// grace (R17); set for the current pair only.
+	p, pstart, expireP int64
 }
 
 func ms(t time.Time) int64 {
@@ -45,6 +48,8 @@ func slotsFor(b rank.Board, sel rank.PeriodSel, now time.Time) (slots, error) {
 	}
 	sl.a, sl.b = cur.Index, next.Index
 	sl.expireA, sl.expireB = ms(cur.ExpireAt(b.Retained())), ms(next.ExpireAt(b.Retained()))
+	prev := cur.Previous(b)
+	sl.p, sl.pstart, sl.expireP = prev.Index, ms(prev.Start), ms(prev.ExpireAt(b.Retained()))
 	return sl, nil
 }
 
