@@ -45,6 +45,24 @@ func (b Board) Retained() int {
 	return b.Retain
 }
 
+// Retains reports whether period idx is readable at now: the current
+// period, a later one, or one of the last Retained past ones. Both engines
+// also drop data past it (Period.ExpireAt); this rule makes what a read sees
+// follow the store's clock even where expiry runs on another (Redis TTLs).
+func (b Board) Retains(idx int64, now time.Time) bool {
+	p := PeriodAt(b, now)
+	if p.End.IsZero() || idx >= p.Index {
+		return true
+	}
+	for range b.Retained() {
+		p = p.Previous(b)
+		if idx >= p.Index {
+			return true
+		}
+	}
+	return false
+}
+
 // MaxAhead is how far an event's `at` may be ahead of the store's clock.
 const MaxAhead = 5 * time.Second
 

@@ -147,6 +147,11 @@ func Run(t *testing.T, f Factory) {
 		{"PingClose", testPingClose},
 		{"Profiles", testProfiles},
 		{"FinalBoard", testFinalBoard},
+		{"Schedule", testSchedule},
+		{"GracePeriods", testGracePeriods},
+		{"MaxSubmissions", testMaxSubmissions},
+		{"BoundaryUnderLoad", testBoundaryUnderLoad},
+		{"Retain", testRetain},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,6 +18,9 @@ type slots struct {
 	// p is the period before A, [pstart, start), for late events within
 	// grace (R17); set for the current pair only.
 	p, pstart, expireP int64
+	// shown, when not 0, is the index a read past retain reports (its
+	// keys are those of no period).
+	shown int64
 }
 
 func ms(t time.Time) int64 {
@@ -37,6 +40,11 @@ func slotsFor(b rank.Board, sel rank.PeriodSel, now time.Time) (slots, error) {
 		return slots{}, nil
 	}
 	if sel != "" && sel != "current" && sel != "previous" {
+		if !b.Retains(idx, now) {
+			// Past retain: read as empty whatever Redis still holds (its
+			// TTLs run on its own clock). No period has a negative index.
+			return slots{a: -1, b: -1, shown: idx}, nil
+		}
 		return slots{a: idx, b: idx}, nil // an explicit index
 	}
 	cur := rank.PeriodAt(b, now)
@@ -62,6 +70,9 @@ func (sl slots) covers(now time.Time) bool {
 
 // pick is the period index the script chose (slot 1 = A, 2 = B).
 func (sl slots) pick(slot int64) int64 {
+	if sl.shown != 0 {
+		return sl.shown
+	}
 	if slot == 2 {
 		return sl.b
 	}
