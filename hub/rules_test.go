@@ -567,6 +567,10 @@ func TestR11Permissions(t *testing.T) {
 			{"anon private page", anon, proto.TypePage, map[string]any{"board": "closed"}, forb},
 			{"anon private subscribe", anon, proto.TypeSubscribe, map[string]any{"board": "closed"}, forb},
 			{"anon score", anon, proto.TypeScore, sc("open", ""), forb},
+			// §6: only server and admin tokens may say when an event happened.
+			{"player at", player, proto.TypeScore, withAt(sc("open", "")), forb},
+			{"server at", server, proto.TypeScore, withAt(sc("open", "bob")), ""},
+			{"admin at", admin, proto.TypeScore, withAt(sc("open", "bob")), ""},
 		} {
 			m := tc.c.call(tc.typ, tc.fields)
 			switch {
@@ -864,4 +868,10 @@ func TestHTTPErrorBody(t *testing.T) {
 		!strings.Contains(string(b), `"code":"unauthorized"`) {
 		t.Fatalf("%d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
+}
+
+// withAt adds an `at` of now (the store's clock is the real one here).
+func withAt(f map[string]any) map[string]any {
+	f["at"] = time.Now().UnixMilli()
+	return f
 }
