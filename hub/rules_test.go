@@ -336,6 +336,10 @@ func TestR7TopFrames(t *testing.T) {
 		if m := s.next(); m.Type != proto.TypeSubscribed || m.ID != id {
 			t.Fatalf("first reply %s, want subscribed", m)
 		}
+		// R19: the board frame comes between subscribed and the first top.
+		if m := s.next(); m.Type != proto.TypeBoard || as[proto.Board](t, m).State != "open" {
+			t.Fatalf("after subscribed: %s, want a board frame", m)
+		}
 		m := s.next()
 		if m.Type != proto.TypeTop {
 			t.Fatalf("after subscribed: %s, want a top frame", m)
@@ -402,6 +406,9 @@ func TestR8ViewFrames(t *testing.T) {
 		w.send(proto.TypeSubscribe, id, map[string]any{"board": "view", "top": 0, "around": 1})
 		if m := w.next(); m.Type != proto.TypeSubscribed {
 			t.Fatalf("got %s, want subscribed", m)
+		}
+		if m := w.next(); m.Type != proto.TypeBoard {
+			t.Fatalf("got %s, want the board frame (R19)", m)
 		}
 		v := as[proto.View](t, w.next())
 		if v.Type != proto.TypeView || v.Member != "watcher" || v.Rank == nil || *v.Rank != 3 || len(v.Around) != 3 {
