@@ -213,7 +213,9 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 	// this node's (now: throttling and reads only).
 	sn, snOK := e.storeNow(ctx)
 	now := e.now()
-	wait := e.interval
+	// Board frames are due within 1 s of a change (R19), whatever the
+	// frame interval.
+	wait := min(e.interval, lifecycleTick)
 	var jobs []*job
 	var finals []*finalJob
 	e.mu.Lock()

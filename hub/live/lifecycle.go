@@ -17,6 +17,10 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
+// lifecycleTick bounds the gap between two ticks, so a state or period
+// change reaches subscribers within 1 s (R19) even with a longer interval.
+const lifecycleTick = 500 * time.Millisecond
+
 // lifecycle is what a board's subscribers were last told. Guarded by
 // Engine.mu.
 type lifecycle struct {
