@@ -20,7 +20,7 @@ type skewed struct {
 	t  time.Time
 }
 
-func (c *skewed) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *skewed) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *skewed) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // TestTournamentLifecycle runs a scheduled board from start to finish on
