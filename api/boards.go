@@ -169,6 +169,7 @@ func (a *API) putBoard(c *fiber.Ctx) error {
 type boardBody struct {
 	Board   rank.Board `json:"board"`
 	Members int64      `json:"members"`
+	State   rank.State `json:"state"` // §6, from the store's clock
 }
 
 func (a *API) getBoard(c *fiber.Ctx) error {
@@ -186,7 +187,11 @@ func (a *API) getBoard(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("api: count board %s: %w", id, err)
 	}
-	return c.JSON(boardBody{Board: b, Members: n})
+	now, err := a.cfg.Store.Now(ctx)
+	if err != nil {
+		return fmt.Errorf("api: get board %s: %w", id, err)
+	}
+	return c.JSON(boardBody{Board: b, Members: n, State: b.StateAt(now)})
 }
 
 func (a *API) deleteBoard(c *fiber.Ctx) error {

@@ -189,16 +189,17 @@ func TestPutBoard(t *testing.T) {
 		r.json(t, &got)
 		want := rank.Board{ID: "full", Title: "Run hero", Order: rank.Asc, Mode: rank.Best,
 			Tiebreak: rank.Shared, Reset: rank.Weekly, TZ: "Europe/Paris", Top: 25, MaxDelta: 1000,
-			ClientWrites: false, Public: true, IdempotencyWindow: rank.Duration(30 * time.Second)}
+			ClientWrites: false, Public: true, IdempotencyWindow: rank.Duration(30 * time.Second), Retain: rank.DefaultRetain}
 		if got != want {
 			t.Errorf("full: got %+v, want %+v", got, want)
 		}
 		var gb struct {
 			Board   rank.Board `json:"board"`
 			Members int64      `json:"members"`
+			State   string     `json:"state"`
 		}
 		e.do("GET", "/api/v1/boards/full", adm, "").json(t, &gb)
-		if gb.Board != want || gb.Members != 0 {
+		if gb.Board != want || gb.Members != 0 || gb.State != "open" {
 			t.Errorf("GET after PUT: %+v", gb)
 		}
 		if ev := e.boardEvents(); len(ev) != 2 || ev[1] != (boardEvent{"full", false}) {

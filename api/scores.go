@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -186,7 +187,7 @@ func (a *API) count(res rank.Result) {
 // proto.AppendAck, the encoder the WebSocket path uses.
 func appendAck(b []byte, id string, r rank.Result) []byte {
 	a := proto.Ack{ID: id, Board: r.Board, Member: r.Member, Score: r.Score, Rank: r.Rank,
-		Duplicate: r.Duplicate, Seq: r.Seq}
+		Duplicate: r.Duplicate, Seq: r.Seq, Period: r.Period}
 	if r.PrevRank > 0 {
 		prev := r.PrevRank
 		a.PrevRank = &prev
@@ -248,6 +249,9 @@ func decodeScore(b rank.Board, raw json.RawMessage) scoreItem {
 		return it
 	}
 	ev := rank.Event{Board: b.ID, ID: s.ID, Member: s.Member, Op: rankOp(s.Op), Amount: s.Amount}
+	if s.HasAt {
+		ev.At = time.UnixMilli(s.At) // only server and admin tokens reach here
+	}
 	if err := ev.Check(b); err != nil {
 		it.err = err
 		return it

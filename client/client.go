@@ -45,6 +45,8 @@ type Options struct {
 	// they must return quickly, since replies wait behind them.
 	OnTop  func(proto.Top)
 	OnView func(proto.View)
+	// OnBoard receives every board frame (R19), likewise.
+	OnBoard func(proto.Board)
 	// OnState is told every state change, from the client's own goroutine
 	// (never concurrently with itself).
 	OnState func(State)

@@ -124,6 +124,24 @@ func (c *Client) dispatch(data []byte) {
 			c.opts.OnView(v)
 		}
 		return
+	case proto.TypeBoard:
+		b := f.board()
+		if s := c.sub(b.Board); s != nil {
+			s.offerBoard(b)
+			if b.State == "deleted" {
+				// The server ended the subscription: nothing to renew.
+				c.mu.Lock()
+				if c.subs[b.Board] == s {
+					delete(c.subs, b.Board)
+				}
+				c.mu.Unlock()
+				s.close()
+			}
+		}
+		if c.opts.OnBoard != nil {
+			c.opts.OnBoard(b)
+		}
+		return
 	case proto.TypeWelcome:
 		c.mu.Lock()
 		c.welcome = f.welcome()

@@ -104,6 +104,16 @@ func TestGatewayScoresReadsAndFrames(t *testing.T) {
 		t.Errorf("spectator score: %v; want forbidden", err)
 	}
 
+	// The board frame (R19) came after subscribed: an open board.
+	select {
+	case b := <-sub.State():
+		if b.Board != "arena" || b.State != "open" || b.EndsAt != nil || b.TS == 0 {
+			t.Errorf("board frame %+v", b)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no board frame")
+	}
+
 	// Frames converge on the final state (R7, R8).
 	testenv.Until(t, 10*time.Second, "a top frame with the final top 3", func() bool {
 		select {

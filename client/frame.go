@@ -30,6 +30,12 @@ type frame struct {
 	TS        int64         `json:"ts"`
 	Period    int64         `json:"period"`
 	Exp       int64         `json:"exp"`
+	// top (final) and board frames (R19)
+	Final    bool   `json:"final"`
+	State    string `json:"state"`
+	StartsAt *int64 `json:"starts_at"`
+	EndsAt   *int64 `json:"ends_at"`
+	FinalAt  *int64 `json:"final_at"`
 	// welcome
 	Role       string       `json:"role"`
 	Node       string       `json:"node"`
@@ -60,7 +66,7 @@ func (f *frame) welcome() proto.Welcome {
 
 func (f *frame) ack() proto.Ack {
 	return proto.Ack{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Score: deref(f.Score), Rank: deref(f.Rank),
-		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq}
+		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq, Period: f.Period}
 }
 
 func (f *frame) page() proto.PageReply {
@@ -72,7 +78,13 @@ func (f *frame) rankReply() proto.RankReply {
 }
 
 func (f *frame) top() proto.Top {
-	return proto.Top{Type: f.Type, Board: f.Board, Seq: f.Seq, Entries: f.Entries, Total: f.Total, TS: f.TS}
+	return proto.Top{Type: f.Type, Board: f.Board, Seq: f.Seq, Entries: f.Entries, Total: f.Total, TS: f.TS,
+		Final: f.Final, Period: f.Period}
+}
+
+func (f *frame) board() proto.Board {
+	return proto.Board{Type: f.Type, Board: f.Board, State: f.State, Period: f.Period,
+		StartsAt: f.StartsAt, EndsAt: f.EndsAt, FinalAt: f.FinalAt, TS: f.TS}
 }
 
 func (f *frame) view() proto.View {

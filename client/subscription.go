@@ -14,6 +14,7 @@ type Subscription struct {
 	board string
 	top   chan proto.Top
 	view  chan proto.View
+	state chan proto.Board
 
 	// mu guards opts and closed, and orders offers against close.
 	mu     sync.Mutex
@@ -22,7 +23,8 @@ type Subscription struct {
 }
 
 func newSubscription(board string, o SubOpts) *Subscription {
-	return &Subscription{board: board, opts: o, top: make(chan proto.Top, 1), view: make(chan proto.View, 1)}
+	return &Subscription{board: board, opts: o, top: make(chan proto.Top, 1), view: make(chan proto.View, 1),
+		state: make(chan proto.Board, 1)}
 }
 
 // Board is the subscribed board.
@@ -79,6 +81,19 @@ func (s *Subscription) offerTop(t proto.Top) {
 	}
 }
 
+// State holds the newest board frame (R19): the board's state, period and
+// schedule. A frame with State "deleted" is the last: the channels close
+// after it.
+func (s *Subscription) State() <-chan proto.Board { return s.state }
+
+func (s *Subscription) offerBoard(b proto.Board) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		offer(s.state, b)
+	}
+}
+
 func (s *Subscription) offerView(v proto.View) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -110,5 +125,6 @@ func (s *Subscription) close() {
 		s.closed = true
 		close(s.top)
 		close(s.view)
+		close(s.state)
 	}
 }

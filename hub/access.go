@@ -34,6 +34,17 @@ func (h *Hub) recheckBoard(board string) {
 	}
 }
 
+// BoardDeleted forgets every connection's subscription to a deleted board:
+// the live engine has told them and ended their frames (R19), so the
+// subscription no longer counts toward the per-connection limit.
+func (h *Hub) BoardDeleted(board string) {
+	for _, c := range h.reg.all() {
+		c.subsMu.Lock()
+		delete(c.subs, board)
+		c.subsMu.Unlock()
+	}
+}
+
 func (c *conn) subscribed(board string) bool {
 	c.subsMu.Lock()
 	defer c.subsMu.Unlock()

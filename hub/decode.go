@@ -37,6 +37,7 @@ type request struct {
 	Limit  int
 	Period string
 	Token  string
+	At     int64 // score: unix ms when has&proto.FieldAt
 	has    field
 }
 
@@ -59,6 +60,7 @@ func decode(b []byte) (request, error) {
 		Limit:  m.Limit,
 		Period: m.Period,
 		Token:  m.Token,
+		At:     m.At,
 		has:    m.Has,
 	}, err
 }

@@ -163,6 +163,9 @@ func (c *conn) score(ctx context.Context, req request) error {
 			return forbidden("a player scores only for itself")
 		}
 	}
+	if req.has&proto.FieldAt != 0 && c.p.Role != auth.Server && c.p.Role != auth.Admin {
+		return forbidden("only server and admin tokens may send at")
+	}
 	member, err := c.member(req)
 	if err != nil {
 		return err
@@ -180,6 +183,9 @@ func (c *conn) score(ctx context.Context, req request) error {
 		}
 	}
 	e := rank.Event{Board: req.Board, ID: req.ID, Member: member, Op: req.Op, Amount: req.Amount}
+	if req.has&proto.FieldAt != 0 {
+		e.At = time.UnixMilli(req.At)
+	}
 	if member == c.p.Member {
 		e.Name = c.p.Name
 	}

@@ -336,6 +336,10 @@ func TestR7TopFrames(t *testing.T) {
 		if m := s.next(); m.Type != proto.TypeSubscribed || m.ID != id {
 			t.Fatalf("first reply %s, want subscribed", m)
 		}
+		// R19: the board frame comes between subscribed and the first top.
+		if m := s.next(); m.Type != proto.TypeBoard || as[proto.Board](t, m).State != "open" {
+			t.Fatalf("after subscribed: %s, want a board frame", m)
+		}
 		m := s.next()
 		if m.Type != proto.TypeTop {
 			t.Fatalf("after subscribed: %s, want a top frame", m)
@@ -402,6 +406,9 @@ func TestR8ViewFrames(t *testing.T) {
 		w.send(proto.TypeSubscribe, id, map[string]any{"board": "view", "top": 0, "around": 1})
 		if m := w.next(); m.Type != proto.TypeSubscribed {
 			t.Fatalf("got %s, want subscribed", m)
+		}
+		if m := w.next(); m.Type != proto.TypeBoard {
+			t.Fatalf("got %s, want the board frame (R19)", m)
 		}
 		v := as[proto.View](t, w.next())
 		if v.Type != proto.TypeView || v.Member != "watcher" || v.Rank == nil || *v.Rank != 3 || len(v.Around) != 3 {
@@ -567,6 +574,10 @@ func TestR11Permissions(t *testing.T) {
 			{"anon private page", anon, proto.TypePage, map[string]any{"board": "closed"}, forb},
 			{"anon private subscribe", anon, proto.TypeSubscribe, map[string]any{"board": "closed"}, forb},
 			{"anon score", anon, proto.TypeScore, sc("open", ""), forb},
+			// §6: only server and admin tokens may say when an event happened.
+			{"player at", player, proto.TypeScore, withAt(sc("open", "")), forb},
+			{"server at", server, proto.TypeScore, withAt(sc("open", "bob")), ""},
+			{"admin at", admin, proto.TypeScore, withAt(sc("open", "bob")), ""},
 		} {
 			m := tc.c.call(tc.typ, tc.fields)
 			switch {
@@ -864,4 +875,10 @@ func TestHTTPErrorBody(t *testing.T) {
 		!strings.Contains(string(b), `"code":"unauthorized"`) {
 		t.Fatalf("%d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
+}
+
+// withAt adds an `at` of now (the store's clock is the real one here).
+func withAt(f map[string]any) map[string]any {
+	f["at"] = time.Now().UnixMilli()
+	return f
 }

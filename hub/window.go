@@ -175,6 +175,7 @@ func (c *conn) ackReply(id string, res rank.Result) *[]byte {
 		Rank:      res.Rank,
 		Duplicate: res.Duplicate,
 		Seq:       res.Seq,
+		Period:    res.Period,
 	}
 	if res.PrevRank > 0 {
 		pr := res.PrevRank

@@ -280,6 +280,7 @@ func (n *Node) applied(batch []rank.Change) {
 // other nodes are told.
 func (n *Node) BoardChanged(board string, deleted bool) {
 	n.store.Forget(board)
+	n.boardGone(board, deleted)
 	n.hub.BoardChanged(board)
 	n.live.Resync(board)
 	n.bus.PublishBoard(bus.BoardEvent{Board: board, Deleted: deleted})
@@ -288,8 +289,19 @@ func (n *Node) BoardChanged(board string, deleted bool) {
 // remoteBoard is another node's BoardChanged, heard over the bus.
 func (n *Node) remoteBoard(e bus.BoardEvent) {
 	n.store.Forget(e.Board)
+	n.boardGone(e.Board, e.Deleted)
 	n.hub.BoardChanged(e.Board)
 	n.live.Resync(e.Board)
+}
+
+// boardGone ends every subscription to a deleted board on this node: its
+// subscribers get a board frame with state "deleted" and nothing after it
+// (R19).
+func (n *Node) boardGone(board string, deleted bool) {
+	if deleted {
+		n.live.BoardDeleted(board)
+		n.hub.BoardDeleted(board)
+	}
 }
 
 // ProfileChanged is told of a profile written or deleted on this node

@@ -69,10 +69,11 @@ const (
 	FieldLimit
 	FieldPeriod
 	FieldToken
+	FieldAt // score: the event's time in unix ms (v1.1, §6)
 
-	allFields = FieldToken<<1 - 1
+	allFields = FieldAt<<1 - 1
 	// scoreFields are the fields of a REST score event.
-	scoreFields = FieldID | FieldMember | FieldDelta | FieldValue
+	scoreFields = FieldID | FieldMember | FieldDelta | FieldValue | FieldAt
 )
 
 // fieldOf maps an exact (case-sensitive) wire name to its field.
@@ -102,11 +103,13 @@ func fieldOf(name string) (Field, bool) {
 		return FieldPeriod, true
 	case "token":
 		return FieldToken, true
+	case "at":
+		return FieldAt, true
 	}
 	return 0, false
 }
 
-var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token"}
+var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at"}
 
 // String is the field's wire name.
 func (f Field) String() string {
@@ -122,7 +125,7 @@ func (f Field) String() string {
 func fieldsOf(typ string) (allowed, required Field, ok bool) {
 	switch typ {
 	case TypeScore:
-		return FieldBoard | FieldMember | FieldDelta | FieldValue, FieldBoard, true
+		return FieldBoard | FieldMember | FieldDelta | FieldValue | FieldAt, FieldBoard, true
 	case TypeSubscribe:
 		return FieldBoard | FieldMember | FieldTop | FieldAround, FieldBoard, true
 	case TypeUnsubscribe:
@@ -152,6 +155,7 @@ type Message struct {
 	Limit  int // page: 10 when absent
 	Period string
 	Token  string
+	At     int64 // score: unix ms when Has&FieldAt (who may send it is the caller's rule)
 	Has    Field
 }
 
@@ -162,6 +166,8 @@ type Score struct {
 	Member string
 	Op     Op
 	Amount int64
+	At     int64 // unix ms when HasAt
+	HasAt  bool
 }
 
 // DecodeMessage parses one WebSocket client frame strictly (§4, R6, R10):
@@ -231,7 +237,10 @@ func DecodeMessage(b []byte) (m Message, err error) {
 		return m, err
 	}
 	if typ == TypeScore {
-		m.Op, m.Amount, err = scoreNumber(&raw)
+		if m.Op, m.Amount, err = scoreNumber(&raw); err != nil {
+			return m, err
+		}
+		m.At, err = atField(&raw)
 	}
 	return m, err
 }
@@ -260,6 +269,10 @@ func DecodeScore(b []byte) (s Score, err error) {
 	if s.Op, s.Amount, err = scoreNumber(&raw); err != nil {
 		return s, err
 	}
+	if s.At, err = atField(&raw); err != nil {
+		return s, err
+	}
+	s.HasAt = raw.has&FieldAt != 0
 	// Checked last, where the hub checks a server's member: after the
 	// message's shape, so an event with several faults names the same one
 	// on both paths.
@@ -302,6 +315,20 @@ func scoreNumber(raw *rawFields) (Op, int64, error) {
 		return op, 0, fmt.Errorf("%w: %s must be a JSON integer within ±(2^53-1)", ErrInvalidScore, f)
 	}
 	return op, n, nil
+}
+
+// atField reads a score's optional at: a JSON integer of unix ms, 0 up
+// to 2^53-1 (how far ahead of the store's clock it may be is the store's
+// rule).
+func atField(raw *rawFields) (int64, error) {
+	if raw.has&FieldAt == 0 {
+		return 0, nil
+	}
+	n, ok := ParseScore(raw.get(FieldAt))
+	if !ok || n < 0 {
+		return 0, BadRequest("field at must be a JSON integer of unix milliseconds")
+	}
+	return n, nil
 }
 
 // rawFields holds the raw JSON value of each field present.

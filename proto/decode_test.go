@@ -17,6 +17,9 @@ func TestDecodeMessage(t *testing.T) {
 	}{
 		{`{"type":"score","id":"a1","board":"b","delta":5}`, "", "a1"},
 		{`{"type":"score","id":"a1","board":"b","value":-5,"member":"m"}`, "", "a1"},
+		{`{"type":"score","id":"a1","board":"b","delta":5,"at":1764612000000}`, "", "a1"},
+		{`{"type":"score","id":"a1","board":"b","delta":5,"at":"now"}`, CodeBadRequest, "a1"},
+		{`{"type":"page","id":"a1","board":"b","at":1}`, CodeBadRequest, "a1"},
 		{`  {"id":"a:1.x-_","type":"page","board":"b","offset":0,"limit":100,"period":"previous"}  `, "", "a:1.x-_"},
 		{`{"type":"rank","id":"a","board":"b","member":"m","around":25,"period":2024050112}`, "", "a"},
 		{`{"type":"subscribe","id":"a","board":"b","top":0,"around":0}`, "", "a"},
@@ -110,9 +113,15 @@ func TestDecodeScore(t *testing.T) {
 		want Score  // when ok
 		msg  string // "" = ok, else the whole error message
 	}{
-		{`{"id":"a1","member":"alice","delta":10}`, Score{"a1", "alice", OpDelta, 10}, ""},
-		{` { "value" : -9007199254740991 , "member" : "m" , "id" : "x" } `, Score{"x", "m", OpValue, -MaxScore}, ""},
-		{`{"id":"\u0061","member":"\u00e9","delta":0}`, Score{"a", "é", OpDelta, 0}, ""},
+		{`{"id":"a1","member":"alice","delta":10}`, Score{ID: "a1", Member: "alice", Op: OpDelta, Amount: 10}, ""},
+		{`{"id":"a1","member":"alice","delta":10,"at":1764612000000}`, Score{ID: "a1", Member: "alice", Op: OpDelta, Amount: 10, At: 1764612000000, HasAt: true}, ""},
+		{`{"id":"a1","member":"alice","delta":10,"at":0}`, Score{ID: "a1", Member: "alice", Op: OpDelta, Amount: 10, HasAt: true}, ""},
+		{`{"id":"a1","member":"alice","delta":10,"at":1.5e12}`, Score{ID: "a1"}, "bad request: field at must be a JSON integer of unix milliseconds"},
+		{`{"id":"a1","member":"alice","delta":10,"at":"2026-12-01T18:00:00Z"}`, Score{ID: "a1"}, "bad request: field at must be a JSON integer of unix milliseconds"},
+		{`{"id":"a1","member":"alice","delta":10,"at":-1}`, Score{ID: "a1"}, "bad request: field at must be a JSON integer of unix milliseconds"},
+		{`{"id":"a1","member":"alice","delta":10,"at":null}`, Score{ID: "a1"}, "bad request: field at must be a JSON integer of unix milliseconds"},
+		{` { "value" : -9007199254740991 , "member" : "m" , "id" : "x" } `, Score{ID: "x", Member: "m", Op: OpValue, Amount: -MaxScore}, ""},
+		{`{"id":"\u0061","member":"\u00e9","delta":0}`, Score{ID: "a", Member: "é", Op: OpDelta}, ""},
 		{`{"id":"a1","member":"alice","delta":1.5}`, Score{ID: "a1"}, "invalid score: delta must be a JSON integer within ±(2^53-1)"},
 		{`{"id":"a1","member":"alice","value":"3"}`, Score{ID: "a1"}, "invalid score: value must be a JSON integer within ±(2^53-1)"},
 		{`{"id":"a1","member":"alice"}`, Score{ID: "a1"}, "bad request: missing field delta or value"},

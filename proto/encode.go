@@ -38,6 +38,10 @@ func AppendAck(b []byte, a *Ack) []byte {
 	b = strconv.AppendBool(b, a.Duplicate)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendInt(b, a.Seq, 10)
+	if a.Period != 0 {
+		b = append(b, `,"period":`...)
+		b = strconv.AppendInt(b, a.Period, 10)
+	}
 	return append(b, '}')
 }
 

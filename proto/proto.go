@@ -34,6 +34,7 @@ const (
 	TypeUnsubscribed = "unsubscribed"
 	TypeTop          = "top"
 	TypeView         = "view"
+	TypeBoard        = "board" // v1.1, §6 (R19)
 	TypeAuthed       = "authed"
 	TypeError        = "error"
 	// TypePage and TypeRank are also the reply types of page and rank.
@@ -187,6 +188,7 @@ type Ack struct {
 	PrevRank  *int64 `json:"prev_rank"` // null when the member was new
 	Duplicate bool   `json:"duplicate"`
 	Seq       int64  `json:"seq"`
+	Period    int64  `json:"period,omitempty"` // the period written to (R17); boards with reset only
 }
 
 // Subscribed answers subscribe; Unsubscribed (same shape) answers unsubscribe.
@@ -227,6 +229,24 @@ type Top struct {
 	Entries []Entry `json:"entries"`
 	Total   int64   `json:"total"`
 	TS      int64   `json:"ts"` // unix ms
+	// Final marks the last top frame of a period or board that became
+	// final (R19); Period is that period (boards with reset only).
+	Final  bool  `json:"final,omitempty"`
+	Period int64 `json:"period,omitempty"`
+}
+
+// Board is the lifecycle frame of a subscribed board (R19): after
+// `subscribed`, before the first top/view frame, and on every change of
+// state or current period. State "deleted" ends the subscription.
+type Board struct {
+	Type     string `json:"type"`
+	Board    string `json:"board"`
+	State    string `json:"state"`
+	Period   int64  `json:"period,omitempty"` // boards with reset only
+	StartsAt *int64 `json:"starts_at"`        // unix ms, null when unset
+	EndsAt   *int64 `json:"ends_at"`
+	FinalAt  *int64 `json:"final_at"` // ends_at + grace
+	TS       int64  `json:"ts"`
 }
 
 // View is the live frame of one member's rank and neighbours.

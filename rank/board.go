@@ -62,6 +62,13 @@ const (
 	// rate (50/s by default) fills 50 × 245 B × 3600 s ≈ 44 MB in an hour.
 	// A client that needs longer resends with new ids (R4).
 	MaxIdempotencyWindow = time.Hour
+	// MaxGrace bounds how long a board or period takes late events (R17).
+	MaxGrace = 24 * time.Hour
+	// DefaultRetain and MaxRetain bound the past periods kept readable.
+	DefaultRetain = 2
+	MaxRetain     = 400
+	// MaxSubmissionsLimit bounds max_submissions; any real cap is far below.
+	MaxSubmissionsLimit = 1_000_000_000
 )
 
 // ValidBoardID reports whether id is a legal board id (R15):
@@ -162,6 +169,18 @@ type Board struct {
 	ClientWrites      bool     `json:"client_writes"`
 	Public            bool     `json:"public"`
 	IdempotencyWindow Duration `json:"idempotency_window"`
+
+	// Lifecycle (§6, v1.1). StartsAt and EndsAt are unset (null) by
+	// default: the board is open from creation and never ends.
+	StartsAt Instant  `json:"starts_at"`
+	EndsAt   Instant  `json:"ends_at"`
+	Grace    Duration `json:"grace"` // how long after an end late events still count (R17)
+	// MaxSubmissions caps the events applied per member per period (R18);
+	// 0 = unlimited.
+	MaxSubmissions int `json:"max_submissions"`
+	// Retain is how many past periods stay readable (and are kept).
+	Retain int `json:"retain"`
+
 	// Tiers name bands of the ranking for the pages (tiers.go; an
 	// extension of the contract). Optional.
 	Tiers Tiers `json:"tiers,omitzero"`
@@ -182,6 +201,7 @@ func DefaultBoard(id string) Board {
 		ClientWrites:      true,
 		Public:            false,
 		IdempotencyWindow: Duration(10 * time.Minute),
+		Retain:            DefaultRetain,
 	}
 }
 
@@ -311,10 +331,72 @@ func (b Board) Validate() error {
 	if w < MinIdempotencyWindow || w > MaxIdempotencyWindow {
 		return bad("idempotency_window", "%s is not within %s..%s", w, MinIdempotencyWindow, MaxIdempotencyWindow)
 	}
+	if !b.StartsAt.IsZero() && !b.StartsAt.valid() {
+		return bad("starts_at", "%s is outside the years 1970..9999", b.StartsAt.Time)
+	}
+	if !b.EndsAt.IsZero() && !b.EndsAt.valid() {
+		return bad("ends_at", "%s is outside the years 1970..9999", b.EndsAt.Time)
+	}
+	if !b.StartsAt.IsZero() && !b.EndsAt.IsZero() && !b.EndsAt.After(b.StartsAt.Time) {
+		return bad("ends_at", "%s is not after starts_at %s", b.EndsAt.Format(time.RFC3339Nano), b.StartsAt.Format(time.RFC3339Nano))
+	}
+	if g := time.Duration(b.Grace); g < 0 || g > MaxGrace || g%time.Millisecond != 0 {
+		return bad("grace", "%s is not within 0s..%s (whole milliseconds)", g, MaxGrace)
+	}
+	if b.MaxSubmissions < 0 || b.MaxSubmissions > MaxSubmissionsLimit {
+		return bad("max_submissions", "%d is not within 0..%d", b.MaxSubmissions, MaxSubmissionsLimit)
+	}
+	if b.Retain < 1 || b.Retain > MaxRetain {
+		return bad("retain", "%d is not within 1..%d", b.Retain, MaxRetain)
+	}
 	if err := validateTiers(b.Tiers); err != nil {
 		return bad("tiers", "%v", err)
 	}
 	return nil
+}
+
+// Instant is a moment of a board's schedule: an RFC 3339 string in JSON,
+// null when unset (the zero value). It is kept in UTC to the millisecond,
+// the precision of the store clock, of `at` and of frames.
+type Instant struct{ time.Time }
+
+// At is t as an Instant (UTC, to the millisecond).
+func At(t time.Time) Instant { return Instant{time.UnixMilli(t.UnixMilli()).UTC()} }
+
+func (t Instant) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte("null"), nil
+	}
+	return json.Marshal(t.Format(time.RFC3339Nano))
+}
+
+func (t *Instant) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*t = Instant{}
+		return nil
+	}
+	bad := &json.UnmarshalTypeError{Value: "time " + string(b) + `, want an RFC 3339 string such as "2026-12-01T18:00:00Z" or null`, Type: reflect.TypeFor[Instant]()}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return bad
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return bad
+	}
+	*t = At(v)
+	return nil
+}
+
+// valid reports whether t is a time frames and scripts carry exactly.
+func (t Instant) valid() bool { return t.Year() >= 1970 && t.Year() <= 9999 }
+
+// Ms is t in unix milliseconds, 0 when unset.
+func (t Instant) Ms() int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // Location is the board's time zone, in which period boundaries fall.

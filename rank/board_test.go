@@ -66,6 +66,20 @@ func TestParseBoardNamesTheField(t *testing.T) {
 		{`{"id":"other"}`, "id"},
 		{`{"Order":"asc"}`, "Order"},
 		{`{"top":5,"top":6}`, "top"},
+		{`{"starts_at":"tomorrow"}`, "starts_at"},
+		{`{"starts_at":1764000000000}`, "starts_at"},
+		{`{"starts_at":"1969-12-31T23:59:59Z"}`, "starts_at"},
+		{`{"ends_at":"2026-12-01 18:00"}`, "ends_at"},
+		{`{"starts_at":"2026-12-01T18:00:00Z","ends_at":"2026-12-01T18:00:00Z"}`, "ends_at"},
+		{`{"starts_at":"2026-12-01T18:00:00Z","ends_at":"2026-12-01T17:00:00Z"}`, "ends_at"},
+		{`{"grace":"-1s"}`, "grace"},
+		{`{"grace":"25h"}`, "grace"},
+		{`{"grace":"1.5ms"}`, "grace"},
+		{`{"grace":60}`, "grace"},
+		{`{"max_submissions":-1}`, "max_submissions"},
+		{`{"max_submissions":1.5}`, "max_submissions"},
+		{`{"retain":0}`, "retain"},
+		{`{"retain":401}`, "retain"},
 	} {
 		_, err := ParseBoard("b1", []byte(tc.body))
 		if !errors.Is(err, ErrInvalidConfig) && !errors.Is(err, ErrInvalidBoard) {
@@ -184,4 +198,97 @@ func FuzzParseBoard(f *testing.F) {
 			t.Fatalf("round trip changed %+v into %+v (%v)", b, b2, err)
 		}
 	})
+}
+
+func TestLifecycleConfig(t *testing.T) {
+	t.Parallel()
+	b, err := ParseBoard("t", []byte(`{"starts_at":"2026-12-01T19:00:00+01:00","ends_at":"2026-12-01T20:00:00.250Z",
+		"grace":"30s","max_submissions":3,"retain":7}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC)
+	end := time.Date(2026, 12, 1, 20, 0, 0, 250e6, time.UTC)
+	if !b.StartsAt.Equal(start) || !b.EndsAt.Equal(end) || b.Grace != Duration(30*time.Second) ||
+		b.MaxSubmissions != 3 || b.Retain != 7 {
+		t.Fatalf("parsed %+v", b)
+	}
+	j, _ := json.Marshal(b)
+	if !strings.Contains(string(j), `"starts_at":"2026-12-01T18:00:00Z"`) || !strings.Contains(string(j), `"ends_at":"2026-12-01T20:00:00.25Z"`) {
+		t.Errorf("JSON %s", j)
+	}
+	if b2, err := ParseBoard("t", j); err != nil || b2 != b {
+		t.Fatalf("round trip: %+v, %v", b2, err)
+	}
+	d, _ := json.Marshal(DefaultBoard("d"))
+	for _, f := range []string{`"starts_at":null`, `"ends_at":null`, `"grace":"0s"`, `"max_submissions":0`, `"retain":2`} {
+		if !strings.Contains(string(d), f) {
+			t.Errorf("default config %s lacks %s", d, f)
+		}
+	}
+	for _, tc := range []struct {
+		at   time.Time
+		want State
+	}{
+		{start.Add(-time.Millisecond), Scheduled},
+		{start, Open},
+		{end.Add(-time.Millisecond), Open},
+		{end, Closing},
+		{end.Add(30*time.Second - time.Millisecond), Closing},
+		{end.Add(30 * time.Second), Final},
+	} {
+		if got := b.StateAt(tc.at); got != tc.want {
+			t.Errorf("StateAt(%s) = %s, want %s", tc.at, got, tc.want)
+		}
+	}
+	if got := DefaultBoard("d").StateAt(time.Unix(0, 0)); got != Open {
+		t.Errorf("an unscheduled board is %s", got)
+	}
+	b.Grace = 0
+	if got := b.StateAt(end); got != Final {
+		t.Errorf("no grace: StateAt(ends_at) = %s, want final", got)
+	}
+}
+
+func TestAdmit(t *testing.T) {
+	t.Parallel()
+	b := DefaultBoard("a")
+	b.Reset = "10m"
+	b.Grace = Duration(time.Minute)
+	p0 := PeriodAt(b, time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC))
+	p1 := PeriodAt(b, p0.End)
+	at := func(now, t time.Time) (int64, error) {
+		p, err := b.Admit(t, now, PeriodAt(b, now))
+		return p.Index, err
+	}
+	for _, tc := range []struct {
+		name   string
+		now, t time.Time
+		want   int64
+		err    error
+	}{
+		{"current", p1.Start, p1.Start, p1.Index, nil},
+		{"late within grace", p1.Start.Add(time.Minute - time.Millisecond), p0.End.Add(-time.Millisecond), p0.Index, nil},
+		{"late at end+grace", p1.Start.Add(time.Minute), p0.End.Add(-time.Millisecond), 0, ErrBoardClosed},
+		{"two periods back", p1.End, p0.End.Add(-time.Millisecond), 0, ErrBoardClosed},
+		{"next period", p0.End.Add(-time.Second), p0.End, 0, ErrBoardClosed},
+		{"5s ahead", p1.Start, p1.Start.Add(5 * time.Second), p1.Index, nil},
+		{"over 5s ahead", p1.Start, p1.Start.Add(5*time.Second + time.Millisecond), 0, ErrAtAhead},
+	} {
+		got, err := at(tc.now, tc.t)
+		if got != tc.want || !errors.Is(err, tc.err) || (err == nil) != (tc.err == nil) {
+			t.Errorf("%s: %d, %v; want %d, %v", tc.name, got, err, tc.want, tc.err)
+		}
+	}
+	// The board's end ends the period early for grace.
+	b.EndsAt = At(p1.Start.Add(time.Minute))
+	if _, err := b.Admit(p1.Start, p1.Start.Add(2*time.Minute-time.Millisecond), p1); err != nil {
+		t.Errorf("closing: %v", err)
+	}
+	if _, err := b.Admit(p1.Start, p1.Start.Add(2*time.Minute), p1); !errors.Is(err, ErrBoardClosed) {
+		t.Errorf("final: %v", err)
+	}
+	if _, err := b.Admit(b.EndsAt.Time, b.EndsAt.Time, p1); !errors.Is(err, ErrBoardClosed) {
+		t.Errorf("at ends_at: %v", err)
+	}
 }

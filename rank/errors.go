@@ -1,6 +1,9 @@
 package rank
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Error is a rank failure that maps to one of the wire contract's error codes.
 // Sentinels below are compared with errors.Is; a wrapped sentinel keeps its code,
@@ -38,6 +41,10 @@ var (
 	// ErrUnavailable means the backing store did not answer; retrying later helps.
 	ErrUnavailable = &Error{"unavailable", "rank store unavailable"}
 )
+
+// ErrAtAhead is an event whose `at` is more than MaxAhead ahead of the
+// store's clock: a bad request.
+var ErrAtAhead = fmt.Errorf("%w: at is more than 5 s ahead of the store's clock", ErrBadRequest)
 
 // IsUnavailable reports whether err means the store could not be reached.
 func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }

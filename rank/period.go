@@ -18,11 +18,6 @@ type Period struct {
 	End   time.Time // exclusive; zero for reset none
 }
 
-// Retention: a period's data is kept until RetainPeriods whole period lengths
-// after its end, so "previous" is always readable for the whole current period
-// and one period more. Both engines use it.
-const RetainPeriods = 2
-
 // PeriodAt is the period of board b that contains t.
 func PeriodAt(b Board, t time.Time) Period {
 	if b.Reset == None || b.Reset == "" {
@@ -96,12 +91,14 @@ func (p Period) Previous(b Board) Period {
 	return PeriodAt(b, p.Start.Add(-time.Nanosecond))
 }
 
-// ExpireAt is when a period's data may be dropped (see RetainPeriods).
-func (p Period) ExpireAt() time.Time {
+// ExpireAt is when a period's data may be dropped: retain whole period
+// lengths after its end (Board.Retained), so the last retain past periods
+// stay readable. Both engines use it.
+func (p Period) ExpireAt(retain int) time.Time {
 	if p.End.IsZero() {
 		return time.Time{}
 	}
-	return p.End.Add(time.Duration(RetainPeriods) * p.End.Sub(p.Start))
+	return p.End.Add(time.Duration(retain) * p.End.Sub(p.Start))
 }
 
 // PeriodSel selects the period a read looks at: "" or "current", "previous",

@@ -76,7 +76,7 @@ func TestPeriodAt(t *testing.T) {
 	}
 	h := board(Hourly, "UTC")
 	p := PeriodAt(h, at)
-	if got := p.ExpireAt(); !got.Equal(p.End.Add(2 * time.Hour)) {
+	if got := p.ExpireAt(2); !got.Equal(p.End.Add(2 * time.Hour)) {
 		t.Errorf("ExpireAt = %s, want two periods after the end", got)
 	}
 }

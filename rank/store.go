@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"time"
 )
 
 // Op says which number an event carries.
@@ -27,6 +28,10 @@ type Event struct {
 	Name   string // display name to remember for the member; "" keeps the stored one
 	Op     Op
 	Amount int64
+	// At is when the scored thing happened (§6, server and admin only);
+	// zero = the store's clock when the event is applied. The store
+	// refuses one more than MaxAhead ahead of its clock.
+	At time.Time
 }
 
 // PayloadHash identifies what an event asks for, so a repeated request id with
@@ -39,6 +44,13 @@ func (e Event) PayloadHash() uint64 {
 	b[0] = byte(e.Op)
 	binary.BigEndian.PutUint64(b[1:], uint64(e.Amount))
 	h.Write(b[:])
+	if !e.At.IsZero() {
+		// Part of the payload, but only when sent: an event without at
+		// keeps the hash it had before v1.1.
+		binary.BigEndian.PutUint64(b[1:], uint64(e.At.UnixMilli()))
+		b[0] = '@'
+		h.Write(b[:])
+	}
 	return h.Sum64()
 }
 
@@ -103,7 +115,8 @@ type Ranks struct {
 type Store interface {
 	// PutBoard creates or replaces a board config (validated). Changing the
 	// order, mode or tiebreak of a board that has data is allowed and takes
-	// effect for later events; callers should avoid it.
+	// effect for later events; callers should avoid it. The config of a
+	// board that is final (§6) no longer changes: ErrBoardClosed.
 	PutBoard(ctx context.Context, b Board) (Board, error)
 	// GetBoard returns ErrUnknownBoard for a board that does not exist.
 	GetBoard(ctx context.Context, id string) (Board, error)
@@ -140,6 +153,10 @@ type Store interface {
 	Top(ctx context.Context, board string, period PeriodSel, offset, limit int) (Page, error)
 	// Ranks reads several members with `around` neighbours each in one snapshot.
 	Ranks(ctx context.Context, board string, period PeriodSel, members []string, around int) (Ranks, error)
+
+	// Now is the store's clock, the one that decides periods and board
+	// states (§6): a node follows it, never its own.
+	Now(ctx context.Context) (time.Time, error)
 
 	// Ping reports whether the store answers (for /readyz).
 	Ping(ctx context.Context) error

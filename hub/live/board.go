@@ -15,9 +15,12 @@ type board struct {
 	cfgOK  bool
 	cfgAt  time.Time // when cfg was read; zero forces a re-read
 	period int64     // current period by this node's clock (0: no periods)
-	// periodEnd is when period ends (zero: no periods): until then the
-	// tick need not call rank.PeriodAt, which loads the board's time zone.
-	periodEnd time.Time
+	// period spans [periodStart, periodEnd) (zero end: no periods): within
+	// it the tick need not call rank.PeriodAt, which loads the board's
+	// time zone.
+	periodStart, periodEnd time.Time
+	// lc is what subscribers were told of the board's lifecycle (R19).
+	lc lifecycle
 	// changePeriod is the period of the latest change event; a change in
 	// another period means the store rolled over.
 	changePeriod int64
@@ -140,7 +143,7 @@ func (b *board) setCfg(c rank.Board, now time.Time) (shape bool) {
 	b.cfg, b.cfgOK, b.cfgAt = c, true, now
 	if first || shape {
 		p := rank.PeriodAt(c, now)
-		b.period, b.periodEnd = p.Index, p.End
+		b.period, b.periodStart, b.periodEnd = p.Index, p.Start, p.End
 		b.changePeriod = b.period
 	}
 	return shape
@@ -236,7 +239,9 @@ func (e *Engine) Changed(changes []rank.Change) {
 		if b == nil || !e.accept(b, c.Seq, now) {
 			continue
 		}
-		if b.cfgOK && b.cfg.Reset != rank.None && c.Period != 0 && c.Period != b.changePeriod {
+		// A later period than the last one seen: the store rolled over (a
+		// late event into the period before, R17, is not a rollover).
+		if b.cfgOK && b.cfg.Reset != rank.None && c.Period > b.changePeriod {
 			b.changePeriod = c.Period
 			e.markAll(b) // the store rolled over to a new period
 		}

@@ -209,9 +209,15 @@ func (e *Engine) unlock() {
 // tick runs one round: housekeeping, then one read per due board. It returns
 // how long Run may wait before the next round.
 func (e *Engine) tick(ctx context.Context) time.Duration {
+	// Periods and states follow the store's clock, which may be far from
+	// this node's (now: throttling and reads only).
+	sn, snOK := e.storeNow(ctx)
 	now := e.now()
-	wait := e.interval
+	// Board frames are due within 1 s of a change (R19), whatever the
+	// frame interval.
+	wait := min(e.interval, lifecycleTick)
 	var jobs []*job
+	var finals []*finalJob
 	e.mu.Lock()
 	house := e.refresh > 0 && now.Sub(e.houseAt) >= e.refresh
 	if house {
@@ -228,12 +234,17 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 				e.gap(b) // a missing seq did not turn up: assume it was lost
 			}
 		}
-		if b.cfgOK && b.cfg.Reset != rank.None && !now.Before(b.periodEnd) {
-			p := rank.PeriodAt(b.cfg, now)
-			b.periodEnd = p.End
+		if snOK && b.cfgOK && b.cfg.Reset != rank.None && (sn.Before(b.periodStart) || !sn.Before(b.periodEnd)) {
+			p := rank.PeriodAt(b.cfg, sn)
+			b.periodStart, b.periodEnd = p.Start, p.End
 			if p.Index != b.period {
 				b.period, b.changePeriod = p.Index, p.Index
 				e.markAll(b)
+			}
+		}
+		if snOK && b.cfgOK {
+			if f := e.lifecycleTick(b, sn); f != nil {
+				finals = append(finals, f)
 			}
 		}
 		if !b.needsRead(now) {
@@ -247,6 +258,10 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 	}
 	e.kick = false // this round takes care of it
 	e.mu.Unlock()
+
+	for _, f := range finals {
+		e.runFinal(ctx, f, sn)
+	}
 
 	if len(jobs) == 1 {
 		e.runJob(ctx, jobs[0])

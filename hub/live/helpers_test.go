@@ -153,10 +153,15 @@ type reader struct {
 	view map[string]proto.View
 	raw  map[string][]byte // latest raw frame per "top/board" and "view/board"
 	n    int
+	// boards and finals are every board frame and final top frame, in
+	// order, per board (R19).
+	boards map[string][]proto.Board
+	finals map[string][]proto.Top
 }
 
 func newReader(t *testing.T) *reader {
-	return &reader{t: t, o: NewOutbox(testInterval, nil), top: map[string]proto.Top{}, view: map[string]proto.View{}, raw: map[string][]byte{}}
+	return &reader{t: t, o: NewOutbox(testInterval, nil), top: map[string]proto.Top{}, view: map[string]proto.View{}, raw: map[string][]byte{},
+		boards: map[string][]proto.Board{}, finals: map[string][]proto.Top{}}
 }
 
 // drain takes the frames due now; it may run on a goroutine of its own.
@@ -172,9 +177,19 @@ func (r *reader) drain() (retryIn time.Duration) {
 		}
 		r.raw[head.Type+"/"+head.Board] = f
 		switch head.Type {
+		case proto.TypeBoard:
+			var m proto.Board
+			mustStrict(r.t, f, &m)
+			r.boards[m.Board] = append(r.boards[m.Board], m)
 		case proto.TypeTop:
 			var m proto.Top
 			mustStrict(r.t, f, &m)
+			if len(r.boards[m.Board]) == 0 {
+				r.t.Errorf("top frame of %s before its board frame (R19)", m.Board)
+			}
+			if m.Final {
+				r.finals[m.Board] = append(r.finals[m.Board], m)
+			}
 			if p, ok := r.top[m.Board]; ok && m.Seq < p.Seq {
 				r.t.Errorf("top seq of %s went down: %d after %d", m.Board, m.Seq, p.Seq)
 			}
@@ -182,6 +197,9 @@ func (r *reader) drain() (retryIn time.Duration) {
 		case proto.TypeView:
 			var m proto.View
 			mustStrict(r.t, f, &m)
+			if len(r.boards[m.Board]) == 0 {
+				r.t.Errorf("view frame of %s before its board frame (R19)", m.Board)
+			}
 			if p, ok := r.view[m.Board]; ok && m.Seq < p.Seq {
 				r.t.Errorf("view seq of %s went down: %d after %d", m.Board, m.Seq, p.Seq)
 			}

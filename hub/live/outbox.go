@@ -61,7 +61,16 @@ type Outbox struct {
 	gen       uint64
 	delivered uint64
 	coalesced uint64
+	// events are frames that must not be coalesced with each other or
+	// with the slots' frames (R19: board frames, final top frames). Take
+	// returns them first and unthrottled; at most maxEvents wait, the
+	// oldest dropped past that (a reader that slow is about to be closed
+	// as a slow consumer anyway, R12).
+	events [][]byte
 }
+
+// maxEvents bounds an Outbox's waiting events.
+const maxEvents = 16
 
 // NewOutbox returns an empty Outbox. interval is the minimum gap between two
 // frames of one key (zero: no throttle); now is the clock Take uses when
@@ -102,6 +111,11 @@ func (o *Outbox) Take(now time.Time) (frames [][]byte, retryIn time.Duration) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if len(o.events) > 0 {
+		frames = append(frames, o.events...)
+		o.delivered += uint64(len(o.events))
+		o.events = nil
+	}
 	// retryIn covers every key still inside its interval, pending frame or
 	// not: offer does not signal Ready for a frame that is not due yet, so
 	// the writer's timer is what takes it when it becomes due.
@@ -242,6 +256,29 @@ func (o *Outbox) offer(k slotKey, gen uint64, seq int64, frame []byte) bool {
 		}
 	}
 	return true
+}
+
+// event queues frame to go before any slot's frame. When stale is set, the
+// pending frame of that slot is dropped: it is older than the event (a
+// final top frame supersedes the ended period's last frame).
+func (o *Outbox) event(frame []byte, stale *slotKey) {
+	o.mu.Lock()
+	if stale != nil {
+		if s := o.slots[*stale]; s != nil && s.frame != nil {
+			s.frame = nil
+			o.coalesced++
+		}
+	}
+	if len(o.events) >= maxEvents {
+		o.events = o.events[1:]
+		o.coalesced++
+	}
+	o.events = append(o.events, frame)
+	o.mu.Unlock()
+	select {
+	case o.ready <- struct{}{}:
+	default:
+	}
 }
 
 // pending is the number of slots holding a frame (for tests).

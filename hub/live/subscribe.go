@@ -52,6 +52,7 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 		cfg = c
 	}
 
+	sn, _ := e.storeNow(ctx)
 	tk, vk := slotKey{board, false}, slotKey{board, true}
 	s := &sub{top: top}
 	if top > 0 {
@@ -83,6 +84,16 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 		e.conns[o] = subs
 	}
 	subs[board] = s
+	if b.cfgOK {
+		// R19: the board frame goes first (Take returns events before
+		// any slot's frame), after `subscribed` (the hub queues that
+		// before it lets its writer take frames).
+		st, period, final, hasFinal := phase(b.cfg, sn)
+		if !b.lc.known {
+			b.lc = lifecycle{known: true, state: st, period: period, final: final, hasFin: hasFinal, cfg: scheduleOf(b.cfg)}
+		}
+		o.event(encodeBoard(b.cfg, st, period, sn), nil)
+	}
 
 	j := &job{b: b, sub: true}
 	var out []delivery

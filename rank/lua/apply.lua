@@ -9,12 +9,19 @@
 -- KEYS[5]    <p>:{b}:m:<A>   hash: member id -> sorted-set member (first/last), slot A
 -- KEYS[6]    <p>:{b}:z:<B>   sorted set of period slot B (the period after A)
 -- KEYS[7]    <p>:{b}:m:<B>   hash of slot B
--- KEYS[7+i]  <p>:{b}:i:<m>|<id>  string: idempotency record of event i (member m's
+-- KEYS[8]    <p>:{b}:z:<P>   sorted set of period slot P (the period before A:
+--            late events within grace, R17)
+-- KEYS[9]    <p>:{b}:m:<P>   hash of slot P
+-- KEYS[10]   <p>:{b}:c:<P>   hash: member id -> events applied in P (R18)
+-- KEYS[11]   <p>:{b}:c:<A>   the same for A
+-- KEYS[12]   <p>:{b}:c:<B>   the same for B
+--            (a board without periods passes its one period's keys as A, B and P)
+-- KEYS[12+i] <p>:{b}:i:<m>|<id>  string: idempotency record of event i (member m's
 --            request id; R4 v1.1), i = 1..N
 --
 -- ARGV[1]  config version the caller validated the events against
 -- ARGV[2]  now in unix ms, or "" to read the server's TIME (the one clock)
--- ARGV[3]  start of slot A (unix ms)
+-- ARGV[3]  start of slot A (unix ms) = end of P
 -- ARGV[4]  boundary: end of A = start of B (unix ms); 0 = no periods, always A
 -- ARGV[5]  end of slot B (unix ms)
 -- ARGV[6]  period index of A
@@ -25,23 +32,40 @@
 -- ARGV[11] order: desc | asc
 -- ARGV[12] tiebreak: first | last | shared
 -- ARGV[13] idempotency window in ms
--- then five per event i, at j = 13 + 5*(i-1):
+-- ARGV[14] start of slot P (unix ms)
+-- ARGV[15] period index of P
+-- ARGV[16] expiry time of P's keys
+-- ARGV[17] starts_at in unix ms, "" = none
+-- ARGV[18] ends_at in unix ms, "" = none
+-- ARGV[19] grace in ms
+-- ARGV[20] max_submissions, 0 = unlimited
+-- then six per event i, at j = 20 + 6*(i-1):
 -- ARGV[j+1] member id
 -- ARGV[j+2] display name ("" keeps the stored one)
 -- ARGV[j+3] op: 1 = delta, 2 = value
 -- ARGV[j+4] amount, a decimal integer within +-(2^53-1)
 -- ARGV[j+5] "<payload hash>.<attempt token>" (opaque here; the caller compares the
 --           hash for conflicts and the token to tell its own write from a duplicate)
+-- ARGV[j+6] the event's time `at` in unix ms, "" = the clock
 --
 -- Returns one string per event, in order: "0" .. record when it was applied,
 -- "1" .. record when its id was already applied (nothing changed), or
 -- "!" .. code when it failed, where record is
 -- "hash.token,score,rank,prev_rank,prev_score,seq,period". Codes:
--- invalid_score, bad_request, out_of_range (that event changed nothing; the
--- next ones still run). A refusal of the whole call is an error reply
--- "LB <code>": unknown_board, stale (the config version changed), clock (now
--- is outside slots A and B), bad_request (the board arguments); it writes
--- nothing. The clock is read once: every event of a call lands in one slot.
+-- invalid_score, bad_request, out_of_range, board_closed, limit_reached,
+-- at_ahead (that event changed nothing; the next ones still run). A refusal
+-- of the whole call is an error reply "LB <code>": unknown_board, stale (the
+-- config version changed), clock (now is outside slots A and B), bad_request
+-- (the board arguments); it writes nothing. The clock is read once per call.
+--
+-- R17, per event (rank.Board.Admit is the same rule in Go): its time t is
+-- `at` or the clock; it is refused (board_closed) unless t is in
+-- [starts_at, ends_at), its period is the current one (the slot the clock is
+-- in) or the one just before, and the clock is before that period's end (the
+-- board's end when that comes first) plus grace. It is applied to the slot
+-- that contains t. R18: with max_submissions > 0, a member's applied events
+-- per period are counted in that period's c hash; a duplicate is answered
+-- before the count is read and never counts.
 --
 -- Each event's rank and score are read right after its own step (R3): the
 -- events of a call run one after the other, exactly as N calls in a row.
@@ -58,20 +82,63 @@ if err then return err end
 
 local mode, order, tie = ARGV[10], ARGV[11], ARGV[12]
 local window = tonumber(ARGV[13])
-local n = #KEYS - 7
+local n = #KEYS - 12
+local startsAt, endsAt = tonumber(ARGV[17]), tonumber(ARGV[18])
+local grace, maxSubs = tonumber(ARGV[19]), tonumber(ARGV[20])
 if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
   or (order ~= 'desc' and order ~= 'asc')
   or (tie ~= 'first' and tie ~= 'last' and tie ~= 'shared')
-  or not window or window < 1
-  or n < 1 or #ARGV ~= 13 + 5 * n then
+  or not window or window < 1 or not grace or grace < 0 or not maxSubs
+  or (ARGV[17] ~= '' and not startsAt) or (ARGV[18] ~= '' and not endsAt)
+  or n < 1 or #ARGV ~= 20 + 6 * n then
   return redis.error_reply('LB bad_request')
 end
 
-local slot, now = slotNow()
-if not slot then return redis.error_reply('LB clock') end
-local zkey, mkey, period, expat = KEYS[4], KEYS[5], ARGV[6], tonumber(ARGV[8])
-if slot == 2 then
-  zkey, mkey, period, expat = KEYS[6], KEYS[7], ARGV[7], tonumber(ARGV[9])
+-- The period slots: 0 = P, 1 = A, 2 = B (see the header).
+local boundary = tonumber(ARGV[4])
+local slots = {
+  [0] = {z = KEYS[8], m = KEYS[9], c = KEYS[10], from = tonumber(ARGV[14]), to = tonumber(ARGV[3]), idx = ARGV[15], exp = tonumber(ARGV[16])},
+  [1] = {z = KEYS[4], m = KEYS[5], c = KEYS[11], from = tonumber(ARGV[3]), to = boundary, idx = ARGV[6], exp = tonumber(ARGV[8])},
+  [2] = {z = KEYS[6], m = KEYS[7], c = KEYS[12], from = boundary, to = tonumber(ARGV[5]), idx = ARGV[7], exp = tonumber(ARGV[9])},
+}
+
+-- The clock is read only when something depends on it: periods, a
+-- schedule or an event's at.
+local needClock = boundary > 0 or startsAt or endsAt
+for i = 1, n do
+  if ARGV[20 + 6 * i] ~= '' then needClock = true end
+end
+local now, cur = 0, 1
+if needClock then
+  if ARGV[2] ~= '' then
+    now = tonumber(ARGV[2])
+  else
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  if boundary > 0 then
+    if now < slots[1].from or now >= slots[2].to then return redis.error_reply('LB clock') end
+    if now >= boundary then cur = 2 end
+  end
+end
+
+-- admit is R17 for an event of time t: the slot it is applied to, or nil
+-- and the refusal's code.
+local function admit(t)
+  if t > now + 5000 then return nil, 'at_ahead' end
+  if (startsAt and t < startsAt) or (endsAt and t >= endsAt) then return nil, 'board_closed' end
+  local s, ends = 1, nil
+  if boundary > 0 then
+    s = nil
+    for k = 0, 2 do
+      if t >= slots[k].from and t < slots[k].to then s = k end
+    end
+    if not s or (s ~= cur and s ~= cur - 1) then return nil, 'board_closed' end
+    ends = slots[s].to
+  end
+  if endsAt and (not ends or endsAt < ends) then ends = endsAt end
+  if ends and now >= ends + grace then return nil, 'board_closed' end
+  return s
 end
 
 local function stored(s)
@@ -79,8 +146,8 @@ local function stored(s)
   return string.format('%d', s)
 end
 
--- rank of sorted-set member z whose stored score is s (a string)
-local function rankOf(z, s)
+-- rank of sorted-set member z of zkey whose stored score is s (a string)
+local function rankOf(zkey, z, s)
   if tie == 'shared' then
     return redis.call('ZCOUNT', zkey, '(' .. s, '+inf') + 1
   end
@@ -89,8 +156,8 @@ end
 
 -- one applies event i and returns its reply string.
 local function one(i)
-  local j = 13 + 5 * (i - 1)
-  local ikey, member, name, op = KEYS[7 + i], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
+  local j = 20 + 6 * (i - 1)
+  local ikey, member, name, op = KEYS[12 + i], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
   local rec = redis.call('GET', ikey)
   if rec then return '1' .. rec end
 
@@ -101,6 +168,20 @@ local function one(i)
   if (op ~= '1' and op ~= '2') or ((mode == 'incr') ~= (op == '1'))
     or member == '' or string.find(member, '|', 1, true) then
     return '!bad_request'
+  end
+
+  local t = now
+  if ARGV[j + 6] ~= '' then
+    t = tonumber(ARGV[j + 6])
+    if not t then return '!bad_request' end
+  end
+  local s, code = admit(t)
+  if not s then return '!' .. code end
+  local sl = slots[s]
+  local zkey, mkey, period, expat = sl.z, sl.m, sl.idx, sl.exp
+
+  if maxSubs > 0 and tonumber(redis.call('HGET', sl.c, member) or '0') >= maxSubs then
+    return '!limit_reached'
   end
 
   local oldz = redis.call('HGET', mkey, member) or member
@@ -128,7 +209,7 @@ local function one(i)
 
   local prev, prevscore = 0, 0
   if had then
-    prev = rankOf(oldz, olds)
+    prev = rankOf(zkey, oldz, olds)
     prevscore = old
   end
 
@@ -149,20 +230,23 @@ local function one(i)
       z = pad .. '|' .. member
     end
     if had and z ~= oldz then redis.call('ZREM', zkey, oldz) end
-    local s = stored(new)
-    redis.call('ZADD', zkey, s, z)
+    local sc = stored(new)
+    redis.call('ZADD', zkey, sc, z)
     if z ~= member then
       redis.call('HSET', mkey, member, z)
     elseif had and oldz ~= member then
       redis.call('HDEL', mkey, member)
     end
-    rank = rankOf(z, s)
+    rank = rankOf(zkey, z, sc)
     if not had and expat > now then
       -- Relative to the script's clock, so an injected (test) clock that is
       -- far from the server's still yields the intended lifetime.
       redis.call('PEXPIRE', zkey, expat - now)
       redis.call('PEXPIRE', mkey, expat - now)
     end
+  end
+  if maxSubs > 0 and redis.call('HINCRBY', sl.c, member, 1) == 1 and expat > now then
+    redis.call('PEXPIRE', sl.c, expat - now)
   end
 
   if name ~= '' then redis.call('HSET', KEYS[3], member, name) end

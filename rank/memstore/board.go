@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -24,7 +25,8 @@ type board struct {
 type zset struct {
 	tr       *tree
 	members  map[string]*node
-	expireAt time.Time // zero: never
+	counts   map[string]int // events applied per member, kept while max_submissions > 0 (R18)
+	expireAt time.Time      // zero: never
 }
 
 // idemKey is what a request id is unique within on a board (R4 v1.1): the
@@ -144,8 +146,21 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		}, nil
 	}
 
-	p := b.period(now)
+	// R17: the event's time, its period, the schedule and grace, all on
+	// the store's clock, under the board's lock.
+	t := now
+	if !e.At.IsZero() {
+		t = e.At
+	}
+	p, err := b.cfg.Admit(t, now, b.period(now))
+	if err != nil {
+		return rank.Result{}, err
+	}
 	z := b.readable(p.Index, now)
+	// R18: duplicates were answered above and never count.
+	if max := b.cfg.MaxSubmissions; max > 0 && z != nil && z.counts[e.Member] >= max {
+		return rank.Result{}, fmt.Errorf("%w: %d events per member per period", rank.ErrLimitReached, max)
+	}
 	var n *node
 	if z != nil {
 		n = z.members[e.Member]
@@ -186,6 +201,9 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	if e.Name != "" {
 		b.names[e.Member] = e.Name
 	}
+	if b.cfg.MaxSubmissions > 0 {
+		z.counts[e.Member]++
+	}
 	// The record is written last, as in the Lua script.
 	exp := nowNs + int64(time.Duration(b.cfg.IdempotencyWindow))
 	b.idem[key] = record{
@@ -212,7 +230,8 @@ func (b *board) newPeriod(p rank.Period, now time.Time) *zset {
 	z := &zset{
 		tr:       newTree(),
 		members:  map[string]*node{},
-		expireAt: p.ExpireAt(),
+		counts:   map[string]int{},
+		expireAt: p.ExpireAt(b.cfg.Retained()),
 	}
 	b.periods[p.Index] = z
 	return z

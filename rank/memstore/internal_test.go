@@ -116,7 +116,7 @@ func TestExpiredPeriodsAreDropped(t *testing.T) {
 	mustApply(t, s, e)
 	p1 := rank.PeriodAt(cfg, start)
 
-	clk.Set(p1.ExpireAt().Add(-time.Minute)) // still retained
+	clk.Set(p1.ExpireAt(2).Add(-time.Minute)) // still retained
 	e = incr(cfg.ID, "e2", "new", 1)
 	e.Name = "New"
 	mustApply(t, s, e)
@@ -124,7 +124,7 @@ func TestExpiredPeriodsAreDropped(t *testing.T) {
 		t.Fatalf("retained period: %+v, %v", pg, err)
 	}
 
-	clk.Set(p1.ExpireAt())
+	clk.Set(p1.ExpireAt(2))
 	if pg, err := s.Top(t.Context(), cfg.ID, rank.PeriodSel(fmt.Sprint(p1.Index)), 0, 10); err != nil || pg.Total != 0 {
 		t.Fatalf("expired period still readable: %+v, %v", pg, err)
 	}

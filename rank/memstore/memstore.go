@@ -179,8 +179,11 @@ func (s *Store) PutBoard(ctx context.Context, cfg rank.Board) (rank.Board, error
 	defer s.mu.Unlock()
 	if b := s.boards[cfg.ID]; b != nil {
 		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.cfg.StateAt(s.now()) == rank.Final {
+			return rank.Board{}, fmt.Errorf("memstore: put board %s: %w: the board is final", cfg.ID, rank.ErrBoardClosed)
+		}
 		b.reconfigure(cfg)
-		b.mu.Unlock()
 		return cfg, nil
 	}
 	s.boards[cfg.ID] = newBoard(cfg)
@@ -389,6 +392,14 @@ func (s *Store) Ranks(ctx context.Context, id string, sel rank.PeriodSel, member
 		}
 	}
 	return out, nil
+}
+
+// Now is the store's clock.
+func (s *Store) Now(context.Context) (time.Time, error) {
+	if s.closed.Load() {
+		return time.Time{}, fmt.Errorf("memstore: now: %w", errClosed)
+	}
+	return s.now(), nil
 }
 
 // Ping reports nil while the store is open.

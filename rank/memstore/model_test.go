@@ -160,6 +160,7 @@ func (m *model) Count(_ context.Context, id string) (int64, error) {
 
 func (m *model) Board(ctx context.Context, id string) (rank.Board, error) { return m.GetBoard(ctx, id) }
 func (m *model) Forget(string)                                            {}
+func (m *model) Now(context.Context) (time.Time, error)                   { return time.Now(), nil }
 
 func (m *model) Apply(_ context.Context, e rank.Event, done rank.Done) { done(m.apply(e)) }
 

@@ -101,6 +101,8 @@ func Kind(err error) string {
 		return "idempotency_conflict"
 	case errors.Is(err, rank.ErrBoardClosed):
 		return "board_closed"
+	case errors.Is(err, rank.ErrLimitReached):
+		return "limit_reached"
 	case errors.Is(err, rank.ErrInvalidConfig):
 		return "invalid_config"
 	case errors.Is(err, rank.ErrBadRequest):
@@ -144,6 +146,12 @@ func Run(t *testing.T, f Factory) {
 		{"Concurrency", testConcurrency},
 		{"PingClose", testPingClose},
 		{"Profiles", testProfiles},
+		{"FinalBoard", testFinalBoard},
+		{"Schedule", testSchedule},
+		{"GracePeriods", testGracePeriods},
+		{"MaxSubmissions", testMaxSubmissions},
+		{"BoundaryUnderLoad", testBoundaryUnderLoad},
+		{"Retain", testRetain},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

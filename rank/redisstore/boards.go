@@ -36,6 +36,20 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 	ver := hex.EncodeToString(v[:])
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
+	// A final board's config no longer changes (§6). Checked before the
+	// write rather than in a script: a board becomes final by the clock, not
+	// by a write, so the only race is a PUT in the very millisecond it does.
+	if old, err := s.loadBoard(ctx, b.ID); err == nil {
+		now, err := s.Now(ctx)
+		if err != nil {
+			return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
+		}
+		if old.b.StateAt(now) == rank.Final {
+			return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w: the board is final", b.ID, rank.ErrBoardClosed)
+		}
+	} else if !errors.Is(err, rank.ErrUnknownBoard) {
+		return rank.Board{}, s.fail("put board", b.ID, err)
+	}
 	s.forget(b.ID)
 	if err := s.client.HSet(ctx, s.key(b.ID, "cfg"), "v", ver, "j", j).Err(); err != nil {
 		return rank.Board{}, s.fail("put board", b.ID, err)

@@ -31,6 +31,9 @@ var scriptErrors = map[string]error{
 	"out_of_range":    rank.ErrOutOfRange,
 	"invalid_member":  rank.ErrInvalidMember,
 	"delta_too_large": rank.ErrDeltaTooLarge,
+	"board_closed":    rank.ErrBoardClosed,
+	"limit_reached":   rank.ErrLimitReached,
+	"at_ahead":        rank.ErrAtAhead,
 }
 
 // unavailablePrefixes are Redis error replies that mean "not now".

@@ -19,3 +19,8 @@ func (s *Store) zkey(board string, idx int64) string {
 func (s *Store) mkey(board string, idx int64) string {
 	return s.key(board, "m:"+strconv.FormatInt(idx, 10))
 }
+
+// ckey is a period's hash of events applied per member (R18).
+func (s *Store) ckey(board string, idx int64) string {
+	return s.key(board, "c:"+strconv.FormatInt(idx, 10))
+}

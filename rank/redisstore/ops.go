@@ -42,6 +42,15 @@ func (s *Store) now(ctx context.Context, b rank.Board) (time.Time, string) {
 	return s.clock.now(ctx, s.client), ""
 }
 
+// Now is the store clock: the injected one, else the estimate of Redis
+// TIME (clock.go), resynced every few seconds.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	if s.closed.Load() {
+		return time.Time{}, ErrClosed
+	}
+	return s.clock.now(ctx, s.client), nil
+}
+
 // Apply implements rank.Store: the event goes to the lane (batcher.go),
 // which sends it in its next pipeline; done is called from the lane's
 // completer.
@@ -192,15 +201,20 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 // (see the script's header for the keys and arguments).
 func applyCmd(c cachedBoard, nowArg string, pk *periodKeys, calls []*call) cmd {
 	k := c.keys
-	keys := make([]string, 0, 7+len(calls))
-	keys = append(keys, k.cfg, k.seq, k.n, pk.za, pk.ma, pk.zb, pk.mb)
-	args := make([]any, 0, 13+5*len(calls))
+	keys := make([]string, 0, 12+len(calls))
+	keys = append(keys, k.cfg, k.seq, k.n, pk.za, pk.ma, pk.zb, pk.mb, pk.zp, pk.mp, pk.cp, pk.ca, pk.cb)
+	args := make([]any, 0, 20+6*len(calls))
 	args = append(args, k.ver, nowArg, pk.args[0], pk.args[1], pk.args[2], pk.args[3], pk.args[4], pk.args[5], pk.args[6],
-		k.mode, k.order, k.tiebreak, k.window)
+		k.mode, k.order, k.tiebreak, k.window, pk.pargs[0], pk.pargs[1], pk.pargs[2],
+		k.startsAt, k.endsAt, k.grace, k.maxSubs)
 	for _, c := range calls {
 		e := c.e
 		keys = append(keys, k.idem+e.Member+"|"+e.ID)
-		args = append(args, e.Member, e.Name, int(e.Op), e.Amount, c.hash+"."+c.token)
+		var at any = ""
+		if !e.At.IsZero() {
+			at = e.At.UnixMilli()
+		}
+		args = append(args, e.Member, e.Name, int(e.Op), e.Amount, c.hash+"."+c.token, at)
 	}
 	return cmd{calls: calls, keys: keys, args: args}
 }

@@ -15,6 +15,12 @@ type slots struct {
 	a, b              int64 // period indexes
 	start, bound, end int64 // unix ms: A is [start, bound), B is [bound, end)
 	expireA, expireB  int64 // unix ms; 0 = no expiry
+	// p is the period before A, [pstart, start), for late events within
+	// grace (R17); set for the current pair only.
+	p, pstart, expireP int64
+	// shown, when not 0, is the index a read past retain reports (its
+	// keys are those of no period).
+	shown int64
 }
 
 func ms(t time.Time) int64 {
@@ -34,6 +40,11 @@ func slotsFor(b rank.Board, sel rank.PeriodSel, now time.Time) (slots, error) {
 		return slots{}, nil
 	}
 	if sel != "" && sel != "current" && sel != "previous" {
+		if !b.Retains(idx, now) {
+			// Past retain: read as empty whatever Redis still holds (its
+			// TTLs run on its own clock). No period has a negative index.
+			return slots{a: -1, b: -1, shown: idx}, nil
+		}
 		return slots{a: idx, b: idx}, nil // an explicit index
 	}
 	cur := rank.PeriodAt(b, now)
@@ -44,7 +55,9 @@ func slotsFor(b rank.Board, sel rank.PeriodSel, now time.Time) (slots, error) {
 		return sl, nil
 	}
 	sl.a, sl.b = cur.Index, next.Index
-	sl.expireA, sl.expireB = ms(cur.ExpireAt()), ms(next.ExpireAt())
+	sl.expireA, sl.expireB = ms(cur.ExpireAt(b.Retained())), ms(next.ExpireAt(b.Retained()))
+	prev := cur.Previous(b)
+	sl.p, sl.pstart, sl.expireP = prev.Index, ms(prev.Start), ms(prev.ExpireAt(b.Retained()))
 	return sl, nil
 }
 
@@ -57,6 +70,9 @@ func (sl slots) covers(now time.Time) bool {
 
 // pick is the period index the script chose (slot 1 = A, 2 = B).
 func (sl slots) pick(slot int64) int64 {
+	if sl.shown != 0 {
+		return sl.shown
+	}
 	if slot == 2 {
 		return sl.b
 	}

@@ -130,23 +130,38 @@ func (c cachedBoard) fresh(now time.Time) bool {
 type applyKeys struct {
 	cfg, seq, n, idem                  string // idem: the idempotency key without member and request id
 	ver, mode, order, tiebreak, window any
-	last                               atomic.Pointer[periodKeys]
+	// The lifecycle's arguments (§6): starts_at and ends_at ("" = none),
+	// grace in ms, max_submissions.
+	startsAt, endsAt, grace, maxSubs any
+	last                             atomic.Pointer[periodKeys]
 }
 
 // periodKeys are the sorted-set and member-hash keys and the slot arguments
 // of one period pair.
 type periodKeys struct {
-	sl             slots
-	za, ma, zb, mb string
-	args           [7]any // start, bound, end, a, b, expireA, expireB
+	sl                     slots
+	za, ma, zb, mb, zp, mp string
+	cp, ca, cb             string // R18's count hashes of P, A and B
+	args                   [7]any // start, bound, end, a, b, expireA, expireB
+	pargs                  [3]any // start of P, P, expireP
 }
 
 func (s *Store) cached(b rank.Board, ver string) cachedBoard {
 	return cachedBoard{b: b, ver: ver, at: time.Now(), keys: &applyKeys{
 		cfg: s.key(b.ID, "cfg"), seq: s.key(b.ID, "seq"), n: s.key(b.ID, "n"), idem: s.key(b.ID, "i:"),
 		ver: ver, mode: string(b.Mode), order: string(b.Order), tiebreak: string(b.Tiebreak),
-		window: time.Duration(b.IdempotencyWindow).Milliseconds(),
+		window:   time.Duration(b.IdempotencyWindow).Milliseconds(),
+		startsAt: msArg(b.StartsAt), endsAt: msArg(b.EndsAt),
+		grace: time.Duration(b.Grace).Milliseconds(), maxSubs: b.MaxSubmissions,
 	}}
+}
+
+// msArg is a schedule time as a script argument: unix ms, "" when unset.
+func msArg(t rank.Instant) any {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UnixMilli()
 }
 
 // periodKeys returns the keys of the current period pair at now, reusing
@@ -161,7 +176,10 @@ func (s *Store) periodKeys(c cachedBoard, now time.Time) *periodKeys {
 	p := &periodKeys{
 		sl: sl,
 		za: s.zkey(board, sl.a), ma: s.mkey(board, sl.a), zb: s.zkey(board, sl.b), mb: s.mkey(board, sl.b),
-		args: [7]any{sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB},
+		zp: s.zkey(board, sl.p), mp: s.mkey(board, sl.p),
+		cp: s.ckey(board, sl.p), ca: s.ckey(board, sl.a), cb: s.ckey(board, sl.b),
+		args:  [7]any{sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB},
+		pargs: [3]any{sl.pstart, sl.p, sl.expireP},
 	}
 	k.last.Store(p)
 	return p

@@ -1,0 +1,215 @@
+package live
+
+// Board lifecycle frames (R19): `board` frames after `subscribed` and on
+// every change of state or current period, `deleted` on deletion, and one
+// last `top` frame with "final":true for each period or board that becomes
+// final. All of it is noticed by this node's own tick against the store's
+// clock (rank.Store.Now): no cron, no leader; every node computes the same
+// frames from the same clock and data.
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// lifecycleTick bounds the gap between two ticks, so a state or period
+// change reaches subscribers within 1 s (R19) even with a longer interval.
+const lifecycleTick = 500 * time.Millisecond
+
+// lifecycle is what a board's subscribers were last told. Guarded by
+// Engine.mu.
+type lifecycle struct {
+	known  bool
+	state  rank.State
+	period int64
+	// final is the latest period (or board) found final, and whether
+	// there is one: a change of it sends that period's final top frame.
+	final  int64
+	hasFin bool
+	cfg    [3]int64 // the schedule told: starts_at, ends_at, grace
+}
+
+// scheduleOf is the part of a config a board frame shows.
+func scheduleOf(c rank.Board) [3]int64 {
+	return [3]int64{c.StartsAt.Ms(), c.EndsAt.Ms(), int64(c.Grace)}
+}
+
+// phase is the board's state, current period and latest final period at
+// store time now.
+func phase(cfg rank.Board, now time.Time) (st rank.State, period, final int64, hasFinal bool) {
+	st = cfg.StateAt(now)
+	cur := rank.PeriodAt(cfg, now)
+	period = cur.Index
+	switch {
+	case st == rank.Scheduled:
+	case st == rank.Final:
+		final, hasFinal = rank.PeriodAt(cfg, cfg.EndsAt.Add(-time.Millisecond)).Index, true
+	case cfg.Reset != rank.None:
+		prev := cur.Previous(cfg)
+		if !cfg.StartsAt.IsZero() && !prev.End.After(cfg.StartsAt.Time) {
+			break // the tournament had not started in that period
+		}
+		if !now.Before(prev.End.Add(time.Duration(cfg.Grace))) {
+			final, hasFinal = prev.Index, true
+		}
+	}
+	return st, period, final, hasFinal
+}
+
+func msPtr(t rank.Instant) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	v := t.UnixMilli()
+	return &v
+}
+
+// encodeBoard is the board frame of cfg in state st.
+func encodeBoard(cfg rank.Board, st rank.State, period int64, ts time.Time) []byte {
+	f := proto.Board{
+		Type: proto.TypeBoard, Board: cfg.ID, State: string(st),
+		StartsAt: msPtr(cfg.StartsAt), EndsAt: msPtr(cfg.EndsAt), TS: ts.UnixMilli(),
+	}
+	if cfg.Reset != rank.None {
+		f.Period = period
+	}
+	if !cfg.EndsAt.IsZero() {
+		v := cfg.FinalAt().UnixMilli()
+		f.FinalAt = &v
+	}
+	b, _ := json.Marshal(f) // plain types: cannot fail
+	return b
+}
+
+// outboxes lists every connection subscribed to b (top or a view). Lock held.
+func (b *board) outboxes() []*Outbox {
+	seen := map[*Outbox]struct{}{}
+	var out []*Outbox
+	add := func(s *subscribers) {
+		for o := range s.m {
+			if _, ok := seen[o]; !ok {
+				seen[o] = struct{}{}
+				out = append(out, o)
+			}
+		}
+	}
+	for _, s := range b.topSubs {
+		add(s)
+	}
+	for _, v := range b.views {
+		add(v.watchers)
+	}
+	return out
+}
+
+// finalJob is a final top frame to read and send after the lock is
+// released.
+type finalJob struct {
+	board  string
+	period int64
+	sel    rank.PeriodSel
+	ns     map[int][]target // top N -> its subscribers
+	maxN   int
+}
+
+// lifecycleTick compares b's phase at store time now with what its
+// subscribers were told: a change sends a board frame to each at once, a
+// newly final period yields a finalJob. Lock held.
+func (e *Engine) lifecycleTick(b *board, now time.Time) *finalJob {
+	st, period, final, hasFinal := phase(b.cfg, now)
+	lc := &b.lc
+	if !lc.known {
+		*lc = lifecycle{known: true, state: st, period: period, final: final, hasFin: hasFinal, cfg: scheduleOf(b.cfg)}
+		return nil
+	}
+	if sc := scheduleOf(b.cfg); st != lc.state || period != lc.period || sc != lc.cfg {
+		lc.state, lc.period, lc.cfg = st, period, sc
+		frame := encodeBoard(b.cfg, st, period, now)
+		for _, o := range b.outboxes() {
+			o.event(frame, nil)
+		}
+	}
+	if !hasFinal || (lc.hasFin && final == lc.final) {
+		return nil
+	}
+	lc.final, lc.hasFin = final, true
+	if b.maxN == 0 {
+		return nil
+	}
+	j := &finalJob{board: b.id, period: final, maxN: b.maxN, ns: map[int][]target{}}
+	if b.cfg.Reset != rank.None {
+		j.sel = rank.PeriodSel(strconv.FormatInt(final, 10))
+	} else {
+		j.period = 0
+	}
+	for n, s := range b.topSubs {
+		j.ns[n] = s.targets()
+	}
+	return j
+}
+
+// runFinal reads a final period's standings and sends each top subscriber
+// its final frame, superseding a pending frame of the period that ended.
+func (e *Engine) runFinal(ctx context.Context, j *finalJob, ts time.Time) {
+	rctx, cancel := context.WithTimeout(ctx, e.readTimeout)
+	defer cancel()
+	e.reads.Add(1)
+	page, err := e.store.Top(rctx, j.board, j.sel, 0, j.maxN)
+	if err != nil {
+		e.readFailed(ctx, "final top", j.board, err)
+		return
+	}
+	e.decorate(ctx, page.Entries)
+	key := slotKey{j.board, false}
+	for n, to := range j.ns {
+		e.encoded.Add(1)
+		frame, _ := json.Marshal(proto.Top{
+			Type: proto.TypeTop, Board: j.board, Seq: page.Seq,
+			Entries: proto.EntriesOf(page.Entries[:min(n, len(page.Entries))]), Total: page.Total,
+			TS: ts.UnixMilli(), Final: true, Period: j.period,
+		})
+		for _, t := range to {
+			t.o.event(frame, &key)
+		}
+	}
+}
+
+// storeNow is the store's clock, or the engine's own when the store does
+// not answer (frames then follow once it does).
+func (e *Engine) storeNow(ctx context.Context) (time.Time, bool) {
+	rctx, cancel := context.WithTimeout(ctx, e.readTimeout)
+	defer cancel()
+	t, err := e.store.Now(rctx)
+	if err != nil {
+		return e.now(), false
+	}
+	return t, true
+}
+
+// BoardDeleted tells every subscriber of board on this node that it is
+// gone (a board frame with state "deleted") and ends their subscriptions:
+// no frame of it follows.
+func (e *Engine) BoardDeleted(board string) {
+	e.mu.Lock()
+	b := e.boards[board]
+	var os []*Outbox
+	if b != nil {
+		os = b.outboxes()
+		for _, o := range os {
+			e.unregister(o, b)
+		}
+		delete(e.boards, board)
+	}
+	e.mu.Unlock()
+	frame, _ := json.Marshal(proto.Board{Type: proto.TypeBoard, Board: board, State: "deleted", TS: e.now().UnixMilli()})
+	for _, o := range os {
+		o.close(slotKey{board, false})
+		o.close(slotKey{board, true})
+		o.event(frame, nil)
+	}
+}
