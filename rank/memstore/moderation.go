@@ -215,20 +215,26 @@ func (s *Store) RemoveMember(ctx context.Context, id, member string, sel rank.Pe
 		if err != nil {
 			return err
 		}
-		b.expire(now)
+		// seq moves once whatever changed, as in ban.lua.
+		shown := b.expireBans(now)
 		z := b.readable(idx, now)
-		if z == nil {
+		removed := false
+		if z != nil {
+			if n := z.members[member]; n != nil {
+				z.tr.remove(n)
+				delete(z.members, member)
+				removed = true
+			} else if z.hidden[member] != nil {
+				delete(z.hidden, member)
+				removed = true
+			}
+		}
+		if shown || removed {
+			b.seq++
+		}
+		if !removed {
 			return rank.ErrNoEntry
 		}
-		if n := z.members[member]; n != nil {
-			z.tr.remove(n)
-			delete(z.members, member)
-		} else if z.hidden[member] != nil {
-			delete(z.hidden, member)
-		} else {
-			return rank.ErrNoEntry
-		}
-		b.seq++
 		return nil
 	})
 }
