@@ -84,6 +84,9 @@ type Config struct {
 	// ProfileChanges hears of every profile written or deleted through the
 	// API. nil: nobody is told.
 	ProfileChanges ProfileListener
+	// Moderation bans and removes members (§7, R21); each action tells
+	// Boards of the boards it changed. nil: the moderation routes answer 404.
+	Moderation rank.Moderation
 	// Decorator gives the entries of top and member reads their profile
 	// fields (R20). nil: entries carry the stored names only.
 	Decorator rank.Decorator
@@ -125,7 +128,8 @@ type API struct {
 	handler http.Handler
 	// Rate limiters (ratelimit.go); nil when Config.Rate is negative.
 	members, anon *keyedLimiter
-	bodySlots     chan struct{} // a semaphore of Config.MaxBodyReads slots
+	bodySlots     chan struct{}          // a semaphore of Config.MaxBodyReads slots
+	modActions    *prometheus.CounterVec // moderation actions by action
 }
 
 // New validates cfg, fills defaults, registers the API's collectors on the
@@ -173,6 +177,9 @@ func New(cfg Config) (*API, error) {
 		return nil, err
 	}
 	a := &API{cfg: cfg, log: cfg.Logger, m: m}
+	if a.modActions, err = newModerationMetric(cfg.Registry); err != nil {
+		return nil, err
+	}
 	if cfg.Rate == 0 {
 		cfg.Rate, a.cfg.Rate = DefaultRate, DefaultRate
 	}
@@ -246,6 +253,7 @@ func (a *API) routes() {
 	add(fiber.MethodGet, b+"/:board/members/:member", a.authenticate, a.member)
 	add(fiber.MethodPost, b+"/:board/scores", a.authenticate, a.scores)
 	a.profileRoutes(add)
+	a.moderationRoutes(add)
 }
 
 // wrap is the net/http side: the body limit (which the adaptor would turn

@@ -213,6 +213,10 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	apcfg.Ready = []api.Check{{Name: "store", Ping: n.store.Ping}, {Name: "bus", Ping: n.bus.Ping}}
 	apcfg.DevSecret, apcfg.Boards, apcfg.Logger = cfg.DevSecret, n, cfg.Logger
 	apcfg.Profiles, apcfg.ProfileChanges, apcfg.Decorator = profiles, n, n.profs
+	// Moderation changes a board's reads: the API tells BoardChanged (R21).
+	if mod, ok := n.engine.(rank.Moderation); ok {
+		apcfg.Moderation = mod
+	}
 	if n.api, err = api.New(apcfg); err != nil {
 		return nil, err
 	}

@@ -16,7 +16,8 @@
 -- KEYS[11]   <p>:{b}:c:<A>   the same for A
 -- KEYS[12]   <p>:{b}:c:<B>   the same for B
 --            (a board without periods passes its one period's keys as A, B and P)
--- KEYS[12+i] <p>:{b}:i:<m>|<id>  string: idempotency record of event i (member m's
+-- KEYS[13]   <p>:{b}:ban     hash: the board's bans (see ban.lua; R21)
+-- KEYS[13+i] <p>:{b}:i:<m>|<id>  string: idempotency record of event i (member m's
 --            request id; R4 v1.1), i = 1..N
 --
 -- ARGV[1]  config version the caller validated the events against
@@ -53,10 +54,19 @@
 -- "!" .. code when it failed, where record is
 -- "hash.token,score,rank,prev_rank,prev_score,seq,period". Codes:
 -- invalid_score, bad_request, out_of_range, board_closed, limit_reached,
--- at_ahead (that event changed nothing; the next ones still run). A refusal
--- of the whole call is an error reply "LB <code>": unknown_board, stale (the
--- config version changed), clock (now is outside slots A and B), bad_request
--- (the board arguments); it writes nothing. The clock is read once per call.
+-- at_ahead, banned (that event changed nothing; the next ones still run). A
+-- refusal of the whole call is an error reply "LB <code>": unknown_board,
+-- stale (the config version changed), clock (now is outside slots A and B),
+-- expired (a ban's until has passed: ban.lua must lift it first),
+-- bad_request (the board arguments); it writes nothing. The clock is read
+-- once per call.
+--
+-- R21: a member with a record in the ban hash (the board's own or its copy
+-- of a global one) gets banned, checked after the duplicate check: a retry
+-- of an event applied before the ban still gets its first result, changing
+-- nothing. Every record present is live: one past its until makes the whole
+-- call answer expired, so the check costs one EXISTS per call when the
+-- board has no bans and one HMGET per event when it has.
 --
 -- R17, per event (rank.Board.Admit is the same rule in Go): its time t is
 -- `at` or the clock; it is refused (board_closed) unless t is in
@@ -82,7 +92,7 @@ if err then return err end
 
 local mode, order, tie = ARGV[10], ARGV[11], ARGV[12]
 local window = tonumber(ARGV[13])
-local n = #KEYS - 12
+local n = #KEYS - 13
 local startsAt, endsAt = tonumber(ARGV[17]), tonumber(ARGV[18])
 local grace, maxSubs = tonumber(ARGV[19]), tonumber(ARGV[20])
 if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
@@ -104,7 +114,10 @@ local slots = {
 
 -- The clock is read only when something depends on it: periods, a
 -- schedule or an event's at.
-local needClock = boundary > 0 or startsAt or endsAt
+local bkey = KEYS[13]
+local bans = redis.call('EXISTS', bkey) == 1
+local banExp = bans and redis.call('HGET', bkey, '|exp')
+local needClock = boundary > 0 or startsAt or endsAt or banExp
 for i = 1, n do
   if ARGV[20 + 6 * i] ~= '' then needClock = true end
 end
@@ -120,6 +133,7 @@ if needClock then
     if now < slots[1].from or now >= slots[2].to then return redis.error_reply('LB clock') end
     if now >= boundary then cur = 2 end
   end
+  if banExp and banDue(bkey, now) then return redis.error_reply('LB expired') end
 end
 
 -- admit is R17 for an event of time t: the slot it is applied to, or nil
@@ -157,9 +171,13 @@ end
 -- one applies event i and returns its reply string.
 local function one(i)
   local j = 20 + 6 * (i - 1)
-  local ikey, member, name, op = KEYS[12 + i], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
+  local ikey, member, name, op = KEYS[13 + i], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
   local rec = redis.call('GET', ikey)
   if rec then return '1' .. rec end
+  if bans then
+    local r = redis.call('HMGET', bkey, member, 'g|' .. member)
+    if r[1] or r[2] then return '!banned' end
+  end
 
   local amount = tonumber(ARGV[j + 4])
   if not amount or amount ~= math.floor(amount) or amount > MAX or amount < -MAX then

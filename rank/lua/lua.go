@@ -20,6 +20,7 @@ const (
 	Apply = "apply.lua"
 	Top   = "top.lua"
 	Ranks = "ranks.lua"
+	Ban   = "ban.lua"
 )
 
 // prelude is the file Source puts before every script.
@@ -42,4 +43,4 @@ func file(name string) string {
 }
 
 // Names lists every embedded script.
-func Names() []string { return []string{Apply, Top, Ranks} }
+func Names() []string { return []string{Apply, Top, Ranks, Ban} }

@@ -55,3 +55,22 @@ local function idsNames(r)
   return ids, names
 end
 
+
+-- clockMs is the clock in unix ms: ARGV[2], else the server's TIME.
+local function clockMs()
+  if ARGV[2] ~= '' then return tonumber(ARGV[2]) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- banDue reports whether a ban of the board's ban hash bkey has reached its
+-- until at the clock now (nil: read it), so the caller must answer
+-- "LB expired" and let ban.lua lift it before anything reads or writes
+-- (R21: a ban whose until passed is lifted; it is never shown as banned).
+-- The hash's field '|exp' holds the earliest until ('|' never occurs in a
+-- member id).
+local function banDue(bkey, now)
+  local e = redis.call('HGET', bkey, '|exp')
+  if not e then return false end
+  return (now or clockMs()) >= tonumber(e)
+end

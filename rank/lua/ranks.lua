@@ -9,6 +9,7 @@
 -- KEYS[5] <p>:{b}:m:<A>  hash: member id -> sorted-set member, slot A
 -- KEYS[6] <p>:{b}:z:<B>  sorted set of period slot B (the period after A)
 -- KEYS[7] <p>:{b}:m:<B>  hash of slot B
+-- KEYS[8] <p>:{b}:ban    hash: the board's bans (see ban.lua)
 --
 -- ARGV[1]  config version the caller resolved the keys with
 -- ARGV[2]  now in unix ms, or "" to read the server's TIME
@@ -24,10 +25,12 @@
 -- order, its own entry included; start is the 0-based position of the
 -- window's first entry and first_rank its rank; scores as stored (negated on
 -- asc boards); name "" when none. found 0 means absent (all numbers 0).
--- Errors "LB <code>": unknown_board, stale, clock.
+-- Errors "LB <code>": unknown_board, stale, clock, expired (a ban's until
+-- has passed: ban.lua lifts it and the caller reads again).
 
 local err = refused()
 if err then return err end
+if banDue(KEYS[8]) then return redis.error_reply('LB expired') end
 
 local slot = slotNow()
 if not slot then return redis.error_reply('LB clock') end

@@ -6,6 +6,7 @@
 -- KEYS[3] <p>:{b}:n      hash: member id -> display name
 -- KEYS[4] <p>:{b}:z:<A>  sorted set of period slot A
 -- KEYS[5] <p>:{b}:z:<B>  sorted set of period slot B (the period after A)
+-- KEYS[6] <p>:{b}:ban    hash: the board's bans (see ban.lua)
 --
 -- ARGV[1] config version the caller resolved the keys with
 -- ARGV[2] now in unix ms, or "" to read the server's TIME
@@ -19,10 +20,13 @@
 -- Returns {slot, total, seq, first_rank, id1, score1, name1, id2, ...}:
 -- slot 1 = A, 2 = B; scores as stored (negated on asc boards); name "" when
 -- none. first_rank is the rank of the first entry. Errors "LB <code>":
--- unknown_board, stale, clock.
+-- unknown_board, stale, clock, expired (a ban's until has passed: ban.lua
+-- lifts it and the caller reads again, so no read shows a member hidden
+-- by a ban that has ended).
 
 local err = refused()
 if err then return err end
+if banDue(KEYS[6]) then return redis.error_reply('LB expired') end
 
 local slot = slotNow()
 if not slot then return redis.error_reply('LB clock') end

@@ -3,6 +3,7 @@ package memstore
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wsgateway/wsgateway/rank"
@@ -19,6 +20,12 @@ type board struct {
 	idem    map[idemKey]record // by member and request id (R4 v1.1)
 	queue   expiryQueue        // the keys of idem in insertion order, for sweeping
 	cur     rank.Period        // the period apply last wrote to (see period)
+	// Bans (moderation.go): the board's own and its copies of the global
+	// ones, by member; banExp is the earliest Until among them (zero: none),
+	// mirrored in banExpNs for reads, which hold only the read lock.
+	bans, gbans map[string]rank.Ban
+	banExp      time.Time
+	banExpNs    atomic.Int64
 }
 
 // zset is one period's ranking.
@@ -27,6 +34,8 @@ type zset struct {
 	members  map[string]*node
 	counts   map[string]int // events applied per member, kept while max_submissions > 0 (R18)
 	expireAt time.Time      // zero: never
+	// hidden holds the nodes of banned members, out of tr, keys intact.
+	hidden map[string]*node
 }
 
 // idemKey is what a request id is unique within on a board (R4 v1.1): the
@@ -54,6 +63,8 @@ func newBoard(cfg rank.Board) *board {
 		periods: map[int64]*zset{},
 		names:   map[string]string{},
 		idem:    map[idemKey]record{},
+		bans:    map[string]rank.Ban{},
+		gbans:   map[string]rank.Ban{},
 	}
 }
 
@@ -114,6 +125,9 @@ func (b *board) reconfigure(cfg rank.Board) {
 			b.setKey(n, n.score, n.reached)
 			z.tr.insert(n)
 		}
+		for _, n := range z.hidden {
+			b.setKey(n, n.score, n.reached)
+		}
 	}
 }
 
@@ -144,6 +158,13 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 			Board: e.Board, Member: e.Member, Score: rec.score, Rank: rec.rank, PrevRank: rec.prevRank,
 			PrevScore: rec.prevScore, Duplicate: true, Seq: rec.seq, Period: rec.period,
 		}, nil
+	}
+
+	// R21: after the duplicate check, so a retry of an event applied
+	// before the ban still gets its first result; nothing else passes.
+	b.expire(now)
+	if b.banned(e.Member, now) {
+		return rank.Result{}, rank.ErrBanned
 	}
 
 	// R17: the event's time, its period, the schedule and grace, all on
@@ -258,7 +279,7 @@ func (b *board) dropExpiredPeriods(now time.Time) int {
 
 func (b *board) inAnyPeriod(m string) bool {
 	for _, z := range b.periods {
-		if z.members[m] != nil {
+		if z.members[m] != nil || z.hidden[m] != nil {
 			return true
 		}
 	}

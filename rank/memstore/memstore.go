@@ -59,6 +59,8 @@ type Store struct {
 	boards map[string]*board
 
 	profiles profileTable // profiles.go
+
+	global map[string]rank.Ban // global bans by member (moderation.go), under mu
 }
 
 var _ rank.Store = (*Store)(nil)
@@ -80,6 +82,7 @@ func New(cfg Config) (*Store, error) {
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 		boards: map[string]*board{},
+		global: map[string]rank.Ban{},
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -186,7 +189,16 @@ func (s *Store) PutBoard(ctx context.Context, cfg rank.Board) (rank.Board, error
 		b.reconfigure(cfg)
 		return cfg, nil
 	}
-	s.boards[cfg.ID] = newBoard(cfg)
+	nb := newBoard(cfg)
+	// A new board starts with every global ban (§7): it has no data to hide.
+	now := s.now()
+	for m, ban := range s.global {
+		if ban.Live(now) {
+			nb.gbans[m] = ban
+		}
+	}
+	nb.resetBanExp()
+	s.boards[cfg.ID] = nb
 	return cfg, nil
 }
 
@@ -267,6 +279,7 @@ func (s *Store) Count(ctx context.Context, id string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("memstore: count %s: %w", id, err)
 	}
+	s.readExpired(b, s.now())
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.deleted {
@@ -322,6 +335,7 @@ func (s *Store) Top(ctx context.Context, id string, sel rank.PeriodSel, offset, 
 	if offset < 0 || limit < 0 {
 		return rank.Page{}, fmt.Errorf("memstore: top %s: %w: offset %d and limit %d must not be negative", id, rank.ErrBadRequest, offset, limit)
 	}
+	s.readExpired(b, s.now())
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.deleted {
@@ -349,6 +363,7 @@ func (s *Store) Ranks(ctx context.Context, id string, sel rank.PeriodSel, member
 	if around < 0 {
 		return rank.Ranks{}, fmt.Errorf("memstore: ranks %s: %w: around %d is negative", id, rank.ErrBadRequest, around)
 	}
+	s.readExpired(b, s.now())
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.deleted {

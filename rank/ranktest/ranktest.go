@@ -103,6 +103,8 @@ func Kind(err error) string {
 		return "board_closed"
 	case errors.Is(err, rank.ErrLimitReached):
 		return "limit_reached"
+	case errors.Is(err, rank.ErrBanned):
+		return "banned"
 	case errors.Is(err, rank.ErrInvalidConfig):
 		return "invalid_config"
 	case errors.Is(err, rank.ErrBadRequest):
@@ -152,6 +154,11 @@ func Run(t *testing.T, f Factory) {
 		{"MaxSubmissions", testMaxSubmissions},
 		{"BoundaryUnderLoad", testBoundaryUnderLoad},
 		{"Retain", testRetain},
+		{"Bans", testBans},
+		{"BanExpiry", testBanExpiry},
+		{"BanRacingScores", testBanRace},
+		{"RemoveMember", testRemoveMember},
+		{"GlobalBans", testGlobalBans},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

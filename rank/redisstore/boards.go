@@ -39,7 +39,9 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 	// A final board's config no longer changes (§6). Checked before the
 	// write rather than in a script: a board becomes final by the clock, not
 	// by a write, so the only race is a PUT in the very millisecond it does.
-	if old, err := s.loadBoard(ctx, b.ID); err == nil {
+	old, err := s.loadBoard(ctx, b.ID)
+	created := errors.Is(err, rank.ErrUnknownBoard)
+	if err == nil {
 		now, err := s.Now(ctx)
 		if err != nil {
 			return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
@@ -60,6 +62,12 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 		return rank.Board{}, s.fail("put board", b.ID, err)
 	}
 	s.remember(b.ID, s.cached(b, ver))
+	if created {
+		// A global ban reaches boards created after it (§7).
+		if err := s.inheritGlobalBans(ctx, b.ID); err != nil {
+			return rank.Board{}, err
+		}
+	}
 	return b, nil
 }
 

@@ -34,6 +34,7 @@ var scriptErrors = map[string]error{
 	"board_closed":    rank.ErrBoardClosed,
 	"limit_reached":   rank.ErrLimitReached,
 	"at_ahead":        rank.ErrAtAhead,
+	"banned":          rank.ErrBanned,
 }
 
 // unavailablePrefixes are Redis error replies that mean "not now".

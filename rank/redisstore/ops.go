@@ -14,7 +14,7 @@ import (
 
 // retryable reports whether a script failed because the caller's view of
 // the config or the clock was stale, after refreshing that view.
-func (s *Store) retryable(board string, err error, attempt int) bool {
+func (s *Store) retryable(ctx context.Context, board string, err error, attempt int) bool {
 	if attempt >= staleRetries {
 		return false
 	}
@@ -25,6 +25,9 @@ func (s *Store) retryable(board string, err error, attempt int) bool {
 	case "clock":
 		s.clock.invalidate()
 		return true
+	case "expired":
+		// A ban's until has passed: lift it (moderation.go), then again.
+		return s.expireBans(ctx, board) == nil
 	}
 	return false
 }
@@ -107,7 +110,7 @@ func (s *Store) work(bt *batch) {
 		s.batch.exec(ctx, bt.cmds)
 		bt.send = bt.send[:0]
 		for i := range bt.cmds {
-			bt.send = s.settle(&bt.cmds[i], attempt, bt.send)
+			bt.send = s.settle(ctx, &bt.cmds[i], attempt, bt.send)
 		}
 		clear(bt.cmds)
 		if len(bt.send) > 0 {
@@ -201,8 +204,8 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 // (see the script's header for the keys and arguments).
 func applyCmd(c cachedBoard, nowArg string, pk *periodKeys, calls []*call) cmd {
 	k := c.keys
-	keys := make([]string, 0, 12+len(calls))
-	keys = append(keys, k.cfg, k.seq, k.n, pk.za, pk.ma, pk.zb, pk.mb, pk.zp, pk.mp, pk.cp, pk.ca, pk.cb)
+	keys := make([]string, 0, 13+len(calls))
+	keys = append(keys, k.cfg, k.seq, k.n, pk.za, pk.ma, pk.zb, pk.mb, pk.zp, pk.mp, pk.cp, pk.ca, pk.cb, k.ban)
 	args := make([]any, 0, 20+6*len(calls))
 	args = append(args, k.ver, nowArg, pk.args[0], pk.args[1], pk.args[2], pk.args[3], pk.args[4], pk.args[5], pk.args[6],
 		k.mode, k.order, k.tiebreak, k.window, pk.pargs[0], pk.pargs[1], pk.pargs[2],
@@ -224,11 +227,11 @@ func applyCmd(c cachedBoard, nowArg string, pk *periodKeys, calls []*call) cmd {
 // another attempt is allowed (after refreshing the config or the clock).
 // A refusal is of the whole call, so a refused event and every later one
 // of its board come back together, in order.
-func (s *Store) settle(m *cmd, attempt int, again []*call) []*call {
+func (s *Store) settle(ctx context.Context, m *cmd, attempt int, again []*call) []*call {
 	board := m.calls[0].e.Board
 	v, err := m.res.Result()
 	if err != nil {
-		if s.retryable(board, err, attempt) {
+		if s.retryable(ctx, board, err, attempt) {
 			return append(again, m.calls...)
 		}
 		err = s.fail("apply", board, err)
@@ -432,14 +435,14 @@ func (s *Store) read(ctx context.Context, op, board string, sel rank.PeriodSel, 
 		var keys []string
 		if withMembers {
 			keys = []string{c.keys.cfg, c.keys.seq, c.keys.n,
-				s.zkey(board, sl.a), s.mkey(board, sl.a), s.zkey(board, sl.b), s.mkey(board, sl.b)}
+				s.zkey(board, sl.a), s.mkey(board, sl.a), s.zkey(board, sl.b), s.mkey(board, sl.b), c.keys.ban}
 		} else {
-			keys = []string{c.keys.cfg, c.keys.seq, c.keys.n, s.zkey(board, sl.a), s.zkey(board, sl.b)}
+			keys = []string{c.keys.cfg, c.keys.seq, c.keys.n, s.zkey(board, sl.a), s.zkey(board, sl.b), c.keys.ban}
 		}
 		args := append([]any{c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak)}, extra...)
 		v, err := sc.run(ctx, s.client, keys, args...)
 		if err != nil {
-			if s.retryable(board, err, attempt) {
+			if s.retryable(ctx, board, err, attempt) {
 				continue
 			}
 			return cachedBoard{}, slots{}, nil, s.fail(op, board, err)

@@ -11,6 +11,9 @@
 //	<p>:{b}:n         hash: member -> display name
 //	<p>:{b}:z:<idx>   sorted set of period idx (0 for a board that never resets)
 //	<p>:{b}:m:<idx>   hash: member -> sorted-set member (tiebreak first/last)
+//	<p>:{b}:ban       hash: the board's bans, own and global copies (R21, ban.lua)
+//	<p>:{b}:x:<idx>   sorted set of period idx's entries hidden by bans
+//	<p>:gbans         hash: member -> global ban record (outside every hash tag)
 //	<p>:{b}:i:<m>|<id> idempotency record of member m's request id, expiring after
 //	                   the window (R4 v1.1: ids are per member; '|' never occurs in
 //	                   a member id, so the key is unambiguous)
@@ -84,6 +87,7 @@ type Store struct {
 	apply  *script
 	top    *script
 	ranks  *script
+	ban    *script
 	batch  *batcher
 	clock  clock
 	closed atomic.Bool
@@ -128,7 +132,7 @@ func (c cachedBoard) fresh(now time.Time) bool {
 // the board and its config version, built once per cached config instead of
 // once per event. last holds those of the most recent period pair.
 type applyKeys struct {
-	cfg, seq, n, idem                  string // idem: the idempotency key without member and request id
+	cfg, seq, n, ban, idem             string // idem: the idempotency key without member and request id
 	ver, mode, order, tiebreak, window any
 	// The lifecycle's arguments (§6): starts_at and ends_at ("" = none),
 	// grace in ms, max_submissions.
@@ -148,7 +152,7 @@ type periodKeys struct {
 
 func (s *Store) cached(b rank.Board, ver string) cachedBoard {
 	return cachedBoard{b: b, ver: ver, at: time.Now(), keys: &applyKeys{
-		cfg: s.key(b.ID, "cfg"), seq: s.key(b.ID, "seq"), n: s.key(b.ID, "n"), idem: s.key(b.ID, "i:"),
+		cfg: s.key(b.ID, "cfg"), seq: s.key(b.ID, "seq"), n: s.key(b.ID, "n"), ban: s.bkey(b.ID), idem: s.key(b.ID, "i:"),
 		ver: ver, mode: string(b.Mode), order: string(b.Order), tiebreak: string(b.Tiebreak),
 		window:   time.Duration(b.IdempotencyWindow).Milliseconds(),
 		startsAt: msArg(b.StartsAt), endsAt: msArg(b.EndsAt),
@@ -237,6 +241,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		apply:   newScript(lua.Apply),
 		top:     newScript(lua.Top),
 		ranks:   newScript(lua.Ranks),
+		ban:     newScript(lua.Ban),
 		boards:  make(map[string]cachedBoard),
 		groupOf: make(map[string]int),
 	}
@@ -248,7 +253,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	s.clock.injected = cfg.Now
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	for _, sc := range []*script{s.apply, s.top, s.ranks} {
+	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban} {
 		if err := sc.load(ctx, s.client); err != nil {
 			return nil, s.fail("new", "", err)
 		}

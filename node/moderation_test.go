@@ -1,0 +1,104 @@
+package node_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/testenv"
+	"github.com/wsgateway/wsgateway/node"
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank/redisstore"
+)
+
+// TestBanReachesOtherNode (R21): with two nodes on one Redis and one NATS,
+// a ban, a lift, a global ban and a removal made through node a change
+// node b's top frames within one interval + 50 ms: the member leaves, the
+// others' ranks close up, and a lift brings it back with its score.
+func TestBanReachesOtherNode(t *testing.T) {
+	t.Parallel()
+	rd := testenv.StartRedis(t)
+	nats := testenv.StartNATS(t)
+	const interval = 100 * time.Millisecond
+	nodeOn := func(id string) *running {
+		rc, err := redisstore.NewClient(rd.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return start(t, node.Config{ID: id, Redis: rc, NATSURL: nats.URL(), Interval: interval})
+	}
+	a, b := nodeOn("a"), nodeOn("b")
+	adm := token(t, "root", auth.Admin)
+	a.mustREST(t, "PUT", "/api/v1/boards/cup", adm, `{}`, 200)
+	a.mustREST(t, "POST", "/api/v1/boards/cup/scores", adm,
+		`[{"id":"1","member":"ann","delta":3},{"id":"2","member":"cheat","delta":9},{"id":"3","member":"bob","delta":2}]`, 200)
+	sub := subscribe(t, b, "cup", 10)
+	nextTop(t, sub, 5*time.Second, "cheat on b", "cheat", func(e proto.Entry) bool { return e.Rank == 1 && e.Score == 9 })
+
+	type stamped struct {
+		at time.Time
+		f  proto.Top
+	}
+	var mu sync.Mutex
+	var got []stamped
+	go func() {
+		for f := range sub.Top() {
+			mu.Lock()
+			got = append(got, stamped{time.Now(), f})
+			mu.Unlock()
+		}
+	}()
+	shape := func(f proto.Top) string {
+		var s strings.Builder
+		for _, e := range f.Entries {
+			fmt.Fprintf(&s, "%d:%s=%d ", e.Rank, e.Member, e.Score)
+		}
+		fmt.Fprintf(&s, "total=%d", f.Total)
+		return s.String()
+	}
+	bound := interval + 50*time.Millisecond
+	steps := []struct {
+		what, method, path, body string
+		status                   int
+		want                     string
+	}{
+		{"ban", "PUT", "/api/v1/boards/cup/bans/cheat", `{"reason":"aimbot"}`, 200, "1:ann=3 2:bob=2 total=2"},
+		{"lift", "DELETE", "/api/v1/boards/cup/bans/cheat", "", 204, "1:cheat=9 2:ann=3 3:bob=2 total=3"},
+		{"global ban", "PUT", "/api/v1/bans/cheat", `{}`, 200, "1:ann=3 2:bob=2 total=2"},
+		{"global lift", "DELETE", "/api/v1/bans/cheat", "", 204, "1:cheat=9 2:ann=3 3:bob=2 total=3"},
+		{"removal", "DELETE", "/api/v1/boards/cup/members/ann", "", 204, "1:cheat=9 2:bob=2 total=2"},
+	}
+	for _, st := range steps {
+		mu.Lock()
+		got = got[:0]
+		mu.Unlock()
+		began := time.Now()
+		a.mustREST(t, st.method, st.path, adm, st.body, st.status)
+		var at time.Time
+		testenv.Until(t, 5*time.Second, st.what+" on node b's top frame", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, s := range got {
+				if shape(s.f) == st.want {
+					at = s.at
+					return true
+				}
+			}
+			return false
+		})
+		if d := at.Sub(began); d > bound {
+			t.Fatalf("%s reached node b after %s, bound %s", st.what, d, bound)
+		} else {
+			t.Logf("%s on node b after %s (bound %s)", st.what, d.Round(time.Millisecond), bound)
+		}
+	}
+	// A banned member's score through node b is refused with banned.
+	a.mustREST(t, "PUT", "/api/v1/boards/cup/bans/bob", adm, `{}`, 200)
+	body := b.mustREST(t, "POST", "/api/v1/boards/cup/scores", adm, `[{"id":"9","member":"bob","delta":1}]`, 200)
+	if !strings.Contains(body, `"banned"`) {
+		t.Fatalf("bob's score on node b while banned: %s", body)
+	}
+}
