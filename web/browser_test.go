@@ -50,6 +50,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("honest states", func(t *testing.T) { testHonestStates(t, b, gw, bin) })
 	t.Run("embedding", func(t *testing.T) { testEmbedding(t, b, gw, bin) })
 	t.Run("overlay", func(t *testing.T) { testOverlayLive(t, b, gw, out) })
+	t.Run("lifecycle on the gateway", func(t *testing.T) { testLifecycleLive(t, b, gw) })
 	t.Run("example game", func(t *testing.T) { testGame(t, b, gw, out) })
 	t.Run("reconnect after restart", func(t *testing.T) { testReconnect(t, b, gw, out) })
 }
@@ -554,6 +555,49 @@ func testOverlayLive(t *testing.T, b *browser, gw *gateway, out string) {
 		`members() === "cat,ann,ben" && window.__anims.some((a) => a.member === "ann" && a.kf.includes("translateY"))`)
 	tab.shot(t, out, "overlay-live-gateway")
 	tab.checkNoErrors(t)
+}
+
+// testLifecycleLive: a board that ends a few seconds from now, on the real
+// gateway (its board frames and final top frame, R19): the overlay counts
+// down to the end, then to the final standings, then shows them with the
+// final banner; the spectator page of a board that is then deleted says so.
+func testLifecycleLive(t *testing.T, b *browser, gw *gateway) {
+	admin := gw.token(t, "ops", "admin")
+	ends := time.Now().Add(4 * time.Second).UTC()
+	var stored map[string]any
+	gw.put(t, "/api/v1/boards/cupfinal", admin, map[string]any{"title": "Cup final",
+		"ends_at": ends.Format(time.RFC3339Nano), "grace": "3s"}, &stored)
+	gw.score(t, admin, "cupfinal", map[string]int64{"ann": 30, "ben": 20})
+	tab := b.tab(t)
+	tab.run(t, chromedp.EmulateViewport(1280, 900))
+	tab.run(t, chromedp.Navigate(gw.url+"/overlay?board=cupfinal&rows=3"))
+	tab.waitFor(t, 10*time.Second, "the rows and the countdown to the end",
+		`members() === "ann,ben" && /^ends in 0:0\d$/.test(text("#clock")) && attr("#conn", "data-state") === "live"`)
+	tab.waitFor(t, 10*time.Second, "closing: the countdown to the final standings",
+		`attr("#conn", "data-state") === "closing" && /^final in 0:0\d$/.test(text("#clock"))`)
+	tab.waitFor(t, 10*time.Second, "final: the banner over the final standings",
+		`attr("#conn", "data-state") === "final" && !q("#final-banner").hidden && text("#final-text") === "Final standings" && members() === "ann,ben"`)
+	tab.checkNoErrors(t)
+
+	spec := b.tab(t)
+	spec.run(t, chromedp.Navigate(gw.url+"/?board=cupfinal"))
+	spec.waitFor(t, 10*time.Second, "the final board", `attr("#conn", "data-state") === "final" && text("#conn") === "final"`)
+	req, err := http.NewRequest(http.MethodDelete, gw.url+"/api/v1/boards/cupfinal", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+admin)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		t.Fatalf("DELETE: %d", res.StatusCode)
+	}
+	spec.waitFor(t, 10*time.Second, "deleted",
+		`attr("#conn", "data-state") === "deleted" && text("#conn") === "board deleted" && text("#notice") === "This board was deleted."`)
+	spec.checkNoErrors(t)
 }
 
 // testEmbedding: a page on another origin frames the overlay and reads top
