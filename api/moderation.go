@@ -112,20 +112,31 @@ func (a *API) moderated(c *fiber.Ctx, action, board, member string, attrs ...any
 	}
 }
 
+// banRequest is the ban a PUT …/bans/{member} asks for: the member from
+// the path, the reason and until from the body, by the admin's sub.
+func banRequest(c *fiber.Ctx) (rank.Ban, error) {
+	m, err := memberParam(c)
+	if err != nil {
+		return rank.Ban{}, err
+	}
+	ban, err := rank.ParseBan(c.Body())
+	if err != nil {
+		return rank.Ban{}, err
+	}
+	ban.Member, ban.By = m, principal(c).Member
+	return ban, nil
+}
+
 func (a *API) putBan(c *fiber.Ctx) error {
 	id, err := boardParam(c)
 	if err != nil {
 		return err
 	}
-	m, err := memberParam(c)
+	ban, err := banRequest(c)
 	if err != nil {
 		return err
 	}
-	ban, err := rank.ParseBan(c.Body())
-	if err != nil {
-		return err
-	}
-	ban.Member, ban.By = m, principal(c).Member
+	m := ban.Member
 	ctx, cancel := a.ctx()
 	defer cancel()
 	ban, err = a.cfg.Moderation.BanMember(ctx, id, ban)
@@ -196,15 +207,11 @@ func (a *API) removeMember(c *fiber.Ctx) error {
 }
 
 func (a *API) putGlobalBan(c *fiber.Ctx) error {
-	m, err := memberParam(c)
+	ban, err := banRequest(c)
 	if err != nil {
 		return err
 	}
-	ban, err := rank.ParseBan(c.Body())
-	if err != nil {
-		return err
-	}
-	ban.Member, ban.By = m, principal(c).Member
+	m := ban.Member
 	ctx, cancel := a.ctx()
 	defer cancel()
 	ban, err = a.cfg.Moderation.PutGlobalBan(ctx, ban)

@@ -9,9 +9,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/internal/testenv"
-	"github.com/wsgateway/wsgateway/node"
 	"github.com/wsgateway/wsgateway/proto"
-	"github.com/wsgateway/wsgateway/rank/redisstore"
 )
 
 // TestBanReachesOtherNode (R21): with two nodes on one Redis and one NATS,
@@ -20,17 +18,8 @@ import (
 // others' ranks close up, and a lift brings it back with its score.
 func TestBanReachesOtherNode(t *testing.T) {
 	t.Parallel()
-	rd := testenv.StartRedis(t)
-	nats := testenv.StartNATS(t)
 	const interval = 100 * time.Millisecond
-	nodeOn := func(id string) *running {
-		rc, err := redisstore.NewClient(rd.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return start(t, node.Config{ID: id, Redis: rc, NATSURL: nats.URL(), Interval: interval})
-	}
-	a, b := nodeOn("a"), nodeOn("b")
+	a, b := twoNodes(t, interval)
 	adm := token(t, "root", auth.Admin)
 	a.mustREST(t, "PUT", "/api/v1/boards/cup", adm, `{}`, 200)
 	a.mustREST(t, "POST", "/api/v1/boards/cup/scores", adm,

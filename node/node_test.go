@@ -203,12 +203,10 @@ func (c counting) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 	})
 }
 
-// TestTwoNodes: two nodes on one Redis and one NATS. A score on one reaches
-// the other's frames over the bus, and a board config changed on one is
-// seen at once by the other (its cached config is dropped), not after the
-// cache's lifetime.
-func TestTwoNodes(t *testing.T) {
-	t.Parallel()
+// twoNodes starts nodes "a" and "b" on one Redis and one NATS server of
+// their own, at interval (0: start's default).
+func twoNodes(t *testing.T, interval time.Duration) (a, b *running) {
+	t.Helper()
 	rd := testenv.StartRedis(t)
 	nats := testenv.StartNATS(t)
 	nodeOn := func(id string) *running {
@@ -216,9 +214,18 @@ func TestTwoNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return start(t, node.Config{ID: id, Redis: rc, NATSURL: nats.URL()})
+		return start(t, node.Config{ID: id, Redis: rc, NATSURL: nats.URL(), Interval: interval})
 	}
-	a, b := nodeOn("a"), nodeOn("b")
+	return nodeOn("a"), nodeOn("b")
+}
+
+// TestTwoNodes: two nodes on one Redis and one NATS. A score on one reaches
+// the other's frames over the bus, and a board config changed on one is
+// seen at once by the other (its cached config is dropped), not after the
+// cache's lifetime.
+func TestTwoNodes(t *testing.T) {
+	t.Parallel()
+	a, b := twoNodes(t, 0)
 	adm := token(t, "root", auth.Admin)
 	if st, body := a.rest(t, "PUT", "/api/v1/boards/two", adm, `{"top":3}`); st != 200 {
 		t.Fatalf("PUT: %d %s", st, body)

@@ -162,17 +162,8 @@ func TestProfilesEverywhere(t *testing.T) {
 // frame within one interval plus 50 ms (R20: a change under R7, R9).
 func TestRenameReachesOtherNode(t *testing.T) {
 	t.Parallel()
-	rd := testenv.StartRedis(t)
-	nats := testenv.StartNATS(t)
 	const interval = 100 * time.Millisecond
-	nodeOn := func(id string) *running {
-		rc, err := redisstore.NewClient(rd.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return start(t, node.Config{ID: id, Redis: rc, NATSURL: nats.URL(), Interval: interval})
-	}
-	a, b := nodeOn("a"), nodeOn("b")
+	a, b := twoNodes(t, interval)
 	adm := token(t, "root", auth.Admin)
 	a.mustREST(t, "PUT", "/api/v1/boards/cup", adm, `{}`, 200)
 	a.mustREST(t, "POST", "/api/v1/boards/cup/scores", adm,
