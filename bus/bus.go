@@ -1,7 +1,11 @@
 // Package bus carries change events between gateway nodes over NATS.
 //
-// Every node publishes the changes it applied and hears every other node's
-// changes (v1: every node subscribes to every board with one wildcard). NATS
+// Every node publishes the changes it applied, one subject per board. With
+// Config.PerBoard a node hears only the boards it Watches (interest: the
+// boards it has local watchers for); without it, every board's changes (one
+// wildcard, as v1 did). Board, resync and profile events go to every node
+// on node-wide subjects whatever it watches: each node needs them for its
+// caches and access checks. NATS
 // is at-most-once, so the stream is a hint and Redis is the truth: whenever
 // the bus knows messages may have been lost — a reconnect, a slow-consumer
 // drop on our side, or a change the sender had to drop — it calls OnResync
@@ -54,9 +58,23 @@ type Stats struct {
 	Published  int64 // changes handed to NATS
 	Messages   int64 // NATS messages that carried those changes (batching makes it smaller)
 	Received   int64 // remote changes delivered to OnChanges
+	// In counts the NATS messages received, by kind: what interest saves
+	// shows in In.Changes.
+	In MessagesIn
+	// Watched is how many boards' change subjects the bus subscribes to
+	// (PerBoard; 0 without it, where one wildcard covers every board).
+	Watched int
 	Dropped    int64 // changes and board events not published: queue overflow, publish error, after Close
 	Reconnects int64 // NATS reconnects
 	Resyncs    int64 // OnResync calls made
+}
+
+// MessagesIn counts received NATS messages by subject kind.
+type MessagesIn struct {
+	Changes  int64 // <prefix>.changes.<board>: one board's batch
+	Boards   int64 // <prefix>.boards
+	Resync   int64 // <prefix>.resync
+	Profiles int64 // <prefix>.profiles
 }
 
 // ErrDisconnected is returned by Ping while the bus is not connected to NATS.
@@ -95,10 +113,14 @@ type Config struct {
 	ReconnectBuffer int
 	// Logger receives connection events. Nil means slog.Default().
 	Logger *slog.Logger
+	// PerBoard makes the bus receive the changes of the boards passed to
+	// Watch only (until Unwatch); false receives every board's changes.
+	PerBoard bool
 
 	// Handlers, each optional. OnChanges, OnBoard and OnResync for a board
-	// named in a resync message are called from the bus's one subscription
-	// goroutine, in arrival order. OnResync("") after a reconnect or a
+	// named in a resync message are called from the bus's one receiving
+	// goroutine, in arrival order (every subscription feeds one channel, so
+	// the order across subjects is the server's). OnResync("") after a reconnect or a
 	// slow-consumer drop comes from the NATS callback goroutine. Handlers
 	// must not block long: while they run, messages queue in nats.go (up to
 	// its pending limits, past which they are dropped and OnResync("") follows).
@@ -132,10 +154,12 @@ const (
 	// most ~130 bytes (ids ≤ 64, names ≤ 32 characters), so a message stays
 	// well under NATS's 1 MB max_payload.
 	maxBatch = 1024
-	// subPendingMsgs and subPendingBytes bound what nats.go queues for our
-	// handlers; past them it drops, which we turn into a resync.
-	subPendingMsgs  = 65536
-	subPendingBytes = 64 << 20
+	// subPendingMsgs bounds the messages nats.go queues for the receiving
+	// goroutine (the channel every subscription feeds); past it nats.go
+	// drops and reports a slow consumer, which we turn into a resync. A
+	// channel has no byte bound: a message is at most maxBatch changes
+	// (~130 KB), most carry a few.
+	subPendingMsgs = 65536
 	pingInterval    = 5 * time.Second
 	maxPingsOut     = 2
 	drainTimeout    = 5 * time.Second
@@ -176,11 +200,18 @@ type Bus struct {
 	started          chan struct{}
 	connectedAtStart bool
 
-	// lastDropped is the subscription's drop count already answered with a
-	// resync. Owned by the subscription goroutine.
-	lastDropped int
+	// msgs is fed by every subscription and read by the receiving
+	// goroutine (receive.go), which ends when stopRecv closes.
+	msgs     chan *nats.Msg
+	stopRecv chan struct{}
+	recvDone chan struct{}
+
+	// subMu guards watched: the per-board change subscriptions (PerBoard).
+	subMu   sync.Mutex
+	watched map[string]*nats.Subscription
 
 	published, messages, received, dropped, reconnects, resyncs atomic.Int64
+	inChanges, inBoards, inResync, inProfiles                   atomic.Int64
 
 	// reconnLog throttles the "NATS still unreachable" warnings.
 	reconnLog logLimiter
@@ -244,6 +275,10 @@ func New(ctx context.Context, cfg Config) (*Bus, error) {
 		runDone:     make(chan struct{}),
 		ncDone:      make(chan struct{}),
 		started:     make(chan struct{}),
+		msgs:        make(chan *nats.Msg, subPendingMsgs),
+		stopRecv:    make(chan struct{}),
+		recvDone:    make(chan struct{}),
+		watched:     make(map[string]*nats.Subscription),
 	}
 	defer close(b.started)
 
@@ -274,15 +309,18 @@ func New(ctx context.Context, cfg Config) (*Bus, error) {
 		b.log.Warn("bus: NATS unreachable at start; serving without it and retrying (readiness fails until connected)",
 			"servers", redactURL(url))
 	}
-	sub, err := nc.Subscribe(cfg.Subject+".>", b.receive)
-	if err == nil {
-		err = sub.SetPendingLimits(subPendingMsgs, subPendingBytes)
+	subjects := []string{cfg.Subject + ".>"}
+	if cfg.PerBoard {
+		subjects = []string{b.subjBoards, b.subjResync, b.subjProfs}
 	}
-	if err != nil {
-		nc.Close()
-		b.stopServer()
-		return nil, fmt.Errorf("bus: subscribe %s.>: %w", cfg.Subject, err)
+	for _, subj := range subjects {
+		if _, err := nc.ChanSubscribe(subj, b.msgs); err != nil {
+			nc.Close()
+			b.stopServer()
+			return nil, fmt.Errorf("bus: subscribe %s: %w", subj, err)
+		}
 	}
+	go b.deliver()
 	go b.run()
 	return b, nil
 }
@@ -378,6 +416,13 @@ func (b *Bus) Stats() Stats {
 		Dropped:    b.dropped.Load(),
 		Reconnects: b.reconnects.Load(),
 		Resyncs:    b.resyncs.Load(),
+		In: MessagesIn{
+			Changes:  b.inChanges.Load(),
+			Boards:   b.inBoards.Load(),
+			Resync:   b.inResync.Load(),
+			Profiles: b.inProfiles.Load(),
+		},
+		Watched: b.watchedCount(),
 	}
 }
 
@@ -406,6 +451,8 @@ func (b *Bus) Close() error {
 			b.nc.Close()
 			b.closeErr = fmt.Errorf("bus: close: %w", err)
 		}
+		close(b.stopRecv)
+		<-b.recvDone
 		b.stopServer()
 	})
 	return b.closeErr

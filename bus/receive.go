@@ -7,18 +7,28 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// receive handles every message under the prefix. nats.go calls it from one
-// goroutine per subscription, in arrival order.
-func (b *Bus) receive(m *nats.Msg) {
-	// Messages nats.go dropped for us (pending limits) were changes we will
-	// never see: resync everything once per new drop.
-	if d, err := m.Sub.Dropped(); err == nil && d != b.lastDropped {
-		b.lastDropped = d
-		b.callResync("")
+// deliver is the receiving goroutine: every subscription feeds b.msgs, so
+// messages of all subjects are handled one at a time in the order the
+// server sent them. Messages nats.go could not queue (the channel full) are
+// reported as a slow consumer, which the error handler answers with
+// OnResync(""). It ends when Close has closed the connection.
+func (b *Bus) deliver() {
+	defer close(b.recvDone)
+	for {
+		select {
+		case m := <-b.msgs:
+			b.receive(m)
+		case <-b.stopRecv:
+			return
+		}
 	}
+}
 
+// receive handles one message under the prefix.
+func (b *Bus) receive(m *nats.Msg) {
 	switch {
 	case strings.HasPrefix(m.Subject, b.subjChanges):
+		b.inChanges.Add(1)
 		board, ok := decodeToken(m.Subject[len(b.subjChanges):])
 		if !ok {
 			b.log.Warn("bus: bad changes subject", "subject", m.Subject)
@@ -38,6 +48,7 @@ func (b *Bus) receive(m *nats.Msg) {
 			b.cfg.OnChanges(batch)
 		}
 	case m.Subject == b.subjBoards:
+		b.inBoards.Add(1)
 		var e BoardEvent
 		if err := json.Unmarshal(m.Data, &e); err != nil || e.Board == "" {
 			b.log.Warn("bus: bad board event; resyncing every board", "err", err)
@@ -48,8 +59,10 @@ func (b *Bus) receive(m *nats.Msg) {
 			b.cfg.OnBoard(e)
 		}
 	case m.Subject == b.subjProfs:
+		b.inProfiles.Add(1)
 		b.receiveProfiles(m.Data)
 	case m.Subject == b.subjResync:
+		b.inResync.Add(1)
 		b.callResync(string(m.Data))
 	}
 }

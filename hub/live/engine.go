@@ -57,6 +57,12 @@ type Config struct {
 	// change makes a different frame. A read waits on it at most
 	// decorateWait (profiles.go). nil: entries carry the stored names.
 	Decorator rank.Decorator
+	// OnWatch, when set, is told when a board gains its first subscription
+	// on this node (watched true) and when it loses its last one (false):
+	// the node's NATS interest follows it. It is called with the engine's
+	// lock held, so calls come in the order the changes happened; it must
+	// not block nor call the Engine.
+	OnWatch func(board string, watched bool)
 }
 
 const (
@@ -88,6 +94,7 @@ type Engine struct {
 	refresh     time.Duration
 	parallel    int
 	decorator   rank.Decorator
+	onWatch     func(board string, watched bool)
 	now         func() time.Time
 	log         *slog.Logger
 	wake        chan struct{} // capacity 1: a board became due for a read
@@ -147,6 +154,7 @@ func New(cfg Config) (*Engine, error) {
 		refresh:     cfg.Refresh,
 		parallel:    cfg.Parallel,
 		decorator:   cfg.Decorator,
+		onWatch:     cfg.OnWatch,
 		now:         cfg.Now,
 		log:         cfg.Logger,
 		wake:        make(chan struct{}, 1),

@@ -203,7 +203,7 @@ func (e *Engine) BoardDeleted(board string) {
 		for _, o := range os {
 			e.unregister(o, b)
 		}
-		delete(e.boards, board)
+		e.dropBoard(board)
 	}
 	e.mu.Unlock()
 	frame, _ := json.Marshal(proto.Board{Type: proto.TypeBoard, Board: board, State: "deleted", TS: e.now().UnixMilli()})

@@ -71,13 +71,12 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 	b = e.boards[board]
 	if b == nil {
 		b = newBoard(board)
-		e.boards[board] = b
 	}
 	if !b.cfgOK && cfg.ID != "" {
 		b.setCfg(cfg, now)
 	}
 	e.unregister(o, b)
-	e.boards[board] = b // unregister drops a board it leaves empty
+	e.addBoard(b) // new, or unregister dropped it as left empty
 	subs := e.conns[o]
 	if subs == nil {
 		subs = make(map[string]*sub)
@@ -242,6 +241,31 @@ func (e *Engine) unregister(o *Outbox, b *board) {
 		}
 	}
 	if b.empty() && e.boards[b.id] == b {
-		delete(e.boards, b.id)
+		e.dropBoard(b.id)
+	}
+}
+
+// addBoard makes b the board of its id, telling OnWatch when that id had
+// none (its first local subscription). Lock held.
+func (e *Engine) addBoard(b *board) {
+	if e.boards[b.id] == b {
+		return
+	}
+	_, had := e.boards[b.id]
+	e.boards[b.id] = b
+	if !had && e.onWatch != nil {
+		e.onWatch(b.id, true)
+	}
+}
+
+// dropBoard forgets board id, telling OnWatch (its last local subscription
+// ended). Lock held.
+func (e *Engine) dropBoard(id string) {
+	if _, ok := e.boards[id]; !ok {
+		return
+	}
+	delete(e.boards, id)
+	if e.onWatch != nil {
+		e.onWatch(id, false)
 	}
 }
