@@ -55,15 +55,15 @@ type BoardEvent struct {
 
 // Stats are cumulative counters, for metrics.
 type Stats struct {
-	Published  int64 // changes handed to NATS
-	Messages   int64 // NATS messages that carried those changes (batching makes it smaller)
-	Received   int64 // remote changes delivered to OnChanges
+	Published int64 // changes handed to NATS
+	Messages  int64 // NATS messages that carried those changes (batching makes it smaller)
+	Received  int64 // remote changes delivered to OnChanges
 	// In counts the NATS messages received, by kind: what interest saves
 	// shows in In.Changes.
 	In MessagesIn
 	// Watched is how many boards' change subjects the bus subscribes to
 	// (PerBoard; 0 without it, where one wildcard covers every board).
-	Watched int
+	Watched    int
 	Dropped    int64 // changes and board events not published: queue overflow, publish error, after Close
 	Reconnects int64 // NATS reconnects
 	Resyncs    int64 // OnResync calls made
@@ -160,10 +160,10 @@ const (
 	// channel has no byte bound: a message is at most maxBatch changes
 	// (~130 KB), most carry a few.
 	subPendingMsgs = 65536
-	pingInterval    = 5 * time.Second
-	maxPingsOut     = 2
-	drainTimeout    = 5 * time.Second
-	startTimeout    = 10 * time.Second
+	pingInterval   = 5 * time.Second
+	maxPingsOut    = 2
+	drainTimeout   = 5 * time.Second
+	startTimeout   = 10 * time.Second
 )
 
 var prefixRe = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
