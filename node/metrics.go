@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wsgateway/wsgateway/bus"
 	"github.com/wsgateway/wsgateway/hub/live"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
@@ -50,8 +51,10 @@ type metrics struct {
 	storeErr *prometheus.CounterVec   // by operation and contract code
 	live     *live.Engine             // set once built; read at scrape time
 	profs    *profileCache            // set once built; read at scrape time
+	bus      *bus.Bus                 // set once built; read at scrape time
 
 	subscribersDesc, framesDesc, profileDesc *prometheus.Desc
+	busSubsDesc, busInDesc                   *prometheus.Desc
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -76,6 +79,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Live frames offered to a board's subscribers on this node, by board.", []string{"board"}, nil),
 		profileDesc: prometheus.NewDesc("wsgateway_profile_cache_lookups_total",
 			"Entries the profile cache decorated, by result: hit (cached) or miss (read, or waited for, from the store).", []string{"result"}, nil),
+		busSubsDesc: prometheus.NewDesc("wsgateway_bus_subscriptions",
+			"Boards whose NATS change subject this node subscribes to: the boards its connections watch (and their sources), plus the ones lingering after their last watcher left.", nil, nil),
+		busInDesc: prometheus.NewDesc("wsgateway_bus_messages_received_total",
+			"NATS messages this node received, by kind: changes (one board's batch), boards, resync, profiles.", []string{"kind"}, nil),
 	}
 	for _, c := range []prometheus.Collector{m.events, m.ack, m.storeErr, m} {
 		if err := reg.Register(c); err != nil {
@@ -92,12 +99,24 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.subscribersDesc
 	ch <- m.framesDesc
 	ch <- m.profileDesc
+	ch <- m.busSubsDesc
+	ch <- m.busInDesc
 }
 
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	if m.profs != nil {
 		ch <- prometheus.MustNewConstMetric(m.profileDesc, prometheus.CounterValue, float64(m.profs.hits.Load()), "hit")
 		ch <- prometheus.MustNewConstMetric(m.profileDesc, prometheus.CounterValue, float64(m.profs.misses.Load()), "miss")
+	}
+	if m.bus != nil {
+		s := m.bus.Stats()
+		ch <- prometheus.MustNewConstMetric(m.busSubsDesc, prometheus.GaugeValue, float64(s.Watched))
+		for _, k := range []struct {
+			kind string
+			n    int64
+		}{{"changes", s.In.Changes}, {"boards", s.In.Boards}, {"resync", s.In.Resync}, {"profiles", s.In.Profiles}} {
+			ch <- prometheus.MustNewConstMetric(m.busInDesc, prometheus.CounterValue, float64(k.n), k.kind)
+		}
 	}
 	if m.live == nil {
 		return

@@ -4,7 +4,7 @@
 //
 //	score (hub or api) → rank.Store.Apply ─┬→ done: ack / REST answer
 //	                                        └→ Sink: Node.applied ─┬→ live frames (this node)
-//	                                                               └→ bus → every other node's live frames
+//	                                                               └→ bus → the live frames of every other node watching the board
 //	board PUT/DELETE (api) → Node.BoardChanged → store cache, live, bus → other nodes' store cache, live
 //	profile PUT/DELETE (api) → Node.ProfileChanged → profile cache, live, bus → other nodes' profile cache, live
 //
@@ -78,6 +78,17 @@ type Config struct {
 
 	// NATSURL lists NATS servers; empty = an in-process server.
 	NATSURL string
+	// Interest names the boards whose changes a local subscription to
+	// board needs from the other nodes: the node subscribes to those
+	// boards' NATS change subjects while any local connection watches
+	// board (interest.go). nil = SelfInterest (board alone); a derived
+	// board names its sources too. Called from the interest goroutine with
+	// no lock of the node held; it may read the store, and should be quick.
+	Interest func(board string) []string
+	// InterestLinger keeps a board's change subscription this long after
+	// its last local watcher left; zero = DefaultInterestLinger, negative
+	// = unsubscribe at once.
+	InterestLinger time.Duration
 
 	// Verifier checks tokens (an *auth.Verifier). Required.
 	Verifier hub.Verifier
@@ -116,6 +127,7 @@ type Node struct {
 	m       *metrics
 	live    *live.Engine
 	profs   *profileCache
+	watch   *interest // the NATS change subscriptions local watchers need
 	bus     *bus.Bus
 	hub     *hub.Hub
 	api     *api.API
@@ -181,7 +193,9 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 		func(members []string) { n.live.ProfilesChanged(members) }, cfg.Logger)
 	n.m.profs = n.profs
 
-	n.live, err = live.New(live.Config{Store: n.store, Interval: cfg.Interval, Logger: cfg.Logger, Decorator: n.profs})
+	n.watch = newInterest(cfg.Interest, cfg.InterestLinger, cfg.Logger)
+	n.live, err = live.New(live.Config{Store: n.store, Interval: cfg.Interval, Logger: cfg.Logger, Decorator: n.profs,
+		OnWatch: n.watch.watch})
 	if err != nil {
 		return nil, err
 	}
@@ -190,6 +204,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 		URL:        cfg.NATSURL,
 		Node:       cfg.ID,
 		Logger:     cfg.Logger,
+		PerBoard:   true,
 		OnChanges:  n.live.Changed,
 		OnResync:   n.resync,
 		OnBoard:    n.remoteBoard,
@@ -198,6 +213,8 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	n.m.bus = n.bus
+	n.watch.start(n.bus, n.live.Resync)
 
 	hcfg := cfg.Hub
 	hcfg.Store, hcfg.Verifier, hcfg.Live, hcfg.Node = n.store, cfg.Verifier, n.live, cfg.ID
@@ -287,6 +304,7 @@ func (n *Node) BoardChanged(board string, deleted bool) {
 	n.boardGone(board, deleted)
 	n.hub.BoardChanged(board)
 	n.live.Resync(board)
+	n.watch.refresh(board)
 	n.bus.PublishBoard(bus.BoardEvent{Board: board, Deleted: deleted})
 }
 
@@ -296,6 +314,7 @@ func (n *Node) remoteBoard(e bus.BoardEvent) {
 	n.boardGone(e.Board, e.Deleted)
 	n.hub.BoardChanged(e.Board)
 	n.live.Resync(e.Board)
+	n.watch.refresh(e.Board)
 }
 
 // boardGone ends every subscription to a deleted board on this node: its
@@ -360,6 +379,9 @@ func (n *Node) Shutdown(ctx context.Context) error { return n.hub.Shutdown(ctx) 
 // Run has returned. Safe to call more than once.
 func (n *Node) Close() error {
 	var errs []error
+	if n.watch != nil && n.bus != nil {
+		n.watch.stop()
+	}
 	if n.bus != nil {
 		errs = append(errs, n.bus.Close())
 	}
