@@ -207,16 +207,30 @@ func (c counting) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 // their own, at interval (0: start's default).
 func twoNodes(t *testing.T, interval time.Duration) (a, b *running) {
 	t.Helper()
+	nodes, _ := cluster(t, interval, []string{"a", "b"}, nil)
+	return nodes[0], nodes[1]
+}
+
+// cluster starts nodes of the given ids on one Redis and one NATS server
+// of their own, at interval (0: start's default); tweak, when set, adjusts
+// each node's config. It returns the nodes and the NATS server's URL.
+func cluster(t *testing.T, interval time.Duration, ids []string, tweak func(*node.Config)) ([]*running, string) {
+	t.Helper()
 	rd := testenv.StartRedis(t)
 	nats := testenv.StartNATS(t)
-	nodeOn := func(id string) *running {
+	var nodes []*running
+	for _, id := range ids {
 		rc, err := redisstore.NewClient(rd.URL())
 		if err != nil {
 			t.Fatal(err)
 		}
-		return start(t, node.Config{ID: id, Redis: rc, NATSURL: nats.URL(), Interval: interval})
+		cfg := node.Config{ID: id, Redis: rc, NATSURL: nats.URL(), Interval: interval}
+		if tweak != nil {
+			tweak(&cfg)
+		}
+		nodes = append(nodes, start(t, cfg))
 	}
-	return nodeOn("a"), nodeOn("b")
+	return nodes, nats.URL()
 }
 
 // TestTwoNodes: two nodes on one Redis and one NATS. A score on one reaches
