@@ -24,7 +24,7 @@ import (
 // of the same cluster would receive them.
 type spy struct{ n atomic.Int64 }
 
-func spyOn(t *testing.T, url, subject string) *spy {
+func spyOn(t testing.TB, url, subject string) *spy {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -47,7 +47,7 @@ func spyOn(t *testing.T, url, subject string) *spy {
 // connection and waits for each of others to receive it. NATS keeps one
 // connection's messages in order for each receiver, so a change message
 // not received by then was never sent to that node.
-func settle(t *testing.T, r *running, published int64, board string, others ...*running) {
+func settle(t testing.TB, r *running, published int64, board string, others ...*running) {
 	t.Helper()
 	testenv.Until(t, 5*time.Second, "the changes handed to NATS", func() bool { return r.n.Bus().Stats().Published >= published })
 	before := make([]int64, len(others))
@@ -61,7 +61,7 @@ func settle(t *testing.T, r *running, published int64, board string, others ...*
 }
 
 // post applies n events of member on board through r, one REST call.
-func post(t *testing.T, r *running, board, member string, n int) {
+func post(t testing.TB, r *running, board, member string, n int) {
 	t.Helper()
 	var evs []string
 	for range n {

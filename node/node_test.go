@@ -30,7 +30,7 @@ type running struct {
 
 // start runs a node for the test's life; cfg gets ID, Verifier and a short
 // interval when it lacks them.
-func start(t *testing.T, cfg node.Config) *running {
+func start(t testing.TB, cfg node.Config) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	if cfg.ID == "" {
@@ -66,7 +66,7 @@ func start(t *testing.T, cfg node.Config) *running {
 	return &running{n: n, http: srv.URL, ws: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"}
 }
 
-func token(t *testing.T, sub string, role auth.Role) string {
+func token(t testing.TB, sub string, role auth.Role) string {
 	t.Helper()
 	tok, err := auth.MintHS256(secret, auth.Claims{Sub: sub, Role: role})
 	if err != nil {
@@ -76,7 +76,7 @@ func token(t *testing.T, sub string, role auth.Role) string {
 }
 
 // rest sends one REST request and returns the status and body.
-func (r *running) rest(t *testing.T, method, path, tok, body string) (int, string) {
+func (r *running) rest(t testing.TB, method, path, tok, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, r.http+path, strings.NewReader(body))
 	if err != nil {
@@ -214,7 +214,7 @@ func twoNodes(t *testing.T, interval time.Duration) (a, b *running) {
 // cluster starts nodes of the given ids on one Redis and one NATS server
 // of their own, at interval (0: start's default); tweak, when set, adjusts
 // each node's config. It returns the nodes and the NATS server's URL.
-func cluster(t *testing.T, interval time.Duration, ids []string, tweak func(*node.Config)) ([]*running, string) {
+func cluster(t testing.TB, interval time.Duration, ids []string, tweak func(*node.Config)) ([]*running, string) {
 	t.Helper()
 	rd := testenv.StartRedis(t)
 	nats := testenv.StartNATS(t)

@@ -39,7 +39,7 @@ func dial(t *testing.T, r *running, tok string) *client.Client {
 	return c
 }
 
-func (r *running) mustREST(t *testing.T, method, path, tok, body string, status int) string {
+func (r *running) mustREST(t testing.TB, method, path, tok, body string, status int) string {
 	t.Helper()
 	st, got := r.rest(t, method, path, tok, body)
 	if st != status {
