@@ -65,6 +65,8 @@ type interest struct {
 	refs   map[string]int       // board → local boards naming it
 	subbed map[string]bool      // boards the bus watches (confirmed)
 	idle   map[string]time.Time // subscribed boards no local board names, since when
+	// failing is set while subscriptions go unconfirmed (logged once).
+	failing bool
 }
 
 func newInterest(of func(string) []string, linger time.Duration, log *slog.Logger) *interest {
@@ -200,11 +202,17 @@ func (in *interest) pass(ctx context.Context, now time.Time) (time.Duration, boo
 	retry := false
 	if len(watch) > 0 {
 		if err := in.bus.Watch(ctx, watch...); err != nil {
-			if ctx.Err() == nil {
-				in.log.Warn("node: NATS subscription not confirmed; retrying", "boards", len(watch), "err", err)
+			// Once per outage: NATS down is reported by the bus and /readyz.
+			if ctx.Err() == nil && !in.failing {
+				in.log.Warn("node: NATS subscription not confirmed; retrying every second", "boards", len(watch), "err", err)
 			}
+			in.failing = true
 			retry = true
 		} else {
+			if in.failing {
+				in.log.Info("node: NATS subscriptions confirmed", "boards", len(watch))
+			}
+			in.failing = false
 			for _, b := range watch {
 				in.subbed[b] = true
 			}
