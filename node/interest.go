@@ -61,10 +61,13 @@ type interest struct {
 	// Owned by the worker goroutine.
 	bus    watcher
 	resync func(board string)
-	local  map[string][]string  // watched local board → the boards its interest named
-	refs   map[string]int       // board → local boards naming it
-	subbed map[string]bool      // boards the bus watches (confirmed)
-	idle   map[string]time.Time // subscribed boards no local board names, since when
+	local  map[string][]string // watched local board → the boards its interest named
+	refs   map[string]int      // board → local boards naming it
+	subbed map[string]bool     // boards the bus watches
+	// unconfirmed are subscribed boards whose round trip failed: Watch is
+	// retried for them, and the boards needing them resynced when it works.
+	unconfirmed map[string]bool
+	idle        map[string]time.Time // subscribed boards no local board names, since when
 	// failing is set while subscriptions go unconfirmed (logged once).
 	failing bool
 }
@@ -81,7 +84,7 @@ func newInterest(of func(string) []string, linger time.Duration, log *slog.Logge
 		want: make(map[string]bool), stale: make(map[string]struct{}),
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 		local: make(map[string][]string), refs: make(map[string]int),
-		subbed: make(map[string]bool), idle: make(map[string]time.Time),
+		subbed: make(map[string]bool), idle: make(map[string]time.Time), unconfirmed: make(map[string]bool),
 	}
 }
 
@@ -185,7 +188,7 @@ func (in *interest) pass(ctx context.Context, now time.Time) (time.Duration, boo
 		}
 	}
 	for board, n := range in.refs {
-		if n > 0 && !in.subbed[board] {
+		if n > 0 && (!in.subbed[board] || in.unconfirmed[board]) {
 			watch = append(watch, board)
 		}
 	}
@@ -195,12 +198,19 @@ func (in *interest) pass(ctx context.Context, now time.Time) (time.Duration, boo
 		}
 		for _, b := range unwatch {
 			delete(in.subbed, b)
+			delete(in.unconfirmed, b)
 			delete(in.idle, b)
 			delete(in.refs, b)
 		}
 	}
 	retry := false
 	if len(watch) > 0 {
+		// Subscribed from now on, confirmed or not: the bus keeps what
+		// Watch subscribed even when the round trip fails, so a board
+		// released meanwhile must still be unwatched.
+		for _, b := range watch {
+			in.subbed[b] = true
+		}
 		if err := in.bus.Watch(ctx, watch...); err != nil {
 			// Once per outage: NATS down is reported by the bus and /readyz.
 			if ctx.Err() == nil && !in.failing {
@@ -208,20 +218,23 @@ func (in *interest) pass(ctx context.Context, now time.Time) (time.Duration, boo
 			}
 			in.failing = true
 			retry = true
+			for _, b := range watch {
+				in.unconfirmed[b] = true
+			}
 		} else {
 			if in.failing {
 				in.log.Info("node: NATS subscriptions confirmed", "boards", len(watch))
 			}
 			in.failing = false
 			for _, b := range watch {
-				in.subbed[b] = true
+				delete(in.unconfirmed, b)
 			}
 			in.resyncNeeding(watch)
 		}
 	}
 
 	next, ok := time.Duration(0), false
-	if retry {
+	if retry || len(in.unconfirmed) > 0 {
 		next, ok = watchRetry, true
 	}
 	for _, since := range in.idle {

@@ -161,5 +161,22 @@ func TestInterestRetriesAndRefresh(t *testing.T) {
 		wantWatched(t, f, "sources changed", "d", "y")
 		in.watch("d", false)
 		wantWatched(t, f, "no linger")
+
+		// A board released while its subscription is unconfirmed is still
+		// unsubscribed (the bus made the SUB even though the round trip
+		// failed), and not retried.
+		f.mu.Lock()
+		f.fail = true
+		f.mu.Unlock()
+		mu.Lock()
+		src = []string{"e"}
+		mu.Unlock()
+		in.watch("e", true)
+		synctest.Wait()
+		in.watch("e", false)
+		time.Sleep(3 * watchRetry)
+		if _, calls := f.state(); !slices.Contains(calls, "-e") || slices.Contains(calls, "+e") {
+			t.Fatalf("calls %v: want e unwatched, never confirmed", calls)
+		}
 	})
 }
