@@ -182,14 +182,18 @@ func TestInterestResyncOnSubscribe(t *testing.T) {
 	a, b := nodes[0], nodes[1]
 	adm := token(t, "root", auth.Admin)
 	a.mustREST(t, "PUT", "/api/v1/boards/gap", adm, `{}`, 200)
-	post(t, a, "gap", "ann", 1)
 	sp := spyOn(t, url, "lb.changes.gap")
+	post(t, a, "gap", "ann", 1)
 
 	sub := subscribe(t, b, "gap", 10)
 	waitTop(t, sub, "ann's 1", func(total int64, s []int64) bool { return total == 1 && len(s) == 1 && s[0] == 1 })
-	post(t, a, "gap", "ann", 5)
+	post(t, a, "gap", "ann", 5) // five events of 1
 	post(t, a, "gap", "bob", 3)
-	testenv.Until(t, 5*time.Second, "a's changes through NATS", func() bool { return sp.n.Load() >= 2 })
+	// Every change message of a's passed the server (the spy has them all).
+	testenv.Until(t, 5*time.Second, "a's changes through NATS", func() bool {
+		s := a.n.Bus().Stats()
+		return s.Published == 1+5+3 && sp.n.Load() == s.Messages
+	})
 	if s := b.n.Bus().Stats(); s.Watched != 0 || s.In.Changes != 0 {
 		t.Fatalf("node b subscribed before its interest said so: %+v", s)
 	}
