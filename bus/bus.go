@@ -55,18 +55,18 @@ type BoardEvent struct {
 
 // Stats are cumulative counters, for metrics.
 type Stats struct {
-	Published int64 // changes handed to NATS
-	Messages  int64 // NATS messages that carried those changes (batching makes it smaller)
-	Received  int64 // remote changes delivered to OnChanges
+	Published  int64 // changes handed to NATS
+	Messages   int64 // NATS messages that carried those changes (batching makes it smaller)
+	Received   int64 // remote changes delivered to OnChanges
+	Dropped    int64 // changes and board events not published: queue overflow, publish error, after Close
+	Reconnects int64 // NATS reconnects
+	Resyncs    int64 // OnResync calls made
 	// In counts the NATS messages received, by kind: what interest saves
 	// shows in In.Changes.
 	In MessagesIn
 	// Watched is how many boards' change subjects the bus subscribes to
 	// (PerBoard; 0 without it, where one wildcard covers every board).
-	Watched    int
-	Dropped    int64 // changes and board events not published: queue overflow, publish error, after Close
-	Reconnects int64 // NATS reconnects
-	Resyncs    int64 // OnResync calls made
+	Watched int
 }
 
 // MessagesIn counts received NATS messages by subject kind.
@@ -120,8 +120,9 @@ type Config struct {
 	// Handlers, each optional. OnChanges, OnBoard and OnResync for a board
 	// named in a resync message are called from the bus's one receiving
 	// goroutine, in arrival order (every subscription feeds one channel, so
-	// the order across subjects is the server's). OnResync("") after a reconnect or a
-	// slow-consumer drop comes from the NATS callback goroutine. Handlers
+	// the order across subjects is the server's). OnResync("") after a
+	// reconnect or a slow-consumer drop comes from the NATS callback
+	// goroutine. Handlers
 	// must not block long: while they run, messages queue in nats.go (up to
 	// its pending limits, past which they are dropped and OnResync("") follows).
 
