@@ -87,7 +87,7 @@ type floodGuard struct {
 	tokens  float64
 	last    time.Time
 	flooded atomic.Bool // onFlood was called; read by linger too
-	onFlood func() // asks for the 1008 close; nil: nothing to ask yet
+	onFlood func()      // asks for the 1008 close; nil: nothing to ask yet
 }
 
 // observe accounts for the bytes p just read at now. It reports false
