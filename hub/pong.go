@@ -5,7 +5,7 @@ import "time"
 // Pongs are written by coder/websocket's reader, one write(2) each, for
 // every ping read; the flood guard (flood.go) lets a connection send
 // floodBurst message-less frames before it closes it, so a flooder that
-// redials at once had 4096 pongs written per connection, a fifth of the
+// redials at once had 4096 pongs written per connection, a sixth of the
 // gateway's CPU in e2e.TestHostileSoak. RFC 6455 §5.5.3 lets an endpoint
 // answer only the latest of several pings; the hub goes further and
 // writes at most pongBurst pongs at once, refilled at pongRate a second,
