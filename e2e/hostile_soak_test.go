@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,10 +53,12 @@ func TestHostileSoak(t *testing.T) {
 	base := settled(t, ctx, maddr, nil)
 	redis0 := redisUsedMemory(t, e.Redis.Addr())
 
-	quiet := soakPhase(t, ctx, g, maddr, "quiet", d)
+	quiet, qcpu := measuredPhase(t, ctx, g, maddr, "quiet", d)
 	atk := startAttackers(t, g)
-	hostile := soakPhase(t, ctx, g, maddr, "hostile", d)
+	hostile, hcpu := measuredPhase(t, ctx, g, maddr, "hostile", d)
 	stats := atk.stop()
+	t.Logf("CPU per second of the phase: quiet: gateway %.2f, test process %.2f, box load %s; hostile: gateway %.2f, test process (load generator and attackers) %.2f, box load %s",
+		qcpu.gateway, qcpu.self, qcpu.load, hcpu.gateway, hcpu.self, hcpu.load)
 
 	after := settled(t, ctx, maddr, base)
 	redis1 := redisUsedMemory(t, e.Redis.Addr())
@@ -225,4 +231,55 @@ func redisUsedMemory(t *testing.T, addr string) float64 {
 	}
 	t.Fatalf("no used_memory in INFO memory: %q", out)
 	return 0
+}
+
+// phaseCPU is what a soak phase cost: CPU seconds per second of the
+// gateway process and of this test process (load generator, attackers),
+// and the box's load average at its end.
+type phaseCPU struct {
+	gateway, self float64
+	load          string
+}
+
+// measuredPhase is soakPhase with the CPU it cost. With LB_SOAK_PROFILE
+// set to a directory, a CPU profile of the gateway during the phase is
+// written there (<phase>.pprof).
+func measuredPhase(t *testing.T, ctx context.Context, g *gateway, maddr, phase string, d time.Duration) (float64, phaseCPU) {
+	t.Helper()
+	cpu := func() (gw, self float64) {
+		m, err := scrape(ctx, "http://"+maddr+"/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return m["process_cpu_seconds_total"], time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	}
+	var prof sync.WaitGroup
+	if dir := os.Getenv("LB_SOAK_PROFILE"); dir != "" && d > 4*time.Second {
+		prof.Go(func() {
+			u := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", maddr, int((d - 2*time.Second).Seconds()))
+			resp, err := http.Get(u)
+			if err != nil {
+				t.Errorf("profile: %v", err)
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(filepath.Join(dir, phase+".pprof"))
+			if err != nil {
+				t.Errorf("profile: %v", err)
+				return
+			}
+			defer f.Close()
+			io.Copy(f, resp.Body)
+		})
+	}
+	g0, s0 := cpu()
+	start := time.Now()
+	p99 := soakPhase(t, ctx, g, maddr, phase, d)
+	el := time.Since(start).Seconds()
+	g1, s1 := cpu()
+	prof.Wait()
+	load, _ := os.ReadFile("/proc/loadavg")
+	return p99, phaseCPU{gateway: (g1 - g0) / el, self: (s1 - s0) / el, load: strings.Join(strings.Fields(string(load))[:3], " ")}
 }

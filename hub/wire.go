@@ -40,6 +40,7 @@ type corkConn struct {
 	mu     sync.Mutex
 	corked bool
 	buf    *[]byte // while corked and non-empty: the collected bytes
+	pongs  pongBudget
 
 	// Reads (flood.go), by the library's reader alone: pre is what net/http
 	// had read past the request before the hijack; flood counts frames.
@@ -54,6 +55,9 @@ type corkConn struct {
 func (c *corkConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if isPong(p) && !c.pongs.allow(time.Now()) {
+		return len(p), nil // over the pong budget (pong.go): dropped
+	}
 	if !c.corked {
 		return c.writeLocked(p)
 	}

@@ -21,6 +21,9 @@ const (
 	Top   = "top.lua"
 	Ranks = "ranks.lua"
 	Ban   = "ban.lua"
+
+	// PutBoard stores a config unless the stored one is final.
+	PutBoard = "putboard.lua"
 )
 
 // prelude is the file Source puts before every script.
@@ -43,4 +46,4 @@ func file(name string) string {
 }
 
 // Names lists every embedded script.
-func Names() []string { return []string{Apply, Top, Ranks, Ban} }
+func Names() []string { return []string{Apply, Top, Ranks, Ban, PutBoard} }

@@ -2,6 +2,7 @@ package memstore_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/wsgateway/wsgateway/rank/ranktest"
 )
@@ -36,4 +37,18 @@ func FuzzEquivalence(f *testing.F) {
 	f.Fuzz(func(t *testing.T, script []byte) {
 		ranktest.ApplyScript(t, newStore(t, nil), newModel(), script)
 	})
+}
+
+// TestDifferentialModeration holds the tree engine equal to the model with
+// bans, lifts, global bans, until expiry and removals among the events,
+// compared after every step.
+func TestDifferentialModeration(t *testing.T) {
+	t.Parallel()
+	for _, seed := range []int64{1, 2, 3} {
+		t.Run("", func(t *testing.T) {
+			t.Parallel()
+			clk := ranktest.NewClock(time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC))
+			ranktest.DifferentialModeration(t, newStore(t, clk.Now), newModelAt(clk.Now), clk, seed, 3000)
+		})
+	}
 }

@@ -17,6 +17,8 @@ import (
 type model struct {
 	mu     sync.Mutex
 	boards map[string]*mboard
+	global map[string]rank.Ban // live global bans (model_moderation_test.go)
+	now    func() time.Time    // the store clock of bans; nil = time.Now
 }
 
 type mboard struct {
@@ -25,6 +27,10 @@ type mboard struct {
 	scores map[string]*mscore
 	names  map[string]string
 	idem   map[[2]string]midem // by member and request id (R4 v1.1)
+	// Moderation (model_moderation_test.go): banned members' entries move
+	// from scores to hidden, keeping score and tie position.
+	hidden      map[string]*mscore
+	bans, gbans map[string]rank.Ban
 }
 
 type mscore struct {
@@ -40,7 +46,7 @@ type midem struct {
 
 var _ rank.Store = (*model)(nil)
 
-func newModel() *model { return &model{boards: map[string]*mboard{}} }
+func newModel() *model { return &model{boards: map[string]*mboard{}, global: map[string]rank.Ban{}} }
 
 func (m *model) board(id string) (*mboard, error) {
 	if !rank.ValidBoardID(id) {
@@ -113,7 +119,14 @@ func (m *model) PutBoard(_ context.Context, cfg rank.Board) (rank.Board, error) 
 		b.cfg = cfg
 		return cfg, nil
 	}
-	m.boards[cfg.ID] = &mboard{cfg: cfg, scores: map[string]*mscore{}, names: map[string]string{}, idem: map[[2]string]midem{}}
+	nb := &mboard{cfg: cfg, scores: map[string]*mscore{}, names: map[string]string{}, idem: map[[2]string]midem{},
+		hidden: map[string]*mscore{}, bans: map[string]rank.Ban{}, gbans: map[string]rank.Ban{}}
+	for mem, ban := range m.global {
+		if ban.Live(m.clock()) {
+			nb.gbans[mem] = ban
+		}
+	}
+	m.boards[cfg.ID] = nb
 	return cfg, nil
 }
 
@@ -155,6 +168,7 @@ func (m *model) Count(_ context.Context, id string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	m.expire(b)
 	return int64(len(b.scores)), nil
 }
 
@@ -181,6 +195,12 @@ func (m *model) apply(e rank.Event) (rank.Result, error) {
 		r := rec.res
 		r.Duplicate = true
 		return r, nil
+	}
+	// R21, after the duplicate check: a retry of an event applied before
+	// a ban still gets its first result.
+	m.expire(b)
+	if b.isBanned(e.Member, m.clock()) {
+		return rank.Result{}, rank.ErrBanned
 	}
 	cur, had := b.scores[e.Member]
 	var old int64
@@ -219,6 +239,7 @@ func (m *model) Top(_ context.Context, id string, sel rank.PeriodSel, offset, li
 	if offset < 0 || limit < 0 {
 		return rank.Page{}, rank.ErrBadRequest
 	}
+	m.expire(b)
 	idx, err := sel.Resolve(b.cfg, time.Now())
 	if err != nil {
 		return rank.Page{}, err
@@ -239,6 +260,7 @@ func (m *model) Ranks(_ context.Context, id string, sel rank.PeriodSel, members 
 	if around < 0 {
 		return rank.Ranks{}, rank.ErrBadRequest
 	}
+	m.expire(b)
 	if _, err := sel.Resolve(b.cfg, time.Now()); err != nil {
 		return rank.Ranks{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -271,5 +272,177 @@ func compareBoard(t *testing.T, a, b rank.Store, id string, members []string, ar
 	cb, eb := b.Count(ctx, id)
 	if ea != nil || eb != nil || ca != cb {
 		t.Fatalf("Count(%s) = %d, %v / %d, %v", id, ca, ea, cb, eb)
+	}
+}
+
+// DifferentialModeration is Differential with moderation (§7, R21) among
+// the events: per-board and global bans with and without until, lifts,
+// removals of entries, the clock moving past untils, and refused requests
+// (bad member, until not in the future, unknown board). a and b must both
+// run on clk. After every step the boards it may have changed (every board
+// after a global ban, its lift or a clock move) are compared in full, with
+// their ban lists; every result and error kind is compared as it comes.
+// The boards ("dm-…", without periods) are deleted first, and global bans
+// of members of this stream lifted, so stores may be reused.
+func DifferentialModeration(t *testing.T, a, b rank.Store, clk *Clock, seed int64, steps int) {
+	t.Helper()
+	ma, mb := modOf(t, a), modOf(t, b)
+	ctx := t.Context()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0xba9))
+	members := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	for _, m := range members {
+		_ = ma.LiftGlobalBan(ctx, m) // ErrNoBan on a fresh store
+		_ = mb.LiftGlobalBan(ctx, m)
+	}
+	var boards []rank.Board
+	modes := []rank.Mode{rank.Incr, rank.Best, rank.Set}
+	for _, o := range []rank.Order{rank.Desc, rank.Asc} {
+		for _, tb := range []rank.Tiebreak{rank.First, rank.Last, rank.Shared} {
+			id := fmt.Sprintf("dm-%s-%s", o, tb)
+			boards = append(boards, board(id, func(b *rank.Board) {
+				b.Order, b.Tiebreak, b.Mode = o, tb, modes[len(boards)%3]
+			}))
+		}
+	}
+	for _, bd := range boards {
+		resetBoard(t, a, b, bd)
+	}
+	compareAll := func() {
+		t.Helper()
+		for _, bd := range boards {
+			compareBoard(t, a, b, bd.ID, members, rng.IntN(3), 1+rng.IntN(5))
+			compareBans(t, ma, mb, bd.ID)
+		}
+		compareBans(t, ma, mb, "")
+	}
+	var hist []rank.Event
+	for i := range steps {
+		bd := boards[rng.IntN(len(boards))]
+		member := members[rng.IntN(len(members))]
+		what := ""
+		var ea, eb error
+		var ba, bb rank.Ban
+		ban := rank.Ban{Member: member, Reason: fmt.Sprintf("r%d", i), By: "admin-" + fmt.Sprint(rng.IntN(3))}
+		if rng.IntN(2) == 0 {
+			ban.Until = clk.Now().Add(time.Duration(1+rng.IntN(15)) * time.Second)
+		}
+		switch r := rng.IntN(100); {
+		case r < 66:
+			e := rank.Event{Board: bd.ID, ID: fmt.Sprintf("m%d", i), Member: member, Op: rank.OpDelta, Amount: int64(rng.IntN(9) - 2)}
+			if bd.Mode != rank.Incr {
+				e.Op = rank.OpValue
+			}
+			if rng.IntN(4) == 0 {
+				e.Name = []string{"Ann", "Bob"}[rng.IntN(2)]
+			}
+			if len(hist) > 0 && rng.IntN(8) == 0 { // an exact retry, perhaps of an event before a ban
+				e = hist[rng.IntN(len(hist))]
+				bd = boardOf(boards, e.Board)
+			}
+			hist = append(hist, e)
+			compareApply(t, a, b, i, e)
+			compareBoard(t, a, b, bd.ID, members, rng.IntN(3), 1+rng.IntN(5))
+			continue
+		case r < 75:
+			what = "ban"
+			ba, ea = ma.BanMember(ctx, bd.ID, ban)
+			bb, eb = mb.BanMember(ctx, bd.ID, ban)
+		case r < 82:
+			what = "lift"
+			ea, eb = ma.LiftBan(ctx, bd.ID, member), mb.LiftBan(ctx, bd.ID, member)
+		case r < 85:
+			what = "global ban"
+			ba, ea = ma.PutGlobalBan(ctx, ban)
+			bb, eb = mb.PutGlobalBan(ctx, ban)
+		case r < 88:
+			what = "global lift"
+			ea, eb = ma.LiftGlobalBan(ctx, member), mb.LiftGlobalBan(ctx, member)
+		case r < 94:
+			what = "remove"
+			ea, eb = ma.RemoveMember(ctx, bd.ID, member, ""), mb.RemoveMember(ctx, bd.ID, member, "")
+		case r < 97:
+			what = "refused ban"
+			switch rng.IntN(3) {
+			case 0:
+				ban.Member = "bad member"
+			case 1:
+				ban.Until = clk.Now()
+			default:
+				bd = board("dm-absent", nil)
+			}
+			ba, ea = ma.BanMember(ctx, bd.ID, ban)
+			bb, eb = mb.BanMember(ctx, bd.ID, ban)
+			if ea == nil {
+				t.Fatalf("step %d: %s %+v on %s accepted", i, what, ban, bd.ID)
+			}
+		default:
+			what = "clock"
+			clk.Advance(time.Duration(1+rng.IntN(5000)) * time.Millisecond)
+		}
+		if ka, kb := modKind(ea), modKind(eb); ka != kb {
+			t.Fatalf("step %d: %s of %s on %s: first store says %s (%v), second %s (%v)", i, what, member, bd.ID, ka, ea, kb, eb)
+		}
+		if ea == nil && !sameBan(ba, bb) {
+			t.Fatalf("step %d: %s of %s on %s:\nfirst store  %+v\nsecond store %+v", i, what, member, bd.ID, ba, bb)
+		}
+		switch what {
+		case "global ban", "global lift", "clock":
+			compareAll()
+		default:
+			if bd.ID != "dm-absent" {
+				compareBoard(t, a, b, bd.ID, members, rng.IntN(3), 1+rng.IntN(5))
+				compareBans(t, ma, mb, bd.ID)
+			}
+		}
+	}
+	compareAll()
+}
+
+func boardOf(boards []rank.Board, id string) rank.Board {
+	for _, b := range boards {
+		if b.ID == id {
+			return b
+		}
+	}
+	return rank.Board{ID: id}
+}
+
+// modKind is Kind with the moderation sentinels told apart.
+func modKind(err error) string {
+	switch {
+	case errors.Is(err, rank.ErrNoBan):
+		return "no_ban"
+	case errors.Is(err, rank.ErrNoEntry):
+		return "no_entry"
+	case errors.Is(err, rank.ErrInvalidBan):
+		return "invalid_ban"
+	}
+	return Kind(err)
+}
+
+func sameBan(x, y rank.Ban) bool {
+	return x.Member == y.Member && x.Reason == y.Reason && x.By == y.By && x.Until.Equal(y.Until) && x.At.Equal(y.At)
+}
+
+// compareBans compares the board's ban list (board "" = the global list).
+func compareBans(t *testing.T, a, b rank.Moderation, board string) {
+	t.Helper()
+	list := func(m rank.Moderation) ([]rank.Ban, error) {
+		if board == "" {
+			return m.GlobalBans(t.Context())
+		}
+		return m.Bans(t.Context(), board)
+	}
+	la, ea := list(a)
+	lb, eb := list(b)
+	if ea != nil || eb != nil {
+		t.Fatalf("bans of %q: %v / %v", board, ea, eb)
+	}
+	same := len(la) == len(lb)
+	for i := 0; same && i < len(la); i++ {
+		same = sameBan(la[i], lb[i])
+	}
+	if !same {
+		t.Fatalf("bans of %q differ:\nfirst  %+v\nsecond %+v", board, la, lb)
 	}
 }

@@ -152,6 +152,7 @@ func Run(t *testing.T, f Factory) {
 		{"Schedule", testSchedule},
 		{"GracePeriods", testGracePeriods},
 		{"MaxSubmissions", testMaxSubmissions},
+		{"MaxSubmissionsModeration", testMaxSubmissionsModeration},
 		{"BoundaryUnderLoad", testBoundaryUnderLoad},
 		{"Retain", testRetain},
 		{"Bans", testBans},

@@ -11,13 +11,23 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/lua"
 )
+
+// putBoardScript is putboard.lua; like every script it is immutable once
+// built, and loaded again by run when the server has lost it.
+var putBoardScript = newScript(lua.PutBoard)
+
+// maxPutAttempts bounds the re-reads of a config that other PUTs keep
+// changing under a PutBoard.
+const maxPutAttempts = 8
 
 // PutBoard stores b under a fresh version and adds it to the board list.
 func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) {
@@ -36,25 +46,38 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 	ver := hex.EncodeToString(v[:])
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	// A final board's config no longer changes (§6). Checked before the
-	// write rather than in a script: a board becomes final by the clock, not
-	// by a write, so the only race is a PUT in the very millisecond it does.
-	old, err := s.loadBoard(ctx, b.ID)
-	created := errors.Is(err, rank.ErrUnknownBoard)
-	if err == nil {
-		now, err := s.Now(ctx)
+	// A final board's config no longer changes (§6). putboard.lua checks
+	// the stored config's final_at on the one clock in the step that
+	// writes, so a PUT in the millisecond the board goes final, or racing
+	// another PUT that makes it final, is refused; a config changed since
+	// the read ("stale") is read again.
+	created := false
+	for attempt := 0; ; attempt++ {
+		oldVer, finalAt := "", ""
+		old, err := s.loadBoard(ctx, b.ID)
+		switch {
+		case err == nil:
+			oldVer = old.ver
+			if f := old.b.FinalAt(); !f.IsZero() {
+				finalAt = strconv.FormatInt(f.UnixMilli(), 10)
+			}
+		case !errors.Is(err, rank.ErrUnknownBoard):
+			return rank.Board{}, s.fail("put board", b.ID, err)
+		}
+		s.forget(b.ID)
+		v, err := putBoardScript.run(ctx, s.client, []string{s.key(b.ID, "cfg")}, oldVer, s.nowArg(), finalAt, ver, j)
+		if scriptError(err) == "stale" && attempt < maxPutAttempts {
+			continue
+		}
 		if err != nil {
-			return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
+			if scriptError(err) == "board_closed" {
+				return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w: the board is final", b.ID, rank.ErrBoardClosed)
+			}
+			return rank.Board{}, s.fail("put board", b.ID, err)
 		}
-		if old.b.StateAt(now) == rank.Final {
-			return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w: the board is final", b.ID, rank.ErrBoardClosed)
-		}
-	} else if !errors.Is(err, rank.ErrUnknownBoard) {
-		return rank.Board{}, s.fail("put board", b.ID, err)
-	}
-	s.forget(b.ID)
-	if err := s.client.HSet(ctx, s.key(b.ID, "cfg"), "v", ver, "j", j).Err(); err != nil {
-		return rank.Board{}, s.fail("put board", b.ID, err)
+		n, _ := v.(int64)
+		created = n == 1
+		break
 	}
 	// The list lives in another slot, so it is a separate command; Boards
 	// skips ids whose config is missing, DeleteBoard removes config first.

@@ -1,0 +1,92 @@
+package hub
+
+import (
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestPongBudget(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(100, 0)
+	var b pongBudget
+	for i := range pongBurst {
+		if !b.allow(now) {
+			t.Fatalf("pong %d of the burst refused", i)
+		}
+	}
+	if b.allow(now) {
+		t.Fatal("a pong past the burst allowed")
+	}
+	now = now.Add(time.Second)
+	for i := range pongRate {
+		if !b.allow(now) {
+			t.Fatalf("pong %d of the refill refused", i)
+		}
+	}
+	if b.allow(now) {
+		t.Fatal("a pong past the refill allowed")
+	}
+	// A client pinging every second (or every few) never loses one.
+	var steady pongBudget
+	for i := range 1000 {
+		if !steady.allow(now.Add(time.Duration(i) * time.Second / 2)) {
+			t.Fatalf("ping %d at 2/s lost its pong", i)
+		}
+	}
+}
+
+func TestIsPong(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		p    []byte
+		want bool
+	}{
+		{[]byte{0x8A, 0}, true},
+		{[]byte{0x8A, 2, 'h', 'i'}, true},
+		{[]byte{0x8A, 2, 'h'}, false},            // not one whole frame
+		{[]byte{0x8A, 0, 0x81, 1, 'x'}, false},   // a pong and a message
+		{[]byte{0x89, 0}, false},                 // ping
+		{[]byte{0x88, 2, 0x03, 0xF0}, false},     // close
+		{[]byte{0x81, 3, '{', '}', '\n'}, false}, // text
+		{[]byte{0x8A}, false},
+		{nil, false},
+	} {
+		if got := isPong(tc.p); got != tc.want {
+			t.Errorf("isPong(%x) = %v", tc.p, got)
+		}
+	}
+}
+
+// TestCorkConnDropsPongsOverBudget: of 4096 pongs written at once, the
+// peer gets the burst; every other write passes, in order.
+func TestCorkConnDropsPongsOverBudget(t *testing.T) {
+	t.Parallel()
+	server, client := net.Pipe()
+	defer client.Close()
+	cc := &corkConn{Conn: server, timeout: 5 * time.Second, closed: make(chan struct{})}
+	var got []byte
+	var wg sync.WaitGroup
+	wg.Go(func() { got, _ = io.ReadAll(client) })
+	for range 4096 {
+		if n, err := cc.Write([]byte{0x8A, 0}); err != nil || n != 2 {
+			t.Fatalf("pong write: %d, %v", n, err)
+		}
+	}
+	msg := []byte{0x81, 2, 'o', 'k'}
+	if _, err := cc.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	server.Close()
+	wg.Wait()
+	pongs := 0
+	for len(got) >= 2 && got[0] == 0x8A {
+		pongs++
+		got = got[2:]
+	}
+	if pongs < pongBurst || pongs > pongBurst+2 || string(got) != string(msg) {
+		t.Fatalf("%d pongs then %x; want about %d, then the message", pongs, got, pongBurst)
+	}
+}

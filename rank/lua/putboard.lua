@@ -1,0 +1,28 @@
+-- putboard.lua: store a board's config unless the stored one is final
+-- (PROTOCOL.md §6: a final board's config no longer changes). The check and
+-- the write are one step on the one clock, so a PUT in the millisecond the
+-- board goes final, or racing another PUT that makes it final, cannot slip
+-- through.
+--
+-- KEYS[1] <p>:{b}:cfg  hash: v = config version, j = config JSON
+-- KEYS[3] unused (the prelude names it; not passed)
+--
+-- ARGV[1] version of the config the caller read, "" when there was none
+-- ARGV[2] now in unix ms, or "" to read the server's TIME (the one clock)
+-- ARGV[3] final_at of the config the caller read, unix ms; "" = never final
+-- ARGV[4] the new config's version
+-- ARGV[5] the new config's JSON
+--
+-- Errors: "LB stale" when the stored version is not ARGV[1] (the caller
+-- reads the config again and retries), "LB board_closed" when the stored
+-- config is final at the clock. Returns 1 when the board was created, 0
+-- when its config was replaced.
+
+local cur = redis.call('HGET', KEYS[1], 'v')
+if (cur or '') ~= ARGV[1] then return redis.error_reply('LB stale') end
+if ARGV[3] ~= '' and clockMs() >= tonumber(ARGV[3]) then
+  return redis.error_reply('LB board_closed')
+end
+redis.call('HSET', KEYS[1], 'v', ARGV[4], 'j', ARGV[5])
+if cur then return 0 end
+return 1
