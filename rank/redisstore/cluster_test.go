@@ -2,8 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -19,34 +17,7 @@ import (
 // returns its redis-cluster:// url.
 func startCluster(t *testing.T) string {
 	t.Helper()
-	cli, err := exec.LookPath("redis-cli")
-	if err != nil {
-		testenv.Missing(t, "redis-cli", "apt-get install -y redis-tools")
-	}
-	var addrs []string
-	for range 3 {
-		// The bus port is port+10000; a node whose bus port is out of range
-		// exits at start and testenv tries another port.
-		n := testenv.StartRedis(t, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
-		addrs = append(addrs, n.Addr())
-	}
-	args := append([]string{"--cluster", "create"}, addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
-	}
-	for _, a := range addrs {
-		c := redis.NewClient(&redis.Options{Addr: a})
-		testenv.Eventually(t, 20*time.Second, "cluster_state:ok on "+a, func() error {
-			info, err := c.ClusterInfo(context.Background()).Result()
-			if err == nil && !strings.Contains(info, "cluster_state:ok") {
-				err = errors.New("not ok yet")
-			}
-			return err
-		})
-		c.Close()
-	}
-	return "redis-cluster://" + strings.Join(addrs, ",")
+	return testenv.StartRedisCluster(t, 3).URL()
 }
 
 // The whole conformance suite and the differential test on a three-node
