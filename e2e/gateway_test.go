@@ -458,8 +458,9 @@ func (p *tcpProxy) cutAll() {
 
 // env is a test's Redis and NATS.
 type env struct {
-	Redis *testenv.Redis
-	NATS  *testenv.NATS
+	Redis    *testenv.Redis
+	RCluster *testenv.RedisCluster // instead of Redis (clusterOpts.RedisCluster)
+	NATS     *testenv.NATS
 }
 
 func startEnv(t testing.TB, redisArgs ...string) env {
