@@ -105,11 +105,21 @@ func (s *Store) work(bt *batch) {
 		}
 		bt.send = append(bt.send, c)
 	}
-	for attempt := 0; len(bt.send) > 0; attempt++ {
+	busyUntil := now.Add(s.cfg.Timeout / busyShare)
+	pause := busyPause
+	for attempt := 0; len(bt.send) > 0; {
 		s.build(ctx, bt)
 		s.batch.exec(ctx, bt.cmds)
 		bt.send = bt.send[:0]
+		busy := 0
 		for i := range bt.cmds {
+			// A slot being migrated (cluster.go): the script ran nowhere,
+			// so its calls go again, in order, after a pause.
+			if m := &bt.cmds[i]; isBusy(m.res.Err()) && time.Now().Before(busyUntil) {
+				bt.send = append(bt.send, m.calls...)
+				busy++
+				continue
+			}
 			bt.send = s.settle(ctx, &bt.cmds[i], attempt, bt.send)
 		}
 		clear(bt.cmds)
@@ -117,6 +127,15 @@ func (s *Store) work(bt *batch) {
 			clear(s.memo) // a refreshed config is read again
 			s.memo = s.memo[:0]
 		}
+		if busy == 0 {
+			attempt++
+			continue
+		}
+		s.log.Debug("redisstore: slot busy (migrating); applying again", "scripts", busy, "pause", pause)
+		if !sleepCtx(ctx, pause) {
+			continue // the next round fails on ctx
+		}
+		pause = min(2*pause, maxBusyPause)
 	}
 	clear(bt.send)
 	bt.send = bt.send[:0]
