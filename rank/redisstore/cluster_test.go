@@ -2,7 +2,12 @@ package redisstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,4 +51,105 @@ func TestCluster(t *testing.T) {
 	t.Run("Differential", func(t *testing.T) {
 		ranktest.Differential(t, newMem(t), factory(t, nil), 7, 1500)
 	})
+}
+
+// Applies keep flowing while the board's slot moves to another master:
+// an apply that meets the half-moved slot (TRYAGAIN) is sent again by the
+// lane, the store answers each event once (ok, or unavailable when the
+// move outlasts the lane's budget, after which the caller re-sends the
+// same id), and the board holds every acknowledged event exactly once.
+func TestClusterSlotMigration(t *testing.T) {
+	t.Parallel()
+	c := testenv.StartRedisCluster(t, 3)
+	client, err := NewClient(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testenv.LogBuffer{}
+	s, err := New(t.Context(), Config{Client: client, Prefix: "mig",
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	const board = "mig"
+	mustPut(t, s, rank.DefaultBoard(board))
+
+	// Writers: each sends its events in order, re-sending an event that
+	// got unavailable with the same id; the first ack of each id is kept.
+	var mu sync.Mutex
+	want := map[string]int64{}
+	var acked, unavailable atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e := incr(board, fmt.Sprintf("w%d-%d", w, i), fmt.Sprintf("m%d", i%20), int64(1+i%7))
+				for {
+					r, err := rank.ApplyWait(t.Context(), s, e)
+					if errors.Is(err, rank.ErrUnavailable) {
+						unavailable.Add(1)
+						continue
+					}
+					if err != nil || r.Duplicate {
+						errs <- fmt.Errorf("apply %s: %+v %v", e.ID, r, err)
+						return
+					}
+					break
+				}
+				acked.Add(1)
+				mu.Lock()
+				want[e.Member] += e.Amount
+				mu.Unlock()
+			}
+		}()
+	}
+	testenv.Until(t, 30*time.Second, "1000 events applied", func() bool { return acked.Load() >= 1000 })
+
+	slot := c.KeySlot(t, board)
+	from := c.Owner(t, slot)
+	to := (from + 1) % 3
+	rounds := 0
+	moved := c.MigrateSlot(t, slot, from, to, 20, func() {
+		if rounds++; rounds == 1 {
+			testenv.Until(t, 10*time.Second, "an apply to meet the migrating slot", func() bool {
+				return strings.Contains(logs.String(), "slot busy")
+			})
+		}
+	})
+	after := acked.Load()
+	testenv.Until(t, 30*time.Second, "500 events applied after the move", func() bool { return acked.Load() >= after+500 })
+	close(stop)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	t.Logf("moved %d keys in %d rounds; %d events acked, %d unavailable answers re-sent; lane retries: %d",
+		moved, rounds, acked.Load(), unavailable.Load(), strings.Count(logs.String(), "slot busy"))
+	page, err := s.Top(t.Context(), board, "", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Entries) != len(want) {
+		t.Errorf("board has %d members, want %d", len(page.Entries), len(want))
+	}
+	for _, e := range page.Entries {
+		if e.Score != want[e.Member] {
+			t.Errorf("%s: score %d, acknowledged events sum to %d", e.Member, e.Score, want[e.Member])
+		}
+	}
+	if got := c.Owner(t, slot); got != to {
+		t.Errorf("slot %d served by %d after the move, want %d", slot, got, to)
+	}
 }
