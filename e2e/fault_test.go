@@ -30,25 +30,35 @@ type clusterOpts struct {
 	// RedisCluster runs the gateways on a 3-master Redis Cluster
 	// (c.RCluster) instead of one redis-server; RedisArgs go to each master.
 	RedisCluster bool
+	// NATSCluster runs them on a 3-node NATS cluster (c.NCluster), every
+	// gateway given every node's URL, instead of one nats-server.
+	NATSCluster bool
 }
 
 func newCluster(t testing.TB, o clusterOpts) *cluster {
 	t.Helper()
 	c := &cluster{board: "fault"}
-	var redisURL string
+	var redisURL, natsURL string
 	if o.RedisCluster {
-		c.env = env{RCluster: testenv.StartRedisCluster(t, 3, o.RedisArgs...), NATS: testenv.StartNATS(t)}
+		c.RCluster = testenv.StartRedisCluster(t, 3, o.RedisArgs...)
 		redisURL = c.RCluster.URL()
 	} else {
-		c.env = startEnv(t, o.RedisArgs...)
+		c.Redis = testenv.StartRedis(t, o.RedisArgs...)
 		redisURL = c.Redis.URL()
+	}
+	if o.NATSCluster {
+		c.NCluster = testenv.StartNATSCluster(t, 3)
+		natsURL = c.NCluster.URLs()
+	} else {
+		c.NATS = testenv.StartNATS(t)
+		natsURL = c.NATS.URL()
 	}
 	if o.RedisURL != nil {
 		redisURL = o.RedisURL(c.env)
 	}
 	for i := range max(o.Nodes, 1) {
 		c.nodes = append(c.nodes, startGateway(t, gwOpts{
-			Node: fmt.Sprintf("n%d", i+1), RedisURL: redisURL, NATSURL: c.NATS.URL(), Args: o.Args,
+			Node: fmt.Sprintf("n%d", i+1), RedisURL: redisURL, NATSURL: natsURL, Args: o.Args,
 		}))
 	}
 	putBoard(t, c.nodes[0], c.board, nil)

@@ -461,6 +461,7 @@ type env struct {
 	Redis    *testenv.Redis
 	RCluster *testenv.RedisCluster // instead of Redis (clusterOpts.RedisCluster)
 	NATS     *testenv.NATS
+	NCluster *testenv.NATSCluster // instead of NATS (clusterOpts.NATSCluster)
 }
 
 func startEnv(t testing.TB, redisArgs ...string) env {

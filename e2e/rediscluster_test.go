@@ -186,3 +186,60 @@ func TestClusterSlotMigration(t *testing.T) {
 	t.Logf("lane rounds that met the moving slot and applied again: %d", busy)
 	verify(t, l, c.board, c.nodes, ws, c.resender(t, c.nodes[0]), verifyOpts{})
 }
+
+// TestNATSClusterNodeKill runs three gateways on a 3-node NATS cluster,
+// each given every node's URL, and SIGKILLs the NATS node that serves the
+// most gateways while events flow into one gateway: the gateways on it
+// reconnect to the other nodes, and every node's frames keep converging to
+// the store (the ledger check bounds them from the last applied event).
+func TestNATSClusterNodeKill(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{Nodes: 3, NATSCluster: true})
+	nc := c.NCluster
+	// The NATS node with the most gateways on it (each picks one at random).
+	victim, onVictim := -1, []string(nil)
+	testenv.Eventually(t, 10*time.Second, "every gateway connected to a NATS node", func() error {
+		victim, onVictim = -1, nil
+		total := 0
+		for i := range nc.Nodes {
+			names, err := nc.Clients(i)
+			if err != nil {
+				return err
+			}
+			total += len(names)
+			if len(names) > len(onVictim) {
+				victim, onVictim = i, names
+			}
+		}
+		if total < len(c.nodes) {
+			return fmt.Errorf("%d gateway connections", total)
+		}
+		return nil
+	})
+	ws := c.watchAll(t)
+	l := newLedger()
+	// Writers on n1 only: the other gateways' frames come through NATS.
+	ld := startLoad(l, serverClients(t, 2, c.nodes[0].URL()), c.board, memberIDs(40), 4, 600, 1<<40)
+	ld.waitSent(t, 600)
+	nc.Nodes[victim].Kill()
+	killed := time.Now()
+	t.Logf("killed nats%d, which served gateways %v", victim+1, onVictim)
+	byName := map[string]*gateway{}
+	for _, g := range c.nodes {
+		byName[g.opts.Node] = g
+	}
+	for _, name := range onVictim {
+		g := byName[name]
+		if g == nil {
+			t.Fatalf("e2e: nats%d had a client %q that is no gateway", victim+1, name)
+		}
+		testenv.Until(t, 15*time.Second, name+" to reconnect to another NATS node", func() bool {
+			return strings.Contains(g.Logs(), "reconnected to NATS")
+		})
+		readyz(t, g, true, 15*time.Second)
+	}
+	t.Logf("gateways reconnected %s after the kill", time.Since(killed).Round(time.Millisecond))
+	ld.waitSent(t, ld.Sent()+600)
+	ld.Finish(t, 60*time.Second)
+	verify(t, l, c.board, c.nodes, ws, c.resender(t, c.nodes[2]), verifyOpts{})
+}

@@ -5,6 +5,7 @@ package testenv
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -285,6 +286,29 @@ func (c *NATSCluster) routedPeers(i int) (int, error) {
 		}
 	}
 	return len(peers), sc.Err()
+}
+
+// Clients is the names of the client connections node i has now
+// (monitoring /connz), e.g. which gateways are connected to it.
+func (c *NATSCluster) Clients(i int) ([]string, error) {
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(c.monitor[i]) + "/connz")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Connections []struct {
+			Name string `json:"name"`
+		} `json:"connections"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("testenv: /connz of nats%d: %v", i+1, err)
+	}
+	var names []string
+	for _, conn := range body.Connections {
+		names = append(names, conn.Name)
+	}
+	return names, nil
 }
 
 // RedisDo sends one command and returns its whole reply decoded: string

@@ -54,6 +54,9 @@ func TestNATSCluster(t *testing.T) {
 	if got := strings.Count(c.URLs(), "nats://"); got != 3 {
 		t.Fatalf("URLs() = %q", c.URLs())
 	}
+	if names, err := c.Clients(0); err != nil || len(names) != 0 {
+		t.Fatalf("Clients(0) of a fresh node = %q, %v", names, err)
+	}
 	c.Nodes[1].Kill()
 	c.Nodes[1].Start()
 	c.WaitRoutes(t, 20*time.Second)
