@@ -12,7 +12,8 @@
 #     the masters' CPU, and µs of Redis CPU per acked event (the master's
 #     events/s ceiling is 1e6 / that, on one core);
 #   - gateway CPU µs per acked event;
-#   - NATS messages in and out per acked event (nats-server /varz).
+#   - NATS messages in and out, and bytes in, per acked event (nats-server
+#     /varz; out counts one delivery per subscribed gateway).
 #
 # Knobs (env): SCALE_SHARDS (1; > 1 needs sharded boards, contract §9
 # `shards`), SCALE_MASTERS (3), SCALE_GATEWAYS (2), SCALE_DURATION (10s),
@@ -172,6 +173,7 @@ for i in "${!GPIDS[@]}"; do GB[$i]=$(cpu_ticks "${GPIDS[$i]}"); done
 varz() { curl -fsS "http://127.0.0.1:$NMP/varz" | grep -o "\"$1\": *[0-9]*" | grep -o '[0-9]*$'; }
 NIN=$(varz in_msgs)
 NOUT=$(varz out_msgs)
+NINB=$(varz in_bytes)
 LOADS=()
 for i in "${!GPORTS[@]}"; do
 	"$WORK/wsgateway" load --secret "$SECRET" --quiet --url "ws://127.0.0.1:${GPORTS[$i]}/ws" --board "$BOARD" \
@@ -215,4 +217,5 @@ done
 measure gateway_cpu_us_per_event "$(awk -v a="$GT" -v n="$ACKED" 'BEGIN {printf "%.1f", (n > 0) ? a * 1e6 / n : 0}')"
 measure nats_in_msgs_per_event "$(awk -v a="$(varz in_msgs)" -v b="$NIN" -v n="$ACKED" 'BEGIN {printf "%.4f", (n > 0) ? (a - b) / n : 0}')"
 measure nats_out_msgs_per_event "$(awk -v a="$(varz out_msgs)" -v b="$NOUT" -v n="$ACKED" 'BEGIN {printf "%.4f", (n > 0) ? (a - b) / n : 0}')"
+measure nats_in_bytes_per_event "$(awk -v a="$(varz in_bytes)" -v b="$NINB" -v n="$ACKED" 'BEGIN {printf "%.1f", (n > 0) ? (a - b) / n : 0}')"
 say "written to $MEASURES"

@@ -103,10 +103,11 @@ func TestClusterMasterKill(t *testing.T) {
 		t.Logf("probe %d on the dead master's board: unavailable after %s", i, took.Round(time.Millisecond))
 	}
 	// The live master's board keeps being acknowledged while the other is down.
-	before := lUp.acked()
+	before, from := lUp.acked(), time.Now()
 	testenv.Until(t, 30*time.Second, "200 more acks on the live master's board", func() bool {
 		return lUp.acked() >= before+200
 	})
+	t.Logf("live master's board: 200 acks in %s while the other master was down (load offered: 400/s)", time.Since(from).Round(time.Millisecond))
 	restarted := time.Now()
 	lDown.mu.Lock()
 	var during []time.Duration // acks of events applied just before the kill
@@ -119,9 +120,9 @@ func TestClusterMasterKill(t *testing.T) {
 	t.Logf("dead master's board: acks received after the kill, at %v", during)
 	c.RCluster.Nodes[victim].Start()
 	c.RCluster.WaitOK(t, 30*time.Second)
+	ldDown.waitSent(t, ldDown.Sent()+300)
 	t.Logf("master down %s; first ack on its board %s after the restart began",
 		restarted.Sub(killed).Round(time.Millisecond), lDown.firstAckAfter(restarted).Round(time.Millisecond))
-	ldDown.waitSent(t, ldDown.Sent()+300)
 	ldUp.waitSent(t, ldUp.Sent()+300)
 	ldDown.Finish(t, 60*time.Second)
 	ldUp.Finish(t, 60*time.Second)
