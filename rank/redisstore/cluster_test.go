@@ -153,3 +153,42 @@ func TestClusterSlotMigration(t *testing.T) {
 		t.Errorf("slot %d served by %d after the move, want %d", slot, got, to)
 	}
 }
+
+// replyErr is an error reply as go-redis hands it over.
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}
+
+// Which replies the lane waits out (the script ran nowhere and will run
+// soon) and which it answers at once; a busy one still there when the
+// lane gives up maps to unavailable.
+func TestIsBusy(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		busy bool
+	}{
+		{replyErr("TRYAGAIN Multiple keys request during rehashing of slot"), true},
+		{replyErr("MOVED 3999 127.0.0.1:7002"), true},
+		{replyErr("ASK 3999 127.0.0.1:7002"), true},
+		{fmt.Errorf("wrapped: %w", replyErr("TRYAGAIN x")), true},
+		{replyErr("CLUSTERDOWN Hash slot not served"), false},
+		{replyErr("ASKING is not a reply"), false},
+		{replyErr("LB stale"), false},
+		{errors.New("TRYAGAIN but not a reply"), false},
+		{context.DeadlineExceeded, false},
+		{nil, false},
+	} {
+		if got := isBusy(c.err); got != c.busy {
+			t.Errorf("isBusy(%v) = %v, want %v", c.err, got, c.busy)
+		}
+		if !c.busy {
+			continue
+		}
+		// Still busy when the lane gives up: unavailable, so clients retry.
+		s := &Store{}
+		if err := s.fail("apply", "b", c.err); !errors.Is(err, rank.ErrUnavailable) {
+			t.Errorf("fail(%v) = %v, want unavailable", c.err, err)
+		}
+	}
+}
