@@ -86,8 +86,9 @@ func failCtx(board string, err error) error {
 // refused as stale (another node changed the config) or clock (a period
 // boundary passed) changed nothing, so they are rebuilt from a fresh
 // config and clock and sent again, all together in one pipeline per
-// round, before the lane takes its next batch: order holds. Lane only (it
-// owns s.memo).
+// round, before the lane takes its next batch: order holds. So are those
+// refused because their slot is being migrated (cluster.go), after a
+// pause. Lane only (it owns s.memo).
 func (s *Store) work(bt *batch) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
