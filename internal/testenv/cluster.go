@@ -220,24 +220,32 @@ type NATSCluster struct {
 }
 
 // StartNATSCluster starts n nats-servers routed to each other and waits
-// until each has a route to every other one.
+// until each has a route to every other one. Every node after the first
+// routes to the first; NATS gossips the rest of the mesh.
 func StartNATSCluster(t testing.TB, n int) *NATSCluster {
 	t.Helper()
 	c := &NATSCluster{}
-	routePorts := make([]int, n)
-	for i := range routePorts {
-		routePorts[i] = FreePort(t)
-	}
-	var routes []string
-	for _, p := range routePorts {
-		routes = append(routes, "nats://127.0.0.1:"+strconv.Itoa(p))
-	}
+	bin := natsServerBinary(t)
+	seed := ""
 	for i := range n {
-		mon := FreePort(t)
+		var routePort, mon int
+		// The route and monitoring ports are picked with the client port,
+		// so a clash on any of them is retried on fresh ports by newProc.
+		p := newProc(t, "nats", bin, func(port int, dir string) []string {
+			routePort, mon = FreePort(t), FreePort(t)
+			args := []string{"-a", "127.0.0.1", "-p", strconv.Itoa(port), "--name", fmt.Sprintf("nats%d", i+1),
+				"--cluster_name", "wsgateway", "--cluster", "nats://127.0.0.1:" + strconv.Itoa(routePort),
+				"-m", strconv.Itoa(mon)}
+			if seed != "" {
+				args = append(args, "--routes", seed)
+			}
+			return args
+		}, natsReady)
+		if i == 0 {
+			seed = "nats://127.0.0.1:" + strconv.Itoa(routePort)
+		}
+		c.Nodes = append(c.Nodes, &NATS{p})
 		c.monitor = append(c.monitor, mon)
-		c.Nodes = append(c.Nodes, StartNATS(t, "--name", fmt.Sprintf("nats%d", i+1),
-			"--cluster_name", "wsgateway", "--cluster", routes[i], "--routes", strings.Join(routes, ","),
-			"-m", strconv.Itoa(mon)))
 	}
 	c.WaitRoutes(t, 30*time.Second)
 	return c
