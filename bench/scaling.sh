@@ -54,14 +54,15 @@ done
 
 say() { printf '\n== %s\n' "$*" >&2; }
 
-# freeport prints a loopback port nobody listens on, whose +10000 (the
-# Redis Cluster bus port) is free too; never 6379 or 4222.
+# freeport prints a loopback port no socket uses, whose +10000 (the Redis
+# Cluster bus port) is unused too; both below the ephemeral range (32768),
+# so no outgoing connection takes them meanwhile; never 6379 or 4222.
 freeport() {
 	local p
 	while :; do
-		p=$((20000 + RANDOM % 20000))
-		ss -Htln "sport = :$p" | grep -q . && continue
-		ss -Htln "sport = :$((p + 10000))" | grep -q . && continue
+		p=$((12000 + RANDOM % 10000))
+		ss -Htan "sport = :$p" | grep -q . && continue
+		ss -Htan "sport = :$((p + 10000))" | grep -q . && continue
 		echo "$p"
 		return
 	done
