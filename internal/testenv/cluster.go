@@ -26,8 +26,8 @@ type RedisCluster struct {
 	IDs   []string // CLUSTER MYID of each node, in Nodes order
 }
 
-// Slots is how many hash slots Redis Cluster has.
-const Slots = 16384
+// clusterSlots is how many hash slots Redis Cluster has.
+const clusterSlots = 16384
 
 // StartRedisCluster starts masters redis-servers with cluster mode on,
 // gives each an equal range of the 16384 slots (CLUSTER ADDSLOTSRANGE),
@@ -55,7 +55,7 @@ func StartRedisCluster(t testing.TB, masters int, extra ...string) *RedisCluster
 		c.IDs = append(c.IDs, id.(string))
 	}
 	for i, n := range c.Nodes {
-		lo, hi := i*Slots/masters, (i+1)*Slots/masters-1
+		lo, hi := i*clusterSlots/masters, (i+1)*clusterSlots/masters-1
 		if _, err := RedisDo(n.Addr(), "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil {
 			t.Fatalf("testenv: CLUSTER ADDSLOTSRANGE on %s: %v", n.Addr(), err)
 		}
@@ -83,7 +83,7 @@ func (c *RedisCluster) WaitOK(t testing.TB, within time.Duration) {
 			s := info.(string)
 			if !strings.Contains(s, "cluster_state:ok") ||
 				!strings.Contains(s, fmt.Sprintf("cluster_known_nodes:%d\r", len(c.Nodes))) ||
-				!strings.Contains(s, fmt.Sprintf("cluster_slots_ok:%d\r", Slots)) {
+				!strings.Contains(s, fmt.Sprintf("cluster_slots_ok:%d\r", clusterSlots)) {
 				return fmt.Errorf("node %d: %q", i, s)
 			}
 			owners, err := c.owners(n.Addr())
