@@ -192,3 +192,83 @@ func TestIsBusy(t *testing.T) {
 		}
 	}
 }
+
+func TestHashTag(t *testing.T) {
+	for key, want := range map[string]string{
+		"lb:{board}:cfg":     "board",
+		"lb:{board#3}:z:0":   "board#3",
+		"lb:{}:x":            "lb:{}:x", // an empty tag is no tag
+		"lb:boards":          "lb:boards",
+		"lb:{a}{b}":          "a",
+		"lb:{unterminated:x": "lb:{unterminated:x",
+	} {
+		if got := hashTag(key); got != want {
+			t.Errorf("hashTag(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+// One master of three killed: applies to a board on it are answered
+// unavailable, and once one has failed the next ones are answered without
+// a send (downSlots) so they do not hold up the lane; a board on another
+// master keeps being applied; once the master is back its board is
+// applied again.
+func TestClusterMasterDown(t *testing.T) {
+	t.Parallel()
+	c := testenv.StartRedisCluster(t, 3, "--appendonly", "yes", "--appendfsync", "always")
+	client, err := NewClient(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(t.Context(), Config{Client: client, Prefix: "down"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	boardOn := func(master int) string {
+		for i := range 1000 {
+			id := fmt.Sprintf("b%d", i)
+			if c.Owner(t, c.KeySlot(t, id)) == master {
+				mustPut(t, s, rank.DefaultBoard(id))
+				return id
+			}
+		}
+		t.Fatalf("no board on master %d", master)
+		return ""
+	}
+	dead, live := boardOn(0), boardOn(1)
+	mustApply(t, s, incr(dead, "before", "a", 1))
+	mustApply(t, s, incr(live, "before", "a", 1))
+
+	c.Nodes[0].Kill()
+	skipped := false
+	for i := 0; i < 20 && !skipped; i++ {
+		_, err := rank.ApplyWait(t.Context(), s, incr(dead, fmt.Sprintf("down-%d", i), "a", 1))
+		if !errors.Is(err, rank.ErrUnavailable) {
+			t.Fatalf("apply %d to the dead master's board: %v, want unavailable", i, err)
+		}
+		skipped = strings.Contains(err.Error(), "did not answer")
+	}
+	if !skipped {
+		t.Error("20 applies to the dead master's board were all sent; none answered from downSlots")
+	}
+	for i := range 20 {
+		mustApply(t, s, incr(live, fmt.Sprintf("live-%d", i), "a", 1))
+	}
+
+	c.Nodes[0].Start()
+	c.WaitOK(t, 30*time.Second)
+	testenv.Eventually(t, 20*time.Second, "the dead master's board applied again", func() error {
+		_, err := rank.ApplyWait(t.Context(), s, incr(dead, "after", "a", 1))
+		return err
+	})
+	for board, want := range map[string]int64{dead: 2, live: 21} {
+		page, err := s.Top(t.Context(), board, "", 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Entries) != 1 || page.Entries[0].Score != want {
+			t.Errorf("board %s: %+v, want a at %d", board, page.Entries, want)
+		}
+	}
+}

@@ -110,6 +110,7 @@ func (s *Store) work(bt *batch) {
 	pause := busyPause
 	for attempt := 0; len(bt.send) > 0; {
 		s.build(ctx, bt)
+		s.down.skip(bt) // a dead master's slots are answered without a send (cluster.go)
 		s.batch.exec(ctx, bt.cmds)
 		bt.send = bt.send[:0]
 		busy := 0
@@ -121,6 +122,7 @@ func (s *Store) work(bt *batch) {
 				busy++
 				continue
 			}
+			s.down.note(&bt.cmds[i])
 			bt.send = s.settle(ctx, &bt.cmds[i], attempt, bt.send)
 		}
 		clear(bt.cmds)
