@@ -27,18 +27,38 @@ type clusterOpts struct {
 	// RedisURL overrides the gateways' Redis address (a proxy in front).
 	RedisURL func(e env) string
 	Args     []string // extra gateway flags
+	// RedisCluster runs the gateways on a 3-master Redis Cluster
+	// (c.RCluster) instead of one redis-server; RedisArgs go to each master.
+	RedisCluster bool
+	// NATSCluster runs them on a 3-node NATS cluster (c.NCluster), every
+	// gateway given every node's URL, instead of one nats-server.
+	NATSCluster bool
 }
 
 func newCluster(t testing.TB, o clusterOpts) *cluster {
 	t.Helper()
-	c := &cluster{env: startEnv(t, o.RedisArgs...), board: "fault"}
-	redisURL := c.Redis.URL()
+	c := &cluster{board: "fault"}
+	var redisURL, natsURL string
+	if o.RedisCluster {
+		c.RCluster = testenv.StartRedisCluster(t, 3, o.RedisArgs...)
+		redisURL = c.RCluster.URL()
+	} else {
+		c.Redis = testenv.StartRedis(t, o.RedisArgs...)
+		redisURL = c.Redis.URL()
+	}
+	if o.NATSCluster {
+		c.NCluster = testenv.StartNATSCluster(t, 3)
+		natsURL = c.NCluster.URLs()
+	} else {
+		c.NATS = testenv.StartNATS(t)
+		natsURL = c.NATS.URL()
+	}
 	if o.RedisURL != nil {
 		redisURL = o.RedisURL(c.env)
 	}
 	for i := range max(o.Nodes, 1) {
 		c.nodes = append(c.nodes, startGateway(t, gwOpts{
-			Node: fmt.Sprintf("n%d", i+1), RedisURL: redisURL, NATSURL: c.NATS.URL(), Args: o.Args,
+			Node: fmt.Sprintf("n%d", i+1), RedisURL: redisURL, NATSURL: natsURL, Args: o.Args,
 		}))
 	}
 	putBoard(t, c.nodes[0], c.board, nil)
@@ -93,13 +113,16 @@ func readyz(t testing.TB, g *gateway, want bool, within time.Duration) time.Dura
 // both, frames on both. If it fails, every fault test fails for that reason.
 func TestLedgerBaseline(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, clusterOpts{Nodes: 2})
-	ws := c.watchAll(t)
-	l := newLedger()
-	ld := startLoad(l, serverClients(t, 4, c.urls()...), c.board, memberIDs(40), 4, 1500, 1500)
-	ld.waitSent(t, 1500)
-	ld.Finish(t, 30*time.Second)
-	verify(t, l, c.board, c.nodes, ws, c.resender(t, c.nodes[1]), verifyOpts{})
+	eachStore(t, func(t *testing.T, o clusterOpts) {
+		o.Nodes = 2
+		c := newCluster(t, o)
+		ws := c.watchAll(t)
+		l := newLedger()
+		ld := startLoad(l, serverClients(t, 4, c.urls()...), c.board, memberIDs(40), 4, 1500, 1500)
+		ld.waitSent(t, 1500)
+		ld.Finish(t, 30*time.Second)
+		verify(t, l, c.board, c.nodes, ws, c.resender(t, c.nodes[1]), verifyOpts{})
+	})
 }
 
 // redisKill is the body of the two Redis SIGKILL tests: load, SIGKILL
@@ -297,24 +320,27 @@ func TestNATSRestart(t *testing.T) {
 // the other and re-send what was not acknowledged.
 func TestNodeKill(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, clusterOpts{Nodes: 2})
-	a, b := c.nodes[0], c.nodes[1]
-	ws := c.watchAll(t, b)
-	l := newLedger()
-	clients := serverClients(t, 4, a.URL(), b.URL())
-	ld := startLoad(l, clients, c.board, memberIDs(40), 4, 800, 4000)
-	ld.waitSent(t, 1500)
-	a.Kill()
-	killed := time.Now()
-	ld.waitSent(t, ld.Sent()+200)
-	t.Logf("first ack %s after the kill", l.firstAckAfter(killed).Round(time.Millisecond))
-	ld.Finish(t, 60*time.Second)
-	for i, cl := range clients {
-		if w := cl.Welcome(); w.Node != "n2" {
-			t.Errorf("e2e: client %d is on %s after n1 was killed", i, w.Node)
+	eachStore(t, func(t *testing.T, o clusterOpts) {
+		o.Nodes = 2
+		c := newCluster(t, o)
+		a, b := c.nodes[0], c.nodes[1]
+		ws := c.watchAll(t, b)
+		l := newLedger()
+		clients := serverClients(t, 4, a.URL(), b.URL())
+		ld := startLoad(l, clients, c.board, memberIDs(40), 4, 800, 4000)
+		ld.waitSent(t, 1500)
+		a.Kill()
+		killed := time.Now()
+		ld.waitSent(t, ld.Sent()+200)
+		t.Logf("first ack %s after the kill", l.firstAckAfter(killed).Round(time.Millisecond))
+		ld.Finish(t, 60*time.Second)
+		for i, cl := range clients {
+			if w := cl.Welcome(); w.Node != "n2" {
+				t.Errorf("e2e: client %d is on %s after n1 was killed", i, w.Node)
+			}
 		}
-	}
-	verify(t, l, c.board, []*gateway{b}, ws, c.resender(t, b), verifyOpts{})
+		verify(t, l, c.board, []*gateway{b}, ws, c.resender(t, b), verifyOpts{})
+	})
 }
 
 // TestSIGTERMDrain sends SIGTERM to a node under load: it must answer every
@@ -373,75 +399,78 @@ func TestSIGTERMDrain(t *testing.T) {
 // (one applied, the other idempotency_conflict).
 func TestSameIDTwoNodes(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, clusterOpts{Nodes: 2})
-	ca := serverClients(t, 1, c.nodes[0].URL())[0]
-	cb := serverClients(t, 1, c.nodes[1].URL())[0]
-	const n = 300
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	want := map[string]int64{}
-	for i := range n {
-		member := fmt.Sprintf("m%02d", i%20)
-		id := fmt.Sprintf("twin-%d", i)
-		da, db := int64(1+i%7), int64(1+i%7)
-		conflict := i%3 == 2
-		if conflict {
-			db = da + 100
-		}
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		var acks [2]proto.Ack
-		var errs [2]error
-		for k, pair := range []struct {
-			cl *client.Client
-			d  int64
-		}{{ca, da}, {cb, db}} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				acks[k], errs[k] = pair.cl.Score(ctx, client.ScoreReq{Board: c.board, Member: member, Delta: client.Int(pair.d), ID: id})
-			}()
-		}
-		close(start)
-		wg.Wait()
-		switch {
-		case conflict:
-			ok := 0
-			for k := range 2 {
-				if errs[k] == nil {
-					ok++
-					want[member] += []int64{da, db}[k]
-					if acks[k].Duplicate {
-						t.Errorf("e2e: %s: the applied one says duplicate", id)
+	eachStore(t, func(t *testing.T, o clusterOpts) {
+		o.Nodes = 2
+		c := newCluster(t, o)
+		ca := serverClients(t, 1, c.nodes[0].URL())[0]
+		cb := serverClients(t, 1, c.nodes[1].URL())[0]
+		const n = 300
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		want := map[string]int64{}
+		for i := range n {
+			member := fmt.Sprintf("m%02d", i%20)
+			id := fmt.Sprintf("twin-%d", i)
+			da, db := int64(1+i%7), int64(1+i%7)
+			conflict := i%3 == 2
+			if conflict {
+				db = da + 100
+			}
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			var acks [2]proto.Ack
+			var errs [2]error
+			for k, pair := range []struct {
+				cl *client.Client
+				d  int64
+			}{{ca, da}, {cb, db}} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					acks[k], errs[k] = pair.cl.Score(ctx, client.ScoreReq{Board: c.board, Member: member, Delta: client.Int(pair.d), ID: id})
+				}()
+			}
+			close(start)
+			wg.Wait()
+			switch {
+			case conflict:
+				ok := 0
+				for k := range 2 {
+					if errs[k] == nil {
+						ok++
+						want[member] += []int64{da, db}[k]
+						if acks[k].Duplicate {
+							t.Errorf("e2e: %s: the applied one says duplicate", id)
+						}
+					} else if ce, isCE := errs[k].(*client.Error); !isCE || ce.Code != proto.CodeIdempotencyConflict {
+						t.Errorf("e2e: %s: %v, want idempotency_conflict", id, errs[k])
 					}
-				} else if ce, isCE := errs[k].(*client.Error); !isCE || ce.Code != proto.CodeIdempotencyConflict {
-					t.Errorf("e2e: %s: %v, want idempotency_conflict", id, errs[k])
 				}
+				if ok != 1 {
+					t.Errorf("e2e: %s with two payloads: %d applied (errors %v)", id, ok, errs)
+				}
+			default:
+				if errs[0] != nil || errs[1] != nil {
+					t.Fatalf("e2e: %s: %v", id, errs)
+				}
+				if acks[0].Duplicate == acks[1].Duplicate || acks[0].Seq != acks[1].Seq || acks[0].Score != acks[1].Score || acks[0].Rank != acks[1].Rank {
+					t.Errorf("e2e: %s sent to two nodes at once: %+v and %+v", id, acks[0], acks[1])
+				}
+				want[member] += da
 			}
-			if ok != 1 {
-				t.Errorf("e2e: %s with two payloads: %d applied (errors %v)", id, ok, errs)
-			}
-		default:
-			if errs[0] != nil || errs[1] != nil {
-				t.Fatalf("e2e: %s: %v", id, errs)
-			}
-			if acks[0].Duplicate == acks[1].Duplicate || acks[0].Seq != acks[1].Seq || acks[0].Score != acks[1].Score || acks[0].Rank != acks[1].Rank {
-				t.Errorf("e2e: %s sent to two nodes at once: %+v and %+v", id, acks[0], acks[1])
-			}
-			want[member] += da
 		}
-	}
-	truth, _, err := readBoard(ctx, c.nodes[0], adminToken(t), c.board)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(truth) != len(want) {
-		t.Errorf("e2e: %d members, want %d", len(truth), len(want))
-	}
-	for _, e := range truth {
-		if want[e.Member] != e.Score {
-			t.Errorf("e2e: %s has %d, want %d", e.Member, e.Score, want[e.Member])
+		truth, _, err := readBoard(ctx, c.nodes[0], adminToken(t), c.board)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		if len(truth) != len(want) {
+			t.Errorf("e2e: %d members, want %d", len(truth), len(want))
+		}
+		for _, e := range truth {
+			if want[e.Member] != e.Score {
+				t.Errorf("e2e: %s has %d, want %d", e.Member, e.Score, want[e.Member])
+			}
+		}
+	})
 }

@@ -458,8 +458,10 @@ func (p *tcpProxy) cutAll() {
 
 // env is a test's Redis and NATS.
 type env struct {
-	Redis *testenv.Redis
-	NATS  *testenv.NATS
+	Redis    *testenv.Redis
+	RCluster *testenv.RedisCluster // instead of Redis (clusterOpts.RedisCluster)
+	NATS     *testenv.NATS
+	NCluster *testenv.NATSCluster // instead of NATS (clusterOpts.NATSCluster)
 }
 
 func startEnv(t testing.TB, redisArgs ...string) env {

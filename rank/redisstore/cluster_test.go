@@ -3,8 +3,11 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"os/exec"
+	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,34 +22,7 @@ import (
 // returns its redis-cluster:// url.
 func startCluster(t *testing.T) string {
 	t.Helper()
-	cli, err := exec.LookPath("redis-cli")
-	if err != nil {
-		testenv.Missing(t, "redis-cli", "apt-get install -y redis-tools")
-	}
-	var addrs []string
-	for range 3 {
-		// The bus port is port+10000; a node whose bus port is out of range
-		// exits at start and testenv tries another port.
-		n := testenv.StartRedis(t, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
-		addrs = append(addrs, n.Addr())
-	}
-	args := append([]string{"--cluster", "create"}, addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
-	}
-	for _, a := range addrs {
-		c := redis.NewClient(&redis.Options{Addr: a})
-		testenv.Eventually(t, 20*time.Second, "cluster_state:ok on "+a, func() error {
-			info, err := c.ClusterInfo(context.Background()).Result()
-			if err == nil && !strings.Contains(info, "cluster_state:ok") {
-				err = errors.New("not ok yet")
-			}
-			return err
-		})
-		c.Close()
-	}
-	return "redis-cluster://" + strings.Join(addrs, ",")
+	return testenv.StartRedisCluster(t, 3).URL()
 }
 
 // The whole conformance suite and the differential test on a three-node
@@ -75,4 +51,224 @@ func TestCluster(t *testing.T) {
 	t.Run("Differential", func(t *testing.T) {
 		ranktest.Differential(t, newMem(t), factory(t, nil), 7, 1500)
 	})
+}
+
+// Applies keep flowing while the board's slot moves to another master:
+// an apply that meets the half-moved slot (TRYAGAIN) is sent again by the
+// lane, the store answers each event once (ok, or unavailable when the
+// move outlasts the lane's budget, after which the caller re-sends the
+// same id), and the board holds every acknowledged event exactly once.
+func TestClusterSlotMigration(t *testing.T) {
+	t.Parallel()
+	c := testenv.StartRedisCluster(t, 3)
+	client, err := NewClient(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testenv.LogBuffer{}
+	s, err := New(t.Context(), Config{Client: client, Prefix: "mig",
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	const board = "mig"
+	mustPut(t, s, rank.DefaultBoard(board))
+
+	// Writers: each sends its events in order, re-sending an event that
+	// got unavailable with the same id; the first ack of each id is kept.
+	var mu sync.Mutex
+	want := map[string]int64{}
+	var acked, unavailable atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e := incr(board, fmt.Sprintf("w%d-%d", w, i), fmt.Sprintf("m%d", i%20), int64(1+i%7))
+				for {
+					r, err := rank.ApplyWait(t.Context(), s, e)
+					if errors.Is(err, rank.ErrUnavailable) {
+						unavailable.Add(1)
+						continue
+					}
+					if err != nil || r.Duplicate {
+						errs <- fmt.Errorf("apply %s: %+v %v", e.ID, r, err)
+						return
+					}
+					break
+				}
+				acked.Add(1)
+				mu.Lock()
+				want[e.Member] += e.Amount
+				mu.Unlock()
+			}
+		}()
+	}
+	testenv.Until(t, 30*time.Second, "1000 events applied", func() bool { return acked.Load() >= 1000 })
+
+	slot := c.KeySlot(t, board)
+	from := c.Owner(t, slot)
+	to := (from + 1) % 3
+	rounds := 0
+	moved := c.MigrateSlot(t, slot, from, to, 20, func() {
+		if rounds++; rounds == 1 {
+			testenv.Until(t, 10*time.Second, "an apply to meet the migrating slot", func() bool {
+				return strings.Contains(logs.String(), "slot busy")
+			})
+		}
+	})
+	after := acked.Load()
+	testenv.Until(t, 30*time.Second, "500 events applied after the move", func() bool { return acked.Load() >= after+500 })
+	close(stop)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	t.Logf("moved %d keys in %d rounds; %d events acked, %d unavailable answers re-sent; lane retries: %d",
+		moved, rounds, acked.Load(), unavailable.Load(), strings.Count(logs.String(), "slot busy"))
+	page, err := s.Top(t.Context(), board, "", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Entries) != len(want) {
+		t.Errorf("board has %d members, want %d", len(page.Entries), len(want))
+	}
+	for _, e := range page.Entries {
+		if e.Score != want[e.Member] {
+			t.Errorf("%s: score %d, acknowledged events sum to %d", e.Member, e.Score, want[e.Member])
+		}
+	}
+	if got := c.Owner(t, slot); got != to {
+		t.Errorf("slot %d served by %d after the move, want %d", slot, got, to)
+	}
+}
+
+// replyErr is an error reply as go-redis hands it over.
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}
+
+// Which replies the lane waits out (the script ran nowhere and will run
+// soon) and which it answers at once; a busy one still there when the
+// lane gives up maps to unavailable.
+func TestIsBusy(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		busy bool
+	}{
+		{replyErr("TRYAGAIN Multiple keys request during rehashing of slot"), true},
+		{replyErr("MOVED 3999 127.0.0.1:7002"), true},
+		{replyErr("ASK 3999 127.0.0.1:7002"), true},
+		{fmt.Errorf("wrapped: %w", replyErr("TRYAGAIN x")), true},
+		{replyErr("CLUSTERDOWN Hash slot not served"), false},
+		{replyErr("ASKING is not a reply"), false},
+		{replyErr("LB stale"), false},
+		{errors.New("TRYAGAIN but not a reply"), false},
+		{context.DeadlineExceeded, false},
+		{nil, false},
+	} {
+		if got := isBusy(c.err); got != c.busy {
+			t.Errorf("isBusy(%v) = %v, want %v", c.err, got, c.busy)
+		}
+		if !c.busy {
+			continue
+		}
+		// Still busy when the lane gives up: unavailable, so clients retry.
+		s := &Store{}
+		if err := s.fail("apply", "b", c.err); !errors.Is(err, rank.ErrUnavailable) {
+			t.Errorf("fail(%v) = %v, want unavailable", c.err, err)
+		}
+	}
+}
+
+func TestHashTag(t *testing.T) {
+	for key, want := range map[string]string{
+		"lb:{board}:cfg":     "board",
+		"lb:{board#3}:z:0":   "board#3",
+		"lb:{}:x":            "lb:{}:x", // an empty tag is no tag
+		"lb:boards":          "lb:boards",
+		"lb:{a}{b}":          "a",
+		"lb:{unterminated:x": "lb:{unterminated:x",
+	} {
+		if got := hashTag(key); got != want {
+			t.Errorf("hashTag(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+// One master of three killed: applies to a board on it are answered
+// unavailable, and once one has failed the next ones are answered without
+// a send (downSlots) so they do not hold up the lane; a board on another
+// master keeps being applied; once the master is back its board is
+// applied again.
+func TestClusterMasterDown(t *testing.T) {
+	t.Parallel()
+	c := testenv.StartRedisCluster(t, 3, "--appendonly", "yes", "--appendfsync", "always")
+	client, err := NewClient(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(t.Context(), Config{Client: client, Prefix: "down"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	boardOn := func(master int) string {
+		for i := range 1000 {
+			id := fmt.Sprintf("b%d", i)
+			if c.Owner(t, c.KeySlot(t, id)) == master {
+				mustPut(t, s, rank.DefaultBoard(id))
+				return id
+			}
+		}
+		t.Fatalf("no board on master %d", master)
+		return ""
+	}
+	dead, live := boardOn(0), boardOn(1)
+	mustApply(t, s, incr(dead, "before", "a", 1))
+	mustApply(t, s, incr(live, "before", "a", 1))
+
+	c.Nodes[0].Kill()
+	skipped := false
+	for i := 0; i < 20 && !skipped; i++ {
+		_, err := rank.ApplyWait(t.Context(), s, incr(dead, fmt.Sprintf("down-%d", i), "a", 1))
+		if !errors.Is(err, rank.ErrUnavailable) {
+			t.Fatalf("apply %d to the dead master's board: %v, want unavailable", i, err)
+		}
+		skipped = strings.Contains(err.Error(), "did not answer")
+	}
+	if !skipped {
+		t.Error("20 applies to the dead master's board were all sent; none answered from downSlots")
+	}
+	for i := range 20 {
+		mustApply(t, s, incr(live, fmt.Sprintf("live-%d", i), "a", 1))
+	}
+
+	c.Nodes[0].Start()
+	c.WaitOK(t, 30*time.Second)
+	testenv.Eventually(t, 20*time.Second, "the dead master's board applied again", func() error {
+		_, err := rank.ApplyWait(t.Context(), s, incr(dead, "after", "a", 1))
+		return err
+	})
+	for board, want := range map[string]int64{dead: 2, live: 21} {
+		page, err := s.Top(t.Context(), board, "", 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Entries) != 1 || page.Entries[0].Score != want {
+			t.Errorf("board %s: %+v, want a at %d", board, page.Entries, want)
+		}
+	}
 }

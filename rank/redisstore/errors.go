@@ -38,7 +38,7 @@ var scriptErrors = map[string]error{
 }
 
 // unavailablePrefixes are Redis error replies that mean "not now".
-var unavailablePrefixes = []string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN",
+var unavailablePrefixes = []string{"LOADING", "BUSY", "TRYAGAIN", "MOVED ", "ASK ", "CLUSTERDOWN", "MASTERDOWN",
 	"READONLY", "NOREPLICAS", "NOSCRIPT", "ERR max number of clients", "MISCONF"}
 
 // fail wraps err once with the operation, mapping it to the contract:

@@ -86,8 +86,9 @@ func failCtx(board string, err error) error {
 // refused as stale (another node changed the config) or clock (a period
 // boundary passed) changed nothing, so they are rebuilt from a fresh
 // config and clock and sent again, all together in one pipeline per
-// round, before the lane takes its next batch: order holds. Lane only (it
-// owns s.memo).
+// round, before the lane takes its next batch: order holds. So are those
+// refused because their slot is being migrated (cluster.go), after a
+// pause. Lane only (it owns s.memo).
 func (s *Store) work(bt *batch) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
@@ -105,11 +106,23 @@ func (s *Store) work(bt *batch) {
 		}
 		bt.send = append(bt.send, c)
 	}
-	for attempt := 0; len(bt.send) > 0; attempt++ {
+	busyUntil := now.Add(s.cfg.Timeout / busyShare)
+	pause := busyPause
+	for attempt := 0; len(bt.send) > 0; {
 		s.build(ctx, bt)
+		s.down.skip(bt) // a dead master's slots are answered without a send (cluster.go)
 		s.batch.exec(ctx, bt.cmds)
 		bt.send = bt.send[:0]
+		busy := 0
 		for i := range bt.cmds {
+			// A slot being migrated (cluster.go): the script ran nowhere,
+			// so its calls go again, in order, after a pause.
+			if m := &bt.cmds[i]; isBusy(m.res.Err()) && time.Now().Before(busyUntil) {
+				bt.send = append(bt.send, m.calls...)
+				busy++
+				continue
+			}
+			s.down.note(&bt.cmds[i])
 			bt.send = s.settle(ctx, &bt.cmds[i], attempt, bt.send)
 		}
 		clear(bt.cmds)
@@ -117,6 +130,15 @@ func (s *Store) work(bt *batch) {
 			clear(s.memo) // a refreshed config is read again
 			s.memo = s.memo[:0]
 		}
+		if busy == 0 {
+			attempt++
+			continue
+		}
+		s.log.Debug("redisstore: slot busy (migrating); applying again", "scripts", busy, "pause", pause)
+		if !sleepCtx(ctx, pause) {
+			continue // the next round fails on ctx
+		}
+		pause = min(2*pause, maxBusyPause)
 	}
 	clear(bt.send)
 	bt.send = bt.send[:0]

@@ -105,6 +105,7 @@ type Store struct {
 
 	memo    []boardMemo    // the lane's configs of its current batch (work)
 	groupOf map[string]int // the lane's board -> group index of the batch it builds
+	down    *downSlots     // the lane's slots whose master is unreachable (cluster.go); nil off a cluster
 }
 
 var _ rank.Store = (*Store)(nil)
@@ -244,6 +245,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		ban:     newScript(lua.Ban),
 		boards:  make(map[string]cachedBoard),
 		groupOf: make(map[string]int),
+	}
+	if _, ok := cfg.Client.(*redis.ClusterClient); ok {
+		s.down = newDownSlots()
 	}
 	var seed [8]byte
 	if _, err := rand.Read(seed[:]); err != nil {
