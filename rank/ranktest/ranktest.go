@@ -159,6 +159,8 @@ func Run(t *testing.T, f Factory) {
 		{"BanRacingScores", testBanRace},
 		{"RemoveMember", testRemoveMember},
 		{"GlobalBans", testGlobalBans},
+		{"ShardedTwin", testShardedTwin},
+		{"ShardedConfig", testShardedConfig},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

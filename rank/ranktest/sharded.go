@@ -1,0 +1,262 @@
+package ranktest
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// Sharded boards (§9, R24): a sharded board and its unsharded twin, fed the
+// same events, agree on every result, page, rank, neighbourhood and total.
+// Shared ties are compared exactly. First/last ties across shards are
+// ordered by the store's time of reaching the score (R24), which an engine
+// may resolve differently from the twin's seq when two events share a
+// microsecond, so there the suite compares each tie group as a set, the
+// order of the group's members of one shard exactly, and holds every rank
+// and neighbourhood to the sharded board's own listing.
+
+// twinCase is one sharded board's config under test.
+type twinCase struct {
+	order  rank.Order
+	mode   rank.Mode
+	tie    rank.Tiebreak
+	shards int
+}
+
+func testShardedTwin(t *testing.T, f Factory) {
+	s := f(t, nil)
+	mod := modOf(t, s)
+	cases := []twinCase{
+		{rank.Desc, rank.Incr, rank.Shared, 4},
+		{rank.Asc, rank.Best, rank.Shared, 7},
+		{rank.Desc, rank.Set, rank.Shared, 16},
+		{rank.Desc, rank.Incr, rank.First, 4},
+		{rank.Asc, rank.Incr, rank.Last, 3},
+		{rank.Desc, rank.Best, rank.First, 64},
+	}
+	for ci, tc := range cases {
+		sh := board(fmt.Sprintf("rt-shard-%d", ci), func(b *rank.Board) {
+			b.Order, b.Mode, b.Tiebreak, b.Shards = tc.order, tc.mode, tc.tie, tc.shards
+		})
+		tw := sh
+		tw.ID, tw.Shards = sh.ID+"-twin", 0
+		put(t, s, sh)
+		put(t, s, tw)
+		rng := rand.New(rand.NewPCG(uint64(ci), 0x5a4d))
+		members := make([]string, 40)
+		for i := range members {
+			members[i] = fmt.Sprintf("m%02d", i)
+		}
+		for i := range 240 {
+			e := rank.Event{ID: fmt.Sprintf("e%d", i), Member: members[rng.IntN(len(members))], Op: rank.OpDelta}
+			if tc.mode != rank.Incr {
+				e.Op = rank.OpValue
+			}
+			e.Amount = int64(rng.IntN(9) - 2) // few distinct scores: ties everywhere
+			if rng.IntN(20) == 0 {
+				e.Amount = rank.MaxScore // out_of_range on incr after a while
+			}
+			if rng.IntN(8) == 0 && i > 0 {
+				e.ID = fmt.Sprintf("e%d", rng.IntN(i)) // a repeat: duplicate or conflict
+			}
+			a, errA := applyTo(t, s, sh.ID, e)
+			b, errB := applyTo(t, s, tw.ID, e)
+			if Kind(errA) != Kind(errB) {
+				t.Fatalf("%s event %d %+v: sharded %v, twin %v", sh.ID, i, e, errA, errB)
+			}
+			if errA != nil {
+				continue
+			}
+			if a.Score != b.Score || a.Duplicate != b.Duplicate || a.PrevScore != b.PrevScore || (a.PrevRank == 0) != (b.PrevRank == 0) {
+				t.Fatalf("%s event %d %+v: sharded %+v, twin %+v", sh.ID, i, e, a, b)
+			}
+			if tc.tie == rank.Shared && (a.Rank != b.Rank || a.PrevRank != b.PrevRank) {
+				t.Fatalf("%s event %d %+v: sharded rank %d (prev %d), twin %d (prev %d)", sh.ID, i, e, a.Rank, a.PrevRank, b.Rank, b.PrevRank)
+			}
+			if i%60 == 59 {
+				compareTwins(t, s, sh, tw, members)
+			}
+		}
+		// Moderation reaches the member's shard: a ban hides, a removal
+		// deletes, on both boards alike.
+		ctx := t.Context()
+		for _, id := range []string{sh.ID, tw.ID} {
+			if _, err := mod.BanMember(ctx, id, rank.Ban{Member: members[3], Reason: "twin"}); err != nil {
+				t.Fatalf("BanMember(%s): %v", id, err)
+			}
+			if err := mod.RemoveMember(ctx, id, members[5], ""); err != nil && !errors.Is(err, rank.ErrNoEntry) {
+				t.Fatalf("RemoveMember(%s): %v", id, err)
+			}
+		}
+		applyErr(t, s, rank.Event{Board: sh.ID, ID: "after-ban", Member: members[3], Op: firstOp(tc.mode), Amount: 1}, rank.ErrBanned)
+		compareTwins(t, s, sh, tw, members)
+		for _, id := range []string{sh.ID, tw.ID} {
+			if err := mod.LiftBan(ctx, id, members[3]); err != nil {
+				t.Fatalf("LiftBan(%s): %v", id, err)
+			}
+		}
+		compareTwins(t, s, sh, tw, members)
+	}
+}
+
+func firstOp(m rank.Mode) rank.Op {
+	if m == rank.Incr {
+		return rank.OpDelta
+	}
+	return rank.OpValue
+}
+
+func applyTo(t *testing.T, s rank.Store, board string, e rank.Event) (rank.Result, error) {
+	t.Helper()
+	e.Board = board
+	return rank.ApplyWait(t.Context(), s, e)
+}
+
+// compareTwins reads both boards whole and every member with neighbours.
+func compareTwins(t *testing.T, s rank.Store, sh, tw rank.Board, members []string) {
+	t.Helper()
+	exact := sh.Tiebreak == rank.Shared
+	a, b := all(t, s, sh.ID, ""), all(t, s, tw.ID, "")
+	if a.Total != b.Total || len(a.Entries) != int(a.Total) {
+		t.Fatalf("%s: total %d (%d entries), twin %d", sh.ID, a.Total, len(a.Entries), b.Total)
+	}
+	if exact {
+		wantEntries(t, sh.ID+" whole board", a.Entries, b.Entries...)
+	} else {
+		sameUpToTies(t, sh, a.Entries, b.Entries)
+	}
+	// Pages at odd offsets are slices of the whole listing.
+	for _, w := range [][2]int{{0, 1}, {0, 10}, {3, 7}, {17, 100}, {39, 5}, {len(a.Entries), 3}} {
+		pg := top(t, s, sh.ID, "", w[0], w[1])
+		lo, hi := min(w[0], len(a.Entries)), min(w[0]+w[1], len(a.Entries))
+		wantEntries(t, fmt.Sprintf("%s page %d+%d", sh.ID, w[0], w[1]), pg.Entries, a.Entries[lo:hi]...)
+		if pg.Total != a.Total {
+			t.Fatalf("%s page %d+%d: total %d, want %d", sh.ID, w[0], w[1], pg.Total, a.Total)
+		}
+	}
+	for _, around := range []int{0, 2, 25} {
+		ra := ranks(t, s, sh.ID, "", around, members...)
+		rb := ranks(t, s, tw.ID, "", around, members...)
+		if ra.Total != rb.Total {
+			t.Fatalf("%s ranks: total %d, twin %d", sh.ID, ra.Total, rb.Total)
+		}
+		for i, m := range ra.Members {
+			o := rb.Members[i]
+			if m.Found != o.Found || m.Score != o.Score {
+				t.Fatalf("%s rank of %s: %+v, twin %+v", sh.ID, m.Member, m, o)
+			}
+			if !m.Found {
+				continue
+			}
+			if exact {
+				if m.Rank != o.Rank {
+					t.Fatalf("%s rank of %s: %d, twin %d", sh.ID, m.Member, m.Rank, o.Rank)
+				}
+				wantEntries(t, fmt.Sprintf("%s around %s (%d)", sh.ID, m.Member, around), m.Around, o.Around...)
+				continue
+			}
+			// First/last: the sharded board's own listing is the reference.
+			pos := slices.IndexFunc(a.Entries, func(e rank.Entry) bool { return e.Member == m.Member })
+			if pos < 0 || a.Entries[pos].Rank != m.Rank {
+				t.Fatalf("%s rank of %s: %d, its listing says %d", sh.ID, m.Member, m.Rank, pos+1)
+			}
+			lo, hi := max(0, pos-around), min(len(a.Entries), pos+around+1)
+			wantEntries(t, fmt.Sprintf("%s around %s (%d)", sh.ID, m.Member, around), m.Around, a.Entries[lo:hi]...)
+		}
+	}
+}
+
+// sameUpToTies holds a first/last listing to its twin's: the same scores
+// rank by rank, each tie group the same members, and within a group the
+// members of one shard in the twin's order (exact within a shard, R24).
+func sameUpToTies(t *testing.T, sh rank.Board, got, want []rank.Entry) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d entries, twin %d", sh.ID, len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Score != want[i].Score || got[i].Rank != int64(i+1) || got[i].Name != want[i].Name {
+			t.Fatalf("%s: entry %d is %s, twin %s\n%s\n%s", sh.ID, i, fmtEntries(got[i:i+1]), fmtEntries(want[i:i+1]), fmtEntries(got), fmtEntries(want))
+		}
+	}
+	for i := 0; i < len(got); {
+		j := i
+		for j < len(got) && got[j].Score == got[i].Score {
+			j++
+		}
+		for shard := range sh.ShardCount() {
+			g, w := ofShard(got[i:j], shard, sh.ShardCount()), ofShard(want[i:j], shard, sh.ShardCount())
+			if g != w {
+				t.Fatalf("%s: score %d, shard %d: members %s, twin %s", sh.ID, got[i].Score, shard, g, w)
+			}
+		}
+		i = j
+	}
+}
+
+func ofShard(es []rank.Entry, shard, n int) string {
+	var b strings.Builder
+	for _, e := range es {
+		if rank.ShardOf(e.Member, n) == shard {
+			b.WriteString(e.Member + " ")
+		}
+	}
+	return b.String()
+}
+
+// testShardedConfig: shards is 1..64, fixed at creation; a sharded page
+// reaches at most 10000 entries deep.
+func testShardedConfig(t *testing.T, f Factory) {
+	s := f(t, nil)
+	ctx := t.Context()
+	b := put(t, s, board("rt-shcfg", func(b *rank.Board) { b.Shards = 8 }))
+	for _, n := range []int{-1, 65} {
+		bad := board("rt-shcfg-new", func(b *rank.Board) { b.Shards = n })
+		if _, err := s.PutBoard(ctx, bad); !errors.Is(err, rank.ErrInvalidConfig) {
+			t.Errorf("PutBoard shards %d: %v, want ErrInvalidConfig", n, err)
+		}
+	}
+	if _, err := s.GetBoard(ctx, "rt-shcfg-new"); !errors.Is(err, rank.ErrUnknownBoard) {
+		t.Errorf("a refused board exists: %v", err)
+	}
+	for _, n := range []int{0, 1, 7, 64} {
+		next := b
+		next.Shards = n
+		if _, err := s.PutBoard(ctx, next); !errors.Is(err, rank.ErrShardsFixed) {
+			t.Errorf("changing shards 8 -> %d: %v, want ErrShardsFixed", n, err)
+		}
+	}
+	plain := put(t, s, board("rt-shcfg-plain", nil))
+	plain.Shards = 2
+	if _, err := s.PutBoard(ctx, plain); !errors.Is(err, rank.ErrShardsFixed) {
+		t.Errorf("sharding an existing board: %v, want ErrShardsFixed", err)
+	}
+	// Other fields still change.
+	retitled := b
+	retitled.Title = "renamed"
+	put(t, s, retitled)
+	if got, err := s.GetBoard(ctx, b.ID); err != nil || got != retitled {
+		t.Fatalf("GetBoard after retitle: %+v, %v", got, err)
+	}
+	var g ids
+	apply(t, s, delta(b.ID, g.next(), "m1", 5))
+	if _, err := s.Top(ctx, b.ID, "", 9990, 11); !errors.Is(err, rank.ErrBadRequest) {
+		t.Errorf("page past 10000 on a sharded board: %v, want ErrBadRequest", err)
+	}
+	if pg := top(t, s, b.ID, "", 9900, 100); pg.Total != 1 || len(pg.Entries) != 0 {
+		t.Errorf("page at 9900+100: %+v", pg)
+	}
+	// Deleting a sharded board removes every shard's data.
+	if err := s.DeleteBoard(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, b)
+	if pg := top(t, s, b.ID, "", 0, 10); pg.Total != 0 || len(pg.Entries) != 0 {
+		t.Errorf("re-created sharded board has data: %+v", pg)
+	}
+}
