@@ -159,8 +159,7 @@ func Run(t *testing.T, f Factory) {
 		{"BanRacingScores", testBanRace},
 		{"RemoveMember", testRemoveMember},
 		{"GlobalBans", testGlobalBans},
-		{"ShardedTwin", testShardedTwin},
-		{"ShardedConfig", testShardedConfig},
+		{"ShardsValidation", testShardsValidation},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -52,6 +52,13 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 	} else if !errors.Is(err, rank.ErrUnknownBoard) {
 		return rank.Board{}, s.fail("put board", b.ID, err)
 	}
+	var prev *rank.Board
+	if !created {
+		prev = &old.b
+	}
+	if err := checkShards(prev, b); err != nil {
+		return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
+	}
 	s.forget(b.ID)
 	if err := s.client.HSet(ctx, s.key(b.ID, "cfg"), "v", ver, "j", j).Err(); err != nil {
 		return rank.Board{}, s.fail("put board", b.ID, err)
