@@ -21,6 +21,7 @@ const (
 	Top   = "top.lua"
 	Ranks = "ranks.lua"
 	Ban   = "ban.lua"
+	Shard = "shard.lua" // reads of one shard of a sharded board (§9)
 )
 
 // prelude is the file Source puts before every script.
@@ -43,4 +44,4 @@ func file(name string) string {
 }
 
 // Names lists every embedded script.
-func Names() []string { return []string{Apply, Top, Ranks, Ban} }
+func Names() []string { return []string{Apply, Top, Ranks, Ban, Shard} }

@@ -60,6 +60,9 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 		return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
 	}
 	s.forget(b.ID)
+	if err := s.putShardVersions(ctx, b, ver); err != nil {
+		return rank.Board{}, s.fail("put board", b.ID, err)
+	}
 	if err := s.client.HSet(ctx, s.key(b.ID, "cfg"), "v", ver, "j", j).Err(); err != nil {
 		return rank.Board{}, s.fail("put board", b.ID, err)
 	}
@@ -151,7 +154,12 @@ func (s *Store) DeleteBoard(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	s.forget(id)
+	old, err := s.loadBoard(ctx, id)
+	if err != nil && !errors.Is(err, rank.ErrUnknownBoard) {
+		return s.fail("delete board", id, err)
+	}
 	n, err := s.client.Del(ctx, s.key(id, "cfg")).Result()
+	s.forget(id) // loadBoard cached it
 	if err != nil {
 		return s.fail("delete board", id, err)
 	}
@@ -159,6 +167,9 @@ func (s *Store) DeleteBoard(ctx context.Context, id string) error {
 		return s.fail("delete board", id, err)
 	}
 	if err := s.deleteKeys(ctx, escapeGlob(s.cfg.Prefix)+":{"+id+"}:*"); err != nil {
+		return s.fail("delete board", id, err)
+	}
+	if err := s.deleteShards(ctx, old.b); err != nil {
 		return s.fail("delete board", id, err)
 	}
 	if n == 0 {
