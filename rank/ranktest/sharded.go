@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -30,6 +31,7 @@ func RunSharded(t *testing.T, f Factory) {
 	}{
 		{"ShardedTwin", testShardedTwin},
 		{"ShardedConfig", testShardedConfig},
+		{"ShardedPeriods", testShardedPeriods},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,7 +92,9 @@ func testShardedTwin(t *testing.T, f Factory) {
 		{rank.Asc, rank.Incr, rank.Last, 3},
 		{rank.Desc, rank.Best, rank.First, 64},
 	}
+	var lastSeq int64
 	for ci, tc := range cases {
+		lastSeq = 0
 		sh := board(fmt.Sprintf("rt-shard-%d", ci), func(b *rank.Board) {
 			b.Order, b.Mode, b.Tiebreak, b.Shards = tc.order, tc.mode, tc.tie, tc.shards
 		})
@@ -129,6 +133,18 @@ func testShardedTwin(t *testing.T, f Factory) {
 			if tc.tie == rank.Shared && (a.Rank != b.Rank || a.PrevRank != b.PrevRank) {
 				t.Fatalf("%s event %d %+v: sharded rank %d (prev %d), twin %d (prev %d)", sh.ID, i, e, a.Rank, a.PrevRank, b.Rank, b.PrevRank)
 			}
+			if !a.Duplicate {
+				// Seq: +1 per applied event of the board, whatever its shard.
+				if a.Seq != lastSeq+1 {
+					t.Fatalf("%s event %d: seq %d after %d", sh.ID, i, a.Seq, lastSeq)
+				}
+				lastSeq = a.Seq
+				// R24: the ack's rank is the global one right after the
+				// step; nothing else runs here, so a read agrees.
+				if r := one(t, s, sh.ID, e.Member, 0); r.Rank != a.Rank || r.Score != a.Score {
+					t.Fatalf("%s event %d: ack rank %d score %d, read %d %d", sh.ID, i, a.Rank, a.Score, r.Rank, r.Score)
+				}
+			}
 			if i%60 == 59 {
 				compareTwins(t, s, sh, tw, members)
 			}
@@ -146,6 +162,9 @@ func testShardedTwin(t *testing.T, f Factory) {
 		}
 		applyErr(t, s, rank.Event{Board: sh.ID, ID: "after-ban", Member: members[3], Op: firstOp(tc.mode), Amount: 1}, rank.ErrBanned)
 		compareTwins(t, s, sh, tw, members)
+		if pg := top(t, s, sh.ID, "", 0, 1); pg.Seq < lastSeq {
+			t.Fatalf("%s: page seq %d below the last event's %d", sh.ID, pg.Seq, lastSeq)
+		}
 		for _, id := range []string{sh.ID, tw.ID} {
 			if err := mod.LiftBan(ctx, id, members[3]); err != nil {
 				t.Fatalf("LiftBan(%s): %v", id, err)
@@ -295,5 +314,64 @@ func testShardedConfig(t *testing.T, f Factory) {
 	put(t, s, b)
 	if pg := top(t, s, b.ID, "", 0, 10); pg.Total != 0 || len(pg.Entries) != 0 {
 		t.Errorf("re-created sharded board has data: %+v", pg)
+	}
+}
+
+// testShardedPeriods: periods, `at` and grace (R17), max_submissions (R18)
+// and idempotency on a sharded board and its twin, across a period
+// boundary, on the store's (injected) clock.
+func testShardedPeriods(t *testing.T, f Factory) {
+	anchor := skewedAnchor().Truncate(time.Hour).Add(50 * time.Minute)
+	clk := NewClock(anchor)
+	s := f(t, clk.Now)
+	sh := put(t, s, board("rt-shper", func(b *rank.Board) {
+		b.Reset, b.Shards, b.Tiebreak = rank.Hourly, 5, rank.Shared
+		b.MaxSubmissions, b.Grace = 4, rank.Duration(2*time.Minute)
+	}))
+	tw := sh
+	tw.ID, tw.Shards = "rt-shper-twin", 0
+	put(t, s, tw)
+	rng := rand.New(rand.NewPCG(7, 0x5a4d))
+	members := make([]string, 12)
+	for i := range members {
+		members[i] = fmt.Sprintf("p%02d", i)
+	}
+	for i := range 160 {
+		if i%20 == 19 {
+			clk.Advance(3 * time.Minute) // crosses the hour at i = 79
+		}
+		e := rank.Event{ID: fmt.Sprintf("e%d", i), Member: members[rng.IntN(len(members))], Op: rank.OpDelta, Amount: int64(rng.IntN(7) - 1)}
+		if rng.IntN(6) == 0 {
+			e.At = clk.Now().Add(-time.Duration(rng.IntN(8)) * time.Minute).Truncate(time.Millisecond)
+		}
+		if rng.IntN(10) == 0 && i > 0 {
+			e.ID = fmt.Sprintf("e%d", rng.IntN(i))
+		}
+		a, errA := applyTo(t, s, sh.ID, e)
+		b, errB := applyTo(t, s, tw.ID, e)
+		if Kind(errA) != Kind(errB) {
+			t.Fatalf("event %d %+v: sharded %v, twin %v", i, e, errA, errB)
+		}
+		if errA == nil && (a.Score != b.Score || a.Rank != b.Rank || a.PrevRank != b.PrevRank || a.Period != b.Period || a.Duplicate != b.Duplicate) {
+			t.Fatalf("event %d %+v: sharded %+v, twin %+v", i, e, a, b)
+		}
+	}
+	for _, sel := range []rank.PeriodSel{"", "previous"} {
+		a, b := all(t, s, sh.ID, sel), all(t, s, tw.ID, sel)
+		if a.Period != b.Period || a.Total != b.Total {
+			t.Fatalf("period %q: sharded period %d total %d, twin %d %d", sel, a.Period, a.Total, b.Period, b.Total)
+		}
+		wantEntries(t, fmt.Sprintf("%s period %q", sh.ID, sel), a.Entries, b.Entries...)
+		ra, rb := ranks(t, s, sh.ID, sel, 3, members...), ranks(t, s, tw.ID, sel, 3, members...)
+		for i := range ra.Members {
+			x, y := ra.Members[i], rb.Members[i]
+			if x.Found != y.Found || x.Rank != y.Rank || x.Score != y.Score {
+				t.Fatalf("period %q %s: sharded %+v, twin %+v", sel, x.Member, x, y)
+			}
+			wantEntries(t, fmt.Sprintf("period %q around %s", sel, x.Member), x.Around, y.Around...)
+		}
+	}
+	if n, err := s.Count(t.Context(), sh.ID); err != nil || n != all(t, s, tw.ID, "").Total {
+		t.Fatalf("Count: %d, %v", n, err)
 	}
 }
