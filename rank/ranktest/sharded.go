@@ -162,6 +162,15 @@ func testShardedTwin(t *testing.T, f Factory) {
 		}
 		applyErr(t, s, rank.Event{Board: sh.ID, ID: "after-ban", Member: members[3], Op: firstOp(tc.mode), Amount: 1}, rank.ErrBanned)
 		compareTwins(t, s, sh, tw, members)
+		// A global ban reaches the member's shard of the sharded board.
+		if _, err := mod.PutGlobalBan(ctx, rank.Ban{Member: members[7], Reason: "twin"}); err != nil {
+			t.Fatalf("PutGlobalBan: %v", err)
+		}
+		applyErr(t, s, rank.Event{Board: sh.ID, ID: "after-gban", Member: members[7], Op: firstOp(tc.mode), Amount: 1}, rank.ErrBanned)
+		compareTwins(t, s, sh, tw, members)
+		if err := mod.LiftGlobalBan(ctx, members[7]); err != nil {
+			t.Fatalf("LiftGlobalBan: %v", err)
+		}
 		if pg := top(t, s, sh.ID, "", 0, 1); pg.Seq < lastSeq {
 			t.Fatalf("%s: page seq %d below the last event's %d", sh.ID, pg.Seq, lastSeq)
 		}
