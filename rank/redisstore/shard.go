@@ -320,9 +320,6 @@ func (s *Store) shardRead(ctx context.Context, op, board string, sel rank.Period
 			return cachedBoard{}, 0, s.fail(op, board, err)
 		}
 		now, nowArg := s.now(ctx, c.b)
-		if c.b.Reset != rank.None && s.cfg.Now == nil {
-			now = s.clock.now(ctx, s.client)
-		}
 		idx, shown, err := shardPeriod(c.b, sel, now)
 		if err != nil {
 			return cachedBoard{}, 0, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
