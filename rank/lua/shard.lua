@@ -20,9 +20,8 @@
 --          per pair the entries strictly better: a better score, or (unless
 --          the member is "") the same score and a greater member (the REV
 --          order of Redis, which is the board's order of ties)
---   range: ARGV[7] n -> {total, then n triples raw member, score, name}:
---          the shard's first n entries
---   find:  ARGV[7..] member ids -> per member {found, score, raw member}
+--   find:  ARGV[7..] member ids -> {total, then per member found, score,
+--          raw member}
 --   win:   ARGV[7] around, ARGV[8..] pairs (stored score, raw member) -> per
 --          pair {better, better_score, above, below, then above + below
 --          triples}: better as for count, better_score the entries of a
@@ -78,13 +77,8 @@ local err = refused()
 if err then return err end
 if banDue(KEYS[6]) then return redis.error_reply('LB expired') end
 
-if op == 'range' then
-  local n = tonumber(ARGV[7])
+if op == 'find' then
   local out = {redis.call('ZCARD', zkey)}
-  if n and n > 0 then triples(redis.call('ZREVRANGE', zkey, 0, n - 1, 'WITHSCORES'), out) end
-  return out
-elseif op == 'find' then
-  local out = {}
   for a = 7, #ARGV do
     local z = redis.call('HGET', KEYS[5], ARGV[a]) or ARGV[a]
     local sc = redis.call('ZSCORE', zkey, z)

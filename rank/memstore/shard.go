@@ -101,10 +101,23 @@ func (f *forest) at(r int) fcursor {
 	if r < 1 || r > f.len() {
 		return fcursor{many: []cursor{}, cur: -1}
 	}
+	cs := make([]cursor, len(f.trees))
+	if r <= walkMax {
+		// Near the top (every page of R24's window): merge from the
+		// first entries, r-1 steps.
+		for i, t := range f.trees {
+			cs[i] = t.at(1)
+		}
+		c := fcursor{many: cs}
+		c.pick()
+		for ; r > 1; r-- {
+			c.next()
+		}
+		return c
+	}
 	k := f.select1(r)
 	// Every tree's cursor at its first key not below k: the merge then
 	// starts at k itself.
-	cs := make([]cursor, len(f.trees))
 	var path [maxDepth]step
 	for i, t := range f.trees {
 		_, pos, base := t.find(k, &path)
@@ -114,6 +127,10 @@ func (f *forest) at(r int) fcursor {
 	c.pick()
 	return c
 }
+
+// walkMax is the deepest position at reaches by merging from the top; a
+// deeper one (an around window of a member far down) is found by select1.
+const walkMax = 256
 
 // select1 is the key at global position r (1 ≤ r ≤ len): the one tree
 // holding it has it at the index where the key's global position is r, and

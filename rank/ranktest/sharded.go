@@ -32,6 +32,7 @@ func RunSharded(t *testing.T, f Factory) {
 		{"ShardedTwin", testShardedTwin},
 		{"ShardedConfig", testShardedConfig},
 		{"ShardedPeriods", testShardedPeriods},
+		{"ShardedSkew", testShardedSkew},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -382,5 +383,67 @@ func testShardedPeriods(t *testing.T, f Factory) {
 	}
 	if n, err := s.Count(t.Context(), sh.ID); err != nil || n != all(t, s, tw.ID, "").Total {
 		t.Fatalf("Count: %d, %v", n, err)
+	}
+	// A ban with an until, on the store clock: hidden, then back once it
+	// passes, on the page read first after it.
+	mod := modOf(t, s)
+	cur := all(t, s, tw.ID, "")
+	if len(cur.Entries) == 0 {
+		t.Fatal("no entries in the current period")
+	}
+	m := cur.Entries[0].Member
+	for _, id := range []string{sh.ID, tw.ID} {
+		if _, err := mod.BanMember(t.Context(), id, rank.Ban{Member: m, Reason: "r", Until: clk.Now().Add(time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := all(t, s, sh.ID, ""); a.Total != cur.Total-1 {
+		t.Fatalf("banned %s still counted: total %d of %d", m, a.Total, cur.Total)
+	}
+	clk.Advance(2 * time.Minute)
+	a := all(t, s, sh.ID, "")
+	wantEntries(t, "after the ban's until", a.Entries, all(t, s, tw.ID, "").Entries...)
+	wantEntries(t, "after the ban's until, as before it", a.Entries, cur.Entries...)
+}
+
+// testShardedSkew: the best members all on one shard, so a merged page
+// needs far more than its share of that shard (an engine that reads a
+// share per shard must read again), at every offset.
+func testShardedSkew(t *testing.T, f Factory) {
+	s := f(t, nil)
+	sh := put(t, s, board("rt-skew", func(b *rank.Board) { b.Shards = 4 }))
+	tw := sh
+	tw.ID, tw.Shards = "rt-skew-twin", 0
+	put(t, s, tw)
+	var hot, cold []string
+	for i := 0; len(hot) < 60 || len(cold) < 60; i++ {
+		m := fmt.Sprintf("k%03d", i)
+		if rank.ShardOf(m, 4) == 2 {
+			hot = append(hot, m)
+		} else {
+			cold = append(cold, m)
+		}
+	}
+	var g ids
+	for i := range 60 {
+		for _, id := range []string{sh.ID, tw.ID} {
+			apply(t, s, delta(id, g.next(), hot[i], int64(1000+i)))
+			apply(t, s, delta(id, g.next(), cold[i], int64(i)))
+		}
+	}
+	for _, w := range [][2]int{{0, 1}, {0, 10}, {0, 30}, {5, 50}, {55, 10}, {0, 100}, {59, 2}, {100, 30}} {
+		a, b := top(t, s, sh.ID, "", w[0], w[1]), top(t, s, tw.ID, "", w[0], w[1])
+		wantEntries(t, fmt.Sprintf("skewed page %d+%d", w[0], w[1]), a.Entries, b.Entries...)
+		if a.Total != b.Total {
+			t.Fatalf("skewed page: total %d, twin %d", a.Total, b.Total)
+		}
+	}
+	ra, rb := ranks(t, s, sh.ID, "", 25, hot[0], hot[59], cold[59], cold[0]), ranks(t, s, tw.ID, "", 25, hot[0], hot[59], cold[59], cold[0])
+	for i := range ra.Members {
+		x, y := ra.Members[i], rb.Members[i]
+		if x.Rank != y.Rank || x.Score != y.Score {
+			t.Fatalf("skewed rank of %s: %+v, twin %+v", x.Member, x, y)
+		}
+		wantEntries(t, "skewed around "+x.Member, x.Around, y.Around...)
 	}
 }
