@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -56,15 +58,18 @@ func BenchmarkShardedTop(b *testing.B) {
 		populateSharded(b, s, id, shards, n)
 		b.Run(fmt.Sprintf("shards=%d/top100", shards), func(b *testing.B) {
 			b.ReportAllocs()
+			cpu := redisCPU(b, s)
 			for b.Loop() {
 				p, err := s.Top(context.Background(), id, "", 0, 100)
 				if err != nil || len(p.Entries) != 100 || p.Total != n {
 					b.Fatalf("Top = %d entries of %d, %v", len(p.Entries), p.Total, err)
 				}
 			}
+			b.ReportMetric((redisCPU(b, s)-cpu)*1e6/float64(b.N), "redis-cpu-µs/op")
 		})
 		b.Run(fmt.Sprintf("shards=%d/rank_around5", shards), func(b *testing.B) {
 			b.ReportAllocs()
+			cpu := redisCPU(b, s)
 			for b.Loop() {
 				m := "m" + strconv.Itoa(rand.IntN(n))
 				r, err := s.Ranks(context.Background(), id, "", []string{m}, 5)
@@ -72,6 +77,58 @@ func BenchmarkShardedTop(b *testing.B) {
 					b.Fatalf("Ranks(%s) = %+v, %v", m, r, err)
 				}
 			}
+			b.ReportMetric((redisCPU(b, s)-cpu)*1e6/float64(b.N), "redis-cpu-µs/op")
+		})
+	}
+}
+
+// redisCPU is the server's CPU time so far in seconds (user + system): the
+// cost of a read on the Redis side, which a loaded machine's wall clock
+// hides.
+func redisCPU(b *testing.B, s *Store) float64 {
+	info, err := s.client.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var t float64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, k := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				t += f
+			}
+		}
+	}
+	return t
+}
+
+// BenchmarkShardedApply applies events from 32 callers (the batcher
+// pipelines them) to a 100k-member board of 1, 3 and 16 shards on one
+// Redis: the sharded event's follow-up (every other shard's count, the
+// board's seq, the record rewrite) is the price of R24's global ack rank.
+func BenchmarkShardedApply(b *testing.B) {
+	srv := testenv.StartRedis(b)
+	s := newStore(b, srv, Config{})
+	const n = 100_000
+	var ids atomic.Int64
+	for _, shards := range []int{1, 3, 16} {
+		id := "apply" + strconv.Itoa(shards)
+		populateSharded(b, s, id, shards, n)
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			b.SetParallelism(16)
+			b.ReportAllocs()
+			cpu := redisCPU(b, s)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					e := rank.Event{Board: id, ID: "b" + strconv.FormatInt(ids.Add(1), 36), Member: "m" + strconv.Itoa(rand.IntN(n)),
+						Op: rank.OpDelta, Amount: int64(rand.IntN(100))}
+					if _, err := rank.ApplyWait(context.Background(), s, e); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric((redisCPU(b, s)-cpu)*1e6/float64(b.N), "redis-cpu-µs/op")
 		})
 	}
 }
