@@ -21,27 +21,6 @@ import (
 // order of the group's members of one shard exactly, and holds every rank
 // and neighbourhood to the sharded board's own listing.
 
-// RunSharded is the conformance suite of sharded boards, for an engine
-// that shards them (the memory engine; the Redis engine refuses shards > 1
-// for now, which Run's ShardsValidation allows).
-func RunSharded(t *testing.T, f Factory) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, f Factory)
-	}{
-		{"ShardedTwin", testShardedTwin},
-		{"ShardedConfig", testShardedConfig},
-		{"ShardedPeriods", testShardedPeriods},
-		{"ShardedSkew", testShardedSkew},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, f)
-		})
-	}
-}
-
 // testShardsValidation holds on every engine: shards outside 1..64 is
 // refused, and an existing board's shard count never changes.
 func testShardsValidation(t *testing.T, f Factory) {

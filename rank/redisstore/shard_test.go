@@ -5,24 +5,11 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
-	"github.com/wsgateway/wsgateway/rank/ranktest"
 )
-
-// TestConformanceSharded runs the sharded boards' suite (the twin
-// comparison among it) on one Redis.
-func TestConformanceSharded(t *testing.T) {
-	t.Parallel()
-	srv := testenv.StartRedis(t)
-	ranktest.RunSharded(t, func(t *testing.T, now func() time.Time) rank.Store {
-		return newStore(t, srv, Config{Now: now})
-	})
-}
 
 // testShardsSpread: one 16-shard board's writes reach every master of the
 // cluster (S0): each master holds some of its members.
