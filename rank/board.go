@@ -184,6 +184,10 @@ type Board struct {
 	// Tiers name bands of the ranking for the pages (tiers.go; an
 	// extension of the contract). Optional.
 	Tiers Tiers `json:"tiers,omitzero"`
+
+	// Shards spreads the members over this many sorted sets (§9, R24;
+	// shard.go), fixed at creation; 0 (absent) = 1.
+	Shards int `json:"shards,omitzero"`
 }
 
 // DefaultBoard is the config every field of which has the contract's default.
@@ -221,6 +225,9 @@ func ParseBoard(id string, body []byte) (Board, error) {
 	}
 	if dec.More() {
 		return Board{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidConfig)
+	}
+	if explicitZeroShards(body) {
+		return Board{}, fmt.Errorf("%w: field shards: 0 is not within 1..%d", ErrInvalidConfig, MaxShards)
 	}
 	if id != "" && b.ID != id {
 		return Board{}, fmt.Errorf("%w: field id: %q does not match the board in the path %q", ErrInvalidConfig, b.ID, id)
@@ -351,6 +358,9 @@ func (b Board) Validate() error {
 	}
 	if err := validateTiers(b.Tiers); err != nil {
 		return bad("tiers", "%v", err)
+	}
+	if err := b.validateShards(); err != nil {
+		return err
 	}
 	return nil
 }

@@ -91,6 +91,13 @@ local err = refused()
 if err then return err end
 
 local mode, order, tie = ARGV[10], ARGV[11], ARGV[12]
+-- A shard of a sharded board (R24) passes its tiebreak with the suffix
+-- "@t": the tie key is then the store's time in µs, strictly increasing
+-- within the shard (its seq key holds the last one), so ties across
+-- shards order by the time of reaching the score, and each reply also
+-- carries ";<new sorted-set member>;<old one>" for the rank across shards.
+local sharded = false
+if string.sub(tie, -2) == '@t' then tie, sharded = string.sub(tie, 1, -3), true end
 local window = tonumber(ARGV[13])
 local n = #KEYS - 13
 local startsAt, endsAt = tonumber(ARGV[17]), tonumber(ARGV[18])
@@ -168,6 +175,22 @@ local function rankOf(zkey, z, s)
   return redis.call('ZREVRANK', zkey, z) + 1
 end
 
+-- tieTime is a shard's tie key (see sharded above): the clock in µs (the
+-- injected clock's ms × 1000), above the shard's last one.
+local function tieTime()
+  local us
+  if ARGV[2] ~= '' then
+    us = tonumber(ARGV[2]) * 1000
+  else
+    local t = redis.call('TIME')
+    us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+  if us <= last then us = last + 1 end
+  redis.call('SET', KEYS[2], string.format('%d', us))
+  return us
+end
+
 -- one applies event i and returns its reply string.
 local function one(i)
   local j = 20 + 6 * (i - 1)
@@ -231,7 +254,8 @@ local function one(i)
     prevscore = old
   end
 
-  local seq = redis.call('INCR', KEYS[2])
+  local seq
+  if sharded then seq = tieTime() else seq = redis.call('INCR', KEYS[2]) end
   local rank = prev
   if not (had and new == old) then
     -- The score changed (or the member is new): it reaches the score now.
@@ -273,6 +297,10 @@ local function one(i)
   -- before a failing write would turn every retry into a false duplicate.
   rec = string.format('%s,%d,%d,%d,%d,%d,%s', ARGV[j + 5], new, rank, prev, prevscore, seq, period)
   redis.call('SET', ikey, rec, 'PX', window)
+  if sharded then
+    local z = redis.call('HGET', mkey, member) or member
+    return '0' .. rec .. ';' .. z .. ';' .. oldz
+  end
   return '0' .. rec
 end
 

@@ -21,6 +21,7 @@ const (
 	Top   = "top.lua"
 	Ranks = "ranks.lua"
 	Ban   = "ban.lua"
+	Shard = "shard.lua" // reads of one shard of a sharded board (§9)
 
 	// PutBoard stores a config unless the stored one is final.
 	PutBoard = "putboard.lua"
@@ -46,4 +47,4 @@ func file(name string) string {
 }
 
 // Names lists every embedded script.
-func Names() []string { return []string{Apply, Top, Ranks, Ban, PutBoard} }
+func Names() []string { return []string{Apply, Top, Ranks, Ban, Shard, PutBoard} }

@@ -30,7 +30,7 @@ type board struct {
 
 // zset is one period's ranking.
 type zset struct {
-	tr       *tree
+	tr       *forest // one tree per shard (shard.go)
 	members  map[string]*node
 	counts   map[string]int // events applied per member, kept while max_submissions > 0 (R18)
 	expireAt time.Time      // zero: never
@@ -116,11 +116,11 @@ func (b *board) reconfigure(cfg rank.Board) {
 		return
 	}
 	for _, z := range b.periods {
-		nodes := make([]*node, 0, z.tr.length)
-		for c := z.tr.at(1); c.lf != nil; c.next() {
+		nodes := make([]*node, 0, z.tr.len())
+		for c := z.tr.at(1); c.ok(); c.next() {
 			nodes = append(nodes, c.node())
 		}
-		z.tr = newTree()
+		z.tr = newForest(cfg.ShardCount())
 		for _, n := range nodes {
 			b.setKey(n, n.score, n.reached)
 			z.tr.insert(n)
@@ -249,7 +249,7 @@ func (b *board) period(now time.Time) rank.Period {
 func (b *board) newPeriod(p rank.Period, now time.Time) *zset {
 	b.dropExpiredPeriods(now)
 	z := &zset{
-		tr:       newTree(),
+		tr:       newForest(b.cfg.ShardCount()),
 		members:  map[string]*node{},
 		counts:   map[string]int{},
 		expireAt: p.ExpireAt(b.cfg.Retained()),
@@ -307,14 +307,14 @@ func (b *board) sweepIdem(now time.Time, max int) int {
 
 // entries lists up to limit entries from 1-based position start of z.
 func (b *board) entries(z *zset, start, limit int) []rank.Entry {
-	if limit <= 0 || start > z.tr.length {
+	if limit <= 0 || start > z.tr.len() {
 		return []rank.Entry{}
 	}
-	out := make([]rank.Entry, 0, min(limit, z.tr.length-start+1))
+	out := make([]rank.Entry, 0, min(limit, z.tr.len()-start+1))
 	shared := b.cfg.Tiebreak == rank.Shared
 	var rk int64
 	var prev *node
-	for c := z.tr.at(start); c.lf != nil && len(out) < limit; c.next() {
+	for c := z.tr.at(start); c.ok() && len(out) < limit; c.next() {
 		n := c.node()
 		pos := int64(start + len(out))
 		switch {

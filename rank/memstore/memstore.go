@@ -186,6 +186,9 @@ func (s *Store) PutBoard(ctx context.Context, cfg rank.Board) (rank.Board, error
 		if b.cfg.StateAt(s.now()) == rank.Final {
 			return rank.Board{}, fmt.Errorf("memstore: put board %s: %w: the board is final", cfg.ID, rank.ErrBoardClosed)
 		}
+		if err := rank.CheckShardsChange(b.cfg, cfg); err != nil {
+			return rank.Board{}, fmt.Errorf("memstore: put board %s: %w", cfg.ID, err)
+		}
 		b.reconfigure(cfg)
 		return cfg, nil
 	}
@@ -290,7 +293,7 @@ func (s *Store) Count(ctx context.Context, id string) (int64, error) {
 	if z == nil {
 		return 0, nil
 	}
-	return int64(z.tr.length), nil
+	return int64(z.tr.len()), nil
 }
 
 // Apply applies one event atomically and idempotently and completes it
@@ -346,9 +349,12 @@ func (s *Store) Top(ctx context.Context, id string, sel rank.PeriodSel, offset, 
 	if err != nil {
 		return rank.Page{}, fmt.Errorf("memstore: top %s: %w", id, err)
 	}
+	if err := b.cfg.CheckWindow(offset, limit); err != nil {
+		return rank.Page{}, fmt.Errorf("memstore: top %s: %w", id, err)
+	}
 	pg := rank.Page{Board: id, Period: idx, Offset: offset, Seq: b.seq}
 	if z := b.readable(idx, now); z != nil {
-		pg.Total = int64(z.tr.length)
+		pg.Total = int64(z.tr.len())
 		pg.Entries = b.entries(z, offset+1, limit)
 	}
 	return pg, nil
@@ -377,7 +383,7 @@ func (s *Store) Ranks(ctx context.Context, id string, sel rank.PeriodSel, member
 	out := rank.Ranks{Board: id, Period: idx, Seq: b.seq, Members: make([]rank.MemberRank, len(members))}
 	z := b.readable(idx, now)
 	if z != nil {
-		out.Total = int64(z.tr.length)
+		out.Total = int64(z.tr.len())
 	}
 	for _, m := range members {
 		// A member on the board was validated when it was written.
@@ -396,7 +402,7 @@ func (s *Store) Ranks(ctx context.Context, id string, sel rank.PeriodSel, member
 		}
 		pos := z.tr.rankOf(&n.key)
 		lo := max(1, pos-around)
-		hi := min(z.tr.length, pos+around)
+		hi := min(z.tr.len(), pos+around)
 		out.Members[i] = rank.MemberRank{
 			Member: m,
 			Found:  true,

@@ -160,6 +160,11 @@ func Run(t *testing.T, f Factory) {
 		{"BanRacingScores", testBanRace},
 		{"RemoveMember", testRemoveMember},
 		{"GlobalBans", testGlobalBans},
+		{"ShardsValidation", testShardsValidation},
+		{"ShardedTwin", testShardedTwin},
+		{"ShardedConfig", testShardedConfig},
+		{"ShardedPeriods", testShardedPeriods},
+		{"ShardedSkew", testShardedSkew},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -74,6 +74,12 @@ type call struct {
 	// The outcome, set by the lane.
 	r   rank.Result
 	err error
+
+	// On a sharded board (shard.go): the shard's keys, the board's config,
+	// and the sorted-set members apply.lua reported (new, old).
+	shard      *applyKeys
+	board      *cachedBoard
+	newZ, oldZ string
 }
 
 // batch is one lane round: the calls taken from the queue, in submission

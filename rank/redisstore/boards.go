@@ -57,6 +57,9 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 		old, err := s.loadBoard(ctx, b.ID)
 		switch {
 		case err == nil:
+			if err := checkShards(&old.b, b); err != nil {
+				return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
+			}
 			oldVer = old.ver
 			if f := old.b.FinalAt(); !f.IsZero() {
 				finalAt = strconv.FormatInt(f.UnixMilli(), 10)
@@ -78,6 +81,12 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 		n, _ := v.(int64)
 		created = n == 1
 		break
+	}
+	// The shards' copies of the version go after the config: a PUT refused
+	// above writes nothing, and events checked against the new config are
+	// only "stale" on a shard until this lands.
+	if err := s.putShardVersions(ctx, b, ver); err != nil {
+		return rank.Board{}, s.fail("put board", b.ID, err)
 	}
 	// The list lives in another slot, so it is a separate command; Boards
 	// skips ids whose config is missing, DeleteBoard removes config first.
@@ -167,7 +176,12 @@ func (s *Store) DeleteBoard(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	s.forget(id)
+	old, err := s.loadBoard(ctx, id)
+	if err != nil && !errors.Is(err, rank.ErrUnknownBoard) {
+		return s.fail("delete board", id, err)
+	}
 	n, err := s.client.Del(ctx, s.key(id, "cfg")).Result()
+	s.forget(id) // loadBoard cached it
 	if err != nil {
 		return s.fail("delete board", id, err)
 	}
@@ -175,6 +189,9 @@ func (s *Store) DeleteBoard(ctx context.Context, id string) error {
 		return s.fail("delete board", id, err)
 	}
 	if err := s.deleteKeys(ctx, escapeGlob(s.cfg.Prefix)+":{"+id+"}:*"); err != nil {
+		return s.fail("delete board", id, err)
+	}
+	if err := s.deleteShards(ctx, old.b); err != nil {
 		return s.fail("delete board", id, err)
 	}
 	if n == 0 {

@@ -48,6 +48,7 @@ func TestCluster(t *testing.T) {
 		return s
 	}
 	t.Run("Conformance", func(t *testing.T) { ranktest.Run(t, factory) })
+	t.Run("ShardsSpread", func(t *testing.T) { testShardsSpread(t, factory(t, nil).(*Store)) })
 	t.Run("Differential", func(t *testing.T) {
 		ranktest.Differential(t, newMem(t), factory(t, nil), 7, 1500)
 	})

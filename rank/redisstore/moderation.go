@@ -63,21 +63,32 @@ func (s *Store) moderate(ctx context.Context, name, op, board, member, field, va
 			}
 			arg = strconv.Itoa(k)
 		}
-		keys := make([]string, 0, 4+3*len(kept))
-		keys = append(keys, c.keys.cfg, c.keys.seq, c.keys.n, c.keys.ban)
-		for _, idx := range kept {
-			keys = append(keys, s.zkey(board, idx), s.mkey(board, idx), s.xkey(board, idx))
-		}
-		v, err := s.ban.run(ctx, s.client, keys, c.ver, s.nowArg(), 0, 0, 0, op, member, field, arg)
-		if err != nil {
-			if attempt < staleRetries && scriptError(err) == "stale" {
-				s.forget(board)
-				continue
+		// A sharded board's member lives on one shard; an expiry
+		// sweeps every shard (shard.go).
+		var total int64
+		stale := false
+		for _, t := range s.moderated(c, member) {
+			keys := make([]string, 0, 4+3*len(kept))
+			keys = append(keys, t.keys.cfg, t.keys.seq, t.keys.n, t.keys.ban)
+			for _, idx := range kept {
+				keys = append(keys, s.zkey(t.b.ID, idx), s.mkey(t.b.ID, idx), s.xkey(t.b.ID, idx))
 			}
-			return 0, s.fail(name, board, err)
+			v, err := s.ban.run(ctx, s.client, keys, c.ver, s.nowArg(), 0, 0, 0, op, member, field, arg)
+			if err != nil {
+				if attempt < staleRetries && scriptError(err) == "stale" {
+					s.forget(board)
+					stale = true
+					break
+				}
+				return 0, s.fail(name, board, err)
+			}
+			n, _ := v.(int64)
+			total += n
 		}
-		n, _ := v.(int64)
-		return n, nil
+		if stale {
+			continue
+		}
+		return total, nil
 	}
 }
 
@@ -153,7 +164,7 @@ func (s *Store) Bans(ctx context.Context, board string) ([]rank.Ban, error) {
 	if _, err := s.board(ctx, board); err != nil {
 		return nil, s.fail("bans", board, err)
 	}
-	all, err := s.client.HGetAll(ctx, s.bkey(board)).Result()
+	all, err := s.banHashes(ctx, board)
 	if err != nil {
 		return nil, s.fail("bans", board, err)
 	}

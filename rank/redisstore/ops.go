@@ -140,6 +140,7 @@ func (s *Store) work(bt *batch) {
 		}
 		pause = min(2*pause, maxBusyPause)
 	}
+	s.shardFollowUp(ctx, bt.calls)
 	clear(bt.send)
 	bt.send = bt.send[:0]
 }
@@ -165,11 +166,16 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 	clear(s.groupOf)
 	bt.groups, bt.order = bt.groups[:0], bt.order[:0]
 	for _, c := range bt.send {
-		g, ok := s.groupOf[c.e.Board]
+		// A sharded board's events group by shard (shard.go).
+		key := s.shardGroup(ctx, c)
+		g, ok := s.groupOf[key]
 		if !ok {
 			cb, err := s.memoBoard(ctx, c.e.Board)
+			if err == nil && c.shard != nil {
+				cb = cb.shards[rank.ShardOf(c.e.Member, cb.b.Shards)]
+			}
 			g = len(bt.groups)
-			s.groupOf[c.e.Board] = g
+			s.groupOf[key] = g
 			bt.groups = append(bt.groups, group{cb: cb, err: err})
 		}
 		gr := &bt.groups[g]
@@ -272,6 +278,9 @@ func (s *Store) settle(ctx context.Context, m *cmd, attempt int, again []*call) 
 	}
 	for i, c := range m.calls {
 		rep, _ := a[i].(string)
+		if c.shard != nil {
+			rep = c.cutMembers(rep)
+		}
 		c.r, c.err = applyResult(c.e, rep, c.hash, c.token)
 	}
 	return again
@@ -386,6 +395,9 @@ func (s *Store) page(ctx context.Context, op, board string, period rank.PeriodSe
 	if offset < 0 || limit < 0 {
 		return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w: offset and limit must not be negative", op, board, rank.ErrBadRequest)
 	}
+	if s.sharded(ctx, board) {
+		return s.shardPage(ctx, op, board, period, offset, limit)
+	}
 	c, sl, v, err := s.read(ctx, op, board, period, s.top, false, offset, limit)
 	if err != nil {
 		return rank.Page{}, err
@@ -415,6 +427,9 @@ func (s *Store) Ranks(ctx context.Context, board string, period rank.PeriodSel, 
 		if !rank.ValidMemberID(m) {
 			return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, rank.ErrInvalidMember)
 		}
+	}
+	if s.sharded(ctx, board) {
+		return s.shardRanks(ctx, board, period, members, around)
 	}
 	extra := make([]any, 0, 1+len(members))
 	extra = append(extra, around)

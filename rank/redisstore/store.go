@@ -88,6 +88,7 @@ type Store struct {
 	top    *script
 	ranks  *script
 	ban    *script
+	shard  *script // reads of one shard of a sharded board (shard.go)
 	batch  *batcher
 	clock  clock
 	closed atomic.Bool
@@ -119,6 +120,9 @@ type cachedBoard struct {
 	// unknownTTL), so a client naming random boards costs no Redis read
 	// per request.
 	unknown bool
+	// shards holds, on a sharded board, each shard's config and keys (its
+	// ID the shard's key-space id, shardID); nil otherwise.
+	shards []cachedBoard
 }
 
 // fresh reports whether the entry is still trusted.
@@ -152,6 +156,12 @@ type periodKeys struct {
 }
 
 func (s *Store) cached(b rank.Board, ver string) cachedBoard {
+	c := s.cachedOne(b, ver)
+	c.shards = s.cachedShards(b, ver)
+	return c
+}
+
+func (s *Store) cachedOne(b rank.Board, ver string) cachedBoard {
 	return cachedBoard{b: b, ver: ver, at: time.Now(), keys: &applyKeys{
 		cfg: s.key(b.ID, "cfg"), seq: s.key(b.ID, "seq"), n: s.key(b.ID, "n"), ban: s.bkey(b.ID), idem: s.key(b.ID, "i:"),
 		ver: ver, mode: string(b.Mode), order: string(b.Order), tiebreak: string(b.Tiebreak),
@@ -243,6 +253,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		top:     newScript(lua.Top),
 		ranks:   newScript(lua.Ranks),
 		ban:     newScript(lua.Ban),
+		shard:   newScript(lua.Shard),
 		boards:  make(map[string]cachedBoard),
 		groupOf: make(map[string]int),
 	}
@@ -257,7 +268,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	s.clock.injected = cfg.Now
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban} {
+	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban, s.shard} {
 		if err := sc.load(ctx, s.client); err != nil {
 			return nil, s.fail("new", "", err)
 		}

@@ -1,0 +1,116 @@
+-- shard.lua: reads of one shard of a sharded board (PROTOCOL.md §9, R24);
+-- the engine merges the shards' answers. A shard's keys are those of a
+-- board whose hash tag is {<board>#<i>}, so every call runs on one slot.
+--
+-- KEYS[1] <p>:{b#i}:cfg    hash: v = config version (a copy of the board's)
+-- KEYS[2] <p>:{b#i}:seq    string (unused here)
+-- KEYS[3] <p>:{b#i}:n      hash: member id -> display name
+-- KEYS[4] <p>:{b#i}:z:<k>  sorted set of the period read
+-- KEYS[5] <p>:{b#i}:m:<k>  hash: member id -> sorted-set member
+-- KEYS[6] <p>:{b#i}:ban    hash: the shard's bans (see ban.lua)
+--
+-- ARGV[1] config version the caller resolved the keys with
+-- ARGV[2] now in unix ms, or "" to read the server's TIME
+-- ARGV[3] unused (0)
+-- ARGV[4] unused (0): no period choice, KEYS[4] is the period read
+-- ARGV[5] unused (0)
+-- ARGV[6] op
+-- ARGV[7] the op's first argument, more follow:
+--   count: ARGV[7..] pairs (stored score, sorted-set member or "") ->
+--          per pair the entries strictly better: a better score, or (unless
+--          the member is "") the same score and a greater member (the REV
+--          order of Redis, which is the board's order of ties)
+--   find:  ARGV[7..] member ids -> {total, then per member found, score,
+--          raw member}
+--   win:   ARGV[7] around, ARGV[8..] pairs (stored score, raw member) -> per
+--          pair {better, better_score, above, below, then above + below
+--          triples}: better as for count, better_score the entries of a
+--          strictly better score, then up to `around` entries before that
+--          position and up to around+1 from it, in rank order
+-- Scores as stored (negated on asc boards); names "" when none. Errors
+-- "LB <code>": unknown_board, stale, expired (a ban's until has passed),
+-- bad_request.
+
+local op = ARGV[6]
+local zkey = KEYS[4]
+
+-- gt compares bytes (Lua's < follows the server's locale).
+local function gt(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
+end
+
+local function better(sc, z)
+  local c = redis.call('ZCOUNT', zkey, '(' .. sc, '+inf')
+  if z == '' then return c end
+  local e = redis.call('ZCOUNT', zkey, sc, sc)
+  local lo, hi = 0, e
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local m = redis.call('ZREVRANGE', zkey, c + mid, c + mid)[1]
+    if gt(m, z) then lo = mid + 1 else hi = mid end
+  end
+  return c + lo
+end
+
+-- triples appends raw member, score, name of a WITHSCORES reply to out.
+local function triples(r, out)
+  local ids, names = idsNames(r)
+  for i = 1, #ids do
+    out[#out + 1] = r[2 * i - 1]
+    out[#out + 1] = r[2 * i]
+    out[#out + 1] = names[i]
+  end
+end
+
+if op == 'count' then
+  local out = {}
+  for a = 7, #ARGV, 2 do out[#out + 1] = better(ARGV[a], ARGV[a + 1]) end
+  return out
+end
+
+local err = refused()
+if err then return err end
+if banDue(KEYS[6]) then return redis.error_reply('LB expired') end
+
+if op == 'find' then
+  local out = {redis.call('ZCARD', zkey)}
+  for a = 7, #ARGV do
+    local z = redis.call('HGET', KEYS[5], ARGV[a]) or ARGV[a]
+    local sc = redis.call('ZSCORE', zkey, z)
+    if sc then
+      out[#out + 1] = 1
+      out[#out + 1] = sc
+      out[#out + 1] = z
+    else
+      out[#out + 1] = 0
+      out[#out + 1] = ''
+      out[#out + 1] = ''
+    end
+  end
+  return out
+elseif op == 'win' then
+  local around = tonumber(ARGV[7])
+  local out = {}
+  for a = 8, #ARGV, 2 do
+    local sc, z = ARGV[a], ARGV[a + 1]
+    local c = better(sc, z)
+    out[#out + 1] = c
+    out[#out + 1] = redis.call('ZCOUNT', zkey, '(' .. sc, '+inf')
+    local up = {}
+    if c > 0 and around > 0 then
+      up = redis.call('ZREVRANGE', zkey, math.max(0, c - around), c - 1, 'WITHSCORES')
+    end
+    local down = redis.call('ZREVRANGE', zkey, c, c + around, 'WITHSCORES')
+    out[#out + 1] = #up / 2
+    out[#out + 1] = #down / 2
+    triples(up, out)
+    triples(down, out)
+  end
+  return out
+end
+return redis.error_reply('LB bad_request')

@@ -1,0 +1,134 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wsgateway/wsgateway/internal/testenv"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// populateSharded fills a tiebreak-first board of the given shards with n
+// members directly, in the key layout apply.lua writes (each member in its
+// shard's key space).
+func populateSharded(b *testing.B, s *Store, id string, shards, n int) {
+	b.Helper()
+	ctx := context.Background()
+	cfg := rank.DefaultBoard(id)
+	cfg.Shards = shards
+	if _, err := s.PutBoard(ctx, cfg); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const chunk = 5000
+	for start := 0; start < n; start += chunk {
+		pipe := s.client.Pipeline()
+		for i := start; i < min(start+chunk, n); i++ {
+			m := "m" + strconv.Itoa(i)
+			ks := id
+			if shards > 1 {
+				ks = shardID(id, rank.ShardOf(m, shards))
+			}
+			z := fmt.Sprintf("%016d|%s", int64(9999999999999999)-int64(i+1), m)
+			pipe.ZAdd(ctx, s.zkey(ks, 0), redis.Z{Score: float64(rng.IntN(1_000_000)), Member: z})
+			pipe.HSet(ctx, s.mkey(ks, 0), m, z)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkShardedTop reads the top 100 of a 100k-member board of 1 and
+// of 16 shards (R24's merged read: the board's seq, then one pipelined
+// range per shard, merged); and one member's rank with 5 neighbours.
+func BenchmarkShardedTop(b *testing.B) {
+	srv := testenv.StartRedis(b)
+	s := newStore(b, srv, Config{})
+	const n = 100_000
+	for _, shards := range []int{1, 16} {
+		id := "top" + strconv.Itoa(shards)
+		populateSharded(b, s, id, shards, n)
+		b.Run(fmt.Sprintf("shards=%d/top100", shards), func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := redisCPU(b, s)
+			for b.Loop() {
+				p, err := s.Top(context.Background(), id, "", 0, 100)
+				if err != nil || len(p.Entries) != 100 || p.Total != n {
+					b.Fatalf("Top = %d entries of %d, %v", len(p.Entries), p.Total, err)
+				}
+			}
+			b.ReportMetric((redisCPU(b, s)-cpu)*1e6/float64(b.N), "redis-cpu-µs/op")
+		})
+		b.Run(fmt.Sprintf("shards=%d/rank_around5", shards), func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := redisCPU(b, s)
+			for b.Loop() {
+				m := "m" + strconv.Itoa(rand.IntN(n))
+				r, err := s.Ranks(context.Background(), id, "", []string{m}, 5)
+				if err != nil || !r.Members[0].Found {
+					b.Fatalf("Ranks(%s) = %+v, %v", m, r, err)
+				}
+			}
+			b.ReportMetric((redisCPU(b, s)-cpu)*1e6/float64(b.N), "redis-cpu-µs/op")
+		})
+	}
+}
+
+// redisCPU is the server's CPU time so far in seconds (user + system): the
+// cost of a read on the Redis side, which a loaded machine's wall clock
+// hides.
+func redisCPU(b *testing.B, s *Store) float64 {
+	info, err := s.client.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var t float64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, k := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				t += f
+			}
+		}
+	}
+	return t
+}
+
+// BenchmarkShardedApply applies events from 32 callers (the batcher
+// pipelines them) to a 100k-member board of 1, 3 and 16 shards on one
+// Redis: the sharded event's follow-up (every other shard's count, the
+// board's seq, the record rewrite) is the price of R24's global ack rank.
+func BenchmarkShardedApply(b *testing.B) {
+	srv := testenv.StartRedis(b)
+	s := newStore(b, srv, Config{})
+	const n = 100_000
+	var ids atomic.Int64
+	for _, shards := range []int{1, 3, 16} {
+		id := "apply" + strconv.Itoa(shards)
+		populateSharded(b, s, id, shards, n)
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			b.SetParallelism(16)
+			b.ReportAllocs()
+			cpu := redisCPU(b, s)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					e := rank.Event{Board: id, ID: "b" + strconv.FormatInt(ids.Add(1), 36), Member: "m" + strconv.Itoa(rand.IntN(n)),
+						Op: rank.OpDelta, Amount: int64(rand.IntN(100))}
+					if _, err := rank.ApplyWait(context.Background(), s, e); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric((redisCPU(b, s)-cpu)*1e6/float64(b.N), "redis-cpu-µs/op")
+		})
+	}
+}
