@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -130,6 +131,7 @@ type API struct {
 	members, anon *keyedLimiter
 	bodySlots     chan struct{}          // a semaphore of Config.MaxBodyReads slots
 	modActions    *prometheus.CounterVec // moderation actions by action
+	bodies        sync.Pool              // *[]byte request bodies of ServeFast (fast.go)
 }
 
 // New validates cfg, fills defaults, registers the API's collectors on the

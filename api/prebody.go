@@ -62,7 +62,12 @@ func (a *API) admitBody(w http.ResponseWriter, r *http.Request, start time.Time)
 
 // preAuth verifies r's bearer token; the error's code is the answer's.
 func (a *API) preAuth(r *http.Request) (string, error) {
-	token, ok := auth.BearerToken(r.Header.Get("Authorization"))
+	return a.verifyEarly(r.Header.Get("Authorization"))
+}
+
+// verifyEarly verifies the bearer token of an Authorization header.
+func (a *API) verifyEarly(header string) (string, error) {
+	token, ok := auth.BearerToken(header)
 	if !ok {
 		return proto.CodeUnauthorized, errf(proto.CodeUnauthorized, "missing bearer token")
 	}
