@@ -127,7 +127,8 @@ func (a *API) serveFast(ctx *fasthttp.RequestCtx, app fasthttp.RequestHandler, h
 	}
 	if cl > 0 || cl == -1 {
 		if string(ctx.Path()) != devTokenPath {
-			if code, err := a.verifyEarly(string(h.Peek("Authorization"))); err != nil {
+			p, code, err := a.verifyEarly(string(h.Peek("Authorization")))
+			if err != nil {
 				if a.anon != nil {
 					if ok, d := a.anon.allow(ctx.RemoteIP().String(), time.Now()); !ok {
 						ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(1, int((d+time.Second-1)/time.Second))))
@@ -141,6 +142,7 @@ func (a *API) serveFast(ctx *fasthttp.RequestCtx, app fasthttp.RequestHandler, h
 				a.answerEarly(ctx, start, "refused", proto.HTTPStatus(code), code, proto.PublicMessage(err))
 				return
 			}
+			ctx.SetUserValue(verifiedKey, p) // authenticate needs not verify it again
 		}
 		select {
 		case a.bodySlots <- struct{}{}:
