@@ -91,6 +91,12 @@ func (a *API) ServeFast(ln net.Listener, cfg FastConfig) error {
 	srv.HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
 		return fasthttp.RequestConfig{ReadTimeout: cfg.ReadTimeout}
 	}
+	// A client that waits for 100 Continue gets it only when the body
+	// would be read: the token verifies and the length is within MaxBody.
+	// Otherwise fasthttp answers 417 without reading the body, and the
+	// client sends again without the wait (curl does) to meet the 401 or
+	// 413 of serveFast.
+	srv.ContinueHandler = a.mayContinue
 	srv.WriteTimeout = cfg.WriteTimeout
 	srv.IdleTimeout = cfg.IdleTimeout
 	srv.ReadBufferSize = cfg.MaxHeaderBytes
@@ -162,6 +168,18 @@ func (a *API) serveFast(ctx *fasthttp.RequestCtx, app fasthttp.RequestHandler, h
 		}
 	}
 	app(ctx)
+}
+
+// mayContinue is ServeFast's ContinueHandler.
+func (a *API) mayContinue(h *fasthttp.RequestHeader) bool {
+	if !Owns(h.RequestURI()) || bytes.HasPrefix(h.RequestURI(), []byte(devTokenPath)) {
+		return true
+	}
+	if int64(h.ContentLength()) > a.cfg.MaxBody {
+		return false
+	}
+	_, _, err := a.verifyEarly(string(h.Peek("Authorization")))
+	return err == nil
 }
 
 // readFastBody reads the streamed body of a request of declared length cl

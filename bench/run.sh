@@ -122,7 +122,7 @@ start_gateway() { # start_gateway [extra flags…]
 	"$WORK/wsgateway" --addr "127.0.0.1:$GP" --metrics-addr "127.0.0.1:$MP" --jwt-secret "$SECRET" --log-level error "$@" >>"$WORK/gateway.log" 2>&1 &
 	GW_PID=$!
 	PIDS+=("$GW_PID")
-	wait_http "http://127.0.0.1:$GP/readyz"
+	wait_http "http://127.0.0.1:$GP/readyz" || { tail -n 20 "$WORK/gateway.log" >&2; return 1; }
 	URL="ws://127.0.0.1:$GP/ws"
 }
 stop_gateway() { kill "$GW_PID"; wait "$GW_PID" 2>/dev/null || true; }

@@ -100,7 +100,7 @@ func (s *Splitter) Hand(c net.Conn, read []byte) {
 		raw = pc.Conn
 		read = append(read, pc.pre...)
 	}
-	s.second.push(&Conn{Conn: raw, pre: read})
+	go s.second.push(&Conn{Conn: raw, pre: read}) // when the second server next accepts
 }
 
 func (s *Splitter) run() {
