@@ -123,7 +123,7 @@ func TestHandReplaysBeforeTheRest(t *testing.T) {
 
 func TestSilentClientClosed(t *testing.T) {
 	s, addr := newSplit(t, 100*time.Millisecond)
-	go s.First().Accept() // accepting starts with the servers' first Accept
+	go s.First().Accept()     // accepting starts with the servers' first Accept
 	c := dial(t, addr, "GET") // never finishes its request line
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, err := bufio.NewReader(c).ReadByte()
