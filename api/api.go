@@ -1,11 +1,14 @@
 // Package api is the REST side of the gateway (PROTOCOL.md §2): a fiber app
-// for /api/v1/..., plus /healthz, /readyz and /metrics, all served by one
-// net/http handler that the gateway mounts beside /ws and the pages.
+// for /api/v1/..., plus /healthz, /readyz and /metrics, served two ways:
+// natively by fiber's own fasthttp server (ServeFast, fast.go) on the
+// connections that begin with an API request, and as a net/http handler
+// (Handler) that the gateway mounts beside /ws and the pages, for API
+// requests on the other connections.
 //
 // Fiber runs on fasthttp, which cannot hijack connections for coder/websocket,
-// so the app is mounted with adaptor.FiberApp on the gateway's http.Server.
-// The v2 adaptor ignores fiber's BodyLimit, so the handler enforces MaxBody
-// itself with http.MaxBytesHandler and answers an oversized body with 413.
+// so on net/http the app is mounted with adaptor.FiberApp. The v2 adaptor
+// ignores fiber's BodyLimit, so the handler enforces MaxBody itself with
+// http.MaxBytesHandler and answers an oversized body with 413.
 package api
 
 import (
