@@ -1,11 +1,14 @@
 // Package api is the REST side of the gateway (PROTOCOL.md §2): a fiber app
-// for /api/v1/..., plus /healthz, /readyz and /metrics, all served by one
-// net/http handler that the gateway mounts beside /ws and the pages.
+// for /api/v1/..., plus /healthz, /readyz and /metrics, served two ways:
+// natively by fiber's own fasthttp server (ServeFast, fast.go) on the
+// connections that begin with an API request, and as a net/http handler
+// (Handler) that the gateway mounts beside /ws and the pages, for API
+// requests on the other connections.
 //
 // Fiber runs on fasthttp, which cannot hijack connections for coder/websocket,
-// so the app is mounted with adaptor.FiberApp on the gateway's http.Server.
-// The v2 adaptor ignores fiber's BodyLimit, so the handler enforces MaxBody
-// itself with http.MaxBytesHandler and answers an oversized body with 413.
+// so on net/http the app is mounted with adaptor.FiberApp. The v2 adaptor
+// ignores fiber's BodyLimit, so the handler enforces MaxBody itself with
+// http.MaxBytesHandler and answers an oversized body with 413.
 package api
 
 import (
@@ -18,6 +21,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -130,6 +134,8 @@ type API struct {
 	members, anon *keyedLimiter
 	bodySlots     chan struct{}          // a semaphore of Config.MaxBodyReads slots
 	modActions    *prometheus.CounterVec // moderation actions by action
+	bodies        sync.Pool              // *[]byte request bodies of ServeFast (fast.go)
+	deadlines     *deadlines             // the store calls' contexts
 }
 
 // New validates cfg, fills defaults, registers the API's collectors on the
@@ -176,7 +182,7 @@ func New(cfg Config) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &API{cfg: cfg, log: cfg.Logger, m: m}
+	a := &API{cfg: cfg, log: cfg.Logger, m: m, deadlines: newDeadlines(cfg.Timeout)}
 	if a.modActions, err = newModerationMetric(cfg.Registry); err != nil {
 		return nil, err
 	}
@@ -228,9 +234,9 @@ func (a *API) routes() {
 	}
 	a.app.Use(a.limitAnon)
 	add := func(method, path string, hs ...fiber.Handler) {
-		label := method + " " + path
+		rt := a.m.route(method + " " + path)
 		mark := func(c *fiber.Ctx) error {
-			c.Locals(routeKey, label)
+			c.Locals(routeKey, rt)
 			return c.Next()
 		}
 		handlers := append([]fiber.Handler{mark}, hs...)
@@ -350,19 +356,31 @@ func (a *API) observe(c *fiber.Ctx) error {
 			c.Status(http.StatusInternalServerError)
 		}
 	}
-	route, _ := c.Locals(routeKey).(string)
-	if route == "" {
-		route = "unmatched" // a 404 or 405: raw paths would be unbounded labels
+	route := "unmatched" // a 404 or 405: raw paths would be unbounded labels
+	rt, _ := c.Locals(routeKey).(*routeMetrics)
+	if rt != nil {
+		route = rt.label
 	}
 	status := c.Response().StatusCode()
 	d := time.Since(start)
-	a.m.done(route, status, d)
-	a.log.Info("api request", "method", c.Method(), "route", route, "status", status, "duration", d)
+	if rt != nil && status == http.StatusOK {
+		rt.ok.Inc()
+		rt.latency.Observe(d.Seconds())
+	} else {
+		a.m.done(route, status, d)
+	}
+	if a.log.Enabled(context.Background(), slog.LevelInfo) { // the arguments cost allocations even when dropped
+		a.log.Info("api request", "method", c.Method(), "route", route, "status", status, "duration", d)
+	}
 	return nil
 }
 
 // ctx is the deadline of one store call. The adaptor does not carry the
-// net/http request's context into fiber, so the bound is a timeout.
+// net/http request's context into fiber, so the bound is a timeout, shared
+// by the calls that start within a few milliseconds (deadline.go); the
+// cancel func is a no-op kept for the callers' defer.
 func (a *API) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), a.cfg.Timeout)
+	return a.deadlines.get(), noCancel
 }
+
+func noCancel() {}

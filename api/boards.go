@@ -24,9 +24,21 @@ const (
 
 const principalKey = "principal"
 
+// verifiedKey holds the principal ServeFast verified before the body.
+const verifiedKey = "verified"
+
 // authenticate verifies the bearer token and leaves the principal for the
 // handler. The token itself is never stored or logged.
 func (a *API) authenticate(c *fiber.Ctx) error {
+	// ServeFast verified the token of a request with a body before reading
+	// it; once is enough.
+	if p, ok := c.Locals(verifiedKey).(auth.Principal); ok {
+		if err := a.limitMember(c, p); err != nil {
+			return err
+		}
+		c.Locals(principalKey, p)
+		return c.Next()
+	}
 	token, ok := auth.BearerToken(c.Get(fiber.HeaderAuthorization))
 	if !ok {
 		return a.limitRefused(c, errf(proto.CodeUnauthorized, "missing bearer token: send Authorization: Bearer <jwt>"))

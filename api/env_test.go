@@ -12,11 +12,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/connsplit"
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/memstore"
@@ -73,7 +75,27 @@ type boardEvent struct {
 
 type option func(*api.Config)
 
+// via is how an env serves the API.
+type via int
+
+const (
+	// viaGateway serves it as the gateway does: one listener split by
+	// each connection's first request (internal/connsplit), API
+	// connections on fiber's fasthttp server (ServeFast), every other on
+	// net/http through the adaptor (Handler). Every env request is for the
+	// API, so it reaches ServeFast.
+	viaGateway via = iota
+	// viaAdaptor serves Handler alone on net/http: how the API answers on
+	// a connection that began with a page or an upgrade.
+	viaAdaptor
+)
+
 func newEnv(t testing.TB, store rank.Store, opts ...option) *env {
+	t.Helper()
+	return newEnvVia(t, viaGateway, store, opts...)
+}
+
+func newEnvVia(t testing.TB, how via, store rank.Store, opts ...option) *env {
 	t.Helper()
 	v, err := auth.New(context.Background(), auth.Config{Secret: testSecret})
 	if err != nil {
@@ -94,8 +116,31 @@ func newEnv(t testing.TB, store rank.Store, opts ...option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.srv = httptest.NewServer(a.Handler())
-	t.Cleanup(e.srv.Close)
+	if how == viaAdaptor {
+		e.srv = httptest.NewServer(a.Handler())
+		t.Cleanup(e.srv.Close)
+		return e
+	}
+	e.srv = httptest.NewUnstartedServer(a.Handler())
+	split, err := connsplit.New(e.srv.Listener, connsplit.Config{First: api.Owns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv.Listener = split.Second()
+	e.srv.Start()
+	served := make(chan error, 1)
+	go func() { served <- a.ServeFast(split.First(), api.FastConfig{Hand: split.Hand}) }()
+	t.Cleanup(func() {
+		e.srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.ShutdownFast(ctx); err != nil {
+			t.Errorf("ShutdownFast: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("ServeFast: %v", err)
+		}
+	})
 	return e
 }
 

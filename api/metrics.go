@@ -49,3 +49,15 @@ func (m *metrics) done(route string, status int, d time.Duration) {
 	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	m.latency.WithLabelValues(route).Observe(d.Seconds())
 }
+
+// routeMetrics are one route's collectors, looked up once when the route is
+// added rather than by label on every request.
+type routeMetrics struct {
+	label   string
+	ok      prometheus.Counter  // requests answered 200
+	latency prometheus.Observer // every request's duration
+}
+
+func (m *metrics) route(label string) *routeMetrics {
+	return &routeMetrics{label: label, ok: m.requests.WithLabelValues(label, "200"), latency: m.latency.WithLabelValues(label)}
+}

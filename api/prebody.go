@@ -62,21 +62,28 @@ func (a *API) admitBody(w http.ResponseWriter, r *http.Request, start time.Time)
 
 // preAuth verifies r's bearer token; the error's code is the answer's.
 func (a *API) preAuth(r *http.Request) (string, error) {
-	token, ok := auth.BearerToken(r.Header.Get("Authorization"))
+	_, code, err := a.verifyEarly(r.Header.Get("Authorization"))
+	return code, err
+}
+
+// verifyEarly verifies the bearer token of an Authorization header.
+func (a *API) verifyEarly(header string) (auth.Principal, string, error) {
+	token, ok := auth.BearerToken(header)
 	if !ok {
-		return proto.CodeUnauthorized, errf(proto.CodeUnauthorized, "missing bearer token")
+		return auth.Principal{}, proto.CodeUnauthorized, errf(proto.CodeUnauthorized, "missing bearer token")
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	if _, err := a.cfg.Verifier.Verify(ctx, token); err != nil {
+	p, err := a.cfg.Verifier.Verify(ctx, token)
+	if err != nil {
 		a.log.Debug("api: request refused before its body", "err", err)
 		code := proto.CodeOf(err)
 		if code != proto.CodeTokenExpired && code != proto.CodeUnavailable {
 			code = proto.CodeUnauthorized
 		}
-		return code, err
+		return auth.Principal{}, code, err
 	}
-	return "", nil
+	return p, "", nil
 }
 
 // peerIP is r's TCP peer address, as fiber's c.IP() sees it behind the

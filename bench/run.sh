@@ -122,7 +122,7 @@ start_gateway() { # start_gateway [extra flags…]
 	"$WORK/wsgateway" --addr "127.0.0.1:$GP" --metrics-addr "127.0.0.1:$MP" --jwt-secret "$SECRET" --log-level error "$@" >>"$WORK/gateway.log" 2>&1 &
 	GW_PID=$!
 	PIDS+=("$GW_PID")
-	wait_http "http://127.0.0.1:$GP/readyz"
+	wait_http "http://127.0.0.1:$GP/readyz" || { tail -n 20 "$WORK/gateway.log" >&2; return 1; }
 	URL="ws://127.0.0.1:$GP/ws"
 }
 stop_gateway() { kill "$GW_PID"; wait "$GW_PID" 2>/dev/null || true; }
@@ -249,12 +249,17 @@ function request()
   return wrk.format("POST", nil, nil, body)
 end
 LUA
-	rest_run() { # rest_run NAME wrk-args…: gateway CPU per request over one wrk run
-		local name=$1 before after reqs
+	rest_run() { # rest_run NAME wrk-args…: gateway CPU per request over one wrk run, with a CPU profile over its middle
+		local name=$1 before after reqs secs prof
 		shift
+		secs=$(($(echo "$DUR" | tr -dc 0-9) / 2))
 		before=$(cpu_ticks "$GW_PID")
+		(sleep 1 && curl -fsS -o "$OUT/$name.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=$((secs > 0 ? secs : 1))" 2>/dev/null || true) &
+		prof=$!
 		wrk -t2 -c64 -d"$DUR" --latency -H "Authorization: Bearer $SERVER" -H "Content-Type: application/json" "$@" >"$OUT/$name.txt"
 		after=$(cpu_ticks "$GW_PID")
+		wait "$prof" || true
+		[ -s "$OUT/$name.pprof" ] && go tool pprof -top -nodecount=40 "$WORK/wsgateway" "$OUT/$name.pprof" >"$OUT/$name.profile.txt" 2>/dev/null || true
 		cat "$OUT/$name.txt" >&2
 		reqs=$(awk '/requests in/ {print $1}' "$OUT/$name.txt")
 		measure "${name//-/_}_rps" "$(awk '/^Requests\/sec/ {printf "%.0f", $2}' "$OUT/$name.txt")"

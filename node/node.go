@@ -358,6 +358,10 @@ func (n *Node) resync(board string) {
 // MetricsElsewhere) and the pages.
 func (n *Node) Handler() http.Handler { return n.handler }
 
+// API is the node's REST app; the caller may also serve its routes on
+// fiber's own server (api.API.ServeFast) beside Handler.
+func (n *Node) API() *api.API { return n.api }
+
 // Store is the node's store as the hub and the API use it (for ledger
 // checks and tools).
 func (n *Node) Store() rank.Store { return n.store }

@@ -172,6 +172,13 @@ func table(dir string, fanoutSizes []string) error {
 		row("memory per idle connection (RSS)", fmt.Sprintf("%.1f KB", m["mem_gateway_kb_per_conn"]), fmt.Sprintf("%.1f KB (bare coder/websocket)", m["mem_bare_kb_per_conn"]),
 			ratio(m["mem_gateway_kb_per_conn"], m["mem_bare_kb_per_conn"]), "≤ 1.2")
 	}
+	// REST (run.sh's rest part): wrk, 64 keep-alive clients, memory engine.
+	if us := m["rest_post_cpu_us"]; us > 0 {
+		row(fmt.Sprintf("REST one-event POST …/scores, gateway CPU per request (%.0f/s)", m["rest_post_rps"]), fmt.Sprintf("%.1f µs", us), "", "", "≤ 40 µs")
+	}
+	if us := m["rest_get_cpu_us"]; us > 0 {
+		row(fmt.Sprintf("REST GET …/members/{m}?around=5, gateway CPU per request (%.0f/s)", m["rest_get_rps"]), fmt.Sprintf("%.1f µs", us), "", "", "")
+	}
 	for _, k := range []string{"redis", "memory"} {
 		acked := rep["ingest-"+k].Events.Acked
 		if cpu := m["cpu_ingest_"+k+"_s"]; acked > 0 {

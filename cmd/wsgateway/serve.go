@@ -22,6 +22,7 @@ import (
 	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/hub"
+	"github.com/wsgateway/wsgateway/internal/connsplit"
 	"github.com/wsgateway/wsgateway/node"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/redisstore"
@@ -99,6 +100,23 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", o.Addr, err)
 	}
+	// One port, two servers: a connection whose first request is for the
+	// API is served by fiber's own fasthttp server (no net/http conversion
+	// per request); every other (the WebSocket, pages, /metrics) by
+	// net/http, which also answers API requests that follow on its
+	// connections. fasthttp hands a connection over when it asks for
+	// something else.
+	split, err := connsplit.New(ln, connsplit.Config{First: api.Owns, Timeout: o.ReadHeaderTimeout})
+	if err != nil {
+		return err
+	}
+	fast := api.FastConfig{
+		Hand:              split.Hand,
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
 	srv := &http.Server{
 		Handler: n.Handler(),
 		// Slowloris, and the authentication deadline: the token travels in
@@ -115,11 +133,12 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ignoreCancel(n.Run(gctx)) })
 	g.Go(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(split.Second()); !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil
 	})
+	g.Go(func() error { return n.API().ServeFast(split.First(), fast) })
 	if o.MetricsAddr != "" {
 		msrv, err := metricsServer(o.MetricsAddr, reg)
 		if err != nil {
@@ -138,7 +157,9 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	}
 	g.Go(func() error {
 		<-gctx.Done()
-		return drain(n, srv, o.DrainTimeout, log)
+		err := drain(n, srv, o.DrainTimeout, log)
+		split.Close() // ServeFast returns even if it had not started when the drain began
+		return err
 	})
 
 	announce(stdout, o, ln.Addr(), devSecret, log)
@@ -155,6 +176,7 @@ func drain(n *node.Node, srv *http.Server, timeout time.Duration, log *slog.Logg
 	g := new(errgroup.Group)
 	g.Go(func() error { return n.Shutdown(ctx) })
 	g.Go(func() error { return srv.Shutdown(ctx) })
+	g.Go(func() error { return n.API().ShutdownFast(ctx) })
 	err := g.Wait()
 	log.Info("drained", "err", err)
 	if errors.Is(err, context.DeadlineExceeded) {

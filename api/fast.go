@@ -1,0 +1,326 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/wsgateway/wsgateway/proto"
+)
+
+// The REST routes are also served natively by fiber's own fasthttp server
+// (ServeFast), without the adaptor's per-request conversion between
+// net/http and fasthttp types, which cost more than the handlers. The
+// gateway hands that server the connections whose first request is for the
+// API (internal/connsplit); a connection that later asks for anything else
+// (a page, the WebSocket upgrade) is handed over to net/http with the bytes
+// fasthttp already read of it (Hand). Both servers answer REST requests
+// alike: the checks of wrap and admitBody are made here before fiber sees
+// the request, and in the same words.
+
+// FastConfig configures ServeFast.
+type FastConfig struct {
+	// Hand takes a connection whose client asked for a path that is not
+	// the API's (Owns), with the bytes read of it so far, the request
+	// itself first. Required.
+	Hand func(c net.Conn, read []byte)
+	// ReadHeaderTimeout bounds reading a request's headers; zero: 10s.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a request's body once its headers are in;
+	// zero: 30s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing an answer; zero: 30s.
+	WriteTimeout time.Duration
+	// IdleTimeout bounds the wait for a keep-alive connection's next
+	// request; zero: 120s.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's headers (a larger one is a 431);
+	// zero: 16 KiB. fasthttp keeps a buffer this large per connection.
+	MaxHeaderBytes int
+}
+
+// Owns reports whether a request-target (path and query as sent) is one of
+// the routes ServeFast answers itself: /api/…, /healthz and /readyz.
+// /metrics stays with net/http (promhttp).
+func Owns(target []byte) bool {
+	if i := bytes.IndexByte(target, '?'); i >= 0 {
+		target = target[:i]
+	}
+	return bytes.HasPrefix(target, []byte("/api/")) ||
+		string(target) == "/healthz" || string(target) == "/readyz"
+}
+
+// ServeFast serves the API's routes on ln with fiber's fasthttp server
+// until ShutdownFast (or ln fails); it returns nil once shut down.
+func (a *API) ServeFast(ln net.Listener, cfg FastConfig) error {
+	if cfg.Hand == nil {
+		return errors.New("api: FastConfig.Hand is required")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.ReadHeaderTimeout, 10*time.Second)
+	def(&cfg.ReadTimeout, 30*time.Second)
+	def(&cfg.WriteTimeout, 30*time.Second)
+	def(&cfg.IdleTimeout, 120*time.Second)
+	if cfg.MaxHeaderBytes <= 0 {
+		cfg.MaxHeaderBytes = 16 << 10
+	}
+	srv := a.app.Server()
+	app := a.app.Handler() // builds the route tree, as app.Listener would
+	srv.Handler = func(ctx *fasthttp.RequestCtx) { a.serveFast(ctx, app, cfg.Hand) }
+	// The body is read by serveFast, after the token (admitBody's rule):
+	// fasthttp reads at most 8 KiB of it ahead of the handler.
+	srv.StreamRequestBody = true
+	srv.DisablePreParseMultipartForm = true
+	// serveFast answers an oversized declared body itself; above this
+	// fasthttp would not even hand it over.
+	srv.MaxRequestBodySize = int(a.cfg.MaxBody) + 1
+	// Headers within ReadHeaderTimeout; then the body within ReadTimeout.
+	srv.ReadTimeout = cfg.ReadHeaderTimeout
+	srv.HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+		return fasthttp.RequestConfig{ReadTimeout: cfg.ReadTimeout}
+	}
+	// A client that waits for 100 Continue gets it only when the body
+	// would be read: the token verifies and the length is within MaxBody.
+	// Otherwise fasthttp answers 417 without reading the body, and the
+	// client sends again without the wait (curl does) to meet the 401 or
+	// 413 of serveFast.
+	srv.ContinueHandler = a.mayContinue
+	srv.WriteTimeout = cfg.WriteTimeout
+	srv.IdleTimeout = cfg.IdleTimeout
+	srv.ReadBufferSize = cfg.MaxHeaderBytes
+	srv.KeepHijackedConns = true // a handed-over connection lives on in net/http
+	srv.CloseOnShutdown = true
+	srv.Logger = fastLogger{a.log}
+	return srv.Serve(ln)
+}
+
+// ShutdownFast stops ServeFast: no new connections, idle ones closed, the
+// requests in flight answered (with Connection: close) until ctx ends.
+func (a *API) ShutdownFast(ctx context.Context) error {
+	return a.app.Server().ShutdownWithContext(ctx)
+}
+
+// serveFast is wrap and admitBody for fasthttp.
+func (a *API) serveFast(ctx *fasthttp.RequestCtx, app fasthttp.RequestHandler, hand func(net.Conn, []byte)) {
+	h := &ctx.Request.Header
+	if !Owns(h.RequestURI()) {
+		a.handOver(ctx, hand)
+		return
+	}
+	start := time.Now()
+	if !knownMethodBytes(h.Method()) {
+		a.answerEarly(ctx, start, "rejected", 405, proto.CodeBadRequest, "method "+string(h.Method())+" is not supported")
+		return
+	}
+	// -1: chunked; -2: no length and no chunks, which fasthttp reads as
+	// no body.
+	cl := h.ContentLength()
+	if int64(cl) > a.cfg.MaxBody {
+		a.answerEarly(ctx, start, "rejected", 413, proto.CodeBadRequest, tooLargeMessage(a.cfg.MaxBody))
+		return
+	}
+	if cl > 0 || cl == -1 {
+		if string(ctx.Path()) != devTokenPath {
+			p, code, err := a.verifyEarly(string(h.Peek("Authorization")))
+			if err != nil {
+				if a.anon != nil {
+					if ok, d := a.anon.allow(ctx.RemoteIP().String(), time.Now()); !ok {
+						ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(1, int((d+time.Second-1)/time.Second))))
+						a.answerEarly(ctx, start, "refused", 429, proto.CodeRateLimited, "rate limited: too many requests")
+						return
+					}
+				}
+				if code == proto.CodeUnavailable {
+					ctx.Response.Header.Set("Retry-After", "1")
+				}
+				a.answerEarly(ctx, start, "refused", proto.HTTPStatus(code), code, proto.PublicMessage(err))
+				return
+			}
+			ctx.SetUserValue(verifiedKey, p) // authenticate needs not verify it again
+		}
+		select {
+		case a.bodySlots <- struct{}{}:
+			defer func() { <-a.bodySlots }()
+		case <-ctx.Done(): // the server shuts down
+			ctx.SetConnectionClose()
+			return
+		}
+		buf, status, msg := a.readFastBody(ctx, cl)
+		if status != 0 {
+			a.answerEarly(ctx, start, "rejected", status, proto.CodeBadRequest, msg)
+			return
+		}
+		if buf != nil {
+			defer a.putBody(buf)
+			ctx.Request.SetBodyRaw(*buf)
+		}
+	}
+	app(ctx)
+}
+
+// mayContinue is ServeFast's ContinueHandler.
+func (a *API) mayContinue(h *fasthttp.RequestHeader) bool {
+	if !Owns(h.RequestURI()) || bytes.HasPrefix(h.RequestURI(), []byte(devTokenPath)) {
+		return true
+	}
+	if int64(h.ContentLength()) > a.cfg.MaxBody {
+		return false
+	}
+	_, _, err := a.verifyEarly(string(h.Peek("Authorization")))
+	return err == nil
+}
+
+// readFastBody reads the streamed body of a request of declared length cl
+// (-1: chunked) into a pooled buffer, at most MaxBody bytes; a status
+// other than 0 is the answer instead.
+func (a *API) readFastBody(ctx *fasthttp.RequestCtx, cl int) (*[]byte, int, string) {
+	stream := ctx.RequestBodyStream()
+	if stream == nil {
+		return nil, 0, ""
+	}
+	buf := a.getBody()
+	b := (*buf)[:0]
+	limit := int(a.cfg.MaxBody) + 1
+	if cl >= 0 {
+		limit = cl
+	}
+	if cap(b) < min(limit, 64<<10) {
+		b = make([]byte, 0, min(limit, 64<<10))
+	}
+	for len(b) < limit {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := stream.Read(b[len(b):min(cap(b), limit)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			*buf = b
+			a.putBody(buf)
+			return nil, 400, "could not read the request body"
+		}
+	}
+	*buf = b
+	if int64(len(b)) > a.cfg.MaxBody {
+		a.putBody(buf)
+		return nil, 413, tooLargeMessage(a.cfg.MaxBody)
+	}
+	if cl >= 0 && len(b) != cl {
+		a.putBody(buf)
+		return nil, 400, "could not read the request body"
+	}
+	return buf, 0, ""
+}
+
+// maxPooledBody is the largest body buffer kept for reuse; a rare large
+// array's buffer is left to the collector.
+const maxPooledBody = 64 << 10
+
+func (a *API) getBody() *[]byte {
+	if b, ok := a.bodies.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 1024)
+	return &b
+}
+
+func (a *API) putBody(b *[]byte) {
+	if cap(*b) <= maxPooledBody {
+		*b = (*b)[:0]
+		a.bodies.Put(b)
+	}
+}
+
+// answerEarly is rejectEarly and refuseEarly for fasthttp: the request is
+// answered before fiber sees it, and the connection closed, its body
+// unread.
+func (a *API) answerEarly(ctx *fasthttp.RequestCtx, start time.Time, route string, status int, code, msg string) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	if route == "refused" {
+		ctx.Response.Header.Set("Cache-Control", "no-store")
+	}
+	ctx.SetConnectionClose()
+	writeJSON(ctx, proto.ErrorBody{Error: proto.ErrorDetail{Code: code, Message: msg}})
+	a.m.errors.WithLabelValues(code).Inc()
+	a.m.done(route, status, time.Since(start))
+	a.log.Info("api request", "method", string(ctx.Method()), "route", route, "status", status, "duration", time.Since(start))
+}
+
+// handOver gives the connection to net/http: this request, re-serialized
+// from what fasthttp parsed (request line and raw headers), then whatever
+// fasthttp had already buffered after it. A request with a body is not
+// carried over (no page or upgrade has one): it is answered 404 and the
+// connection closed.
+func (a *API) handOver(ctx *fasthttp.RequestCtx, hand func(net.Conn, []byte)) {
+	h := &ctx.Request.Header
+	if cl := h.ContentLength(); cl > 0 || cl == -1 {
+		a.answerEarly(ctx, time.Now(), "rejected", 404, proto.CodeBadRequest, "not found")
+		return
+	}
+	raw := h.RawHeaders()
+	req := make([]byte, 0, len(raw)+len(h.RequestURI())+32)
+	req = append(req, h.Method()...)
+	req = append(req, ' ')
+	req = append(req, h.RequestURI()...)
+	req = append(req, ' ')
+	req = append(req, h.Protocol()...)
+	req = append(req, "\r\n"...)
+	req = append(req, raw...)
+	if len(raw) == 0 {
+		req = append(req, "\r\n"...)
+	}
+	conn := ctx.Conn()
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(hc net.Conn) {
+		// hc reads fasthttp's buffer, then conn; a deadline in the past
+		// stops it at the end of what was already read from the socket.
+		if err := conn.SetReadDeadline(time.Unix(1, 0)); err != nil {
+			conn.Close()
+			return
+		}
+		var b [4096]byte
+		for {
+			n, err := hc.Read(b[:])
+			req = append(req, b[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		if err := conn.SetReadDeadline(time.Time{}); err != nil {
+			conn.Close()
+			return
+		}
+		hand(conn, req)
+	})
+}
+
+func knownMethodBytes(m []byte) bool {
+	switch string(m) {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE":
+		return true
+	}
+	return false
+}
+
+// fastLogger sends fasthttp's own messages (accept errors and the like)
+// to the API's log.
+type fastLogger struct{ log *slog.Logger }
+
+func (l fastLogger) Printf(format string, args ...any) {
+	l.log.Warn("api: " + fmt.Sprintf(format, args...))
+}
