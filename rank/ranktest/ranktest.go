@@ -159,6 +159,11 @@ func Run(t *testing.T, f Factory) {
 		{"BanRacingScores", testBanRace},
 		{"RemoveMember", testRemoveMember},
 		{"GlobalBans", testGlobalBans},
+		{"HotScores", testHotScores},
+		{"HotOrderAndLeave", testHotOrderAndLeave},
+		{"HotAt", testHotAt},
+		{"HotConfig", testHotConfig},
+		{"HotDifferential", testHotDifferential},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
