@@ -76,6 +76,8 @@ type topFrame struct {
 	total   int64
 	seq     int64
 	bytes   []byte
+	// decimals: the scores are in units of 10^-decimals (hot boards).
+	decimals int
 }
 
 type viewKey struct {
@@ -104,9 +106,10 @@ type view struct {
 }
 
 type viewResult struct {
-	mr    rank.MemberRank
-	seq   int64
-	bytes []byte
+	mr       rank.MemberRank
+	seq      int64
+	bytes    []byte
+	decimals int // as topFrame's
 }
 
 func newBoard(id string) *board {
