@@ -21,6 +21,8 @@ const (
 	Top   = "top.lua"
 	Ranks = "ranks.lua"
 	Ban   = "ban.lua"
+	// Hot is a hot board's apply and bucket boundary work (R22).
+	Hot = "hot.lua"
 )
 
 // prelude is the file Source puts before every script.
@@ -43,4 +45,4 @@ func file(name string) string {
 }
 
 // Names lists every embedded script.
-func Names() []string { return []string{Apply, Top, Ranks, Ban} }
+func Names() []string { return []string{Apply, Top, Ranks, Ban, Hot} }

@@ -49,6 +49,9 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 		if old.b.StateAt(now) == rank.Final {
 			return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w: the board is final", b.ID, rank.ErrBoardClosed)
 		}
+		if err := rank.CheckDecayChange(old.b, b); err != nil {
+			return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
+		}
 	} else if !errors.Is(err, rank.ErrUnknownBoard) {
 		return rank.Board{}, s.fail("put board", b.ID, err)
 	}

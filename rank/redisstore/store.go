@@ -88,6 +88,7 @@ type Store struct {
 	top    *script
 	ranks  *script
 	ban    *script
+	hot    *script // hot.lua (hot.go)
 	batch  *batcher
 	clock  clock
 	closed atomic.Bool
@@ -102,6 +103,11 @@ type Store struct {
 	mu     sync.Mutex             // guards boards and forgets
 	boards map[string]cachedBoard // board id -> config as last read, or unknown
 	gen    uint64                 // bumped by every forget and stored config: a missing board read across one is not cached
+
+	hotMu       sync.Mutex       // guards hotCur
+	hotCur      map[string]int64 // hot board -> the bucket this node last saw its view current for
+	keeperStop  chan struct{}    // closed by Close to end the keeper (hot.go)
+	keeperEnded chan struct{}
 
 	memo    []boardMemo    // the lane's configs of its current batch (work)
 	groupOf map[string]int // the lane's board -> group index of the batch it builds
@@ -242,6 +248,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		top:     newScript(lua.Top),
 		ranks:   newScript(lua.Ranks),
 		ban:     newScript(lua.Ban),
+		hot:     newScript(lua.Hot),
+		hotCur:  make(map[string]int64),
 		boards:  make(map[string]cachedBoard),
 		groupOf: make(map[string]int),
 	}
@@ -253,7 +261,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	s.clock.injected = cfg.Now
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban} {
+	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban, s.hot} {
 		if err := sc.load(ctx, s.client); err != nil {
 			return nil, s.fail("new", "", err)
 		}
@@ -262,6 +270,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, s.fail("new", "", err)
 	}
 	s.batch = newBatcher(s.client, s.apply, cfg, log, s.work)
+	s.keeperStop, s.keeperEnded = make(chan struct{}), make(chan struct{})
+	go s.keeper(s.keeperStop, s.keeperEnded)
 	return s, nil
 }
 
@@ -271,6 +281,8 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	close(s.keeperStop)
+	<-s.keeperEnded
 	s.batch.close()
 	return s.client.Close()
 }
