@@ -16,7 +16,8 @@
 -- KEYS[5]    <p>:{b}:h:nx    sorted set: the next view, being built
 -- KEYS[6]    <p>:{b}:h:s     hash: member id -> its sums "<bucket>:<sum>,..."
 -- KEYS[7]    <p>:{b}:h:st    hash: cur = bucket of z:0; nxt = bucket h:nx is built
---            for; cursor = HSCAN cursor of that build; done = 1 when built
+--            for; cursor = HSCAN cursor of that build; done = 1 when built;
+--            run = run_id of the server process the cursor belongs to
 -- KEYS[8]    <p>:{b}:c:0     hash: member id -> events applied (R18)
 -- KEYS[9]    <p>:{b}:ban     hash: the board's bans (see ban.lua)
 -- KEYS[10]   <p>:{b}:x:0     sorted set: banned members' hidden entries, current
@@ -131,7 +132,7 @@ end
 
 local now = clockMs()
 local cb = math.floor(now / span)
-local state = redis.call('HMGET', st, 'cur', 'nxt', 'cursor', 'done')
+local state = redis.call('HMGET', st, 'cur', 'nxt', 'cursor', 'done', 'run')
 local cur, nxt = tonumber(state[1]), tonumber(state[2])
 if not cur and redis.call('EXISTS', sums) == 0 then
   -- A new board: nothing to rebase.
@@ -188,15 +189,23 @@ if op == 'step' then
     if redis.call('EXISTS', znext) == 1 then redis.call('RENAME', znext, zcur) end
     if redis.call('EXISTS', xnext) == 1 then redis.call('RENAME', xnext, xcur) end
     redis.call('HSET', st, 'cur', cb)
-    redis.call('HDEL', st, 'nxt', 'cursor', 'done')
+    redis.call('HDEL', st, 'nxt', 'cursor', 'done', 'run')
     redis.call('INCR', KEYS[2])
     return {cb, cb, 'swap'}
   end
+  -- An HSCAN cursor means nothing to another server process (a restart,
+  -- a failover: another hash seed), so the build notes whose it is.
+  local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
   if nxt ~= target then
     -- Start (or restart, when the clock skipped past it) the build.
     redis.call('UNLINK', znext, xnext)
-    redis.call('HSET', st, 'nxt', target, 'cursor', '0', 'done', '0')
+    redis.call('HSET', st, 'nxt', target, 'cursor', '0', 'done', '0', 'run', run)
     nxt, state[3], state[4] = target, '0', '0'
+  elseif state[4] ~= '1' and state[5] ~= run then
+    -- Redo the scan from the start: every member's next score is
+    -- recomputed from its sums again, which is harmless.
+    redis.call('HSET', st, 'cursor', '0', 'run', run)
+    state[3] = '0'
   end
   if state[4] == '1' then return {cur, cb, 'idle'} end
   local anyBans = redis.call('EXISTS', bkey) == 1

@@ -31,8 +31,9 @@ const (
 	// without a step renewing it: a node that dies hands the build over
 	// after this.
 	hotLease = 3 * time.Second
-	// hotKeeperTick is how often the keeper looks at the hot boards this
-	// node knows, and hotKeeperSlice how long it works on them per tick.
+	// hotKeeperTick is how often, by default, the keeper looks at the hot
+	// boards this node knows, and hotKeeperSlice how long it works on them
+	// per tick.
 	hotKeeperTick  = 250 * time.Millisecond
 	hotKeeperSlice = 100 * time.Millisecond
 )
@@ -165,9 +166,9 @@ func (s *Store) hotRemove(ctx context.Context, board, member string) error {
 
 // keeper builds the next view of every hot board this node has used, a
 // little each tick, under each board's lease. It ends when stop closes.
-func (s *Store) keeper(stop <-chan struct{}, done chan<- struct{}) {
+func (s *Store) keeper(stop <-chan struct{}, done chan<- struct{}, every time.Duration) {
 	defer close(done)
-	tick := time.NewTicker(hotKeeperTick)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	token := s.attemptPrefix + "keeper"
 	for {

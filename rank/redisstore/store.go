@@ -77,6 +77,11 @@ type Config struct {
 	// Sink hears of every change Apply makes (rank.Sink). nil = nobody
 	// listens.
 	Sink rank.Sink
+	// HotInterval is how often the keeper builds hot boards' next views
+	// ahead of their boundaries (hot.go); default 250ms. Negative: no
+	// keeper (tests drive the steps; boundaries are then done by whoever
+	// reads or writes first, step by step).
+	HotInterval time.Duration
 }
 
 // Store is the Redis engine. All methods are safe for concurrent use.
@@ -271,7 +276,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.batch = newBatcher(s.client, s.apply, cfg, log, s.work)
 	s.keeperStop, s.keeperEnded = make(chan struct{}), make(chan struct{})
-	go s.keeper(s.keeperStop, s.keeperEnded)
+	if cfg.HotInterval == 0 {
+		cfg.HotInterval = hotKeeperTick
+	}
+	if cfg.HotInterval > 0 {
+		go s.keeper(s.keeperStop, s.keeperEnded, cfg.HotInterval)
+	} else {
+		close(s.keeperEnded)
+	}
 	return s, nil
 }
 
