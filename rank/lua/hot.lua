@@ -71,17 +71,18 @@ local MAX = 9007199254740991
 local MAXB = 22517998136 -- rank.MaxHotBucketSum
 local zcur, znext, sums, st, counts, bkey, xcur, xnext, lease = KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 
--- parse reads a sums record into a table bucket -> sum and a list of buckets.
+-- parse reads a sums record into a table bucket -> sum; it also returns
+-- the oldest bucket in it (nil when none).
 local function parse(rec)
-  local t, list = {}, {}
+  local t, low = {}, nil
   if rec then
     for b, s in string.gmatch(rec, '(-?%d+):(-?%d+)') do
       b = tonumber(b)
       t[b] = tonumber(s)
-      list[#list + 1] = b
+      if not low or b < low then low = b end
     end
   end
-  return t, list
+  return t, low
 end
 
 -- format writes the buckets of t newer than oldest back as a record ("" when none).
@@ -217,12 +218,15 @@ if op == 'step' then
   if lost then oldest = target - nb end
   for i = 1, #items, 2 do
     local m, rec = items[i], items[i + 1]
-    local t, list = parse(rec)
-    local kept = format(t, oldest)
-    if kept == '' then
-      redis.call('HDEL', sums, m)
-    elseif #kept ~= #rec then
-      redis.call('HSET', sums, m, kept)
+    local t, low = parse(rec)
+    if not low or low <= oldest then
+      -- Buckets outside every window still needed: write the rest back.
+      local kept = format(t, oldest)
+      if kept == '' then
+        redis.call('HDEL', sums, m)
+      else
+        redis.call('HSET', sums, m, kept)
+      end
     end
     if inWindow(t, target) then
       local s = stored(score(t, target))

@@ -24,9 +24,10 @@ import (
 const (
 	// hotStepWork is the member-times-buckets work of one step: a step
 	// reads each member's sums (up to `buckets` of them) and scores them,
-	// so boards with more buckets take fewer members per step. Measured in
-	// docs/performance.md: well under the 20 ms bound at 1M members.
-	hotStepWork = 12000
+	// so boards with more buckets take fewer members per step: 250 members
+	// at 24 buckets, about 4 ms of Redis CPU at 1M members (measured in
+	// docs/performance.md; the bound is 20 ms).
+	hotStepWork = 6000
 	// hotLease is how long a keeper's lease on a board's build lasts
 	// without a step renewing it: a node that dies hands the build over
 	// after this.
