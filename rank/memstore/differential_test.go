@@ -1,6 +1,8 @@
 package memstore_test
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/wsgateway/wsgateway/rank/ranktest"
@@ -35,5 +37,18 @@ func FuzzEquivalence(f *testing.F) {
 	f.Add([]byte{0x04, 0x00, 3, 0, 0x41, 3, 2, 0x10, 4, 0, 0x17, 1, 0})    // set, names, reuse
 	f.Fuzz(func(t *testing.T, script []byte) {
 		ranktest.ApplyScript(t, newStore(t, nil), newModel(), script)
+	})
+}
+
+// FuzzHotDifferential holds a hot board equal to the reference formula on
+// random events across many bucket boundaries (ranktest.HotDifferential),
+// one seed per input.
+func FuzzHotDifferential(f *testing.F) {
+	for _, seed := range []uint64{0, 1, 7, 42, 1 << 40} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		clk := ranktest.NewClock(time.Date(2026, 2, 3, 4, 10, 0, 0, time.UTC))
+		ranktest.HotDifferential(t, newStore(t, clk.Now), clk, "fuzz-hot", seed, 300)
 	})
 }

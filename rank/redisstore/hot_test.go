@@ -385,3 +385,18 @@ func BenchmarkHotBoundary1M(bm *testing.B) {
 		}
 	}
 }
+
+// FuzzHotDifferential is ranktest.HotDifferential on the Redis engine, one
+// seed per input: the decayed scores across many boundaries (reads and
+// writes doing the boundary's steps themselves) equal the formula.
+func FuzzHotDifferential(f *testing.F) {
+	srv := testenv.StartRedis(f)
+	for _, seed := range []uint64{0, 1, 7, 42, 1 << 40} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		clk := ranktest.NewClock(hotStart())
+		s := newStore(t, srv, Config{Now: clk.Now, HotInterval: -1})
+		ranktest.HotDifferential(t, s, clk, "fuzz-hot", seed, 300)
+	})
+}
