@@ -196,7 +196,7 @@ func TestHotKilledMidBuild(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 	clk := ranktest.NewClock(hotStart())
-	rs := newStore(t, srv, Config{Now: clk.Now, HotInterval: -1, Timeout: time.Second})
+	rs := newStore(t, srv, Config{Now: clk.Now, HotInterval: -1, Timeout: 5 * time.Second})
 	p := newHotPair(t, rs, clk, "hot-kill")
 	rng := rand.New(rand.NewPCG(3, 4))
 	const members = 3000
