@@ -326,3 +326,43 @@ func testHotDifferential(t *testing.T, f Factory) {
 		HotDifferential(t, s, clk, fmt.Sprintf("rt-hot-diff-%d", seed), seed, 600)
 	}
 }
+
+// testHotBans: a member banned from a hot board is hidden across a bucket
+// boundary and comes back, on lift, with its decayed score of the bucket
+// the lift happens in; removal drops its sums too.
+func testHotBans(t *testing.T, f Factory) {
+	clk := NewClock(hotAnchor())
+	s := f(t, clk.Now)
+	mod, ok := s.(rank.Moderation)
+	if !ok {
+		t.Fatalf("%T does not implement rank.Moderation", s)
+	}
+	ctx := t.Context()
+	b := put(t, s, hotBoard("rt-hot-ban", time.Hour, 3, 0.5))
+	var g ids
+	apply(t, s, delta(b.ID, g.next(), "ann", 10))
+	apply(t, s, delta(b.ID, g.next(), "bob", 6))
+	if _, err := mod.BanMember(ctx, b.ID, rank.Ban{Member: "ann", Reason: "test"}); err != nil {
+		t.Fatalf("BanMember: %v", err)
+	}
+	wantTop(t, s, b.ID, ent(1, "bob", 6_000))
+	clk.Advance(time.Hour)
+	wantTop(t, s, b.ID, ent(1, "bob", 3_000))
+	clk.Advance(time.Hour)
+	if err := mod.LiftBan(ctx, b.ID, "ann"); err != nil {
+		t.Fatalf("LiftBan: %v", err)
+	}
+	wantTop(t, s, b.ID, ent(1, "ann", 2_500), ent(2, "bob", 1_500))
+	if err := mod.RemoveMember(ctx, b.ID, "ann", ""); err != nil {
+		t.Fatalf("RemoveMember: %v", err)
+	}
+	wantTop(t, s, b.ID, ent(1, "bob", 1_500))
+	// ann's sums went with its entry: a new event starts from nothing
+	// (kept sums would make it 10 × 0.25 + 1).
+	r := apply(t, s, delta(b.ID, g.next(), "ann", 1))
+	if r.Score != 1_000 || r.PrevRank != 0 || r.Rank != 2 {
+		t.Fatalf("ann after removal: %+v, want 1000 at rank 2 as a new member", r)
+	}
+	clk.Advance(time.Hour) // bob's one bucket leaves the window
+	wantTop(t, s, b.ID, ent(1, "ann", 500))
+}

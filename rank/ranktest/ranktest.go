@@ -164,6 +164,7 @@ func Run(t *testing.T, f Factory) {
 		{"HotAt", testHotAt},
 		{"HotConfig", testHotConfig},
 		{"HotDifferential", testHotDifferential},
+		{"HotBans", testHotBans},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
