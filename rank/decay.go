@@ -136,8 +136,8 @@ func Thousandths(x float64) int64 {
 // HotSums turns a member's bucket sums (bucket index → sum) into the
 // per-k-back slice DecayedScore takes, at current bucket cur; it reports
 // false when no bucket with an event is within the window (the member has
-// left the board). has lists the buckets with events, whether or not their
-// sum is 0.
+// left the board). A bucket with events has an entry even when its sum is
+// 0, so such a member stays on the board with 0.
 func (d Decay) HotSums(sums map[int64]int64, cur int64) ([]int64, bool) {
 	out := make([]int64, d.Buckets)
 	in := false
