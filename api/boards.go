@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -255,7 +256,7 @@ func (a *API) top(c *fiber.Ctx) error {
 		return fmt.Errorf("api: top %s: %w", id, err)
 	}
 	a.decorate(ctx, pg.Entries)
-	return c.JSON(pageBody{Board: id, Period: pg.Period, Offset: offset, Entries: proto.EntriesOf(pg.Entries), Total: pg.Total})
+	return sendScores(c, pageBody{Board: id, Period: pg.Period, Offset: offset, Entries: proto.EntriesOf(pg.Entries), Total: pg.Total}, pg.Decimals)
 }
 
 // rankBody answers GET …/members/{member}: the WebSocket rank reply without
@@ -295,5 +296,16 @@ func (a *API) member(c *fiber.Ctx) error {
 		a.decorate(ctx, mr.Around)
 		out.Around = proto.EntriesOf(mr.Around)
 	}
-	return c.JSON(out)
+	return sendScores(c, out, rs.Decimals)
+}
+
+// sendScores answers with v's JSON, its scores written with the board's
+// decimals (hot boards, R22).
+func sendScores(c *fiber.Ctx, v any, decimals int) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("api: encode: %w", err)
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(proto.Decimalize(b, decimals))
 }

@@ -45,9 +45,23 @@ type frame struct {
 	Code         string `json:"code"`
 	Message      string `json:"message"`
 	RetryAfterMS int64  `json:"retry_after_ms"`
+
+	// decimals is how many decimals the frame's scores had (hot boards,
+	// R22): they are decoded as integers in units of 10^-decimals.
+	decimals int
 }
 
-func (f *frame) decode(b []byte) error { return jsonUnmarshal(b, f) }
+// scoreDecimals is the most decimals a board's scores carry (hot boards).
+const scoreDecimals = 3
+
+func (f *frame) decode(b []byte) error {
+	b, d := proto.Undecimalize(b, scoreDecimals)
+	if err := jsonUnmarshal(b, f); err != nil {
+		return err
+	}
+	f.decimals = d
+	return nil
+}
 
 func deref(p *int64) int64 {
 	if p == nil {
@@ -66,20 +80,20 @@ func (f *frame) welcome() proto.Welcome {
 
 func (f *frame) ack() proto.Ack {
 	return proto.Ack{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Score: deref(f.Score), Rank: deref(f.Rank),
-		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq, Period: f.Period}
+		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq, Period: f.Period, Decimals: f.decimals}
 }
 
 func (f *frame) page() proto.PageReply {
-	return proto.PageReply{Type: f.Type, ID: f.ID, Board: f.Board, Offset: f.Offset, Entries: f.Entries, Total: f.Total, Period: f.Period}
+	return proto.PageReply{Type: f.Type, ID: f.ID, Board: f.Board, Offset: f.Offset, Entries: f.Entries, Total: f.Total, Period: f.Period, Decimals: f.decimals}
 }
 
 func (f *frame) rankReply() proto.RankReply {
-	return proto.RankReply{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Period: f.Period}
+	return proto.RankReply{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Period: f.Period, Decimals: f.decimals}
 }
 
 func (f *frame) top() proto.Top {
 	return proto.Top{Type: f.Type, Board: f.Board, Seq: f.Seq, Entries: f.Entries, Total: f.Total, TS: f.TS,
-		Final: f.Final, Period: f.Period}
+		Final: f.Final, Period: f.Period, Decimals: f.decimals}
 }
 
 func (f *frame) board() proto.Board {
@@ -88,5 +102,5 @@ func (f *frame) board() proto.Board {
 }
 
 func (f *frame) view() proto.View {
-	return proto.View{Type: f.Type, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Seq: f.Seq, TS: f.TS}
+	return proto.View{Type: f.Type, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Seq: f.Seq, TS: f.TS, Decimals: f.decimals}
 }

@@ -361,6 +361,7 @@ func (c *conn) sendJSON(v any) bool {
 		c.h.log.Error("hub: encode reply", "err", err)
 		return false
 	}
+	b = proto.Decimalize(b, decimalsOf(v))
 	p := c.h.getReplyBuf()
 	*p = append(*p, b...)
 	return c.send(p)
@@ -421,4 +422,16 @@ func (h *Hub) putReplyBuf(b *[]byte) {
 	if cap(*b) <= 1024 {
 		h.replyBufs.Put(b)
 	}
+}
+
+// decimalsOf is how many decimals the scores of reply v carry (hot boards,
+// R22): replies say so in their Decimals field.
+func decimalsOf(v any) int {
+	switch r := v.(type) {
+	case proto.PageReply:
+		return r.Decimals
+	case proto.RankReply:
+		return r.Decimals
+	}
+	return 0
 }

@@ -262,13 +262,14 @@ func (c *conn) page(ctx context.Context, req request) error {
 		return err
 	}
 	c.sendJSON(proto.PageReply{
-		Type:    proto.TypePage,
-		ID:      req.ID,
-		Board:   req.Board,
-		Offset:  req.Offset,
-		Entries: proto.EntriesOf(pg.Entries),
-		Total:   pg.Total,
-		Period:  pg.Period,
+		Type:     proto.TypePage,
+		ID:       req.ID,
+		Board:    req.Board,
+		Offset:   req.Offset,
+		Entries:  proto.EntriesOf(pg.Entries),
+		Total:    pg.Total,
+		Period:   pg.Period,
+		Decimals: pg.Decimals,
 	})
 	return nil
 }
@@ -290,7 +291,7 @@ func (c *conn) rank(ctx context.Context, req request) error {
 	if err != nil {
 		return err
 	}
-	reply := proto.RankReply{Type: proto.TypeRank, ID: req.ID, Board: req.Board, Member: member, Around: []proto.Entry{}, Period: rs.Period}
+	reply := proto.RankReply{Type: proto.TypeRank, ID: req.ID, Board: req.Board, Member: member, Around: []proto.Entry{}, Period: rs.Period, Decimals: rs.Decimals}
 	if len(rs.Members) == 1 && rs.Members[0].Found {
 		m := rs.Members[0]
 		r, s := m.Rank, m.Score

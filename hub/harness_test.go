@@ -74,6 +74,7 @@ type gwOptions struct {
 	wrap     func(rank.Store) rank.Store // e.g. a fault-injecting or slowing wrapper
 	store    rank.Store                  // share a store between nodes (memory setup)
 	interval time.Duration
+	now      func() time.Time // the store's clock; nil = real time
 }
 
 // gateway is one in-process node: store, bus, live engine and hub behind a
@@ -127,14 +128,14 @@ func (in *infra) gateway(t testing.TB, o gwOptions) *gateway {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := redisstore.New(ctx, redisstore.Config{Client: client, Timeout: 500 * time.Millisecond, Sink: tell})
+		s, err := redisstore.New(ctx, redisstore.Config{Client: client, Timeout: 500 * time.Millisecond, Sink: tell, Now: o.now})
 		if err != nil {
 			t.Fatal(err)
 		}
 		g.raw = s
 		t.Cleanup(func() { s.Close() })
 	default:
-		s, err := memstore.New(memstore.Config{Sink: tell})
+		s, err := memstore.New(memstore.Config{Sink: tell, Now: o.now})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -176,6 +176,7 @@ func (c *conn) ackReply(id string, res rank.Result) *[]byte {
 		Duplicate: res.Duplicate,
 		Seq:       res.Seq,
 		Period:    res.Period,
+		Decimals:  res.Decimals,
 	}
 	if res.PrevRank > 0 {
 		pr := res.PrevRank

@@ -25,7 +25,7 @@ func AppendAck(b []byte, a *Ack) []byte {
 	b = append(b, `,"member":`...)
 	b = appendJSONString(b, a.Member)
 	b = append(b, `,"score":`...)
-	b = strconv.AppendInt(b, a.Score, 10)
+	b = AppendScore(b, a.Score, a.Decimals)
 	b = append(b, `,"rank":`...)
 	b = strconv.AppendInt(b, a.Rank, 10)
 	b = append(b, `,"prev_rank":`...)

@@ -189,6 +189,9 @@ type Ack struct {
 	Duplicate bool   `json:"duplicate"`
 	Seq       int64  `json:"seq"`
 	Period    int64  `json:"period,omitempty"` // the period written to (R17); boards with reset only
+	// Decimals: Score is in units of 10^-Decimals and is written with that
+	// many decimals (hot boards: 3, R22). Not a field of the wire.
+	Decimals int `json:"-"`
 }
 
 // Subscribed answers subscribe; Unsubscribed (same shape) answers unsubscribe.
@@ -207,6 +210,9 @@ type PageReply struct {
 	Entries []Entry `json:"entries"`
 	Total   int64   `json:"total"`
 	Period  int64   `json:"period,omitempty"`
+	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
+	// the gateway writes them with that many decimals. Not a wire field.
+	Decimals int `json:"-"`
 }
 
 // RankReply answers rank.
@@ -219,6 +225,9 @@ type RankReply struct {
 	Score  *int64  `json:"score"` // null when absent
 	Around []Entry `json:"around"`
 	Period int64   `json:"period,omitempty"`
+	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
+	// the gateway writes them with that many decimals. Not a wire field.
+	Decimals int `json:"-"`
 }
 
 // Top is the live top-N frame of a board.
@@ -233,6 +242,9 @@ type Top struct {
 	// final (R19); Period is that period (boards with reset only).
 	Final  bool  `json:"final,omitempty"`
 	Period int64 `json:"period,omitempty"`
+	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
+	// the gateway writes them with that many decimals. Not a wire field.
+	Decimals int `json:"-"`
 }
 
 // Board is the lifecycle frame of a subscribed board (R19): after
@@ -259,6 +271,9 @@ type View struct {
 	Around []Entry `json:"around"`
 	Seq    int64   `json:"seq"`
 	TS     int64   `json:"ts"`
+	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
+	// the gateway writes them with that many decimals. Not a wire field.
+	Decimals int `json:"-"`
 }
 
 // Authed answers auth.

@@ -188,6 +188,8 @@ type Board struct {
 	// Shards spreads the members over this many sorted sets (§9, R24;
 	// shard.go), fixed at creation; 0 (absent) = 1.
 	Shards int `json:"shards,omitzero"`
+	// Decay makes the board hot (§8, R22; decay.go). Optional.
+	Decay Decay `json:"decay,omitzero"`
 }
 
 // DefaultBoard is the config every field of which has the contract's default.
@@ -232,10 +234,21 @@ func ParseBoard(id string, body []byte) (Board, error) {
 	if id != "" && b.ID != id {
 		return Board{}, fmt.Errorf("%w: field id: %q does not match the board in the path %q", ErrInvalidConfig, b.ID, id)
 	}
+	if b.Hot() && !hasKey(body, "tiebreak") {
+		b.Tiebreak = Shared // a hot board's ties are shared (R22)
+	}
 	if err := b.Validate(); err != nil {
 		return Board{}, err
 	}
 	return b, nil
+}
+
+// hasKey reports whether the JSON object body has the top-level key.
+func hasKey(body []byte, key string) bool {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(body, &m)
+	_, ok := m[key]
+	return ok
 }
 
 // boardFields are the exact JSON names of Board's fields.
@@ -361,6 +374,13 @@ func (b Board) Validate() error {
 	}
 	if err := b.validateShards(); err != nil {
 		return err
+
+	}
+	if err := validateDecay(b); err != nil {
+		return bad("decay", "%v", err)
+	}
+	if b.Hot() && b.Tiebreak != Shared {
+		return bad("tiebreak", "a board with decay ranks equal scores together: tiebreak must be shared, not %s", b.Tiebreak)
 	}
 	return nil
 }

@@ -52,6 +52,9 @@ func (b Board) validateShards() error {
 	if b.Shards < 0 || b.Shards > MaxShards {
 		return fmt.Errorf("%w: field shards: %d is not within 1..%d", ErrInvalidConfig, b.Shards, MaxShards)
 	}
+	if b.Sharded() && b.Hot() {
+		return fmt.Errorf("%w: field shards: a board with decay is not sharded (§9)", ErrInvalidConfig)
+	}
 	return nil
 }
 

@@ -66,6 +66,9 @@ type Result struct {
 	Duplicate bool
 	Seq       int64 // the board's change sequence number of this event
 	Period    int64 // the period index written to (0 for reset none)
+	// Decimals says the scores are in units of 10^-Decimals (Board.Decimals:
+	// 3 on hot boards, else 0); the wire prints them with that many decimals.
+	Decimals int
 }
 
 // Entry is one ranked member.
@@ -87,6 +90,8 @@ type Page struct {
 	Entries []Entry
 	Total   int64 // members on the board (in this period)
 	Seq     int64 // the board's seq when the page was read
+	// Decimals: as Result.Decimals, for every score of the page.
+	Decimals int
 }
 
 // MemberRank is one member's position and its neighbours.
@@ -108,6 +113,8 @@ type Ranks struct {
 	Members []MemberRank // in the order asked
 	Total   int64
 	Seq     int64
+	// Decimals: as Result.Decimals, for every score read.
+	Decimals int
 }
 
 // Store is a leaderboard engine. All methods are safe for concurrent use.

@@ -24,6 +24,10 @@ type board struct {
 	// changePeriod is the period of the latest change event; a change in
 	// another period means the store rolled over.
 	changePeriod int64
+	// hotBucket is a hot board's bucket (by the store's clock) its frames
+	// were last marked for: at a bucket boundary every score changes with
+	// no change event, so the tick marks the board's frames then (R22).
+	hotBucket int64
 
 	// The change stream. Every seq up to lastSeq was seen (or covered by a
 	// full re-read); ahead holds later seqs seen out of order, which is
@@ -76,6 +80,8 @@ type topFrame struct {
 	total   int64
 	seq     int64
 	bytes   []byte
+	// decimals: the scores are in units of 10^-decimals (hot boards).
+	decimals int
 }
 
 type viewKey struct {
@@ -104,9 +110,10 @@ type view struct {
 }
 
 type viewResult struct {
-	mr    rank.MemberRank
-	seq   int64
-	bytes []byte
+	mr       rank.MemberRank
+	seq      int64
+	bytes    []byte
+	decimals int // as topFrame's
 }
 
 func newBoard(id string) *board {

@@ -250,6 +250,12 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 				e.markAll(b)
 			}
 		}
+		if snOK && b.cfgOK && b.cfg.Hot() {
+			if k := b.cfg.Decay.BucketAt(sn); k != b.hotBucket {
+				b.hotBucket = k
+				e.markAll(b)
+			}
+		}
 		if snOK && b.cfgOK {
 			if f := e.lifecycleTick(b, sn); f != nil {
 				finals = append(finals, f)

@@ -117,7 +117,7 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 		if topErr == nil {
 			j.newTop = make(map[int]*topFrame, len(j.ns))
 			for _, n := range j.ns {
-				f := &topFrame{entries: page.Entries[:min(n, len(page.Entries))], total: page.Total, seq: page.Seq}
+				f := &topFrame{entries: page.Entries[:min(n, len(page.Entries))], total: page.Total, seq: page.Seq, decimals: page.Decimals}
 				if p := j.prevTop[n]; j.sub || p == nil || !sameTop(p, f) {
 					f.bytes = e.encodeTop(b.id, f, topTS)
 				}
@@ -144,7 +144,7 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 				seqs = append(seqs, r.Seq)
 				ranksPeriod = append(ranksPeriod, r.Period)
 				for i := range vjs {
-					next := &viewResult{mr: r.Members[i], seq: r.Seq}
+					next := &viewResult{mr: r.Members[i], seq: r.Seq, decimals: r.Decimals}
 					if p := vjs[i].prev; j.sub || p == nil || !sameView(p.mr, next.mr) {
 						next.bytes = e.encodeView(b.id, vjs[i].v.key.member, next, ts)
 					}
@@ -304,7 +304,7 @@ func (e *Engine) encodeTop(board string, f *topFrame, ts int64) []byte {
 		Type: proto.TypeTop, Board: board, Seq: f.seq,
 		Entries: proto.EntriesOf(f.entries), Total: f.total, TS: ts,
 	})
-	return b
+	return proto.Decimalize(b, f.decimals)
 }
 
 // encodeView is the exact JSON of a proto.View frame; an absent member has
@@ -322,5 +322,5 @@ func (e *Engine) encodeView(board, member string, r *viewResult, ts int64) []byt
 		f.Around = []proto.Entry{}
 	}
 	b, _ := json.Marshal(f)
-	return b
+	return proto.Decimalize(b, r.decimals)
 }

@@ -173,6 +173,7 @@ func (e *Engine) runFinal(ctx context.Context, j *finalJob, ts time.Time) {
 			Entries: proto.EntriesOf(page.Entries[:min(n, len(page.Entries))]), Total: page.Total,
 			TS: ts.UnixMilli(), Final: true, Period: j.period,
 		})
+		frame = proto.Decimalize(frame, page.Decimals)
 		for _, t := range to {
 			t.o.event(frame, &key)
 		}

@@ -25,6 +25,9 @@ const (
 
 	// PutBoard stores a config unless the stored one is final.
 	PutBoard = "putboard.lua"
+
+	// Hot is a hot board's apply and bucket boundary work (R22).
+	Hot = "hot.lua"
 )
 
 // prelude is the file Source puts before every script.
@@ -47,4 +50,4 @@ func file(name string) string {
 }
 
 // Names lists every embedded script.
-func Names() []string { return []string{Apply, Top, Ranks, Ban, Shard, PutBoard} }
+func Names() []string { return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot} }

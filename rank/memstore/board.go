@@ -26,6 +26,8 @@ type board struct {
 	bans, gbans map[string]rank.Ban
 	banExp      time.Time
 	banExpNs    atomic.Int64
+	// hot holds a hot board's bucket sums (hot.go); nil on other boards.
+	hot *hotData
 }
 
 // zset is one period's ranking.
@@ -58,7 +60,7 @@ type record struct {
 }
 
 func newBoard(cfg rank.Board) *board {
-	return &board{
+	b := &board{
 		cfg:     cfg,
 		periods: map[int64]*zset{},
 		names:   map[string]string{},
@@ -66,6 +68,10 @@ func newBoard(cfg rank.Board) *board {
 		bans:    map[string]rank.Ban{},
 		gbans:   map[string]rank.Ban{},
 	}
+	if cfg.Hot() {
+		b.hot = newHot()
+	}
+	return b
 }
 
 // clear drops all data of a deleted board.
@@ -147,6 +153,7 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		return rank.Result{}, err
 	}
 	nowNs := now.UnixNano()
+	b.rebase(now)
 	b.sweepIdem(now, sweepPerApply)
 	hash := e.PayloadHash()
 	key := idemKey{e.Member, e.ID}
@@ -157,6 +164,7 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		return rank.Result{
 			Board: e.Board, Member: e.Member, Score: rec.score, Rank: rec.rank, PrevRank: rec.prevRank,
 			PrevScore: rec.prevScore, Duplicate: true, Seq: rec.seq, Period: rec.period,
+			Decimals: b.cfg.Decimals(),
 		}, nil
 	}
 
@@ -190,7 +198,15 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	if n != nil {
 		old = n.score
 	}
-	score, err := rank.Combine(b.cfg, n != nil, old, e)
+	var score, bucket int64
+	if b.hot != nil {
+		// R22: the event lands in its bucket; the score is the decayed sum.
+		if bucket, err = b.cfg.Decay.HotBucket(t, now); err == nil {
+			score, err = b.hotScore(e.Member, bucket, b.hot.at, e.Amount)
+		}
+	} else {
+		score, err = rank.Combine(b.cfg, n != nil, old, e)
+	}
 	if err != nil {
 		return rank.Result{}, err
 	}
@@ -199,8 +215,11 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	if z == nil {
 		z = b.newPeriod(p, now)
 	}
+	if b.hot != nil {
+		b.hotAdd(e.Member, bucket, e.Amount)
+	}
 	b.seq++
-	r := rank.Result{Board: e.Board, Member: e.Member, Score: score, Seq: b.seq, Period: p.Index}
+	r := rank.Result{Board: e.Board, Member: e.Member, Score: score, Seq: b.seq, Period: p.Index, Decimals: b.cfg.Decimals()}
 	switch {
 	case n == nil:
 		n = &node{}

@@ -52,3 +52,16 @@ func TestDifferentialModeration(t *testing.T) {
 		})
 	}
 }
+
+// FuzzHotDifferential holds a hot board equal to the reference formula on
+// random events across many bucket boundaries (ranktest.HotDifferential),
+// one seed per input.
+func FuzzHotDifferential(f *testing.F) {
+	for _, seed := range []uint64{0, 1, 7, 42, 1 << 40} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		clk := ranktest.NewClock(time.Date(2026, 2, 3, 4, 10, 0, 0, time.UTC))
+		ranktest.HotDifferential(t, newStore(t, clk.Now), clk, "fuzz-hot", seed, 300)
+	})
+}

@@ -189,6 +189,9 @@ func (s *Store) PutBoard(ctx context.Context, cfg rank.Board) (rank.Board, error
 		if err := rank.CheckShardsChange(b.cfg, cfg); err != nil {
 			return rank.Board{}, fmt.Errorf("memstore: put board %s: %w", cfg.ID, err)
 		}
+		if err := rank.CheckDecayChange(b.cfg, cfg); err != nil {
+			return rank.Board{}, fmt.Errorf("memstore: put board %s: %w", cfg.ID, err)
+		}
 		b.reconfigure(cfg)
 		return cfg, nil
 	}
@@ -282,13 +285,11 @@ func (s *Store) Count(ctx context.Context, id string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("memstore: count %s: %w", id, err)
 	}
-	s.readExpired(b, s.now())
-	b.mu.RLock()
+	now := s.rlock(b)
 	defer b.mu.RUnlock()
 	if b.deleted {
 		return 0, fmt.Errorf("memstore: count %s: %w", id, rank.ErrUnknownBoard)
 	}
-	now := s.now()
 	z := b.readable(rank.PeriodAt(b.cfg, now).Index, now)
 	if z == nil {
 		return 0, nil
@@ -338,13 +339,11 @@ func (s *Store) Top(ctx context.Context, id string, sel rank.PeriodSel, offset, 
 	if offset < 0 || limit < 0 {
 		return rank.Page{}, fmt.Errorf("memstore: top %s: %w: offset %d and limit %d must not be negative", id, rank.ErrBadRequest, offset, limit)
 	}
-	s.readExpired(b, s.now())
-	b.mu.RLock()
+	now := s.rlock(b)
 	defer b.mu.RUnlock()
 	if b.deleted {
 		return rank.Page{}, fmt.Errorf("memstore: top %s: %w", id, rank.ErrUnknownBoard)
 	}
-	now := s.now()
 	idx, err := sel.Resolve(b.cfg, now)
 	if err != nil {
 		return rank.Page{}, fmt.Errorf("memstore: top %s: %w", id, err)
@@ -352,7 +351,7 @@ func (s *Store) Top(ctx context.Context, id string, sel rank.PeriodSel, offset, 
 	if err := b.cfg.CheckWindow(offset, limit); err != nil {
 		return rank.Page{}, fmt.Errorf("memstore: top %s: %w", id, err)
 	}
-	pg := rank.Page{Board: id, Period: idx, Offset: offset, Seq: b.seq}
+	pg := rank.Page{Board: id, Period: idx, Offset: offset, Seq: b.seq, Decimals: b.cfg.Decimals()}
 	if z := b.readable(idx, now); z != nil {
 		pg.Total = int64(z.tr.len())
 		pg.Entries = b.entries(z, offset+1, limit)
@@ -369,18 +368,16 @@ func (s *Store) Ranks(ctx context.Context, id string, sel rank.PeriodSel, member
 	if around < 0 {
 		return rank.Ranks{}, fmt.Errorf("memstore: ranks %s: %w: around %d is negative", id, rank.ErrBadRequest, around)
 	}
-	s.readExpired(b, s.now())
-	b.mu.RLock()
+	now := s.rlock(b)
 	defer b.mu.RUnlock()
 	if b.deleted {
 		return rank.Ranks{}, fmt.Errorf("memstore: ranks %s: %w", id, rank.ErrUnknownBoard)
 	}
-	now := s.now()
 	idx, err := sel.Resolve(b.cfg, now)
 	if err != nil {
 		return rank.Ranks{}, fmt.Errorf("memstore: ranks %s: %w", id, err)
 	}
-	out := rank.Ranks{Board: id, Period: idx, Seq: b.seq, Members: make([]rank.MemberRank, len(members))}
+	out := rank.Ranks{Board: id, Period: idx, Seq: b.seq, Members: make([]rank.MemberRank, len(members)), Decimals: b.cfg.Decimals()}
 	z := b.readable(idx, now)
 	if z != nil {
 		out.Total = int64(z.tr.len())

@@ -48,6 +48,7 @@ func (b *board) show(member string, now time.Time) bool {
 	if b.banned(member, now) {
 		return false
 	}
+	b.rebase(now) // a hot board's hidden node then has its current score
 	for _, z := range b.periods {
 		n := z.hidden[member]
 		if n == nil {
@@ -162,7 +163,9 @@ func (s *Store) locked(ctx context.Context, op, id string, f func(b *board, now 
 	if b.deleted {
 		return fmt.Errorf("memstore: %s %s: %w", op, id, rank.ErrUnknownBoard)
 	}
-	if err := f(b, s.now()); err != nil {
+	now := s.now()
+	b.rebase(now) // a hot board's hidden nodes come back with current scores
+	if err := f(b, now); err != nil {
 		return fmt.Errorf("memstore: %s %s: %w", op, id, err)
 	}
 	return nil
@@ -227,6 +230,9 @@ func (s *Store) RemoveMember(ctx context.Context, id, member string, sel rank.Pe
 			} else if z.hidden[member] != nil {
 				delete(z.hidden, member)
 				removed = true
+			}
+			if removed && b.hot != nil {
+				delete(b.hot.sums, member)
 			}
 		}
 		if shown || removed {

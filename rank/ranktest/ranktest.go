@@ -165,6 +165,12 @@ func Run(t *testing.T, f Factory) {
 		{"ShardedConfig", testShardedConfig},
 		{"ShardedPeriods", testShardedPeriods},
 		{"ShardedSkew", testShardedSkew},
+		{"HotScores", testHotScores},
+		{"HotOrderAndLeave", testHotOrderAndLeave},
+		{"HotAt", testHotAt},
+		{"HotConfig", testHotConfig},
+		{"HotDifferential", testHotDifferential},
+		{"HotBans", testHotBans},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

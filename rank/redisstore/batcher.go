@@ -104,6 +104,18 @@ type cmd struct {
 	keys  []string
 	args  []any
 	res   *redis.Cmd
+	// sc is the script to run; nil = the batcher's (apply.lua). Hot
+	// boards' events go to hot.lua, whose scores have decimals.
+	sc       *script
+	decimals int
+}
+
+// script is the script cmd runs.
+func (b *batcher) script(m *cmd) *script {
+	if m.sc != nil {
+		return m.sc
+	}
+	return b.sc
 }
 
 func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.Logger, work func(*batch)) *batcher {
@@ -263,11 +275,13 @@ func (b *batcher) exec(ctx context.Context, cmds []cmd) {
 		return
 	}
 	b.log.Info("redisstore: server lost the apply script; loading it again", "resend", len(again))
-	if err := b.sc.load(ctx, b.client); err != nil {
-		for _, i := range again {
-			cmds[i].res.SetErr(err)
+	for _, i := range again {
+		if err := b.script(&cmds[i]).load(ctx, b.client); err != nil {
+			for _, i := range again {
+				cmds[i].res.SetErr(err)
+			}
+			return
 		}
-		return
 	}
 	resend := make([]cmd, len(again))
 	for k, i := range again {
@@ -285,7 +299,7 @@ func (b *batcher) pipeline(ctx context.Context, cmds []cmd) {
 	pipe := b.client.Pipeline()
 	for i := range cmds {
 		b.calls.Add(int64(len(cmds[i].calls)))
-		cmds[i].res = pipe.EvalSha(ctx, b.sc.sha, cmds[i].keys, cmds[i].args...)
+		cmds[i].res = pipe.EvalSha(ctx, b.script(&cmds[i]).sha, cmds[i].keys, cmds[i].args...)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 }

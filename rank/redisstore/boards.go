@@ -60,6 +60,9 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 			if err := checkShards(&old.b, b); err != nil {
 				return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
 			}
+			if err := rank.CheckDecayChange(old.b, b); err != nil {
+				return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
+			}
 			oldVer = old.ver
 			if f := old.b.FinalAt(); !f.IsZero() {
 				finalAt = strconv.FormatInt(f.UnixMilli(), 10)

@@ -145,6 +145,12 @@ func (s *Store) RemoveMember(ctx context.Context, board, member string, period r
 		return fmt.Errorf("redisstore: remove member %s: %w", board, rank.ErrInvalidMember)
 	}
 	n, err := s.moderate(ctx, "remove member", "remove", board, member, "", "", &period)
+	if err == nil && n == 1 {
+		// A hot board's member also leaves its sums and next view.
+		if err = s.hotRemove(ctx, board, member); err != nil {
+			err = s.fail("remove member", board, err)
+		}
+	}
 	if err == nil && n == 0 {
 		err = fmt.Errorf("redisstore: remove member %s %s: %w", board, member, rank.ErrNoEntry)
 	}

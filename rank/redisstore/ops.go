@@ -28,6 +28,9 @@ func (s *Store) retryable(ctx context.Context, board string, err error, attempt 
 	case "expired":
 		// A ban's until has passed: lift it (moderation.go), then again.
 		return s.expireBans(ctx, board) == nil
+	case "hot":
+		// A hot board's bucket ended: its boundary's steps (hot.go), then again.
+		return s.catchUp(ctx, board) == nil
 	}
 	return false
 }
@@ -219,6 +222,15 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 			continue
 		}
 		now, nowArg := s.now(ctx, gr.cb.b)
+		if gr.cb.b.Hot() {
+			_, nowArg = s.hotNow(ctx)
+			for len(evs) > 0 {
+				k := min(len(evs), maxPerScript)
+				bt.cmds = append(bt.cmds, s.hotApplyCmd(gr.cb, nowArg, evs[:k:k]))
+				evs = evs[k:]
+			}
+			continue
+		}
 		pk := s.periodKeys(gr.cb, now)
 		for len(evs) > 0 {
 			k := min(len(evs), maxPerScript)
@@ -282,6 +294,7 @@ func (s *Store) settle(ctx context.Context, m *cmd, attempt int, again []*call) 
 			rep = c.cutMembers(rep)
 		}
 		c.r, c.err = applyResult(c.e, rep, c.hash, c.token)
+		c.r.Decimals = m.decimals
 	}
 	return again
 }
@@ -406,7 +419,7 @@ func (s *Store) page(ctx context.Context, op, board string, period rank.PeriodSe
 	if len(a) < 4 || (len(a)-4)%3 != 0 {
 		return rank.Page{}, fmt.Errorf("redisstore: %s %s: unexpected reply %v", op, board, v)
 	}
-	p := rank.Page{Board: board, Period: sl.pick(num(a[0])), Offset: offset, Total: num(a[1]), Seq: num(a[2])}
+	p := rank.Page{Board: board, Period: sl.pick(num(a[0])), Offset: offset, Total: num(a[1]), Seq: num(a[2]), Decimals: c.b.Decimals()}
 	p.Entries, err = entries(a[4:], int64(offset), num(a[3]), c.b)
 	if err != nil {
 		return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
@@ -444,7 +457,7 @@ func (s *Store) Ranks(ctx context.Context, board string, period rank.PeriodSel, 
 	if err != nil {
 		return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, err)
 	}
-	r.Board, r.Period = board, sl.pick(r.Period)
+	r.Board, r.Period, r.Decimals = board, sl.pick(r.Period), c.b.Decimals()
 	return r, nil
 }
 
@@ -468,6 +481,12 @@ func (s *Store) read(ctx context.Context, op, board string, sel rank.PeriodSel, 
 		sl, err := slotsFor(c.b, sel, now)
 		if err != nil {
 			return cachedBoard{}, slots{}, nil, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
+		}
+		if c.b.Hot() {
+			now, nowArg = s.hotNow(ctx)
+			if sl, err = s.hotSlots(ctx, c, now); err != nil {
+				return cachedBoard{}, slots{}, nil, s.fail(op, board, err)
+			}
 		}
 		var keys []string
 		if withMembers {

@@ -77,6 +77,11 @@ type Config struct {
 	// Sink hears of every change Apply makes (rank.Sink). nil = nobody
 	// listens.
 	Sink rank.Sink
+	// HotInterval is how often the keeper builds hot boards' next views
+	// ahead of their boundaries (hot.go); default 250ms. Negative: no
+	// keeper (tests drive the steps; boundaries are then done by whoever
+	// reads or writes first, step by step).
+	HotInterval time.Duration
 }
 
 // Store is the Redis engine. All methods are safe for concurrent use.
@@ -89,6 +94,7 @@ type Store struct {
 	ranks  *script
 	ban    *script
 	shard  *script // reads of one shard of a sharded board (shard.go)
+	hot    *script // hot.lua (hot.go)
 	batch  *batcher
 	clock  clock
 	closed atomic.Bool
@@ -103,6 +109,11 @@ type Store struct {
 	mu     sync.Mutex             // guards boards and forgets
 	boards map[string]cachedBoard // board id -> config as last read, or unknown
 	gen    uint64                 // bumped by every forget and stored config: a missing board read across one is not cached
+
+	hotMu       sync.Mutex       // guards hotCur
+	hotCur      map[string]int64 // hot board -> the bucket this node last saw its view current for
+	keeperStop  chan struct{}    // closed by Close to end the keeper (hot.go)
+	keeperEnded chan struct{}
 
 	memo    []boardMemo    // the lane's configs of its current batch (work)
 	groupOf map[string]int // the lane's board -> group index of the batch it builds
@@ -254,6 +265,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		ranks:   newScript(lua.Ranks),
 		ban:     newScript(lua.Ban),
 		shard:   newScript(lua.Shard),
+		hot:     newScript(lua.Hot),
+		hotCur:  make(map[string]int64),
 		boards:  make(map[string]cachedBoard),
 		groupOf: make(map[string]int),
 	}
@@ -268,7 +281,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	s.clock.injected = cfg.Now
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban, s.shard} {
+	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban, s.shard, s.hot} {
 		if err := sc.load(ctx, s.client); err != nil {
 			return nil, s.fail("new", "", err)
 		}
@@ -277,6 +290,15 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, s.fail("new", "", err)
 	}
 	s.batch = newBatcher(s.client, s.apply, cfg, log, s.work)
+	s.keeperStop, s.keeperEnded = make(chan struct{}), make(chan struct{})
+	if cfg.HotInterval == 0 {
+		cfg.HotInterval = hotKeeperTick
+	}
+	if cfg.HotInterval > 0 {
+		go s.keeper(s.keeperStop, s.keeperEnded, cfg.HotInterval)
+	} else {
+		close(s.keeperEnded)
+	}
 	return s, nil
 }
 
@@ -286,6 +308,8 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	close(s.keeperStop)
+	<-s.keeperEnded
 	s.batch.close()
 	return s.client.Close()
 }
