@@ -184,6 +184,12 @@ type Board struct {
 	// Tiers name bands of the ranking for the pages (tiers.go; an
 	// extension of the contract). Optional.
 	Tiers Tiers `json:"tiers,omitzero"`
+
+	// Derived boards (§8, v1.1; derived.go). Group is the Redis Cluster
+	// hash tag of the board's keys (default the id, fixed at creation);
+	// Source makes the board a read-only combination of other boards.
+	Group  string `json:"group"`
+	Source Source `json:"source,omitzero"`
 }
 
 // DefaultBoard is the config every field of which has the contract's default.
@@ -202,6 +208,7 @@ func DefaultBoard(id string) Board {
 		Public:            false,
 		IdempotencyWindow: Duration(10 * time.Minute),
 		Retain:            DefaultRetain,
+		Group:             id,
 	}
 }
 
@@ -221,6 +228,9 @@ func ParseBoard(id string, body []byte) (Board, error) {
 	}
 	if dec.More() {
 		return Board{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidConfig)
+	}
+	if b.Group == "" {
+		b.Group = b.ID // the default group is the id, also when it came in the body
 	}
 	if id != "" && b.ID != id {
 		return Board{}, fmt.Errorf("%w: field id: %q does not match the board in the path %q", ErrInvalidConfig, b.ID, id)
@@ -351,6 +361,12 @@ func (b Board) Validate() error {
 	}
 	if err := validateTiers(b.Tiers); err != nil {
 		return bad("tiers", "%v", err)
+	}
+	if b.Group != "" && !ValidBoardID(b.Group) {
+		return bad("group", "%q must match [A-Za-z0-9_.-]{1,64}", clipID(b.Group))
+	}
+	if err := b.Source.validate(b.ID); err != nil {
+		return bad("source", "%v", err)
 	}
 	return nil
 }

@@ -26,6 +26,9 @@ type board struct {
 	bans, gbans map[string]rank.Ban
 	banExp      time.Time
 	banExpNs    atomic.Int64
+	// deps are the derived boards over this one (derived.go), changed
+	// under Store.mu and b.mu both.
+	deps []dep
 }
 
 // zset is one period's ranking.
