@@ -21,6 +21,8 @@ const (
 	Top   = "top.lua"
 	Ranks = "ranks.lua"
 	Ban   = "ban.lua"
+	Build = "build.lua" // derived boards: recompute members of a derived board
+	Deps  = "deps.lua"  // derived boards: a source's list of dependants
 )
 
 // prelude is the file Source puts before every script.
@@ -43,4 +45,4 @@ func file(name string) string {
 }
 
 // Names lists every embedded script.
-func Names() []string { return []string{Apply, Top, Ranks, Ban} }
+func Names() []string { return []string{Apply, Top, Ranks, Ban, Build, Deps} }

@@ -52,8 +52,27 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 	} else if !errors.Is(err, rank.ErrUnknownBoard) {
 		return rank.Board{}, s.fail("put board", b.ID, err)
 	}
+	// Groups and sources (derived.go): checked against the stored configs,
+	// the group listed before the config is written.
+	b, err = s.resolveDerived(ctx, b, old)
+	if err != nil {
+		return rank.Board{}, s.fail("put board", b.ID, err)
+	}
+	if j, err = json.Marshal(b); err != nil {
+		return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
+	}
+	if created && b.GroupID() != b.ID {
+		if err := s.client.HSet(ctx, s.groupsKey(), b.ID, b.GroupID()).Err(); err != nil {
+			return rank.Board{}, s.fail("put board", b.ID, err)
+		}
+	}
+	s.rememberGroup(b.ID, b.GroupID())
 	s.forget(b.ID)
-	if err := s.client.HSet(ctx, s.key(b.ID, "cfg"), "v", ver, "j", j).Err(); err != nil {
+	fields := []any{"v", ver, "j", j}
+	if b.Derived() && (created || old.building) {
+		fields = append(fields, "b", "1") // building: cleared by buildDerived
+	}
+	if err := s.client.HSet(ctx, s.keyIn(b.GroupID(), b.ID, "cfg"), fields...).Err(); err != nil {
 		return rank.Board{}, s.fail("put board", b.ID, err)
 	}
 	// The list lives in another slot, so it is a separate command; Boards
@@ -61,11 +80,21 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 	if err := s.client.SAdd(ctx, s.boardsKey(), b.ID).Err(); err != nil {
 		return rank.Board{}, s.fail("put board", b.ID, err)
 	}
-	s.remember(b.ID, s.cached(b, ver))
+	// Not cached here: the stored version may come with dependants
+	// (derived.go) that this config does not know of.
+	s.forget(b.ID)
 	if created {
 		// A global ban reaches boards created after it (§7).
 		if err := s.inheritGlobalBans(ctx, b.ID); err != nil {
 			return rank.Board{}, err
+		}
+	}
+	if b.Derived() && (created || old.building) {
+		if err := s.link(ctx, b, "add"); err != nil {
+			return rank.Board{}, s.fail("put board", b.ID, err)
+		}
+		if err := s.buildDerived(ctx, b); err != nil {
+			return rank.Board{}, s.fail("put board", b.ID, err)
 		}
 	}
 	return b, nil
@@ -100,6 +129,10 @@ func (s *Store) Boards(ctx context.Context) ([]rank.Board, error) {
 		return nil, s.fail("boards", "", err)
 	}
 	sort.Strings(ids)
+	groups, err := s.client.HGetAll(ctx, s.groupsKey()).Result()
+	if err != nil {
+		return nil, s.fail("boards", "", err)
+	}
 	out := make([]rank.Board, 0, len(ids))
 	const chunk = 500
 	for len(ids) > 0 {
@@ -108,7 +141,7 @@ func (s *Store) Boards(ctx context.Context) ([]rank.Board, error) {
 		pipe := s.client.Pipeline()
 		cmds := make([]*redis.StringCmd, len(part))
 		for i, id := range part {
-			cmds[i] = pipe.HGet(ctx, s.key(id, "cfg"), "j")
+			cmds[i] = pipe.HGet(ctx, s.keyIn(groups[id], id, "cfg"), "j")
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, s.fail("boards", "", err)
@@ -143,17 +176,43 @@ func (s *Store) DeleteBoard(ctx context.Context, id string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
+	// A source with dependants stays; a derived board leaves its sources'
+	// lists before its keys go (derived.go).
+	old, err := s.loadBoard(ctx, id)
+	if err != nil && !errors.Is(err, rank.ErrUnknownBoard) {
+		return s.fail("delete board", id, err)
+	}
+	if len(old.deps) > 0 {
+		return fmt.Errorf("redisstore: delete board %s: %w (%s): delete those first", id, rank.ErrHasDependants, old.deps[0].id)
+	}
+	if old.b.Derived() {
+		if err := s.unlinkAll(ctx, old.b); err != nil {
+			return s.fail("delete board", id, err)
+		}
+	}
+	g, err := s.groupOfBoard(ctx, id)
+	if err != nil {
+		return s.fail("delete board", id, err)
+	}
 	s.forget(id)
-	n, err := s.client.Del(ctx, s.key(id, "cfg")).Result()
+	n, err := s.client.Del(ctx, s.keyIn(g, id, "cfg")).Result()
 	if err != nil {
 		return s.fail("delete board", id, err)
 	}
 	if err := s.client.SRem(ctx, s.boardsKey(), id).Err(); err != nil {
 		return s.fail("delete board", id, err)
 	}
-	if err := s.deleteKeys(ctx, escapeGlob(s.cfg.Prefix)+":{"+id+"}:*"); err != nil {
+	pattern := escapeGlob(s.cfg.Prefix) + ":{" + id + "}:*"
+	if g != id {
+		pattern = escapeGlob(s.cfg.Prefix) + ":{" + g + "}/" + id + ":*"
+	}
+	if err := s.deleteKeys(ctx, pattern); err != nil {
 		return s.fail("delete board", id, err)
 	}
+	if err := s.client.HDel(ctx, s.groupsKey(), id).Err(); err != nil {
+		return s.fail("delete board", id, err)
+	}
+	s.forget(id)
 	if n == 0 {
 		return fmt.Errorf("redisstore: delete board %s: %w", id, rank.ErrUnknownBoard)
 	}
@@ -205,12 +264,18 @@ func (s *Store) loadBoard(ctx context.Context, id string) (cachedBoard, error) {
 	s.mu.Lock()
 	gen := s.gen
 	s.mu.Unlock()
-	vals, err := s.client.HMGet(ctx, s.key(id, "cfg"), "v", "j").Result()
+	g, err := s.groupOfBoard(ctx, id)
+	if err != nil {
+		return cachedBoard{}, err
+	}
+	vals, err := s.client.HMGet(ctx, s.keyIn(g, id, "cfg"), "v", "j", "d", "b").Result()
 	if err != nil {
 		return cachedBoard{}, err
 	}
 	ver, _ := vals[0].(string)
 	j, _ := vals[1].(string)
+	deps, _ := vals[2].(string)
+	building, _ := vals[3].(string)
 	if ver == "" || j == "" {
 		s.rememberUnknown(id, gen)
 		return cachedBoard{}, rank.ErrUnknownBoard
@@ -220,6 +285,7 @@ func (s *Store) loadBoard(ctx context.Context, id string) (cachedBoard, error) {
 		return cachedBoard{}, fmt.Errorf("config of %s: %w", id, err)
 	}
 	c := s.cached(b, ver)
+	c.deps, c.building = parseDeps(deps), building != ""
 	s.remember(id, c)
 	return c, nil
 }
@@ -277,6 +343,7 @@ func (s *Store) rememberLocked(id string, c cachedBoard) {
 func (s *Store) forget(id string) {
 	s.mu.Lock()
 	delete(s.boards, id)
+	delete(s.groups, id)
 	s.gen++
 	s.mu.Unlock()
 }
