@@ -81,8 +81,9 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 		return rank.Board{}, s.fail("put board", b.ID, err)
 	}
 	// Not cached here: the stored version may come with dependants
-	// (derived.go) that this config does not know of.
+	// (derived.go) that this config does not know of. The group is.
 	s.forget(b.ID)
+	s.rememberGroup(b.ID, b.GroupID())
 	if created {
 		// A global ban reaches boards created after it (§7).
 		if err := s.inheritGlobalBans(ctx, b.ID); err != nil {
@@ -93,7 +94,10 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 		if err := s.link(ctx, b, "add"); err != nil {
 			return rank.Board{}, s.fail("put board", b.ID, err)
 		}
-		if err := s.buildDerived(ctx, b); err != nil {
+		// The build outlives the PUT's one-operation timeout: each of its
+		// steps gets its own (buildDerived), and a caller that leaves does
+		// not stop it halfway.
+		if err := s.buildDerived(context.WithoutCancel(ctx), b); err != nil {
 			return rank.Board{}, s.fail("put board", b.ID, err)
 		}
 	}

@@ -81,6 +81,9 @@ func (s *Store) cachedGroup(board string) string {
 	if g, ok := s.groups[board]; ok {
 		return g
 	}
+	if c, ok := s.boards[board]; ok && !c.unknown {
+		return c.b.GroupID()
+	}
 	return board
 }
 
@@ -234,12 +237,14 @@ const buildChunk = 4000
 
 // buildDerived recomputes every member of derived board b's sources (see
 // the file comment), then clears the cfg's building mark.
-func (s *Store) buildDerived(ctx context.Context, b rank.Board) error {
+func (s *Store) buildDerived(parent context.Context, b rank.Board) error {
+	ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
 	c, err := s.loadBoard(ctx, b.ID)
+	cancel()
 	if err != nil {
 		return err
 	}
-	now := s.clock.now(ctx, s.client)
+	now := s.clock.now(parent, s.client)
 	if s.cfg.Now != nil {
 		now = s.cfg.Now()
 	}
@@ -306,30 +311,56 @@ func (s *Store) buildDerived(ctx context.Context, b rank.Board) error {
 		if len(batch) == 0 {
 			return nil
 		}
+		ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
+		defer cancel()
 		_, err := s.derive.run(ctx, s.client, keys, append(args[:len(args):len(args)], batch...)...)
 		batch = batch[:0]
 		return err
 	}
 	// Scan each source's periods that can hold data now (not the future
-	// views' periods: their events all come after the registration).
+	// views' periods: their events all come after the registration). SCAN
+	// returns every element present from its start to its end; on a
+	// first/last board an event replaces a member's sorted-set element
+	// (its tie prefix changes), so those are scanned through the member
+	// hash, whose fields (the member ids, hidden ones included) stay.
+	shared := map[string]bool{}
+	for _, id := range srcs {
+		ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
+		sc, err := s.loadBoard(ctx, id)
+		cancel()
+		if err != nil {
+			return err
+		}
+		shared[id] = sc.b.Tiebreak == rank.Shared
+	}
 	for _, p := range cellPeriods {
 		if b.Reset != rank.None && p.Start.After(now) {
 			continue
 		}
 		for _, id := range srcs {
 			i := strconv.FormatInt(p.Index, 10)
-			for _, set := range []string{s.keyIn(g, id, "z:"+i), s.keyIn(g, id, "x:"+i)} {
+			sets := []string{s.keyIn(g, id, "m:"+i)}
+			if shared[id] {
+				sets = []string{s.keyIn(g, id, "z:"+i), s.keyIn(g, id, "x:"+i)}
+			}
+			for _, set := range sets {
 				var cursor uint64
 				for {
-					page, next, err := s.client.ZScan(ctx, set, cursor, "", 1000).Result()
+					ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
+					var page []string
+					var next uint64
+					var err error
+					if shared[id] {
+						page, next, err = s.client.ZScan(ctx, set, cursor, "", 1000).Result()
+					} else {
+						page, next, err = s.client.HScan(ctx, set, cursor, "", 1000).Result()
+					}
+					cancel()
 					if err != nil {
 						return err
 					}
 					for j := 0; j < len(page); j += 2 {
 						m := page[j]
-						if k := strings.IndexByte(m, '|'); k >= 0 {
-							m = m[k+1:]
-						}
 						if done[m] {
 							continue
 						}
@@ -352,6 +383,8 @@ func (s *Store) buildDerived(ctx context.Context, b rank.Board) error {
 	if err := flush(); err != nil {
 		return err
 	}
+	ctx, cancel = context.WithTimeout(parent, s.cfg.Timeout)
+	defer cancel()
 	return s.client.HDel(ctx, c.keys.cfg, "b").Err()
 }
 
