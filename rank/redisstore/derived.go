@@ -232,8 +232,9 @@ func (s *Store) depKeys(c cachedBoard, sl slots) ([]string, []any) {
 }
 
 // buildChunk bounds the work of one build.lua call: members × (cells × 3
-// + views) Redis calls.
-const buildChunk = 4000
+// + views) Redis calls, about a millisecond of Redis time on an idle
+// machine (docs/performance.md: under heavy load it stretches many times).
+const buildChunk = 1000
 
 // buildDerived recomputes every member of derived board b's sources (see
 // the file comment), then clears the cfg's building mark.
