@@ -189,7 +189,7 @@ func TestPutBoard(t *testing.T) {
 		r.json(t, &got)
 		want := rank.Board{ID: "full", Title: "Run hero", Order: rank.Asc, Mode: rank.Best,
 			Tiebreak: rank.Shared, Reset: rank.Weekly, TZ: "Europe/Paris", Top: 25, MaxDelta: 1000,
-			ClientWrites: false, Public: true, IdempotencyWindow: rank.Duration(30 * time.Second), Retain: rank.DefaultRetain}
+			ClientWrites: false, Public: true, IdempotencyWindow: rank.Duration(30 * time.Second), Retain: rank.DefaultRetain, Group: "full"}
 		if got != want {
 			t.Errorf("full: got %+v, want %+v", got, want)
 		}

@@ -132,6 +132,7 @@ type Node struct {
 	hub     *hub.Hub
 	api     *api.API
 	handler http.Handler
+	derived derivedIndex // derived.go
 }
 
 // New builds a node: the store (told to report applied changes to the
@@ -171,6 +172,9 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 			return nil, fmt.Errorf("node: board %s: %w", b.ID, err)
 		}
 	}
+	if err := n.loadDerived(ctx); err != nil {
+		return nil, fmt.Errorf("node: derived boards: %w", err)
+	}
 
 	profiles, ok := n.engine.(rank.Profiles)
 	if !ok {
@@ -205,7 +209,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 		Node:       cfg.ID,
 		Logger:     cfg.Logger,
 		PerBoard:   true,
-		OnChanges:  n.live.Changed,
+		OnChanges:  n.remoteChanges, // live, and derived boards (derived.go)
 		OnResync:   n.resync,
 		OnBoard:    n.remoteBoard,
 		OnProfiles: n.remoteProfiles,
@@ -292,6 +296,7 @@ func (n *Node) openStore(ctx context.Context) error {
 // submitted it, goes to this node's frames and to every other node.
 func (n *Node) applied(batch []rank.Change) {
 	n.live.Changed(batch)
+	n.followSources(batch) // derived boards (derived.go)
 	n.bus.PublishChanges(batch)
 }
 
@@ -321,6 +326,7 @@ func (n *Node) remoteBoard(e bus.BoardEvent) {
 // subscribers get a board frame with state "deleted" and nothing after it
 // (R19).
 func (n *Node) boardGone(board string, deleted bool) {
+	n.derivedBoard(board, deleted)
 	if deleted {
 		n.live.BoardDeleted(board)
 		n.hub.BoardDeleted(board)

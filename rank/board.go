@@ -190,6 +190,11 @@ type Board struct {
 	Shards int `json:"shards,omitzero"`
 	// Decay makes the board hot (§8, R22; decay.go). Optional.
 	Decay Decay `json:"decay,omitzero"`
+	// Derived boards (§8, v1.1; derived.go). Group is the Redis Cluster
+	// hash tag of the board's keys (default the id, fixed at creation);
+	// Source makes the board a read-only combination of other boards.
+	Group  string `json:"group"`
+	Source Source `json:"source,omitzero"`
 }
 
 // DefaultBoard is the config every field of which has the contract's default.
@@ -208,6 +213,7 @@ func DefaultBoard(id string) Board {
 		Public:            false,
 		IdempotencyWindow: Duration(10 * time.Minute),
 		Retain:            DefaultRetain,
+		Group:             id,
 	}
 }
 
@@ -230,6 +236,9 @@ func ParseBoard(id string, body []byte) (Board, error) {
 	}
 	if explicitZeroShards(body) {
 		return Board{}, fmt.Errorf("%w: field shards: 0 is not within 1..%d", ErrInvalidConfig, MaxShards)
+	}
+	if b.Group == "" {
+		b.Group = b.ID // the default group is the id, also when it came in the body
 	}
 	if id != "" && b.ID != id {
 		return Board{}, fmt.Errorf("%w: field id: %q does not match the board in the path %q", ErrInvalidConfig, b.ID, id)
@@ -381,6 +390,23 @@ func (b Board) Validate() error {
 	}
 	if b.Hot() && b.Tiebreak != Shared {
 		return bad("tiebreak", "a board with decay ranks equal scores together: tiebreak must be shared, not %s", b.Tiebreak)
+	}
+	if b.Group != "" && !ValidBoardID(b.Group) {
+		return bad("group", "%q must match [A-Za-z0-9_.-]{1,64}", clipID(b.Group))
+	}
+	if err := b.Source.validate(b.ID); err != nil {
+		return bad("source", "%v", err)
+	}
+	// Derived, hot and sharded are three kinds of board: one each (§8, §9).
+	// A board that is hot or sharded is never a source either (derived.go),
+	// so its keys keep their own slot: a group is for boards combined.
+	switch {
+	case b.Derived() && b.Hot():
+		return bad("decay", "a board with source is not hot")
+	case b.Derived() && b.Sharded():
+		return bad("shards", "a board with source is not sharded")
+	case (b.Hot() || b.Sharded()) && b.GroupID() != b.ID:
+		return bad("group", "a hot or sharded board keeps its own group (%q), not %q", b.ID, b.Group)
 	}
 	return nil
 }

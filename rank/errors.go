@@ -38,6 +38,9 @@ var (
 	// ErrInvalidConfig is a board config that fails validation; the wrapping
 	// message names the field.
 	ErrInvalidConfig = &Error{"bad_request", "invalid board config"}
+	// ErrReadOnly is a write to a derived board (R22): its scores come
+	// from its sources.
+	ErrReadOnly = &Error{"read_only", "board is read-only: its scores derive from its sources"}
 	// ErrUnavailable means the backing store did not answer; retrying later helps.
 	ErrUnavailable = &Error{"unavailable", "rank store unavailable"}
 )

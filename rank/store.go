@@ -174,6 +174,9 @@ type Store interface {
 // (R6, R15): ids, the number's kind for the board's mode, its magnitude and the
 // board's max_delta. Engines call it; callers may call it early.
 func (e Event) Check(b Board) error {
+	if b.Derived() {
+		return fmt.Errorf("%w: board %s", ErrReadOnly, b.ID)
+	}
 	if !ValidMemberID(e.Member) {
 		return ErrInvalidMember
 	}

@@ -49,6 +49,19 @@
 --           hash for conflicts and the token to tell its own write from a duplicate)
 -- ARGV[j+6] the event's time `at` in unix ms, "" = the clock
 --
+-- Derived boards (PROTOCOL.md §8; the block "derived boards" below): the
+-- board's dependants follow the idempotency keys and the events' arguments.
+-- ARGV[#ARGV] is DK, the number of their keys at the end of KEYS, and
+-- ARGV[#ARGV-1] DA, the number of their arguments just before those two
+-- (both "0" for a board without dependants). Per dependant, with span S (1
+-- for a union, the window's periods) and V = S + 2 views (the periods from
+-- P on; a board without periods passes its one view V times):
+--   KEYS: its seq, its names hash, its ban hash, then V view sorted sets
+--   and V hidden-entry sets (<p>:{g}/<d>:z:<i> and :x:<i>);
+--   ARGV: its weight, S, then V expiry times in unix ms (0 = never).
+-- The dependants are those of the config version of ARGV[1]: deps.lua
+-- gives the source a new version whenever its list changes.
+--
 -- Returns one string per event, in order: "0" .. record when it was applied,
 -- "1" .. record when its id was already applied (nothing changed), or
 -- "!" .. code when it failed, where record is
@@ -99,7 +112,9 @@ local mode, order, tie = ARGV[10], ARGV[11], ARGV[12]
 local sharded = false
 if string.sub(tie, -2) == '@t' then tie, sharded = string.sub(tie, 1, -3), true end
 local window = tonumber(ARGV[13])
-local n = #KEYS - 13
+local dk, da = tonumber(ARGV[#ARGV]), tonumber(ARGV[#ARGV - 1]) -- derived boards
+if not dk or not da then return redis.error_reply('LB bad_request') end
+local n = #KEYS - 13 - dk
 local startsAt, endsAt = tonumber(ARGV[17]), tonumber(ARGV[18])
 local grace, maxSubs = tonumber(ARGV[19]), tonumber(ARGV[20])
 if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
@@ -107,7 +122,7 @@ if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
   or (tie ~= 'first' and tie ~= 'last' and tie ~= 'shared')
   or not window or window < 1 or not grace or grace < 0 or not maxSubs
   or (ARGV[17] ~= '' and not startsAt) or (ARGV[18] ~= '' and not endsAt)
-  or n < 1 or #ARGV ~= 20 + 6 * n then
+  or n < 1 or #ARGV ~= 20 + 6 * n + da + 2 then
   return redis.error_reply('LB bad_request')
 end
 
@@ -142,6 +157,54 @@ if needClock then
   end
   if banExp and banDue(bkey, now) then return redis.error_reply('LB expired') end
 end
+
+-- ---- derived boards (PROTOCOL.md §8, R22): the dependants' views ----
+-- maintain adds weight × d to member's entry in each view the event's slot
+-- s (0 = P, 1 = A, 2 = B) lands in: slot s's views are s+1 .. s+S. An
+-- absent entry is created (at weight × d, 0 included: an entry of 0 is an
+-- entry); it goes to the hidden set when the member is banned from the
+-- derived board (its own bans) or already hidden there.
+local deps = {}
+do
+  local k, a = #KEYS - dk + 1, #ARGV - 1 - da
+  while k <= #KEYS do
+    local S = tonumber(ARGV[a + 1])
+    local V = S + 2
+    local d = {seq = KEYS[k], n = KEYS[k + 1], ban = KEYS[k + 2], w = tonumber(ARGV[a]), S = S, z = {}, x = {}, exp = {}}
+    for v = 1, V do
+      d.z[v], d.x[v], d.exp[v] = KEYS[k + 2 + v], KEYS[k + 2 + V + v], tonumber(ARGV[a + 1 + v])
+    end
+    deps[#deps + 1] = d
+    k, a = k + 3 + 2 * V, a + 2 + V
+  end
+end
+local function maintain(s, member, name, d, had)
+  for _, dp in ipairs(deps) do
+    local amt = dp.w * d
+    if order == 'asc' then amt = -amt end
+    local banned = false
+    if redis.call('EXISTS', dp.ban) == 1 then
+      local r = redis.call('HMGET', dp.ban, member, 'g|' .. member)
+      banned = (r[1] or r[2]) and true or false
+    end
+    for v = s + 1, s + dp.S do
+      local exp = dp.exp[v]
+      if exp == 0 or exp > now then
+        local z, x = dp.z[v], dp.x[v]
+        local to = z
+        if not redis.call('ZSCORE', z, member) and (banned or redis.call('ZSCORE', x, member)) then to = x end
+        if amt ~= 0 or not had or not redis.call('ZSCORE', to, member) then
+          local fresh = exp > 0 and redis.call('EXISTS', to) == 0
+          redis.call('ZINCRBY', to, string.format('%d', amt), member)
+          if fresh then redis.call('PEXPIRE', to, exp - now) end
+        end
+      end
+    end
+    redis.call('INCR', dp.seq)
+    if name ~= '' then redis.call('HSET', dp.n, member, name) end
+  end
+end
+-- ---- end of derived boards ----
 
 -- admit is R17 for an event of time t: the slot it is applied to, or nil
 -- and the refusal's code.
@@ -292,6 +355,7 @@ local function one(i)
   end
 
   if name ~= '' then redis.call('HSET', KEYS[3], member, name) end
+  if #deps > 0 then maintain(s, member, name, new - old, had) end -- derived boards
 
   -- Written last: Redis does not roll a script back, and a record written
   -- before a failing write would turn every retry into a false duplicate.

@@ -28,6 +28,9 @@ const (
 
 	// Hot is a hot board's apply and bucket boundary work (R22).
 	Hot = "hot.lua"
+
+	Build = "build.lua" // derived boards: recompute members of a derived board
+	Deps  = "deps.lua"  // derived boards: a source's list of dependants
 )
 
 // prelude is the file Source puts before every script.
@@ -50,4 +53,6 @@ func file(name string) string {
 }
 
 // Names lists every embedded script.
-func Names() []string { return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot} }
+func Names() []string {
+	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Build, Deps}
+}

@@ -4,7 +4,7 @@
 -- board goes final, or racing another PUT that makes it final, cannot slip
 -- through.
 --
--- KEYS[1] <p>:{b}:cfg  hash: v = config version, j = config JSON
+-- KEYS[1] <p>:{b}:cfg (or <p>:{g}/b:cfg)  hash: v = config version, j = config JSON
 -- KEYS[3] unused (the prelude names it; not passed)
 --
 -- ARGV[1] version of the config the caller read, "" when there was none
@@ -12,6 +12,9 @@
 -- ARGV[3] final_at of the config the caller read, unix ms; "" = never final
 -- ARGV[4] the new config's version
 -- ARGV[5] the new config's JSON
+-- ARGV[6] "1": the config is of a derived board still to be built over its
+--         sources' data (field b, cleared by the build; rank/redisstore/derived.go),
+--         "" or absent: nothing more
 --
 -- Errors: "LB stale" when the stored version is not ARGV[1] (the caller
 -- reads the config again and retries), "LB board_closed" when the stored
@@ -24,5 +27,6 @@ if ARGV[3] ~= '' and clockMs() >= tonumber(ARGV[3]) then
   return redis.error_reply('LB board_closed')
 end
 redis.call('HSET', KEYS[1], 'v', ARGV[4], 'j', ARGV[5])
+if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'b', '1') end
 if cur then return 0 end
 return 1

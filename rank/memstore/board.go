@@ -28,6 +28,9 @@ type board struct {
 	banExpNs    atomic.Int64
 	// hot holds a hot board's bucket sums (hot.go); nil on other boards.
 	hot *hotData
+	// deps are the derived boards over this one (derived.go), changed
+	// under Store.mu and b.mu both.
+	deps []dep
 }
 
 // zset is one period's ranking.

@@ -180,6 +180,10 @@ func (s *Store) PutBoard(ctx context.Context, cfg rank.Board) (rank.Board, error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	cfg, err := s.resolve(cfg) // group and source rules (derived.go)
+	if err != nil {
+		return rank.Board{}, fmt.Errorf("memstore: put board %s: %w", cfg.ID, err)
+	}
 	if b := s.boards[cfg.ID]; b != nil {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -205,6 +209,7 @@ func (s *Store) PutBoard(ctx context.Context, cfg rank.Board) (rank.Board, error
 	}
 	nb.resetBanExp()
 	s.boards[cfg.ID] = nb
+	s.link(nb, now)
 	return cfg, nil
 }
 
@@ -272,6 +277,9 @@ func (s *Store) DeleteBoard(ctx context.Context, id string) error {
 	if b == nil { // deleted since the lookup
 		return fmt.Errorf("memstore: delete board %s: %w", id, rank.ErrUnknownBoard)
 	}
+	if err := s.unlink(b); err != nil {
+		return fmt.Errorf("memstore: delete board %s: %w", id, err)
+	}
 	delete(s.boards, id)
 	b.mu.Lock()
 	b.clear()
@@ -323,10 +331,12 @@ func (s *Store) apply(ctx context.Context, e rank.Event) (rank.Result, error) {
 	if b.deleted {
 		return rank.Result{}, fmt.Errorf("memstore: apply %s: %w", e.Board, rank.ErrUnknownBoard)
 	}
-	r, err := b.apply(e, s.now())
+	now := s.now()
+	r, err := b.apply(e, now)
 	if err != nil {
 		return rank.Result{}, fmt.Errorf("memstore: apply %s: %w", e.Board, err)
 	}
+	b.maintain(e, r, now) // derived boards, in the same step (derived.go)
 	return r, nil
 }
 

@@ -214,6 +214,9 @@ func (s *Store) RemoveMember(ctx context.Context, id, member string, sel rank.Pe
 		if !rank.ValidMemberID(member) {
 			return rank.ErrInvalidMember
 		}
+		if len(b.deps) > 0 { // derived.go: their sums would lose the entry's share
+			return rankDeps(b.deps[0].id)
+		}
 		idx, err := sel.Resolve(b.cfg, now)
 		if err != nil {
 			return err

@@ -105,6 +105,8 @@ func Kind(err error) string {
 		return "limit_reached"
 	case errors.Is(err, rank.ErrBanned):
 		return "banned"
+	case errors.Is(err, rank.ErrReadOnly):
+		return "read_only"
 	case errors.Is(err, rank.ErrInvalidConfig):
 		return "invalid_config"
 	case errors.Is(err, rank.ErrBadRequest):
@@ -171,6 +173,12 @@ func Run(t *testing.T, f Factory) {
 		{"HotConfig", testHotConfig},
 		{"HotDifferential", testHotDifferential},
 		{"HotBans", testHotBans},
+		{"DerivedConfig", testDerivedConfig},
+		{"DerivedUnion", testDerivedUnion},
+		{"DerivedWindow", testDerivedWindow},
+		{"DerivedBuild", testDerivedBuild},
+		{"DerivedBans", testDerivedBans},
+		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

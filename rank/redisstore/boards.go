@@ -46,6 +46,7 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 	ver := hex.EncodeToString(v[:])
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
+	build := false // a derived board to build over its sources' data
 	// A final board's config no longer changes (§6). putboard.lua checks
 	// the stored config's final_at on the one clock in the step that
 	// writes, so a PUT in the millisecond the board goes final, or racing
@@ -55,6 +56,7 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 	for attempt := 0; ; attempt++ {
 		oldVer, finalAt := "", ""
 		old, err := s.loadBoard(ctx, b.ID)
+		fresh := errors.Is(err, rank.ErrUnknownBoard)
 		switch {
 		case err == nil:
 			if err := checkShards(&old.b, b); err != nil {
@@ -67,11 +69,30 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 			if f := old.b.FinalAt(); !f.IsZero() {
 				finalAt = strconv.FormatInt(f.UnixMilli(), 10)
 			}
-		case !errors.Is(err, rank.ErrUnknownBoard):
+		case !fresh:
 			return rank.Board{}, s.fail("put board", b.ID, err)
 		}
+		// Groups and sources (derived.go): checked against the stored
+		// configs, the group listed before the config is written.
+		nb, err := s.resolveDerived(ctx, b, old)
+		if err != nil {
+			return rank.Board{}, s.fail("put board", b.ID, err)
+		}
+		if j, err = json.Marshal(nb); err != nil {
+			return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
+		}
+		if fresh && nb.GroupID() != nb.ID {
+			if err := s.client.HSet(ctx, s.groupsKey(), nb.ID, nb.GroupID()).Err(); err != nil {
+				return rank.Board{}, s.fail("put board", b.ID, err)
+			}
+		}
+		s.rememberGroup(nb.ID, nb.GroupID())
+		building := ""
+		if nb.Derived() && (fresh || old.building) {
+			building = "1" // cleared by buildDerived
+		}
 		s.forget(b.ID)
-		v, err := putBoardScript.run(ctx, s.client, []string{s.key(b.ID, "cfg")}, oldVer, s.nowArg(), finalAt, ver, j)
+		v, err := putBoardScript.run(ctx, s.client, []string{s.keyIn(nb.GroupID(), nb.ID, "cfg")}, oldVer, s.nowArg(), finalAt, ver, j, building)
 		if scriptError(err) == "stale" && attempt < maxPutAttempts {
 			continue
 		}
@@ -83,6 +104,7 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 		}
 		n, _ := v.(int64)
 		created = n == 1
+		b, build = nb, building != ""
 		break
 	}
 	// The shards' copies of the version go after the config: a PUT refused
@@ -96,11 +118,25 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 	if err := s.client.SAdd(ctx, s.boardsKey(), b.ID).Err(); err != nil {
 		return rank.Board{}, s.fail("put board", b.ID, err)
 	}
-	s.remember(b.ID, s.cached(b, ver))
+	// Not cached here: the stored version may come with dependants
+	// (derived.go) that this config does not know of. The group is.
+	s.forget(b.ID)
+	s.rememberGroup(b.ID, b.GroupID())
 	if created {
 		// A global ban reaches boards created after it (§7).
 		if err := s.inheritGlobalBans(ctx, b.ID); err != nil {
 			return rank.Board{}, err
+		}
+	}
+	if build {
+		if err := s.link(ctx, b, "add"); err != nil {
+			return rank.Board{}, s.fail("put board", b.ID, err)
+		}
+		// The build outlives the PUT's one-operation timeout: each of its
+		// steps gets its own (buildDerived), and a caller that leaves does
+		// not stop it halfway.
+		if err := s.buildDerived(context.WithoutCancel(ctx), b); err != nil {
+			return rank.Board{}, s.fail("put board", b.ID, err)
 		}
 	}
 	return b, nil
@@ -135,6 +171,10 @@ func (s *Store) Boards(ctx context.Context) ([]rank.Board, error) {
 		return nil, s.fail("boards", "", err)
 	}
 	sort.Strings(ids)
+	groups, err := s.client.HGetAll(ctx, s.groupsKey()).Result()
+	if err != nil {
+		return nil, s.fail("boards", "", err)
+	}
 	out := make([]rank.Board, 0, len(ids))
 	const chunk = 500
 	for len(ids) > 0 {
@@ -143,7 +183,7 @@ func (s *Store) Boards(ctx context.Context) ([]rank.Board, error) {
 		pipe := s.client.Pipeline()
 		cmds := make([]*redis.StringCmd, len(part))
 		for i, id := range part {
-			cmds[i] = pipe.HGet(ctx, s.key(id, "cfg"), "j")
+			cmds[i] = pipe.HGet(ctx, s.keyIn(groups[id], id, "cfg"), "j")
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, s.fail("boards", "", err)
@@ -178,25 +218,46 @@ func (s *Store) DeleteBoard(ctx context.Context, id string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	s.forget(id)
+	// A source with dependants stays; a derived board leaves its sources'
+	// lists before its keys go (derived.go).
 	old, err := s.loadBoard(ctx, id)
 	if err != nil && !errors.Is(err, rank.ErrUnknownBoard) {
 		return s.fail("delete board", id, err)
 	}
-	n, err := s.client.Del(ctx, s.key(id, "cfg")).Result()
-	s.forget(id) // loadBoard cached it
+	if len(old.deps) > 0 {
+		return fmt.Errorf("redisstore: delete board %s: %w (%s): delete those first", id, rank.ErrHasDependants, old.deps[0].id)
+	}
+	if old.b.Derived() {
+		if err := s.unlinkAll(ctx, old.b); err != nil {
+			return s.fail("delete board", id, err)
+		}
+	}
+	g, err := s.groupOfBoard(ctx, id)
+	if err != nil {
+		return s.fail("delete board", id, err)
+	}
+	s.forget(id)
+	n, err := s.client.Del(ctx, s.keyIn(g, id, "cfg")).Result()
 	if err != nil {
 		return s.fail("delete board", id, err)
 	}
 	if err := s.client.SRem(ctx, s.boardsKey(), id).Err(); err != nil {
 		return s.fail("delete board", id, err)
 	}
-	if err := s.deleteKeys(ctx, escapeGlob(s.cfg.Prefix)+":{"+id+"}:*"); err != nil {
+	pattern := escapeGlob(s.cfg.Prefix) + ":{" + id + "}:*"
+	if g != id {
+		pattern = escapeGlob(s.cfg.Prefix) + ":{" + g + "}/" + id + ":*"
+	}
+	if err := s.deleteKeys(ctx, pattern); err != nil {
 		return s.fail("delete board", id, err)
 	}
 	if err := s.deleteShards(ctx, old.b); err != nil {
 		return s.fail("delete board", id, err)
 	}
+	if err := s.client.HDel(ctx, s.groupsKey(), id).Err(); err != nil {
+		return s.fail("delete board", id, err)
+	}
+	s.forget(id)
 	if n == 0 {
 		return fmt.Errorf("redisstore: delete board %s: %w", id, rank.ErrUnknownBoard)
 	}
@@ -248,12 +309,18 @@ func (s *Store) loadBoard(ctx context.Context, id string) (cachedBoard, error) {
 	s.mu.Lock()
 	gen := s.gen
 	s.mu.Unlock()
-	vals, err := s.client.HMGet(ctx, s.key(id, "cfg"), "v", "j").Result()
+	g, err := s.groupOfBoard(ctx, id)
+	if err != nil {
+		return cachedBoard{}, err
+	}
+	vals, err := s.client.HMGet(ctx, s.keyIn(g, id, "cfg"), "v", "j", "d", "b").Result()
 	if err != nil {
 		return cachedBoard{}, err
 	}
 	ver, _ := vals[0].(string)
 	j, _ := vals[1].(string)
+	deps, _ := vals[2].(string)
+	building, _ := vals[3].(string)
 	if ver == "" || j == "" {
 		s.rememberUnknown(id, gen)
 		return cachedBoard{}, rank.ErrUnknownBoard
@@ -263,6 +330,7 @@ func (s *Store) loadBoard(ctx context.Context, id string) (cachedBoard, error) {
 		return cachedBoard{}, fmt.Errorf("config of %s: %w", id, err)
 	}
 	c := s.cached(b, ver)
+	c.deps, c.building = parseDeps(deps), building != ""
 	s.remember(id, c)
 	return c, nil
 }
@@ -320,6 +388,7 @@ func (s *Store) rememberLocked(id string, c cachedBoard) {
 func (s *Store) forget(id string) {
 	s.mu.Lock()
 	delete(s.boards, id)
+	delete(s.groups, id)
 	s.gen++
 	s.mu.Unlock()
 }

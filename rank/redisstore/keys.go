@@ -6,8 +6,20 @@ import (
 	"strconv"
 )
 
+// key is a key of board: in the slot of the board's group (derived.go;
+// the group is fixed at creation and cached once read).
 func (s *Store) key(board, suffix string) string {
-	return s.cfg.Prefix + ":{" + board + "}:" + suffix
+	return s.keyIn(s.cachedGroup(board), board, suffix)
+}
+
+// keyIn is a key of board in group g: "<p>:{b}:<suffix>" when the group is
+// the board's id (every board before v1.1), else "<p>:{g}/b:<suffix>" ('/'
+// never occurs in an id, so no two boards' keys meet).
+func (s *Store) keyIn(g, board, suffix string) string {
+	if g == "" || g == board {
+		return s.cfg.Prefix + ":{" + board + "}:" + suffix
+	}
+	return s.cfg.Prefix + ":{" + g + "}/" + board + ":" + suffix
 }
 
 func (s *Store) boardsKey() string { return s.cfg.Prefix + ":boards" }

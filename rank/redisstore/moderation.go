@@ -50,7 +50,7 @@ func (s *Store) moderate(ctx context.Context, name, op, board, member, field, va
 			return 0, s.fail(name, board, err)
 		}
 		now := s.clock.now(ctx, s.client)
-		kept := rank.KeptPeriods(c.b, now)
+		kept := keptPeriods(c.b, now) // a window's upcoming views too (derived.go)
 		arg := value
 		if remove != nil {
 			idx, err := remove.Resolve(c.b, now)
@@ -143,6 +143,9 @@ func (s *Store) LiftBan(ctx context.Context, board, member string) error {
 func (s *Store) RemoveMember(ctx context.Context, board, member string, period rank.PeriodSel) error {
 	if !rank.ValidMemberID(member) {
 		return fmt.Errorf("redisstore: remove member %s: %w", board, rank.ErrInvalidMember)
+	}
+	if err := s.checkNoDeps(ctx, "remove member", board); err != nil {
+		return err
 	}
 	n, err := s.moderate(ctx, "remove member", "remove", board, member, "", "", &period)
 	if err == nil && n == 1 {

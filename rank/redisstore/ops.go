@@ -259,6 +259,8 @@ func applyCmd(c cachedBoard, nowArg string, pk *periodKeys, calls []*call) cmd {
 		}
 		args = append(args, e.Member, e.Name, int(e.Op), e.Amount, c.hash+"."+c.token, at)
 	}
+	keys = append(keys, pk.dkeys...) // derived boards (derived.go)
+	args = append(args, pk.dargs...)
 	return cmd{calls: calls, keys: keys, args: args}
 }
 

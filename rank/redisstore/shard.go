@@ -54,7 +54,7 @@ func (s *Store) cachedShards(b rank.Board, ver string) []cachedBoard {
 	out := make([]cachedBoard, b.Shards)
 	for i := range out {
 		sub := b
-		sub.ID, sub.Shards = shardID(b.ID, i), 0
+		sub.ID, sub.Shards, sub.Group = shardID(b.ID, i), 0, "" // a shard's keys are its own slot
 		out[i] = s.cachedOne(sub, ver)
 		out[i].keys.tiebreak = string(b.Tiebreak) + "@t"
 	}

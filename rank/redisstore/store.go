@@ -95,6 +95,8 @@ type Store struct {
 	ban    *script
 	shard  *script // reads of one shard of a sharded board (shard.go)
 	hot    *script // hot.lua (hot.go)
+	derive *script // derived.go
+	deps   *script // derived.go
 	batch  *batcher
 	clock  clock
 	closed atomic.Bool
@@ -106,8 +108,9 @@ type Store struct {
 	attemptPrefix string        // random per Store, so nodes never share tokens
 	attempts      atomic.Uint64 // counter of Apply calls
 
-	mu     sync.Mutex             // guards boards and forgets
+	mu     sync.Mutex             // guards boards, groups and forgets
 	boards map[string]cachedBoard // board id -> config as last read, or unknown
+	groups map[string]string      // board id -> group, as last read (derived.go)
 	gen    uint64                 // bumped by every forget and stored config: a missing board read across one is not cached
 
 	hotMu       sync.Mutex       // guards hotCur
@@ -134,6 +137,9 @@ type cachedBoard struct {
 	// shards holds, on a sharded board, each shard's config and keys (its
 	// ID the shard's key-space id, shardID); nil otherwise.
 	shards []cachedBoard
+
+	deps     []dep // the board's dependants, as stored with this version (derived.go)
+	building bool  // a derived board whose build over data has not finished
 }
 
 // fresh reports whether the entry is still trusted.
@@ -164,6 +170,9 @@ type periodKeys struct {
 	cp, ca, cb             string // R18's count hashes of P, A and B
 	args                   [7]any // start, bound, end, a, b, expireA, expireB
 	pargs                  [3]any // start of P, P, expireP
+
+	dkeys []string // the dependants' keys and arguments (derived.go)
+	dargs []any
 }
 
 func (s *Store) cached(b rank.Board, ver string) cachedBoard {
@@ -173,8 +182,9 @@ func (s *Store) cached(b rank.Board, ver string) cachedBoard {
 }
 
 func (s *Store) cachedOne(b rank.Board, ver string) cachedBoard {
+	g := b.GroupID()
 	return cachedBoard{b: b, ver: ver, at: time.Now(), keys: &applyKeys{
-		cfg: s.key(b.ID, "cfg"), seq: s.key(b.ID, "seq"), n: s.key(b.ID, "n"), ban: s.bkey(b.ID), idem: s.key(b.ID, "i:"),
+		cfg: s.keyIn(g, b.ID, "cfg"), seq: s.keyIn(g, b.ID, "seq"), n: s.keyIn(g, b.ID, "n"), ban: s.keyIn(g, b.ID, "ban"), idem: s.keyIn(g, b.ID, "i:"),
 		ver: ver, mode: string(b.Mode), order: string(b.Order), tiebreak: string(b.Tiebreak),
 		window:   time.Duration(b.IdempotencyWindow).Milliseconds(),
 		startsAt: msArg(b.StartsAt), endsAt: msArg(b.EndsAt),
@@ -207,6 +217,7 @@ func (s *Store) periodKeys(c cachedBoard, now time.Time) *periodKeys {
 		args:  [7]any{sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB},
 		pargs: [3]any{sl.pstart, sl.p, sl.expireP},
 	}
+	p.dkeys, p.dargs = s.depKeys(c, sl)
 	k.last.Store(p)
 	return p
 }
@@ -268,6 +279,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		hot:     newScript(lua.Hot),
 		hotCur:  make(map[string]int64),
 		boards:  make(map[string]cachedBoard),
+		groups:  make(map[string]string),
+		derive:  newScript(lua.Build),
+		deps:    newScript(lua.Deps),
 		groupOf: make(map[string]int),
 	}
 	if _, ok := cfg.Client.(*redis.ClusterClient); ok {
@@ -281,7 +295,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	s.clock.injected = cfg.Now
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban, s.shard, s.hot} {
+	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban, s.shard, s.hot, s.derive, s.deps} {
 		if err := sc.load(ctx, s.client); err != nil {
 			return nil, s.fail("new", "", err)
 		}

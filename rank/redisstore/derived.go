@@ -1,0 +1,403 @@
+package redisstore
+
+// Derived boards (PROTOCOL.md §8, rank/derived.go) and groups.
+//
+// Groups: a board's keys carry its group as hash tag ("<p>:{b}:…" when the
+// group is the id, else "<p>:{g}/b:…"), so a derived board and its sources
+// share one Redis Cluster slot. The group of a board whose group is not its
+// id is listed in the hash <p>:groups (outside every slot), read once per
+// board and cached: it is fixed at creation.
+//
+// Dependants: a source's cfg hash holds, in field d, its derived boards
+// ("<id>:<weight>:<span>:<retain>", comma-joined), changed by deps.lua,
+// which also gives the source a new config version: the Go side passes the
+// dependants' keys to apply.lua (Cluster wants every key in KEYS), and a
+// caller holding an older list is refused as stale and resends with the
+// new one. apply.lua adds weight × (new − old) to each view in the event's
+// step.
+//
+// Creation over data: the derived board is stored, registered with its
+// sources (from then on apply.lua maintains it), then build.lua recomputes
+// every member of the sources, a few at a time (a ZSCAN batch, then short
+// scripts): a member recomputed is exact at that step and maintained after
+// it, and a member first seen after the scan began got all its entries from
+// maintained events. The cfg hash carries b=1 until the build is done; a
+// PUT that finds it (a node died mid-build) builds again, which is
+// harmless: a recompute overwrites with the exact value.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// dep is one dependant of a source, as its cfg hash lists it.
+type dep struct {
+	id     string
+	w      int64
+	span   int
+	retain int
+}
+
+func (d dep) String() string {
+	return fmt.Sprintf("%s:%d:%d:%d", d.id, d.w, d.span, d.retain)
+}
+
+// parseDeps reads a cfg hash's d field; malformed entries are skipped
+// (deps.lua writes only well-formed ones).
+func parseDeps(s string) []dep {
+	var out []dep
+	for e := range strings.SplitSeq(s, ",") {
+		f := strings.Split(e, ":")
+		if len(f) != 4 {
+			continue
+		}
+		w, err1 := strconv.ParseInt(f[1], 10, 64)
+		span, err2 := strconv.Atoi(f[2])
+		retain, err3 := strconv.Atoi(f[3])
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue
+		}
+		out = append(out, dep{f[0], w, span, retain})
+	}
+	return out
+}
+
+func (s *Store) groupsKey() string { return s.cfg.Prefix + ":groups" }
+
+// cachedGroup is the group of board as last read, else the id.
+func (s *Store) cachedGroup(board string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g, ok := s.groups[board]; ok {
+		return g
+	}
+	if c, ok := s.boards[board]; ok && !c.unknown {
+		return c.b.GroupID()
+	}
+	return board
+}
+
+// groupOf reads the group of board (cached: it is fixed at creation).
+func (s *Store) groupOfBoard(ctx context.Context, board string) (string, error) {
+	s.mu.Lock()
+	g, ok := s.groups[board]
+	s.mu.Unlock()
+	if ok {
+		return g, nil
+	}
+	g, err := s.client.HGet(ctx, s.groupsKey(), board).Result()
+	if err != nil && !isNil(err) {
+		return "", err
+	}
+	if g == "" {
+		g = board
+	}
+	s.rememberGroup(board, g)
+	return g, nil
+}
+
+func (s *Store) rememberGroup(board, g string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.groups) >= maxCachedBoards {
+		clear(s.groups)
+	}
+	s.groups[board] = g
+}
+
+// resolveDerived checks b against the stored configs (rank.ResolveDerived,
+// rank.CheckSourceChange) and returns the config to store. old is the
+// stored config, zero when the board is new.
+func (s *Store) resolveDerived(ctx context.Context, b rank.Board, old cachedBoard) (rank.Board, error) {
+	var getErr error
+	b, err := rank.ResolveDerived(b, old.b, func(id string) (rank.Board, bool) {
+		c, err := s.loadBoard(ctx, id)
+		if err != nil {
+			if !errors.Is(err, rank.ErrUnknownBoard) && getErr == nil {
+				getErr = err
+			}
+			return rank.Board{}, false
+		}
+		return c.b, true
+	})
+	if getErr != nil {
+		return rank.Board{}, getErr
+	}
+	if err != nil {
+		return rank.Board{}, err
+	}
+	var deps []rank.Dep
+	for _, d := range old.deps {
+		deps = append(deps, rank.Dep{Board: d.id, Weight: d.w, Span: d.span})
+	}
+	if err := rank.CheckSourceChange(old.b, b, deps); err != nil {
+		return rank.Board{}, err
+	}
+	return b, nil
+}
+
+// newVersion is a fresh random config version.
+func newVersion() string {
+	var v [8]byte
+	_, _ = rand.Read(v[:])
+	return hex.EncodeToString(v[:])
+}
+
+func isNil(err error) bool { return errors.Is(err, redis.Nil) }
+
+// link registers derived board b with each of its sources.
+func (s *Store) link(ctx context.Context, b rank.Board, op string) error {
+	src := b.Source
+	for i, id := range src.Boards() {
+		d := dep{id: b.ID, w: src.Weights()[i], span: src.Span(), retain: b.Retained()}
+		_, err := s.deps.run(ctx, s.client, []string{s.keyIn(b.GroupID(), id, "cfg")}, "", "", 0, 0, 0, op, b.ID, d.String(), newVersion())
+		if err != nil {
+			return err
+		}
+		s.forget(id)
+	}
+	return nil
+}
+
+// unlinkAll takes a derived board out of its sources' lists before its
+// keys go; a source that is gone is skipped.
+func (s *Store) unlinkAll(ctx context.Context, b rank.Board) error {
+	err := s.link(ctx, b, "remove")
+	if err != nil && scriptError(err) == "unknown_board" {
+		return nil
+	}
+	return err
+}
+
+// keptPeriods are the periods ban.lua moves a member's entries in: those
+// of rank.KeptPeriods, and a window's upcoming views.
+func keptPeriods(b rank.Board, now time.Time) []int64 {
+	out := rank.KeptPeriods(b, now)
+	if b.Source.Kind != rank.Window || b.Reset == rank.None {
+		return out
+	}
+	next := rank.PeriodAt(b, rank.PeriodAt(b, now).End)
+	for _, v := range rank.ViewPeriods(b, next, b.Source.Periods)[1:] {
+		out = append(out, v.Index)
+	}
+	return out
+}
+
+// depKeys are apply.lua's keys and arguments for the dependants of source
+// c at slots sl (see the block "derived boards" of its header).
+func (s *Store) depKeys(c cachedBoard, sl slots) ([]string, []any) {
+	if len(c.deps) == 0 {
+		return nil, []any{0, 0}
+	}
+	g := c.b.GroupID()
+	var keys []string
+	var args []any
+	var p rank.Period
+	if c.b.Reset != rank.None {
+		p, _ = rank.PeriodOf(c.b, sl.p, time.UnixMilli(sl.start), 2)
+	}
+	for _, d := range c.deps {
+		V := d.span + 2
+		views := make([]rank.Period, 0, V)
+		if c.b.Reset == rank.None {
+			for range V {
+				views = append(views, rank.Period{})
+			}
+		} else {
+			views = rank.ViewPeriods(c.b, p, V)
+		}
+		keys = append(keys, s.keyIn(g, d.id, "seq"), s.keyIn(g, d.id, "n"), s.keyIn(g, d.id, "ban"))
+		for _, v := range views {
+			keys = append(keys, s.keyIn(g, d.id, "z:"+strconv.FormatInt(v.Index, 10)))
+		}
+		for _, v := range views {
+			keys = append(keys, s.keyIn(g, d.id, "x:"+strconv.FormatInt(v.Index, 10)))
+		}
+		args = append(args, d.w, d.span)
+		for _, v := range views {
+			args = append(args, ms(v.ExpireAt(d.retain)))
+		}
+	}
+	return keys, append(args, len(args), len(keys))
+}
+
+// buildChunk bounds the work of one build.lua call: members × (cells × 3
+// + views) Redis calls, about a millisecond of Redis time on an idle
+// machine (docs/performance.md: under heavy load it stretches many times).
+const buildChunk = 1000
+
+// buildDerived recomputes every member of derived board b's sources (see
+// the file comment), then clears the cfg's building mark.
+func (s *Store) buildDerived(parent context.Context, b rank.Board) error {
+	ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
+	c, err := s.loadBoard(ctx, b.ID)
+	cancel()
+	if err != nil {
+		return err
+	}
+	now := s.clock.now(parent, s.client)
+	if s.cfg.Now != nil {
+		now = s.cfg.Now()
+	}
+	g := b.GroupID()
+	srcs := b.Source.Boards()
+	weights := b.Source.Weights()
+	span := b.Source.Span()
+	// Views: the derived board's kept periods and a window's upcoming ones,
+	// oldest first; cells: every source period a view sums, by period then
+	// source, so each view is a range of cells.
+	var views []rank.Period
+	if b.Reset == rank.None {
+		views = []rank.Period{{}}
+	} else {
+		cur := rank.PeriodAt(b, now)
+		first := cur
+		for range b.Retained() + 1 {
+			first = first.Previous(b)
+		}
+		views = rank.ViewPeriods(b, first, b.Retained()+2+span)
+	}
+	var cellPeriods []rank.Period
+	if b.Reset == rank.None {
+		cellPeriods = views
+	} else {
+		first := views[0]
+		for range span - 1 {
+			first = first.Previous(b)
+		}
+		cellPeriods = rank.ViewPeriods(b, first, len(views)+span-1)
+	}
+	var keys []string
+	args := []any{c.ver, s.nowArg(), len(views), len(cellPeriods) * len(srcs), string(b.Order)}
+	keys = append(keys, c.keys.cfg, c.keys.ban, c.keys.n)
+	for _, v := range views {
+		keys = append(keys, s.keyIn(g, b.ID, "z:"+strconv.FormatInt(v.Index, 10)), s.keyIn(g, b.ID, "x:"+strconv.FormatInt(v.Index, 10)))
+	}
+	for _, p := range cellPeriods {
+		for _, id := range srcs {
+			i := strconv.FormatInt(p.Index, 10)
+			keys = append(keys, s.keyIn(g, id, "z:"+i), s.keyIn(g, id, "m:"+i), s.keyIn(g, id, "x:"+i))
+		}
+	}
+	for _, id := range srcs {
+		keys = append(keys, s.keyIn(g, id, "n"))
+	}
+	for vi, v := range views {
+		lo, hi := vi+1, vi+1 // a union's view: its own period's cells
+		if b.Reset != rank.None && span > 1 {
+			lo, hi = vi+1, vi+span
+		}
+		lo, hi = (lo-1)*len(srcs)+1, hi*len(srcs)
+		args = append(args, lo, hi, ms(v.ExpireAt(b.Retained())))
+	}
+	for range cellPeriods {
+		for i := range srcs {
+			args = append(args, weights[i])
+		}
+	}
+	per := max(1, buildChunk/(3*len(cellPeriods)*len(srcs)+len(views)))
+	done := map[string]bool{}
+	var batch []any
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
+		defer cancel()
+		_, err := s.derive.run(ctx, s.client, keys, append(args[:len(args):len(args)], batch...)...)
+		batch = batch[:0]
+		return err
+	}
+	// Scan each source's periods that can hold data now (not the future
+	// views' periods: their events all come after the registration). SCAN
+	// returns every element present from its start to its end; on a
+	// first/last board an event replaces a member's sorted-set element
+	// (its tie prefix changes), so those are scanned through the member
+	// hash, whose fields (the member ids, hidden ones included) stay.
+	shared := map[string]bool{}
+	for _, id := range srcs {
+		ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
+		sc, err := s.loadBoard(ctx, id)
+		cancel()
+		if err != nil {
+			return err
+		}
+		shared[id] = sc.b.Tiebreak == rank.Shared
+	}
+	for _, p := range cellPeriods {
+		if b.Reset != rank.None && p.Start.After(now) {
+			continue
+		}
+		for _, id := range srcs {
+			i := strconv.FormatInt(p.Index, 10)
+			sets := []string{s.keyIn(g, id, "m:"+i)}
+			if shared[id] {
+				sets = []string{s.keyIn(g, id, "z:"+i), s.keyIn(g, id, "x:"+i)}
+			}
+			for _, set := range sets {
+				var cursor uint64
+				for {
+					ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
+					var page []string
+					var next uint64
+					var err error
+					if shared[id] {
+						page, next, err = s.client.ZScan(ctx, set, cursor, "", 1000).Result()
+					} else {
+						page, next, err = s.client.HScan(ctx, set, cursor, "", 1000).Result()
+					}
+					cancel()
+					if err != nil {
+						return err
+					}
+					for j := 0; j < len(page); j += 2 {
+						m := page[j]
+						if done[m] {
+							continue
+						}
+						done[m] = true
+						batch = append(batch, m)
+						if len(batch) >= per {
+							if err := flush(); err != nil {
+								return err
+							}
+						}
+					}
+					if next == 0 {
+						break
+					}
+					cursor = next
+				}
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	ctx, cancel = context.WithTimeout(parent, s.cfg.Timeout)
+	defer cancel()
+	return s.client.HDel(ctx, c.keys.cfg, "b").Err()
+}
+
+// checkNoDeps refuses an operation that would take entries out of a source
+// behind its dependants' back.
+func (s *Store) checkNoDeps(ctx context.Context, op, board string) error {
+	c, err := s.loadBoard(ctx, board)
+	if err != nil {
+		return s.fail(op, board, err)
+	}
+	if len(c.deps) > 0 {
+		return fmt.Errorf("redisstore: %s %s: %w (%s): delete those first", op, board, rank.ErrHasDependants, c.deps[0].id)
+	}
+	return nil
+}
