@@ -22,8 +22,8 @@ type job struct {
 	sub     bool
 	o       *Outbox
 	at      time.Time // the schedule point of a scheduled read (schedule.go)
-	cfg     bool // re-read the board config first
-	topN    int  // entries to read; 0: no top read
+	cfg     bool      // re-read the board config first
+	topN    int       // entries to read; 0: no top read
 	ns      []int
 	prevTop map[int]*topFrame // frames per N when the job started
 	groups  map[int][]viewJob // around → views to read
