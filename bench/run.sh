@@ -298,7 +298,10 @@ fanout() {
 	start_gateway --dev
 	local before prof
 	before=$(cpu_ticks "$GW_PID")
-	(sleep 5 && curl -fsS -o "$OUT/fanout-gateway-$n.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=4" 2>/dev/null || true) &
+	# The profile starts once every spectator is connected (the dials of
+	# 10,000 connections can take longer than the run on a busy box), so it
+	# shows the fan-out rather than the handshakes.
+	(wait_conns "$GP" "$((n + 1))" >/dev/null 2>&1 && sleep 1 && curl -fsS -o "$OUT/fanout-gateway-$n.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=4" 2>/dev/null || true) &
 	prof=$!
 	"${LOAD[@]}" --url "$URL" --board fan --members 20 --players 1 --inflight 8 --rate 100 --watchers 0 --spectators "$n" \
 		--duration "$DUR" --json "$OUT/fanout-gateway-$n.json" --html "$OUT/fanout-gateway-$n.html" >"$OUT/fanout-gateway-$n.txt"
