@@ -301,12 +301,18 @@ fanout() {
 	# The profile starts once every spectator is connected (the dials of
 	# 10,000 connections can take longer than the run on a busy box), so it
 	# shows the fan-out rather than the handshakes.
-	(wait_conns "$GP" "$((n + 1))" >/dev/null 2>&1 && sleep 1 && curl -fsS -o "$OUT/fanout-gateway-$n.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=4" 2>/dev/null || true) &
+	# The gateway's CPU ticks once every spectator is connected, for the CPU
+	# per frame of the fan-out alone (the players start only then).
+	(wait_conns "$GP" "$((n + 1))" >/dev/null 2>&1 && cpu_ticks "$GW_PID" >"$WORK/steady-$n" &&
+		sleep 1 && curl -fsS -o "$OUT/fanout-gateway-$n.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=4" 2>/dev/null || true) &
 	prof=$!
 	"${LOAD[@]}" --url "$URL" --board fan --members 20 --players 1 --inflight 8 --rate 100 --watchers 0 --spectators "$n" \
 		--duration "$DUR" --json "$OUT/fanout-gateway-$n.json" --html "$OUT/fanout-gateway-$n.html" >"$OUT/fanout-gateway-$n.txt"
-	measure "cpu_fanout_${n}_s" "$(cpu_seconds "$before" "$(cpu_ticks "$GW_PID")")"
+	local end
+	end=$(cpu_ticks "$GW_PID")
+	measure "cpu_fanout_${n}_s" "$(cpu_seconds "$before" "$end")"
 	wait "$prof" || true
+	[ -s "$WORK/steady-$n" ] && measure "cpu_fanout_${n}_steady_s" "$(cpu_seconds "$(cat "$WORK/steady-$n")" "$end")
 	[ -s "$OUT/fanout-gateway-$n.pprof" ] && go tool pprof -top -nodecount=30 "$WORK/wsgateway" "$OUT/fanout-gateway-$n.pprof" >"$OUT/fanout-gateway-$n.profile.txt" 2>/dev/null || true
 	cat "$OUT/fanout-gateway-$n.txt" >&2
 	stop_gateway
