@@ -312,7 +312,7 @@ fanout() {
 	end=$(cpu_ticks "$GW_PID")
 	measure "cpu_fanout_${n}_s" "$(cpu_seconds "$before" "$end")"
 	wait "$prof" || true
-	[ -s "$WORK/steady-$n" ] && measure "cpu_fanout_${n}_steady_s" "$(cpu_seconds "$(cat "$WORK/steady-$n")" "$end")
+	[ -s "$WORK/steady-$n" ] && measure "cpu_fanout_${n}_steady_s" "$(cpu_seconds "$(cat "$WORK/steady-$n")" "$end")"
 	[ -s "$OUT/fanout-gateway-$n.pprof" ] && go tool pprof -top -nodecount=30 "$WORK/wsgateway" "$OUT/fanout-gateway-$n.pprof" >"$OUT/fanout-gateway-$n.profile.txt" 2>/dev/null || true
 	cat "$OUT/fanout-gateway-$n.txt" >&2
 	stop_gateway
