@@ -21,23 +21,29 @@ import "time"
 // off the schedule are a Subscribe's own, whose frames go to that
 // subscriber alone (job.sub).
 //
-// A board idle for a whole point (nothing dirty) starts over: its next
-// change is read at once and that read's moment is the new first point.
-// Stamping a frame with a point that is already past is safe: every
-// subscriber's last frame was stamped at the previous point or earlier.
+// A board read late, more than a twentieth of an interval after its point
+// (a quiet board's first change, or a tick held up by a loaded machine),
+// starts its schedule over from the moment of that read: every subscriber's
+// last frame was stamped at an earlier point, so every one of them is due,
+// and no two frames of a connection are stamped less than an interval
+// apart. Within that twentieth the read keeps its point, so a board read a
+// little late every time does not drift off its schedule.
 //
 // A busy board is thus read once per interval per node, however many
 // changes and subscribers it has.
 
-// readPoint reports the point at which b may be read at now (ok: wait is
-// zero), or how long until it may be. Lock held.
+// readPoint reports the point of a read of b at now, or how long until b
+// may be read (wait > 0). Lock held.
 func (b *board) readPoint(now time.Time, interval time.Duration) (at time.Time, wait time.Duration) {
-	if b.lastPoint.IsZero() || now.Sub(b.lastPoint) >= 2*interval {
-		return now, 0 // idle: read at once, a new schedule from here
+	if b.lastPoint.IsZero() {
+		return now, 0
 	}
 	next := b.lastPoint.Add(interval)
 	if now.Before(next) {
 		return time.Time{}, next.Sub(now)
 	}
-	return next, 0
+	if now.Sub(next) <= interval/20 {
+		return next, 0
+	}
+	return now, 0 // late: a new schedule from here
 }

@@ -162,3 +162,42 @@ func TestSubscribeReadOffSchedule(t *testing.T) {
 		}
 	})
 }
+
+// TestReadPoint: the first read and a late one (more than a twentieth of an
+// interval after its point) start a schedule at their own moment; a read
+// before the next point waits for it; one at most a twentieth late keeps
+// the point.
+func TestReadPoint(t *testing.T) {
+	t.Parallel()
+	const iv = 100 * time.Millisecond
+	t0 := time.Unix(1000, 0)
+	var b board
+	at, wait := b.readPoint(t0, iv)
+	if !at.Equal(t0) || wait != 0 {
+		t.Fatalf("first read: %v, %v; want now, 0", at, wait)
+	}
+	b.lastPoint = t0
+	for _, tc := range []struct {
+		now  time.Duration // after t0
+		at   time.Duration // want; -1: wait
+		wait time.Duration
+	}{
+		{0, -1, iv},
+		{30 * time.Millisecond, -1, 70 * time.Millisecond},
+		{iv, iv, 0},
+		{iv + 5*time.Millisecond, iv, 0},
+		{iv + 6*time.Millisecond, iv + 6*time.Millisecond, 0},
+		{10 * iv, 10 * iv, 0},
+	} {
+		at, wait := b.readPoint(t0.Add(tc.now), iv)
+		if tc.at < 0 {
+			if !at.IsZero() || wait != tc.wait {
+				t.Errorf("at +%v: %v, %v; want to wait %v", tc.now, at, wait, tc.wait)
+			}
+			continue
+		}
+		if !at.Equal(t0.Add(tc.at)) || wait != 0 {
+			t.Errorf("at +%v: point %v, wait %v; want point +%v", tc.now, at.Sub(t0), wait, tc.at)
+		}
+	}
+}
