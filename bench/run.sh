@@ -22,7 +22,7 @@
 # Knobs (env): BENCH_DURATION (10s), BENCH_SPECTATORS (10000),
 # BENCH_PLAYERS (32), BENCH_INFLIGHT (16), BENCH_CEIL_N (300000),
 # BENCH_FANOUT_SIZES ("1000 $BENCH_SPECTATORS"), BENCH_OUT (bench/out),
-# BENCH_PARTS ("ref ceiling ingest-redis ingest-memory rest idle fanout": run only
+# BENCH_PARTS ("ref ceiling ingest-redis ingest-memory rest idle fanout gobench": run only
 # some; the table leaves out rows whose run is missing), BENCH_GATEWAY (a
 # wsgateway binary to measure instead of this tree's, e.g. an older commit's
 # for a before/after in one session). Needs go,
@@ -38,7 +38,7 @@ PLAYERS=${BENCH_PLAYERS:-32}
 INFLIGHT=${BENCH_INFLIGHT:-16}
 CEIL_N=${BENCH_CEIL_N:-300000}
 OUT=${BENCH_OUT:-bench/out}
-PARTS=" ${BENCH_PARTS:-ref ceiling ingest-redis ingest-memory rest idle fanout} "
+PARTS=" ${BENCH_PARTS:-ref ceiling ingest-redis ingest-memory rest idle fanout gobench} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 SECRET=bench-secret-0123456789abcdef0123456789
 mkdir -p "$OUT"
@@ -330,6 +330,16 @@ if part fanout; then
 	for n in $FANOUT_SIZES; do
 		fanout "$n"
 	done
+fi
+
+# gobench: the live frame path's Go benchmarks, so a change that makes a
+# frame dearer shows here even when the box is too noisy for the runs above:
+# read + offer + take per frame, store reads per second of a busy board, a
+# frame's socket write, one frame through the hub to 200 spectators.
+if part gobench; then
+	say "Go benchmarks of the live frame path"
+	go test -run '^$' -bench 'FrameFanout|TopFanout|BusyBoardReads' -benchmem -benchtime 2s ./hub/live/ | tee "$OUT/gobench-live.txt" >&2
+	go test -run '^$' -bench 'FrameWrite|HubFanout' -benchmem -benchtime 2s ./hub/ | tee "$OUT/gobench-hub.txt" >&2
 fi
 
 say "results ($(nproc) cores, $(uname -sr), $(go env GOVERSION))"
