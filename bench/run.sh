@@ -22,7 +22,7 @@
 # Knobs (env): BENCH_DURATION (10s), BENCH_SPECTATORS (10000),
 # BENCH_PLAYERS (32), BENCH_INFLIGHT (16), BENCH_CEIL_N (300000),
 # BENCH_FANOUT_SIZES ("1000 $BENCH_SPECTATORS"), BENCH_OUT (bench/out),
-# BENCH_PARTS ("ref ceiling ingest-redis ingest-memory rest idle fanout": run only
+# BENCH_PARTS ("ref ceiling ingest-redis ingest-memory rest idle fanout gobench": run only
 # some; the table leaves out rows whose run is missing), BENCH_GATEWAY (a
 # wsgateway binary to measure instead of this tree's, e.g. an older commit's
 # for a before/after in one session). Needs go,
@@ -38,7 +38,7 @@ PLAYERS=${BENCH_PLAYERS:-32}
 INFLIGHT=${BENCH_INFLIGHT:-16}
 CEIL_N=${BENCH_CEIL_N:-300000}
 OUT=${BENCH_OUT:-bench/out}
-PARTS=" ${BENCH_PARTS:-ref ceiling ingest-redis ingest-memory rest idle fanout} "
+PARTS=" ${BENCH_PARTS:-ref ceiling ingest-redis ingest-memory rest idle fanout gobench} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 SECRET=bench-secret-0123456789abcdef0123456789
 mkdir -p "$OUT"
@@ -303,12 +303,21 @@ fanout() {
 	start_gateway --dev
 	local before prof
 	before=$(cpu_ticks "$GW_PID")
-	(sleep 5 && curl -fsS -o "$OUT/fanout-gateway-$n.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=4" 2>/dev/null || true) &
+	# The profile starts once every spectator is connected (the dials of
+	# 10,000 connections can take longer than the run on a busy box), so it
+	# shows the fan-out rather than the handshakes.
+	# The gateway's CPU ticks once every spectator is connected, for the CPU
+	# per frame of the fan-out alone (the players start only then).
+	(wait_conns "$GP" "$((n + 1))" >/dev/null 2>&1 && cpu_ticks "$GW_PID" >"$WORK/steady-$n" &&
+		sleep 1 && curl -fsS -o "$OUT/fanout-gateway-$n.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=4" 2>/dev/null || true) &
 	prof=$!
 	"${LOAD[@]}" --url "$URL" --board fan --members 20 --players 1 --inflight 8 --rate 100 --watchers 0 --spectators "$n" \
 		--duration "$DUR" --json "$OUT/fanout-gateway-$n.json" --html "$OUT/fanout-gateway-$n.html" >"$OUT/fanout-gateway-$n.txt"
-	measure "cpu_fanout_${n}_s" "$(cpu_seconds "$before" "$(cpu_ticks "$GW_PID")")"
+	local end
+	end=$(cpu_ticks "$GW_PID")
+	measure "cpu_fanout_${n}_s" "$(cpu_seconds "$before" "$end")"
 	wait "$prof" || true
+	[ -s "$WORK/steady-$n" ] && measure "cpu_fanout_${n}_steady_s" "$(cpu_seconds "$(cat "$WORK/steady-$n")" "$end")"
 	[ -s "$OUT/fanout-gateway-$n.pprof" ] && go tool pprof -top -nodecount=30 "$WORK/wsgateway" "$OUT/fanout-gateway-$n.pprof" >"$OUT/fanout-gateway-$n.profile.txt" 2>/dev/null || true
 	cat "$OUT/fanout-gateway-$n.txt" >&2
 	stop_gateway
@@ -326,6 +335,16 @@ if part fanout; then
 	for n in $FANOUT_SIZES; do
 		fanout "$n"
 	done
+fi
+
+# gobench: the live frame path's Go benchmarks, so a change that makes a
+# frame dearer shows here even when the box is too noisy for the runs above:
+# read + offer + take per frame, store reads per second of a busy board, a
+# frame's socket write, one frame through the hub to 200 spectators.
+if part gobench; then
+	say "Go benchmarks of the live frame path"
+	go test -run '^$' -bench 'FrameFanout|TopFanout|BusyBoardReads' -benchmem -benchtime 2s ./hub/live/ | tee "$OUT/gobench-live.txt" >&2
+	go test -run '^$' -bench 'FrameWrite|HubFanout' -benchmem -benchtime 2s ./hub/ | tee "$OUT/gobench-hub.txt" >&2
 fi
 
 say "results ($(nproc) cores, $(uname -sr), $(go env GOVERSION))"

@@ -136,11 +136,20 @@ func (c *conn) writeBatch(ctx context.Context, frames [][]byte) (err error) {
 		}
 	}
 	for _, f := range frames {
-		if err := c.write(ctx, f); err != nil {
+		if err := c.writeFrame(ctx, f); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeFrame writes one live frame (top, view, board) as a ready-made
+// WebSocket frame (rawframe.go).
+func (c *conn) writeFrame(ctx context.Context, f []byte) error {
+	if c.cc == nil {
+		return c.write(ctx, f)
+	}
+	return c.checkWrite(ctx, c.cc.writeText(f))
 }
 
 var errSlowConsumer = errors.New("hub: write blocked: slow consumer")

@@ -46,7 +46,15 @@ func main() {
 	} else {
 		go s.broadcast(ctx, *interval, *top)
 	}
-	srv := &http.Server{Addr: *addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// `wsgateway load` asks GET /api/v1/boards once before it dials (its
+	// preflight); answer it as the gateway would, with no boards.
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/boards", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"boards":[]}`)
+	})
+	mux.Handle("/", h)
+	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { <-ctx.Done(); srv.Close() }()
 	fmt.Printf("fanout listening on %s\n", *addr)
 	if err := srv.ListenAndServe(); err != http.ErrServerClosed {

@@ -167,6 +167,11 @@ func table(dir string, fanoutSizes []string) error {
 			row(fmt.Sprintf("CPU per frame written, %d spectators (connects included)", n), fmt.Sprintf("%.1f µs", gwCPU/float64(fr)*1e6), fmt.Sprintf("%.1f µs", perBare*1e6),
 				ratio(gwCPU/float64(fr), perBare), "")
 		}
+		// Once every spectator is connected: the fan-out alone (each
+		// spectator's first frame, sent while the others connect, left out).
+		if steady, fr := m["cpu_fanout_"+size+"_steady_s"], fg.Frames["top"].Count-int64(n); steady > 0 && fr > 0 {
+			row(fmt.Sprintf("gateway CPU per frame written, %d spectators, all connected", n), fmt.Sprintf("%.1f µs", steady/float64(fr)*1e6), "", "", "")
+		}
 	}
 	if m["mem_gateway_kb_per_conn"] > 0 {
 		row("memory per idle connection (RSS)", fmt.Sprintf("%.1f KB", m["mem_gateway_kb_per_conn"]), fmt.Sprintf("%.1f KB (bare coder/websocket)", m["mem_bare_kb_per_conn"]),

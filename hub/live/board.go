@@ -39,7 +39,10 @@ type board struct {
 	seenSeq  int64     // highest seq a read returned
 	heldSeq  int64     // seenSeq at the previous backstop check
 	lastRead time.Time
-	probe    bool // the backstop wants one read of this board
+	// lastPoint is the schedule point of the board's last scheduled read
+	// (schedule.go); zero before the first.
+	lastPoint time.Time
+	probe     bool // the backstop wants one read of this board
 
 	// framesOut counts the frames offered to this board's subscribers'
 	// outboxes (one per outbox per frame), for metrics (BoardStats).
@@ -82,6 +85,9 @@ type topFrame struct {
 	bytes   []byte
 	// decimals: the scores are in units of 10^-decimals (hot boards).
 	decimals int
+	// unsent: a Subscribe's read installed it and it has not been offered
+	// to the other subscribers yet; the next scheduled read does that.
+	unsent bool
 }
 
 type viewKey struct {
@@ -98,6 +104,9 @@ type view struct {
 	dirty    bool
 	removed  bool
 	res      *viewResult // nil until the first read; replaced, never mutated
+	// unsent: res came from a Subscribe's read and has not been offered to
+	// the other watchers yet; the next scheduled read does that.
+	unsent bool
 
 	// The window's score range in goodness space; lo is MinInt64 when the
 	// window reaches the board's last rank, hi MaxInt64 when it reaches rank

@@ -2,10 +2,12 @@
 // `view` frames (PROTOCOL.md §4, R7, R8, R9, R12).
 //
 // Change events (local and from the bus) are hints that mark boards and views
-// dirty; the Run loop re-reads only what is dirty, at most once per board per
-// read gap (readGapFor: about an Interval, 40 ms at most), encodes each
-// distinct frame once and hands the same bytes to every subscriber's Outbox.
-// Store reads therefore grow with boards × ticks, never with subscribers.
+// dirty; the Run loop re-reads only what is dirty, on each board's fixed read
+// schedule (schedule.go: at most one read per Interval, at points one
+// Interval apart), encodes each distinct frame once and hands the same bytes
+// to every subscriber's Outbox, stamped with the read's point so that every
+// subscriber's throttle runs in the board's phase. Store reads therefore grow
+// with boards × ticks, never with subscribers.
 // The store is the truth: a gap in the change stream, a Resync, a period
 // rollover or a hint that never arrives (the Refresh backstop) marks the
 // whole board dirty.
@@ -34,8 +36,8 @@ type Config struct {
 	// Store is the source of truth for every frame. Required.
 	Store rank.Store
 	// Interval is the minimum gap between two frames of one key on one
-	// connection (--top-interval); it also sets the gap between two reads of
-	// one board (readGapFor). Zero means 100ms.
+	// connection (--top-interval); it is also the period of each board's
+	// read schedule (schedule.go). Zero means 100ms.
 	Interval time.Duration
 	// Now is the clock for frame timestamps, throttling and periods. Nil
 	// means time.Now.
@@ -86,10 +88,8 @@ type Stats struct {
 // Engine computes live frames for every subscription of one node. All methods
 // are safe for concurrent use; Run must run for frames to follow changes.
 type Engine struct {
-	store    rank.Store
-	interval time.Duration
-	// readGap spaces two reads of one board (readGapFor).
-	readGap     time.Duration
+	store       rank.Store
+	interval    time.Duration
 	readTimeout time.Duration
 	refresh     time.Duration
 	parallel    int
@@ -149,7 +149,6 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{
 		store:       cfg.Store,
 		interval:    cfg.Interval,
-		readGap:     readGapFor(cfg.Interval),
 		readTimeout: cfg.ReadTimeout,
 		refresh:     cfg.Refresh,
 		parallel:    cfg.Parallel,
@@ -264,11 +263,12 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 		if !b.needsRead(now) {
 			continue
 		}
-		if d := b.lastRead.Add(e.readGap).Sub(now); d > 0 {
+		at, d := b.readPoint(now, e.interval)
+		if d > 0 {
 			wait = min(wait, d)
 			continue
 		}
-		jobs = append(jobs, e.snapshot(b, now))
+		jobs = append(jobs, e.snapshot(b, now, at))
 	}
 	e.kick = false // this round takes care of it
 	e.mu.Unlock()
@@ -360,28 +360,6 @@ func (e *Engine) readRanks(parent context.Context, id string, members []string, 
 		return rank.Ranks{}, fmt.Errorf("live: ranks %s: %w", id, err)
 	}
 	return r, nil
-}
-
-// maxReadGap bounds the time between two reads of a busy board.
-const maxReadGap = 40 * time.Millisecond
-
-// readGapFor is how often a dirty board is read, for a frame interval.
-//
-// R7 asks two things of every subscriber: at most one frame per interval,
-// and a change shown within one interval plus 50 ms. Each connection's
-// throttle runs in its own phase (it starts with the subscription's first
-// frame, at any moment), so a frame that a read hands to a connection not
-// yet due waits in its outbox until the connection's interval ends, and a
-// change made just after that read is shown only by the connection's next
-// frame: up to one interval plus the read gap later. Keeping the gap at
-// most 40 ms keeps every phase inside the bound (measured by
-// TestR7BoundAnyPhase; a gap of 1.05 intervals let a subscriber that joined
-// out of phase see changes up to 2 intervals late for its first seconds).
-// Below ~40 ms intervals the gap is the interval plus 5%, which is inside
-// the bound too (2.05 × 40 ms < 40 ms + 50 ms). Reads grow with busy
-// boards × nodes × 25 per second at most, never with subscribers.
-func readGapFor(interval time.Duration) time.Duration {
-	return min(interval+max(time.Millisecond, interval/20), maxReadGap)
 }
 
 // BoardStat is one watched board's live figures on this node.

@@ -14,10 +14,16 @@ import (
 // against, and what the reads gave. A tick makes one per due board; a
 // Subscribe makes one for its own first frames (sub).
 type job struct {
-	b       *board
-	sub     bool // a Subscribe's read: it did not take the board's dirty marks
-	cfg     bool // re-read the board config first
-	topN    int  // entries to read; 0: no top read
+	b *board
+	// sub: a Subscribe's read for o. It did not take the board's dirty
+	// marks and is off the board's schedule, so its frames go to o alone
+	// (Subscribe offers them); what it installs for other subscribers is
+	// left unsent, for the next scheduled read.
+	sub     bool
+	o       *Outbox
+	at      time.Time // the schedule point of a scheduled read (schedule.go)
+	cfg     bool      // re-read the board config first
+	topN    int       // entries to read; 0: no top read
 	ns      []int
 	prevTop map[int]*topFrame // frames per N when the job started
 	groups  map[int][]viewJob // around → views to read
@@ -39,7 +45,8 @@ type delivery struct {
 	key   slotKey
 	seq   int64
 	frame []byte
-	to    []target // immutable (subscribers.targets)
+	to    []target  // immutable (subscribers.targets)
+	at    time.Time // the read's schedule point; zero: a Subscribe's own frame
 }
 
 // countFrames adds ds's frames to b's count. Lock held.
@@ -52,15 +59,16 @@ func countFrames(b *board, ds []delivery) {
 func deliver(ds []delivery) {
 	for _, d := range ds {
 		for _, t := range d.to {
-			t.o.offer(d.key, t.gen, d.seq, d.frame)
+			t.o.offerAt(d.key, t.gen, d.seq, d.frame, d.at)
 		}
 	}
 }
 
-// snapshot takes b's dirty marks into a job. Lock held.
-func (e *Engine) snapshot(b *board, now time.Time) *job {
-	j := &job{b: b}
-	b.lastRead = now
+// snapshot takes b's dirty marks into a job read at schedule point at.
+// Lock held.
+func (e *Engine) snapshot(b *board, now, at time.Time) *job {
+	j := &job{b: b, at: at}
+	b.lastRead, b.lastPoint = now, at
 	j.cfg = !b.cfgOK || now.Sub(b.cfgAt) >= cfgTTL
 	if (b.topDirty && b.maxN > 0) || b.probe {
 		j.topN = max(b.maxN, 1) // a probe with no top subscribers only wants the seq
@@ -202,11 +210,24 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 			if stale {
 				e.markView(b, vj.v) // the store has not rolled over yet: read again
 			}
-			if e.installView(b, vj) {
-				installed = append(installed, vj.v)
-				r := vj.v.res
-				out = append(out, delivery{slotKey{b.id, true}, r.seq, r.bytes, vj.v.watchers.targets()})
+			v := vj.v
+			switch {
+			case e.installView(b, vj):
+				installed = append(installed, v)
+				if j.sub {
+					// Off the schedule: the subscriber gets it from
+					// Subscribe, the others from the next scheduled read.
+					if v.unsent = !onlyWatcher(v.watchers, j.o); v.unsent {
+						e.markView(b, v)
+					}
+					continue
+				}
+			case j.sub || v.removed || !v.unsent || v.res == nil:
+				continue
 			}
+			v.unsent = false
+			r := v.res
+			out = append(out, delivery{slotKey{b.id, true}, r.seq, r.bytes, v.watchers.targets(), j.at})
 		}
 	}
 	if minSeq >= 0 {
@@ -238,14 +259,30 @@ func (e *Engine) installTop(b *board, j *job, page rank.Page, ts int64, out []de
 		subs := b.topSubs[n]
 		f := j.newTop[n]
 		cur := b.frames[n]
-		if subs == nil || (cur != nil && (cur.seq > f.seq || sameTop(cur, f))) {
+		if subs == nil {
+			continue
+		}
+		if cur != nil && (cur.seq > f.seq || sameTop(cur, f)) {
+			// Nothing newer; a frame a Subscribe installed still goes
+			// to the others, now that the schedule has come round.
+			if !j.sub && cur.unsent {
+				cur.unsent = false
+				out = append(out, delivery{slotKey{b.id, false}, cur.seq, cur.bytes, subs.targets(), j.at})
+			}
 			continue
 		}
 		if f.bytes == nil {
 			f.bytes = e.encodeTop(b.id, f, ts)
 		}
 		b.frames[n] = f
-		out = append(out, delivery{slotKey{b.id, false}, f.seq, f.bytes, subs.targets()})
+		if j.sub {
+			// Off the schedule: see job.sub.
+			if f.unsent = !onlyWatcher(subs, j.o); f.unsent {
+				e.markTop(b)
+			}
+			continue
+		}
+		out = append(out, delivery{slotKey{b.id, false}, f.seq, f.bytes, subs.targets(), j.at})
 	}
 	return out
 }
@@ -286,6 +323,12 @@ func (e *Engine) replay(b *board, j *job, minSeq int64, installed []*view) {
 			e.touchViews(b, l)
 		}
 	}
+}
+
+// onlyWatcher reports whether o is the only outbox in s.
+func onlyWatcher(s *subscribers, o *Outbox) bool {
+	_, ok := s.m[o]
+	return ok && s.len() == 1
 }
 
 func sameTop(a, b *topFrame) bool {

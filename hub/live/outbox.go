@@ -116,22 +116,26 @@ func (o *Outbox) Take(now time.Time) (frames [][]byte, retryIn time.Duration) {
 		o.delivered += uint64(len(o.events))
 		o.events = nil
 	}
-	// retryIn covers every key still inside its interval, pending frame or
-	// not: offer does not signal Ready for a frame that is not due yet, so
-	// the writer's timer is what takes it when it becomes due.
+	// retryIn covers every key holding a frame that is not due yet: offer
+	// signals Ready only for a frame that is due or that fills an empty
+	// slot, so the writer's timer is what takes a held frame when it
+	// becomes due. An empty key arms nothing: a frame that arrives for it
+	// signals Ready itself, and with reads on the board's schedule it is
+	// due when it arrives, so a spectator's writer wakes once per frame and
+	// never for a timer.
 	soonest := func(wait time.Duration) {
 		if wait > 0 && (retryIn == 0 || wait < retryIn) {
 			retryIn = wait
 		}
 	}
 	for _, s := range o.order {
-		if s.initial && s.frame != nil {
+		if s.frame == nil {
+			continue
+		}
+		if s.initial {
 			frames = append(frames, s.frame)
 			s.sentSeq, s.frame, s.initial = s.seq, nil, false
 			o.delivered++
-			if s.sent && o.interval > 0 {
-				soonest(s.lastSent.Add(o.interval).Sub(now))
-			}
 			continue
 		}
 		if s.sent && o.interval > 0 {
@@ -139,9 +143,6 @@ func (o *Outbox) Take(now time.Time) (frames [][]byte, retryIn time.Duration) {
 				soonest(wait)
 				continue
 			}
-		}
-		if s.frame == nil {
-			continue
 		}
 		frames = append(frames, s.frame)
 		// The throttle counts from when the frame became eligible (it
@@ -162,9 +163,6 @@ func (o *Outbox) Take(now time.Time) (frames [][]byte, retryIn time.Duration) {
 		s.sentSeq, s.lastSent, s.sent = s.seq, eligible, true
 		s.frame = nil
 		o.delivered++
-		if o.interval > 0 {
-			soonest(eligible.Add(o.interval).Sub(now))
-		}
 	}
 	return frames, retryIn
 }
@@ -223,8 +221,17 @@ func (o *Outbox) floor(k slotKey) int64 {
 
 // offer puts frame in the slot of k if the slot belongs to subscription gen
 // and the frame is not older than what the slot holds or has sent. It
-// reports whether the frame was accepted.
+// reports whether the frame was accepted. The frame counts as arrived now.
 func (o *Outbox) offer(k slotKey, gen uint64, seq int64, frame []byte) bool {
+	return o.offerAt(k, gen, seq, frame, time.Time{})
+}
+
+// offerAt is offer for a frame that counts as arrived at at (zero: now): the
+// schedule point of the board read that made it (schedule.go), never later
+// than now. The throttle then counts a subscriber's interval from the
+// board's points rather than from when the fan-out got to this outbox, so
+// the next point's frame is due when it arrives.
+func (o *Outbox) offerAt(k slotKey, gen uint64, seq int64, frame []byte, at time.Time) bool {
 	o.mu.Lock()
 	s := o.slots[k]
 	if s == nil || s.gen != gen || seq < s.sentSeq || (s.frame != nil && seq < s.seq) {
@@ -239,17 +246,20 @@ func (o *Outbox) offer(k slotKey, gen uint64, seq int64, frame []byte) bool {
 		o.coalesced++
 	}
 	now := o.now()
-	if s.frame == nil {
-		s.readyAt = now
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	filled := s.frame == nil
+	if filled {
+		s.readyAt = at
 	}
 	s.frame, s.seq = frame, seq
-	// A key still inside its interval is taken by the writer's timer (Take
-	// armed it): waking the writer now would only re-arm it. Boards are
-	// read several times per interval (readGapFor), so this spares most
-	// wake-ups of a busy board's subscribers.
-	due := !s.sent || o.interval <= 0 || !now.Before(s.lastSent.Add(o.interval))
+	// A frame that fills an empty slot wakes the writer: when it is due the
+	// writer takes it, else Take arms the writer's timer for it. A frame
+	// replacing a held one does not: that timer is armed already.
+	wake := filled || s.initial || !s.sent || o.interval <= 0 || !now.Before(s.lastSent.Add(o.interval))
 	o.mu.Unlock()
-	if due {
+	if wake {
 		select {
 		case o.ready <- struct{}{}:
 		default:

@@ -128,8 +128,8 @@ func TestOutboxOffer(t *testing.T) {
 	o.offer(top, g1, 6, []byte("t6"))
 	o.offer(top, g1, 7, []byte("t7"))
 	fs, retry = o.Take(start.Add(30 * time.Millisecond))
-	if len(fs) != 1 || string(fs[0]) != "t7" || retry != 100*time.Millisecond {
-		t.Fatalf("Take after the first frame = %q, %v; want [t7], 100ms", fs, retry)
+	if len(fs) != 1 || string(fs[0]) != "t7" || retry != 0 {
+		t.Fatalf("Take after the first frame = %q, %v; want [t7], 0 (nothing held: no timer)", fs, retry)
 	}
 
 	// Within the interval: held back, and a newer frame replaces it.
@@ -161,8 +161,8 @@ func TestOutboxOffer(t *testing.T) {
 		t.Error("re-open lost the seq floor")
 	}
 	o.offer(top, g2, 11, []byte("t11"))
-	if fs, retry := o.Take(start.Add(150 * time.Millisecond)); len(fs) != 1 || string(fs[0]) != "t11" || retry != 80*time.Millisecond {
-		t.Errorf("re-open's first frame: %q %v; want [t11] at once, 80ms left of the carried-over interval", fs, retry)
+	if fs, retry := o.Take(start.Add(150 * time.Millisecond)); len(fs) != 1 || string(fs[0]) != "t11" || retry != 0 {
+		t.Errorf("re-open's first frame: %q %v; want [t11] at once, 0 (nothing held)", fs, retry)
 	}
 	o.offer(top, g2, 12, []byte("t12"))
 	if fs, retry := o.Take(start.Add(160 * time.Millisecond)); len(fs) != 0 || retry != 70*time.Millisecond {
@@ -180,10 +180,11 @@ func TestOutboxOffer(t *testing.T) {
 	}
 }
 
-// TestOutboxQuietOffer: a frame offered while its key is inside its
-// interval does not wake the writer, whose timer (armed from Take's
-// retryIn, which covers every key inside its interval) takes it when due;
-// a frame offered once the key is due does wake it.
+// TestOutboxQuietOffer: the writer wakes once per frame. A frame that fills
+// an empty slot signals Ready (due: the writer takes it; not due: its Take
+// arms the timer, retryIn); a frame that replaces a held one does not
+// signal (the timer is armed already); and Take arms no timer for a key
+// that holds nothing, since its next frame signals by itself.
 func TestOutboxQuietOffer(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1000, 0)
@@ -210,14 +211,21 @@ func TestOutboxQuietOffer(t *testing.T) {
 	if !ready() {
 		t.Fatal("the frame after the first did not signal Ready: the first must not count")
 	}
-	if fs, retry := o.Take(now); len(fs) != 1 || retry != 100*time.Millisecond {
-		t.Fatalf("Take = %q, %v; want [t1b], 100ms", fs, retry)
+	if fs, retry := o.Take(now); len(fs) != 1 || retry != 0 {
+		t.Fatalf("Take = %q, %v; want [t1b], 0 (nothing held: no timer)", fs, retry)
 	}
 
 	now = now.Add(40 * time.Millisecond)
 	o.offer(top, gt, 3, []byte("t2"))
+	if !ready() {
+		t.Fatal("a frame filling an empty slot did not signal Ready")
+	}
+	if fs, retry := o.Take(now); len(fs) != 0 || retry != 60*time.Millisecond {
+		t.Fatalf("Take = %q, %v; want nothing, 60ms (the held top frame)", fs, retry)
+	}
+	o.offer(top, gt, 4, []byte("t2b"))
 	if ready() {
-		t.Error("a frame not due yet signalled Ready")
+		t.Error("a frame replacing a held one signalled Ready")
 	}
 	o.offer(vw, gv, 3, []byte("v2")) // another key, never sent: due at once
 	if !ready() {
@@ -229,11 +237,11 @@ func TestOutboxQuietOffer(t *testing.T) {
 	}
 
 	now = now.Add(60 * time.Millisecond) // the timer fires
-	if fs, _ := o.Take(now); len(fs) != 1 || string(fs[0]) != "t2" {
-		t.Fatalf("Take when due = %q, want [t2]", fs)
+	if fs, retry := o.Take(now); len(fs) != 1 || string(fs[0]) != "t2b" || retry != 0 {
+		t.Fatalf("Take when due = %q, %v; want [t2b], 0", fs, retry)
 	}
 	now = now.Add(200 * time.Millisecond) // past every interval
-	o.offer(top, gt, 4, []byte("t3"))
+	o.offer(top, gt, 5, []byte("t3"))
 	if !ready() {
 		t.Error("a frame offered after the interval did not signal Ready")
 	}

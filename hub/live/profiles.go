@@ -14,9 +14,9 @@ import (
 // ProfilesChanged, which re-sends the frames that show them.
 const maxDecorateWait = 20 * time.Millisecond
 
-// decorateWait is half the read gap: a frame never waits on profiles
-// longer than its tick allows.
-func (e *Engine) decorateWait() time.Duration { return min(e.readGap/2, maxDecorateWait) }
+// decorateWait is half an interval (20 ms at most): a frame never waits on
+// profiles longer than its read schedule allows.
+func (e *Engine) decorateWait() time.Duration { return min(e.interval/2, maxDecorateWait) }
 
 // decorate gives entries their profile fields, waiting at most
 // decorateWait. No lock held.

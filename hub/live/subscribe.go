@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -94,7 +95,7 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 		o.event(encodeBoard(b.cfg, st, period, sn), nil)
 	}
 
-	j := &job{b: b, sub: true}
+	j := &job{b: b, sub: true, o: o}
 	var out []delivery
 	if top > 0 {
 		n := b.topSubs[top]
@@ -105,7 +106,7 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 		n.set(o, s.topGen)
 		b.maxN = max(b.maxN, top)
 		if f := b.frames[top]; f != nil && !b.topDirty && f.seq >= o.floor(tk) {
-			out = append(out, delivery{tk, f.seq, f.bytes, []target{{o, s.topGen}}})
+			out = append(out, delivery{tk, f.seq, f.bytes, []target{{o, s.topGen}}, time.Time{}})
 		} else {
 			j.topN, j.ns = top, []int{top}
 			j.prevTop = map[int]*topFrame{top: f}
@@ -124,7 +125,7 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 		v.watchers.set(o, s.viewGen)
 		s.v = v
 		if r := v.res; r != nil && !v.dirty && r.seq >= o.floor(vk) {
-			out = append(out, delivery{vk, r.seq, r.bytes, []target{{o, s.viewGen}}})
+			out = append(out, delivery{vk, r.seq, r.bytes, []target{{o, s.viewGen}}, time.Time{}})
 		} else {
 			j.groups = map[int][]viewJob{around: {{v: v, prev: r}}}
 		}
@@ -146,7 +147,7 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 				f = j.newTop[top]
 			}
 			if f != nil {
-				out = append(out, delivery{tk, f.seq, f.bytes, []target{{o, s.topGen}}})
+				out = append(out, delivery{tk, f.seq, f.bytes, []target{{o, s.topGen}}, time.Time{}})
 			}
 		}
 		if around > 0 && len(j.groups[around]) == 1 {
@@ -156,7 +157,7 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 				r = vj.next
 			}
 			if r != nil && vj.next != nil {
-				out = append(out, delivery{vk, r.seq, r.bytes, []target{{o, s.viewGen}}})
+				out = append(out, delivery{vk, r.seq, r.bytes, []target{{o, s.viewGen}}, time.Time{}})
 			}
 		}
 		e.mu.Unlock()
