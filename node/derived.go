@@ -122,3 +122,17 @@ func (n *Node) derivedBoard(board string, deleted bool) {
 	}
 	n.derived.set(b)
 }
+
+// sources is the sources of a derived board, nil for any other.
+func (x *derivedIndex) sources(id string) []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return slices.Clone(x.srcs[id])
+}
+
+// interest is the default Config.Interest: a board's frames need its own
+// changes and, on a derived board, its sources' (the derived board has no
+// change events of its own), so a node watching it subscribes to theirs.
+func (n *Node) interest(board string) []string {
+	return append([]string{board}, n.derived.sources(board)...)
+}

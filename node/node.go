@@ -81,8 +81,8 @@ type Config struct {
 	// Interest names the boards whose changes a local subscription to
 	// board needs from the other nodes: the node subscribes to those
 	// boards' NATS change subjects while any local connection watches
-	// board (interest.go). nil = SelfInterest (board alone); a derived
-	// board names its sources too. Called from the interest goroutine with
+	// board (interest.go). nil = the board and, when it is derived, its
+	// sources (derived.go); SelfInterest is the board alone. Called from the interest goroutine with
 	// no lock of the node held; it may read the store, and should be quick.
 	Interest func(board string) []string
 	// InterestLinger keeps a board's change subscription this long after
@@ -197,7 +197,11 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 		func(members []string) { n.live.ProfilesChanged(members) }, cfg.Logger)
 	n.m.profs = n.profs
 
-	n.watch = newInterest(cfg.Interest, cfg.InterestLinger, cfg.Logger)
+	interest := cfg.Interest
+	if interest == nil {
+		interest = n.interest // a board and, when derived, its sources (derived.go)
+	}
+	n.watch = newInterest(interest, cfg.InterestLinger, cfg.Logger)
 	n.live, err = live.New(live.Config{Store: n.store, Interval: cfg.Interval, Logger: cfg.Logger, Decorator: n.profs,
 		OnWatch: n.watch.watch})
 	if err != nil {

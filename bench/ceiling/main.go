@@ -20,12 +20,13 @@ import (
 	"strings"
 )
 
-// The layout of a one-event apply.lua call (rank/lua/apply.lua's header):
-// EVALSHA sha numkeys, 7 board keys and the event's record key, 13 board
-// arguments and the event's 5.
+// The layout of a one-event apply.lua call on a board without derived
+// boards (rank/lua/apply.lua's header): EVALSHA sha numkeys, 13 board keys
+// and the event's record key, 20 board arguments, the event's 6, and the
+// dependants' two counts (DA, DK: "0" "0").
 const (
-	boardKeys, boardArgs, eventArgs = 7, 13, 5
-	oneEventFields                  = 3 + boardKeys + 1 + boardArgs + eventArgs
+	boardKeys, boardArgs, eventArgs, trailer = 13, 20, 6, 2
+	oneEventFields                           = 3 + boardKeys + 1 + boardArgs + eventArgs + trailer
 )
 
 func main() {
@@ -41,7 +42,7 @@ func main() {
 		}
 		rec := args[3+boardKeys]
 		rec = rec[:strings.LastIndex(rec, ":i:")+3] + "m__rand_int__|__rand_int____rand_int__"
-		ev := args[3+boardKeys+1+boardArgs:]
+		ev := args[3+boardKeys+1+boardArgs : len(args)-trailer]
 		ev[0] = "m__rand_int__" // the member; the record key's is another random one: same cost
 		out := append([]string{}, args[0], args[1], strconv.Itoa(boardKeys+*events))
 		out = append(out, args[3:3+boardKeys]...)
@@ -52,12 +53,13 @@ func main() {
 		for range *events {
 			out = append(out, ev...)
 		}
+		out = append(out, args[len(args)-trailer:]...)
 		for _, a := range out {
 			fmt.Println(a)
 		}
 		return
 	}
-	fmt.Fprintln(os.Stderr, "ceiling: no one-event apply.lua EVALSHA (8 keys, an :i: key) in the MONITOR output")
+	fmt.Fprintln(os.Stderr, "ceiling: no one-event apply.lua EVALSHA (14 keys, an :i: key) in the MONITOR output")
 	os.Exit(1)
 }
 
