@@ -292,3 +292,58 @@ func TestAdmit(t *testing.T) {
 		t.Errorf("at ends_at: %v", err)
 	}
 }
+
+// TestOneKindPerBoard: a board is derived, hot or sharded, at most one of
+// them, and only plain boards are sources (docs/protocol.md §8).
+func TestOneKindPerBoard(t *testing.T) {
+	t.Parallel()
+	const union = `"source":{"kind":"union","boards":["a","b"]}`
+	const decay = `"decay":{"bucket":"1h","buckets":24,"factor":0.9}`
+	for _, tc := range []struct{ body, field string }{
+		{`{` + union + `,` + decay + `}`, "decay"},
+		{`{` + union + `,"shards":4}`, "shards"},
+		{`{` + decay + `,"shards":4}`, "shards"},
+		{`{` + decay + `,"group":"g"}`, "group"},
+		{`{"shards":4,"group":"g"}`, "group"},
+	} {
+		_, err := ParseBoard("x", []byte(tc.body))
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "field "+tc.field+":") {
+			t.Errorf("%s: %v, want ErrInvalidConfig naming %s", tc.body, err, tc.field)
+		}
+	}
+	for _, ok := range []string{`{` + decay + `}`, `{"shards":4}`, `{` + union + `,"group":"g"}`, `{"group":"g"}`} {
+		if _, err := ParseBoard("x", []byte(ok)); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+
+	hot, err := ParseBoard("hot", []byte(`{`+decay+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sharded, err := ParseBoard("sh", []byte(`{"shards":4}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := DefaultBoard("plain")
+	plain.Group = "plain"
+	for _, src := range []Board{hot, sharded} {
+		u, err := ParseBoard("u", []byte(`{"source":{"kind":"union","boards":["plain","`+src.ID+`"]}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		get := func(id string) (Board, bool) {
+			for _, b := range []Board{plain, src} {
+				if b.ID == id {
+					b.Group = "u" // the same group, so only the kind can refuse it
+					return b, true
+				}
+			}
+			return Board{}, false
+		}
+		u.Group = "u"
+		if _, err := ResolveDerived(u, Board{}, get); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "field source:") || !strings.Contains(err.Error(), src.ID) {
+			t.Errorf("a union over %s: %v, want ErrInvalidConfig naming source and the board", src.ID, err)
+		}
+	}
+}
