@@ -33,51 +33,24 @@ func AppendScore(b []byte, v int64, d int) []byte {
 
 // Decimalize rewrites every "score" member of the JSON in js (an encoded
 // frame or body, any nesting) from an integer in units of 10^-d to the
-// number with d decimals, in place when it can. Keys are found outside
-// strings only, so no name or id can fake one; null stays null. d ≤ 0
-// returns js unchanged. Frames are encoded once per board and shared, so
-// this runs once per frame, not per subscriber.
+// number with d decimals. Keys are found outside strings only, so no name
+// or id can fake one; null stays null. d ≤ 0 returns js unchanged. Frames
+// are encoded once per board and shared, so this runs once per frame, not
+// per subscriber.
 func Decimalize(js []byte, d int) []byte {
 	if d <= 0 || !bytes.Contains(js, []byte(`"score"`)) {
 		return js
 	}
-	out := make([]byte, 0, len(js)+16)
-	for i := 0; i < len(js); {
-		c := js[i]
-		if c != '"' {
-			out = append(out, c)
-			i++
-			continue
+	out, _ := rewriteScores(js, func(out, num []byte) ([]byte, bool) {
+		if bytes.ContainsAny(num, ".eE") {
+			return out, false // not an integer: left as it is
 		}
-		end := stringEnd(js, i)
-		str := js[i:end]
-		out = append(out, str...)
-		i = end
-		if string(str) != `"score"` {
-			continue
-		}
-		j := i
-		for j < len(js) && (js[j] == ' ' || js[j] == ':') {
-			j++
-		}
-		k := j
-		if k < len(js) && js[k] == '-' {
-			k++
-		}
-		for k < len(js) && js[k] >= '0' && js[k] <= '9' {
-			k++
-		}
-		if k == j || (k < len(js) && (js[k] == '.' || js[k] == 'e' || js[k] == 'E')) {
-			continue // null, or not an integer: left as it is
-		}
-		v, err := strconv.ParseInt(string(js[j:k]), 10, 64)
+		v, err := strconv.ParseInt(string(num), 10, 64)
 		if err != nil {
-			continue
+			return out, false
 		}
-		out = append(out, js[i:j]...)
-		out = AppendScore(out, v, d)
-		i = k
-	}
+		return AppendScore(out, v, d), true
+	})
 	return out
 }
 
@@ -89,12 +62,37 @@ func Undecimalize(js []byte, d int) ([]byte, int) {
 	if d <= 0 || !bytes.Contains(js, []byte(`"score"`)) || !bytes.Contains(js, []byte(".")) {
 		return js, 0
 	}
-	out := make([]byte, 0, len(js))
+	out, n := rewriteScores(js, func(out, num []byte) ([]byte, bool) {
+		whole, digits, ok := bytes.Cut(num, []byte("."))
+		if !ok || len(digits) > d || bytes.ContainsAny(digits, "eE-.") {
+			return out, false
+		}
+		n := append(append([]byte{}, whole...), digits...)
+		for range d - len(digits) {
+			n = append(n, '0')
+		}
+		v, err := strconv.ParseInt(string(n), 10, 64) // "-0005" is -5
+		if err != nil {
+			return out, false
+		}
+		return strconv.AppendInt(out, v, 10), true
+	})
+	if n == 0 {
+		return out, 0
+	}
+	return out, d
+}
+
+// rewriteScores copies js, handing the number after every "score" key
+// found outside strings to f, which appends its replacement to out (ok)
+// or declines (the number is kept as it was). It reports how many f
+// replaced.
+func rewriteScores(js []byte, f func(out, num []byte) ([]byte, bool)) ([]byte, int) {
+	out := make([]byte, 0, len(js)+16)
 	found := 0
 	for i := 0; i < len(js); {
-		c := js[i]
-		if c != '"' {
-			out = append(out, c)
+		if js[i] != '"' {
+			out = append(out, js[i])
 			i++
 			continue
 		}
@@ -113,33 +111,20 @@ func Undecimalize(js []byte, d int) ([]byte, int) {
 		if k < len(js) && js[k] == '-' {
 			k++
 		}
-		for k < len(js) && js[k] >= '0' && js[k] <= '9' {
+		for k < len(js) && (js[k] >= '0' && js[k] <= '9' || js[k] == '.' || js[k] == 'e' || js[k] == 'E' || js[k] == '+' || js[k] == '-') {
 			k++
 		}
-		if k == j || k >= len(js) || js[k] != '.' {
-			continue
+		if k == j || js[j] == '-' && k == j+1 {
+			continue // null or no number: left as it is
 		}
-		f := k + 1
-		for f < len(js) && js[f] >= '0' && js[f] <= '9' {
-			f++
-		}
-		digits := js[k+1 : f]
-		if len(digits) > d {
-			continue
-		}
-		n := append([]byte{}, js[j:k]...)
-		n = append(n, digits...)
-		for range d - len(digits) {
-			n = append(n, '0')
-		}
-		v, err := strconv.ParseInt(string(n), 10, 64) // "-0005" is -5
-		if err != nil {
-			continue
-		}
+		n := len(out)
 		out = append(out, js[i:j]...)
-		out = strconv.AppendInt(out, v, 10)
-		i = f
-		found = d
+		if r, ok := f(out, js[j:k]); ok {
+			out, i = r, k
+			found++
+			continue
+		}
+		out = out[:n]
 	}
 	return out, found
 }
