@@ -51,6 +51,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("embedding", func(t *testing.T) { testEmbedding(t, b, gw, bin) })
 	t.Run("overlay", func(t *testing.T) { testOverlayLive(t, b, gw, out) })
 	t.Run("lifecycle on the gateway", func(t *testing.T) { testLifecycleLive(t, b, gw) })
+	t.Run("hot and derived boards", func(t *testing.T) { testHotAndDerived(t, b, gw) })
 	t.Run("example game", func(t *testing.T) { testGame(t, b, gw, out) })
 	t.Run("reconnect after restart", func(t *testing.T) { testReconnect(t, b, gw, out) })
 }
@@ -598,6 +599,34 @@ func testLifecycleLive(t *testing.T, b *browser, gw *gateway) {
 	spec.waitFor(t, 10*time.Second, "deleted",
 		`attr("#conn", "data-state") === "deleted" && text("#conn") === "board deleted" && text("#notice") === "This board was deleted."`)
 	spec.checkNoErrors(t)
+}
+
+// testHotAndDerived: a hot board's scores show their 3 decimals (R22: the
+// wire's 5.000 is 5 once parsed, the page takes the decimals from the
+// config), and a union follows an event on one of its sources live.
+func testHotAndDerived(t *testing.T, b *browser, gw *gateway) {
+	admin := gw.token(t, "ops", "admin")
+	var stored map[string]any
+	gw.put(t, "/api/v1/boards/trend", admin, map[string]any{"decay": map[string]any{"bucket": "1h", "buckets": 24, "factor": 0.9}}, &stored)
+	gw.score(t, admin, "trend", map[string]int64{"alice": 5, "bob": 2})
+	tab := b.tab(t)
+	tab.run(t, chromedp.Navigate(gw.url+"/?board=trend"))
+	tab.waitFor(t, 10*time.Second, "hot scores with 3 decimals",
+		`members() === "alice,bob" && text('#rows tr[data-member="alice"] .score') === "5.000" && text('#rows tr[data-member="bob"] .score') === "2.000"`)
+	tab.checkNoErrors(t)
+
+	for _, id := range []string{"moba", "racing"} {
+		gw.put(t, "/api/v1/boards/"+id, admin, map[string]any{"group": "cats"}, &stored)
+	}
+	gw.put(t, "/api/v1/boards/allcats", admin, map[string]any{"group": "cats",
+		"source": map[string]any{"kind": "union", "boards": []string{"moba", "racing"}, "weights": []int{1, 2}}}, &stored)
+	gw.score(t, admin, "moba", map[string]int64{"ann": 3, "ben": 4})
+	u := b.tab(t)
+	u.run(t, chromedp.Navigate(gw.url+"/?board=allcats"))
+	u.waitFor(t, 10*time.Second, "the union", `members() === "ben,ann" && text('#rows tr[data-member="ann"] .score') === "3"`)
+	gw.score(t, admin, "racing", map[string]int64{"ann": 1})
+	u.waitFor(t, 5*time.Second, "ann ahead after 3 + 2×1 on the union", `members() === "ann,ben" && text('#rows tr[data-member="ann"] .score') === "5"`)
+	u.checkNoErrors(t)
 }
 
 // testEmbedding: a page on another origin frames the overlay and reads top

@@ -4,7 +4,7 @@
 // and a changed score can flash. Animations use the Web Animations API, which
 // needs no inline style and so fits the strict CSP.
 import { avatarURL, flagEmoji } from '/lb-client.js';
-import { el, initial, num } from './common.js';
+import { el, initial, num, scoreText } from './common.js';
 
 const reduceMotion = () => window.matchMedia('(prefers-reduced-motion: reduce)').matches;
 
@@ -152,12 +152,12 @@ export class RankTable {
       r.rank = e.rank;
     }
     if (r.score !== e.score) {
-      c.score.textContent = num(e.score);
+      c.score.textContent = scoreText(e.score);
       if (r.score !== null) {
         flash(r.tr);
         if (c.delta) {
           const d = e.score - r.score;
-          c.delta.textContent = (d > 0 ? '+' : '−') + num(Math.abs(d));
+          c.delta.textContent = (d > 0 ? '+' : '−') + scoreText(Math.abs(d));
           c.delta.className = 'delta num ' + (d > 0 ? 'up' : 'down');
           c.delta.getAnimations().forEach((a) => a.cancel());
           c.delta.animate([{ opacity: 1 }, { opacity: 1, offset: 0.7 }, { opacity: 0 }], { duration: 5000, fill: 'forwards' });

@@ -125,9 +125,25 @@ export function el(tag, props = {}, ...children) {
 
 const fmt = new Intl.NumberFormat();
 
-/** Formats a score or a count; '—' for null. */
+/** Formats a count or a rank (and a score of a board without decimals); '—' for null. */
 export function num(n) {
   return n === null || n === undefined ? '—' : fmt.format(n);
+}
+
+// A hot board's scores have 3 decimals on the wire (PROTOCOL.md R22), which
+// JSON.parse drops from 5.000: the page learns them from the board's config.
+const fmt3 = new Intl.NumberFormat(undefined, { minimumFractionDigits: 3, maximumFractionDigits: 3 });
+let scoreDecimals = 0;
+
+/** Sets how scores are shown from a board config (GET /api/v1/boards/{id}'s board). */
+export function useBoardDecimals(board) {
+  scoreDecimals = board?.decay ? 3 : 0;
+}
+
+/** Formats a score: with its 3 decimals on a hot board; '—' for null. */
+export function scoreText(n) {
+  if (n === null || n === undefined) return '—';
+  return scoreDecimals ? fmt3.format(n) : fmt.format(n);
 }
 
 /**

@@ -4,7 +4,7 @@
 // come from the URL (docs/overlay.md).
 import { LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
-import { BoardStatus, boardConfig, boardParam, lifecycle, randomTag, tokenSource } from './common.js';
+import { BoardStatus, boardConfig, boardParam, lifecycle, randomTag, tokenSource, useBoardDecimals } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const q = new URLSearchParams(location.search);
@@ -144,6 +144,7 @@ async function start() {
   });
   lb.connect();
   cfg = await boardConfig(board, await tokens({}).catch(() => ''));
+  useBoardDecimals(cfg?.board);
   if (cfg?.board?.title && !q.get('title')) {
     $('title').textContent = cfg.board.title;
     document.title = cfg.board.title + ' · Overlay';

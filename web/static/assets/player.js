@@ -4,7 +4,7 @@
 import { ERROR_TEXT, LBClient, tierOf } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
-  BoardStatus, boardConfig, boardParam, dev, fragmentToken, lifecycle, link, num, randomTag, tokenSource,
+  BoardStatus, boardConfig, boardParam, dev, fragmentToken, lifecycle, link, num, randomTag, scoreText, useBoardDecimals, tokenSource,
   validBoard,
 } from './common.js';
 
@@ -164,8 +164,8 @@ function start(id, name) {
   lb.on('view', (f) => {
     if (f.member !== me) return;
     $('my-rank').textContent = f.rank ? '#' + num(f.rank) : '—';
-    $('my-score').textContent = num(f.score);
-    $('my-score').classList.toggle('long', num(f.score).length > 8);
+    $('my-score').textContent = scoreText(f.score);
+    $('my-score').classList.toggle('long', scoreText(f.score).length > 8);
     lastRank = f.rank || 0;
     showPercentile();
     around.update(f.around);
@@ -204,12 +204,12 @@ function start(id, name) {
         if (!ack.duplicate) used++;
         showAttempts();
         $('ack-rank').textContent = '#' + num(ack.rank);
-        $('ack-score').textContent = num(ack.score);
+        $('ack-score').textContent = scoreText(ack.score);
         const was = ack.prev_rank === null ? 'new on the board' : `was #${num(ack.prev_rank)}`;
         $('ackline').replaceChildren(
           `${delta > 0 ? '+' : ''}${num(delta)} → `,
           Object.assign(document.createElement('strong'), { textContent: `rank #${num(ack.rank)}` }),
-          `, score ${num(ack.score)} (${was})${ack.duplicate ? ' — re-sent, applied once' : ''}`,
+          `, score ${scoreText(ack.score)} (${was})${ack.duplicate ? ' — re-sent, applied once' : ''}`,
         );
       },
       (err) => {
@@ -241,6 +241,7 @@ function start(id, name) {
   document.querySelector('.pad button').focus();
   tokens({}).then((t) => boardConfig(id, t), () => null).then((c) => {
     cfg = c;
+    useBoardDecimals(cfg?.board);
     if (cfg?.board?.title) {
       $('title').textContent = cfg.board.title;
       document.title = cfg.board.title + ' · Play';

@@ -3,7 +3,7 @@
 import { ERROR_TEXT, LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
-  BoardStatus, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num,
+  BoardStatus, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num, scoreText, useBoardDecimals,
   randomTag, tokenSource, validBoard,
 } from './common.js';
 
@@ -141,8 +141,8 @@ function showBoard(id) {
     $('view').hidden = false;
     $('view-hint').hidden = true;
     $('view-rank').textContent = f.rank ? '#' + num(f.rank) : '—';
-    $('view-score').textContent = num(f.score);
-    $('view-score').classList.toggle('long', num(f.score).length > 8);
+    $('view-score').textContent = scoreText(f.score);
+    $('view-score').classList.toggle('long', scoreText(f.score).length > 8);
     const own = f.around.find((e) => e.member === f.member);
     $('view-who').textContent = f.rank
       ? `${own?.name || f.member} and the members around them`
@@ -198,6 +198,7 @@ function showBoard(id) {
   async function loadConfig() {
     cfg = await boardConfig(id, await tokens({}).catch(() => ''));
     const b = cfg?.board;
+    useBoardDecimals(b);
     if (!b) return;
     if (b.title) {
       $('title').textContent = b.title;
