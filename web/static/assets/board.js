@@ -35,6 +35,11 @@ export class RankTable {
     for (const [m, r] of this.rows) r.tr.classList.toggle('followed', m === this.followed);
   }
 
+  /** Writes every row's score again in the current format (useBoardDecimals). */
+  rescore() {
+    for (const r of this.rows.values()) if (r.score !== null) r.cells.score.textContent = scoreText(r.score);
+  }
+
   update(entries) {
     const first = new Map();
     for (const [m, r] of this.rows) first.set(m, r.tr.getBoundingClientRect().top);

@@ -135,9 +135,16 @@ export function num(n) {
 const fmt3 = new Intl.NumberFormat(undefined, { minimumFractionDigits: 3, maximumFractionDigits: 3 });
 let scoreDecimals = 0;
 
-/** Sets how scores are shown from a board config (GET /api/v1/boards/{id}'s board). */
+/**
+ * Sets how scores are shown from a board config (GET /api/v1/boards/{id}'s
+ * board). Returns true when that changed: scores already on the page (the
+ * first frames can come before the config) must then be written again.
+ */
 export function useBoardDecimals(board) {
-  scoreDecimals = board?.decay ? 3 : 0;
+  const d = board?.decay ? 3 : 0;
+  const changed = d !== scoreDecimals;
+  scoreDecimals = d;
+  return changed;
 }
 
 /** Formats a score: with its 3 decimals on a hot board; '—' for null. */

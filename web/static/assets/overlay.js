@@ -144,7 +144,7 @@ async function start() {
   });
   lb.connect();
   cfg = await boardConfig(board, await tokens({}).catch(() => ''));
-  useBoardDecimals(cfg?.board);
+  if (useBoardDecimals(cfg?.board)) table.rescore();
   if (cfg?.board?.title && !q.get('title')) {
     $('title').textContent = cfg.board.title;
     document.title = cfg.board.title + ' · Overlay';

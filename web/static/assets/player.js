@@ -241,7 +241,7 @@ function start(id, name) {
   document.querySelector('.pad button').focus();
   tokens({}).then((t) => boardConfig(id, t), () => null).then((c) => {
     cfg = c;
-    useBoardDecimals(cfg?.board);
+    if (useBoardDecimals(cfg?.board)) for (const t of [top, around]) t.rescore();
     if (cfg?.board?.title) {
       $('title').textContent = cfg.board.title;
       document.title = cfg.board.title + ' · Play';

@@ -198,7 +198,7 @@ function showBoard(id) {
   async function loadConfig() {
     cfg = await boardConfig(id, await tokens({}).catch(() => ''));
     const b = cfg?.board;
-    useBoardDecimals(b);
+    if (useBoardDecimals(b)) for (const t of [table, viewTable, lastTable]) t.rescore();
     if (!b) return;
     if (b.title) {
       $('title').textContent = b.title;
