@@ -222,7 +222,8 @@ func DefaultBoard(id string) Board {
 // is the board id from the URL: a body naming another id is an error. The
 // result is validated.
 func ParseBoard(id string, body []byte) (Board, error) {
-	if err := checkKeys(body); err != nil {
+	keys, err := checkKeys(body)
+	if err != nil {
 		return Board{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	b := DefaultBoard(id)
@@ -234,7 +235,7 @@ func ParseBoard(id string, body []byte) (Board, error) {
 	if dec.More() {
 		return Board{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidConfig)
 	}
-	if explicitZeroShards(body) {
+	if keys["shards"] && b.Shards == 0 { // the zero value cannot tell "shards": 0 from absent
 		return Board{}, fmt.Errorf("%w: field shards: 0 is not within 1..%d", ErrInvalidConfig, MaxShards)
 	}
 	if b.Group == "" {
@@ -243,21 +244,13 @@ func ParseBoard(id string, body []byte) (Board, error) {
 	if id != "" && b.ID != id {
 		return Board{}, fmt.Errorf("%w: field id: %q does not match the board in the path %q", ErrInvalidConfig, b.ID, id)
 	}
-	if b.Hot() && !hasKey(body, "tiebreak") {
+	if b.Hot() && !keys["tiebreak"] {
 		b.Tiebreak = Shared // a hot board's ties are shared (R22)
 	}
 	if err := b.Validate(); err != nil {
 		return Board{}, err
 	}
 	return b, nil
-}
-
-// hasKey reports whether the JSON object body has the top-level key.
-func hasKey(body []byte, key string) bool {
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(body, &m)
-	_, ok := m[key]
-	return ok
 }
 
 // boardFields are the exact JSON names of Board's fields.
@@ -272,38 +265,39 @@ var boardFields = func() map[string]bool {
 
 // checkKeys rejects what encoding/json would let through: a key that
 // matches a field only case-insensitively ("Order"), and a repeated key.
-func checkKeys(body []byte) error {
+// It returns the keys the body has.
+func checkKeys(body []byte) (map[string]bool, error) {
 	return strictKeys(body, func(key string) bool { return boardFields[key] })
 }
 
 // strictKeys checks that body is one JSON object whose keys are all known
-// (exact names) and none repeated. Board configs and the tier objects in
-// them are read this way.
-func strictKeys(body []byte, known func(string) bool) error {
+// (exact names) and none repeated, and returns the keys. Board configs and
+// the objects in them are read this way.
+func strictKeys(body []byte, known func(string) bool) (map[string]bool, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return fmt.Errorf("want a JSON object")
+		return nil, fmt.Errorf("want a JSON object")
 	}
 	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		key, _ := tok.(string)
 		if !known(key) {
-			return fmt.Errorf("field %s: unknown field", key)
+			return nil, fmt.Errorf("field %s: unknown field", key)
 		}
 		if seen[key] {
-			return fmt.Errorf("field %s: appears twice", key)
+			return nil, fmt.Errorf("field %s: appears twice", key)
 		}
 		seen[key] = true
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return seen, nil
 }
 
 func jsonErrorText(err error) string {

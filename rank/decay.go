@@ -70,7 +70,7 @@ func (d *Decay) UnmarshalJSON(b []byte) error {
 		*d = Decay{}
 		return nil
 	}
-	if err := strictKeys(b, func(key string) bool {
+	if _, err := strictKeys(b, func(key string) bool {
 		return key == "bucket" || key == "buckets" || key == "factor"
 	}); err != nil {
 		return fmt.Errorf("field decay: %v (want bucket, buckets and factor)", err)

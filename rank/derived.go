@@ -105,7 +105,7 @@ func (s *Source) UnmarshalJSON(b []byte) error {
 		*s = Source{}
 		return nil
 	}
-	if err := strictKeys(b, func(k string) bool {
+	if _, err := strictKeys(b, func(k string) bool {
 		return k == "kind" || k == "boards" || k == "weights" || k == "board" || k == "periods"
 	}); err != nil {
 		return fmt.Errorf("field source: %v", err)

@@ -1,7 +1,6 @@
 package rank
 
 import (
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 )
@@ -75,13 +74,4 @@ func (b Board) CheckWindow(offset, limit int) error {
 		return fmt.Errorf("%w: offset + limit %d is above %d on a sharded board", ErrBadRequest, offset+limit, MaxShardedWindow)
 	}
 	return nil
-}
-
-// explicitZeroShards reports whether a config body sets "shards": 0,
-// which the Go zero value cannot tell from an absent field.
-func explicitZeroShards(body []byte) bool {
-	var probe struct {
-		Shards *int `json:"shards"`
-	}
-	return json.Unmarshal(body, &probe) == nil && probe.Shards != nil && *probe.Shards == 0
 }

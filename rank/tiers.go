@@ -62,7 +62,7 @@ func (t *Tiers) UnmarshalJSON(b []byte) error {
 // known, unrepeated names (encoding/json alone would take "Name" for
 // "name" and let a repeated key win).
 func (t *Tier) UnmarshalJSON(b []byte) error {
-	if err := strictKeys(b, func(key string) bool {
+	if _, err := strictKeys(b, func(key string) bool {
 		return key == "name" || key == "top_rank" || key == "top_percent"
 	}); err != nil {
 		return fmt.Errorf("tier: %v (want name, top_rank or top_percent)", err)
