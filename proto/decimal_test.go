@@ -3,7 +3,7 @@ package proto
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
+	"strconv"
 	"testing"
 )
 
@@ -74,7 +74,7 @@ func TestDecimalize(t *testing.T) {
 // FuzzDecimalize: on any input Decimalize keeps valid JSON valid, and on a
 // frame whose scores are integers Undecimalize gives back the input.
 func FuzzDecimalize(f *testing.F) {
-	for _, s := range []string{`{"score":12345}`, `{"score":-5,"name":"score"}`, `{"a":[{"score":0}]}`, `{"score":null}`, `"score"`, `{"score":1.5e3}`} {
+	for _, s := range []string{`{"score":12345}`, `{"score":-5,"name":"score"}`, `{"a":[{"score":0}]}`, `{"score":null}`, `"score"`, `{"score":1.5e3}`, `{"score":-0}`, `{"score":1.5,"score":5}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, js []byte) {
@@ -95,43 +95,58 @@ func FuzzDecimalize(f *testing.F) {
 }
 
 // intScoresJSON reports whether every "score" member in the JSON js is an
-// integer literal (or null) within ±2^53, the scores the gateway writes:
-// 0.0 and 1e3 are numbers of integer value, not integer literals.
+// integer literal the way the gateway writes one (strconv.FormatInt's form,
+// within ±2^53) or null: 0.0 and 1e3 are numbers of integer value, not such
+// literals, and -0 is not FormatInt's. It walks tokens rather than decoding
+// into maps so a duplicate key cannot hide a member.
 func intScoresJSON(js []byte) bool {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()
-	var v any
-	return dec.Decode(&v) == nil && intScores(v)
+	return intScoresValue(dec)
 }
 
-func intScores(v any) bool {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			if k == "score" {
-				if e == nil {
-					continue
-				}
-				n, ok := e.(json.Number)
-				if !ok || strings.ContainsAny(string(n), ".eE") {
-					return false
-				}
-				i, err := n.Int64()
-				if err != nil || i > 1<<53 || i < -(1<<53) {
+func intScoresValue(dec *json.Decoder) bool {
+	tok, err := dec.Token()
+	if err != nil {
+		return false
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return true // a scalar outside a "score" member
+	}
+	for dec.More() {
+		if d == '{' {
+			key, err := dec.Token()
+			if err != nil {
+				return false
+			}
+			if key == "score" {
+				if !intScoreToken(dec) {
 					return false
 				}
 				continue
 			}
-			if !intScores(e) {
-				return false
-			}
 		}
-	case []any:
-		for _, e := range x {
-			if !intScores(e) {
-				return false
-			}
+		if !intScoresValue(dec) {
+			return false
 		}
 	}
-	return true
+	_, err = dec.Token() // the closing delimiter
+	return err == nil
+}
+
+func intScoreToken(dec *json.Decoder) bool {
+	tok, err := dec.Token()
+	if err != nil {
+		return false
+	}
+	if tok == nil {
+		return true
+	}
+	n, ok := tok.(json.Number)
+	if !ok {
+		return false
+	}
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	return err == nil && i <= 1<<53 && i >= -(1<<53) && strconv.FormatInt(i, 10) == string(n)
 }
