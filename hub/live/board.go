@@ -85,6 +85,8 @@ type topFrame struct {
 	bytes   []byte
 	// decimals: the scores are in units of 10^-decimals (hot boards).
 	decimals int
+	// final: the frame shows a final board's standings (R19).
+	final finalRead
 	// unsent: a Subscribe's read installed it and it has not been offered
 	// to the other subscribers yet; the next scheduled read does that.
 	unsent bool

@@ -335,11 +335,11 @@ func (e *Engine) getBoard(parent context.Context, id string) (rank.Board, error)
 	return b, nil
 }
 
-func (e *Engine) readTop(parent context.Context, id string, n int) (rank.Page, error) {
+func (e *Engine) readTop(parent context.Context, id string, sel rank.PeriodSel, n int) (rank.Page, error) {
 	ctx, cancel := context.WithTimeout(parent, e.readTimeout)
 	defer cancel()
 	e.reads.Add(1)
-	p, err := e.store.Top(ctx, id, "", 0, n)
+	p, err := e.store.Top(ctx, id, sel, 0, n)
 	if err != nil {
 		e.readFailed(parent, "top", id, err)
 		return rank.Page{}, fmt.Errorf("live: top %s: %w", id, err)
@@ -347,11 +347,11 @@ func (e *Engine) readTop(parent context.Context, id string, n int) (rank.Page, e
 	return p, nil
 }
 
-func (e *Engine) readRanks(parent context.Context, id string, members []string, around int) (rank.Ranks, error) {
+func (e *Engine) readRanks(parent context.Context, id string, sel rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
 	ctx, cancel := context.WithTimeout(parent, e.readTimeout)
 	defer cancel()
 	e.reads.Add(1)
-	r, err := e.store.Ranks(ctx, id, "", members, around)
+	r, err := e.store.Ranks(ctx, id, sel, members, around)
 	if err == nil && len(r.Members) != len(members) {
 		err = fmt.Errorf("store returned %d members for %d asked", len(r.Members), len(members))
 	}

@@ -23,6 +23,7 @@ type job struct {
 	o       *Outbox
 	at      time.Time // the schedule point of a scheduled read (schedule.go)
 	cfg     bool      // re-read the board config first
+	final   finalRead // the board was final when the job began
 	topN    int       // entries to read; 0: no top read
 	ns      []int
 	prevTop map[int]*topFrame // frames per N when the job started
@@ -67,7 +68,7 @@ func deliver(ds []delivery) {
 // snapshot takes b's dirty marks into a job read at schedule point at.
 // Lock held.
 func (e *Engine) snapshot(b *board, now, at time.Time) *job {
-	j := &job{b: b, at: at}
+	j := &job{b: b, at: at, final: finalOf(b)}
 	b.lastRead, b.lastPoint = now, at
 	j.cfg = !b.cfgOK || now.Sub(b.cfgAt) >= cfgTTL
 	if (b.topDirty && b.maxN > 0) || b.probe {
@@ -117,7 +118,7 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 	var page rank.Page
 	var topTS int64
 	if j.topN > 0 && cfgErr == nil {
-		page, topErr = e.readTop(ctx, b.id, j.topN)
+		page, topErr = e.readTop(ctx, b.id, j.final.sel, j.topN)
 		if topErr == nil {
 			e.decorate(ctx, page.Entries)
 		}
@@ -125,7 +126,7 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 		if topErr == nil {
 			j.newTop = make(map[int]*topFrame, len(j.ns))
 			for _, n := range j.ns {
-				f := &topFrame{entries: page.Entries[:min(n, len(page.Entries))], total: page.Total, seq: page.Seq, decimals: page.Decimals}
+				f := &topFrame{entries: page.Entries[:min(n, len(page.Entries))], total: page.Total, seq: page.Seq, decimals: page.Decimals, final: j.final}
 				if p := j.prevTop[n]; j.sub || p == nil || !sameTop(p, f) {
 					f.bytes = e.encodeTop(b.id, f, topTS)
 				}
@@ -145,7 +146,7 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 				members[i] = vj.v.key.member
 			}
 			var r rank.Ranks
-			r, err = e.readRanks(ctx, b.id, members, around)
+			r, err = e.readRanks(ctx, b.id, j.final.sel, members, around)
 			if err == nil {
 				e.decorateRanks(ctx, r.Members)
 				ts := e.now().UnixMilli()
@@ -196,7 +197,7 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 	}
 	stale := false
 	for _, p := range ranksPeriod {
-		stale = stale || (b.cfgOK && p < b.period)
+		stale = stale || (b.cfgOK && !j.final.is && p < b.period)
 	}
 	var installed []*view
 	for around, vjs := range j.groups {
@@ -252,7 +253,7 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 // newer and different, and appends their deliveries. Lock held.
 func (e *Engine) installTop(b *board, j *job, page rank.Page, ts int64, out []delivery) []delivery {
 	b.seenSeq = max(b.seenSeq, page.Seq)
-	if b.cfgOK && page.Period < b.period {
+	if b.cfgOK && !j.final.is && page.Period < b.period {
 		e.markTop(b) // the store has not rolled over yet: read again
 	}
 	for _, n := range j.ns {
@@ -346,6 +347,7 @@ func (e *Engine) encodeTop(board string, f *topFrame, ts int64) []byte {
 	b, _ := json.Marshal(proto.Top{
 		Type: proto.TypeTop, Board: board, Seq: f.seq,
 		Entries: proto.EntriesOf(f.entries), Total: f.total, TS: ts,
+		Final: f.final.is, Period: f.final.period,
 	})
 	return proto.Decimalize(b, f.decimals)
 }

@@ -107,6 +107,29 @@ func (b *board) outboxes() []*Outbox {
 	return out
 }
 
+// finalRead is what a top read of a board that was final when it began
+// reads, and how its frames say so. R19 makes the final frame a board's
+// last top frame: a read that was due when the board went final, or one
+// that a later moderation change makes, must not follow it with a frame
+// that looks live, nor (reset boards) show the empty period after the end.
+type finalRead struct {
+	is     bool
+	sel    rank.PeriodSel // the last period, on boards with reset
+	period int64
+}
+
+// finalOf is finalRead for b's phase as last told to its subscribers. Lock
+// held.
+func finalOf(b *board) finalRead {
+	if !b.lc.known || b.lc.state != rank.Final {
+		return finalRead{}
+	}
+	if b.cfg.Reset == rank.None {
+		return finalRead{is: true}
+	}
+	return finalRead{is: true, sel: rank.PeriodSel(strconv.FormatInt(b.lc.final, 10)), period: b.lc.final}
+}
+
 // finalJob is a final top frame to read and send after the lock is
 // released.
 type finalJob struct {

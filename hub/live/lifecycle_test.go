@@ -128,3 +128,54 @@ func wantStates(t *testing.T, r *reader, board string, want ...string) {
 		}
 	}
 }
+
+// TestR19FinalIsLast: an event accepted within the grace makes a read due
+// just as the board goes final; the frame that read brings must not follow
+// the final one looking live. Every top frame from the final one on says
+// final, with the late event in it, however the read and the final frame
+// fall on the schedule.
+func TestR19FinalIsLast(t *testing.T) {
+	for _, lead := range []time.Duration{time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond} {
+		t.Run(lead.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, Config{}, nil)
+				b := rank.DefaultBoard("cup")
+				b.EndsAt = rank.At(time.Now().Add(2 * time.Second))
+				b.Grace = rank.Duration(time.Second)
+				h.board(b)
+				r := newReader(t)
+				h.subscribe(r, "cup", 5, "", 0)
+				h.apply("cup", "ann", 5, true)
+				h.settle()
+				r.drain()
+
+				// A read just before puts the next one on the schedule
+				// after the final moment.
+				time.Sleep(time.Until(b.FinalAt().Add(-90 * time.Millisecond)))
+				late := func(id, member string, delta int64) {
+					res, err := rank.ApplyWait(t.Context(), h.st, rank.Event{Board: "cup", ID: id, Member: member, Op: rank.OpDelta, Amount: delta, At: b.EndsAt.Add(-time.Millisecond)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					h.e.Changed([]rank.Change{changeOf(res)})
+				}
+				late("late1", "ann", 1)
+				synctest.Wait()
+				r.drain()
+				time.Sleep(time.Until(b.FinalAt().Add(-lead)))
+				late("late2", "bob", 7)
+				h.settle()
+				r.drain()
+				h.settle()
+				r.drain()
+				if len(r.finals["cup"]) == 0 {
+					t.Fatal("no final top frame")
+				}
+				// The reader keeps each board's latest top frame.
+				if m := r.top["cup"]; !m.Final || len(m.Entries) != 2 || m.Entries[0].Member != "bob" || m.Entries[0].Score != 7 {
+					t.Fatalf("the last top frame: %+v", m)
+				}
+			})
+		})
+	}
+}

@@ -95,7 +95,7 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 		o.event(encodeBoard(b.cfg, st, period, sn), nil)
 	}
 
-	j := &job{b: b, sub: true, o: o}
+	j := &job{b: b, sub: true, o: o, final: finalOf(b)}
 	var out []delivery
 	if top > 0 {
 		n := b.topSubs[top]
