@@ -66,14 +66,6 @@ func (l *frameLog) states() []string {
 	return out
 }
 
-func (l *frameLog) lastState() string {
-	s := l.states()
-	if len(s) == 0 {
-		return ""
-	}
-	return s[len(s)-1]
-}
-
 // firstTop is the time of the first top frame at or after since for which
 // ok holds (zero if none yet), and that frame.
 func (l *frameLog) firstTop(since time.Time, ok func(proto.Top) bool) (time.Time, proto.Top) {
@@ -147,17 +139,21 @@ func TestTournamentLifecycleTwoNodes(t *testing.T) {
 	const board = "cup"
 	// Whole seconds ahead, so the schedule holds on a loaded machine.
 	startsAt := time.Now().Add(4 * time.Second).Truncate(time.Millisecond)
-	endsAt := startsAt.Add(5 * time.Second)
-	const grace = 4 * time.Second
-	finalAt := endsAt.Add(grace)
+	// The end is first set far off, then brought forward once the open
+	// phase's checks are done (a schedule change, R19): a loaded box
+	// cannot make the board close under them.
+	firstEnds := startsAt.Add(10 * time.Minute)
+	const grace = 10 * time.Second
 	putBoard(t, n1, board, map[string]any{
-		"starts_at": startsAt.UTC().Format(time.RFC3339Nano), "ends_at": endsAt.UTC().Format(time.RFC3339Nano), "grace": "4s",
+		"starts_at": startsAt.UTC().Format(time.RFC3339Nano), "ends_at": firstEnds.UTC().Format(time.RFC3339Nano), "grace": "10s",
 	})
 	logs := []*frameLog{record(t, n1, board), record(t, n2, board)}
+	// waitState waits for a board frame of state want on both nodes (a
+	// later state may already have followed it).
 	waitState := func(want string) {
 		t.Helper()
 		for _, l := range logs {
-			testenv.Until(t, 15*time.Second, fmt.Sprintf("board frame %q on %s", want, l.node), func() bool { return l.lastState() == want })
+			testenv.Until(t, 15*time.Second, fmt.Sprintf("board frame %q on %s", want, l.node), func() bool { return slices.Contains(l.states(), want) })
 		}
 	}
 	if got := postScores(t, n2, srvTok, board, map[string]any{"id": "early", "member": "ann", "delta": 1}); got[0] != "board_closed" {
@@ -179,7 +175,10 @@ func TestTournamentLifecycleTwoNodes(t *testing.T) {
 	}
 
 	// A rename on n2 and a ban on n1 reach both nodes' frames.
-	const slack = time.Second // the bound is interval + 50 ms = 150 ms
+	// The bound is interval + 50 ms = 150 ms; the times are logged. The
+	// exact bound is tested on a fake clock (hub/live); here a loaded CI box
+	// gets room, and only a change that does not travel at all fails.
+	const slack = 5 * time.Second
 	ctx := t.Context()
 	since := time.Now()
 	if st, b, err := rest(ctx, "PUT", n2.HTTP()+"/api/v1/members/ann/profile", adm, map[string]any{"name": "Annie"}, nil); err != nil || st != 200 {
@@ -223,7 +222,15 @@ func TestTournamentLifecycleTwoNodes(t *testing.T) {
 		})
 	}
 
+	endsAt := time.Now().Add(2 * time.Second).Truncate(time.Millisecond)
+	finalAt := endsAt.Add(grace)
+	putBoard(t, n2, board, map[string]any{
+		"starts_at": startsAt.UTC().Format(time.RFC3339Nano), "ends_at": endsAt.UTC().Format(time.RFC3339Nano), "grace": "10s",
+	})
 	waitState("closing")
+	if time.Now().After(finalAt.Add(-time.Second)) {
+		t.Fatalf("the box is too slow for this test: closing seen at %s, final at %s", time.Now(), finalAt)
+	}
 	got := postScores(t, n2, srvTok, board,
 		map[string]any{"id": "late", "member": "bob", "delta": 4, "at": endsAt.UnixMilli() - 1},
 		map[string]any{"id": "after", "member": "ann", "delta": 1})
@@ -248,12 +255,24 @@ func TestTournamentLifecycleTwoNodes(t *testing.T) {
 		if s := l.states(); !slices.Equal(s, []string{"scheduled", "open", "closing", "final"}) {
 			t.Errorf("board states on %s: %v", l.node, s)
 		}
+		// Every board frame shows the first schedule or the one brought
+		// forward, and from the first with the new one on, only that.
 		l.mu.Lock()
+		moved := false
 		for _, b := range l.boards {
-			if b.StartsAt == nil || *b.StartsAt != startsAt.UnixMilli() || b.EndsAt == nil || *b.EndsAt != endsAt.UnixMilli() ||
-				b.FinalAt == nil || *b.FinalAt != finalAt.UnixMilli() {
+			ends := firstEnds
+			if b.EndsAt != nil && *b.EndsAt == endsAt.UnixMilli() {
+				ends, moved = endsAt, true
+			} else if moved {
+				t.Errorf("board frame on %s with the old schedule after the new one: %+v", l.node, b)
+			}
+			if b.StartsAt == nil || *b.StartsAt != startsAt.UnixMilli() || b.EndsAt == nil || *b.EndsAt != ends.UnixMilli() ||
+				b.FinalAt == nil || *b.FinalAt != ends.Add(grace).UnixMilli() {
 				t.Errorf("board frame on %s: %+v", l.node, b)
 			}
+		}
+		if !moved {
+			t.Errorf("no board frame on %s showed the end brought forward", l.node)
 		}
 		l.mu.Unlock()
 		f := l.finals()

@@ -185,9 +185,11 @@ func TestChurn(t *testing.T) {
 	}
 	c, ev := rep.Connections, rep.Events
 	t.Logf("%+v %+v", c, ev)
-	// A lifetime is at most 225ms: over 2s each slot churns several times
-	// (at least 8 with an idle machine; 3 leaves room for a slow one).
-	if c.Churned < 3*slots || c.Redialed > c.Churned || c.Redialed < c.Churned-slots {
+	// A lifetime is at most 225ms: over 2s each slot churns about 8 times
+	// on an idle machine. A loaded one may start slots late, so only one
+	// churn per slot on average is required: a generator that does not
+	// churn gives 0.
+	if c.Churned < slots || c.Redialed > c.Churned || c.Redialed < c.Churned-slots {
 		t.Errorf("churned %d, redialed %d over %d connections in %.1fs", c.Churned, c.Redialed, slots, rep.SendSeconds)
 	}
 	if c.Players != 2 || c.Receivers != 5 || c.DialFailed != 0 || c.Dropped != 0 || c.Reconnects != 0 {

@@ -558,24 +558,33 @@ func testOverlayLive(t *testing.T, b *browser, gw *gateway, out string) {
 	tab.checkNoErrors(t)
 }
 
-// testLifecycleLive: a board that ends a few seconds from now, on the real
-// gateway (its board frames and final top frame, R19): the overlay counts
-// down to the end, then to the final standings, then shows them with the
-// final banner; the spectator page of a board that is then deleted says so.
+// testLifecycleLive: a board whose end the admin brings forward, then whose
+// grace the admin cuts short, on the real gateway (its board frames, schedule
+// changes and final top frame, R19): the overlay counts down to the end, then
+// to the final standings, then shows them with the final banner; the
+// spectator page of a board that is then deleted says so.
 func testLifecycleLive(t *testing.T, b *browser, gw *gateway) {
 	admin := gw.token(t, "ops", "admin")
-	ends := time.Now().Add(4 * time.Second).UTC()
-	var stored map[string]any
-	gw.put(t, "/api/v1/boards/cupfinal", admin, map[string]any{"title": "Cup final",
-		"ends_at": ends.Format(time.RFC3339Nano), "grace": "3s"}, &stored)
+	// The schedule is moved by the test as the page shows each state, so a
+	// slow page load on a loaded box cannot skip one: far off first, then
+	// the end brought forward with a long grace, then the grace cut short.
+	schedule := func(ends time.Time, grace string) {
+		var stored map[string]any
+		gw.put(t, "/api/v1/boards/cupfinal", admin, map[string]any{"title": "Cup final",
+			"ends_at": ends.UTC().Format(time.RFC3339Nano), "grace": grace}, &stored)
+	}
+	schedule(time.Now().Add(10*time.Minute), "1m")
 	gw.score(t, admin, "cupfinal", map[string]int64{"ann": 30, "ben": 20})
 	tab := b.tab(t)
 	tab.run(t, chromedp.EmulateViewport(1280, 900))
 	tab.run(t, chromedp.Navigate(gw.url+"/overlay?board=cupfinal&rows=3"))
 	tab.waitFor(t, 10*time.Second, "the rows and the countdown to the end",
-		`members() === "ann,ben" && /^ends in 0:0\d$/.test(text("#clock")) && attr("#conn", "data-state") === "live"`)
-	tab.waitFor(t, 10*time.Second, "closing: the countdown to the final standings",
-		`attr("#conn", "data-state") === "closing" && /^final in 0:0\d$/.test(text("#clock"))`)
+		`members() === "ann,ben" && /^ends in \d+:\d\d$/.test(text("#clock")) && attr("#conn", "data-state") === "live"`)
+	ends := time.Now().Add(2 * time.Second)
+	schedule(ends, "1m")
+	tab.waitFor(t, 15*time.Second, "closing: the countdown to the final standings",
+		`attr("#conn", "data-state") === "closing" && /^final in 0:[0-5]\d$/.test(text("#clock"))`)
+	schedule(ends, "1s")
 	tab.waitFor(t, 10*time.Second, "final: the banner over the final standings",
 		`attr("#conn", "data-state") === "final" && !q("#final-banner").hidden && text("#final-text") === "Final standings" && members() === "ann,ben"`)
 	tab.checkNoErrors(t)

@@ -96,6 +96,19 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		log.Info("boards applied", "file", o.Boards, "count", len(boards))
 	}
 
+	// The metrics listener is bound before the main one, so whoever waits
+	// for /healthz can scrape at once, and a taken port fails the start.
+	var msrv *http.Server
+	var mln net.Listener
+	if o.MetricsAddr != "" {
+		if msrv, err = metricsServer(o.MetricsAddr, reg); err != nil {
+			return err
+		}
+		if mln, err = net.Listen("tcp", o.MetricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		defer mln.Close()
+	}
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", o.Addr, err)
@@ -139,13 +152,9 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		return nil
 	})
 	g.Go(func() error { return n.API().ServeFast(split.First(), fast) })
-	if o.MetricsAddr != "" {
-		msrv, err := metricsServer(o.MetricsAddr, reg)
-		if err != nil {
-			return err
-		}
+	if msrv != nil {
 		g.Go(func() error {
-			if err := msrv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+			if err := msrv.Serve(mln); !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
 			return nil
