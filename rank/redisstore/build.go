@@ -278,14 +278,9 @@ func (s *Store) buildPass(parent context.Context, p *buildPlan, token string, un
 			}
 			batch = batch[:0]
 			for j := 0; j < len(page); j += 2 {
-				m := page[j]
-				if done != nil {
-					if done[m] {
-						continue
-					}
-					done[m] = true
+				if !done[page[j]] {
+					batch = append(batch, page[j])
 				}
-				batch = append(batch, m)
 			}
 			// The position after this page, saved by the call that
 			// finishes it: a page with nothing new still saves it.
@@ -316,6 +311,14 @@ func (s *Store) buildPass(parent context.Context, p *buildPlan, token string, un
 					per = max(per, n+n/4)
 				} else {
 					per = max(1, n+n/4)
+				}
+				// Done only once a call did it: a pass that ends in a
+				// replan goes on from the saved position, at most a page
+				// back, and must send these members again.
+				if done != nil {
+					for _, m := range batch[:n] {
+						done[m] = true
+					}
 				}
 				batch = batch[n:]
 			}
