@@ -37,8 +37,10 @@
 -- ARGV[6]  op: resume | build | finish
 -- ARGV[7]  the caller's lease token
 -- ARGV[8]  lease length in ms
--- ARGV[9]  work budget: Redis calls this call may make on members (at least
---          one member is always done)
+-- ARGV[9]  work budget of this call (at least one member is always done), in
+--          units of one read of a member (HGET, ZSCORE, HMGET): a ZADD counts 4,
+--          a ZREM or HSETNX 2 (their Redis time, measured in
+--          docs/performance.md)
 -- ARGV[10] plan signature (views and cells); a saved position of another
 --          plan is not resumed
 -- ARGV[11] op build: the position "<step>:<cursor>" to save once every
@@ -111,6 +113,7 @@ for c = 1, C do
   cx[c] = redis.call('EXISTS', KEYS[k + 2]) == 1
 end
 local vz, vx = {}, {}
+local wz, wx = {}, {} -- view keys this call wrote to
 for v = 1, K do
   vz[v] = redis.call('EXISTS', KEYS[4 + 2 * v]) == 1
   vx[v] = redis.call('EXISTS', KEYS[5 + 2 * v]) == 1
@@ -121,6 +124,7 @@ for k = 6 + 2 * K + 3 * C, #KEYS do
 end
 
 local budget = tonumber(ARGV[9])
+local READ, ADD, REM = 1, 4, 2
 local work = 0
 local n = 0
 for i = mb, #ARGV do
@@ -134,22 +138,22 @@ for i = mb, #ARGV do
       local zm = m
       if cm[c] then
         zm = redis.call('HGET', KEYS[k + 1], m) or m
-        work = work + 1
+        work = work + READ
       end
       sc = redis.call('ZSCORE', KEYS[k], zm)
-      work = work + 1
+      work = work + READ
       if not sc and cx[c] then
         sc = redis.call('ZSCORE', KEYS[k + 2], zm)
-        work = work + 1
+        work = work + READ
       end
     elseif cx[c] then
       local zm = m
       if cm[c] then
         zm = redis.call('HGET', KEYS[k + 1], m) or m
-        work = work + 1
+        work = work + READ
       end
       sc = redis.call('ZSCORE', KEYS[k + 2], zm)
-      work = work + 1
+      work = work + READ
     end
     local v, h = 0, 0
     if sc then
@@ -163,7 +167,7 @@ for i = mb, #ARGV do
   if bans then
     local r = redis.call('HMGET', bkey, m, 'g|' .. m)
     banned = (r[1] or r[2]) and true or false
-    work = work + 1
+    work = work + READ
   end
   for v = 1, K do
     local j = vb + 3 * (v - 1)
@@ -176,30 +180,30 @@ for i = mb, #ARGV do
         local hide = banned
         if not hide and vx[v] then
           hide = redis.call('ZSCORE', x, m) and true or false
-          work = work + 1
+          work = work + READ
         end
         if hide then
           redis.call('ZADD', x, string.format('%d', sum), m)
-          vx[v] = true
-          if vz[v] then redis.call('ZREM', z, m); work = work + 1 end
+          vx[v], wx[v] = true, true
+          if vz[v] then redis.call('ZREM', z, m); work = work + REM end
         else
           redis.call('ZADD', z, string.format('%d', sum), m)
-          vz[v] = true
-          if vx[v] then redis.call('ZREM', x, m); work = work + 1 end
+          vz[v], wz[v] = true, true
+          if vx[v] then redis.call('ZREM', x, m); work = work + REM end
         end
-        work = work + 1
+        work = work + ADD
       else
-        if vz[v] then redis.call('ZREM', z, m); work = work + 1 end
-        if vx[v] then redis.call('ZREM', x, m); work = work + 1 end
+        if vz[v] then redis.call('ZREM', z, m); work = work + REM end
+        if vx[v] then redis.call('ZREM', x, m); work = work + REM end
       end
     end
   end
   for _, key in ipairs(names) do
     local name = redis.call('HGET', key, m)
-    work = work + 1
+    work = work + READ
     if name then
       redis.call('HSETNX', KEYS[3], m, name)
-      work = work + 1
+      work = work + REM
       break
     end
   end
@@ -211,9 +215,8 @@ end
 for v = 1, K do
   local exp = tonumber(ARGV[vb + 3 * (v - 1) + 2])
   if exp > now then
-    for _, key in ipairs({KEYS[4 + 2 * v], KEYS[5 + 2 * v]}) do
-      if redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, exp - now) end
-    end
+    if wz[v] and redis.call('PTTL', KEYS[4 + 2 * v]) == -1 then redis.call('PEXPIRE', KEYS[4 + 2 * v], exp - now) end
+    if wx[v] and redis.call('PTTL', KEYS[5 + 2 * v]) == -1 then redis.call('PEXPIRE', KEYS[5 + 2 * v], exp - now) end
   end
 end
 

@@ -5,9 +5,10 @@ package redisstore
 // and order it:
 //
 //   - Work per call: build.lua counts the Redis calls it makes on members
-//     (a cell read, a view write, a name) and stops at buildWork, so a call
-//     costs about the same whatever the board: a 7-day window (7 views a
-//     member) does fewer members a call than a union. Keys that do not
+//     (a cell read, a view write weighing as 4 reads, a name) and stops at
+//     buildWork, so a call costs about the same whatever the board: a
+//     7-day window (7 views a member) does fewer members a call than a
+//     union. Keys that do not
 //     exist (a window's future periods, hidden entries where nobody is
 //     banned) are checked once a call, not once a member.
 //   - A lease: every call takes or renews it, so one builder works at a
@@ -35,9 +36,11 @@ import (
 )
 
 const (
-	// buildWork is the Redis calls one build.lua call makes on members:
-	// about 1 ms of Redis time on an idle machine (docs/performance.md;
-	// the bound is 20 ms).
+	// buildWork is the work one build.lua call does on members, in reads
+	// of a member (a view write counts 4: build.lua's header): about
+	// 1.5 ms of Redis CPU a call, on a loaded machine, for a 7-day window
+	// and for a 3-source union alike (docs/performance.md; the bound is
+	// 20 ms).
 	buildWork = 1000
 	// buildLease is how long a builder's lease lasts without a call
 	// renewing it: a builder that died hands over after this.
@@ -60,8 +63,8 @@ type buildPlan struct {
 	tail  []any  // view triples, then cell weights
 	scans []scanSet
 	work  int // build.lua's budget a call: buildWork
-	// cost is a member's Redis calls when it has an entry in one period of
-	// each source: what the next call's batch is first sized by.
+	// cost is a member's work (build.lua's units) when it has an entry in
+	// one period of each source: what the first call's batch is sized by.
 	cost int
 }
 
@@ -141,7 +144,7 @@ func (s *Store) planBuild(parent context.Context, id string) (buildPlan, error) 
 			p.tail = append(p.tail, weights[i])
 		}
 	}
-	p.cost = 2*len(srcs) + span + 1
+	p.cost = 2*len(srcs) + 4*span + 1
 	// Scan each source's periods that can hold data now (not the future
 	// views' periods: their events all come after the registration). SCAN
 	// returns every element present from its start to its end; on a
