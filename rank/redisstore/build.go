@@ -28,7 +28,9 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -63,6 +65,11 @@ type buildPlan struct {
 	tail  []any  // view triples, then cell weights
 	scans []scanSet
 	work  int // build.lua's budget a call: buildWork
+	// unlinked: a source does not list the board yet (its PUT died
+	// between storing the config and registering it): the builder
+	// registers it first, or the build would be exact only until the next
+	// event.
+	unlinked bool
 	// cost is a member's work (build.lua's units) when it has an entry in
 	// one period of each source: what the first call's batch is sized by.
 	cost int
@@ -158,6 +165,9 @@ func (s *Store) planBuild(parent context.Context, id string) (buildPlan, error) 
 			return buildPlan{}, err
 		}
 		shared[src] = sc.b.Tiebreak == rank.Shared
+		if !slices.ContainsFunc(sc.deps, func(d dep) bool { return d.id == id }) {
+			p.unlinked = true
+		}
 	}
 	for _, cp := range cellPeriods {
 		if b.Reset != rank.None && cp.Start.After(now) {
@@ -216,10 +226,21 @@ const (
 // sent again.
 func (s *Store) runBuild(parent context.Context, id, token string, until time.Time, done map[string]bool) (buildOutcome, error) {
 	sig := ""
+	linked := false
 	for {
 		p, err := s.planBuild(parent, id)
 		if err != nil {
 			return 0, err
+		}
+		if p.unlinked {
+			if linked {
+				return 0, fmt.Errorf("build of %s: a source does not list it after registering it", id)
+			}
+			if err := s.linkBuilding(parent, id); err != nil {
+				return 0, err
+			}
+			linked = true
+			continue
 		}
 		if sig != "" && p.sig != sig && done != nil {
 			// The views changed: every member again.
@@ -234,6 +255,17 @@ func (s *Store) runBuild(parent context.Context, id, token string, until time.Ti
 			return out, nil
 		}
 	}
+}
+
+// linkBuilding registers derived board id with its sources.
+func (s *Store) linkBuilding(parent context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
+	defer cancel()
+	c, err := s.loadBoard(ctx, id)
+	if err != nil {
+		return err
+	}
+	return s.link(ctx, c.b, "add")
 }
 
 // buildPass is runBuild under one plan.
@@ -404,7 +436,7 @@ func (s *Store) keepBuilds(ctx context.Context, token string) {
 		out, err := s.runBuild(ctx, id, token, time.Now().Add(hotKeeperSlice), nil)
 		switch {
 		case err != nil:
-			if scriptError(err) != "unknown_board" {
+			if scriptError(err) != "unknown_board" && !errors.Is(err, rank.ErrUnknownBoard) {
 				s.log.Warn("redisstore: derived board build", "board", id, "err", err)
 			}
 			s.forget(id)

@@ -362,3 +362,42 @@ func TestDerivedBuildBudget(t *testing.T) {
 	}
 	sameSums(t, "window rebuilt in small calls", scores(t, s, "ww", ""), want)
 }
+
+// A PUT that died between storing a new union's config and registering it
+// with its sources leaves a board marked as building that no source
+// maintains: the keeper that takes the build over registers it first, so
+// the union stays exact after later events.
+func TestDerivedBuildKeeperLinks(t *testing.T) {
+	t.Parallel()
+	r := newBuildRig(t, 20*time.Millisecond)
+	ctx := context.Background()
+	mustPut(t, r.a, r.u)
+	// As the dead PUT left it: not listed by its sources, marked building.
+	if err := r.a.link(ctx, r.u, "remove"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.a.client.HSet(ctx, r.a.keyIn("bg", "bu", "cfg"), "b", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"ba", "bb"} {
+		c, err := r.a.loadBoard(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.deps) != 0 {
+			t.Fatalf("%s still lists %v", id, c.deps)
+		}
+	}
+	if _, err := r.b.Top(ctx, "bu", "", 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, "node B's keeper to finish the build", func() error {
+		v, err := r.b.client.HExists(ctx, r.b.keyIn("bg", "bu", "cfg"), "b").Result()
+		if err != nil || v {
+			return fmt.Errorf("building mark %v, %v", v, err)
+		}
+		return nil
+	})
+	r.events(t, r.b, "l", 200).Wait()
+	r.exact(t)
+}
