@@ -30,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"time"
@@ -123,7 +124,6 @@ func (s *Store) planBuild(parent context.Context, id string) (buildPlan, error) 
 		cellPeriods = rank.ViewPeriods(b, first, len(views)+span-1)
 	}
 	p := buildPlan{ver: c.ver, work: buildWork, k: len(views), c: len(cellPeriods) * len(srcs), order: string(b.Order)}
-	p.sig = fmt.Sprintf("%d:%d:%d", views[0].Index, p.k, p.c)
 	p.keys = append(p.keys, c.keys.cfg, c.keys.ban, c.keys.n, s.keyIn(g, id, "bl"), s.keyIn(g, id, "bp"))
 	for _, v := range views {
 		i := strconv.FormatInt(v.Index, 10)
@@ -182,6 +182,14 @@ func (s *Store) planBuild(parent context.Context, id string) (buildPlan, error) 
 			}
 		}
 	}
+	// The signature names the views and the sets scanned (a source's
+	// tiebreak decides which): a saved position means nothing to a plan
+	// with other ones.
+	h := fnv.New64a()
+	for _, sc := range p.scans {
+		h.Write([]byte(sc.key))
+	}
+	p.sig = fmt.Sprintf("%d:%d:%d:%x", views[0].Index, p.k, p.c, h.Sum64())
 	return p, nil
 }
 
