@@ -5,7 +5,7 @@ package redisstore
 // and order it:
 //
 //   - Work per call: build.lua counts the Redis calls it makes on members
-//     (a cell read, a view write weighing as 4 reads, a name) and stops at
+//     (a cell read, a view write weighing as 6 reads, a name) and stops at
 //     buildWork, so a call costs about the same whatever the board: a
 //     7-day window (7 views a member) does fewer members a call than a
 //     union. Keys that do not
@@ -40,10 +40,9 @@ import (
 
 const (
 	// buildWork is the work one build.lua call does on members, in reads
-	// of a member (a view write counts 4: build.lua's header): about
-	// 1.5 ms of Redis CPU a call, on a loaded machine, for a 7-day window
-	// and for a 3-source union alike (docs/performance.md; the bound is
-	// 20 ms).
+	// of a member (a view write counts 6: build.lua's header): a few ms
+	// of Redis CPU a call on 1M-member sets, for a 7-day window and for a
+	// 3-source union alike (docs/performance.md; the bound is 20 ms).
 	buildWork = 1000
 	// buildLease is how long a builder's lease lasts without a call
 	// renewing it: a builder that died hands over after this.
@@ -151,7 +150,7 @@ func (s *Store) planBuild(parent context.Context, id string) (buildPlan, error) 
 			p.tail = append(p.tail, weights[i])
 		}
 	}
-	p.cost = 2*len(srcs) + 4*span + 1
+	p.cost = 2*len(srcs) + 6*span + 1
 	// Scan each source's periods that can hold data now (not the future
 	// views' periods: their events all come after the registration). SCAN
 	// returns every element present from its start to its end; on a
