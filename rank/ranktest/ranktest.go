@@ -177,6 +177,7 @@ func Run(t *testing.T, f Factory) {
 		{"DerivedUnion", testDerivedUnion},
 		{"DerivedWindow", testDerivedWindow},
 		{"DerivedBuild", testDerivedBuild},
+		{"DerivedBuildConcurrent", testDerivedBuildConcurrent},
 		{"DerivedBans", testDerivedBans},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}

@@ -87,9 +87,13 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 			}
 		}
 		s.rememberGroup(nb.ID, nb.GroupID())
+		// A new derived board is marked as building (cleared by the
+		// build, build.go); a PUT that finds the mark builds too, or waits
+		// for the builder, without setting it again: a build that ended
+		// since it read the config is not redone.
 		building := ""
-		if nb.Derived() && (fresh || old.building) {
-			building = "1" // cleared by buildDerived
+		if nb.Derived() && fresh {
+			building = "1"
 		}
 		s.forget(b.ID)
 		v, err := putBoardScript.run(ctx, s.client, []string{s.keyIn(nb.GroupID(), nb.ID, "cfg")}, oldVer, s.nowArg(), finalAt, ver, j, building)
@@ -104,7 +108,7 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 		}
 		n, _ := v.(int64)
 		created = n == 1
-		b, build = nb, building != ""
+		b, build = nb, nb.Derived() && (fresh || old.building)
 		break
 	}
 	// The shards' copies of the version go after the config: a PUT refused

@@ -21,9 +21,10 @@ package redisstore
 // every member of the sources, a few at a time (a ZSCAN batch, then short
 // scripts): a member recomputed is exact at that step and maintained after
 // it, and a member first seen after the scan began got all its entries from
-// maintained events. The cfg hash carries b=1 until the build is done; a
-// PUT that finds it (a node died mid-build) builds again, which is
-// harmless: a recompute overwrites with the exact value.
+// maintained events. The cfg hash carries b=1 until the build is done; the
+// build runs under a lease and saves its position, so a PUT or a node's
+// keeper that finds b set once the builder died goes on from there
+// (build.go).
 
 import (
 	"context"
@@ -229,164 +230,6 @@ func (s *Store) depKeys(c cachedBoard, sl slots) ([]string, []any) {
 		}
 	}
 	return keys, append(args, len(args), len(keys))
-}
-
-// buildChunk bounds the work of one build.lua call: members × (cells × 3
-// + views) Redis calls, about a millisecond of Redis time on an idle
-// machine (docs/performance.md: under heavy load it stretches many times).
-const buildChunk = 1000
-
-// buildDerived recomputes every member of derived board b's sources (see
-// the file comment), then clears the cfg's building mark.
-func (s *Store) buildDerived(parent context.Context, b rank.Board) error {
-	ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
-	c, err := s.loadBoard(ctx, b.ID)
-	cancel()
-	if err != nil {
-		return err
-	}
-	now := s.clock.now(parent, s.client)
-	if s.cfg.Now != nil {
-		now = s.cfg.Now()
-	}
-	g := b.GroupID()
-	srcs := b.Source.Boards()
-	weights := b.Source.Weights()
-	span := b.Source.Span()
-	// Views: the derived board's kept periods and a window's upcoming ones,
-	// oldest first; cells: every source period a view sums, by period then
-	// source, so each view is a range of cells.
-	var views []rank.Period
-	if b.Reset == rank.None {
-		views = []rank.Period{{}}
-	} else {
-		cur := rank.PeriodAt(b, now)
-		first := cur
-		for range b.Retained() + 1 {
-			first = first.Previous(b)
-		}
-		views = rank.ViewPeriods(b, first, b.Retained()+2+span)
-	}
-	var cellPeriods []rank.Period
-	if b.Reset == rank.None {
-		cellPeriods = views
-	} else {
-		first := views[0]
-		for range span - 1 {
-			first = first.Previous(b)
-		}
-		cellPeriods = rank.ViewPeriods(b, first, len(views)+span-1)
-	}
-	var keys []string
-	args := []any{c.ver, s.nowArg(), len(views), len(cellPeriods) * len(srcs), string(b.Order)}
-	keys = append(keys, c.keys.cfg, c.keys.ban, c.keys.n)
-	for _, v := range views {
-		keys = append(keys, s.keyIn(g, b.ID, "z:"+strconv.FormatInt(v.Index, 10)), s.keyIn(g, b.ID, "x:"+strconv.FormatInt(v.Index, 10)))
-	}
-	for _, p := range cellPeriods {
-		for _, id := range srcs {
-			i := strconv.FormatInt(p.Index, 10)
-			keys = append(keys, s.keyIn(g, id, "z:"+i), s.keyIn(g, id, "m:"+i), s.keyIn(g, id, "x:"+i))
-		}
-	}
-	for _, id := range srcs {
-		keys = append(keys, s.keyIn(g, id, "n"))
-	}
-	for vi, v := range views {
-		lo, hi := vi+1, vi+1 // a union's view: its own period's cells
-		if b.Reset != rank.None && span > 1 {
-			lo, hi = vi+1, vi+span
-		}
-		lo, hi = (lo-1)*len(srcs)+1, hi*len(srcs)
-		args = append(args, lo, hi, ms(v.ExpireAt(b.Retained())))
-	}
-	for range cellPeriods {
-		for i := range srcs {
-			args = append(args, weights[i])
-		}
-	}
-	per := max(1, buildChunk/(3*len(cellPeriods)*len(srcs)+len(views)))
-	done := map[string]bool{}
-	var batch []any
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
-		defer cancel()
-		_, err := s.derive.run(ctx, s.client, keys, append(args[:len(args):len(args)], batch...)...)
-		batch = batch[:0]
-		return err
-	}
-	// Scan each source's periods that can hold data now (not the future
-	// views' periods: their events all come after the registration). SCAN
-	// returns every element present from its start to its end; on a
-	// first/last board an event replaces a member's sorted-set element
-	// (its tie prefix changes), so those are scanned through the member
-	// hash, whose fields (the member ids, hidden ones included) stay.
-	shared := map[string]bool{}
-	for _, id := range srcs {
-		ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
-		sc, err := s.loadBoard(ctx, id)
-		cancel()
-		if err != nil {
-			return err
-		}
-		shared[id] = sc.b.Tiebreak == rank.Shared
-	}
-	for _, p := range cellPeriods {
-		if b.Reset != rank.None && p.Start.After(now) {
-			continue
-		}
-		for _, id := range srcs {
-			i := strconv.FormatInt(p.Index, 10)
-			sets := []string{s.keyIn(g, id, "m:"+i)}
-			if shared[id] {
-				sets = []string{s.keyIn(g, id, "z:"+i), s.keyIn(g, id, "x:"+i)}
-			}
-			for _, set := range sets {
-				var cursor uint64
-				for {
-					ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
-					var page []string
-					var next uint64
-					var err error
-					if shared[id] {
-						page, next, err = s.client.ZScan(ctx, set, cursor, "", 1000).Result()
-					} else {
-						page, next, err = s.client.HScan(ctx, set, cursor, "", 1000).Result()
-					}
-					cancel()
-					if err != nil {
-						return err
-					}
-					for j := 0; j < len(page); j += 2 {
-						m := page[j]
-						if done[m] {
-							continue
-						}
-						done[m] = true
-						batch = append(batch, m)
-						if len(batch) >= per {
-							if err := flush(); err != nil {
-								return err
-							}
-						}
-					}
-					if next == 0 {
-						break
-					}
-					cursor = next
-				}
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	ctx, cancel = context.WithTimeout(parent, s.cfg.Timeout)
-	defer cancel()
-	return s.client.HDel(ctx, c.keys.cfg, "b").Err()
 }
 
 // checkNoDeps refuses an operation that would take entries out of a source

@@ -190,6 +190,7 @@ func (s *Store) keeper(stop <-chan struct{}, done chan<- struct{}, every time.Du
 		for _, id := range hot {
 			s.keep(ctx, id, token)
 		}
+		s.keepBuilds(ctx, token) // derived boards whose builder died (build.go)
 		cancel()
 	}
 }

@@ -118,6 +118,10 @@ type Store struct {
 	keeperStop  chan struct{}    // closed by Close to end the keeper (hot.go)
 	keeperEnded chan struct{}
 
+	buildMu   sync.Mutex                                      // guards builders
+	builders  map[string]int                                  // derived board -> builds this node's PUTs run (build.go)
+	buildHook atomic.Pointer[func(token string, reply []any)] // tests only: hears each build.lua reply (build.go)
+
 	memo    []boardMemo    // the lane's configs of its current batch (work)
 	groupOf map[string]int // the lane's board -> group index of the batch it builds
 	down    *downSlots     // the lane's slots whose master is unreachable (cluster.go); nil off a cluster
