@@ -72,8 +72,7 @@ func (s *Store) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 	c := s.batch.get()
 	c.ctx, c.deadline = ctx, time.Now().Add(s.cfg.Timeout)
 	c.e, c.fin = e, done
-	c.hash = strconv.FormatUint(e.PayloadHash(), 36)
-	c.token = s.attemptPrefix + strconv.FormatUint(s.attempts.Add(1), 36)
+	c.setRecord(e, s.attemptPrefix, s.attempts.Add(1))
 	s.batch.submit(c)
 }
 
@@ -251,13 +250,8 @@ func applyCmd(c cachedBoard, nowArg string, pk *periodKeys, calls []*call) cmd {
 		k.mode, k.order, k.tiebreak, k.window, pk.pargs[0], pk.pargs[1], pk.pargs[2],
 		k.startsAt, k.endsAt, k.grace, k.maxSubs)
 	for _, c := range calls {
-		e := c.e
-		keys = append(keys, k.idem+e.Member+"|"+e.ID)
-		var at any = ""
-		if !e.At.IsZero() {
-			at = e.At.UnixMilli()
-		}
-		args = append(args, e.Member, e.Name, int(e.Op), e.Amount, c.hash+"."+c.token, at)
+		keys = append(keys, k.idem+c.e.Member+"|"+c.e.ID)
+		args = c.appendArgs(args)
 	}
 	keys = append(keys, pk.dkeys...) // derived boards (derived.go)
 	args = append(args, pk.dargs...)
