@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -185,5 +187,43 @@ func TestCallArgs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { c.setRecord(e, "pfx-", 12345) }); n != 1 {
 		t.Errorf("setRecord: %.0f allocations, want 1", n)
+	}
+}
+
+// A source's dependants get their seq moved once per applied event, as
+// before, though apply.lua now writes it once per call (one INCRBY).
+func TestApplyCallDependantSeq(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{Prefix: "dseq"})
+	src := rank.DefaultBoard("dseq-src")
+	src.Group = "dseq"
+	mustPut(t, s, src)
+	u := rank.DefaultBoard("dseq-all")
+	u.Group = "dseq"
+	u.Source = rank.UnionOf([]string{src.ID}, []int64{2})
+	mustPut(t, s, u)
+	seqKey := s.keyIn("dseq", u.ID, "seq")
+	seqOf := func() int64 {
+		v, err := s.client.Get(t.Context(), seqKey).Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		return v
+	}
+	s.Forget(src.ID) // the source's config now names its dependant
+	seq0 := seqOf()
+	calls := runCall(t, s, incr(src.ID, "d1", "ann", 3), incr(src.ID, "d2", "bob", 4), incr(src.ID, "d1", "ann", 3), incr(src.ID, "d3", "ann", 1))
+	for i, c := range calls {
+		if c.err != nil {
+			t.Fatalf("event %d: %v", i, c.err)
+		}
+	}
+	if got := seqOf(); got != seq0+3 {
+		t.Errorf("the union's seq moved by %d for 3 applied events and a duplicate, want 3", got-seq0)
+	}
+	r, err := s.Ranks(t.Context(), u.ID, "", []string{"ann", "bob"}, 0)
+	if err != nil || r.Members[0].Score != 8 || r.Members[1].Score != 8 {
+		t.Errorf("the union after the call: %+v, %v; want ann 8 (2×4), bob 8 (2×4)", r, err)
 	}
 }
