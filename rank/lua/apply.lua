@@ -62,7 +62,9 @@
 -- The dependants are those of the config version of ARGV[1]: deps.lua
 -- gives the source a new version whenever its list changes.
 --
--- Returns one string per event, in order: "0" .. record when it was applied,
+-- Returns one string: the events' replies in order, joined by "\n" (one
+-- bulk reply rather than an array of N, cheaper to build and to read; no
+-- reply contains "\n"). Each is "0" .. record when it was applied,
 -- "1" .. record when its id was already applied (nothing changed), or
 -- "!" .. code when it failed, where record is
 -- "hash.token,score,rank,prev_rank,prev_score,seq,period". Codes:
@@ -395,4 +397,4 @@ if seqDirty then redis.call('SET', KEYS[2], string.format('%d', seqLast)) end
 for _, dp in ipairs(deps) do
   if dp.moved > 0 then redis.call('INCRBY', dp.seq, dp.moved) end
 end
-return out
+return table.concat(out, '\n')

@@ -276,8 +276,11 @@ func (s *Store) settle(ctx context.Context, m *cmd, attempt int, again []*call) 
 		}
 		return again
 	}
-	a, ok := v.([]any)
-	if !ok || len(a) != len(m.calls) {
+	// apply.lua joins its replies with "\n" (one string, cut here without
+	// allocating); hot.lua answers an array.
+	joined, isString := v.(string)
+	a, isArray := v.([]any)
+	if !(isString && strings.Count(joined, "\n") == len(m.calls)-1) && !(isArray && len(a) == len(m.calls)) {
 		err := fmt.Errorf("redisstore: apply %s: unexpected reply %v", board, v)
 		for _, c := range m.calls {
 			c.err = err
@@ -285,7 +288,12 @@ func (s *Store) settle(ctx context.Context, m *cmd, attempt int, again []*call) 
 		return again
 	}
 	for i, c := range m.calls {
-		rep, _ := a[i].(string)
+		var rep string
+		if isString {
+			rep, joined, _ = strings.Cut(joined, "\n")
+		} else {
+			rep, _ = a[i].(string)
+		}
 		if c.shard != nil {
 			rep = c.cutMembers(rep)
 		}
