@@ -149,18 +149,36 @@ start_bare() {
 ingest() {
 	local name=$1
 	shift
-	local before after rbefore secs
+	local before after rbefore secs lticks
 	secs=$(($(echo "$DUR" | tr -dc 0-9) / 2))
+	redis-cli -p "$RP" config resetstat >/dev/null
 	before=$(cpu_ticks "$GW_PID")
 	rbefore=$(cpu_ticks "$RPID")
 	(sleep 2 && curl -fsS -o "$OUT/$name.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=$((secs > 0 ? secs : 1))" 2>/dev/null || true) &
 	local prof=$!
-	"${LOAD[@]}" --url "$URL" --spectators 0 --watchers 0 --duration "$DUR" --json "$OUT/$name.json" --html "$OUT/$name.html" "$@" >"$OUT/$name.txt"
+	# The load generator runs in a subshell whose children's CPU ticks
+	# (cutime + cstime) are then its own: what the generator took of the
+	# two cores the gateway and Redis share with it.
+	lticks=$( {
+		"${LOAD[@]}" --url "$URL" --spectators 0 --watchers 0 --duration "$DUR" --json "$OUT/$name.json" --html "$OUT/$name.html" "$@" >"$OUT/$name.txt"
+		awk '{print $16 + $17}' "/proc/$BASHPID/stat"
+	})
 	after=$(cpu_ticks "$GW_PID")
 	wait "$prof" || true
 	cat "$OUT/$name.txt" >&2
 	measure "cpu_${name//-/_}_s" "$(cpu_seconds "$before" "$after")"
 	measure "redis_cpu_${name//-/_}_s" "$(cpu_seconds "$rbefore" "$(cpu_ticks "$RPID")")"
+	measure "load_cpu_${name//-/_}_s" "$(cpu_seconds 0 "$lticks")"
+	# Redis commands per acked event on the Redis engine (the scripts' own
+	# calls, EVALSHA itself not counted) and events per script call: what
+	# one event costs Redis, counted rather than timed.
+	redis-cli -p "$RP" info commandstats | tr -d '\r' >"$OUT/$name.commandstats.txt"
+	local acked
+	acked=$(awk '/^events/ {for (i = 1; i < NF; i++) if ($i == "acked") print $(i + 1)}' "$OUT/$name.txt")
+	if [[ $name == ingest-redis* ]] && [ "${acked:-0}" -gt 0 ]; then
+		measure "redis_calls_per_event_${name//-/_}" "$(awk -F'[:=,]' -v n="$acked" '/^cmdstat_/ && $1 !~ /info|config/ && $1 != "cmdstat_evalsha" {c += $3} END {printf "%.2f", c / n}' "$OUT/$name.commandstats.txt")"
+		measure "events_per_script_${name//-/_}" "$(awk -F'[:=,]' -v n="$acked" '$1 == "cmdstat_evalsha" {printf "%.1f", n / $3}' "$OUT/$name.commandstats.txt")"
+	fi
 	[ -s "$OUT/$name.pprof" ] && go tool pprof -top -nodecount=30 "$WORK/wsgateway" "$OUT/$name.pprof" >"$OUT/$name.profile.txt" 2>/dev/null || true
 }
 
@@ -172,7 +190,12 @@ start_gateway --redis-url "redis://127.0.0.1:$RP/0"
 ceiling_run() {
 	local label=$1 members=$2 per=$3
 	shift 3
+	local rbefore
+	rbefore=$(cpu_ticks "$RPID")
 	redis-benchmark -p "$RP" -n "$((CEIL_N / per))" -c 50 -P 16 -r "$members" -q "$@" 2>/dev/null | tr '\r' '\n' | tail -n 2 >"$OUT/ceiling-$label.txt"
+	# Redis CPU per event: what the script costs the server, which a
+	# loaded machine's requests per second hide.
+	measure "ceiling_${label//-/_}_redis_us" "$(awk -v a="$rbefore" -v b="$(cpu_ticks "$RPID")" -v t="$TCK" -v n="$CEIL_N" 'BEGIN {printf "%.1f", (b - a) / t / n * 1e6}')"
 	cat "$OUT/ceiling-$label.txt" >&2
 	local rps
 	rps=$(grep -o '[0-9.]* requests per second' "$OUT/ceiling-$label.txt" | tail -1 | cut -d' ' -f1)

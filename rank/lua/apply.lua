@@ -62,7 +62,9 @@
 -- The dependants are those of the config version of ARGV[1]: deps.lua
 -- gives the source a new version whenever its list changes.
 --
--- Returns one string per event, in order: "0" .. record when it was applied,
+-- Returns one string: the events' replies in order, joined by "\n" (one
+-- bulk reply rather than an array of N, cheaper to build and to read; no
+-- reply contains "\n"). Each is "0" .. record when it was applied,
 -- "1" .. record when its id was already applied (nothing changed), or
 -- "!" .. code when it failed, where record is
 -- "hash.token,score,rank,prev_rank,prev_score,seq,period". Codes:
@@ -170,7 +172,7 @@ do
   while k <= #KEYS do
     local S = tonumber(ARGV[a + 1])
     local V = S + 2
-    local d = {seq = KEYS[k], n = KEYS[k + 1], ban = KEYS[k + 2], w = tonumber(ARGV[a]), S = S, z = {}, x = {}, exp = {}}
+    local d = {seq = KEYS[k], n = KEYS[k + 1], ban = KEYS[k + 2], w = tonumber(ARGV[a]), S = S, z = {}, x = {}, exp = {}, moved = 0}
     for v = 1, V do
       d.z[v], d.x[v], d.exp[v] = KEYS[k + 2 + v], KEYS[k + 2 + V + v], tonumber(ARGV[a + 1 + v])
     end
@@ -200,7 +202,7 @@ local function maintain(s, member, name, d, had)
         end
       end
     end
-    redis.call('INCR', dp.seq)
+    dp.moved = dp.moved + 1 -- its seq moves once per event, written at the end
     if name ~= '' then redis.call('HSET', dp.n, member, name) end
   end
 end
@@ -238,19 +240,40 @@ local function rankOf(zkey, z, s)
   return redis.call('ZREVRANK', zkey, z) + 1
 end
 
+-- The board's seq (KEYS[2]) is read once per call, counted here, and
+-- written once at the end when more than one event took a value (an INCR
+-- for the first event, a SET at the end for the others, instead of an INCR
+-- per event). Nothing else runs between the events of a call; and a
+-- redis.call that fails after the call's first write (only a key of the
+-- wrong type can) would have lost a record as well, not only a seq.
+local seqLast, seqDirty = nil, false
+
+-- nextSeq is the next change sequence of an unsharded board.
+local function nextSeq()
+  if not seqLast then
+    seqLast = redis.call('INCR', KEYS[2])
+  else
+    seqLast, seqDirty = seqLast + 1, true
+  end
+  return seqLast
+end
+
 -- tieTime is a shard's tie key (see sharded above): the clock in µs (the
 -- injected clock's ms × 1000), above the shard's last one.
+local clockUs -- read once per call: later events of the call go above it
 local function tieTime()
-  local us
-  if ARGV[2] ~= '' then
-    us = tonumber(ARGV[2]) * 1000
-  else
-    local t = redis.call('TIME')
-    us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if not seqLast then seqLast = tonumber(redis.call('GET', KEYS[2]) or '0') end
+  if not clockUs then
+    if ARGV[2] ~= '' then
+      clockUs = tonumber(ARGV[2]) * 1000
+    else
+      local t = redis.call('TIME')
+      clockUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    end
   end
-  local last = tonumber(redis.call('GET', KEYS[2]) or '0')
-  if us <= last then us = last + 1 end
-  redis.call('SET', KEYS[2], string.format('%d', us))
+  local us = clockUs
+  if us <= seqLast then us = seqLast + 1 end
+  seqLast, seqDirty = us, true
   return us
 end
 
@@ -318,7 +341,7 @@ local function one(i)
   end
 
   local seq
-  if sharded then seq = tieTime() else seq = redis.call('INCR', KEYS[2]) end
+  if sharded then seq = tieTime() else seq = nextSeq() end
   local rank = prev
   if not (had and new == old) then
     -- The score changed (or the member is new): it reaches the score now.
@@ -370,4 +393,8 @@ end
 
 local out = {}
 for i = 1, n do out[i] = one(i) end
-return out
+if seqDirty then redis.call('SET', KEYS[2], string.format('%d', seqLast)) end
+for _, dp in ipairs(deps) do
+  if dp.moved > 0 then redis.call('INCRBY', dp.seq, dp.moved) end
+end
+return table.concat(out, '\n')

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -193,8 +192,7 @@ func lanecalls(t *testing.T, s *Store, events []rank.Event) *batch {
 		c := s.batch.get()
 		c.ctx, c.deadline = t.Context(), time.Now().Add(time.Minute)
 		c.e = e
-		c.hash = strconv.FormatUint(e.PayloadHash(), 36)
-		c.token = fmt.Sprintf("tok-%d", i)
+		c.setRecord(e, "tok-", uint64(i))
 		bt.calls = append(bt.calls, c)
 	}
 	return bt

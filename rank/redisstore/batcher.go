@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,7 +69,9 @@ type call struct {
 	ctx         context.Context
 	deadline    time.Time // not sent after it
 	e           rank.Event
-	hash, token string
+	hash, token string // payload hash and attempt token: the two halves of rec
+	rec         string // "<hash>.<token>", the record's first field (setRecord)
+	at          int64  // the event's at in unix ms, when it has one
 	fin         rank.Done
 
 	// The outcome, set by the lane.
@@ -298,8 +301,50 @@ func (b *batcher) pipeline(ctx context.Context, cmds []cmd) {
 	b.scripts.Add(int64(len(cmds)))
 	pipe := b.client.Pipeline()
 	for i := range cmds {
-		b.calls.Add(int64(len(cmds[i].calls)))
-		cmds[i].res = pipe.EvalSha(ctx, b.script(&cmds[i]).sha, cmds[i].keys, cmds[i].args...)
+		m := &cmds[i]
+		b.calls.Add(int64(len(m.calls)))
+		m.res = pipe.Do(ctx, evalArgs(b.script(m).sha, m.keys, m.args)...)
+		m.res.SetFirstKeyPos(3) // as EvalSha: a cluster routes by the first key
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
+}
+
+// evalArgs is EVALSHA sha with keys and args as one argument list. Unlike
+// EvalSha it refers to the keys instead of boxing each in an interface (a
+// pointer boxes without allocating), and it builds one slice, not two:
+// keys must not change until the pipeline is sent.
+func evalArgs(sha string, keys []string, args []any) []any {
+	out := make([]any, 0, 3+len(keys)+len(args))
+	out = append(out, "evalsha", sha, len(keys))
+	for i := range keys {
+		out = append(out, &keys[i])
+	}
+	return append(out, args...)
+}
+
+// setRecord sets the call's payload hash and attempt token (prefix and
+// number n) and their "<hash>.<token>" in one allocation: the three are
+// substrings of one string.
+func (c *call) setRecord(e rank.Event, prefix string, n uint64) {
+	var buf [64]byte
+	b := strconv.AppendUint(buf[:0], e.PayloadHash(), 36)
+	h := len(b)
+	b = append(b, '.')
+	b = append(b, prefix...)
+	b = strconv.AppendUint(b, n, 36)
+	c.rec = string(b)
+	c.hash, c.token = c.rec[:h], c.rec[h+1:]
+}
+
+// appendArgs appends the call's six apply.lua (and hot.lua) arguments:
+// member, name, op, amount, "<hash>.<token>", at. The strings and the
+// numbers go as pointers into the call, which boxes without allocating;
+// the call is not recycled before its pipeline's replies are read.
+func (c *call) appendArgs(args []any) []any {
+	var at any = ""
+	if !c.e.At.IsZero() {
+		c.at = c.e.At.UnixMilli()
+		at = &c.at
+	}
+	return append(args, &c.e.Member, &c.e.Name, int(c.e.Op), &c.e.Amount, &c.rec, at)
 }

@@ -70,13 +70,8 @@ func (s *Store) hotApplyCmd(c cachedBoard, nowArg string, calls []*call) cmd {
 	keys := append(s.hotKeys(c), make([]string, 0, len(calls))...)
 	args := append(hotArgs(c, nowArg, "apply"), k.window, k.startsAt, k.endsAt, k.grace, k.maxSubs)
 	for _, c := range calls {
-		e := c.e
-		keys = append(keys, k.idem+e.Member+"|"+e.ID)
-		var at any = ""
-		if !e.At.IsZero() {
-			at = e.At.UnixMilli()
-		}
-		args = append(args, e.Member, e.Name, int(e.Op), e.Amount, c.hash+"."+c.token, at)
+		keys = append(keys, k.idem+c.e.Member+"|"+c.e.ID)
+		args = c.appendArgs(args)
 	}
 	return cmd{calls: calls, keys: keys, args: args, sc: s.hot, decimals: rank.HotDecimals}
 }

@@ -72,8 +72,7 @@ func (s *Store) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 	c := s.batch.get()
 	c.ctx, c.deadline = ctx, time.Now().Add(s.cfg.Timeout)
 	c.e, c.fin = e, done
-	c.hash = strconv.FormatUint(e.PayloadHash(), 36)
-	c.token = s.attemptPrefix + strconv.FormatUint(s.attempts.Add(1), 36)
+	c.setRecord(e, s.attemptPrefix, s.attempts.Add(1))
 	s.batch.submit(c)
 }
 
@@ -251,13 +250,8 @@ func applyCmd(c cachedBoard, nowArg string, pk *periodKeys, calls []*call) cmd {
 		k.mode, k.order, k.tiebreak, k.window, pk.pargs[0], pk.pargs[1], pk.pargs[2],
 		k.startsAt, k.endsAt, k.grace, k.maxSubs)
 	for _, c := range calls {
-		e := c.e
-		keys = append(keys, k.idem+e.Member+"|"+e.ID)
-		var at any = ""
-		if !e.At.IsZero() {
-			at = e.At.UnixMilli()
-		}
-		args = append(args, e.Member, e.Name, int(e.Op), e.Amount, c.hash+"."+c.token, at)
+		keys = append(keys, k.idem+c.e.Member+"|"+c.e.ID)
+		args = c.appendArgs(args)
 	}
 	keys = append(keys, pk.dkeys...) // derived boards (derived.go)
 	args = append(args, pk.dargs...)
@@ -282,8 +276,11 @@ func (s *Store) settle(ctx context.Context, m *cmd, attempt int, again []*call) 
 		}
 		return again
 	}
-	a, ok := v.([]any)
-	if !ok || len(a) != len(m.calls) {
+	// apply.lua joins its replies with "\n" (one string, cut here without
+	// allocating); hot.lua answers an array.
+	joined, isString := v.(string)
+	a, isArray := v.([]any)
+	if !(isString && strings.Count(joined, "\n") == len(m.calls)-1) && !(isArray && len(a) == len(m.calls)) {
 		err := fmt.Errorf("redisstore: apply %s: unexpected reply %v", board, v)
 		for _, c := range m.calls {
 			c.err = err
@@ -291,7 +288,12 @@ func (s *Store) settle(ctx context.Context, m *cmd, attempt int, again []*call) 
 		return again
 	}
 	for i, c := range m.calls {
-		rep, _ := a[i].(string)
+		var rep string
+		if isString {
+			rep, joined, _ = strings.Cut(joined, "\n")
+		} else {
+			rep, _ = a[i].(string)
+		}
 		if c.shard != nil {
 			rep = c.cutMembers(rep)
 		}

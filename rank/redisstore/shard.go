@@ -108,7 +108,11 @@ func (s *Store) shardGroup(ctx context.Context, c *call) string {
 		return c.e.Board
 	}
 	sh := cb.shards[rank.ShardOf(c.e.Member, cb.b.Shards)]
-	c.shard, c.board = sh.keys, &cb
+	// A copy of its own, made here: taking cb's address would move cb to
+	// the heap for every event, sharded or not.
+	board := new(cachedBoard)
+	*board = cb
+	c.shard, c.board = sh.keys, board
 	return sh.b.ID
 }
 
