@@ -1,16 +1,15 @@
-package hub
+package hub_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/hub"
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/proto"
-	"github.com/wsgateway/wsgateway/rank/redisstore"
 )
 
 // redisGateway is a gateway on its own Redis engine with a generous store
@@ -18,24 +17,7 @@ import (
 func redisGateway(t *testing.T) (*infra, *gateway) {
 	t.Helper()
 	in := newInfra(t, redisKind)
-	client, err := redisstore.NewClient(in.redis.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := redisstore.New(context.Background(), redisstore.Config{Client: client, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	g := in.gateway(t, gwOptions{store: s, cfg: func(c *Config) { c.StoreTimeout = 10 * time.Second }})
-	return in, g
-}
-
-// inFlight is the number of replies still held by c's window.
-func (c *conn) inFlight() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.win.n
+	return in, in.gateway(t, gwOptions{storeTimeout: 10 * time.Second})
 }
 
 // pauseRedis stops Redis from serving clients for d (CLIENT PAUSE ALL).
@@ -53,8 +35,8 @@ func maxWindow(g *gateway, stop <-chan struct{}) <-chan int {
 	go func() {
 		most := 0
 		for {
-			for _, c := range g.hub.reg.all() {
-				most = max(most, c.inFlight())
+			for _, n := range g.Hub.InFlight() {
+				most = max(most, n)
 			}
 			select {
 			case <-stop:
@@ -129,7 +111,7 @@ func TestPipelinedScoresInOrder(t *testing.T) {
 }
 
 // A full window stops the reader: while Redis is paused, a connection that
-// sent many scores has exactly maxInFlight in flight, never more; they are
+// sent many scores has exactly hub.MaxInFlight in flight, never more; they are
 // all answered, in order, once Redis is back.
 func TestWindowBackpressure(t *testing.T) {
 	t.Parallel()
@@ -137,7 +119,7 @@ func TestWindowBackpressure(t *testing.T) {
 	g.board("bp", nil)
 	c := g.dial(in.token(t, "srv", auth.Server))
 	c.score("bp", "x", 1) // the board's config is cached
-	const n = 3 * maxInFlight
+	const n = 3 * hub.MaxInFlight
 	stop := make(chan struct{})
 	most := maxWindow(g, stop)
 	pauseRedis(t, in, 700*time.Millisecond)
@@ -145,8 +127,8 @@ func TestWindowBackpressure(t *testing.T) {
 		c.send(proto.TypeScore, fmt.Sprintf("b%d", i), map[string]any{"board": "bp", "member": "x", "delta": 1})
 	}
 	testenv.Until(t, 5*time.Second, "the window to fill", func() bool {
-		for _, cc := range g.hub.reg.all() {
-			if cc.inFlight() == maxInFlight {
+		for _, n := range g.Hub.InFlight() {
+			if n == hub.MaxInFlight {
 				return true
 			}
 		}
@@ -162,8 +144,8 @@ func TestWindowBackpressure(t *testing.T) {
 		seq = a.Seq
 	}
 	close(stop)
-	if got := <-most; got != maxInFlight {
-		t.Fatalf("largest window %d, want %d", got, maxInFlight)
+	if got := <-most; got != hub.MaxInFlight {
+		t.Fatalf("largest window %d, want %d", got, hub.MaxInFlight)
 	}
 }
 
@@ -173,7 +155,7 @@ func TestDrainFullWindow(t *testing.T) {
 	t.Parallel()
 	in, g := redisGateway(t)
 	g.board("dw", nil)
-	const conns, n = 3, 3 * maxInFlight
+	const conns, n = 3, 3 * hub.MaxInFlight
 	clients := make([]*wsClient, conns)
 	for i := range clients {
 		clients[i] = g.dial(in.token(t, fmt.Sprintf("srv%d", i), auth.Server))
@@ -187,8 +169,8 @@ func TestDrainFullWindow(t *testing.T) {
 	}
 	testenv.Until(t, 5*time.Second, "every window to fill", func() bool {
 		full := 0
-		for _, cc := range g.hub.reg.all() {
-			if cc.inFlight() == maxInFlight {
+		for _, n := range g.Hub.InFlight() {
+			if n == hub.MaxInFlight {
 				full++
 			}
 		}
@@ -203,8 +185,8 @@ func TestDrainFullWindow(t *testing.T) {
 				t.Fatalf("conn %d: %s, want the ack of d%d with score %d", ci, m, i, i+1)
 			}
 		})
-		if got < maxInFlight {
-			t.Fatalf("conn %d: %d acks, want at least the %d in flight", ci, got, maxInFlight)
+		if got < hub.MaxInFlight {
+			t.Fatalf("conn %d: %d acks, want at least the %d in flight", ci, got, hub.MaxInFlight)
 		}
 		acked += int64(got)
 	}
