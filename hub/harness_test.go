@@ -473,9 +473,12 @@ func (c *wsClient) readUntilGoingAway(check func(i int, m msg)) int {
 	}
 }
 
-// faultStore wraps a real store: while down, every call fails with
-// rank.ErrUnavailable (the memory setup's stand-in for a stopped Redis);
-// applyDelay slows Apply down (requests in flight for the drain test).
+// faultStore wraps a real store (node.Config.WrapStore): while down, every
+// call fails with rank.ErrUnavailable (the memory setup's stand-in for a
+// stopped Redis); applyDelay slows Apply down (requests in flight for the
+// drain test; unlike the Redis engine it holds the caller meanwhile). Up,
+// Apply goes to the engine's one apply path, whose sink is the node's
+// (TestWrappedStoreApplyPath).
 type faultStore struct {
 	rank.Store
 	down       atomic.Bool

@@ -761,6 +761,33 @@ func TestR13StoreUnavailable(t *testing.T) {
 	})
 }
 
+// TestWrappedStoreApplyPath: a store wrapper (the fault tests' faultStore,
+// set as node.Config.WrapStore) leaves the one apply path as it is: an
+// event scored through it is counted by the wrapper, acknowledged, and
+// reaches a subscriber's top frame through the node's sink, which the
+// engine under the wrapper tells (the wrapper announces nothing).
+func TestWrappedStoreApplyPath(t *testing.T) {
+	forEachSetup(t, func(t *testing.T, kind string) {
+		in := newInfra(t, kind)
+		var fs *faultStore
+		g := in.gateway(t, gwOptions{wrap: func(s rank.Store) rank.Store {
+			fs = &faultStore{Store: s}
+			return fs
+		}})
+		g.board("wrapped", nil)
+		spec := g.dial(in.token(t, "spec", auth.Spectator))
+		spec.expectOK(proto.TypeSubscribed, proto.TypeSubscribe, map[string]any{"board": "wrapped", "top": 3})
+		c := g.dial(in.token(t, "srv", auth.Server))
+		if a := c.score("wrapped", "m", 7); a.Score != 7 || a.Rank != 1 {
+			t.Fatalf("ack %+v", a)
+		}
+		if n := fs.applies.Load(); n != 1 {
+			t.Fatalf("%d applies through the wrapper, want 1", n)
+		}
+		waitTop(t, spec, g.top("wrapped", 3))
+	})
+}
+
 func TestR14Drain(t *testing.T) {
 	forEachSetup(t, func(t *testing.T, kind string) {
 		in := newInfra(t, kind)
