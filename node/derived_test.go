@@ -8,6 +8,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/client"
+	"github.com/wsgateway/wsgateway/node"
 )
 
 // TestDerivedFrames: on two nodes, a union and a window over sources
@@ -18,7 +19,9 @@ import (
 // over the WebSocket.
 func TestDerivedFrames(t *testing.T) {
 	t.Parallel()
-	a, b := twoNodes(t, 0)
+	// No backstop re-reads: every frame below follows a change event.
+	nodes, _ := cluster(t, 0, []string{"a", "b"}, func(c *node.Config) { c.LiveRefresh = -1 })
+	a, b := nodes[0], nodes[1]
 	adm := token(t, "root", auth.Admin)
 	for _, put := range []struct{ id, body string }{
 		{"moba", `{"group":"cats"}`},
@@ -57,18 +60,13 @@ func TestDerivedFrames(t *testing.T) {
 	}
 	waitTop(t, weekB, "bo at 4 on the week", func(total int64, s []int64) bool { return total == 1 && len(s) == 1 && s[0] == 4 })
 	// A source event on node a alone: node b hears of it only if watching
-	// the union subscribed it to the sources' change subjects (interest).
-	// R23's bound is one interval + 50 ms; a second leaves room for a
-	// loaded machine and is still far below the seconds a node without the
-	// subscription takes (it learns only from its periodic re-reads).
+	// the union subscribed it to the sources' change subjects (interest):
+	// its backstop re-reads are off. The delay is logged, not asserted.
 	sent := time.Now()
 	if st, body := a.rest(t, "POST", "/api/v1/boards/moba/scores", adm, `[{"id":"1b","member":"ann","delta":1}]`); st != 200 {
 		t.Fatalf("POST: %d %s", st, body)
 	}
 	waitTop(t, onB, "ann at 6 + 10×3 on node b", func(total int64, s []int64) bool { return total == 1 && len(s) == 1 && s[0] == 36 })
-	if d := time.Since(sent); d > time.Second {
-		t.Fatalf("a source event on node a reached node b's union frame after %v", d)
-	}
 	t.Logf("a source event on node a reached node b's union frame after %v", time.Since(sent))
 
 	// read_only: REST answers per event; the WebSocket with an error frame.
