@@ -8,7 +8,6 @@ import (
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/client"
-	"github.com/wsgateway/wsgateway/node"
 )
 
 // TestDerivedFrames: on two nodes, a union and a window over sources
@@ -19,9 +18,7 @@ import (
 // over the WebSocket.
 func TestDerivedFrames(t *testing.T) {
 	t.Parallel()
-	// No backstop re-reads: every frame below follows a change event.
-	nodes, _ := cluster(t, 0, []string{"a", "b"}, func(c *node.Config) { c.LiveRefresh = -1 })
-	a, b := nodes[0], nodes[1]
+	a, b := twoNodes(t, 0) // no backstop re-reads: every frame below follows a change event
 	adm := token(t, "root", auth.Admin)
 	for _, put := range []struct{ id, body string }{
 		{"moba", `{"group":"cats"}`},
@@ -61,7 +58,8 @@ func TestDerivedFrames(t *testing.T) {
 	waitTop(t, weekB, "bo at 4 on the week", func(total int64, s []int64) bool { return total == 1 && len(s) == 1 && s[0] == 4 })
 	// A source event on node a alone: node b hears of it only if watching
 	// the union subscribed it to the sources' change subjects (interest):
-	// its backstop re-reads are off. The delay is logged, not asserted.
+	// its backstop re-reads are off (twoNodes). The delay is logged, not
+	// asserted.
 	sent := time.Now()
 	if st, body := a.rest(t, "POST", "/api/v1/boards/moba/scores", adm, `[{"id":"1b","member":"ann","delta":1}]`); st != 200 {
 		t.Fatalf("POST: %d %s", st, body)
