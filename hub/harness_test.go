@@ -74,6 +74,9 @@ type gwOptions struct {
 	// storeTimeout bounds each store operation (the Redis engine's and
 	// the hub's); zero = 500ms for Redis and 1s for the hub.
 	storeTimeout time.Duration
+	// noBackstop turns off the live frames' backstop re-reads, so a frame
+	// can only come from the path under test.
+	noBackstop bool
 }
 
 // gateway is one node as cmd/wsgateway wires it (node.New, through
@@ -99,6 +102,9 @@ func (in *infra) gateway(t testing.TB, o gwOptions) *gateway {
 		c.StoreTimeout, c.Hub.StoreTimeout = 500*time.Millisecond, time.Second
 		if o.storeTimeout > 0 {
 			c.StoreTimeout, c.Hub.StoreTimeout = o.storeTimeout, o.storeTimeout
+		}
+		if o.noBackstop {
+			c.LiveRefresh = -1
 		}
 		if in.kind == redisKind {
 			client, err := redisstore.NewClient(in.redis.URL())

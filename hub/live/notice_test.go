@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -135,4 +136,90 @@ func noticeBound(t *testing.T, kind string) {
 		worst = max(worst, shown.Sub(at))
 	}
 	t.Logf("%d changes: the worst delay from the notice to a frame showing it %v (bound %v)", changes, worst, bound)
+}
+
+// TestHotBoundaryFrames: at a hot board's bucket boundary, with no event
+// at all, the subscribers' frames show the decayed scores within one
+// lifecycle tick (the tick that notices the new bucket) + one interval +
+// 50 ms, at every phase of the frame schedule (the store's clock is offset
+// so the boundary falls 37 ms further into an interval each time).
+func TestHotBoundaryFrames(t *testing.T) {
+	t.Parallel()
+	for phase := range 6 {
+		t.Run(fmt.Sprint("phase ", phase), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) { hotBoundary(t, time.Duration(37*phase)*time.Millisecond) })
+		})
+	}
+}
+
+func hotBoundary(t *testing.T, phase time.Duration) {
+	// The store's clock is 10 s (plus phase) before an hour: its bucket
+	// boundary comes 10 s into the bubble's time.
+	toBoundary := 10*time.Second + phase
+	offset := time.Hour - time.Duration(time.Now().UnixNano()%int64(time.Hour)) - toBoundary
+	clock := func() time.Time { return time.Now().Add(offset) }
+	boundary := time.Now().Add(toBoundary)
+	h := newHarness(t, Config{Refresh: -1}, clock)
+	b := rank.DefaultBoard("hot")
+	b.Tiebreak = rank.Shared
+	b.Decay = rank.Decay{Bucket: rank.Duration(time.Hour), Buckets: 3, Factor: 0.5}
+	h.board(b)
+	h.apply("hot", "ann", 10, true)
+	h.apply("hot", "bob", 3, true)
+
+	// A hot board's frames carry scores with 3 decimals, which proto.Top
+	// does not decode: the frames are kept raw.
+	type frame struct {
+		at  time.Time
+		raw string
+	}
+	var mu sync.Mutex
+	var frames []frame
+	o := NewOutbox(testInterval, nil)
+	if err := h.e.Subscribe(context.Background(), o, "hot", 10, "", 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		writeLoop(ctx, o, func() time.Duration {
+			fs, retry := o.Take(time.Now())
+			mu.Lock()
+			for _, f := range fs {
+				if strings.HasPrefix(string(f), `{"type":"top"`) {
+					frames = append(frames, frame{time.Now(), string(f)})
+				}
+			}
+			mu.Unlock()
+			return retry
+		})
+	})
+	time.Sleep(toBoundary + 2*time.Second)
+	synctest.Wait()
+	cancel()
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	before := `"entries":[{"rank":1,"member":"ann","score":10.000},{"rank":2,"member":"bob","score":3.000}]`
+	after := `"entries":[{"rank":1,"member":"ann","score":5.000},{"rank":2,"member":"bob","score":1.500}]`
+	var shown time.Time
+	for _, f := range frames {
+		if f.at.Before(boundary) && !strings.Contains(f.raw, before) {
+			t.Fatalf("frame before the boundary %s, want %s", f.raw, before)
+		}
+		if !f.at.Before(boundary) && strings.Contains(f.raw, after) {
+			shown = f.at
+			break
+		}
+	}
+	bound := lifecycleTick + testInterval + 50*time.Millisecond
+	switch {
+	case shown.IsZero():
+		t.Fatalf("no frame after the boundary shows the halved scores; %d frames", len(frames))
+	case shown.Sub(boundary) > bound:
+		t.Fatalf("the halved scores shown %v after the boundary, bound %v", shown.Sub(boundary), bound)
+	}
+	t.Logf("the halved scores shown %v after the boundary (bound %v)", shown.Sub(boundary), bound)
 }
