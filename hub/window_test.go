@@ -20,12 +20,17 @@ func redisGateway(t *testing.T) (*infra, *gateway) {
 	return in, in.gateway(t, gwOptions{storeTimeout: 10 * time.Second})
 }
 
-// pauseRedis stops Redis from serving clients for d (CLIENT PAUSE ALL).
-func pauseRedis(t *testing.T, in *infra, d time.Duration) {
+// pauseRedis freezes redis-server (SIGSTOP: its connections stay open,
+// nothing is answered) until the returned function thaws it. A pause that
+// ended by itself after a fixed time (CLIENT PAUSE) could end, on a loaded
+// machine, before the test saw what the pause is for.
+func pauseRedis(t *testing.T, in *infra) (resume func()) {
 	t.Helper()
-	if got, err := testenv.RedisCommand(in.redis.Addr(), "CLIENT", "PAUSE", fmt.Sprint(d.Milliseconds()), "ALL"); err != nil || got != "+OK" {
-		t.Fatalf("CLIENT PAUSE: %q, %v", got, err)
-	}
+	in.redis.Pause()
+	var once sync.Once
+	resume = func() { once.Do(in.redis.Resume) }
+	t.Cleanup(resume)
+	return resume
 }
 
 // maxWindow samples every connection's window until stop and returns the
@@ -122,7 +127,7 @@ func TestWindowBackpressure(t *testing.T) {
 	const n = 3 * hub.MaxInFlight
 	stop := make(chan struct{})
 	most := maxWindow(g, stop)
-	pauseRedis(t, in, 700*time.Millisecond)
+	unpause := pauseRedis(t, in)
 	for i := range n {
 		c.send(proto.TypeScore, fmt.Sprintf("b%d", i), map[string]any{"board": "bp", "member": "x", "delta": 1})
 	}
@@ -134,6 +139,7 @@ func TestWindowBackpressure(t *testing.T) {
 		}
 		return false
 	})
+	unpause()
 	var seq int64
 	for i := range n {
 		m := c.next()
@@ -161,7 +167,7 @@ func TestDrainFullWindow(t *testing.T) {
 		clients[i] = g.dial(in.token(t, fmt.Sprintf("srv%d", i), auth.Server))
 		clients[i].score("dw", fmt.Sprintf("warm%d", i), 1)
 	}
-	pauseRedis(t, in, 700*time.Millisecond)
+	unpause := pauseRedis(t, in)
 	for ci, c := range clients {
 		for i := range n {
 			c.send(proto.TypeScore, fmt.Sprintf("%sd%d", c.prefix, i), map[string]any{"board": "dw", "member": fmt.Sprintf("m%d", ci), "delta": 1})
@@ -177,6 +183,7 @@ func TestDrainFullWindow(t *testing.T) {
 		return full == conns
 	})
 	done := g.startShutdown(15 * time.Second)
+	unpause()
 	acked := int64(conns) // the warm-up scores
 	for ci, c := range clients {
 		got := c.readUntilGoingAway(func(i int, m msg) {
