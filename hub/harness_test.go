@@ -72,7 +72,9 @@ type gwOptions struct {
 	interval time.Duration
 	now      func() time.Time // the store's clock; nil = real time
 	// storeTimeout bounds each store operation (the Redis engine's and
-	// the hub's); zero = 500ms for Redis and 1s for the hub.
+	// the hub's); zero = 10s: a guard against a hang, long enough that a
+	// loaded machine's slowness is not taken for an unavailable store
+	// (500ms failed whole tests under CPU load).
 	storeTimeout time.Duration
 	// noBackstop turns off the live frames' backstop re-reads, so a frame
 	// can only come from the path under test.
@@ -99,10 +101,10 @@ func (in *infra) gateway(t testing.TB, o gwOptions) *gateway {
 	}
 	opts := gwtest.Options{Secret: in.secret, Interval: o.interval, AutoCreate: o.dev, Config: func(c *node.Config) {
 		c.ID, c.Logger, c.Now, c.WrapStore = o.node, testLogger(t), o.now, o.wrap
-		c.StoreTimeout, c.Hub.StoreTimeout = 500*time.Millisecond, time.Second
-		if o.storeTimeout > 0 {
-			c.StoreTimeout, c.Hub.StoreTimeout = o.storeTimeout, o.storeTimeout
+		if o.storeTimeout == 0 {
+			o.storeTimeout = 10 * time.Second
 		}
+		c.StoreTimeout, c.Hub.StoreTimeout = o.storeTimeout, o.storeTimeout
 		if o.noBackstop {
 			c.LiveRefresh = -1
 		}

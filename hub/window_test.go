@@ -12,12 +12,13 @@ import (
 	"github.com/wsgateway/wsgateway/proto"
 )
 
-// redisGateway is a gateway on its own Redis engine with a generous store
-// timeout, so a paused Redis holds events in flight without failing them.
+// redisGateway is a gateway on its own Redis engine; its store timeout
+// (the harness's 10s) lets a paused Redis hold events in flight without
+// failing them.
 func redisGateway(t *testing.T) (*infra, *gateway) {
 	t.Helper()
 	in := newInfra(t, redisKind)
-	return in, in.gateway(t, gwOptions{storeTimeout: 10 * time.Second})
+	return in, in.gateway(t, gwOptions{})
 }
 
 // pauseRedis freezes redis-server (SIGSTOP: its connections stay open,
