@@ -1,4 +1,4 @@
-package hub
+package hub_test
 
 import (
 	"context"
@@ -8,25 +8,21 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/wsgateway/wsgateway/auth"
-	"github.com/wsgateway/wsgateway/bus"
-	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/hub"
+	"github.com/wsgateway/wsgateway/internal/gwtest"
 	"github.com/wsgateway/wsgateway/internal/testenv"
+	"github.com/wsgateway/wsgateway/node"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
-	"github.com/wsgateway/wsgateway/rank/memstore"
 	"github.com/wsgateway/wsgateway/rank/redisstore"
 )
 
@@ -70,26 +66,28 @@ func newInfra(t testing.TB, kind string, redisArgs ...string) *infra {
 // gwOptions tweak one gateway node.
 type gwOptions struct {
 	node     string
-	cfg      func(*Config)
-	wrap     func(rank.Store) rank.Store // e.g. a fault-injecting or slowing wrapper
-	store    rank.Store                  // share a store between nodes (memory setup)
+	cfg      func(*hub.Config)
+	wrap     func(rank.Store) rank.Store // a fault-injecting or slowing wrapper (node.Config.WrapStore)
+	dev      bool                        // boards are created on first use (--dev)
 	interval time.Duration
 	now      func() time.Time // the store's clock; nil = real time
+	// storeTimeout bounds each store operation (the Redis engine's and
+	// the hub's); zero = 10s: a guard against a hang, long enough that a
+	// loaded machine's slowness is not taken for an unavailable store
+	// (500ms failed whole tests under CPU load).
+	storeTimeout time.Duration
+	// noBackstop turns off the live frames' backstop re-reads, so a frame
+	// can only come from the path under test.
+	noBackstop bool
 }
 
-// gateway is one in-process node: store, bus, live engine and hub behind a
-// real HTTP server.
+// gateway is one node as cmd/wsgateway wires it (node.New, through
+// gwtest) behind a real HTTP server: the hub's tests run the paths
+// production runs, the apply path included.
 type gateway struct {
-	t       testing.TB
-	in      *infra
-	hub     *Hub
-	srv     *httptest.Server
-	store   rank.Store // what the hub uses (possibly wrapped)
-	raw     rank.Store // the engine itself
-	engine  *live.Engine
-	bus     *bus.Bus
-	metrics *Metrics
-	url     string // ws://…/ws
+	t  testing.TB
+	in *infra
+	*gwtest.Gateway
 	clients atomic.Int64
 }
 
@@ -101,108 +99,46 @@ func (in *infra) gateway(t testing.TB, o gwOptions) *gateway {
 	if o.interval == 0 {
 		o.interval = 50 * time.Millisecond
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	g := &gateway{t: t, in: in}
-	// The store tells live frames and the bus of what it applied; both are
-	// built after it.
-	var sink struct {
-		sync.Mutex
-		eng *live.Engine
-		bus *bus.Bus
+	opts := gwtest.Options{Secret: in.secret, Interval: o.interval, AutoCreate: o.dev, Config: func(c *node.Config) {
+		c.ID, c.Logger, c.Now, c.WrapStore = o.node, testLogger(t), o.now, o.wrap
+		if o.storeTimeout == 0 {
+			o.storeTimeout = 10 * time.Second
+		}
+		c.StoreTimeout, c.Hub.StoreTimeout = o.storeTimeout, o.storeTimeout
+		if o.noBackstop {
+			c.LiveRefresh = -1
+		}
+		if in.kind == redisKind {
+			client, err := redisstore.NewClient(in.redis.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Redis, c.NATSURL = client, in.nats.URL()
+		}
+		if o.cfg != nil {
+			o.cfg(&c.Hub)
+		}
+	}}
+	return &gateway{t: t, in: in, Gateway: gwtest.Run(t, opts)}
+}
+
+// metric sums the samples of one of the node's metrics (every label).
+func (g *gateway) metric(name string) float64 {
+	g.t.Helper()
+	families, err := g.Registry.Gather()
+	if err != nil {
+		g.t.Fatal(err)
 	}
-	tell := func(batch []rank.Change) {
-		sink.Lock()
-		eng, b := sink.eng, sink.bus
-		sink.Unlock()
-		if eng != nil && b != nil {
-			eng.Changed(batch)
-			b.PublishChanges(batch)
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
-
-	switch {
-	case o.store != nil:
-		g.raw = o.store
-	case in.kind == redisKind:
-		client, err := redisstore.NewClient(in.redis.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := redisstore.New(ctx, redisstore.Config{Client: client, Timeout: 500 * time.Millisecond, Sink: tell, Now: o.now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.raw = s
-		t.Cleanup(func() { s.Close() })
-	default:
-		s, err := memstore.New(memstore.Config{Sink: tell, Now: o.now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.raw = s
-		t.Cleanup(func() { s.Close() })
-	}
-	g.store = g.raw
-	if o.wrap != nil {
-		g.store = o.wrap(g.raw)
-	}
-
-	eng, err := live.New(live.Config{Store: g.store, Interval: o.interval, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.engine = eng
-	engDone := make(chan struct{})
-	go func() { defer close(engDone); eng.Run(ctx) }()
-
-	bcfg := bus.Config{Node: o.node, Logger: testLogger(t), OnChanges: eng.Changed, OnResync: eng.Resync}
-	if in.kind == redisKind {
-		bcfg.URL = in.nats.URL()
-	}
-	b, err := bus.New(ctx, bcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.bus = b
-	sink.Lock()
-	sink.eng, sink.bus = eng, b
-	sink.Unlock()
-
-	v, err := auth.New(ctx, auth.Config{Secret: in.secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.metrics = NewMetrics(nil)
-	cfg := Config{
-		Store:        g.store,
-		Verifier:     v,
-		Live:         eng,
-		Node:         o.node,
-		TopInterval:  o.interval,
-		Logger:       testLogger(t),
-		Metrics:      g.metrics,
-		StoreTimeout: time.Second,
-	}
-	if o.cfg != nil {
-		o.cfg(&cfg)
-	}
-	h, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.hub = h
-	g.srv = httptest.NewServer(h)
-	g.url = "ws" + strings.TrimPrefix(g.srv.URL, "http") + "/ws"
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		h.Shutdown(sctx)
-		scancel()
-		g.srv.Close()
-		b.Close()
-		cancel()
-		<-engDone
-	})
-	return g
+	return sum
 }
 
 // token mints a token for sub with role (and an optional boards claim).
@@ -224,7 +160,8 @@ func (in *infra) tokenTTL(t testing.TB, sub string, role auth.Role, ttl time.Dur
 	return tok
 }
 
-// board creates a board with the defaults changed by edit.
+// board creates a board with the defaults changed by edit, as a PUT
+// through the API does: the store, then the node's BoardChanged.
 func (g *gateway) board(id string, edit func(*rank.Board)) rank.Board {
 	g.t.Helper()
 	b := rank.DefaultBoard(id)
@@ -233,12 +170,11 @@ func (g *gateway) board(id string, edit func(*rank.Board)) rank.Board {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	got, err := g.raw.PutBoard(ctx, b)
+	got, err := g.Store.PutBoard(ctx, b)
 	if err != nil {
 		g.t.Fatalf("put board %s: %v", id, err)
 	}
-	g.store.Forget(id)
-	g.hub.BoardChanged(id)
+	g.Node.BoardChanged(id, false)
 	return got
 }
 
@@ -246,7 +182,7 @@ func (g *gateway) top(board string, n int) rank.Page {
 	g.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	p, err := g.raw.Top(ctx, board, "", 0, n)
+	p, err := g.Store.Top(ctx, board, "", 0, n)
 	if err != nil {
 		g.t.Fatalf("top %s: %v", board, err)
 	}
@@ -308,7 +244,7 @@ type dialOptions struct {
 
 // dialErr dials and returns the HTTP response on failure.
 func (g *gateway) dialErr(token string, o dialOptions) (*wsClient, *http.Response, error) {
-	u := g.url
+	u := g.URL
 	opts := &websocket.DialOptions{HTTPHeader: http.Header{}, Subprotocols: []string{proto.Subprotocol}}
 	for k, v := range o.header {
 		opts.HTTPHeader[k] = v
@@ -519,7 +455,7 @@ func (g *gateway) startShutdown(d time.Duration) <-chan error {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()
-		done <- g.hub.Shutdown(ctx)
+		done <- g.Hub.Shutdown(ctx)
 	}()
 	testenv.Until(g.t, 5*time.Second, "new upgrades to be refused", func() bool {
 		_, resp, err := g.dialErr(g.in.token(g.t, "late", auth.Player), dialOptions{})
@@ -545,9 +481,12 @@ func (c *wsClient) readUntilGoingAway(check func(i int, m msg)) int {
 	}
 }
 
-// faultStore wraps a real store: while down, every call fails with
-// rank.ErrUnavailable (the memory setup's stand-in for a stopped Redis);
-// applyDelay slows Apply down (requests in flight for the drain test).
+// faultStore wraps a real store (node.Config.WrapStore): while down, every
+// call fails with rank.ErrUnavailable (the memory setup's stand-in for a
+// stopped Redis); applyDelay slows Apply down (requests in flight for the
+// drain test; unlike the Redis engine it holds the caller meanwhile). Up,
+// Apply goes to the engine's one apply path, whose sink is the node's
+// (TestWrappedStoreApplyPath).
 type faultStore struct {
 	rank.Store
 	down       atomic.Bool
@@ -605,20 +544,4 @@ func (f *faultStore) Ranks(ctx context.Context, board string, p rank.PeriodSel, 
 		return rank.Ranks{}, err
 	}
 	return f.Store.Ranks(ctx, board, p, members, around)
-}
-
-// counterValue sums what a collector reports (counters and gauges).
-func counterValue(c prometheus.Collector) float64 {
-	ch := make(chan prometheus.Metric, 64)
-	c.Collect(ch)
-	close(ch)
-	var sum float64
-	for m := range ch {
-		var d dto.Metric
-		if err := m.Write(&d); err != nil {
-			panic(err)
-		}
-		sum += d.GetCounter().GetValue() + d.GetGauge().GetValue()
-	}
-	return sum
 }

@@ -1,4 +1,4 @@
-package hub
+package hub_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/hub"
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/proto"
 )
@@ -22,14 +23,14 @@ import (
 func TestPings(t *testing.T) {
 	t.Parallel()
 	in := newInfra(t, memoryKind)
-	g := in.gateway(t, gwOptions{cfg: func(c *Config) {
+	g := in.gateway(t, gwOptions{cfg: func(c *hub.Config) {
 		c.PingInterval = 50 * time.Millisecond
 		c.WriteTimeout = time.Second // generous: the answering peer may be slow to be scheduled under -race
 	}})
 	dial := func(sub string, onPing func()) *websocket.Conn {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		ws, _, err := websocket.Dial(ctx, g.url, &websocket.DialOptions{
+		ws, _, err := websocket.Dial(ctx, g.URL, &websocket.DialOptions{
 			HTTPHeader:   http.Header{"Authorization": {"Bearer " + in.token(t, sub, auth.Spectator)}},
 			Subprotocols: []string{proto.Subprotocol},
 			OnPingReceived: func(context.Context, []byte) bool {
@@ -55,13 +56,13 @@ func TestPings(t *testing.T) {
 	}()
 	silent := dial("silent", func() {})
 	_ = silent // never read: the library never sees a ping, so never pongs
-	testenv.Until(t, 5*time.Second, "two connections", func() bool { return g.hub.Conns() == 2 })
+	testenv.Until(t, 5*time.Second, "two connections", func() bool { return g.Hub.Conns() == 2 })
 
-	testenv.Until(t, 5*time.Second, "the silent peer closed for not answering pings", func() bool { return g.hub.Conns() == 1 })
+	testenv.Until(t, 5*time.Second, "the silent peer closed for not answering pings", func() bool { return g.Hub.Conns() == 1 })
 	// The answering peer was pinged all along and is still served.
 	before := pings.Load()
 	testenv.Until(t, 5*time.Second, "ten more pings to the answering peer", func() bool { return pings.Load() >= before+10 })
-	if n := g.hub.Conns(); n != 1 {
+	if n := g.Hub.Conns(); n != 1 {
 		t.Errorf("%d connections after the pings; want the answering peer's only", n)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

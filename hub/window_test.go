@@ -1,49 +1,37 @@
-package hub
+package hub_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/hub"
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/proto"
-	"github.com/wsgateway/wsgateway/rank/redisstore"
 )
 
-// redisGateway is a gateway on its own Redis engine with a generous store
-// timeout, so a paused Redis holds events in flight without failing them.
+// redisGateway is a gateway on its own Redis engine; its store timeout
+// (the harness's 10s) lets a paused Redis hold events in flight without
+// failing them.
 func redisGateway(t *testing.T) (*infra, *gateway) {
 	t.Helper()
 	in := newInfra(t, redisKind)
-	client, err := redisstore.NewClient(in.redis.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := redisstore.New(context.Background(), redisstore.Config{Client: client, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	g := in.gateway(t, gwOptions{store: s, cfg: func(c *Config) { c.StoreTimeout = 10 * time.Second }})
-	return in, g
+	return in, in.gateway(t, gwOptions{})
 }
 
-// inFlight is the number of replies still held by c's window.
-func (c *conn) inFlight() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.win.n
-}
-
-// pauseRedis stops Redis from serving clients for d (CLIENT PAUSE ALL).
-func pauseRedis(t *testing.T, in *infra, d time.Duration) {
+// pauseRedis freezes redis-server (SIGSTOP: its connections stay open,
+// nothing is answered) until the returned function thaws it. A pause that
+// ended by itself after a fixed time (CLIENT PAUSE) could end, on a loaded
+// machine, before the test saw what the pause is for.
+func pauseRedis(t *testing.T, in *infra) (resume func()) {
 	t.Helper()
-	if got, err := testenv.RedisCommand(in.redis.Addr(), "CLIENT", "PAUSE", fmt.Sprint(d.Milliseconds()), "ALL"); err != nil || got != "+OK" {
-		t.Fatalf("CLIENT PAUSE: %q, %v", got, err)
-	}
+	in.redis.Pause()
+	var once sync.Once
+	resume = func() { once.Do(in.redis.Resume) }
+	t.Cleanup(resume)
+	return resume
 }
 
 // maxWindow samples every connection's window until stop and returns the
@@ -53,8 +41,8 @@ func maxWindow(g *gateway, stop <-chan struct{}) <-chan int {
 	go func() {
 		most := 0
 		for {
-			for _, c := range g.hub.reg.all() {
-				most = max(most, c.inFlight())
+			for _, n := range g.Hub.InFlight() {
+				most = max(most, n)
 			}
 			select {
 			case <-stop:
@@ -129,7 +117,7 @@ func TestPipelinedScoresInOrder(t *testing.T) {
 }
 
 // A full window stops the reader: while Redis is paused, a connection that
-// sent many scores has exactly maxInFlight in flight, never more; they are
+// sent many scores has exactly hub.MaxInFlight in flight, never more; they are
 // all answered, in order, once Redis is back.
 func TestWindowBackpressure(t *testing.T) {
 	t.Parallel()
@@ -137,21 +125,22 @@ func TestWindowBackpressure(t *testing.T) {
 	g.board("bp", nil)
 	c := g.dial(in.token(t, "srv", auth.Server))
 	c.score("bp", "x", 1) // the board's config is cached
-	const n = 3 * maxInFlight
+	const n = 3 * hub.MaxInFlight
 	stop := make(chan struct{})
 	most := maxWindow(g, stop)
-	pauseRedis(t, in, 700*time.Millisecond)
+	unpause := pauseRedis(t, in)
 	for i := range n {
 		c.send(proto.TypeScore, fmt.Sprintf("b%d", i), map[string]any{"board": "bp", "member": "x", "delta": 1})
 	}
 	testenv.Until(t, 5*time.Second, "the window to fill", func() bool {
-		for _, cc := range g.hub.reg.all() {
-			if cc.inFlight() == maxInFlight {
+		for _, n := range g.Hub.InFlight() {
+			if n == hub.MaxInFlight {
 				return true
 			}
 		}
 		return false
 	})
+	unpause()
 	var seq int64
 	for i := range n {
 		m := c.next()
@@ -162,8 +151,8 @@ func TestWindowBackpressure(t *testing.T) {
 		seq = a.Seq
 	}
 	close(stop)
-	if got := <-most; got != maxInFlight {
-		t.Fatalf("largest window %d, want %d", got, maxInFlight)
+	if got := <-most; got != hub.MaxInFlight {
+		t.Fatalf("largest window %d, want %d", got, hub.MaxInFlight)
 	}
 }
 
@@ -173,13 +162,13 @@ func TestDrainFullWindow(t *testing.T) {
 	t.Parallel()
 	in, g := redisGateway(t)
 	g.board("dw", nil)
-	const conns, n = 3, 3 * maxInFlight
+	const conns, n = 3, 3 * hub.MaxInFlight
 	clients := make([]*wsClient, conns)
 	for i := range clients {
 		clients[i] = g.dial(in.token(t, fmt.Sprintf("srv%d", i), auth.Server))
 		clients[i].score("dw", fmt.Sprintf("warm%d", i), 1)
 	}
-	pauseRedis(t, in, 700*time.Millisecond)
+	unpause := pauseRedis(t, in)
 	for ci, c := range clients {
 		for i := range n {
 			c.send(proto.TypeScore, fmt.Sprintf("%sd%d", c.prefix, i), map[string]any{"board": "dw", "member": fmt.Sprintf("m%d", ci), "delta": 1})
@@ -187,14 +176,15 @@ func TestDrainFullWindow(t *testing.T) {
 	}
 	testenv.Until(t, 5*time.Second, "every window to fill", func() bool {
 		full := 0
-		for _, cc := range g.hub.reg.all() {
-			if cc.inFlight() == maxInFlight {
+		for _, n := range g.Hub.InFlight() {
+			if n == hub.MaxInFlight {
 				full++
 			}
 		}
 		return full == conns
 	})
 	done := g.startShutdown(15 * time.Second)
+	unpause()
 	acked := int64(conns) // the warm-up scores
 	for ci, c := range clients {
 		got := c.readUntilGoingAway(func(i int, m msg) {
@@ -203,8 +193,8 @@ func TestDrainFullWindow(t *testing.T) {
 				t.Fatalf("conn %d: %s, want the ack of d%d with score %d", ci, m, i, i+1)
 			}
 		})
-		if got < maxInFlight {
-			t.Fatalf("conn %d: %d acks, want at least the %d in flight", ci, got, maxInFlight)
+		if got < hub.MaxInFlight {
+			t.Fatalf("conn %d: %d acks, want at least the %d in flight", ci, got, hub.MaxInFlight)
 		}
 		acked += int64(got)
 	}

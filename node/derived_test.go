@@ -18,7 +18,7 @@ import (
 // over the WebSocket.
 func TestDerivedFrames(t *testing.T) {
 	t.Parallel()
-	a, b := twoNodes(t, 0)
+	a, b := twoNodes(t, 0) // no backstop re-reads: every frame below follows a change event
 	adm := token(t, "root", auth.Admin)
 	for _, put := range []struct{ id, body string }{
 		{"moba", `{"group":"cats"}`},
@@ -57,18 +57,14 @@ func TestDerivedFrames(t *testing.T) {
 	}
 	waitTop(t, weekB, "bo at 4 on the week", func(total int64, s []int64) bool { return total == 1 && len(s) == 1 && s[0] == 4 })
 	// A source event on node a alone: node b hears of it only if watching
-	// the union subscribed it to the sources' change subjects (interest).
-	// R23's bound is one interval + 50 ms; a second leaves room for a
-	// loaded machine and is still far below the seconds a node without the
-	// subscription takes (it learns only from its periodic re-reads).
+	// the union subscribed it to the sources' change subjects (interest):
+	// its backstop re-reads are off (twoNodes). The delay is logged, not
+	// asserted.
 	sent := time.Now()
 	if st, body := a.rest(t, "POST", "/api/v1/boards/moba/scores", adm, `[{"id":"1b","member":"ann","delta":1}]`); st != 200 {
 		t.Fatalf("POST: %d %s", st, body)
 	}
 	waitTop(t, onB, "ann at 6 + 10×3 on node b", func(total int64, s []int64) bool { return total == 1 && len(s) == 1 && s[0] == 36 })
-	if d := time.Since(sent); d > time.Second {
-		t.Fatalf("a source event on node a reached node b's union frame after %v", d)
-	}
 	t.Logf("a source event on node a reached node b's union frame after %v", time.Since(sent))
 
 	// read_only: REST answers per event; the WebSocket with an error frame.

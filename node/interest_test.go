@@ -160,8 +160,10 @@ func TestInterestOnOff(t *testing.T) {
 // watcher all the same: once the subscription is confirmed, the board is
 // re-read. Node b's interest function holds the subscription back until
 // node a's changes went through NATS (a spy saw them) without b; the
-// watcher must then show them within one interval plus 50 ms (R7), and b
-// must not have received them (they came from the re-read, not the bus).
+// watcher must then show them, and b must not have received them: with
+// the backstop off, they can only come from the re-read. Its bound (R7,
+// one interval + 50 ms from the Resync) is proved with a fake clock in
+// live.TestR20R21BoundAfterNotice; here the delay is only logged.
 func TestInterestResyncOnSubscribe(t *testing.T) {
 	t.Parallel()
 	const interval = 100 * time.Millisecond
@@ -169,6 +171,7 @@ func TestInterestResyncOnSubscribe(t *testing.T) {
 	var once sync.Once
 	open := func() { once.Do(func() { close(release) }) }
 	nodes, url := cluster(t, interval, []string{"a", "b"}, func(c *node.Config) {
+		c.LiveRefresh = -1 // only the re-read on subscribing can show the changes
 		if c.ID == "b" {
 			c.Interest = func(board string) []string {
 				if board == "gap" {
@@ -202,7 +205,7 @@ func TestInterestResyncOnSubscribe(t *testing.T) {
 		select {
 		case f := <-sub.Top():
 			if f.Total == 2 {
-				t.Fatal("node b showed the changes before subscribing (its 2s backstop overtook the test): nothing was tested")
+				t.Fatal("node b showed the changes before subscribing: nothing was tested")
 			}
 		default:
 			pending = false
@@ -222,11 +225,7 @@ func TestInterestResyncOnSubscribe(t *testing.T) {
 			t.Fatal("node b's watcher never saw the changes made while it subscribed")
 		}
 	}
-	if d, bound := at.Sub(began), interval+50*time.Millisecond; d > bound {
-		t.Fatalf("the changes reached node b %s after its subscription, bound %s", d, bound)
-	} else {
-		t.Logf("changes made before the subscription shown %s after it", d.Round(time.Millisecond))
-	}
+	t.Logf("changes made before the subscription shown %s after it", at.Sub(began).Round(time.Millisecond))
 	if n := b.n.Bus().Stats().In.Changes; n != 0 {
 		t.Fatalf("node b received %d change messages: the test did not isolate the re-read", n)
 	}
@@ -235,12 +234,15 @@ func TestInterestResyncOnSubscribe(t *testing.T) {
 // TestInterestNoLostUpdate: while node a applies a stream of events, a
 // watcher subscribes on node b (no linger, so each is a fresh NATS
 // subscription racing the stream) and the stream stops right after; the
-// watcher sees the final score within one interval plus 50 ms of the last
-// event's ack (R7, R9). Five rounds, each a new subscription.
+// watcher sees the final score (R7, R9). The backstop is off, so an update
+// lost between the bus and the new subscription would never show. Five
+// rounds, each a new subscription; the delay after the last ack is logged
+// (R7's bound is proved with a fake clock in live.TestR7BoundAnyPhase).
 func TestInterestNoLostUpdate(t *testing.T) {
 	t.Parallel()
 	const interval = 100 * time.Millisecond
-	nodes, _ := cluster(t, interval, []string{"a", "b"}, func(c *node.Config) { c.InterestLinger = -1 })
+	// No backstop: a lost update would never reach node b.
+	nodes, _ := cluster(t, interval, []string{"a", "b"}, func(c *node.Config) { c.InterestLinger, c.LiveRefresh = -1, -1 })
 	a, b := nodes[0], nodes[1]
 	adm := token(t, "root", auth.Admin)
 	a.mustREST(t, "PUT", "/api/v1/boards/flow", adm, `{}`, 200)
@@ -310,11 +312,7 @@ func TestInterestNoLostUpdate(t *testing.T) {
 			}
 			return false
 		})
-		if d, bound := at.Sub(last), interval+50*time.Millisecond; d > bound {
-			t.Fatalf("round %d: the final score reached node b %s after the last ack, bound %s", round, d, bound)
-		} else {
-			t.Logf("round %d: %d events, final score on node b %s after the last ack", round, sent.Load(), d.Round(time.Millisecond))
-		}
+		t.Logf("round %d: %d events, final score on node b %s after the last ack", round, sent.Load(), at.Sub(last).Round(time.Millisecond))
 		c.Close()
 		testenv.Until(t, 5*time.Second, "node b unsubscribed", func() bool { return b.n.Bus().Stats().Watched == 0 })
 	}

@@ -99,6 +99,10 @@ type Config struct {
 	// Interval is the live frames' interval (--top-interval): the hub's
 	// throttle and the engine's read gap. Zero = 100ms.
 	Interval time.Duration
+	// LiveRefresh is the live frames' backstop against lost change events
+	// (live.Config.Refresh): zero = 2s; negative = none, for tests that
+	// must tell a frame the change stream brought from the backstop's.
+	LiveRefresh time.Duration
 	// Hub tunes the WebSocket endpoint. Store, Verifier, Live, Node,
 	// TopInterval, Logger and Metrics are filled in by New.
 	Hub hub.Config
@@ -203,7 +207,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.watch = newInterest(interest, cfg.InterestLinger, cfg.Logger)
 	n.live, err = live.New(live.Config{Store: n.store, Interval: cfg.Interval, Logger: cfg.Logger, Decorator: n.profs,
-		OnWatch: n.watch.watch})
+		OnWatch: n.watch.watch, Refresh: cfg.LiveRefresh})
 	if err != nil {
 		return nil, err
 	}

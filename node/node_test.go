@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/client"
+	"github.com/wsgateway/wsgateway/internal/gwtest"
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/node"
 	"github.com/wsgateway/wsgateway/rank"
@@ -28,42 +28,28 @@ type running struct {
 	ws   string // ws://host:port/ws
 }
 
-// start runs a node for the test's life; cfg gets ID, Verifier and a short
-// interval when it lacks them.
+// start runs a node for the test's life through gwtest (node.New as
+// cmd/wsgateway calls it, on a loopback server); cfg gets ID, Verifier and
+// a short interval when it lacks them.
 func start(t testing.TB, cfg node.Config) *running {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	if cfg.ID == "" {
 		cfg.ID = "n1"
 	}
-	if cfg.Interval == 0 {
-		cfg.Interval = 20 * time.Millisecond
-	}
-	v, err := auth.New(ctx, auth.Config{Secret: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Verifier = v
-	n, err := node.New(ctx, cfg)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { n.Run(ctx); close(done) }()
-	srv := httptest.NewServer(n.Handler())
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		n.Shutdown(sctx)
-		scancel()
-		srv.Close()
-		cancel()
-		<-done
-		if err := n.Close(); err != nil {
-			t.Errorf("close: %v", err)
+	g := gwtest.Run(t, gwtest.Options{Secret: secret, Config: func(c *node.Config) {
+		reg, log, interval := c.Registry, c.Logger, c.Interval
+		*c = cfg
+		if c.Registry == nil {
+			c.Registry = reg
 		}
-	})
-	return &running{n: n, http: srv.URL, ws: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"}
+		if c.Logger == nil {
+			c.Logger = log
+		}
+		if c.Interval == 0 {
+			c.Interval = interval
+		}
+	}})
+	return &running{n: g.Node, http: g.HTTP, ws: g.URL}
 }
 
 func token(t testing.TB, sub string, role auth.Role) string {
@@ -204,10 +190,12 @@ func (c counting) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 }
 
 // twoNodes starts nodes "a" and "b" on one Redis and one NATS server of
-// their own, at interval (0: start's default).
+// their own, at interval (0: start's default). Their live frames have no
+// backstop re-reads: what one node's frames show of the other's changes
+// came over the bus.
 func twoNodes(t *testing.T, interval time.Duration) (a, b *running) {
 	t.Helper()
-	nodes, _ := cluster(t, interval, []string{"a", "b"}, nil)
+	nodes, _ := cluster(t, interval, []string{"a", "b"}, func(c *node.Config) { c.LiveRefresh = -1 })
 	return nodes[0], nodes[1]
 }
 

@@ -1,8 +1,10 @@
-// Package gwtest runs a gateway inside a test process, for the tests of
-// the packages that talk to one over real sockets (client, loadgen): the
-// node package's gateway (memory engine, in-process NATS) on a loopback
-// HTTP server, as cmd/wsgateway runs it. Tests of cmd/wsgateway and e2e run
-// the binary instead.
+// Package gwtest runs a gateway inside a test process: the node package's
+// gateway, wired by node.New as cmd/wsgateway wires it, on a loopback HTTP
+// server. It is the one test entry point of the packages that talk to a
+// gateway over real sockets (client, loadgen, api, node, hub): the memory
+// engine and an in-process NATS by default, or whatever Options.Config
+// selects (a Redis engine, a nats-server, a fault-injecting store wrapper,
+// hub limits). Tests of cmd/wsgateway and e2e run the binary instead.
 package gwtest
 
 import (
@@ -10,7 +12,10 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"strings"
+	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/hub"
@@ -27,52 +32,98 @@ type Options struct {
 	// AutoCreate creates a board on its first score, as --dev does;
 	// otherwise a board must be created (PUT /api/v1/boards/{board}).
 	AutoCreate bool
+	// Config, when set, edits the node's config once the fields above are
+	// in it and before node.New: ID (default "test"), Redis, NATSURL,
+	// StoreTimeout, Now, WrapStore, Hub, Logger (default: discard)… The
+	// Verifier and the Registry are the gateway's own.
+	Config func(*node.Config)
 }
 
 // Gateway is a running test gateway.
 type Gateway struct {
 	URL   string     // ws://…/ws
-	Store rank.Store // the engine behind it, for ledger checks
+	HTTP  string     // http://host:port
+	Store rank.Store // the store as the hub and the API use it, for ledger checks
 	Hub   *hub.Hub
+	Node  *node.Node
+	// Registry holds every part's metrics (also served on /metrics).
+	Registry *prometheus.Registry
 }
 
 // Start starts a gateway; stop shuts it down (connections first) and
 // releases everything it holds. On error nothing is left running.
 func Start(opts Options) (g *Gateway, stop func(), err error) {
+	g, closeAll, err := start(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, func() { closeAll() }, nil
+}
+
+// Run starts a gateway for the life of t: its cleanup shuts the gateway
+// down, and an error releasing the node fails the test.
+func Run(t testing.TB, opts Options) *Gateway {
+	t.Helper()
+	g, closeAll, err := start(opts)
+	if err != nil {
+		t.Fatalf("gwtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := closeAll(); err != nil {
+			t.Errorf("gwtest: close: %v", err)
+		}
+	})
+	return g
+}
+
+func start(opts Options) (g *Gateway, closeAll func() error, err error) {
 	if opts.Interval == 0 {
 		opts.Interval = 20 * time.Millisecond
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var undo []func()
 	defer func() {
 		if err != nil {
 			cancel()
-			for _, f := range undo {
-				f()
-			}
 		}
 	}()
-	log := slog.New(slog.DiscardHandler)
-	v, err := auth.New(ctx, auth.Config{Secret: opts.Secret, Logger: log})
+	cfg := node.Config{
+		ID:       "test",
+		Dev:      opts.AutoCreate,
+		Interval: opts.Interval,
+		Logger:   slog.New(slog.DiscardHandler),
+		Registry: prometheus.NewRegistry(),
+	}
+	if opts.Config != nil {
+		opts.Config(&cfg)
+	}
+	if cfg.Verifier, err = auth.New(ctx, auth.Config{Secret: opts.Secret, Logger: cfg.Logger}); err != nil {
+		if cfg.Redis != nil {
+			cfg.Redis.Close() // node.New owns it, and was not called
+		}
+		return nil, nil, err
+	}
+	n, err := node.New(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	n, err := node.New(ctx, node.Config{ID: "test", Dev: opts.AutoCreate, Verifier: v, Interval: opts.Interval, Logger: log})
-	if err != nil {
-		return nil, nil, err
-	}
-	undo = append(undo, func() { n.Close() })
 	done := make(chan struct{})
 	go func() { n.Run(ctx); close(done) }()
 	srv := httptest.NewServer(n.Handler())
-	stop = func() {
+	closeAll = func() error {
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 		n.Shutdown(sctx)
 		scancel()
 		srv.Close()
 		cancel()
 		<-done
-		n.Close()
+		return n.Close()
 	}
-	return &Gateway{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", Store: n.Store(), Hub: n.Hub()}, stop, nil
+	return &Gateway{
+		URL:      "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws",
+		HTTP:     srv.URL,
+		Store:    n.Store(),
+		Hub:      n.Hub(),
+		Node:     n,
+		Registry: cfg.Registry,
+	}, closeAll, nil
 }

@@ -1,0 +1,43 @@
+package hub
+
+// What the external tests (package hub_test, which run the hub inside a
+// node) may see of the hub's internals.
+
+// MaxInFlight is a connection's window of replies in flight (window.go).
+const MaxInFlight = maxInFlight
+
+// Slot kinds of the connection caps, for HeldSlots and AcquireSlot.
+const (
+	SlotIP     = slotIP
+	SlotMember = slotMember
+)
+
+// HeldSlots is how many slots of kind key holds.
+func (h *Hub) HeldSlots(kind slotKind, key string) int {
+	s := h.reg.keyShard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.slots[kind][key]
+}
+
+// AcquireSlot takes a slot of kind for key as an open connection does.
+func (h *Hub) AcquireSlot(kind slotKind, key string, max int) bool {
+	return h.reg.acquire(kind, key, max)
+}
+
+// ConnCaps are the caps the hub runs with, defaults filled in.
+func (h *Hub) ConnCaps() (perIP, perMember int) {
+	return h.cfg.MaxConnsPerIP, h.cfg.MaxConnsPerMember
+}
+
+// InFlight is every open connection's number of replies still held by its
+// window.
+func (h *Hub) InFlight() []int {
+	var n []int
+	for _, c := range h.reg.all() {
+		c.mu.Lock()
+		n = append(n, c.win.n)
+		c.mu.Unlock()
+	}
+	return n
+}
