@@ -87,6 +87,7 @@ type conn struct {
 
 	// writer
 	pending []*[]byte
+	frames  [][]byte // Take's slice, reused (empty between Takes)
 }
 
 func newConn(h *Hub, ws *websocket.Conn, cc *corkConn, p auth.Principal, anon bool) *conn {
