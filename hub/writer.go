@@ -268,6 +268,13 @@ func (q *replyQueue) push(b *[]byte) bool {
 
 // take appends every queued reply to dst and empties the queue.
 func (q *replyQueue) take(dst []*[]byte) []*[]byte {
+	// Without the lock when empty (a spectator's every wake): a reply that
+	// must precede frames (`subscribed`) is pushed under the connection's
+	// gate, which the writer holds here, so n shows it; any other push
+	// pokes the writer again.
+	if q.n.Load() == 0 {
+		return dst
+	}
 	q.mu.Lock()
 	dst = append(dst, q.items...)
 	q.items = reuse(q.items)
