@@ -33,12 +33,14 @@ const verifiedKey = "verified"
 func (a *API) authenticate(c *fiber.Ctx) error {
 	// ServeFast verified the token of a request with a body before reading
 	// it; once is enough.
-	if p, ok := c.Locals(verifiedKey).(auth.Principal); ok {
-		if err := a.limitMember(c, p); err != nil {
-			return err
+	if v := c.Locals(verifiedKey); v != nil {
+		if p, ok := v.(auth.Principal); ok {
+			if err := a.limitMember(c, p); err != nil {
+				return err
+			}
+			c.Locals(principalKey, v) // boxed once, by ServeFast
+			return c.Next()
 		}
-		c.Locals(principalKey, p)
-		return c.Next()
 	}
 	token, ok := auth.BearerToken(c.Get(fiber.HeaderAuthorization))
 	if !ok {

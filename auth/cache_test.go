@@ -2,6 +2,7 @@ package auth
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,4 +73,39 @@ func TestVerifiedCacheBounded(t *testing.T) {
 	if _, ok := c.get("s", now.Add(time.Second+DefaultLeeway)); ok {
 		t.Error("an entry outlived its token's exp and the leeway")
 	}
+}
+
+// TestVerifiedCacheBytes: long tokens are bounded by the bytes they hold,
+// not only by their count, and a token put again is not counted twice.
+func TestVerifiedCacheBytes(t *testing.T) {
+	t.Parallel()
+	var c verified
+	now := time.Unix(1000, 0)
+	long := strings.Repeat("x", maxTokenLen)
+	for i := range 2 * maxVerifiedBytes / maxTokenLen {
+		c.put(long+strconv.Itoa(i), claims{}, now)
+		if c.bytes > maxVerifiedBytes {
+			t.Fatalf("%d key bytes after %d puts, bound %d", c.bytes, i+1, maxVerifiedBytes)
+		}
+		if got := keyBytes(&c); got != c.bytes {
+			t.Fatalf("counted %d key bytes, map holds %d", c.bytes, got)
+		}
+	}
+	var d verified
+	d.put("same", claims{}, now)
+	d.put("same", claims{}, now)
+	if d.bytes != len("same") || len(d.m) != 1 {
+		t.Fatalf("a token put twice: %d bytes, %d entries", d.bytes, len(d.m))
+	}
+	if _, ok := d.get("sam", now); ok {
+		t.Fatal("a prefix of a cached token was served from the cache")
+	}
+}
+
+func keyBytes(c *verified) int {
+	n := 0
+	for k := range c.m {
+		n += len(k)
+	}
+	return n
 }

@@ -348,9 +348,16 @@ fanout() {
 	say "fan-out: $n spectators, bare coder/websocket broadcast loop"
 	start_bare 100ms
 	before=$(cpu_ticks "$FPID")
+	# Its CPU once every spectator is connected too, for a ratio of the
+	# fan-out alone.
+	(wait_conns "$FP" "$n" >/dev/null 2>&1 && cpu_ticks "$FPID" >"$WORK/bare-steady-$n" || true) &
+	local steady=$!
 	"${LOAD[@]}" --url "ws://127.0.0.1:$FP/ws" --players 0 --watchers 0 --spectators "$n" --duration "$DUR" \
 		--json "$OUT/fanout-bare-$n.json" >"$OUT/fanout-bare-$n.txt"
-	measure "cpu_fanout_bare_${n}_s" "$(cpu_seconds "$before" "$(cpu_ticks "$FPID")")"
+	end=$(cpu_ticks "$FPID")
+	measure "cpu_fanout_bare_${n}_s" "$(cpu_seconds "$before" "$end")"
+	wait "$steady" || true
+	[ -s "$WORK/bare-steady-$n" ] && measure "cpu_fanout_bare_${n}_steady_s" "$(cpu_seconds "$(cat "$WORK/bare-steady-$n")" "$end")"
 	cat "$OUT/fanout-bare-$n.txt" >&2
 	kill "$FPID"
 }

@@ -56,7 +56,8 @@ type conn struct {
 	// select was 19% of the gateway's CPU.
 	notify chan struct{}
 
-	closeAsked atomic.Bool  // a close was requested: the reader stops reading
+	closeAsked atomic.Bool  // a close was requested (set before closeReq is sent): the reader stops reading
+	draining   atomic.Bool  // drain began (set before drainCh is closed), for the writer
 	expiry     atomic.Int64 // token expiry, unix ms (ns overflow after 2262); 0 = none (anonymous)
 	expTimer   *time.Timer
 
@@ -87,6 +88,7 @@ type conn struct {
 
 	// writer
 	pending []*[]byte
+	frames  [][]byte // Take's slice, reused (empty between Takes)
 }
 
 func newConn(h *Hub, ws *websocket.Conn, cc *corkConn, p auth.Principal, anon bool) *conn {
@@ -306,7 +308,7 @@ func (c *conn) requestClose(code websocket.StatusCode, reason string, flush bool
 
 // drain starts R14 for this connection (once).
 func (c *conn) drain() {
-	c.drainOne.Do(func() { close(c.drainCh); c.poke() })
+	c.drainOne.Do(func() { c.draining.Store(true); close(c.drainCh); c.poke() })
 }
 
 // poke wakes the writer to look at every source of work (notify).

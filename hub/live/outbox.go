@@ -106,6 +106,14 @@ func (o *Outbox) Ready() <-chan struct{} { return o.ready }
 // (Ready is not signalled for it). The returned slices are shared with other
 // connections and must not be modified.
 func (o *Outbox) Take(now time.Time) (frames [][]byte, retryIn time.Duration) {
+	return o.TakeAppend(nil, now)
+}
+
+// TakeAppend is Take appending the frames to dst, so that a writer can
+// reuse one slice: a new one per Take was 5% of the gateway's CPU at 1,000
+// spectators (one Take per frame per connection).
+func (o *Outbox) TakeAppend(dst [][]byte, now time.Time) (frames [][]byte, retryIn time.Duration) {
+	frames = dst
 	if now.IsZero() {
 		now = o.now()
 	}
