@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,28 +10,26 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/internal/testenv"
-	"github.com/wsgateway/wsgateway/proto"
 )
 
 // TestHostileSoak is the soak with attackers beside the normal load: two
 // clients flooding empty pings (closed with 1008, they dial again at once)
 // and a player naming a new board in every score (--dev, so each first
-// write may create one). The soak runs once quiet and once with the
-// attackers; afterwards the gateway's goroutines, open files and heap are
-// back at the baseline (settled), Redis holds at most --dev-boards boards
-// more, and both ledgers are exact. The ack p99 of both runs is logged (a
-// ratio, not asserted: timing is measured, never asserted in tests).
-// -soak 10m / LB_SOAK=10m runs each phase that long.
+// write may create one). The attackers are a process of their own
+// (e2e/attacker, attack_test.go), counted as a remote client address. The
+// soak runs once quiet and once with the attackers; afterwards the
+// gateway's goroutines, open files and heap are back at the baseline
+// (settled), Redis holds at most --dev-boards boards more, and both ledgers
+// are exact. The ack p99 of both runs is logged (a ratio, not asserted:
+// timing is measured, never asserted in tests). -soak 10m / LB_SOAK=10m
+// runs each phase that long.
 func TestHostileSoak(t *testing.T) {
 	t.Parallel()
 	d := soakDuration()
@@ -44,7 +40,9 @@ func TestHostileSoak(t *testing.T) {
 	e := startEnv(t)
 	maddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	redisURL := e.Redis.URL() + "?pool_size=20&min_idle_conns=20"
-	args := append(connCapArgs(), "--metrics-addr", maddr, "--dev", "--dev-boards", strconv.Itoa(devBoards))
+	// The load generator dials from loopback, which --max-conns-per-ip does
+	// not count; the attackers come through a trusted "proxy" and are.
+	args := []string{"--metrics-addr", maddr, "--dev", "--dev-boards", strconv.Itoa(devBoards), "--trusted-proxies", attackSource}
 	g := startGateway(t, gwOpts{RedisURL: redisURL, NATSURL: e.NATS.URL(), Args: args})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -53,11 +51,12 @@ func TestHostileSoak(t *testing.T) {
 	base := settled(t, ctx, maddr, nil)
 	redis0 := redisUsedMemory(t, e.Redis.Addr())
 
+	attacker := buildAttacker(t, t.TempDir())
 	quiet, qcpu := measuredPhase(t, ctx, g, maddr, "quiet", d)
-	atk := startAttackers(t, g)
+	atk := startAttackProcess(t, g, attacker)
 	hostile, hcpu := measuredPhase(t, ctx, g, maddr, "hostile", d)
-	stats := atk.stop()
-	t.Logf("CPU per second of the phase: quiet: gateway %.2f, test process %.2f, box load %s; hostile: gateway %.2f, test process (load generator and attackers) %.2f, box load %s",
+	stats := atk.stop(t)
+	t.Logf("CPU per second of the phase: quiet: gateway %.2f, test process %.2f, box load %s; hostile: gateway %.2f, test process (load generator) %.2f, box load %s",
 		qcpu.gateway, qcpu.self, qcpu.load, hcpu.gateway, hcpu.self, hcpu.load)
 
 	after := settled(t, ctx, maddr, base)
@@ -69,147 +68,22 @@ func TestHostileSoak(t *testing.T) {
 			created++
 		}
 	}
-	t.Logf("attackers: %d flood connections closed with 1008, %d board-naming scores (%d acked, %d limit_reached, %d rate_limited); %d attack boards exist",
-		stats.floodCloses, stats.scores, stats.acked, stats.limited, stats.rateLimited, created)
+	t.Logf("attackers: %s; %d attack boards exist", stats, created)
 	t.Logf("ack p99: quiet %.2f ms, with attackers %.2f ms (%.2fx); goroutines %v → %v, heap in use %.1f → %.1f MB, RSS %.1f → %.1f MB, Redis used_memory %.1f → %.1f MB",
 		quiet, hostile, hostile/quiet, base["go_goroutines"], after["go_goroutines"],
 		base["go_memstats_heap_inuse_bytes"]/1e6, after["go_memstats_heap_inuse_bytes"]/1e6,
 		base["process_resident_memory_bytes"]/1e6, after["process_resident_memory_bytes"]/1e6, redis0/1e6, redis1/1e6)
-	if stats.floodCloses == 0 || stats.scores == 0 {
-		t.Fatalf("the attackers did not run: %+v", stats)
+	if stats.FloodCloses == 0 || stats.Scores == 0 {
+		t.Fatalf("the attackers did not run: %s", stats)
 	}
-	if created > devBoards || stats.limited == 0 {
-		t.Errorf("%d attack boards exist, %d limit_reached answers: want at most %d boards and the cap to refuse the rest", created, stats.limited, devBoards)
+	if created > devBoards || stats.Limited == 0 {
+		t.Errorf("%d attack boards exist, %d limit_reached answers: want at most %d boards and the cap to refuse the rest", created, stats.Limited, devBoards)
 	}
 	// Redis: the soak's own boards and records (both phases) plus at most
 	// devBoards small boards; 64 MB is far above that and far below what
 	// unbounded creation reaches.
 	if redis1 > redis0+64e6 {
 		t.Errorf("Redis used_memory grew from %.1f to %.1f MB", redis0/1e6, redis1/1e6)
-	}
-}
-
-type attackStats struct {
-	floodCloses, scores, acked, limited, rateLimited int64
-}
-
-type attackers struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	s      attackStats
-}
-
-func (a *attackers) stop() attackStats {
-	a.cancel()
-	a.wg.Wait()
-	return attackStats{
-		floodCloses: atomic.LoadInt64(&a.s.floodCloses), scores: atomic.LoadInt64(&a.s.scores),
-		acked: atomic.LoadInt64(&a.s.acked), limited: atomic.LoadInt64(&a.s.limited), rateLimited: atomic.LoadInt64(&a.s.rateLimited),
-	}
-}
-
-func startAttackers(t *testing.T, g *gateway) *attackers {
-	ctx, cancel := context.WithCancel(context.Background())
-	a := &attackers{cancel: cancel}
-	for i := range 2 {
-		tok := token(t, auth.Claims{Sub: fmt.Sprint("flooder", i)})
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			for ctx.Err() == nil {
-				if flood(ctx, g, tok) {
-					atomic.AddInt64(&a.s.floodCloses, 1)
-				}
-			}
-		}()
-	}
-	tok := token(t, auth.Claims{Sub: "creator"})
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		for ctx.Err() == nil {
-			createBoards(ctx, g, tok, &a.s)
-		}
-	}()
-	return a
-}
-
-// flood dials, floods empty pings until the connection ends, and reports
-// whether the gateway closed it with 1008.
-func flood(ctx context.Context, g *gateway, tok string) bool {
-	ws, _, _, err := rawDial(g.Addr, "/ws", bearer(tok))
-	if err != nil || ws == nil {
-		time.Sleep(50 * time.Millisecond) // refused (a cap): try again shortly
-		return false
-	}
-	defer ws.Close()
-	stop := context.AfterFunc(ctx, ws.Close)
-	defer stop()
-	var batch bytes.Buffer
-	for range 256 {
-		batch.Write([]byte{opPing | 0x80, 0x80, 0, 0, 0, 0})
-	}
-	closed := make(chan bool, 1)
-	go func() {
-		for {
-			f, err := ws.read(30 * time.Second)
-			if err != nil {
-				closed <- false
-				return
-			}
-			if f.op == opClose {
-				closed <- f.closeCode() == 1008
-				return
-			}
-		}
-	}()
-	for ctx.Err() == nil {
-		ws.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		if _, err := ws.c.Write(batch.Bytes()); err != nil {
-			break
-		}
-	}
-	ws.Close()
-	return <-closed
-}
-
-// createBoards scores on a new board every time, reading each reply, until
-// the connection or ctx ends.
-func createBoards(ctx context.Context, g *gateway, tok string, s *attackStats) {
-	h := http.Header{"Authorization": {"Bearer " + tok}}
-	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-	ws, _, err := websocket.Dial(dctx, g.URL(), &websocket.DialOptions{Subprotocols: []string{proto.Subprotocol}, HTTPHeader: h})
-	dcancel()
-	if err != nil {
-		time.Sleep(50 * time.Millisecond)
-		return
-	}
-	defer ws.CloseNow()
-	if _, _, err := ws.Read(ctx); err != nil { // welcome
-		return
-	}
-	for n := 0; ctx.Err() == nil; n++ {
-		id := strconv.Itoa(n)
-		msg := fmt.Sprintf(`{"type":"score","id":"c%s","board":"atk-%d-%s","delta":1}`, id, time.Now().UnixNano(), id)
-		if ws.Write(ctx, websocket.MessageText, []byte(msg)) != nil {
-			return
-		}
-		_, b, err := ws.Read(ctx)
-		if err != nil {
-			return
-		}
-		atomic.AddInt64(&s.scores, 1)
-		var r struct{ Type, Code string }
-		json.Unmarshal(b, &r)
-		switch {
-		case r.Type == proto.TypeAck:
-			atomic.AddInt64(&s.acked, 1)
-		case r.Code == proto.CodeLimitReached:
-			atomic.AddInt64(&s.limited, 1)
-		case r.Code == proto.CodeRateLimited:
-			atomic.AddInt64(&s.rateLimited, 1)
-			time.Sleep(20 * time.Millisecond)
-		}
 	}
 }
 
