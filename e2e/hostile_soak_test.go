@@ -47,8 +47,15 @@ func TestHostileSoak(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
+	// The metrics listener may come up after the gateway answers on its
+	// own address.
+	testenv.Eventually(t, 10*time.Second, "the metrics address answering", func() error {
+		_, err := scrape(ctx, "http://"+maddr+"/metrics")
+		return err
+	})
 	soakPhase(t, ctx, g, maddr, "warmup", 3*time.Second)
 	base := settled(t, ctx, maddr, nil)
+	heapProfile(t, maddr, "base")
 	redis0 := redisUsedMemory(t, e.Redis.Addr())
 
 	attacker := buildAttacker(t, t.TempDir())
@@ -60,6 +67,7 @@ func TestHostileSoak(t *testing.T) {
 		qcpu.gateway, qcpu.self, qcpu.load, hcpu.gateway, hcpu.self, hcpu.load)
 
 	after := settled(t, ctx, maddr, base)
+	heapProfile(t, maddr, "after")
 	redis1 := redisUsedMemory(t, e.Redis.Addr())
 	ids, _ := boardIDs(t, g, adminToken(t), 1000)
 	created := 0
@@ -105,6 +113,31 @@ func redisUsedMemory(t *testing.T, addr string) float64 {
 	}
 	t.Fatalf("no used_memory in INFO memory: %q", out)
 	return 0
+}
+
+// heapProfile writes the gateway's heap profile (after a GC: settled
+// forced one) to LB_SOAK_PROFILE/<name>.heap, when that is set: the
+// baseline's and the end's, to see what the soak left in memory
+// (go tool pprof -diff_base base.heap after.heap).
+func heapProfile(t *testing.T, maddr, name string) {
+	t.Helper()
+	dir := os.Getenv("LB_SOAK_PROFILE")
+	if dir == "" {
+		return
+	}
+	resp, err := http.Get("http://" + maddr + "/debug/pprof/heap")
+	if err != nil {
+		t.Errorf("heap profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, name+".heap"), b, 0o644)
+	}
+	if err != nil {
+		t.Errorf("heap profile: %v", err)
+	}
 }
 
 // phaseCPU is what a soak phase cost: CPU seconds per second of the
