@@ -57,6 +57,26 @@ type attackReport struct {
 	Niced bool    // it ran under nice -n 19
 }
 
+// add sums o's counts into r (the slowest close: the larger).
+func (r *attackReport) add(o attackReport) {
+	r.FloodDials += o.FloodDials
+	r.FloodRefused += o.FloodRefused
+	r.FloodCloses += o.FloodCloses
+	r.FloodOther += o.FloodOther
+	r.FloodFrames += o.FloodFrames
+	r.CloseMillis = max(r.CloseMillis, o.CloseMillis)
+	r.Scores += o.Scores
+	r.Acked += o.Acked
+	r.Limited += o.Limited
+	r.RateLimited += o.RateLimited
+	r.OtherReplies += o.OtherReplies
+	r.CreatorDials += o.CreatorDials
+	r.DialFailures += o.DialFailures
+	r.ElapsedMillis += o.ElapsedMillis
+	r.CPU += o.CPU
+	r.Niced = o.Niced
+}
+
 // cores is the attacker's CPU per second of its run.
 func (r attackReport) cores() float64 {
 	if r.ElapsedMillis == 0 {
