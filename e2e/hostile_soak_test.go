@@ -25,12 +25,12 @@ import (
 // and a player naming a new board in every score (--dev, so each first
 // write may create one). The attackers are a process of their own
 // (e2e/attacker, attack_test.go), counted as a remote client address. The
-// soak runs once quiet and once with the attackers; afterwards the
-// gateway's goroutines, open files and heap are back at the baseline
-// (settled), Redis holds at most --dev-boards boards more, and both ledgers
-// are exact. The ack p99 of both runs is logged (a ratio, not asserted:
-// timing is measured, never asserted in tests). -soak 10m / LB_SOAK=10m
-// runs each phase that long.
+// soak runs once quiet and once with the attackers (LB_SOAK_ROUNDS times,
+// alternating); afterwards the gateway's goroutines, open files and heap
+// are back at the baseline (settled), Redis holds at most --dev-boards
+// boards more, and every phase's ledgers are exact. The ack p99 of each
+// phase is logged (a ratio, not asserted: timing is measured, never
+// asserted in tests). -soak 10m / LB_SOAK=10m runs each phase that long.
 func TestHostileSoak(t *testing.T) {
 	t.Parallel()
 	d := soakDuration()
