@@ -110,11 +110,20 @@ func buildAttacker(t testing.TB, dir string) string {
 
 // startAttackProcess starts the attacker program against g: two ping
 // flooders and one board-naming player. LB_SOAK_ATTACK_NICE=0 runs it at
-// normal priority (to see what it costs when it competes for the cores).
+// normal priority (to see what it costs when it competes for the cores);
+// LB_SOAK_ATTACKERS=flood or =create runs only those (to see which costs
+// what).
 func startAttackProcess(t *testing.T, g *gateway, bin string) *attackProc {
 	t.Helper()
-	flood := []string{token(t, auth.Claims{Sub: "flooder0"}), token(t, auth.Claims{Sub: "flooder1"})}
-	create := token(t, auth.Claims{Sub: "creator"})
+	var flood []string
+	var create string
+	which := os.Getenv("LB_SOAK_ATTACKERS")
+	if which != "create" {
+		flood = []string{token(t, auth.Claims{Sub: "flooder0"}), token(t, auth.Claims{Sub: "flooder1"})}
+	}
+	if which != "flood" {
+		create = token(t, auth.Claims{Sub: "creator"})
+	}
 	args := []string{bin, "-addr", g.Addr, "-source", attackSource, "-forwarded-for", attackClient}
 	p := &attackProc{}
 	if nice, err := exec.LookPath("nice"); err == nil && os.Getenv("LB_SOAK_ATTACK_NICE") != "0" {

@@ -12,7 +12,8 @@
 //     each reply.
 //
 // Tokens come from the environment (ATTACK_FLOOD_TOKENS, comma-separated,
-// one per flooder; ATTACK_CREATE_TOKEN), never from flags: a flag shows in
+// one per flooder; ATTACK_CREATE_TOKEN; either may be empty: no such
+// attacker), never from flags: a flag shows in
 // every process listing. With -source the attacker dials from that local
 // address (e.g. 127.0.0.2) and with -forwarded-for it sends that
 // X-Forwarded-For hop: against a gateway that trusts -source as a proxy,
@@ -83,10 +84,13 @@ func run() error {
 	if *addr == "" {
 		return errors.New("-addr is required")
 	}
-	floodToks := strings.Split(os.Getenv("ATTACK_FLOOD_TOKENS"), ",")
+	var floodToks []string
+	if v := os.Getenv("ATTACK_FLOOD_TOKENS"); v != "" {
+		floodToks = strings.Split(v, ",")
+	}
 	createTok := os.Getenv("ATTACK_CREATE_TOKEN")
-	if floodToks[0] == "" || createTok == "" {
-		return errors.New("ATTACK_FLOOD_TOKENS and ATTACK_CREATE_TOKEN are required")
+	if len(floodToks) == 0 && createTok == "" {
+		return errors.New("ATTACK_FLOOD_TOKENS or ATTACK_CREATE_TOKEN is required")
 	}
 	d := net.Dialer{Timeout: 5 * time.Second}
 	if *source != "" {
@@ -111,11 +115,13 @@ func run() error {
 			}
 		})
 	}
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			a.createBoards(ctx, createTok)
-		}
-	})
+	if createTok != "" {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				a.createBoards(ctx, createTok)
+			}
+		})
+	}
 	wg.Wait()
 	a.r.ElapsedMillis = time.Since(start).Milliseconds()
 	a.r.CloseMillis = a.r.closeMax.Load()
