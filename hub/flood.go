@@ -23,8 +23,12 @@ import (
 
 // Budget of message-less frames per connection: a burst a real client never
 // needs (it pings every few seconds), refilled at a rate no flood reaches.
+// Every frame of the burst is parsed by the library and every ping
+// answered (pong.go); with a flooder dialling again at once, 4096 frames a
+// connection were a quarter of a core of the gateway in
+// e2e.TestHostileSoak, so the burst is 256.
 const (
-	floodBurst = 4096
+	floodBurst = 256
 	floodRate  = 100 // per second
 )
 
@@ -136,7 +140,12 @@ func (c *corkConn) Read(p []byte) (int, error) {
 		n, err = c.Conn.Read(p)
 	}
 	if !c.flood.observe(p[:n], time.Now) {
+		// Nor is the chunk that spent the budget handed on: the library
+		// would parse every frame of it and answer every ping (up to 4 KiB
+		// of pings, 682 more frames than the budget).
 		c.stalled = true
+		<-c.closed
+		return 0, net.ErrClosed
 	}
 	return n, err
 }
@@ -197,4 +206,25 @@ func (c *corkConn) linger() {
 			return
 		}
 	}
+}
+
+// floodHold is how long a connection closed for flooding keeps its address
+// and member slots (Config.MaxConnsPerIP, MaxConnsPerMember) after it
+// ends. A flooder that dials again at once gets a fresh budget per
+// connection, so the caps bound its connections at once but not per
+// second; held, the slots bound it to MaxConnsPerMember connections (16 by
+// default) per floodHold per member, and MaxConnsPerIP per address, after
+// which its upgrades are refused (429) before a token is even read for
+// the address cap. A real client never floods, so it never waits.
+const floodHold = 10 * time.Second
+
+// holdAfterFlood reports whether rv's connection was closed for flooding;
+// if so, its address and member slots are given back after floodHold
+// instead of now.
+func (rv *reservation) holdAfterFlood() bool {
+	if rv.cc == nil || !rv.cc.flood.flooded.Load() || (rv.ipKey == "" && rv.mKey == "") {
+		return false
+	}
+	time.AfterFunc(floodHold, rv.releaseSlots)
+	return true
 }

@@ -268,12 +268,14 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Subprotocols:    []string{proto.Subprotocol}, // never the bearer entry
 		OriginPatterns:  h.cfg.AllowedOrigins,
 		CompressionMode: websocket.CompressionDisabled, // its memory per connection is large
+		OnPingReceived:  cw.onPing,                     // pongs over budget cost nothing (pong.go)
 	})
 	if err != nil {
 		h.log.Debug("hub: upgrade failed", "err", err) // Accept answered the request
 		return
 	}
 	c := newConn(h, ws, cw.cc, p, anon)
+	rv.cc = cw.cc // a flood close holds the slots (flood.go)
 	h.reg.add(c)
 	role := string(p.Role)
 	if anon {

@@ -80,13 +80,22 @@ type reservation struct {
 	h     *Hub
 	ipKey string // "" = not counted
 	mKey  string
-	node  bool // holds a MaxConns slot
+	node  bool      // holds a MaxConns slot
+	cc    *corkConn // once upgraded; a flood close holds the slots (holdAfterFlood)
 }
 
 func (rv *reservation) release() {
 	if rv.node {
 		rv.h.nodeConns.Add(-1)
 	}
+	if rv.holdAfterFlood() {
+		return
+	}
+	rv.releaseSlots()
+}
+
+// releaseSlots gives back the address and member slots.
+func (rv *reservation) releaseSlots() {
 	if rv.ipKey != "" {
 		rv.h.reg.release(slotIP, rv.ipKey)
 	}

@@ -1,6 +1,9 @@
 package hub
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Pongs are written by coder/websocket's reader, one write(2) each, for
 // every ping read; the flood guard (flood.go) lets a connection send
@@ -41,4 +44,28 @@ func (b *pongBudget) allow(now time.Time) bool {
 // (unmasked, payload under 126 bytes): how the library flushes a pong.
 func isPong(p []byte) bool {
 	return len(p) >= 2 && p[0] == 0x8A && p[1] < 126 && len(p) == 2+int(p[1])
+}
+
+// due reports whether allow would grant a pong at now, taking nothing.
+func (b *pongBudget) due(now time.Time) bool {
+	if b.last.IsZero() {
+		return true
+	}
+	return b.tokens+now.Sub(b.last).Seconds()*pongRate >= 1
+}
+
+// pongDue reports whether a pong written now would be within the budget.
+// The library asks it (onPing) before it answers a ping: a pong Write
+// would drop costs the library a context with a timeout, its write lock
+// and the framing all the same, per ping of a flood.
+func (c *corkConn) pongDue() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pongs.due(time.Now())
+}
+
+// onPing is the library's OnPingReceived: false skips the pong, as Write
+// would drop it anyway (over the pong budget).
+func (w *corkWriter) onPing(context.Context, []byte) bool {
+	return w.cc == nil || w.cc.pongDue()
 }
