@@ -124,20 +124,25 @@ func finalOf(b *board) finalRead {
 	if !b.lc.known || b.lc.state != rank.Final {
 		return finalRead{}
 	}
-	if b.cfg.Reset == rank.None {
+	return finalPeriod(b.cfg, b.lc.final)
+}
+
+// finalPeriod is finalRead for period final of a board with config cfg
+// (the whole board when it has no reset).
+func finalPeriod(cfg rank.Board, final int64) finalRead {
+	if cfg.Reset == rank.None {
 		return finalRead{is: true}
 	}
-	return finalRead{is: true, sel: rank.PeriodSel(strconv.FormatInt(b.lc.final, 10)), period: b.lc.final}
+	return finalRead{is: true, sel: rank.PeriodSel(strconv.FormatInt(final, 10)), period: final}
 }
 
 // finalJob is a final top frame to read and send after the lock is
 // released.
 type finalJob struct {
-	board  string
-	period int64
-	sel    rank.PeriodSel
-	ns     map[int][]target // top N -> its subscribers
-	maxN   int
+	board string
+	read  finalRead
+	ns    map[int][]target // top N -> its subscribers
+	maxN  int
 }
 
 // lifecycleTick compares b's phase at store time now with what its
@@ -164,12 +169,7 @@ func (e *Engine) lifecycleTick(b *board, now time.Time) *finalJob {
 	if b.maxN == 0 {
 		return nil
 	}
-	j := &finalJob{board: b.id, period: final, maxN: b.maxN, ns: map[int][]target{}}
-	if b.cfg.Reset != rank.None {
-		j.sel = rank.PeriodSel(strconv.FormatInt(final, 10))
-	} else {
-		j.period = 0
-	}
+	j := &finalJob{board: b.id, read: finalPeriod(b.cfg, final), maxN: b.maxN, ns: map[int][]target{}}
 	for n, s := range b.topSubs {
 		j.ns[n] = s.targets()
 	}
@@ -182,7 +182,7 @@ func (e *Engine) runFinal(ctx context.Context, j *finalJob, ts time.Time) {
 	rctx, cancel := context.WithTimeout(ctx, e.readTimeout)
 	defer cancel()
 	e.reads.Add(1)
-	page, err := e.store.Top(rctx, j.board, j.sel, 0, j.maxN)
+	page, err := e.store.Top(rctx, j.board, j.read.sel, 0, j.maxN)
 	if err != nil {
 		e.readFailed(ctx, "final top", j.board, err)
 		return
@@ -190,13 +190,10 @@ func (e *Engine) runFinal(ctx context.Context, j *finalJob, ts time.Time) {
 	e.decorate(ctx, page.Entries)
 	key := slotKey{j.board, false}
 	for n, to := range j.ns {
-		e.encoded.Add(1)
-		frame, _ := json.Marshal(proto.Top{
-			Type: proto.TypeTop, Board: j.board, Seq: page.Seq,
-			Entries: proto.EntriesOf(page.Entries[:min(n, len(page.Entries))]), Total: page.Total,
-			TS: ts.UnixMilli(), Final: true, Period: j.period,
-		})
-		frame = proto.Decimalize(frame, page.Decimals)
+		frame := e.encodeTop(j.board, &topFrame{
+			entries: page.Entries[:min(n, len(page.Entries))], total: page.Total, seq: page.Seq,
+			decimals: page.Decimals, final: j.read,
+		}, ts.UnixMilli())
 		for _, t := range to {
 			t.o.event(frame, &key)
 		}
