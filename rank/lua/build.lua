@@ -134,26 +134,20 @@ for i = mb, #ARGV do
   for c = 1, C do
     local k = 3 + 2 * K + 3 * c
     local sc
-    if cz[c] then
+    if cz[c] or cx[c] then
       local zm = m
       if cm[c] then
         zm = redis.call('HGET', KEYS[k + 1], m) or m
         work = work + READ
       end
-      sc = redis.call('ZSCORE', KEYS[k], zm)
-      work = work + READ
+      if cz[c] then
+        sc = redis.call('ZSCORE', KEYS[k], zm)
+        work = work + READ
+      end
       if not sc and cx[c] then
         sc = redis.call('ZSCORE', KEYS[k + 2], zm)
         work = work + READ
       end
-    elseif cx[c] then
-      local zm = m
-      if cm[c] then
-        zm = redis.call('HGET', KEYS[k + 1], m) or m
-        work = work + READ
-      end
-      sc = redis.call('ZSCORE', KEYS[k + 2], zm)
-      work = work + READ
     end
     local v, h = 0, 0
     if sc then
