@@ -50,8 +50,8 @@
 -- ARGV[8]  member id: its sums and next entries go (after ban.lua removed
 --          its current entry)
 --
--- apply returns one string per event as apply.lua does ("0"/"1" .. record
--- or "!" .. code; out_of_range when a bucket's sum would leave
+-- apply returns its events' replies joined with "\n", as apply.lua does
+-- (each "0"/"1" .. record or "!" .. code; out_of_range when a bucket's sum would leave
 -- ±MaxHotBucketSum, board_closed when the event's bucket has left the
 -- window), or the error "LB hot" when z:0 is not the view of the clock's
 -- bucket: nothing was written; the caller runs steps, then again.
@@ -332,4 +332,4 @@ end
 
 local out = {}
 for i = 1, n do out[i] = one(i) end
-return out
+return table.concat(out, '\n')

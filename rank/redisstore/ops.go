@@ -276,24 +276,19 @@ func (s *Store) settle(ctx context.Context, m *cmd, attempt int, again []*call) 
 		}
 		return again
 	}
-	// apply.lua joins its replies with "\n" (one string, cut here without
-	// allocating); hot.lua answers an array.
-	joined, isString := v.(string)
-	a, isArray := v.([]any)
-	if !(isString && strings.Count(joined, "\n") == len(m.calls)-1) && !(isArray && len(a) == len(m.calls)) {
+	// apply.lua and hot.lua join their replies with "\n" (one string, cut
+	// here without allocating).
+	joined, ok := v.(string)
+	if !ok || strings.Count(joined, "\n") != len(m.calls)-1 {
 		err := fmt.Errorf("redisstore: apply %s: unexpected reply %v", board, v)
 		for _, c := range m.calls {
 			c.err = err
 		}
 		return again
 	}
-	for i, c := range m.calls {
+	for _, c := range m.calls {
 		var rep string
-		if isString {
-			rep, joined, _ = strings.Cut(joined, "\n")
-		} else {
-			rep, _ = a[i].(string)
-		}
+		rep, joined, _ = strings.Cut(joined, "\n")
 		if c.shard != nil {
 			rep = c.cutMembers(rep)
 		}
