@@ -116,14 +116,16 @@ func (s *Store) shardGroup(ctx context.Context, c *call) string {
 	return sh.b.ID
 }
 
-// cutMembers takes apply.lua's ";<new member>;<old member>" off a shard's
-// reply (a refusal has none).
+// cutMembers takes apply.lua's ";<new member>;<old member>;<record hash>"
+// off a shard's reply (a refusal has none).
 func (c *call) cutMembers(rep string) string {
 	rec, zs, ok := strings.Cut(rep, ";")
 	if !ok {
 		return rep
 	}
-	c.newZ, c.oldZ, _ = strings.Cut(zs, ";")
+	var rest string
+	c.newZ, rest, _ = strings.Cut(zs, ";")
+	c.oldZ, c.recH, _ = strings.Cut(rest, ";")
 	return rec
 }
 
@@ -242,9 +244,20 @@ func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
 		next[c.e.Board]++
 		c.r.Seq = next[c.e.Board]
 		rec := fmt.Sprintf("%s.%s,%d,%d,%d,%d,%d,%d", c.hash, c.token, c.r.Score, c.r.Rank, c.r.PrevRank, c.r.PrevScore, c.r.Seq, c.r.Period)
-		rw.SetArgs(ctx, c.shard.idem+c.e.Member+"|"+c.e.ID, rec, redis.SetArgs{Mode: "XX", KeepTTL: true})
+		rw.EvalSha(ctx, s.rerecord.sha, []string{c.recH}, c.e.Member+"|"+c.e.ID, rec)
 	}
-	if _, err := rw.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	_, err = rw.Exec(ctx)
+	if err != nil && isNoScript(err) {
+		if err = s.rerecord.load(ctx, s.client); err == nil {
+			for _, c := range todo {
+				rec := fmt.Sprintf("%s.%s,%d,%d,%d,%d,%d,%d", c.hash, c.token, c.r.Score, c.r.Rank, c.r.PrevRank, c.r.PrevScore, c.r.Seq, c.r.Period)
+				if err = s.client.EvalSha(ctx, s.rerecord.sha, []string{c.recH}, c.e.Member+"|"+c.e.ID, rec).Err(); err != nil {
+					break
+				}
+			}
+		}
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
 		// The events stand; a retry of one would answer its shard's
 		// result rather than the global one.
 		s.log.Warn("redisstore: rewriting sharded idempotency records", "err", err)
