@@ -161,6 +161,25 @@ if banExp and banDue(bkey, now) then return redis.error_reply('LB expired') end
 local noRaw = meta[6] == meta[1] and tie ~= 'shared'
 local R = recordsOpen(meta, window, now, 13, n)
 
+-- The member hash of the clock's slot (where nearly every event lands) is
+-- read for every event of the call with one HMGET; what this call writes
+-- to it after is kept in mnew (false: deleted), so each event still reads
+-- it as it is after the events before it. Another slot's is read per event.
+local pm = slots[cur].m
+local pmv
+do
+  local ms = {}
+  for i = 1, n do ms[i] = ARGV[20 + 6 * (i - 1) + 1] end
+  pmv = redis.call('HMGET', pm, unpack(ms))
+end
+local mnew = {}
+local function memberZ(mkey, member, i)
+  if mkey ~= pm then return redis.call('HGET', mkey, member) end
+  local v = mnew[member]
+  if v ~= nil then return v end
+  return pmv[i]
+end
+
 -- ---- derived boards (PROTOCOL.md §8, R22): the dependants' views ----
 -- maintain adds weight × d to member's entry in each view the event's slot
 -- s (0 = P, 1 = A, 2 = B) lands in: slot s's views are s+1 .. s+S. An
@@ -312,7 +331,7 @@ local function one(i)
     return '!limit_reached'
   end
 
-  local oldz = redis.call('HGET', mkey, member)
+  local oldz = memberZ(mkey, member, i)
   local olds = false
   if oldz then
     olds = redis.call('ZSCORE', zkey, oldz)
@@ -369,8 +388,10 @@ local function one(i)
     redis.call('ZADD', zkey, sc, z)
     if z ~= member then
       redis.call('HSET', mkey, member, z)
+      if mkey == pm then mnew[member] = z end
     elseif had and oldz ~= member then
       redis.call('HDEL', mkey, member)
+      if mkey == pm then mnew[member] = false end
     end
     rank = rankOf(zkey, z, sc)
     if not had and expat > now then
@@ -392,7 +413,7 @@ local function one(i)
   rec = string.format('%s,%d,%d,%d,%d,%d,%s', ARGV[j + 5], new, rank, prev, prevscore, seq, period)
   recordPut(R, i, rec)
   if sharded then
-    local z = redis.call('HGET', mkey, member) or member
+    local z = memberZ(mkey, member, i) or member
     return '0' .. rec .. ';' .. z .. ';' .. oldz .. ';' .. R.cur
   end
   return '0' .. rec
