@@ -120,7 +120,7 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 	// The shards' copies of the version go after the config: a PUT refused
 	// above writes nothing, and events checked against the new config are
 	// only "stale" on a shard until this lands.
-	if err := s.putShardVersions(ctx, b, ver); err != nil {
+	if err := s.putShardVersions(ctx, b, ver, created); err != nil {
 		return rank.Board{}, s.fail("put board", b.ID, err)
 	}
 	// The list lives in another slot, so it is a separate command; Boards

@@ -203,3 +203,29 @@ func TestNoRawFlag(t *testing.T) {
 		t.Fatalf("nr %q after the board was shared", nr())
 	}
 }
+
+// A sharded board's duplicate answers the global result its follow-up
+// rewrote into the shard's bucket hash (rerecord.lua), and a new sharded
+// board's shards know they have no records of the old format.
+func TestRecordsSharded(t *testing.T) {
+	t.Parallel()
+	b := rank.DefaultBoard("sh")
+	b.Shards = 3
+	r := newRecordsRig(t, b)
+	for i := range 3 {
+		if got, _ := r.s.client.HGet(t.Context(), r.s.key(shardID("sh", i), "cfg"), "ro").Result(); got != "n" {
+			t.Fatalf("shard %d: ro %q, want n", i, got)
+		}
+	}
+	var firsts []rank.Result
+	for i, m := range []string{"a", "b", "c", "d", "e", "f"} {
+		firsts = append(firsts, mustApply(t, r.s, incr("sh", "e"+m, m, int64(10+i))))
+	}
+	r.clk.Advance(r.w) // the next bucket: found in the previous one
+	for i, m := range []string{"a", "b", "c", "d", "e", "f"} {
+		got := mustApply(t, r.s, incr("sh", "e"+m, m, int64(10+i)))
+		if f := firsts[i]; !got.Duplicate || got.Seq != f.Seq || got.Rank != f.Rank || got.Score != f.Score {
+			t.Fatalf("%s: %+v, want a duplicate of %+v", m, got, f)
+		}
+	}
+}

@@ -64,14 +64,21 @@ func (s *Store) cachedShards(b rank.Board, ver string) []cachedBoard {
 // putShardVersions writes the config version to every shard's cfg hash,
 // which apply.lua and shard.lua check. PutBoard calls it before writing the
 // board's config: a caller holding the old version meets "stale" and
-// re-reads, never a shard without the new version.
-func (s *Store) putShardVersions(ctx context.Context, b rank.Board, ver string) error {
+// re-reads, never a shard without the new version. A board just created
+// also notes on each shard that it has no records of the format before
+// buckets (ro, rs: rank/lua/prelude.lua), as putboard.lua does for the
+// board, so its shards never look for them.
+func (s *Store) putShardVersions(ctx context.Context, b rank.Board, ver string, created bool) error {
 	if !b.Sharded() {
 		return nil
 	}
 	pipe := s.client.Pipeline()
 	for i := range b.Shards {
-		pipe.HSet(ctx, s.key(shardID(b.ID, i), "cfg"), "v", ver)
+		if created {
+			pipe.HSet(ctx, s.key(shardID(b.ID, i), "cfg"), "v", ver, "ro", "n", "rs", "0")
+		} else {
+			pipe.HSet(ctx, s.key(shardID(b.ID, i), "cfg"), "v", ver)
+		}
 	}
 	_, err := pipe.Exec(ctx)
 	return err
