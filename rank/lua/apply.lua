@@ -155,9 +155,9 @@ end
 if banExp and banDue(bkey, now) then return redis.error_reply('LB expired') end
 
 -- A board created by this code with a tiebreak other than shared, and never
--- set to shared since (putboard.lua's nr, true while it equals v), holds no raw "<member>" entry in
--- a sorted set, so a member absent from the member hash is new without a
--- ZSCORE of its raw id.
+-- set to shared since (putboard.lua's nr, true while it equals v), holds no
+-- raw "<member>" entry in a sorted set, so a member absent from the member
+-- hash is new without a ZSCORE of its raw id.
 local noRaw = meta[6] == meta[1] and tie ~= 'shared'
 local R = recordsOpen(meta, window, now, 13, n)
 
