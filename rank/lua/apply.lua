@@ -17,8 +17,11 @@
 -- KEYS[12]   <p>:{b}:c:<B>   the same for B
 --            (a board without periods passes its one period's keys as A, B and P)
 -- KEYS[13]   <p>:{b}:ban     hash: the board's bans (see ban.lua; R21)
--- KEYS[13+i] <p>:{b}:i:<m>|<id>  string: idempotency record of event i (member m's
---            request id; R4 v1.1), i = 1..N
+-- KEYS[13+i] <p>:{b}:i:<m>|<id>  event i's idempotency record key of the
+--            format before buckets (member m's request id; R4 v1.1), i = 1..N:
+--            read only in the window after an upgrade; "<m>|<id>" is the
+--            record's field in the bucket hashes <p>:{b}:r:<W>.<k> (prelude's
+--            records, which also uses the cfg hash's fields rw, rs, ro, rb)
 --
 -- ARGV[1]  config version the caller validated the events against
 -- ARGV[2]  now in unix ms, or "" to read the server's TIME (the one clock)
@@ -102,15 +105,19 @@
 
 local MAX = 9007199254740991
 
-local err = refused()
-if err then return err end
+-- The config version check (prelude's refused) with the fields the
+-- records (prelude's recordsOpen) and the raw-entry lookup read, in one call.
+local meta = redis.call('HMGET', KEYS[1], 'v', 'rw', 'rs', 'ro', 'rb', 'nr')
+if not meta[1] then return redis.error_reply('LB unknown_board') end
+if meta[1] ~= ARGV[1] then return redis.error_reply('LB stale') end
 
 local mode, order, tie = ARGV[10], ARGV[11], ARGV[12]
 -- A shard of a sharded board (R24) passes its tiebreak with the suffix
 -- "@t": the tie key is then the store's time in µs, strictly increasing
 -- within the shard (its seq key holds the last one), so ties across
 -- shards order by the time of reaching the score, and each reply also
--- carries ";<new sorted-set member>;<old one>" for the rank across shards.
+-- carries ";<new sorted-set member>;<old one>;<record hash>" for the rank
+-- across shards and the record's rewrite (rerecord.lua).
 local sharded = false
 if string.sub(tie, -2) == '@t' then tie, sharded = string.sub(tie, 1, -3), true end
 local window = tonumber(ARGV[13])
@@ -136,28 +143,41 @@ local slots = {
   [2] = {z = KEYS[6], m = KEYS[7], c = KEYS[12], from = boundary, to = tonumber(ARGV[5]), idx = ARGV[7], exp = tonumber(ARGV[9])},
 }
 
--- The clock is read only when something depends on it: periods, a
--- schedule or an event's at.
+-- The clock is read once per call (the records' bucket depends on it).
 local bkey = KEYS[13]
 local bans = redis.call('EXISTS', bkey) == 1
 local banExp = bans and redis.call('HGET', bkey, '|exp')
-local needClock = boundary > 0 or startsAt or endsAt or banExp
-for i = 1, n do
-  if ARGV[20 + 6 * i] ~= '' then needClock = true end
+local now, cur = clockMs(), 1
+if boundary > 0 then
+  if now < slots[1].from or now >= slots[2].to then return redis.error_reply('LB clock') end
+  if now >= boundary then cur = 2 end
 end
-local now, cur = 0, 1
-if needClock then
-  if ARGV[2] ~= '' then
-    now = tonumber(ARGV[2])
-  else
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  if boundary > 0 then
-    if now < slots[1].from or now >= slots[2].to then return redis.error_reply('LB clock') end
-    if now >= boundary then cur = 2 end
-  end
-  if banExp and banDue(bkey, now) then return redis.error_reply('LB expired') end
+if banExp and banDue(bkey, now) then return redis.error_reply('LB expired') end
+
+-- A board created by this code with a tiebreak other than shared, and never
+-- set to shared since (putboard.lua's nr, true while it equals v), holds no
+-- raw "<member>" entry in a sorted set, so a member absent from the member
+-- hash is new without a ZSCORE of its raw id.
+local noRaw = meta[6] == meta[1] and tie ~= 'shared'
+local R = recordsOpen(meta, window, now, 13, n)
+
+-- The member hash of the clock's slot (where nearly every event lands) is
+-- read for every event of the call with one HMGET; what this call writes
+-- to it after is kept in mnew (false: deleted), so each event still reads
+-- it as it is after the events before it. Another slot's is read per event.
+local pm = slots[cur].m
+local pmv
+do
+  local ms = {}
+  for i = 1, n do ms[i] = ARGV[20 + 6 * (i - 1) + 1] end
+  pmv = redis.call('HMGET', pm, unpack(ms))
+end
+local mnew = {}
+local function memberZ(mkey, member, i)
+  if mkey ~= pm then return redis.call('HGET', mkey, member) end
+  local v = mnew[member]
+  if v ~= nil then return v end
+  return pmv[i]
 end
 
 -- ---- derived boards (PROTOCOL.md §8, R22): the dependants' views ----
@@ -280,8 +300,8 @@ end
 -- one applies event i and returns its reply string.
 local function one(i)
   local j = 20 + 6 * (i - 1)
-  local ikey, member, name, op = KEYS[13 + i], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
-  local rec = redis.call('GET', ikey)
+  local member, name, op = ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
+  local rec = recordGet(R, i)
   if rec then return '1' .. rec end
   if bans then
     local r = redis.call('HMGET', bkey, member, 'g|' .. member)
@@ -311,8 +331,14 @@ local function one(i)
     return '!limit_reached'
   end
 
-  local oldz = redis.call('HGET', mkey, member) or member
-  local olds = redis.call('ZSCORE', zkey, oldz)
+  local oldz = memberZ(mkey, member, i)
+  local olds = false
+  if oldz then
+    olds = redis.call('ZSCORE', zkey, oldz)
+  else
+    oldz = member
+    if not noRaw then olds = redis.call('ZSCORE', zkey, member) end
+  end
   local had = olds ~= false
   local old = 0
   if had then
@@ -362,8 +388,10 @@ local function one(i)
     redis.call('ZADD', zkey, sc, z)
     if z ~= member then
       redis.call('HSET', mkey, member, z)
+      if mkey == pm then mnew[member] = z end
     elseif had and oldz ~= member then
       redis.call('HDEL', mkey, member)
+      if mkey == pm then mnew[member] = false end
     end
     rank = rankOf(zkey, z, sc)
     if not had and expat > now then
@@ -383,10 +411,10 @@ local function one(i)
   -- Written last: Redis does not roll a script back, and a record written
   -- before a failing write would turn every retry into a false duplicate.
   rec = string.format('%s,%d,%d,%d,%d,%d,%s', ARGV[j + 5], new, rank, prev, prevscore, seq, period)
-  redis.call('SET', ikey, rec, 'PX', window)
+  recordPut(R, i, rec)
   if sharded then
-    local z = redis.call('HGET', mkey, member) or member
-    return '0' .. rec .. ';' .. z .. ';' .. oldz
+    local z = memberZ(mkey, member, i) or member
+    return '0' .. rec .. ';' .. z .. ';' .. oldz .. ';' .. R.cur
   end
   return '0' .. rec
 end

@@ -32,4 +32,7 @@ end
 if op == 'add' then out[#out + 1] = ARGV[8] end
 local d = table.concat(out, ',')
 redis.call('HSET', KEYS[1], 'd', d, 'v', ARGV[9])
+-- nr (putboard.lua) holds the version it is true for: it follows the
+-- version when it was true for the old one.
+if redis.call('HGET', KEYS[1], 'nr') == ver then redis.call('HSET', KEYS[1], 'nr', ARGV[9]) end
 return d

@@ -23,7 +23,8 @@
 -- KEYS[10]   <p>:{b}:x:0     sorted set: banned members' hidden entries, current
 -- KEYS[11]   <p>:{b}:h:xn    sorted set: banned members' entries, next
 -- KEYS[12]   <p>:{b}:h:lease string: the token of the node doing the build
--- KEYS[12+i] <p>:{b}:i:<m>|<id> idempotency record of event i (op apply)
+-- KEYS[12+i] <p>:{b}:i:<m>|<id> event i's record key before buckets (op apply;
+--            as apply.lua's KEYS[13+i]: prelude's records)
 --
 -- ARGV[1]  config version the caller resolved the keys with
 -- ARGV[2]  now in unix ms, or "" to read the server's TIME (the one clock)
@@ -60,8 +61,11 @@
 -- "swap" (made the next view current). remove returns 1.
 -- Errors "LB <code>": unknown_board, stale, expired, bad_request.
 
-local err = refused()
-if err then return err end
+-- The config version check (prelude's refused) with the fields the
+-- records read (prelude's recordsOpen), in one call.
+local meta = redis.call('HMGET', KEYS[1], 'v', 'rw', 'rs', 'ro', 'rb')
+if not meta[1] then return redis.error_reply('LB unknown_board') end
+if meta[1] ~= ARGV[1] then return redis.error_reply('LB stale') end
 
 local span, nb, factor, order, op = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7]
 if not span or span < 1 or not nb or nb < 1 or not factor then
@@ -264,11 +268,12 @@ if (order ~= 'desc' and order ~= 'asc') or not window or window < 1 or not grace
 end
 local bans = redis.call('EXISTS', bkey) == 1
 if bans and banDue(bkey, now) then return redis.error_reply('LB expired') end
+local R = recordsOpen(meta, window, now, 12, n)
 
 local function one(i)
   local j = 12 + 6 * (i - 1)
-  local ikey, member, name, evop = KEYS[12 + i], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
-  local rec = redis.call('GET', ikey)
+  local member, name, evop = ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
+  local rec = recordGet(R, i)
   if rec then return '1' .. rec end
   if bans and banned(member) then return '!banned' end
   local amount = tonumber(ARGV[j + 4])
@@ -326,7 +331,7 @@ local function one(i)
   if maxSubs > 0 then redis.call('HINCRBY', counts, member, 1) end
   if name ~= '' then redis.call('HSET', KEYS[3], member, name) end
   rec = string.format('%s,%d,%d,%d,%d,%d,0', ARGV[j + 5], new, rank, prev, prevscore, seq)
-  redis.call('SET', ikey, rec, 'PX', window)
+  recordPut(R, i, rec)
   return '0' .. rec
 end
 

@@ -1,7 +1,9 @@
 // Package lua holds the Redis engine's Lua scripts, embedded. Each script
 // starts with a header listing every KEYS[i] and ARGV[i]; every key a script
-// touches arrives in KEYS and carries the board's {hash tag}, so each script
-// runs on one Redis Cluster slot. prelude.lua holds what every script shares
+// touches carries the board's {hash tag}, so each script runs on one Redis
+// Cluster slot. Every key arrives in KEYS but the idempotency records'
+// bucket hashes (prelude.lua), whose names depend on the script's clock:
+// they are built from KEYS[1]'s prefix, so they share its slot. prelude.lua holds what every script shares
 // (the config version check, the period clock, member ids and names); Source
 // puts it before each script, so the text sent to Redis, and its SHA1, is
 // one self-contained script.
@@ -29,6 +31,9 @@ const (
 	// Hot is a hot board's apply and bucket boundary work (R22).
 	Hot = "hot.lua"
 
+	// Rerecord replaces an existing idempotency record (sharded boards).
+	Rerecord = "rerecord.lua"
+
 	Build = "build.lua" // derived boards: recompute members of a derived board
 	Deps  = "deps.lua"  // derived boards: a source's list of dependants
 )
@@ -54,5 +59,5 @@ func file(name string) string {
 
 // Names lists every embedded script.
 func Names() []string {
-	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Build, Deps}
+	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, Build, Deps}
 }

@@ -74,3 +74,86 @@ local function banDue(bkey, now)
   if not e then return false end
   return (now or clockMs()) >= tonumber(e)
 end
+
+-- ---- idempotency records (R4; apply.lua and hot.lua) ----
+-- A record is the field "<m>|<id>" (member m's request id) of a hash per
+-- board and time bucket, <p>:{b}:r:<W>.<k> with W the idempotency window
+-- in ms and k = floor(now / W), instead of a key with an expiry of its own
+-- per record: an HSET into a hash costs Redis a fraction of SET ... PX,
+-- and one HMGET per bucket reads every record a call needs. A lookup at
+-- time now reads buckets k and k-1, so a record is found between W and 2W
+-- after it was written (R4 asks for at least W). The hash of bucket k
+-- expires W/4 after the end of bucket k+1, and the first record written in
+-- bucket k unlinks bucket k-2 before that expiry could free it on the main
+-- thread (a large hash's free blocks; UNLINK frees it in the background).
+-- The bucket keys are built here from KEYS[1]'s prefix, so they carry the
+-- board's {hash tag}: same slot as every declared key.
+--
+-- The cfg hash (KEYS[1]) notes the format: rw = the W of the buckets being
+-- written, rs = since when (unix ms), ro = what came before: 'n' nothing
+-- (a board created by this code), 'k' a key per record (the code before
+-- buckets: KEYS[k0+i], still passed, is each event's old key) or an older
+-- W (the window changed). Records of the previous format are still read on
+-- a miss until rs + its window, so neither an upgrade nor a window change
+-- forgets a record within its window. rb = the bucket ("<W>.<k>") whose
+-- hash already has its expiry.
+--
+-- recordsOpen starts a call's records: meta is the cfg hash's HMGET of
+-- 'v', 'rw', 'rs', 'ro', 'rb', the events' old record keys are
+-- KEYS[k0+1 .. k0+n] (the field is the key without its prefix).
+local function recordsOpen(meta, window, now, k0, n)
+  local base = string.sub(KEYS[1], 1, -4) .. 'r:' -- KEYS[1] ends in "cfg"
+  local rw, rs, ro = tonumber(meta[2]), tonumber(meta[3]) or 0, meta[4] or 'k'
+  if rw ~= window then
+    if rw then
+      ro, rs = string.format('%d', rw), now
+    elseif ro == 'k' then
+      rs = now
+    end
+    redis.call('HSET', KEYS[1], 'rw', string.format('%d', window), 'rs', string.format('%d', rs), 'ro', ro)
+  end
+  local b = math.floor(now / window)
+  local pre = base .. string.format('%d', window) .. '.'
+  local R = {pre = pre, bucket = b, window = window, now = now, k0 = k0, written = {}, fields = {}}
+  R.cur, R.prev = pre .. string.format('%d', b), pre .. string.format('%d', b - 1)
+  R.tag = string.format('%d.%d', window, b)
+  R.fresh = meta[5] ~= R.tag
+  if ro == 'k' then
+    R.legacyKey = now < rs + window
+  elseif ro ~= 'n' then
+    local w = tonumber(ro)
+    if w and w > 0 and now < rs + w then
+      local ob = math.floor(now / w)
+      R.oldCur, R.oldPrev = base .. ro .. '.' .. string.format('%d', ob), base .. ro .. '.' .. string.format('%d', ob - 1)
+    end
+  end
+  local at = #KEYS[1] -- "<p>:{b}:i:" is one character shorter than "<p>:{b}:cfg"
+  for i = 1, n do R.fields[i] = string.sub(KEYS[k0 + i], at) end
+  R.got = redis.call('HMGET', R.cur, unpack(R.fields))
+  R.gotp = redis.call('HMGET', R.prev, unpack(R.fields))
+  return R
+end
+
+-- recordGet is event i's record, or false.
+local function recordGet(R, i)
+  local f = R.fields[i]
+  local rec = R.written[f] or R.got[i] or R.gotp[i]
+  if rec then return rec end
+  if R.legacyKey then return redis.call('GET', KEYS[R.k0 + i]) end
+  if R.oldCur then return redis.call('HGET', R.oldCur, f) or redis.call('HGET', R.oldPrev, f) end
+  return false
+end
+
+-- recordPut writes event i's record (the last write of its event).
+local function recordPut(R, i, rec)
+  local f = R.fields[i]
+  redis.call('HSET', R.cur, f, rec)
+  R.written[f] = rec
+  if R.fresh then
+    R.fresh = false
+    -- Relative to the script's clock, as every expiry here.
+    redis.call('PEXPIRE', R.cur, (R.bucket + 2) * R.window + math.floor(R.window / 4) - R.now)
+    redis.call('UNLINK', R.pre .. string.format('%d', R.bucket - 2))
+    redis.call('HSET', KEYS[1], 'rb', R.tag)
+  end
+end

@@ -79,10 +79,11 @@ type call struct {
 	err error
 
 	// On a sharded board (shard.go): the shard's keys, the board's config,
-	// and the sorted-set members apply.lua reported (new, old).
-	shard      *applyKeys
-	board      *cachedBoard
-	newZ, oldZ string
+	// the sorted-set members apply.lua reported (new, old) and the bucket
+	// hash it wrote the record in.
+	shard            *applyKeys
+	board            *cachedBoard
+	newZ, oldZ, recH string
 }
 
 // batch is one lane round: the calls taken from the queue, in submission

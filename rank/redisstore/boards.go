@@ -95,8 +95,14 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 		if nb.Derived() && fresh {
 			building = "1"
 		}
+		// putboard.lua keeps the fact that no sorted set holds a raw
+		// member entry only while the tiebreak has never been shared.
+		shared := ""
+		if nb.Tiebreak == rank.Shared {
+			shared = "s"
+		}
 		s.forget(b.ID)
-		v, err := putBoardScript.run(ctx, s.client, []string{s.keyIn(nb.GroupID(), nb.ID, "cfg")}, oldVer, s.nowArg(), finalAt, ver, j, building)
+		v, err := putBoardScript.run(ctx, s.client, []string{s.keyIn(nb.GroupID(), nb.ID, "cfg")}, oldVer, s.nowArg(), finalAt, ver, j, building, shared)
 		if scriptError(err) == "stale" && attempt < maxPutAttempts {
 			continue
 		}
@@ -114,7 +120,7 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 	// The shards' copies of the version go after the config: a PUT refused
 	// above writes nothing, and events checked against the new config are
 	// only "stale" on a shard until this lands.
-	if err := s.putShardVersions(ctx, b, ver); err != nil {
+	if err := s.putShardVersions(ctx, b, ver, created); err != nil {
 		return rank.Board{}, s.fail("put board", b.ID, err)
 	}
 	// The list lives in another slot, so it is a separate command; Boards

@@ -110,8 +110,9 @@ func TestDeleteBoardRemovesEveryKey(t *testing.T) {
 		}
 		return ks
 	}
-	if n := len(keys(s.cfg.Prefix + ":{gone}:*")); n < 50 {
-		t.Fatalf("only %d keys before delete", n)
+	// cfg, seq, names, z and m of the period, and the records' bucket hash.
+	if n, r := len(keys(s.cfg.Prefix+":{gone}:*")), len(keys(s.cfg.Prefix+":{gone}:r:*")); n < 6 || r < 1 {
+		t.Fatalf("only %d keys (%d record hashes) before delete", n, r)
 	}
 	keptBefore := len(keys(s.cfg.Prefix + ":{kept}:*"))
 	if err := s.DeleteBoard(t.Context(), b.ID); err != nil {
@@ -136,8 +137,12 @@ func TestIdempotencyRecordSize(t *testing.T) {
 	s := newStore(t, srv, Config{Prefix: "lb"})
 	mustPut(t, s, rank.DefaultBoard("run_hero"))
 	r := mustApply(t, s, incr("run_hero", "req-000123", "player_42", 1200))
-	k := s.key("run_hero", "i:player_42|req-000123")
-	val, err := s.client.Get(t.Context(), k).Result()
+	hs, err := s.client.Keys(t.Context(), s.key("run_hero", "r:*")).Result()
+	if err != nil || len(hs) != 1 {
+		t.Fatalf("record hashes %v, %v; want one", hs, err)
+	}
+	k := hs[0]
+	val, err := s.client.HGet(t.Context(), k, "player_42|req-000123").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +150,7 @@ func TestIdempotencyRecordSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("idempotency record %s = %q: value %d bytes, MEMORY USAGE %d bytes (result %+v)", k, val, len(val), mem, r)
+	t.Logf("idempotency record %s = %q: value %d bytes, MEMORY USAGE of its bucket hash %d bytes (result %+v)", k, val, len(val), mem, r)
 	if len(val) > 44 { // Redis keeps strings up to 44 bytes inline (embstr)
 		t.Fatalf("record %q is %d bytes, want at most 44", val, len(val))
 	}

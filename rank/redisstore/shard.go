@@ -64,14 +64,21 @@ func (s *Store) cachedShards(b rank.Board, ver string) []cachedBoard {
 // putShardVersions writes the config version to every shard's cfg hash,
 // which apply.lua and shard.lua check. PutBoard calls it before writing the
 // board's config: a caller holding the old version meets "stale" and
-// re-reads, never a shard without the new version.
-func (s *Store) putShardVersions(ctx context.Context, b rank.Board, ver string) error {
+// re-reads, never a shard without the new version. A board just created
+// also notes on each shard that it has no records of the format before
+// buckets (ro, rs: rank/lua/prelude.lua), as putboard.lua does for the
+// board, so its shards never look for them.
+func (s *Store) putShardVersions(ctx context.Context, b rank.Board, ver string, created bool) error {
 	if !b.Sharded() {
 		return nil
 	}
 	pipe := s.client.Pipeline()
 	for i := range b.Shards {
-		pipe.HSet(ctx, s.key(shardID(b.ID, i), "cfg"), "v", ver)
+		if created {
+			pipe.HSet(ctx, s.key(shardID(b.ID, i), "cfg"), "v", ver, "ro", "n", "rs", "0")
+		} else {
+			pipe.HSet(ctx, s.key(shardID(b.ID, i), "cfg"), "v", ver)
+		}
 	}
 	_, err := pipe.Exec(ctx)
 	return err
@@ -116,14 +123,16 @@ func (s *Store) shardGroup(ctx context.Context, c *call) string {
 	return sh.b.ID
 }
 
-// cutMembers takes apply.lua's ";<new member>;<old member>" off a shard's
-// reply (a refusal has none).
+// cutMembers takes apply.lua's ";<new member>;<old member>;<record hash>"
+// off a shard's reply (a refusal has none).
 func (c *call) cutMembers(rep string) string {
 	rec, zs, ok := strings.Cut(rep, ";")
 	if !ok {
 		return rep
 	}
-	c.newZ, c.oldZ, _ = strings.Cut(zs, ";")
+	var rest string
+	c.newZ, rest, _ = strings.Cut(zs, ";")
+	c.oldZ, c.recH, _ = strings.Cut(rest, ";")
 	return rec
 }
 
@@ -242,9 +251,20 @@ func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
 		next[c.e.Board]++
 		c.r.Seq = next[c.e.Board]
 		rec := fmt.Sprintf("%s.%s,%d,%d,%d,%d,%d,%d", c.hash, c.token, c.r.Score, c.r.Rank, c.r.PrevRank, c.r.PrevScore, c.r.Seq, c.r.Period)
-		rw.SetArgs(ctx, c.shard.idem+c.e.Member+"|"+c.e.ID, rec, redis.SetArgs{Mode: "XX", KeepTTL: true})
+		rw.EvalSha(ctx, s.rerecord.sha, []string{c.recH}, c.e.Member+"|"+c.e.ID, rec)
 	}
-	if _, err := rw.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	_, err = rw.Exec(ctx)
+	if err != nil && isNoScript(err) {
+		if err = s.rerecord.load(ctx, s.client); err == nil {
+			for _, c := range todo {
+				rec := fmt.Sprintf("%s.%s,%d,%d,%d,%d,%d,%d", c.hash, c.token, c.r.Score, c.r.Rank, c.r.PrevRank, c.r.PrevScore, c.r.Seq, c.r.Period)
+				if err = s.client.EvalSha(ctx, s.rerecord.sha, []string{c.recH}, c.e.Member+"|"+c.e.ID, rec).Err(); err != nil {
+					break
+				}
+			}
+		}
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
 		// The events stand; a retry of one would answer its shard's
 		// result rather than the global one.
 		s.log.Warn("redisstore: rewriting sharded idempotency records", "err", err)

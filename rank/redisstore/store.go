@@ -14,9 +14,14 @@
 //	<p>:{b}:ban       hash: the board's bans, own and global copies (R21, ban.lua)
 //	<p>:{b}:x:<idx>   sorted set of period idx's entries hidden by bans
 //	<p>:gbans         hash: member -> global ban record (outside every hash tag)
-//	<p>:{b}:i:<m>|<id> idempotency record of member m's request id, expiring after
-//	                   the window (R4 v1.1: ids are per member; '|' never occurs in
-//	                   a member id, so the key is unambiguous)
+//	<p>:{b}:r:<W>.<k>  hash: idempotency records of time bucket k = floor(now / W),
+//	                   W the window in ms: field "<m>|<id>" (member m's request id;
+//	                   R4 v1.1: ids are per member; '|' never occurs in a member id,
+//	                   so the field is unambiguous) -> record; a record is found for
+//	                   W to 2W (rank/lua/prelude.lua)
+//	<p>:{b}:i:<m>|<id> a record of the format before buckets, read during the
+//	                   window after an upgrade (the cfg hash's fields rw, rs, ro, rb
+//	                   and nr are the scripts' own bookkeeping)
 //
 // Sorted-set members for tiebreak first/last are "<16-digit seq>|<member>"
 // (inverted seq for first). DESIGN.md writes ':'; '|' is used because ':'
@@ -65,7 +70,8 @@ type Config struct {
 	// Prefix starts every key; default "lb". Keys are "<prefix>:{<board>}:...".
 	Prefix string
 	// Now overrides the store clock, for tests only: nil means the Redis
-	// server's TIME. Idempotency windows always run on the server's clock.
+	// server's TIME. Idempotency records are bucketed on this clock too;
+	// their hashes expire on the server's (a relative PEXPIRE).
 	Now func() time.Time
 	// Timeout bounds every operation; default 2s. An operation that does not
 	// finish in time fails with rank.ErrUnavailable.
@@ -86,20 +92,21 @@ type Config struct {
 
 // Store is the Redis engine. All methods are safe for concurrent use.
 type Store struct {
-	cfg    Config
-	client redis.UniversalClient
-	log    *slog.Logger
-	apply  *script
-	top    *script
-	ranks  *script
-	ban    *script
-	shard  *script // reads of one shard of a sharded board (shard.go)
-	hot    *script // hot.lua (hot.go)
-	derive *script // derived.go
-	deps   *script // derived.go
-	batch  *batcher
-	clock  clock
-	closed atomic.Bool
+	cfg      Config
+	client   redis.UniversalClient
+	log      *slog.Logger
+	apply    *script
+	top      *script
+	ranks    *script
+	ban      *script
+	shard    *script // reads of one shard of a sharded board (shard.go)
+	hot      *script // hot.lua (hot.go)
+	rerecord *script // rerecord.lua (shard.go)
+	derive   *script // derived.go
+	deps     *script // derived.go
+	batch    *batcher
+	clock    clock
+	closed   atomic.Bool
 
 	// Every Apply call carries an attempt token, stored with the payload
 	// hash in the idempotency record. A record bearing the caller's own token
@@ -272,21 +279,22 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Store{
-		cfg:     cfg,
-		client:  cfg.Client,
-		log:     log,
-		apply:   newScript(lua.Apply),
-		top:     newScript(lua.Top),
-		ranks:   newScript(lua.Ranks),
-		ban:     newScript(lua.Ban),
-		shard:   newScript(lua.Shard),
-		hot:     newScript(lua.Hot),
-		hotCur:  make(map[string]int64),
-		boards:  make(map[string]cachedBoard),
-		groups:  make(map[string]string),
-		derive:  newScript(lua.Build),
-		deps:    newScript(lua.Deps),
-		groupOf: make(map[string]int),
+		cfg:      cfg,
+		client:   cfg.Client,
+		log:      log,
+		apply:    newScript(lua.Apply),
+		top:      newScript(lua.Top),
+		ranks:    newScript(lua.Ranks),
+		ban:      newScript(lua.Ban),
+		shard:    newScript(lua.Shard),
+		hot:      newScript(lua.Hot),
+		rerecord: newScript(lua.Rerecord),
+		hotCur:   make(map[string]int64),
+		boards:   make(map[string]cachedBoard),
+		groups:   make(map[string]string),
+		derive:   newScript(lua.Build),
+		deps:     newScript(lua.Deps),
+		groupOf:  make(map[string]int),
 	}
 	if _, ok := cfg.Client.(*redis.ClusterClient); ok {
 		s.down = newDownSlots()
@@ -299,7 +307,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	s.clock.injected = cfg.Now
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban, s.shard, s.hot, s.derive, s.deps} {
+	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban, s.shard, s.hot, s.rerecord, s.derive, s.deps} {
 		if err := sc.load(ctx, s.client); err != nil {
 			return nil, s.fail("new", "", err)
 		}
