@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -74,6 +75,10 @@ func (c *batchConn) Write(p []byte) (int, error) {
 // flusher writes what gathers until the conn fails or closes.
 func (c *batchConn) flusher() {
 	for range c.wake {
+		// The writer that woke us made us its P's next goroutine, ahead of
+		// the callers woken with it by one read of acks: yielding once lets
+		// them add their frames to this write first.
+		runtime.Gosched()
 		c.mu.Lock()
 		for len(c.buf) > 0 && c.err == nil {
 			out := c.buf

@@ -376,9 +376,11 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// nextID is "<prefix>-<counter>".
+// nextID is "<prefix>-<counter>", built in one allocation.
 func (c *Client) nextID() string {
-	return c.prefix + "-" + strconv.FormatUint(c.ids.Add(1), 36)
+	var buf [64]byte
+	b := append(append(buf[:0], c.prefix...), '-')
+	return string(strconv.AppendUint(b, c.ids.Add(1), 36))
 }
 
 func (c *Client) onError(err error) {
