@@ -25,7 +25,10 @@
 # BENCH_PARTS ("ref ceiling ingest-redis ingest-memory rest idle fanout gobench": run only
 # some; the table leaves out rows whose run is missing), BENCH_GATEWAY (a
 # wsgateway binary to measure instead of this tree's, e.g. an older commit's
-# for a before/after in one session). Needs go,
+# for a before/after in one session), BENCH_LOAD (a wsgateway binary whose
+# `load` drives the runs; default the measured gateway's own binary, so set
+# it to compare gateways under one load generator, or load generators
+# against one gateway). Needs go,
 # redis-server, redis-benchmark, redis-cli, curl, ss.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -106,7 +109,12 @@ fi
 go build -o "$WORK/fanout" ./bench/fanout
 go build -o "$WORK/ceiling" ./bench/ceiling
 go build -o "$WORK/table" ./bench/table
-LOAD=("$WORK/wsgateway" load --secret "$SECRET" --quiet)
+if [ -n "${BENCH_LOAD:-}" ]; then
+	cp "$BENCH_LOAD" "$WORK/wsgateway-load"
+else
+	cp "$WORK/wsgateway" "$WORK/wsgateway-load"
+fi
+LOAD=("$WORK/wsgateway-load" load --secret "$SECRET" --quiet)
 
 # ---- Redis and the gateway on it
 RP=$(freeport)

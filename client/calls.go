@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/wsgateway/wsgateway/proto"
 )
@@ -20,50 +19,97 @@ type call struct {
 	// reconnect; nobody waits for it.
 	renewal bool
 	board   string
+	member  string      // a score's member as sent ("" for other calls)
 	seq     uint64      // registration order (guarded by Client.mu)
 	gen     uint64      // connection it was last sent on (guarded by Client.mu)
 	reply   chan result // capacity 1: complete never blocks
 }
 
+// result is a call's outcome: an error, a frame, or (fast) an ack read
+// without the frame union (fastwire.go).
 type result struct {
-	f   *frame
-	err error
+	f    *frame
+	ack  proto.Ack
+	fast bool
+	err  error
 }
 
 // complete hands the call its outcome. A call is removed from pending
 // before it is completed, so this happens at most once.
 func (cl *call) complete(f *frame, err error) {
 	if cl.reply != nil {
-		cl.reply <- result{f, err}
+		cl.reply <- result{f: f, err: err}
 	}
+}
+
+// newCall is a call for a request, from the Client's pool when one is
+// free: a call is recycled once its caller has taken its reply (then
+// nothing else refers to it: it left pending before its completion, and
+// resends work on copies of frames, see attach).
+func (c *Client) newCall() *call {
+	if cl, ok := c.calls.Get().(*call); ok {
+		return cl
+	}
+	return &call{reply: make(chan result, 1)}
+}
+
+func (c *Client) recycle(cl *call) {
+	*cl = call{frame: cl.frame[:0], reply: cl.reply}
+	c.calls.Put(cl)
 }
 
 // do sends req and waits for its reply, honouring ctx. A reply of type
 // error becomes an *Error; a reply of any other type than want, an error.
 func (c *Client) do(ctx context.Context, req *proto.Request, retry bool, want string) (*frame, error) {
-	kind, id := req.Type, req.ID
 	b, err := json.Marshal(req)
 	if err != nil {
-		return nil, fmt.Errorf("client: %s: %w", kind, err)
+		return nil, fmt.Errorf("client: %s: %w", req.Type, err)
 	}
+	cl := &call{id: req.ID, kind: req.Type, frame: b, retry: retry, reply: make(chan result, 1)}
+	r, err := c.roundTrip(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	if r.fast {
+		return nil, fmt.Errorf("client: reply of type %q, want %q", proto.TypeAck, want)
+	}
+	switch r.f.Type {
+	case want:
+		return r.f, nil
+	case proto.TypeError:
+		return nil, r.f.err()
+	}
+	return nil, fmt.Errorf("client: reply of type %q, want %q", r.f.Type, want)
+}
+
+// roundTrip registers cl (id, kind, frame and retry set), sends it and
+// waits for its outcome, honouring ctx. A returned error is ErrClosed,
+// ctx's, or the call's own failure (ErrConnLost, …); a reply of any type
+// is the result.
+func (c *Client) roundTrip(ctx context.Context, cl *call) (result, error) {
+	// A free slot is taken without the select below (and its cost): the
+	// common case when callers stay under MaxPending.
 	select {
 	case c.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.ctx.Done():
-		return nil, ErrClosed
+	default:
+		select {
+		case c.slots <- struct{}{}:
+		case <-ctx.Done():
+			return result{}, ctx.Err()
+		case <-c.ctx.Done():
+			return result{}, ErrClosed
+		}
 	}
 	defer func() { <-c.slots }()
 
-	cl := &call{id: id, kind: kind, frame: b, retry: retry, reply: make(chan result, 1)}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, ErrClosed
+		return result{}, ErrClosed
 	}
-	if _, dup := c.pending[id]; dup {
+	if _, dup := c.pending[cl.id]; dup {
 		c.mu.Unlock()
-		return nil, fmt.Errorf("client: %s: id %q is already in flight", kind, id)
+		return result{}, fmt.Errorf("client: %s: id %q is already in flight", cl.kind, cl.id)
 	}
 	c.seq++
 	cl.seq = c.seq
@@ -71,34 +117,27 @@ func (c *Client) do(ctx context.Context, req *proto.Request, retry bool, want st
 	if conn != nil {
 		cl.gen = c.gen
 	}
-	c.pending[id] = cl
+	c.pending[cl.id] = cl
 	c.mu.Unlock()
 
 	// With no connection, the next one sends it (attach). A failed write
 	// means the connection is dying: lost and attach take it from there.
+	// cl.frame is not touched after registration but by the caller's own
+	// recycle, after the reply.
 	if conn != nil {
-		_ = c.write(conn, b)
+		_ = c.write(conn, cl.frame)
 	}
 
 	select {
 	case r := <-cl.reply:
-		if r.err != nil {
-			return nil, r.err
-		}
-		switch r.f.Type {
-		case want:
-			return r.f, nil
-		case proto.TypeError:
-			return nil, r.f.err()
-		}
-		return nil, fmt.Errorf("client: reply of type %q, want %q", r.f.Type, want)
+		return r, r.err
 	case <-ctx.Done():
 		c.mu.Lock()
-		if c.pending[id] == cl {
-			delete(c.pending, id)
+		if c.pending[cl.id] == cl {
+			delete(c.pending, cl.id)
 		}
 		c.mu.Unlock()
-		return nil, ctx.Err()
+		return result{}, ctx.Err()
 	}
 }
 
@@ -131,17 +170,28 @@ func (c *Client) Score(ctx context.Context, r ScoreReq) (proto.Ack, error) {
 	if id == "" {
 		id = c.nextID()
 	}
-	req := &proto.Request{Type: proto.TypeScore, ID: id, Board: r.Board, Member: r.Member}
-	if r.Delta != nil {
-		req.Delta = strconv.AppendInt(nil, *r.Delta, 10)
-	} else {
-		req.Value = strconv.AppendInt(nil, *r.Value, 10)
+	key, v := "delta", r.Delta
+	if v == nil {
+		key, v = "value", r.Value
 	}
-	f, err := c.do(ctx, req, true, proto.TypeAck)
+	cl := c.newCall()
+	cl.id, cl.kind, cl.retry, cl.board, cl.member = id, proto.TypeScore, true, r.Board, r.Member
+	cl.frame = appendScoreReq(cl.frame[:0], id, r.Board, r.Member, key, *v)
+	res, err := c.roundTrip(ctx, cl)
 	if err != nil {
-		return proto.Ack{}, err
+		return proto.Ack{}, err // cl may still be completed: not recycled
 	}
-	return f.ack(), nil
+	c.recycle(cl)
+	if res.fast {
+		return res.ack, nil
+	}
+	switch res.f.Type {
+	case proto.TypeAck:
+		return res.f.ack(), nil
+	case proto.TypeError:
+		return proto.Ack{}, res.f.err()
+	}
+	return proto.Ack{}, fmt.Errorf("client: reply of type %q, want %q", res.f.Type, proto.TypeAck)
 }
 
 // SubOpts choose a subscription's frames.

@@ -56,7 +56,10 @@ type Options struct {
 	// Logger receives connection events. Nil discards them. Tokens are
 	// never logged.
 	Logger *slog.Logger
-	// HTTPClient dials the upgrade. Nil means http.DefaultClient.
+	// HTTPClient dials the upgrade. Nil means a client of the Client's own
+	// with http.DefaultTransport's settings, under which frames written
+	// while the socket is busy go out together in one write (batch.go);
+	// with an HTTPClient of your own, each frame is one socket write.
 	HTTPClient *http.Client
 	// MaxPending bounds the calls in flight; a call beyond it waits (honouring
 	// its context) for a slot. Default 1024.
@@ -137,6 +140,11 @@ type Client struct {
 	prefix string
 	ids    atomic.Uint64
 	slots  chan struct{} // one per call in flight (Options.MaxPending)
+	calls  sync.Pool     // *call, recycled by Score (newCall)
+	// batched: every connection is a batchConn (our own HTTP client), so a
+	// write only queues; bg is c.ctx without its end, for such writes.
+	batched bool
+	bg      context.Context
 
 	ctx    context.Context // the Client's lifetime; Close cancels it
 	cancel context.CancelFunc
@@ -229,8 +237,14 @@ func newClient(url, token string, opts *Options) (*Client, error) {
 	if prefix == "" {
 		prefix = rand.Text()[:8]
 	}
+	batched := o.HTTPClient == nil
+	if batched {
+		o.HTTPClient = batchingClient(o.WriteTimeout)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Client{
+		batched: batched,
+		bg:      context.WithoutCancel(ctx),
 		opts:    o,
 		urls:    append([]string{url}, o.URLs...),
 		log:     log,
@@ -362,9 +376,11 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// nextID is "<prefix>-<counter>".
+// nextID is "<prefix>-<counter>", built in one allocation.
 func (c *Client) nextID() string {
-	return c.prefix + "-" + strconv.FormatUint(c.ids.Add(1), 36)
+	var buf [64]byte
+	b := append(append(buf[:0], c.prefix...), '-')
+	return string(strconv.AppendUint(b, c.ids.Add(1), 36))
 }
 
 func (c *Client) onError(err error) {

@@ -3,10 +3,12 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -127,6 +129,46 @@ func TestPipelinedCallsMatchByID(t *testing.T) {
 			t.Errorf("id %s used twice", id)
 		}
 		seenIDs[id] = true
+	}
+}
+
+// An ack's fields reach the caller whichever way it was read: the fast
+// path (the gateway's own shape, here with a member other than the one
+// sent, a prev_rank and a period) and encoding/json's (a hot board's
+// decimal score, and an ack with its keys in another order).
+func TestScoreAckFields(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, func(_ int, r proto.Request) []any {
+		switch r.Board {
+		case "hot":
+			return []any{json.RawMessage(`{"type":"ack","id":"` + r.ID + `","board":"hot","member":"alice","score":7.250,"rank":1,"prev_rank":2,"duplicate":false,"seq":4}`)}
+		case "reordered":
+			return []any{json.RawMessage(`{"seq":4,"type":"ack","id":"` + r.ID + `","board":"reordered","member":"alice","score":7,"rank":1,"prev_rank":null,"duplicate":true}`)}
+		}
+		return []any{proto.Ack{Type: proto.TypeAck, ID: r.ID, Board: r.Board, Member: "alice", Score: 12, Rank: 3, PrevRank: client.Int(5), Duplicate: true, Seq: 9, Period: 2}}
+	})
+	c, err := client.Dial(testCtx(t), f.URL, "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct {
+		board string
+		want  proto.Ack
+	}{
+		{"b", proto.Ack{Type: proto.TypeAck, ID: "id-b", Board: "b", Member: "alice", Score: 12, Rank: 3, PrevRank: client.Int(5), Duplicate: true, Seq: 9, Period: 2}},
+		{"hot", proto.Ack{Type: proto.TypeAck, ID: "id-hot", Board: "hot", Member: "alice", Score: 7250, Rank: 1, PrevRank: client.Int(2), Seq: 4, Decimals: 3}},
+		{"reordered", proto.Ack{Type: proto.TypeAck, ID: "id-reordered", Board: "reordered", Member: "alice", Score: 7, Rank: 1, Duplicate: true, Seq: 4}},
+	} {
+		for range 3 { // recycled calls carry nothing over
+			got, err := c.Score(testCtx(t), client.ScoreReq{Board: tc.board, Delta: client.Int(1), ID: "id-" + tc.board})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ack on %s = %+v, want %+v", tc.board, got, tc.want)
+			}
+		}
 	}
 }
 

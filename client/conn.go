@@ -19,7 +19,7 @@ import (
 // that replaces c.conn.
 func (c *Client) run(conn *websocket.Conn) {
 	defer close(c.done)
-	var resend []*call
+	var resend [][]byte
 	next := 0 // index into c.urls of the next redial
 	for {
 		err := c.serve(conn, resend)
@@ -42,13 +42,13 @@ func (c *Client) run(conn *websocket.Conn) {
 // serve reads conn on a goroutine of its own while this one re-sends what
 // the previous connection left unanswered, then pings; it returns why conn
 // died.
-func (c *Client) serve(conn *websocket.Conn, resend []*call) error {
+func (c *Client) serve(conn *websocket.Conn, resend [][]byte) error {
 	readErr := make(chan error, 1)
 	go func() { readErr <- c.readLoop(conn) }()
 	// Re-send only after the reader runs: replies must be read while we
 	// write, or a long backlog could fill both socket buffers.
-	for _, cl := range resend {
-		if err := c.write(conn, cl.frame); err != nil {
+	for _, b := range resend {
+		if err := c.write(conn, b); err != nil {
 			break // the reader sees the connection die
 		}
 	}
@@ -77,11 +77,14 @@ func (c *Client) serve(conn *websocket.Conn, resend []*call) error {
 	}
 }
 
-// readLoop reads frames until the connection dies, reusing one buffer.
+// readLoop reads frames until the connection dies, reusing one buffer. Its
+// context never ends: serve closes the connection when the Client's does,
+// and a context that can end costs the library a timer per frame.
 func (c *Client) readLoop(conn *websocket.Conn) error {
 	var buf bytes.Buffer
+	ctx := context.WithoutCancel(c.ctx)
 	for {
-		typ, r, err := conn.Reader(c.ctx)
+		typ, r, err := conn.Reader(ctx)
 		if err != nil {
 			return err
 		}
@@ -100,6 +103,10 @@ func (c *Client) readLoop(conn *websocket.Conn) error {
 // dispatch routes one frame: a reply to its call, a live frame to its
 // subscription and callbacks.
 func (c *Client) dispatch(data []byte) {
+	if a, ok := parseAck(data); ok {
+		c.dispatchAck(&a)
+		return
+	}
 	var f frame
 	if err := f.decode(data); err != nil {
 		c.onError(fmt.Errorf("client: undecodable frame: %w", err))
@@ -168,6 +175,35 @@ func (c *Client) dispatch(data []byte) {
 	default:
 		cl.complete(&f, nil)
 	}
+}
+
+// dispatchAck completes the call an ack answers, as dispatch would after
+// encoding/json's decode (frame.ack), without allocating: the ack's strings
+// are the call's own when they match what was sent, as they do but for a
+// player's "" member.
+func (c *Client) dispatchAck(a *ackView) {
+	c.mu.Lock()
+	cl := c.pending[string(a.id)]
+	if cl != nil {
+		delete(c.pending, cl.id)
+	}
+	c.mu.Unlock()
+	if cl == nil || cl.renewal {
+		return // its caller gave up; a renewal wants no ack
+	}
+	ack := proto.Ack{Type: proto.TypeAck, ID: cl.id, Board: cl.board, Member: cl.member,
+		Score: a.score, Rank: a.rank, Duplicate: a.dup, Seq: a.seq, Period: a.period}
+	if string(a.board) != cl.board {
+		ack.Board = string(a.board)
+	}
+	if string(a.member) != cl.member {
+		ack.Member = string(a.member)
+	}
+	if a.hasPrevRank {
+		pr := a.prevRank
+		ack.PrevRank = &pr
+	}
+	cl.reply <- result{ack: ack, fast: true}
 }
 
 func (c *Client) sub(board string) *Subscription {
@@ -294,7 +330,9 @@ func (c *Client) redialOnce(url string) (*websocket.Conn, error) {
 
 // attach installs conn and returns what to send on it first: a renewal of
 // every subscription, then every unanswered call in the order it was made.
-func (c *Client) attach(conn *websocket.Conn) []*call {
+// The frames are copies: a call answered while they are sent is recycled
+// by its caller (newCall), frame buffer included.
+func (c *Client) attach(conn *websocket.Conn) [][]byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -319,13 +357,21 @@ func (c *Client) attach(conn *websocket.Conn) []*call {
 		}
 	}
 	slices.SortFunc(calls, func(a, b *call) int { return int(a.seq - b.seq) })
-	return append(out, calls...)
+	frames := make([][]byte, 0, len(out)+len(calls))
+	for _, cl := range append(out, calls...) {
+		frames = append(frames, bytes.Clone(cl.frame))
+	}
+	return frames
 }
 
 // write sends one frame, bounded by WriteTimeout and the Client's life, not
 // by a caller's context: cancelling a write midway would kill the connection
-// for every other caller.
+// for every other caller. On a batchConn (batch.go) the write only queues
+// the frame and the flusher bounds the socket write, so no timer is set.
 func (c *Client) write(conn *websocket.Conn, b []byte) error {
+	if c.batched {
+		return conn.Write(c.bg, websocket.MessageText, b)
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.WriteTimeout)
 	defer cancel()
 	return conn.Write(ctx, websocket.MessageText, b)

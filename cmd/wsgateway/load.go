@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/wsgateway/wsgateway/auth"
@@ -18,6 +19,7 @@ func loadCmd(ctx context.Context, args []string, getenv func(string) string, std
 	var (
 		cfg                             loadgen.Config
 		secret, token, jsonOut, htmlOut string
+		cpuProfile                      string
 		quiet, devToken                 bool
 		players, spectators, watchs     int
 	)
@@ -42,6 +44,7 @@ func loadCmd(ctx context.Context, args []string, getenv func(string) string, std
 	f.String(&htmlOut, "html", "", "write the HTML report (inline SVG charts) to this file")
 	f.Bool(&cfg.Create, "create", false, "create the board first (admin token minted from --secret)")
 	f.Bool(&quiet, "quiet", false, "no progress line")
+	f.String(&cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile (pprof) over the whole run to this file")
 	if err := f.parse(args); err != nil {
 		return flagError(err)
 	}
@@ -66,6 +69,20 @@ func loadCmd(ctx context.Context, args []string, getenv func(string) string, std
 	g, err := loadgen.New(cfg)
 	if err != nil {
 		return usageError(err.Error())
+	}
+	if cpuProfile != "" {
+		pf, err := os.Create(cpuProfile)
+		if err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			pf.Close()
+			return fmt.Errorf("load: cpu profile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			pf.Close()
+		}()
 	}
 	rep, err := g.Run(ctx)
 	if cfg.ProgressTTY {
