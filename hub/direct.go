@@ -95,12 +95,15 @@ func (c *conn) WriteDirect(f []byte) {
 func (c *corkConn) writeDirectLocked(f []byte) bool {
 	b := c.pool.Get().(*[]byte)
 	*b = append(appendTextHeader((*b)[:0], len(f)), f...)
-	var n int
-	var werr error
-	err := c.rc.Write(func(fd uintptr) bool {
-		n, werr = writeNonBlocking(fd, *b)
-		return true // never wait for the socket: the writer does that
-	})
+	if c.rawWrite == nil {
+		// Bound once: a closure per write escaped to the heap (rc.Write
+		// keeps it), an allocation per frame per connection.
+		c.rawWrite = c.rawWriteFunc
+	}
+	c.rawBuf = *b
+	err := c.rc.Write(c.rawWrite)
+	n, werr := c.rawN, c.rawErr
+	c.rawBuf, c.rawErr = nil, nil
 	switch {
 	case err == nil && werr == nil && n == len(*b):
 		*b = (*b)[:0]
@@ -124,6 +127,13 @@ func (c *corkConn) writeDirectLocked(f []byte) bool {
 	}
 	c.owed, c.owedOff = b, max(n, 0)
 	c.owes.Store(true)
+	return true
+}
+
+// rawWriteFunc is rc.Write's callback: one write(2) of rawBuf, never asking
+// to wait for the socket (the writer does that for what is left).
+func (c *corkConn) rawWriteFunc(fd uintptr) bool {
+	c.rawN, c.rawErr = writeNonBlocking(fd, c.rawBuf)
 	return true
 }
 

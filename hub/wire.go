@@ -54,6 +54,12 @@ type corkConn struct {
 	owedOff int
 	owes    atomic.Bool // owed != nil or werr != nil, for the writer's check on each wake
 	werr    error       // a direct write's error, returned by the next write (guarded by mu)
+	// rc.Write's callback and its arguments and results, kept here so a
+	// direct write allocates nothing (guarded by mu).
+	rawWrite func(fd uintptr) bool
+	rawBuf   []byte
+	rawN     int
+	rawErr   error
 
 	// Reads (flood.go), by the library's reader alone: pre is what net/http
 	// had read past the request before the hijack; flood counts frames.

@@ -219,3 +219,30 @@ func TestOutboxDirectBookkeeping(t *testing.T) {
 		}
 	})
 }
+
+// TestDeliverSplit: a delivery to more targets than one goroutine takes is
+// split across goroutines, and still every target gets every delivery's
+// frame, the deliveries in order (a top frame, then a view frame, to each).
+func TestDeliverSplit(t *testing.T) {
+	t.Parallel()
+	const n = 4*deliverChunk + 7
+	top, view := slotKey{"b", false}, slotKey{"b", true}
+	var tops, views []target
+	var boxes []*Outbox
+	for range n {
+		o := NewOutbox(0, nil)
+		tops = append(tops, target{o, o.open(top)})
+		views = append(views, target{o, o.open(view)})
+		boxes = append(boxes, o)
+	}
+	deliver([]delivery{
+		{key: top, seq: 1, frame: []byte("top"), to: tops},
+		{key: view, seq: 1, frame: []byte("view"), to: views},
+	})
+	for i, o := range boxes {
+		fs, _ := o.Take(time.Now())
+		if len(fs) != 2 || string(fs[0]) != "top" || string(fs[1]) != "view" {
+			t.Fatalf("outbox %d: %q, want top then view", i, fs)
+		}
+	}
+}
