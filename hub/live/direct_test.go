@@ -246,3 +246,31 @@ func TestDeliverSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestOutboxLastSlot: the slot offerAt remembers is forgotten with its
+// key: after a close, an offer for that key is refused, and a reopened
+// key's slot (a new generation) is the one offers fill.
+func TestOutboxLastSlot(t *testing.T) {
+	t.Parallel()
+	o := NewOutbox(0, nil)
+	k := slotKey{"b", false}
+	gen := o.open(k)
+	if !o.offer(k, gen, 1, frameOf(1)) {
+		t.Fatal("offer to an open slot refused")
+	}
+	o.Take(time.Now())
+	o.close(k)
+	if o.offer(k, gen, 2, frameOf(2)) || o.pending() != 0 {
+		t.Fatal("an offer for a closed key was accepted")
+	}
+	gen2 := o.open(k)
+	if o.offer(k, gen, 3, frameOf(3)) {
+		t.Fatal("an offer of the closed subscription's generation was accepted")
+	}
+	if !o.offer(k, gen2, 3, frameOf(3)) || o.pending() != 1 {
+		t.Fatal("an offer to the reopened key was refused")
+	}
+	if fs, _ := o.Take(time.Now()); len(fs) != 1 || string(fs[0]) != "3" {
+		t.Fatalf("Take: %q", fs)
+	}
+}
