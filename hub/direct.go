@@ -37,7 +37,7 @@ import (
 // net.Pipe): such connections keep the writer's path alone.
 func rawConnOf(nc net.Conn) syscall.RawConn {
 	sc, ok := nc.(syscall.Conn)
-	if !ok {
+	if !ok || !directWrites {
 		return nil
 	}
 	rc, err := sc.SyscallConn()
@@ -135,9 +135,4 @@ func (c *corkConn) writeDirectLocked(f []byte) bool {
 func (c *corkConn) rawWriteFunc(fd uintptr) bool {
 	c.rawN, c.rawErr = writeNonBlocking(fd, c.rawBuf)
 	return true
-}
-
-// writeNonBlocking is one write(2) on the non-blocking socket fd.
-func writeNonBlocking(fd uintptr, p []byte) (int, error) {
-	return syscall.Write(int(fd), p)
 }
