@@ -65,6 +65,11 @@ type conn struct {
 	// the outbox and queues `subscribed`, and by the writer while it drains
 	// replies and takes frames: so `subscribed` is always written first.
 	gate sync.Mutex
+	// work is held by the writer goroutine except while it waits on
+	// notify, and for good once it returns: whoever holds it is the one
+	// writing to the socket. The fan-out's direct path (direct.go) takes
+	// it with TryLock, to write a frame in the idle writer's place.
+	work sync.Mutex
 
 	mu        sync.Mutex // guards busy, committed and win
 	busy      bool       // the reader is handling a request
@@ -110,6 +115,12 @@ func newConn(h *Hub, ws *websocket.Conn, cc *corkConn, p auth.Principal, anon bo
 		c.scoreLim = h.rates.acquire(p.Member)
 	}
 	c.setPrincipal(p)
+	// Held from here for the writer-to-be (writeLoop releases it only to
+	// wait), so no direct write goes before the writer has run at all.
+	c.work.Lock()
+	if cc != nil && cc.rc != nil {
+		c.out.SetDirect(c)
+	}
 	if cc != nil {
 		// Set before the first read (run), so the reader sees it.
 		member := p.Member // an auth keeps the member

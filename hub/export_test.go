@@ -41,3 +41,7 @@ func (h *Hub) InFlight() []int {
 	}
 	return n
 }
+
+// DirectFrames is how many frames the fan-out wrote in an idle writer's
+// place (direct.go).
+func (h *Hub) DirectFrames() uint64 { return h.directFrames.Load() }

@@ -13,12 +13,17 @@ import (
 // written to one connection over loopback as the hub writes frames
 // (rawframe.go: header and payload in one write(2), under the write
 // deadline), alone ("one") and as a corked batch of 4 ("corked"); a plain
-// TCP reader drains the socket.
+// TCP reader drains the socket. "direct" is the fan-out's direct path
+// (direct.go): one non-blocking write(2) through the RawConn, owed bytes
+// (rare here) flushed as the writer would.
 func BenchmarkFrameWrite(b *testing.B) {
 	frame := bytes.Repeat([]byte("x"), 1024)
-	for _, batch := range []int{1, 4} {
+	for _, batch := range []int{1, 4, 0} {
 		name := "one"
-		if batch > 1 {
+		switch batch {
+		case 0:
+			name = "direct"
+		case 4:
 			name = "corked"
 		}
 		b.Run(name, func(b *testing.B) {
@@ -42,10 +47,21 @@ func BenchmarkFrameWrite(b *testing.B) {
 				b.Fatal(err)
 			}
 			pool := &sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-			cc := &corkConn{Conn: nc, timeout: 5 * time.Second, pool: pool, closed: make(chan struct{})}
+			cc := &corkConn{Conn: nc, timeout: 5 * time.Second, pool: pool, closed: make(chan struct{}), rc: rawConnOf(nc)}
 			b.ReportAllocs()
 			b.SetBytes(int64(len(frame)))
 			for b.Loop() {
+				if batch == 0 {
+					cc.mu.Lock()
+					owed := cc.writeDirectLocked(frame)
+					cc.mu.Unlock()
+					if owed {
+						if err := cc.flushOwed(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					continue
+				}
 				if batch > 1 {
 					cc.cork()
 				}

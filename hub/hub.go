@@ -14,6 +14,12 @@
 //	                                              the writer takes frames under it)
 //	conn.gate → conn.mu → replyQueue.mu          (the writer takes replies under the gate; a
 //	                                              completed score queues its reply under conn.mu)
+//	conn.work → conn.gate, corkConn.mu           (the writer holds work while it is not waiting)
+//
+// The fan-out's direct path (direct.go) runs under live.Outbox.mu and takes
+// conn.work, conn.gate and corkConn.mu there with TryLock only: it never
+// waits for them, so taking them "backwards" cannot deadlock, and a failed
+// TryLock sends the frame the writer's way instead.
 //
 // registry shards, Metrics and the store's own locks are leaves: nothing
 // else is taken while they are held. A store's Done callback runs with no
@@ -150,8 +156,11 @@ type Hub struct {
 	bufs    sync.Pool     // *bytes.Buffer for reading frames
 	// corkBufs are *[]byte batches of a corked connection (wire.go);
 	// replyBufs are *[]byte encoded replies (encode.go).
-	corkBufs  sync.Pool
-	replyBufs sync.Pool
+	corkBufs sync.Pool
+	// directFrames counts frames the fan-out wrote in an idle writer's
+	// place (direct.go), so a test can see the path is taken.
+	directFrames atomic.Uint64
+	replyBufs    sync.Pool
 
 	nodeConns atomic.Int64 // MaxConns slots taken (limits.go)
 }

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -42,6 +44,22 @@ type corkConn struct {
 	buf      *[]byte   // while corked and non-empty: the collected bytes
 	deadline time.Time // the write deadline last set on the socket
 	pongs    pongBudget
+
+	// The direct path (direct.go): rc writes without ever parking; what a
+	// direct write left unwritten is owed (owed[owedOff:]) and goes to the
+	// socket before any other byte. rc is nil when the socket is not a
+	// syscall.Conn (TLS, net.Pipe in tests): no direct writes then.
+	rc      syscall.RawConn
+	owed    *[]byte // guarded by mu; nil: nothing owed
+	owedOff int
+	owes    atomic.Bool // owed != nil or werr != nil, for the writer's check on each wake
+	werr    error       // a direct write's error, returned by the next write (guarded by mu)
+	// rc.Write's callback and its arguments and results, kept here so a
+	// direct write allocates nothing (guarded by mu).
+	rawWrite func(fd uintptr) bool
+	rawBuf   []byte
+	rawN     int
+	rawErr   error
 
 	// Reads (flood.go), by the library's reader alone: pre is what net/http
 	// had read past the request before the hijack; flood counts frames.
@@ -85,16 +103,75 @@ func (c *corkConn) Write(p []byte) (int, error) {
 // (pollSetDeadline) once per frame per connection, 4-7% of the fan-out
 // profiles; now a spectator's socket moves it about once per
 // timeout/8 (every 6th frame at 100 ms frames and a 5 s timeout).
+//
+// Bytes a direct write owes go first, under the same deadline, so that no
+// write (a frame, a reply, the library's pong or close) lands inside a
+// frame the socket took only part of.
 func (c *corkConn) writeLocked(p []byte) (int, error) {
+	if err := c.deadlineLocked(); err != nil {
+		return 0, err
+	}
+	if err := c.writeOwedLocked(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(p)
+}
+
+// deadlineLocked moves the write deadline when less than timeout of it is
+// left (see writeLocked).
+func (c *corkConn) deadlineLocked() error {
 	now := time.Now()
 	if c.deadline.Sub(now) < c.timeout {
 		d := now.Add(c.timeout + c.timeout/8)
 		if err := c.Conn.SetWriteDeadline(d); err != nil {
-			return 0, err
+			return err
 		}
 		c.deadline = d
 	}
-	return c.Conn.Write(p)
+	return nil
+}
+
+// writeOwedLocked writes the bytes owed by direct writes (blocking, under
+// the deadline deadlineLocked set), or returns a direct write's error.
+func (c *corkConn) writeOwedLocked() error {
+	if c.werr != nil {
+		return c.werr
+	}
+	if c.owed == nil {
+		return nil
+	}
+	n, err := c.Conn.Write((*c.owed)[c.owedOff:])
+	c.owedOff += n
+	if err != nil {
+		return err
+	}
+	c.putOwedLocked()
+	return nil
+}
+
+// putOwedLocked drops the owed buffer (all of it written).
+func (c *corkConn) putOwedLocked() {
+	b := c.owed
+	c.owed, c.owedOff = nil, 0
+	c.owes.Store(false)
+	*b = (*b)[:0]
+	if cap(*b) <= maxCork {
+		c.pool.Put(b)
+	}
+}
+
+// flushOwed writes what direct writes owe, for the writer (R12: a socket
+// that takes none of it within the deadline ends the connection).
+func (c *corkConn) flushOwed() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.owed == nil && c.werr == nil {
+		return nil
+	}
+	if err := c.deadlineLocked(); err != nil {
+		return err
+	}
+	return c.writeOwedLocked()
 }
 
 // flushLocked writes what was collected and gives the buffer back.
@@ -146,6 +223,7 @@ func (w *corkWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	w.cc = &corkConn{Conn: nc, timeout: w.h.cfg.WriteTimeout, pool: &w.h.corkBufs, closed: make(chan struct{})}
+	w.cc.rc = rawConnOf(nc)
 	// Point the hijacked writer (empty: the 101 response is flushed before
 	// hijacking) at the corkConn, keeping its buffer.
 	if err := brw.Writer.Flush(); err != nil {

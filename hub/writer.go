@@ -26,6 +26,10 @@ import (
 // the gateway's CPU at 1,000 spectators (one wake per frame per
 // connection). A spectator in phase with the board's reads never arms it
 // for frames, so the timer's own goroutine runs about once per ping.
+//
+// It holds c.work (taken by newConn) except while it waits on notify
+// (direct.go), and keeps it once it returns, so no direct write follows
+// the close.
 func (c *conn) writeLoop(ctx context.Context) error {
 	timer := time.AfterFunc(time.Hour, c.poke)
 	timer.Stop()
@@ -51,6 +55,14 @@ func (c *conn) writeLoop(ctx context.Context) error {
 		}
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		// Bytes a direct write owes go before anything else; every later
+		// write would put them first anyway, but with nothing else to write
+		// the writer must not wait with them owed.
+		if c.cc != nil && c.cc.owes.Load() {
+			if err := c.checkWrite(ctx, c.cc.flushOwed()); err != nil {
+				return err
+			}
 		}
 		if !draining && c.draining.Load() {
 			draining = true
@@ -104,7 +116,9 @@ func (c *conn) writeLoop(ctx context.Context) error {
 			}
 			armed = next
 		}
+		c.work.Unlock()
 		<-c.notify
+		c.work.Lock()
 		// Any wake may bring a frame (a timer's wake for a held frame, or
 		// an offer's); Take says which are due.
 		checkOutbox = true

@@ -12,8 +12,10 @@
 // rollover or a hint that never arrives (the Refresh backstop) marks the
 // whole board dirty.
 //
-// Lock order: Engine.mu, then Outbox.mu (a leaf). Store reads happen with no
-// lock held.
+// Lock order: Engine.mu, then Outbox.mu (a leaf: under it only an Outbox's
+// DirectWriter.TryAcquire runs, which never waits). Store reads, and the
+// fan-out's offers (which may write to sockets, see DirectWriter), happen
+// with no Engine lock held.
 package live
 
 import (

@@ -3,7 +3,9 @@ package live
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/wsgateway/wsgateway/proto"
@@ -57,11 +59,39 @@ func countFrames(b *board, ds []delivery) {
 	}
 }
 
+// deliverChunk is the fewest targets a delivery goroutine is started for.
+const deliverChunk = 512
+
+// deliver offers each delivery's frame to its targets. An offer may write
+// the frame to the socket itself (Outbox.offerAt's direct path), a
+// syscall of some 10 µs: to 10,000 targets in one goroutine that is 100 ms
+// and more, a whole interval, during which the board's next read waits and
+// the last targets' frames age. So a large target list is split across up
+// to GOMAXPROCS goroutines, chunks of at least deliverChunk; deliver
+// returns once every offer is made, so one outbox's frames are still
+// offered in order.
 func deliver(ds []delivery) {
 	for _, d := range ds {
-		for _, t := range d.to {
-			t.o.offerAt(d.key, t.gen, d.seq, d.frame, d.at)
+		n := len(d.to)
+		parts := min(runtime.GOMAXPROCS(0), n/deliverChunk)
+		if parts <= 1 {
+			d.offer(d.to)
+			continue
 		}
+		var wg sync.WaitGroup
+		per := (n + parts - 1) / parts
+		for lo := per; lo < n; lo += per {
+			wg.Go(func() { d.offer(d.to[lo:min(lo+per, n)]) })
+		}
+		d.offer(d.to[:per])
+		wg.Wait()
+	}
+}
+
+// offer offers d's frame to each of to.
+func (d *delivery) offer(to []target) {
+	for _, t := range to {
+		t.o.offerAt(d.key, t.gen, d.seq, d.frame, d.at)
 	}
 }
 
