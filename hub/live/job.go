@@ -60,7 +60,7 @@ func countFrames(b *board, ds []delivery) {
 }
 
 // deliverChunk is the fewest targets a delivery goroutine is started for.
-const deliverChunk = 512
+const deliverChunk = 256
 
 // deliver offers each delivery's frame to its targets. An offer may write
 // the frame to the socket itself (Outbox.offerAt's direct path), a
