@@ -1,9 +1,9 @@
 package client
 
 import (
-	"encoding/json"
 	"strconv"
-	"strings"
+
+	"github.com/wsgateway/wsgateway/proto"
 )
 
 // The score path's wire work without reflection: an ack is the reply to
@@ -126,33 +126,18 @@ func (p *wireParser) int(out *int64) bool {
 // "delta" or "value").
 func appendScoreReq(b []byte, id, board, member, key string, v int64) []byte {
 	b = append(b, `{"type":"score","id":`...)
-	b = appendJSONString(b, id)
+	b = proto.AppendJSONString(b, id)
 	if board != "" {
 		b = append(b, `,"board":`...)
-		b = appendJSONString(b, board)
+		b = proto.AppendJSONString(b, board)
 	}
 	if member != "" {
 		b = append(b, `,"member":`...)
-		b = appendJSONString(b, member)
+		b = proto.AppendJSONString(b, member)
 	}
 	b = append(b, ',', '"')
 	b = append(b, key...)
 	b = append(b, '"', ':')
 	b = strconv.AppendInt(b, v, 10)
 	return append(b, '}')
-}
-
-// appendJSONString appends s quoted as encoding/json quotes it: plain
-// ASCII as it is, anything json.Marshal would escape (quotes, backslash,
-// control bytes, <, >, &, non-ASCII) by json.Marshal itself.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(strings.Clone(s))
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

@@ -15,15 +15,15 @@ func AppendAck(b []byte, a *Ack) []byte {
 	b = append(b, '{')
 	if a.Type != "" {
 		b = append(b, `"type":`...)
-		b = appendJSONString(b, a.Type)
+		b = AppendJSONString(b, a.Type)
 		b = append(b, ',')
 	}
 	b = append(b, `"id":`...)
-	b = appendJSONString(b, a.ID)
+	b = AppendJSONString(b, a.ID)
 	b = append(b, `,"board":`...)
-	b = appendJSONString(b, a.Board)
+	b = AppendJSONString(b, a.Board)
 	b = append(b, `,"member":`...)
-	b = appendJSONString(b, a.Member)
+	b = AppendJSONString(b, a.Member)
 	b = append(b, `,"score":`...)
 	b = AppendScore(b, a.Score, a.Decimals)
 	b = append(b, `,"rank":`...)
@@ -45,14 +45,15 @@ func AppendAck(b []byte, a *Ack) []byte {
 	return append(b, '}')
 }
 
-// appendJSONString appends s quoted as encoding/json quotes it. Ids are
+// AppendJSONString appends s quoted as encoding/json quotes it (the
+// gateway's acks and the Go client's requests both use it). Ids are
 // plain ASCII, copied as they are; anything encoding/json would escape
 // (quotes, backslash, control bytes, <, >, &, non-ASCII) takes the
 // stdlib's path so the output stays identical. That path marshals a copy:
 // handing s itself to json.Marshal would make it escape, and with it the
 // *Ack of every AppendAck call (its PrevRank then costs an allocation
 // per ack).
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			q, _ := json.Marshal(strings.Clone(s))
