@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# bench/lanes.sh [wsgateway binary]: Redis ingest through one gateway (one
+# lane, one pipeline in flight) against two gateways on the same
+# redis-server (two lanes, two pipelines in flight), the same load: 32
+# players × 16 in flight over 100k members, 10 s each. Prints each run's
+# events/s and the CPU ticks (1/100 s) Redis and the gateways used.
+# docs/performance.md, "Issues 10 and 11 together".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${1:-}
+W=$(mktemp -d)
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$W"' EXIT
+if [[ -z $BIN ]]; then
+	go build -o "$W/wsgateway" ./cmd/wsgateway
+	BIN=$W/wsgateway
+fi
+S=bench-secret-0123456789abcdef0123456789
+freeport() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 20000))
+		ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
+	done
+}
+RP=$(freeport)
+redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --dir "$W" --daemonize no --protected-mode no >"$W/redis.log" 2>&1 &
+RPID=$!
+PIDS+=("$RPID")
+for _ in $(seq 100); do redis-cli -p "$RP" ping >/dev/null 2>&1 && break; sleep 0.1; done
+GW=()
+GP=()
+for i in 0 1; do
+	p=$(freeport)
+	"$BIN" --addr "127.0.0.1:$p" --jwt-secret "$S" --log-level error --redis-url "redis://127.0.0.1:$RP/0" >>"$W/gateway.log" 2>&1 &
+	GW+=($!)
+	PIDS+=($!)
+	GP+=("$p")
+	for _ in $(seq 150); do curl -fsS -o /dev/null "http://127.0.0.1:$p/readyz" 2>/dev/null && break; sleep 0.1; done
+done
+tick() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+L=("$BIN" load --secret "$S" --quiet --spectators 0 --watchers 0 --members 100000 --inflight 16)
+for b in one two; do
+	"${L[@]}" --url "ws://127.0.0.1:${GP[0]}/ws" --board "$b" --create --players 1 --duration 1s >/dev/null
+done
+
+r0=$(tick "$RPID")
+a0=$(tick "${GW[0]}")
+echo "one gateway, 32 players:"
+"${L[@]}" --url "ws://127.0.0.1:${GP[0]}/ws" --board one --players 32 --duration 10s | grep '^events'
+echo "  redis ticks $(($(tick "$RPID") - r0)), gateway ticks $(($(tick "${GW[0]}") - a0))"
+
+r0=$(tick "$RPID")
+a0=$(tick "${GW[0]}")
+b0=$(tick "${GW[1]}")
+echo "two gateways, 16 players each, one board:"
+"${L[@]}" --url "ws://127.0.0.1:${GP[0]}/ws" --board two --players 16 --duration 10s | grep '^events' &
+"${L[@]}" --url "ws://127.0.0.1:${GP[1]}/ws" --board two --players 16 --duration 10s | grep '^events'
+wait "$!" 2>/dev/null || true
+echo "  redis ticks $(($(tick "$RPID") - r0)), gateway ticks $(($(tick "${GW[0]}") - a0)) + $(($(tick "${GW[1]}") - b0))"
