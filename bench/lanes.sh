@@ -16,13 +16,8 @@ if [[ -z $BIN ]]; then
 	BIN=$W/wsgateway
 fi
 S=bench-secret-0123456789abcdef0123456789
-freeport() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 20000))
-		ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
-	done
-}
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 RP=$(freeport)
 redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --dir "$W" --daemonize no --protected-mode no >"$W/redis.log" 2>&1 &
 RPID=$!
@@ -36,25 +31,24 @@ for i in 0 1; do
 	GW+=($!)
 	PIDS+=($!)
 	GP+=("$p")
-	for _ in $(seq 150); do curl -fsS -o /dev/null "http://127.0.0.1:$p/readyz" 2>/dev/null && break; sleep 0.1; done
+	wait_http "http://127.0.0.1:$p/readyz"
 done
-tick() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 L=("$BIN" load --secret "$S" --quiet --spectators 0 --watchers 0 --members 100000 --inflight 16)
 for b in one two; do
 	"${L[@]}" --url "ws://127.0.0.1:${GP[0]}/ws" --board "$b" --create --players 1 --duration 1s >/dev/null
 done
 
-r0=$(tick "$RPID")
-a0=$(tick "${GW[0]}")
+r0=$(cpu_ticks "$RPID")
+a0=$(cpu_ticks "${GW[0]}")
 echo "one gateway, 32 players:"
 "${L[@]}" --url "ws://127.0.0.1:${GP[0]}/ws" --board one --players 32 --duration 10s | grep '^events'
-echo "  redis ticks $(($(tick "$RPID") - r0)), gateway ticks $(($(tick "${GW[0]}") - a0))"
+echo "  redis ticks $(($(cpu_ticks "$RPID") - r0)), gateway ticks $(($(cpu_ticks "${GW[0]}") - a0))"
 
-r0=$(tick "$RPID")
-a0=$(tick "${GW[0]}")
-b0=$(tick "${GW[1]}")
+r0=$(cpu_ticks "$RPID")
+a0=$(cpu_ticks "${GW[0]}")
+b0=$(cpu_ticks "${GW[1]}")
 echo "two gateways, 16 players each, one board:"
 "${L[@]}" --url "ws://127.0.0.1:${GP[0]}/ws" --board two --players 16 --duration 10s | grep '^events' &
 "${L[@]}" --url "ws://127.0.0.1:${GP[1]}/ws" --board two --players 16 --duration 10s | grep '^events'
 wait "$!" 2>/dev/null || true
-echo "  redis ticks $(($(tick "$RPID") - r0)), gateway ticks $(($(tick "${GW[0]}") - a0)) + $(($(tick "${GW[1]}") - b0))"
+echo "  redis ticks $(($(cpu_ticks "$RPID") - r0)), gateway ticks $(($(cpu_ticks "${GW[0]}") - a0)) + $(($(cpu_ticks "${GW[1]}") - b0))"

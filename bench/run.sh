@@ -62,29 +62,11 @@ done
 
 say() { printf '\n== %s\n' "$*" >&2; }
 
-# freeport prints a loopback port nobody listens on (never 6379 or 4222).
-freeport() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 20000))
-		ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
-	done
-}
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 TCK=$(getconf CLK_TCK)
 cpu_seconds() { awk -v a="$1" -v b="$2" -v t="$TCK" 'BEGIN {printf "%.3f", (b - a) / t}'; }
-
-# wait_http URL: until it answers 200 (15s).
-wait_http() {
-	for _ in $(seq 150); do
-		curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "bench: $1 did not answer" >&2
-	return 1
-}
 
 # wait_conns PORT N: until N connections to PORT are established (60s).
 wait_conns() {
