@@ -146,13 +146,12 @@ local slots = {
 -- The clock is read once per call (the records' bucket depends on it).
 local bkey = KEYS[13]
 local bans = redis.call('EXISTS', bkey) == 1
-local banExp = bans and redis.call('HGET', bkey, '|exp')
 local now, cur = clockMs(), 1
 if boundary > 0 then
   if now < slots[1].from or now >= slots[2].to then return redis.error_reply('LB clock') end
   if now >= boundary then cur = 2 end
 end
-if banExp and banDue(bkey, now) then return redis.error_reply('LB expired') end
+if bans and banDue(bkey, now) then return redis.error_reply('LB expired') end
 
 -- A board created by this code with a tiebreak other than shared, and never
 -- set to shared since (putboard.lua's nr, true while it equals v), holds no
@@ -192,7 +191,7 @@ do
   while k <= #KEYS do
     local S = tonumber(ARGV[a + 1])
     local V = S + 2
-    local d = {seq = KEYS[k], n = KEYS[k + 1], ban = KEYS[k + 2], w = tonumber(ARGV[a]), S = S, z = {}, x = {}, exp = {}, moved = 0}
+    local d = {seq = KEYS[k], n = KEYS[k + 1], ban = KEYS[k + 2], w = tonumber(ARGV[a]), S = S, z = {}, x = {}, exp = {}}
     for v = 1, V do
       d.z[v], d.x[v], d.exp[v] = KEYS[k + 2 + v], KEYS[k + 2 + V + v], tonumber(ARGV[a + 1 + v])
     end
@@ -200,7 +199,11 @@ do
     k, a = k + 3 + 2 * V, a + 2 + V
   end
 end
+-- depMoved counts the events maintain ran for: each dependant's seq moves
+-- once per event, written at the end with one INCRBY.
+local depMoved = 0
 local function maintain(s, member, name, d, had)
+  depMoved = depMoved + 1
   for _, dp in ipairs(deps) do
     local amt = dp.w * d
     if order == 'asc' then amt = -amt end
@@ -222,7 +225,6 @@ local function maintain(s, member, name, d, had)
         end
       end
     end
-    dp.moved = dp.moved + 1 -- its seq moves once per event, written at the end
     if name ~= '' then redis.call('HSET', dp.n, member, name) end
   end
 end
@@ -368,7 +370,7 @@ local function one(i)
 
   local seq
   if sharded then seq = tieTime() else seq = nextSeq() end
-  local rank = prev
+  local rank, newz = prev, oldz
   if not (had and new == old) then
     -- The score changed (or the member is new): it reaches the score now.
     local z = member
@@ -393,7 +395,7 @@ local function one(i)
       redis.call('HDEL', mkey, member)
       if mkey == pm then mnew[member] = false end
     end
-    rank = rankOf(zkey, z, sc)
+    rank, newz = rankOf(zkey, z, sc), z
     if not had and expat > now then
       -- Relative to the script's clock, so an injected (test) clock that is
       -- far from the server's still yields the intended lifetime.
@@ -413,8 +415,7 @@ local function one(i)
   rec = string.format('%s,%d,%d,%d,%d,%d,%s', ARGV[j + 5], new, rank, prev, prevscore, seq, period)
   recordPut(R, i, rec)
   if sharded then
-    local z = memberZ(mkey, member, i) or member
-    return '0' .. rec .. ';' .. z .. ';' .. oldz .. ';' .. R.cur
+    return '0' .. rec .. ';' .. newz .. ';' .. oldz .. ';' .. R.cur
   end
   return '0' .. rec
 end
@@ -422,7 +423,7 @@ end
 local out = {}
 for i = 1, n do out[i] = one(i) end
 if seqDirty then redis.call('SET', KEYS[2], string.format('%d', seqLast)) end
-for _, dp in ipairs(deps) do
-  if dp.moved > 0 then redis.call('INCRBY', dp.seq, dp.moved) end
+if depMoved > 0 then
+  for _, dp in ipairs(deps) do redis.call('INCRBY', dp.seq, depMoved) end
 end
 return table.concat(out, '\n')
