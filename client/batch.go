@@ -146,9 +146,12 @@ func batchingClient(timeout time.Duration) *http.Client {
 	} else {
 		t = &http.Transport{Proxy: http.ProxyFromEnvironment}
 	}
-	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	dial := t.DialContext // DefaultTransport's own dialer settings
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		nc, err := d.DialContext(ctx, network, addr)
+		nc, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}

@@ -25,13 +25,27 @@ type call struct {
 	reply   chan result // capacity 1: complete never blocks
 }
 
-// result is a call's outcome: an error, a frame, or (fast) an ack read
+// result is a call's outcome: an error, a frame, or (f nil) an ack read
 // without the frame union (fastwire.go).
 type result struct {
-	f    *frame
-	ack  proto.Ack
-	fast bool
-	err  error
+	f   *frame
+	ack proto.Ack
+	err error
+}
+
+// frameOf is the reply frame when it is of type want, the gateway's error
+// when it is one, and a type mismatch otherwise.
+func (r result) frameOf(want string) (*frame, error) {
+	if r.f == nil {
+		return nil, fmt.Errorf("client: reply of type %q, want %q", proto.TypeAck, want)
+	}
+	switch r.f.Type {
+	case want:
+		return r.f, nil
+	case proto.TypeError:
+		return nil, r.f.err()
+	}
+	return nil, fmt.Errorf("client: reply of type %q, want %q", r.f.Type, want)
 }
 
 // complete hands the call its outcome. A call is removed from pending
@@ -70,16 +84,7 @@ func (c *Client) do(ctx context.Context, req *proto.Request, retry bool, want st
 	if err != nil {
 		return nil, err
 	}
-	if r.fast {
-		return nil, fmt.Errorf("client: reply of type %q, want %q", proto.TypeAck, want)
-	}
-	switch r.f.Type {
-	case want:
-		return r.f, nil
-	case proto.TypeError:
-		return nil, r.f.err()
-	}
-	return nil, fmt.Errorf("client: reply of type %q, want %q", r.f.Type, want)
+	return r.frameOf(want)
 }
 
 // roundTrip registers cl (id, kind, frame and retry set), sends it and
@@ -182,16 +187,14 @@ func (c *Client) Score(ctx context.Context, r ScoreReq) (proto.Ack, error) {
 		return proto.Ack{}, err // cl may still be completed: not recycled
 	}
 	c.recycle(cl)
-	if res.fast {
-		return res.ack, nil
+	if res.f == nil {
+		return res.ack, nil // read on the fast path
 	}
-	switch res.f.Type {
-	case proto.TypeAck:
-		return res.f.ack(), nil
-	case proto.TypeError:
-		return proto.Ack{}, res.f.err()
+	f, err := res.frameOf(proto.TypeAck)
+	if err != nil {
+		return proto.Ack{}, err
 	}
-	return proto.Ack{}, fmt.Errorf("client: reply of type %q, want %q", res.f.Type, proto.TypeAck)
+	return f.ack(), nil
 }
 
 // SubOpts choose a subscription's frames.

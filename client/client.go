@@ -142,7 +142,8 @@ type Client struct {
 	slots  chan struct{} // one per call in flight (Options.MaxPending)
 	calls  sync.Pool     // *call, recycled by Score (newCall)
 	// batched: every connection is a batchConn (our own HTTP client), so a
-	// write only queues; bg is c.ctx without its end, for such writes.
+	// write only queues; bg is c.ctx without its end, for such writes
+	// and for the reader.
 	batched bool
 	bg      context.Context
 

@@ -82,9 +82,8 @@ func (c *Client) serve(conn *websocket.Conn, resend [][]byte) error {
 // and a context that can end costs the library a timer per frame.
 func (c *Client) readLoop(conn *websocket.Conn) error {
 	var buf bytes.Buffer
-	ctx := context.WithoutCancel(c.ctx)
 	for {
-		typ, r, err := conn.Reader(ctx)
+		typ, r, err := conn.Reader(c.bg)
 		if err != nil {
 			return err
 		}
@@ -203,7 +202,7 @@ func (c *Client) dispatchAck(a *ackView) {
 		pr := a.prevRank
 		ack.PrevRank = &pr
 	}
-	cl.reply <- result{ack: ack, fast: true}
+	cl.reply <- result{ack: ack}
 }
 
 func (c *Client) sub(board string) *Subscription {
