@@ -247,20 +247,19 @@ func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
 		next[id] = seqs[id].Val() - n[id]
 	}
 	rw := s.client.Pipeline()
-	for _, c := range todo {
+	recs := make([]string, len(todo))
+	for i, c := range todo {
 		next[c.e.Board]++
 		c.r.Seq = next[c.e.Board]
-		rec := fmt.Sprintf("%s.%s,%d,%d,%d,%d,%d,%d", c.hash, c.token, c.r.Score, c.r.Rank, c.r.PrevRank, c.r.PrevScore, c.r.Seq, c.r.Period)
-		rw.EvalSha(ctx, s.rerecord.sha, []string{c.recH}, c.e.Member+"|"+c.e.ID, rec)
+		recs[i] = fmt.Sprintf("%s,%d,%d,%d,%d,%d,%d", c.rec, c.r.Score, c.r.Rank, c.r.PrevRank, c.r.PrevScore, c.r.Seq, c.r.Period)
+		rw.EvalSha(ctx, s.rerecord.sha, []string{c.recH}, c.e.Member+"|"+c.e.ID, recs[i])
 	}
 	_, err = rw.Exec(ctx)
 	if err != nil && isNoScript(err) {
-		if err = s.rerecord.load(ctx, s.client); err == nil {
-			for _, c := range todo {
-				rec := fmt.Sprintf("%s.%s,%d,%d,%d,%d,%d,%d", c.hash, c.token, c.r.Score, c.r.Rank, c.r.PrevRank, c.r.PrevScore, c.r.Seq, c.r.Period)
-				if err = s.client.EvalSha(ctx, s.rerecord.sha, []string{c.recH}, c.e.Member+"|"+c.e.ID, rec).Err(); err != nil {
-					break
-				}
+		// The script was lost (restart, failover): run loads it again.
+		for i, c := range todo {
+			if _, err = s.rerecord.run(ctx, s.client, []string{c.recH}, c.e.Member+"|"+c.e.ID, recs[i]); err != nil && !errors.Is(err, redis.Nil) {
+				break
 			}
 		}
 	}
