@@ -77,7 +77,9 @@
 -- stale (the config version changed), clock (now is outside slots A and B),
 -- expired (a ban's until has passed: ban.lua must lift it first),
 -- bad_request (the board arguments); it writes nothing. The clock is read
--- once per call.
+-- once per call. A redis.call that fails part way (only a key of the
+-- wrong type can) makes the call answer its error after the events before
+-- it were written with their records (prelude's runEvents).
 --
 -- R21: a member with a record in the ban hash (the board's own or its copy
 -- of a global one) gets banned, checked after the duplicate check: a retry
@@ -160,10 +162,13 @@ if bans and banDue(bkey, now) then return redis.error_reply('LB expired') end
 local noRaw = meta[6] == meta[1] and tie ~= 'shared'
 local R = recordsOpen(meta, window, now, 13, n)
 
--- The member hash of the clock's slot (where nearly every event lands) is
--- read for every event of the call with one HMGET; what this call writes
--- to it after is kept in mnew (false: deleted), so each event still reads
--- it as it is after the events before it. Another slot's is read per event.
+-- The call's writes of hash fields (prelude's batch B): the names, and
+-- the member hash of the clock's slot (where nearly every event lands).
+-- That member hash is read for every event of the call with one HMGET;
+-- what this call sets in it after is in B (false: deleted), so each event
+-- still reads it as it is after the events before it. Another slot's
+-- member hash is read and written per event.
+local B = batchNew()
 local pm = slots[cur].m
 local pmv
 do
@@ -171,10 +176,9 @@ do
   for i = 1, n do ms[i] = ARGV[20 + 6 * (i - 1) + 1] end
   pmv = redis.call('HMGET', pm, unpack(ms))
 end
-local mnew = {}
 local function memberZ(mkey, member, i)
   if mkey ~= pm then return redis.call('HGET', mkey, member) end
-  local v = mnew[member]
+  local v = batchGet(B, pm, member)
   if v ~= nil then return v end
   return pmv[i]
 end
@@ -225,7 +229,7 @@ local function maintain(s, member, name, d, had)
         end
       end
     end
-    if name ~= '' then redis.call('HSET', dp.n, member, name) end
+    if name ~= '' then batchSet(B, dp.n, member, name) end
   end
 end
 -- ---- end of derived boards ----
@@ -265,9 +269,8 @@ end
 -- The board's seq (KEYS[2]) is read once per call, counted here, and
 -- written once at the end when more than one event took a value (an INCR
 -- for the first event, a SET at the end for the others, instead of an INCR
--- per event). Nothing else runs between the events of a call; and a
--- redis.call that fails after the call's first write (only a key of the
--- wrong type can) would have lost a record as well, not only a seq.
+-- per event). Nothing else runs between the events of a call, and the
+-- SET runs (finish, below) even when an event failed part way.
 local seqLast, seqDirty = nil, false
 
 -- nextSeq is the next change sequence of an unsharded board.
@@ -389,29 +392,33 @@ local function one(i)
     local sc = stored(new)
     redis.call('ZADD', zkey, sc, z)
     if z ~= member then
-      redis.call('HSET', mkey, member, z)
-      if mkey == pm then mnew[member] = z end
+      if mkey == pm then batchSet(B, pm, member, z) else redis.call('HSET', mkey, member, z) end
     elseif had and oldz ~= member then
       redis.call('HDEL', mkey, member)
-      if mkey == pm then mnew[member] = false end
+      if mkey == pm then batchSet(B, pm, member, false) end
     end
     rank, newz = rankOf(zkey, z, sc), z
     if not had and expat > now then
       -- Relative to the script's clock, so an injected (test) clock that is
       -- far from the server's still yields the intended lifetime.
       redis.call('PEXPIRE', zkey, expat - now)
-      redis.call('PEXPIRE', mkey, expat - now)
+      if mkey == pm then
+        batchExpire(B, pm, expat - now) -- after the batch's HSET made it
+      else
+        redis.call('PEXPIRE', mkey, expat - now)
+      end
     end
   end
   if maxSubs > 0 and redis.call('HINCRBY', sl.c, member, 1) == 1 and expat > now then
     redis.call('PEXPIRE', sl.c, expat - now)
   end
 
-  if name ~= '' then redis.call('HSET', KEYS[3], member, name) end
+  if name ~= '' then batchSet(B, KEYS[3], member, name) end
   if #deps > 0 then maintain(s, member, name, new - old, had) end -- derived boards
 
-  -- Written last: Redis does not roll a script back, and a record written
-  -- before a failing write would turn every retry into a false duplicate.
+  -- Noted last, written after every other write of the call (runEvents):
+  -- Redis does not roll a script back, and a record written before a
+  -- failing write would turn every retry into a false duplicate.
   rec = string.format('%s,%d,%d,%d,%d,%d,%s', ARGV[j + 5], new, rank, prev, prevscore, seq, period)
   recordPut(R, i, rec)
   if sharded then
@@ -420,10 +427,16 @@ local function one(i)
   return '0' .. rec
 end
 
-local out = {}
-for i = 1, n do out[i] = one(i) end
-if seqDirty then redis.call('SET', KEYS[2], string.format('%d', seqLast)) end
-if depMoved > 0 then
-  for _, dp in ipairs(deps) do redis.call('INCRBY', dp.seq, depMoved) end
-end
-return table.concat(out, '\n')
+-- What the events deferred, each written even when another could not be,
+-- and before their records.
+return runEvents(n, one, {
+  function()
+    if seqDirty then redis.call('SET', KEYS[2], string.format('%d', seqLast)) end
+  end,
+  function()
+    if depMoved > 0 then
+      for _, dp in ipairs(deps) do redis.call('INCRBY', dp.seq, depMoved) end
+    end
+  end,
+  function() batchFlush(B) end,
+}, R)

@@ -269,6 +269,7 @@ end
 local bans = redis.call('EXISTS', bkey) == 1
 if bans and banDue(bkey, now) then return redis.error_reply('LB expired') end
 local R = recordsOpen(meta, window, now, 12, n)
+local B = batchNew() -- the names (prelude's batched hash writes)
 
 local function one(i)
   local j = 12 + 6 * (i - 1)
@@ -329,12 +330,10 @@ local function one(i)
   end
   local seq = redis.call('INCR', KEYS[2])
   if maxSubs > 0 then redis.call('HINCRBY', counts, member, 1) end
-  if name ~= '' then redis.call('HSET', KEYS[3], member, name) end
+  if name ~= '' then batchSet(B, KEYS[3], member, name) end
   rec = string.format('%s,%d,%d,%d,%d,%d,0', ARGV[j + 5], new, rank, prev, prevscore, seq)
   recordPut(R, i, rec)
   return '0' .. rec
 end
 
-local out = {}
-for i = 1, n do out[i] = one(i) end
-return table.concat(out, '\n')
+return runEvents(n, one, {function() batchFlush(B) end}, R)

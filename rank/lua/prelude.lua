@@ -114,7 +114,7 @@ local function recordsOpen(meta, window, now, k0, n)
   end
   local b = math.floor(now / window)
   local pre = base .. string.format('%d', window) .. '.'
-  local R = {pre = pre, bucket = b, window = window, now = now, k0 = k0, written = {}, fields = {}}
+  local R = {pre = pre, bucket = b, window = window, now = now, k0 = k0, written = {}, fields = {}, pend = {}}
   R.cur, R.prev = pre .. string.format('%d', b), pre .. string.format('%d', b - 1)
   R.tag = string.format('%d.%d', window, b)
   R.fresh = meta[5] ~= R.tag
@@ -144,11 +144,28 @@ local function recordGet(R, i)
   return false
 end
 
--- recordPut writes event i's record (the last write of its event).
+-- recordPut notes event i's record, the last thing its event does; the
+-- call's records are written together by recordsFlush (one HSET per call
+-- instead of one per event), after every other write of the call.
 local function recordPut(R, i, rec)
   local f = R.fields[i]
-  redis.call('HSET', R.cur, f, rec)
   R.written[f] = rec
+  R.pend[#R.pend + 1] = f
+  R.pend[#R.pend + 1] = rec
+end
+
+-- hsetChunks writes the field/value list fv into hash key, in chunks so no
+-- unpack grows past Lua's stack limit.
+local function hsetChunks(key, fv)
+  for i = 1, #fv, 1000 do
+    redis.call('HSET', key, unpack(fv, i, math.min(i + 999, #fv)))
+  end
+end
+
+-- recordsFlush writes the records recordPut noted.
+local function recordsFlush(R)
+  if #R.pend == 0 then return end
+  hsetChunks(R.cur, R.pend)
   if R.fresh then
     R.fresh = false
     -- Relative to the script's clock, as every expiry here.
@@ -156,4 +173,73 @@ local function recordPut(R, i, rec)
     redis.call('UNLINK', R.pre .. string.format('%d', R.bucket - 2))
     redis.call('HSET', KEYS[1], 'rb', R.tag)
   end
+end
+
+-- ---- batched hash writes ----
+-- A hash field an event sets (a member's name, its sorted-set member) is
+-- noted in a batch and the batch written with one HSET per hash at the end
+-- of the call: a redis.call costs the script about as much as the command
+-- itself, and most of an event's writes are such fields. batchGet reads a
+-- field as the call left it (nil: not set by this call).
+local function batchNew() return {keys = {}, vals = {}, exp = {}} end
+local function batchSet(B, key, f, v)
+  local t = B.vals[key]
+  if not t then
+    t = {}
+    B.vals[key] = t
+    B.keys[#B.keys + 1] = key
+  end
+  t[f] = v
+end
+-- batchExpire gives key an expiry of ms (relative), set when the batch
+-- is written: after its HSET, which may be what creates the key.
+local function batchExpire(B, key, ms) B.exp[key] = ms end
+local function batchGet(B, key, f)
+  local t = B.vals[key]
+  if t then return t[f] end
+  return nil
+end
+local function batchFlush(B)
+  -- Each hash is written even when another could not be.
+  local bad
+  for _, key in ipairs(B.keys) do
+    local ok, err = pcall(function()
+      local fv = {}
+      for f, v in pairs(B.vals[key]) do
+        if v then
+          fv[#fv + 1] = f
+          fv[#fv + 1] = v
+        end
+      end
+      if #fv > 0 then hsetChunks(key, fv) end
+      local ms = B.exp[key]
+      if ms then redis.call('PEXPIRE', key, ms) end
+    end)
+    if not ok and not bad then bad = err end
+  end
+  if bad then error(bad, 0) end
+end
+
+-- runEvents runs one(i) for the call's events i = 1..n and returns their
+-- replies joined by "\n". Then it runs each of finish, the call's other
+-- deferred writes (the seq, batches), and last the records (recordsFlush).
+-- The events run under pcall and each finish and the records under its
+-- own, so each runs even when a redis.call before it failed (only a key of
+-- the wrong type can make one fail): every event that completed keeps its
+-- writes and its record, as when each event wrote its own; the event that
+-- failed part way gets no record (a retry applies it again), and the call
+-- answers the first error.
+local function runEvents(n, one, finish, R)
+  local out = {}
+  local ok, err = pcall(function()
+    for i = 1, n do out[i] = one(i) end
+  end)
+  for _, f in ipairs(finish) do
+    local fok, ferr = pcall(f)
+    if ok and not fok then ok, err = false, ferr end
+  end
+  local rok, rerr = pcall(recordsFlush, R)
+  if ok and not rok then ok, err = false, rerr end
+  if not ok then return redis.error_reply(tostring(err)) end
+  return table.concat(out, '\n')
 end
