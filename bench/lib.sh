@@ -1,4 +1,4 @@
-# Shell helpers bench/run.sh and bench/lanes.sh share (sourced).
+# Shell helpers the bench scripts share (sourced).
 
 # freeport prints a loopback port nobody listens on (never 6379 or 4222).
 freeport() {
@@ -19,4 +19,17 @@ wait_http() {
 	done
 	echo "bench: $1 did not answer" >&2
 	return 1
+}
+
+# workdir makes WORK, a scratch directory, and PIDS, the processes to stop:
+# on exit each of PIDS is killed and WORK removed.
+workdir() {
+	WORK=$(mktemp -d)
+	PIDS=()
+	trap bench_cleanup EXIT
+}
+bench_cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$WORK"
 }

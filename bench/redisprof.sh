@@ -13,14 +13,7 @@ source bench/lib.sh
 for bin in perf redis-server redis-benchmark redis-cli curl; do
 	command -v "$bin" >/dev/null || { echo "redisprof: $bin not found (apt-get install -y linux-perf redis-server redis-tools curl)" >&2; exit 1; }
 done
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+workdir
 if [ -n "${1:-}" ]; then cp "$1" "$WORK/wsgateway"; else go build -o "$WORK/wsgateway" ./cmd/wsgateway; fi
 go build -o "$WORK/ceiling" ./bench/ceiling
 SECRET=bench-secret-0123456789abcdef0123456789

@@ -46,15 +46,9 @@ part() { [[ $PARTS == *" $1 "* ]]; }
 SECRET=bench-secret-0123456789abcdef0123456789
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-WORK=$(mktemp -d)
-PIDS=()
-
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+workdir
 
 for bin in redis-server redis-benchmark redis-cli curl ss; do
 	command -v "$bin" >/dev/null || { echo "bench: $bin not found (apt-get install -y redis-server redis-tools curl iproute2)" >&2; exit 1; }
@@ -62,8 +56,6 @@ done
 
 say() { printf '\n== %s\n' "$*" >&2; }
 
-# shellcheck source=bench/lib.sh
-source bench/lib.sh
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 TCK=$(getconf CLK_TCK)
 cpu_seconds() { awk -v a="$1" -v b="$2" -v t="$TCK" 'BEGIN {printf "%.3f", (b - a) / t}'; }

@@ -38,15 +38,9 @@ SECRET=bench-secret-0123456789abcdef0123456789
 BOARD=hot
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-WORK=$(mktemp -d)
-PIDS=()
-
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+workdir
 
 for bin in redis-server redis-cli curl ss; do
 	command -v "$bin" >/dev/null || { echo "scaling: $bin not found (apt-get install -y redis-server redis-tools curl iproute2)" >&2; exit 1; }
@@ -54,7 +48,7 @@ done
 
 say() { printf '\n== %s\n' "$*" >&2; }
 
-# freeport prints a loopback port no socket uses, whose +10000 (the Redis
+# freeport (lib.sh's, redefined) prints a loopback port no socket uses, whose +10000 (the Redis
 # Cluster bus port) is unused too; both below the ephemeral range (32768),
 # so no outgoing connection takes them meanwhile; never 6379 or 4222.
 freeport() {
@@ -68,18 +62,8 @@ freeport() {
 	done
 }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TCK=$(getconf CLK_TCK)
 cpu_seconds() { awk -v a="$1" -v b="$2" -v t="$TCK" 'BEGIN {printf "%.3f", (b - a) / t}'; }
-
-wait_http() {
-	for _ in $(seq 150); do
-		curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "scaling: $1 did not answer" >&2
-	return 1
-}
 
 MEASURES="$OUT/scaling-shards$SHARDS.env"
 : >"$MEASURES"
