@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -138,8 +139,9 @@ func (c *batchConn) Close() error {
 // batchingClient is the HTTP client of a Client without Options.HTTPClient:
 // http.DefaultTransport's settings, every connection a batchConn. Keep-alive
 // is off so that every dial is a fresh connection of our own (an upgrade
-// takes the connection over; a refused one is not reused).
-func batchingClient(timeout time.Duration) *http.Client {
+// takes the connection over; a refused one is not reused). tlsConfig, when
+// set, replaces the transport's TLS configuration (Options.TLSConfig).
+func batchingClient(timeout time.Duration, tlsConfig *tls.Config) *http.Client {
 	var t *http.Transport
 	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
 		t = dt.Clone()
@@ -156,6 +158,11 @@ func batchingClient(timeout time.Duration) *http.Client {
 			return nil, err
 		}
 		return newBatchConn(nc, timeout), nil
+	}
+	// The transport puts TLS over what DialContext returns: the batchConn
+	// gathers whole TLS records.
+	if tlsConfig != nil {
+		t.TLSClientConfig = tlsConfig.Clone()
 	}
 	t.DisableKeepAlives = true
 	return &http.Client{Transport: t}

@@ -2,9 +2,14 @@ package client
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"strings"
 	"testing"
@@ -121,4 +126,34 @@ type countingConn struct {
 func (c *countingConn) Write(p []byte) (int, error) {
 	c.writes++
 	return c.Conn.Write(p)
+}
+
+// batchingClient puts TLS over the batchConn: the socket under a wss://
+// connection's TLS is a batchConn, so TLS records are gathered too.
+func TestBatchingClientUnderTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	hc := batchingClient(time.Minute, &tls.Config{RootCAs: roots})
+	var under net.Conn
+	ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			if tc, ok := info.Conn.(*tls.Conn); ok {
+				under = tc.NetConn()
+			}
+		},
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, ok := under.(*batchConn); !ok {
+		t.Fatalf("the conn under TLS is %T, want *batchConn", under)
+	}
 }

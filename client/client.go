@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -61,6 +62,13 @@ type Options struct {
 	// while the socket is busy go out together in one write (batch.go);
 	// with an HTTPClient of your own, each frame is one socket write.
 	HTTPClient *http.Client
+	// TLSConfig is the TLS configuration for wss:// URLs of the Client's own
+	// HTTP client (HTTPClient nil), e.g. RootCAs for a gateway whose
+	// certificate a private CA signed; nil uses the system's roots. It is
+	// cloned, and frames are batched under TLS as over plain TCP. Setting it
+	// together with HTTPClient is an error: that client's transport carries
+	// its own TLS configuration.
+	TLSConfig *tls.Config
 	// MaxPending bounds the calls in flight; a call beyond it waits (honouring
 	// its context) for a slot. Default 1024.
 	MaxPending int
@@ -240,7 +248,9 @@ func newClient(url, token string, opts *Options) (*Client, error) {
 	}
 	batched := o.HTTPClient == nil
 	if batched {
-		o.HTTPClient = batchingClient(o.WriteTimeout)
+		o.HTTPClient = batchingClient(o.WriteTimeout, o.TLSConfig)
+	} else if o.TLSConfig != nil {
+		return nil, errors.New("client: dial: TLSConfig applies to the Client's own HTTP client; set TLS on HTTPClient's transport instead")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Client{

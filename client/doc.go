@@ -18,4 +18,9 @@
 // called on the client's read goroutine (they must return quickly, or every
 // reply waits behind them), and through a Subscription's Top and View
 // channels, which hold only the newest frame (latest wins, as on the server).
+//
+// wss:// URLs work as ws:// ones; Options.TLSConfig sets the roots for a
+// gateway whose certificate a private CA signed, keeping the Client's own
+// HTTP client, which gathers the frames written while the socket is busy
+// into one write (under TLS as well).
 package client

@@ -2,7 +2,10 @@ package client_test
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -43,14 +46,34 @@ var drop = struct{ drop bool }{true}
 
 func newFake(t *testing.T, answer func(n int, r proto.Request) []any) *fakeGateway {
 	t.Helper()
+	f, srv := fakeOn(t, answer, httptest.NewServer)
+	f.URL = "ws" + strings.TrimPrefix(srv.URL, "http")
+	return f
+}
+
+// newFakeTLS is newFake over TLS (wss://); roots trusts its certificate.
+func newFakeTLS(t *testing.T, answer func(n int, r proto.Request) []any) (f *fakeGateway, roots *x509.CertPool) {
+	t.Helper()
+	f, srv := fakeOn(t, answer, func(h http.Handler) *httptest.Server {
+		srv := httptest.NewUnstartedServer(h)
+		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes tests make on purpose
+		srv.StartTLS()
+		return srv
+	})
+	f.URL = "wss" + strings.TrimPrefix(srv.URL, "https")
+	roots = x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	return f, roots
+}
+
+func fakeOn(t *testing.T, answer func(n int, r proto.Request) []any, start func(http.Handler) *httptest.Server) (*fakeGateway, *httptest.Server) {
 	f := &fakeGateway{t: t, answer: answer, reqs: make(chan seen, 4096)}
 	if f.answer == nil {
 		f.answer = f.standard
 	}
-	srv := httptest.NewServer(http.HandlerFunc(f.serve))
+	srv := start(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
-	f.URL = "ws" + strings.TrimPrefix(srv.URL, "http")
-	return f
+	return f, srv
 }
 
 func (f *fakeGateway) serve(w http.ResponseWriter, r *http.Request) {
