@@ -43,7 +43,9 @@ func ChangeOf(e Event, r Result) (c Change, ok bool) {
 
 // Done receives the outcome of one submitted event: exactly what applying
 // it produced, or why it was not applied (for ErrUnavailable and context
-// errors: possibly applied; re-sending the same id is safe, R4).
+// errors: possibly applied; re-sending the same id is safe, R4). It must
+// return promptly and must not call the store: engines run it on their own
+// goroutines (the Redis engine's completer, which its lane may wait for).
 type Done func(Result, error)
 
 // Sink receives the changes an engine applied, a batch at a time, in the

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -91,6 +92,9 @@ type call struct {
 type batch struct {
 	calls   []*call
 	changes []rank.Change
+	// settled, when set by the lane (settleFirst), is closed by the
+	// completer once every call's done has run.
+	settled chan struct{}
 
 	// The lane's scratch space (Store.work, Store.build).
 	send    []*call // calls still to send
@@ -213,8 +217,31 @@ func (b *batcher) lane() {
 		bt.calls = append(bt.calls, first)
 		bt.calls = fill(bt.calls, b.async, b.max)
 		b.work(bt)
+		settled := settleFirst(bt)
 		b.done <- bt
+		if settled != nil {
+			<-settled
+		}
 	}
+}
+
+// settleFirst returns a channel the completer closes once bt's calls are
+// done, when one of them failed unavailable, else nil; the lane then waits
+// for it before it takes the next batch. A caller that stops on its first
+// unavailable answer (a REST scores array cancels its context) must hear
+// it before its later calls, already queued, are sent: otherwise one of
+// them could be applied after an earlier one failed, and the failures would
+// not be a suffix. Done callbacks never call the store (rank.Done), so the
+// wait cannot deadlock; it costs the lane a completer's turn only on a
+// failure.
+func settleFirst(bt *batch) chan struct{} {
+	for _, c := range bt.calls {
+		if c.err != nil && errors.Is(c.err, rank.ErrUnavailable) {
+			bt.settled = make(chan struct{})
+			return bt.settled
+		}
+	}
+	return nil
 }
 
 // complete finishes the lane's batches: the sink hears of all of a batch's
@@ -244,6 +271,10 @@ func (b *batcher) complete() {
 		}
 		clear(bt.calls)
 		bt.calls = bt.calls[:0]
+		if bt.settled != nil {
+			close(bt.settled)
+			bt.settled = nil
+		}
 		b.idle <- bt
 	}
 }
