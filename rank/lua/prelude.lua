@@ -114,7 +114,7 @@ local function recordsOpen(meta, window, now, k0, n)
   end
   local b = math.floor(now / window)
   local pre = base .. string.format('%d', window) .. '.'
-  local R = {pre = pre, bucket = b, window = window, now = now, k0 = k0, written = {}, fields = {}, pend = {}}
+  local R = {pre = pre, bucket = b, window = window, now = now, k0 = k0, written = {}, fields = {}}
   R.cur, R.prev = pre .. string.format('%d', b), pre .. string.format('%d', b - 1)
   R.tag = string.format('%d.%d', window, b)
   R.fresh = meta[5] ~= R.tag
@@ -148,24 +148,29 @@ end
 -- call's records are written together by recordsFlush (one HSET per call
 -- instead of one per event), after every other write of the call.
 local function recordPut(R, i, rec)
-  local f = R.fields[i]
-  R.written[f] = rec
-  R.pend[#R.pend + 1] = f
-  R.pend[#R.pend + 1] = rec
+  R.written[R.fields[i]] = rec
 end
 
--- hsetChunks writes the field/value list fv into hash key, in chunks so no
--- unpack grows past Lua's stack limit.
-local function hsetChunks(key, fv)
+-- hsetMap writes the fields of t (field -> value; false: none) into hash
+-- key with one HSET, in chunks so no unpack grows past Lua's stack limit,
+-- and reports whether there were any.
+local function hsetMap(key, t)
+  local fv = {}
+  for f, v in pairs(t) do
+    if v then
+      fv[#fv + 1] = f
+      fv[#fv + 1] = v
+    end
+  end
   for i = 1, #fv, 1000 do
     redis.call('HSET', key, unpack(fv, i, math.min(i + 999, #fv)))
   end
+  return #fv > 0
 end
 
 -- recordsFlush writes the records recordPut noted.
 local function recordsFlush(R)
-  if #R.pend == 0 then return end
-  hsetChunks(R.cur, R.pend)
+  if not hsetMap(R.cur, R.written) then return end
   if R.fresh then
     R.fresh = false
     -- Relative to the script's clock, as every expiry here.
@@ -204,14 +209,7 @@ local function batchFlush(B)
   local bad
   for _, key in ipairs(B.keys) do
     local ok, err = pcall(function()
-      local fv = {}
-      for f, v in pairs(B.vals[key]) do
-        if v then
-          fv[#fv + 1] = f
-          fv[#fv + 1] = v
-        end
-      end
-      if #fv > 0 then hsetChunks(key, fv) end
+      hsetMap(key, B.vals[key])
       local ms = B.exp[key]
       if ms then redis.call('PEXPIRE', key, ms) end
     end)
