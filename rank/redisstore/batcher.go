@@ -236,7 +236,7 @@ func (b *batcher) lane() {
 // failure.
 func settleFirst(bt *batch) chan struct{} {
 	for _, c := range bt.calls {
-		if c.err != nil && errors.Is(c.err, rank.ErrUnavailable) {
+		if errors.Is(c.err, rank.ErrUnavailable) {
 			bt.settled = make(chan struct{})
 			return bt.settled
 		}
