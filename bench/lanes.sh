@@ -8,26 +8,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-}
-W=$(mktemp -d)
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$W"' EXIT
-if [[ -z $BIN ]]; then
-	go build -o "$W/wsgateway" ./cmd/wsgateway
-	BIN=$W/wsgateway
-fi
-S=bench-secret-0123456789abcdef0123456789
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
-RP=$(freeport)
-redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --dir "$W" --daemonize no --protected-mode no >"$W/redis.log" 2>&1 &
-RPID=$!
-PIDS+=("$RPID")
-for _ in $(seq 100); do redis-cli -p "$RP" ping >/dev/null 2>&1 && break; sleep 0.1; done
+workdir
+if [[ -z $BIN ]]; then
+	go build -o "$WORK/wsgateway" ./cmd/wsgateway
+	BIN=$WORK/wsgateway
+fi
+S=bench-secret-0123456789abcdef0123456789
+start_redis
 GW=()
 GP=()
 for i in 0 1; do
 	p=$(freeport)
-	"$BIN" --addr "127.0.0.1:$p" --jwt-secret "$S" --log-level error --redis-url "redis://127.0.0.1:$RP/0" >>"$W/gateway.log" 2>&1 &
+	"$BIN" --addr "127.0.0.1:$p" --jwt-secret "$S" --log-level error --redis-url "redis://127.0.0.1:$RP/0" >>"$WORK/gateway.log" 2>&1 &
 	GW+=($!)
 	PIDS+=($!)
 	GP+=("$p")

@@ -33,3 +33,40 @@ bench_cleanup() {
 	wait 2>/dev/null || true
 	rm -rf "$WORK"
 }
+
+# start_redis: a redis-server of the run's own, without persistence, on a
+# free port RP (pid RPID), once it answers. Needs WORK and PIDS (workdir).
+start_redis() {
+	RP=$(freeport)
+	redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" --daemonize no --protected-mode no >"$WORK/redis.log" 2>&1 &
+	RPID=$!
+	PIDS+=("$RPID")
+	for _ in $(seq 100); do redis-cli -p "$RP" ping >/dev/null 2>&1 && break; sleep 0.1; done
+}
+
+# start_gateway [flags…]: $WORK/wsgateway on free ports GP (metrics MP),
+# pid GW_PID, URL its WebSocket, once it is ready. Needs SECRET.
+start_gateway() {
+	GP=$(freeport)
+	MP=$(freeport)
+	"$WORK/wsgateway" --addr "127.0.0.1:$GP" --metrics-addr "127.0.0.1:$MP" --jwt-secret "$SECRET" --log-level error "$@" >>"$WORK/gateway.log" 2>&1 &
+	GW_PID=$!
+	PIDS+=("$GW_PID")
+	wait_http "http://127.0.0.1:$GP/readyz" || { tail -n 20 "$WORK/gateway.log" >&2; return 1; }
+	URL="ws://127.0.0.1:$GP/ws"
+}
+stop_gateway() { kill "$GW_PID"; wait "$GW_PID" 2>/dev/null || true; }
+
+# capture_call: one real apply.lua call of board "ceil" (created here), as
+# the gateway at URL sends it to the redis-server on RP, captured with
+# MONITOR into $WORK/monitor.txt; bench/ceiling turns it into
+# redis-benchmark arguments. LOAD is the load generator's command.
+capture_call() {
+	redis-cli -p "$RP" monitor >"$WORK/monitor.txt" &
+	local mon=$!
+	PIDS+=("$mon")
+	sleep 0.3
+	"${LOAD[@]}" --url "$URL" --board ceil --create --players 1 --inflight 1 --spectators 0 --watchers 0 --rate 20 --duration 500ms --members 10 >/dev/null
+	sleep 0.3
+	kill "$mon"
+}

@@ -43,23 +43,11 @@ script "$B" "$WORK/b.lua"
 go build -o "$WORK/wsgateway" ./cmd/wsgateway
 go build -o "$WORK/ceiling" ./bench/ceiling
 
-RP=$(freeport)
-redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" --daemonize no >"$WORK/redis.log" 2>&1 &
-RPID=$!
-PIDS+=("$RPID")
-for _ in $(seq 100); do redis-cli -p "$RP" ping >/dev/null 2>&1 && break; sleep 0.1; done
-GP=$(freeport)
-"$WORK/wsgateway" --addr "127.0.0.1:$GP" --jwt-secret "$SECRET" --log-level error --redis-url "redis://127.0.0.1:$RP/0" >"$WORK/gateway.log" 2>&1 &
-GPID=$!
-PIDS+=("$GPID")
-wait_http "http://127.0.0.1:$GP/readyz"
-redis-cli -p "$RP" monitor >"$WORK/monitor.txt" &
-MON=$!
-PIDS+=("$MON")
-sleep 0.3
-"$WORK/wsgateway" load --secret "$SECRET" --quiet --url "ws://127.0.0.1:$GP/ws" --board ceil --create --players 1 --inflight 1 --spectators 0 --watchers 0 --rate 20 --duration 500ms --members 10 >/dev/null
-sleep 0.3
-kill "$MON" "$GPID"
+start_redis
+start_gateway --redis-url "redis://127.0.0.1:$RP/0"
+LOAD=("$WORK/wsgateway" load --secret "$SECRET" --quiet)
+capture_call
+stop_gateway
 "$WORK/ceiling" -events "$EV" <"$WORK/monitor.txt" >"$WORK/args.txt"
 mapfile -t ARGS <"$WORK/args.txt"
 SHA_A=$(redis-cli -p "$RP" -x script load <"$WORK/a.lua")

@@ -18,24 +18,11 @@ if [ -n "${1:-}" ]; then cp "$1" "$WORK/wsgateway"; else go build -o "$WORK/wsga
 go build -o "$WORK/ceiling" ./bench/ceiling
 SECRET=bench-secret-0123456789abcdef0123456789
 
-RP=$(freeport)
-redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" --daemonize no >"$WORK/redis.log" 2>&1 &
-RPID=$!
-PIDS+=("$RPID")
-for _ in $(seq 100); do redis-cli -p "$RP" ping >/dev/null 2>&1 && break; sleep 0.1; done
-GP=$(freeport)
-"$WORK/wsgateway" --addr "127.0.0.1:$GP" --jwt-secret "$SECRET" --log-level error --redis-url "redis://127.0.0.1:$RP/0" >"$WORK/gateway.log" 2>&1 &
-GPID=$!
-PIDS+=("$GPID")
-wait_http "http://127.0.0.1:$GP/readyz"
-
-redis-cli -p "$RP" monitor >"$WORK/monitor.txt" &
-MON=$!
-PIDS+=("$MON")
-sleep 0.3
-"$WORK/wsgateway" load --secret "$SECRET" --quiet --url "ws://127.0.0.1:$GP/ws" --board ceil --create --players 1 --inflight 1 --spectators 0 --watchers 0 --rate 20 --duration 500ms --members 10 >/dev/null
-sleep 0.3
-kill "$MON" "$GPID"
+start_redis
+start_gateway --redis-url "redis://127.0.0.1:$RP/0"
+LOAD=("$WORK/wsgateway" load --secret "$SECRET" --quiet)
+capture_call
+stop_gateway
 "$WORK/ceiling" -events 16 <"$WORK/monitor.txt" >"$WORK/args16.txt"
 mapfile -t ARGS16 <"$WORK/args16.txt"
 

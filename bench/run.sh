@@ -90,24 +90,8 @@ else
 fi
 LOAD=("$WORK/wsgateway-load" load --secret "$SECRET" --quiet)
 
-# ---- Redis and the gateway on it
-RP=$(freeport)
-redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" --daemonize no --protected-mode no >"$WORK/redis.log" 2>&1 &
-RPID=$!
-PIDS+=("$RPID")
-for _ in $(seq 100); do redis-cli -p "$RP" ping >/dev/null 2>&1 && break; sleep 0.1; done
-
-GW_PID=""
-start_gateway() { # start_gateway [extra flags…]
-	GP=$(freeport)
-	MP=$(freeport)
-	"$WORK/wsgateway" --addr "127.0.0.1:$GP" --metrics-addr "127.0.0.1:$MP" --jwt-secret "$SECRET" --log-level error "$@" >>"$WORK/gateway.log" 2>&1 &
-	GW_PID=$!
-	PIDS+=("$GW_PID")
-	wait_http "http://127.0.0.1:$GP/readyz" || { tail -n 20 "$WORK/gateway.log" >&2; return 1; }
-	URL="ws://127.0.0.1:$GP/ws"
-}
-stop_gateway() { kill "$GW_PID"; wait "$GW_PID" 2>/dev/null || true; }
+# ---- Redis and the gateway on it (start_redis, start_gateway: lib.sh)
+start_redis
 
 # start_bare INTERVAL [flags…]: the bare broadcast loop (or with --echo the
 # bare echo) on a free port FP (pid FPID), once it listens.
@@ -193,13 +177,7 @@ fi
 
 if part ceiling; then
 	say "apply.lua ceiling: capture one real call"
-	redis-cli -p "$RP" monitor >"$WORK/monitor.txt" &
-	MON=$!
-	PIDS+=("$MON")
-	sleep 0.3
-	"${LOAD[@]}" --url "$URL" --board ceil --create --players 1 --inflight 1 --spectators 0 --watchers 0 --rate 20 --duration 500ms --members 10 >/dev/null
-	sleep 0.3
-	kill "$MON"
+	capture_call
 	"$WORK/ceiling" <"$WORK/monitor.txt" >"$WORK/args.txt"
 	"$WORK/ceiling" -events 16 <"$WORK/monitor.txt" >"$WORK/args16.txt"
 	mapfile -t ARGS <"$WORK/args.txt"
