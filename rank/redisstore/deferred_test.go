@@ -15,6 +15,13 @@ import (
 // retry of any event the call applied is a duplicate with the first
 // result, never a second application.
 
+// named is incr with the display name "Player <member>".
+func named(board, id, member string, d int64) rank.Event {
+	e := incr(board, id, member, d)
+	e.Name = "Player " + member
+	return e
+}
+
 // The names hash is of the wrong type: its batched HSET fails after every
 // event of the call was applied, and the records are still written.
 func TestDeferredNamesFail(t *testing.T) {
@@ -27,12 +34,7 @@ func TestDeferredNamesFail(t *testing.T) {
 	if err := s.client.Set(ctx, s.key(id, "n"), "not a hash", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	named := func(eid, m string, d int64) rank.Event {
-		e := incr(id, eid, m, d)
-		e.Name = "Player " + m
-		return e
-	}
-	events := []rank.Event{named("e1", "a", 5), named("e2", "b", 7), named("e3", "a", 1)}
+	events := []rank.Event{named(id, "e1", "a", 5), named(id, "e2", "b", 7), named(id, "e3", "a", 1)}
 	for i, c := range runCall(t, s, events...) {
 		if c.err == nil {
 			t.Fatalf("event %d: no error, want the names hash's WRONGTYPE", i)
@@ -117,11 +119,6 @@ func TestDeferredHotNames(t *testing.T) {
 	at := hotStart()
 	s := newStore(t, srv, Config{Prefix: "dhn", Now: func() time.Time { return at }, HotInterval: -1})
 	ctx := t.Context()
-	named := func(board, eid, m string, d int64) rank.Event {
-		e := incr(board, eid, m, d)
-		e.Name = "Player " + m
-		return e
-	}
 	mustPut(t, s, hotTestBoard("hn"))
 	for i, c := range runCall(t, s, named("hn", "e1", "a", 5), named("hn", "e2", "b", 7), named("hn", "e3", "a", 1)) {
 		if c.err != nil {
