@@ -15,6 +15,18 @@
 # layout), as consecutive commits usually do.
 #
 #   bash bench/luaab.sh HEAD~1 HEAD 1 4
+#
+# Time on this shared machine moves ±15% from one run to the next, more
+# than most script changes. LUAAB_IR=1 counts instead: the filled data set
+# is saved, and each round starts one redis-server per script from it under
+# valgrind's callgrind (instrumentation on for the measured 20k events
+# only) and prints the instructions Redis ran per event. The count repeats
+# within about 0.5%; it does not see cache misses, so it ranks changes to
+# the script's own work, not to memory layout. Needs valgrind
+# (apt-get install -y valgrind). LUAAB_KEEP=DIR keeps each run's
+# callgrind.out there, for callgrind_annotate.
+#
+#   LUAAB_IR=1 bash bench/luaab.sh HEAD~1 HEAD 64 2
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -22,7 +34,10 @@ A=${1:?REV_A}
 B=${2:?REV_B}
 EV=${3:-16}
 ROUNDS=${4:-3}
-for bin in redis-server redis-benchmark redis-cli curl; do
+IR=${LUAAB_IR:-}
+tools=(redis-server redis-benchmark redis-cli curl)
+[ -n "$IR" ] && tools+=(valgrind callgrind_control)
+for bin in "${tools[@]}"; do
 	command -v "$bin" >/dev/null || { echo "luaab: $bin not found (apt-get install -y redis-server redis-tools curl)" >&2; exit 1; }
 done
 workdir
@@ -60,6 +75,41 @@ bench() { # bench SHA
 	redis-benchmark -p "$RP" -n "$N" -c 50 -P 16 -r 100000 -q "${args[@]}" >/dev/null 2>&1
 }
 bench "$SHA_B" # 100k members before anything is measured
+
+# ir SHA SCRIPT NAME: instructions per event of SCRIPT's EVALSHA on a copy
+# of the filled data set, in a redis-server under callgrind.
+ir() {
+	local port dir pid n=$((20000 / EV)) tot
+	port=$(freeport)
+	dir=$(mktemp -d -p "$WORK")
+	cp "$WORK/filled.rdb" "$dir/dump.rdb"
+	valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/callgrind.out" \
+		redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
+		--daemonize no --protected-mode no >"$dir/redis.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 600); do redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break; sleep 0.2; done
+	redis-cli -p "$port" -x script load <"$2" >/dev/null
+	local args=("${ARGS[@]}")
+	args[1]=$1
+	callgrind_control -i on "$pid" >/dev/null 2>&1
+	redis-benchmark -p "$port" -n "$n" -c 50 -P 16 -r 100000 -q "${args[@]}" >/dev/null 2>&1
+	callgrind_control -i off "$pid" >/dev/null 2>&1
+	redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+	wait "$pid" 2>/dev/null || true
+	tot=$(awk '/^totals:/ {print $2}' "$dir/callgrind.out")
+	[ -n "${LUAAB_KEEP:-}" ] && cp "$dir/callgrind.out" "$LUAAB_KEEP/callgrind.out.$3.$r"
+	awk -v t="$tot" -v n="$((n * EV))" 'BEGIN {printf "%.0f", t / n}'
+	rm -rf "$dir"
+}
+if [ -n "$IR" ]; then
+	redis-cli -p "$RP" save >/dev/null
+	cp "$WORK/dump.rdb" "$WORK/filled.rdb"
+	echo "apply.lua, $EV events per call: redis-server instructions per event (callgrind, 20k events)"
+	for r in $(seq "$ROUNDS"); do
+		echo "round $r:  A $(ir "$SHA_A" "$WORK/a.lua" A)  B $(ir "$SHA_B" "$WORK/b.lua" B)"
+	done
+	exit 0
+fi
 echo "apply.lua, $EV events per call: Redis µs per event, in the script (INFO commandstats) / redis-server CPU"
 for r in $(seq "$ROUNDS"); do
 	line="round $r:"
