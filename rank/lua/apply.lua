@@ -106,10 +106,16 @@
 -- ('|' never occurs in a member id, so the form is unambiguous).
 
 local MAX = 9007199254740991
+-- The per-event path below runs tens of thousands of times a second on
+-- Redis's one core, where the script's own Lua work (string.format above
+-- all) costs about as much as its commands (docs/performance.md, "Redis
+-- instructions per event"): it keeps what it calls in locals, formats
+-- numbers with few string.format calls, and makes few strings.
+local call, fmt, sfind, ssub = redis.call, string.format, string.find, string.sub
 
 -- The config version check (prelude's refused) with the fields the
 -- records (prelude's recordsOpen) and the raw-entry lookup read, in one call.
-local meta = redis.call('HMGET', KEYS[1], 'v', 'rw', 'rs', 'ro', 'rb', 'nr')
+local meta = call('HMGET', KEYS[1], 'v', 'rw', 'rs', 'ro', 'rb', 'nr')
 if not meta[1] then return redis.error_reply('LB unknown_board') end
 if meta[1] ~= ARGV[1] then return redis.error_reply('LB stale') end
 
@@ -121,7 +127,7 @@ local mode, order, tie = ARGV[10], ARGV[11], ARGV[12]
 -- carries ";<new sorted-set member>;<old one>;<record hash>" for the rank
 -- across shards and the record's rewrite (rerecord.lua).
 local sharded = false
-if string.sub(tie, -2) == '@t' then tie, sharded = string.sub(tie, 1, -3), true end
+if ssub(tie, -2) == '@t' then tie, sharded = ssub(tie, 1, -3), true end
 local window = tonumber(ARGV[13])
 local dk, da = tonumber(ARGV[#ARGV]), tonumber(ARGV[#ARGV - 1]) -- derived boards
 if not dk or not da then return redis.error_reply('LB bad_request') end
@@ -147,7 +153,7 @@ local slots = {
 
 -- The clock is read once per call (the records' bucket depends on it).
 local bkey = KEYS[13]
-local bans = redis.call('EXISTS', bkey) == 1
+local bans = call('EXISTS', bkey) == 1
 local now, cur = clockMs(), 1
 if boundary > 0 then
   if now < slots[1].from or now >= slots[2].to then return redis.error_reply('LB clock') end
@@ -174,10 +180,10 @@ local pmv
 do
   local ms = {}
   for i = 1, n do ms[i] = ARGV[20 + 6 * (i - 1) + 1] end
-  pmv = redis.call('HMGET', pm, unpack(ms))
+  pmv = call('HMGET', pm, unpack(ms))
 end
 local function memberZ(mkey, member, i)
-  if mkey ~= pm then return redis.call('HGET', mkey, member) end
+  if mkey ~= pm then return call('HGET', mkey, member) end
   local v = batchGet(B, pm, member)
   if v ~= nil then return v end
   return pmv[i]
@@ -212,8 +218,8 @@ local function maintain(s, member, name, d, had)
     local amt = dp.w * d
     if order == 'asc' then amt = -amt end
     local banned = false
-    if redis.call('EXISTS', dp.ban) == 1 then
-      local r = redis.call('HMGET', dp.ban, member, 'g|' .. member)
+    if call('EXISTS', dp.ban) == 1 then
+      local r = call('HMGET', dp.ban, member, 'g|' .. member)
       banned = (r[1] or r[2]) and true or false
     end
     for v = s + 1, s + dp.S do
@@ -221,11 +227,11 @@ local function maintain(s, member, name, d, had)
       if exp == 0 or exp > now then
         local z, x = dp.z[v], dp.x[v]
         local to = z
-        if not redis.call('ZSCORE', z, member) and (banned or redis.call('ZSCORE', x, member)) then to = x end
-        if amt ~= 0 or not had or not redis.call('ZSCORE', to, member) then
-          local fresh = exp > 0 and redis.call('EXISTS', to) == 0
-          redis.call('ZINCRBY', to, string.format('%d', amt), member)
-          if fresh then redis.call('PEXPIRE', to, exp - now) end
+        if not call('ZSCORE', z, member) and (banned or call('ZSCORE', x, member)) then to = x end
+        if amt ~= 0 or not had or not call('ZSCORE', to, member) then
+          local fresh = exp > 0 and call('EXISTS', to) == 0
+          call('ZINCRBY', to, fmt('%d', amt), member)
+          if fresh then call('PEXPIRE', to, exp - now) end
         end
       end
     end
@@ -253,17 +259,12 @@ local function admit(t)
   return s
 end
 
-local function stored(s)
-  if order == 'asc' then s = -s end
-  return string.format('%d', s)
-end
-
 -- rank of sorted-set member z of zkey whose stored score is s (a string)
 local function rankOf(zkey, z, s)
   if tie == 'shared' then
-    return redis.call('ZCOUNT', zkey, '(' .. s, '+inf') + 1
+    return call('ZCOUNT', zkey, '(' .. s, '+inf') + 1
   end
-  return redis.call('ZREVRANK', zkey, z) + 1
+  return call('ZREVRANK', zkey, z) + 1
 end
 
 -- The board's seq (KEYS[2]) is read once per call, counted here, and
@@ -276,7 +277,7 @@ local seqLast, seqDirty = nil, false
 -- nextSeq is the next change sequence of an unsharded board.
 local function nextSeq()
   if not seqLast then
-    seqLast = redis.call('INCR', KEYS[2])
+    seqLast = call('INCR', KEYS[2])
   else
     seqLast, seqDirty = seqLast + 1, true
   end
@@ -287,12 +288,12 @@ end
 -- injected clock's ms × 1000), above the shard's last one.
 local clockUs -- read once per call: later events of the call go above it
 local function tieTime()
-  if not seqLast then seqLast = tonumber(redis.call('GET', KEYS[2]) or '0') end
+  if not seqLast then seqLast = tonumber(call('GET', KEYS[2]) or '0') end
   if not clockUs then
     if ARGV[2] ~= '' then
       clockUs = tonumber(ARGV[2]) * 1000
     else
-      local t = redis.call('TIME')
+      local t = call('TIME')
       clockUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
     end
   end
@@ -302,6 +303,9 @@ local function tieTime()
   return us
 end
 
+-- The first 8 digits of tiebreak first's pad, and the seq / 1e8 they are of.
+local padHi, padHiOf
+
 -- one applies event i and returns its reply string.
 local function one(i)
   local j = 20 + 6 * (i - 1)
@@ -309,16 +313,16 @@ local function one(i)
   local rec = recordGet(R, i)
   if rec then return '1' .. rec end
   if bans then
-    local r = redis.call('HMGET', bkey, member, 'g|' .. member)
+    local r = call('HMGET', bkey, member, 'g|' .. member)
     if r[1] or r[2] then return '!banned' end
   end
 
   local amount = tonumber(ARGV[j + 4])
-  if not amount or amount ~= math.floor(amount) or amount > MAX or amount < -MAX then
+  if not amount or amount % 1 ~= 0 or amount > MAX or amount < -MAX then
     return '!invalid_score'
   end
   if (op ~= '1' and op ~= '2') or ((mode == 'incr') ~= (op == '1'))
-    or member == '' or string.find(member, '|', 1, true) then
+    or member == '' or sfind(member, '|', 1, true) then
     return '!bad_request'
   end
 
@@ -332,17 +336,17 @@ local function one(i)
   local sl = slots[s]
   local zkey, mkey, period, expat = sl.z, sl.m, sl.idx, sl.exp
 
-  if maxSubs > 0 and tonumber(redis.call('HGET', sl.c, member) or '0') >= maxSubs then
+  if maxSubs > 0 and tonumber(call('HGET', sl.c, member) or '0') >= maxSubs then
     return '!limit_reached'
   end
 
   local oldz = memberZ(mkey, member, i)
   local olds = false
   if oldz then
-    olds = redis.call('ZSCORE', zkey, oldz)
+    olds = call('ZSCORE', zkey, oldz)
   else
     oldz = member
-    if not noRaw then olds = redis.call('ZSCORE', zkey, member) end
+    if not noRaw then olds = call('ZSCORE', zkey, member) end
   end
   local had = olds ~= false
   local old = 0
@@ -374,43 +378,44 @@ local function one(i)
   local seq
   if sharded then seq = tieTime() else seq = nextSeq() end
   local rank, newz = prev, oldz
+  local ns = fmt('%d', new)
   if not (had and new == old) then
     -- The score changed (or the member is new): it reaches the score now.
     local z = member
-    if tie ~= 'shared' then
-      local pad
-      if tie == 'first' then
-        -- Each digit's 9-complement, by halves: 9999999999999999 itself is
-        -- not exact in a double, 99999999 is.
-        pad = string.format('%08d%08d', 99999999 - math.floor(seq / 1e8), 99999999 - seq % 1e8)
-      else
-        pad = string.format('%016d', seq)
-      end
-      z = pad .. '|' .. member
+    if tie == 'first' then
+      -- Each digit's 9-complement, by halves: 9999999999999999 itself is
+      -- not exact in a double, 99999999 is. The first half changes every
+      -- 1e8 seqs, so it is formatted once per call.
+      local hi = (seq - seq % 1e8) / 1e8
+      if hi ~= padHiOf then padHi, padHiOf = fmt('%08d', 99999999 - hi), hi end
+      z = padHi .. fmt('%08d', 99999999 - seq % 1e8) .. '|' .. member
+    elseif tie == 'last' then
+      z = fmt('%016d', seq) .. '|' .. member
     end
-    if had and z ~= oldz then redis.call('ZREM', zkey, oldz) end
-    local sc = stored(new)
-    redis.call('ZADD', zkey, sc, z)
+    if had and z ~= oldz then call('ZREM', zkey, oldz) end
+    local sc = ns -- the stored score (see the header: negated on asc boards)
+    if order == 'asc' then sc = fmt('%d', -new) end
+    call('ZADD', zkey, sc, z)
     if z ~= member then
-      if mkey == pm then batchSet(B, pm, member, z) else redis.call('HSET', mkey, member, z) end
+      if mkey == pm then batchSet(B, pm, member, z) else call('HSET', mkey, member, z) end
     elseif had and oldz ~= member then
-      redis.call('HDEL', mkey, member)
+      call('HDEL', mkey, member)
       if mkey == pm then batchSet(B, pm, member, false) end
     end
     rank, newz = rankOf(zkey, z, sc), z
     if not had and expat > now then
       -- Relative to the script's clock, so an injected (test) clock that is
       -- far from the server's still yields the intended lifetime.
-      redis.call('PEXPIRE', zkey, expat - now)
+      call('PEXPIRE', zkey, expat - now)
       if mkey == pm then
         batchExpire(B, pm, expat - now) -- after the batch's HSET made it
       else
-        redis.call('PEXPIRE', mkey, expat - now)
+        call('PEXPIRE', mkey, expat - now)
       end
     end
   end
-  if maxSubs > 0 and redis.call('HINCRBY', sl.c, member, 1) == 1 and expat > now then
-    redis.call('PEXPIRE', sl.c, expat - now)
+  if maxSubs > 0 and call('HINCRBY', sl.c, member, 1) == 1 and expat > now then
+    call('PEXPIRE', sl.c, expat - now)
   end
 
   if name ~= '' then batchSet(B, KEYS[3], member, name) end
@@ -419,7 +424,7 @@ local function one(i)
   -- Noted last, written after every other write of the call (runEvents):
   -- Redis does not roll a script back, and a record written before a
   -- failing write would turn every retry into a false duplicate.
-  rec = string.format('%s,%d,%d,%d,%d,%d,%s', ARGV[j + 5], new, rank, prev, prevscore, seq, period)
+  rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d', rank, prev, prevscore, seq) .. ',' .. period
   recordPut(R, i, rec)
   if sharded then
     return '0' .. rec .. ';' .. newz .. ';' .. oldz .. ';' .. R.cur
@@ -431,11 +436,11 @@ end
 -- and before their records.
 return runEvents(n, one, {
   function()
-    if seqDirty then redis.call('SET', KEYS[2], string.format('%d', seqLast)) end
+    if seqDirty then call('SET', KEYS[2], fmt('%d', seqLast)) end
   end,
   function()
     if depMoved > 0 then
-      for _, dp in ipairs(deps) do redis.call('INCRBY', dp.seq, depMoved) end
+      for _, dp in ipairs(deps) do call('INCRBY', dp.seq, depMoved) end
     end
   end,
   function() batchFlush(B) end,
