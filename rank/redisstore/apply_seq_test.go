@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -225,5 +226,57 @@ func TestApplyCallDependantSeq(t *testing.T) {
 	r, err := s.Ranks(t.Context(), u.ID, "", []string{"ann", "bob"}, 0)
 	if err != nil || r.Members[0].Score != 8 || r.Members[1].Score != 8 {
 		t.Errorf("the union after the call: %+v, %v; want ann 8 (2×4), bob 8 (2×4)", r, err)
+	}
+}
+
+// apply.lua formats the first 8 digits of tiebreak first's pad once per
+// call and again only when the seq enters another block of 1e8: one call
+// whose seqs cross 99,999,999 → 100,000,000 still gives every event the
+// pad of its own seq, so equal scores keep the order of reaching them.
+func TestApplyPadAcrossSeqBlock(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{Prefix: "pad"})
+	const id = "pad"
+	for _, tie := range []rank.Tiebreak{rank.First, rank.Last} {
+		board := id + "-" + string(tie)
+		b := rank.DefaultBoard(board)
+		b.Tiebreak = tie
+		mustPut(t, s, b)
+		if err := s.client.Set(t.Context(), s.key(board, "seq"), 99999997, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// a, b, c, d reach 5 with seqs 99999998 .. 100000001.
+		calls := runCall(t, s, incr(board, "1", "a", 5), incr(board, "2", "b", 5), incr(board, "3", "c", 5), incr(board, "4", "d", 5))
+		for i, c := range calls {
+			if c.err != nil || c.r.Seq != 99999998+int64(i) {
+				t.Fatalf("%s: event %d: %+v, %v; want seq %d", board, i, c.r, c.err, 99999998+i)
+			}
+		}
+		want := map[rank.Tiebreak][]string{rank.First: {"a", "b", "c", "d"}, rank.Last: {"d", "c", "b", "a"}}[tie]
+		pg, err := s.Top(t.Context(), board, "", 0, 10)
+		if err != nil || len(pg.Entries) != 4 {
+			t.Fatalf("%s: top = %+v, %v", board, pg, err)
+		}
+		for i, e := range pg.Entries {
+			if e.Member != want[i] || e.Rank != int64(i+1) {
+				t.Fatalf("%s: top = %+v; want %v in that order", board, pg.Entries, want)
+			}
+		}
+		// The pads themselves: 16 digits of the seq, inverted for first.
+		zs, err := s.client.ZRange(t.Context(), s.zkey(board, 0), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range []string{"a", "b", "c", "d"} {
+			seq := int64(99999998 + i)
+			pad := fmt.Sprintf("%016d", seq)
+			if tie == rank.First {
+				pad = fmt.Sprintf("%016d", int64(9999999999999999)-seq)
+			}
+			if !slices.Contains(zs, pad+"|"+m) {
+				t.Fatalf("%s: sorted set %v lacks %s's member %s|%s", board, zs, m, pad, m)
+			}
+		}
 	}
 }
