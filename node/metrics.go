@@ -11,6 +11,7 @@ import (
 	"github.com/wsgateway/wsgateway/hub/live"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/redisstore"
 )
 
 // maxBoardLabels bounds the board label's values: the first boards seen
@@ -46,15 +47,17 @@ func (l *boardLabels) of(board string) string {
 // whichever path (WebSocket or REST) an event came by.
 type metrics struct {
 	labels   boardLabels
-	events   *prometheus.CounterVec   // by board and outcome: applied, duplicate or an error code
-	ack      *prometheus.HistogramVec // submit → outcome, by board
-	storeErr *prometheus.CounterVec   // by operation and contract code
-	live     *live.Engine             // set once built; read at scrape time
-	profs    *profileCache            // set once built; read at scrape time
-	bus      *bus.Bus                 // set once built; read at scrape time
+	events   *prometheus.CounterVec      // by board and outcome: applied, duplicate or an error code
+	ack      *prometheus.HistogramVec    // submit → outcome, by board
+	storeErr *prometheus.CounterVec      // by operation and contract code
+	live     *live.Engine                // set once built; read at scrape time
+	profs    *profileCache               // set once built; read at scrape time
+	bus      *bus.Bus                    // set once built; read at scrape time
+	lane     func() redisstore.LaneStats // the Redis engine's; nil on the memory engine
 
-	subscribersDesc, framesDesc, profileDesc *prometheus.Desc
-	busSubsDesc, busInDesc                   *prometheus.Desc
+	subscribersDesc, framesDesc, profileDesc    *prometheus.Desc
+	busSubsDesc, busInDesc                      *prometheus.Desc
+	pipelinesDesc, laneEventsDesc, laneBusyDesc *prometheus.Desc
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -83,6 +86,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Boards whose NATS change subject this node subscribes to: the boards its connections watch (and their sources), plus the ones lingering after their last watcher left.", nil, nil),
 		busInDesc: prometheus.NewDesc("wsgateway_bus_messages_received_total",
 			"NATS messages this node received, by kind: changes (one board's batch), boards, resync, profiles.", []string{"kind"}, nil),
+		pipelinesDesc: prometheus.NewDesc("wsgateway_redis_pipelines_total",
+			"Pipelines of score events the Redis lane sent (one at a time; re-sends included).", nil, nil),
+		laneEventsDesc: prometheus.NewDesc("wsgateway_redis_pipeline_events_total",
+			"Score events the Redis lane sent in its pipelines (a re-sent event counts again).", nil, nil),
+		laneBusyDesc: prometheus.NewDesc("wsgateway_redis_lane_busy_seconds_total",
+			"Wall time the Redis lane spent on its pipelines: building, Redis's round trip, parsing. Near 1 per second: the lane is saturated; compare with Redis's own time in the scripts (INFO commandstats).", nil, nil),
 	}
 	for _, c := range []prometheus.Collector{m.events, m.ack, m.storeErr, m} {
 		if err := reg.Register(c); err != nil {
@@ -101,9 +110,18 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.profileDesc
 	ch <- m.busSubsDesc
 	ch <- m.busInDesc
+	ch <- m.pipelinesDesc
+	ch <- m.laneEventsDesc
+	ch <- m.laneBusyDesc
 }
 
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	if m.lane != nil {
+		l := m.lane()
+		ch <- prometheus.MustNewConstMetric(m.pipelinesDesc, prometheus.CounterValue, float64(l.Pipelines))
+		ch <- prometheus.MustNewConstMetric(m.laneEventsDesc, prometheus.CounterValue, float64(l.Events))
+		ch <- prometheus.MustNewConstMetric(m.laneBusyDesc, prometheus.CounterValue, l.Busy.Seconds())
+	}
 	if m.profs != nil {
 		ch <- prometheus.MustNewConstMetric(m.profileDesc, prometheus.CounterValue, float64(m.profs.hits.Load()), "hit")
 		ch <- prometheus.MustNewConstMetric(m.profileDesc, prometheus.CounterValue, float64(m.profs.misses.Load()), "miss")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/wsgateway/wsgateway/client"
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/node"
+	"github.com/wsgateway/wsgateway/rank/redisstore"
 )
 
 // scrape returns the node's /metrics text.
@@ -105,4 +107,52 @@ func grep(text, s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestRedisLaneMetrics: on the Redis engine the lane's totals are series
+// (pipelines, events sent, busy seconds), so an operator sees how full
+// the pipelines run and how much of its time the lane is out; the memory
+// engine has no lane and exports none.
+func TestRedisLaneMetrics(t *testing.T) {
+	t.Parallel()
+	rd := testenv.StartRedis(t)
+	rc, err := redisstore.NewClient(rd.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, node.Config{Redis: rc})
+	adm := token(t, "root", auth.Admin)
+	r.mustREST(t, "PUT", "/api/v1/boards/lane", adm, `{}`, 200)
+	var evs []string
+	for i := range 40 {
+		evs = append(evs, fmt.Sprintf(`{"id":"s%d","member":"p%d","delta":1}`, i, i))
+	}
+	r.mustREST(t, "POST", "/api/v1/boards/lane/scores", adm, "["+strings.Join(evs, ",")+"]", 200)
+	m := r.scrape(t)
+	pipelines, events, busy := metricValue(t, m, "wsgateway_redis_pipelines_total"),
+		metricValue(t, m, "wsgateway_redis_pipeline_events_total"), metricValue(t, m, "wsgateway_redis_lane_busy_seconds_total")
+	if events != 40 || pipelines < 1 || pipelines > 40 || busy <= 0 {
+		t.Fatalf("pipelines %v, events %v, busy %vs; want the 40 events in 1..40 pipelines and some busy time", pipelines, events, busy)
+	}
+
+	mem := start(t, node.Config{Dev: true})
+	if got := mem.scrape(t); strings.Contains(got, "wsgateway_redis_") {
+		t.Fatalf("the memory engine exports Redis lane series:\n%s", grep(got, "wsgateway_redis_"))
+	}
+}
+
+// metricValue is the value of the unlabelled series name in a scrape.
+func metricValue(t *testing.T, scrape, name string) float64 {
+	t.Helper()
+	for line := range strings.Lines(scrape) {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no series %s in the scrape", name)
+	return 0
 }

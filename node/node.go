@@ -282,6 +282,7 @@ func (n *Node) openStore(ctx context.Context) error {
 			return err
 		}
 		n.engine = rs
+		n.m.lane = rs.LaneStats
 	} else {
 		ms, err := memstore.New(memstore.Config{Now: cfg.Now, Logger: cfg.Logger, Sink: n.applied})
 		if err != nil {

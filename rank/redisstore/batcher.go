@@ -45,6 +45,7 @@ type batcher struct {
 	pipelines atomic.Int64 // pipelines sent, for tests and metrics
 	calls     atomic.Int64 // events sent in them
 	scripts   atomic.Int64 // EVALSHA commands sent in them
+	busy      atomic.Int64 // ns the lane spent in work (LaneStats.Busy)
 
 	// free recycles finished calls: nothing refers to them again.
 	free sync.Pool
@@ -216,13 +217,33 @@ func (b *batcher) lane() {
 		bt := <-b.idle // the completer returns one soon: done never blocks
 		bt.calls = append(bt.calls, first)
 		bt.calls = fill(bt.calls, b.async, b.max)
+		start := time.Now()
 		b.work(bt)
+		b.busy.Add(int64(time.Since(start)))
 		settled := settleFirst(bt)
 		b.done <- bt
 		if settled != nil {
 			<-settled
 		}
 	}
+}
+
+// LaneStats are the Redis lane's running totals since the store opened,
+// for metrics. Busy against the time Redis spends in the scripts (INFO
+// commandstats, evalsha) shows how much of a pipeline's round trip Redis
+// works: the rest it waits for the lane (building, sending, reading and
+// parsing) and for the machine to run either.
+type LaneStats struct {
+	Pipelines int64         // pipelines sent, re-sends included
+	Events    int64         // events sent in them (a re-sent event counts again)
+	Scripts   int64         // EVALSHA commands in them
+	Busy      time.Duration // wall time the lane spent on its batches, from taking one to handing it on
+}
+
+// LaneStats reads the lane's totals.
+func (s *Store) LaneStats() LaneStats {
+	b := s.batch
+	return LaneStats{Pipelines: b.pipelines.Load(), Events: b.calls.Load(), Scripts: b.scripts.Load(), Busy: time.Duration(b.busy.Load())}
 }
 
 // settleFirst returns a channel the completer closes once bt's calls are
