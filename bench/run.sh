@@ -110,6 +110,16 @@ start_bare() {
 	return 1
 }
 
+# lane_scrape: the gateway's Redis lane totals, "pipelines events busy_s"
+# (zeros on the memory engine, which has no lane).
+lane_scrape() {
+	curl -fsS "http://127.0.0.1:$MP/metrics" 2>/dev/null | awk '
+		$1 == "wsgateway_redis_pipelines_total" {p = $2}
+		$1 == "wsgateway_redis_pipeline_events_total" {e = $2}
+		$1 == "wsgateway_redis_lane_busy_seconds_total" {b = $2}
+		END {printf "%d %d %.6f\n", p, e, b}'
+}
+
 # ingest NAME [load flags…]: one load run, timing the gateway's CPU, with a
 # CPU profile over its middle.
 ingest() {
@@ -118,6 +128,7 @@ ingest() {
 	local before after rbefore secs lticks
 	secs=$(($(echo "$DUR" | tr -dc 0-9) / 2))
 	redis-cli -p "$RP" config resetstat >/dev/null
+	lane_scrape >"$WORK/lane-before.txt"
 	before=$(cpu_ticks "$GW_PID")
 	rbefore=$(cpu_ticks "$RPID")
 	(sleep 2 && curl -fsS -o "$OUT/$name.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=$((secs > 0 ? secs : 1))" 2>/dev/null || true) &
@@ -144,6 +155,13 @@ ingest() {
 	if [[ $name == ingest-redis* ]] && [ "${acked:-0}" -gt 0 ]; then
 		measure "redis_calls_per_event_${name//-/_}" "$(awk -F'[:=,]' -v n="$acked" '/^cmdstat_/ && $1 !~ /info|config/ && $1 != "cmdstat_evalsha" {c += $3} END {printf "%.2f", c / n}' "$OUT/$name.commandstats.txt")"
 		measure "events_per_script_${name//-/_}" "$(awk -F'[:=,]' -v n="$acked" '$1 == "cmdstat_evalsha" {printf "%.1f", n / $3}' "$OUT/$name.commandstats.txt")"
+		# The lane's round trip per event against Redis's time in the
+		# scripts per event: the difference is what Redis waits for the
+		# lane and the machine (wsgateway_redis_lane_busy_seconds_total).
+		measure "redis_script_us_per_event_${name//-/_}" "$(awk -F'[:=,]' -v n="$acked" '$1 == "cmdstat_evalsha" {printf "%.1f", $5 / n}' "$OUT/$name.commandstats.txt")"
+		lane_scrape >"$WORK/lane-after.txt"
+		measure "lane_us_per_event_${name//-/_}" "$(paste "$WORK/lane-before.txt" "$WORK/lane-after.txt" | awk '{printf "%.1f", ($6 - $3) / ($5 - $2) * 1e6}')"
+		measure "events_per_pipeline_${name//-/_}" "$(paste "$WORK/lane-before.txt" "$WORK/lane-after.txt" | awk '{printf "%.1f", ($5 - $2) / ($4 - $1)}')"
 	fi
 	[ -s "$OUT/$name.pprof" ] && go tool pprof -top -nodecount=30 "$WORK/wsgateway" "$OUT/$name.pprof" >"$OUT/$name.profile.txt" 2>/dev/null || true
 }
