@@ -160,8 +160,10 @@ ingest() {
 		# lane and the machine (wsgateway_redis_lane_busy_seconds_total).
 		measure "redis_script_us_per_event_${name//-/_}" "$(awk -F'[:=,]' -v n="$acked" '$1 == "cmdstat_evalsha" {printf "%.1f", $5 / n}' "$OUT/$name.commandstats.txt")"
 		lane_scrape >"$WORK/lane-after.txt"
-		measure "lane_us_per_event_${name//-/_}" "$(paste "$WORK/lane-before.txt" "$WORK/lane-after.txt" | awk '{printf "%.1f", ($6 - $3) / ($5 - $2) * 1e6}')"
-		measure "events_per_pipeline_${name//-/_}" "$(paste "$WORK/lane-before.txt" "$WORK/lane-after.txt" | awk '{printf "%.1f", ($5 - $2) / ($4 - $1)}')"
+		if paste "$WORK/lane-before.txt" "$WORK/lane-after.txt" | awk '{exit !($5 > $2)}'; then # a gateway before the series has none
+			measure "lane_us_per_event_${name//-/_}" "$(paste "$WORK/lane-before.txt" "$WORK/lane-after.txt" | awk '{printf "%.1f", ($6 - $3) / ($5 - $2) * 1e6}')"
+			measure "events_per_pipeline_${name//-/_}" "$(paste "$WORK/lane-before.txt" "$WORK/lane-after.txt" | awk '{printf "%.1f", ($5 - $2) / ($4 - $1)}')"
+		fi
 	fi
 	[ -s "$OUT/$name.pprof" ] && go tool pprof -top -nodecount=30 "$WORK/wsgateway" "$OUT/$name.pprof" >"$OUT/$name.profile.txt" 2>/dev/null || true
 }
