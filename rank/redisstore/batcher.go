@@ -236,14 +236,13 @@ func (b *batcher) lane() {
 type LaneStats struct {
 	Pipelines int64         // pipelines sent, re-sends included
 	Events    int64         // events sent in them (a re-sent event counts again)
-	Scripts   int64         // EVALSHA commands in them
-	Busy      time.Duration // wall time the lane spent on its batches, from taking one to handing it on
+	Busy      time.Duration // wall time the lane spent in its batches' Redis work (Store.work)
 }
 
 // LaneStats reads the lane's totals.
 func (s *Store) LaneStats() LaneStats {
 	b := s.batch
-	return LaneStats{Pipelines: b.pipelines.Load(), Events: b.calls.Load(), Scripts: b.scripts.Load(), Busy: time.Duration(b.busy.Load())}
+	return LaneStats{Pipelines: b.pipelines.Load(), Events: b.calls.Load(), Busy: time.Duration(b.busy.Load())}
 }
 
 // settleFirst returns a channel the completer closes once bt's calls are
