@@ -14,7 +14,6 @@ import (
 	"github.com/wsgateway/wsgateway/client"
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/node"
-	"github.com/wsgateway/wsgateway/rank/redisstore"
 )
 
 // scrape returns the node's /metrics text.
@@ -115,12 +114,8 @@ func grep(text, s string) string {
 // engine has no lane and exports none.
 func TestRedisLaneMetrics(t *testing.T) {
 	t.Parallel()
-	rd := testenv.StartRedis(t)
-	rc, err := redisstore.NewClient(rd.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := start(t, node.Config{Redis: rc})
+	nodes, _ := cluster(t, 0, []string{"n1"}, nil)
+	r := nodes[0]
 	adm := token(t, "root", auth.Admin)
 	r.mustREST(t, "PUT", "/api/v1/boards/lane", adm, `{}`, 200)
 	var evs []string
