@@ -128,7 +128,8 @@ ingest() {
 	local before after rbefore secs lticks
 	secs=$(($(echo "$DUR" | tr -dc 0-9) / 2))
 	redis-cli -p "$RP" config resetstat >/dev/null
-	lane_scrape >"$WORK/lane-before.txt"
+	local lane0
+	lane0=$(lane_scrape)
 	before=$(cpu_ticks "$GW_PID")
 	rbefore=$(cpu_ticks "$RPID")
 	(sleep 2 && curl -fsS -o "$OUT/$name.pprof" "http://127.0.0.1:$MP/debug/pprof/profile?seconds=$((secs > 0 ? secs : 1))" 2>/dev/null || true) &
@@ -159,10 +160,12 @@ ingest() {
 		# scripts per event: the difference is what Redis waits for the
 		# lane and the machine (wsgateway_redis_lane_busy_seconds_total).
 		measure "redis_script_us_per_event_${name//-/_}" "$(awk -F'[:=,]' -v n="$acked" '$1 == "cmdstat_evalsha" {printf "%.1f", $5 / n}' "$OUT/$name.commandstats.txt")"
-		lane_scrape >"$WORK/lane-after.txt"
-		if paste "$WORK/lane-before.txt" "$WORK/lane-after.txt" | awk '{exit !($5 > $2)}'; then # a gateway before the series has none
-			measure "lane_us_per_event_${name//-/_}" "$(paste "$WORK/lane-before.txt" "$WORK/lane-after.txt" | awk '{printf "%.1f", ($6 - $3) / ($5 - $2) * 1e6}')"
-			measure "events_per_pipeline_${name//-/_}" "$(paste "$WORK/lane-before.txt" "$WORK/lane-after.txt" | awk '{printf "%.1f", ($5 - $2) / ($4 - $1)}')"
+		local p0 e0 b0 p1 e1 b1
+		read -r p0 e0 b0 <<<"$lane0"
+		read -r p1 e1 b1 <<<"$(lane_scrape)"
+		if [ "$e1" -gt "$e0" ]; then # a gateway before the series has none
+			measure "lane_us_per_event_${name//-/_}" "$(awk -v b="$b0" -v B="$b1" -v e="$e0" -v E="$e1" 'BEGIN {printf "%.1f", (B - b) / (E - e) * 1e6}')"
+			measure "events_per_pipeline_${name//-/_}" "$(awk -v p="$p0" -v P="$p1" -v e="$e0" -v E="$e1" 'BEGIN {printf "%.1f", (E - e) / (P - p)}')"
 		fi
 	fi
 	[ -s "$OUT/$name.pprof" ] && go tool pprof -top -nodecount=30 "$WORK/wsgateway" "$OUT/$name.pprof" >"$OUT/$name.profile.txt" 2>/dev/null || true
