@@ -204,15 +204,15 @@ local function batchGet(B, key, f)
   if t then return t[f] end
   return nil
 end
+local function batchWrite(key, t, ms)
+  hsetMap(key, t)
+  if ms then redis.call('PEXPIRE', key, ms) end
+end
 local function batchFlush(B)
   -- Each hash is written even when another could not be.
   local bad
   for _, key in ipairs(B.keys) do
-    local ok, err = pcall(function()
-      hsetMap(key, B.vals[key])
-      local ms = B.exp[key]
-      if ms then redis.call('PEXPIRE', key, ms) end
-    end)
+    local ok, err = pcall(batchWrite, key, B.vals[key], B.exp[key])
     if not ok and not bad then bad = err end
   end
   if bad then error(bad, 0) end
