@@ -12,7 +12,8 @@
 # (redis-benchmark -P 16 -c 50), and prints Redis's own time in the script
 # per event (INFO commandstats) and redis-server's CPU per event. The two
 # scripts must use the same keys and arguments (the script header's
-# layout), as consecutive commits usually do.
+# layout) and read the data the other writes (one data set serves both),
+# as consecutive commits usually do.
 #
 #   bash bench/luaab.sh HEAD~1 HEAD 1 4
 #
@@ -21,7 +22,8 @@
 # is saved, and each round starts one redis-server per script from it under
 # valgrind's callgrind (instrumentation on for the measured 20k events
 # only) and prints the instructions Redis ran per event. The count repeats
-# within about 0.5%; it does not see cache misses, so it ranks changes to
+# within about 0.5%, though now and then a round reads up to 10% higher:
+# compare two or more; it does not see cache misses, so it ranks changes to
 # the script's own work, not to memory layout. Needs valgrind
 # (apt-get install -y valgrind). LUAAB_KEEP=DIR keeps each run's
 # callgrind.out there, for callgrind_annotate.
