@@ -42,6 +42,18 @@ start_redis() {
 	RPID=$!
 	PIDS+=("$RPID")
 	for _ in $(seq 100); do redis-cli -p "$RP" ping >/dev/null 2>&1 && break; sleep 0.1; done
+	redis_rt
+}
+
+# redis_rt: with BENCH_REDIS_RT=1, redis-server (RPID) runs under
+# SCHED_FIFO, so it runs whenever it has work. On a machine where the
+# gateway and the load generator share Redis's cores, they otherwise
+# preempt it: on two cores Redis waited 10-15% of an ingest run in the
+# run queue (docs/performance.md, "Who waits for whom"). Ceilings and
+# ingest run on that one Redis alike. Needs root or CAP_SYS_NICE.
+redis_rt() {
+	[ "${BENCH_REDIS_RT:-0}" = 1 ] || return 0
+	chrt -f -p 1 "$RPID" || { echo "bench: BENCH_REDIS_RT=1 needs chrt with root or CAP_SYS_NICE" >&2; return 1; }
 }
 
 # start_gateway [flags…]: $WORK/wsgateway on free ports GP (metrics MP),

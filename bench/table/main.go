@@ -116,7 +116,19 @@ func table(dir string, fanoutSizes []string) error {
 	ir, cref, c100, c16, c1m := rep["ingest-redis"], m["ceiling_ref_100k_rps"], m["ceiling_100k_rps"], m["ceiling_x16_100k_events"], m["ceiling_1m_rps"]
 	if has("ingest-redis") {
 		ev := ir.Events.PerSecond
-		row("ingest, Redis engine, 100k members (events/s)", fmt.Sprintf("%.0f", ev), fmt.Sprintf("%.0f (reference script, -P 16, 100k)", cref), ratio(ev, cref), "≥ 0.5")
+		// The reference runs before and right after the ingest: the
+		// ratio is against the faster of the two, the one that flatters
+		// the gateway least.
+		what := fmt.Sprintf("%.0f (reference script, -P 16, 100k)", cref)
+		if after := m["ceiling_ref_after_100k_rps"]; after > 0 {
+			what = fmt.Sprintf("%.0f (reference script, -P 16, 100k; %.0f before, %.0f after)", max(cref, after), cref, after)
+			cref = max(cref, after)
+		}
+		rt := ""
+		if m["redis_rt"] == 1 {
+			rt = ", Redis under SCHED_FIFO"
+		}
+		row("ingest, Redis engine, 100k members (events/s)"+rt, fmt.Sprintf("%.0f", ev), what, ratio(ev, cref), "≥ 0.5")
 		row("ingest, Redis engine, against apply.lua", fmt.Sprintf("%.0f", ev), fmt.Sprintf("%.0f (apply.lua, one event per call, -P 16, 100k)", c100), ratio(ev, c100), "")
 		row("ingest, Redis engine, against apply.lua batched", fmt.Sprintf("%.0f", ev), fmt.Sprintf("%.0f events/s (apply.lua, 16 events per call)", c16), ratio(ev, c16), "")
 	}
