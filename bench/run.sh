@@ -112,9 +112,10 @@ start_bare() {
 }
 
 # lane_scrape: the gateway's Redis lane totals, "pipelines events busy_s"
-# (zeros on the memory engine, which has no lane).
+# (zeros on the memory engine, which has no lane, and for the bare echo,
+# which has no metrics: MP=none must not fail the run under pipefail).
 lane_scrape() {
-	curl -fsS "http://127.0.0.1:$MP/metrics" 2>/dev/null | awk '
+	{ curl -fsS "http://127.0.0.1:$MP/metrics" 2>/dev/null || true; } | awk '
 		$1 == "wsgateway_redis_pipelines_total" {p = $2}
 		$1 == "wsgateway_redis_pipeline_events_total" {e = $2}
 		$1 == "wsgateway_redis_lane_busy_seconds_total" {b = $2}
