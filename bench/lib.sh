@@ -1,10 +1,13 @@
 # Shell helpers the bench scripts share (sourced).
 
-# freeport prints a loopback port nobody listens on (never 6379 or 4222).
+# freeport prints a loopback port nobody listens on (never 6379 or 4222),
+# below Linux's ephemeral range (32768-60999): a port up there can be taken
+# by an outgoing connection (the load generator's, Redis clients') between
+# this check and the listen, which failed a gateway's --metrics-addr.
 freeport() {
 	local p
 	while :; do
-		p=$((20000 + RANDOM % 20000))
+		p=$((20000 + RANDOM % 12000))
 		ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
 	done
 }
