@@ -23,23 +23,71 @@ const maxBoardLabels = 64
 const otherBoards = "other"
 
 // boardLabels hands out board label values, at most maxBoardLabels distinct
-// ones.
+// ones, each with its series of the score path (boardSeries).
 type boardLabels struct {
-	mu   sync.Mutex // guards seen
-	seen map[string]struct{}
+	seen  sync.Map   // board id -> *boardSeries, read without a lock per event
+	mu    sync.Mutex // serializes additions, so the bound holds
+	n     int        // boards with their own label; guarded by mu
+	other *boardSeries
 }
 
-func (l *boardLabels) of(board string) string {
+// boardSeries is one board label's series of the score path, resolved once
+// instead of with WithLabelValues (a hash of the label values and a lookup)
+// twice per event; each is made on its first use, so a board shows only
+// the outcomes it had.
+type boardSeries struct {
+	label     string
+	m         *metrics
+	applied   lazyCounter
+	duplicate lazyCounter
+	ackOnce   sync.Once
+	ack       prometheus.Observer
+}
+
+type lazyCounter struct {
+	once sync.Once
+	c    prometheus.Counter
+}
+
+func (l *lazyCounter) get(vec *prometheus.CounterVec, lvs ...string) prometheus.Counter {
+	l.once.Do(func() { l.c = vec.WithLabelValues(lvs...) })
+	return l.c
+}
+
+// outcome counts one event's outcome: applied, duplicate or an error code.
+func (b *boardSeries) outcome(o string) {
+	switch o {
+	case "applied":
+		b.applied.get(b.m.events, b.label, o).Inc()
+	case "duplicate":
+		b.duplicate.get(b.m.events, b.label, o).Inc()
+	default:
+		b.m.events.WithLabelValues(b.label, o).Inc()
+	}
+}
+
+func (b *boardSeries) observeAck(d time.Duration) {
+	b.ackOnce.Do(func() { b.ack = b.m.ack.WithLabelValues(b.label) })
+	b.ack.Observe(d.Seconds())
+}
+
+// of is board's series (the "other" ones past maxBoardLabels boards).
+func (l *boardLabels) of(board string) *boardSeries {
+	if b, ok := l.seen.Load(board); ok {
+		return b.(*boardSeries)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.seen[board]; ok {
-		return board
+	if b, ok := l.seen.Load(board); ok {
+		return b.(*boardSeries)
 	}
-	if len(l.seen) >= maxBoardLabels {
-		return otherBoards
+	if l.n >= maxBoardLabels {
+		return l.other
 	}
-	l.seen[board] = struct{}{}
-	return board
+	b := &boardSeries{label: board, m: l.other.m}
+	l.seen.Store(board, b)
+	l.n++
+	return b
 }
 
 // metrics are the node's per-board and store collectors. The flow passes
@@ -62,7 +110,6 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		labels: boardLabels{seen: make(map[string]struct{})},
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wsgateway_board_events_total",
 			Help: "Score events submitted on this node, by board (at most 64 boards, then \"other\") and outcome: applied, duplicate, or the error code.",
@@ -93,6 +140,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		laneBusyDesc: prometheus.NewDesc("wsgateway_redis_lane_busy_seconds_total",
 			"Wall time the Redis lane spent on its pipelines: building, Redis's round trip, parsing. Near 1 per second: the lane is saturated; compare with Redis's own time in the scripts (INFO commandstats).", nil, nil),
 	}
+	m.labels.other = &boardSeries{label: otherBoards, m: m}
 	for _, c := range []prometheus.Collector{m.events, m.ack, m.storeErr, m} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -142,7 +190,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	subs := map[string]float64{}
 	frames := map[string]float64{}
 	for _, s := range m.live.BoardStats() {
-		l := m.labels.of(s.Board)
+		l := m.labels.of(s.Board).label
 		subs[l] += float64(s.Subscribers)
 		frames[l] += float64(s.Frames)
 	}
@@ -171,8 +219,8 @@ func (s metered) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 		case r.Duplicate:
 			outcome = "duplicate"
 		}
-		s.m.events.WithLabelValues(board, outcome).Inc()
-		s.m.ack.WithLabelValues(board).Observe(time.Since(began).Seconds())
+		board.outcome(outcome)
+		board.observeAck(time.Since(began))
 		done(r, err)
 	})
 }
