@@ -25,10 +25,16 @@ const otherBoards = "other"
 // boardLabels hands out board label values, at most maxBoardLabels distinct
 // ones, each with its series of the score path (boardSeries).
 type boardLabels struct {
-	seen  sync.Map   // board id -> *boardSeries, read without a lock per event
-	mu    sync.Mutex // serializes additions, so the bound holds
-	n     int        // boards with their own label; guarded by mu
-	other *boardSeries
+	seen   sync.Map   // board id -> *boardSeries, read without a lock per event
+	mu     sync.Mutex // serializes additions, so the bound holds
+	n      int        // boards with their own label; guarded by mu
+	other  *boardSeries
+	events *prometheus.CounterVec
+	ack    *prometheus.HistogramVec
+}
+
+func (l *boardLabels) newSeries(label string) *boardSeries {
+	return &boardSeries{label: label, events: l.events, ackVec: l.ack}
 }
 
 // boardSeries is one board label's series of the score path, resolved once
@@ -37,7 +43,8 @@ type boardLabels struct {
 // the outcomes it had.
 type boardSeries struct {
 	label     string
-	m         *metrics
+	events    *prometheus.CounterVec
+	ackVec    *prometheus.HistogramVec
 	applied   lazyCounter
 	duplicate lazyCounter
 	ackOnce   sync.Once
@@ -58,16 +65,16 @@ func (l *lazyCounter) get(vec *prometheus.CounterVec, lvs ...string) prometheus.
 func (b *boardSeries) outcome(o string) {
 	switch o {
 	case "applied":
-		b.applied.get(b.m.events, b.label, o).Inc()
+		b.applied.get(b.events, b.label, o).Inc()
 	case "duplicate":
-		b.duplicate.get(b.m.events, b.label, o).Inc()
+		b.duplicate.get(b.events, b.label, o).Inc()
 	default:
-		b.m.events.WithLabelValues(b.label, o).Inc()
+		b.events.WithLabelValues(b.label, o).Inc()
 	}
 }
 
 func (b *boardSeries) observeAck(d time.Duration) {
-	b.ackOnce.Do(func() { b.ack = b.m.ack.WithLabelValues(b.label) })
+	b.ackOnce.Do(func() { b.ack = b.ackVec.WithLabelValues(b.label) })
 	b.ack.Observe(d.Seconds())
 }
 
@@ -84,7 +91,7 @@ func (l *boardLabels) of(board string) *boardSeries {
 	if l.n >= maxBoardLabels {
 		return l.other
 	}
-	b := &boardSeries{label: board, m: l.other.m}
+	b := l.newSeries(board)
 	l.seen.Store(board, b)
 	l.n++
 	return b
@@ -140,7 +147,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		laneBusyDesc: prometheus.NewDesc("wsgateway_redis_lane_busy_seconds_total",
 			"Wall time the Redis lane spent on its pipelines: building, Redis's round trip, parsing. Near 1 per second: the lane is saturated; compare with Redis's own time in the scripts (INFO commandstats).", nil, nil),
 	}
-	m.labels.other = &boardSeries{label: otherBoards, m: m}
+	m.labels.events, m.labels.ack = m.events, m.ack
+	m.labels.other = m.labels.newSeries(otherBoards)
 	for _, c := range []prometheus.Collector{m.events, m.ack, m.storeErr, m} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
