@@ -11,6 +11,12 @@ import (
 
 // board is one leaderboard's config and data.
 type board struct {
+	// view is cfg and deleted as of the last change, for GetBoard: every
+	// score reads its board's config, and an RLock of mu there queued
+	// behind the applies holding it (each apply takes mu), adding
+	// milliseconds to the tail of the acks on a busy board.
+	view atomic.Pointer[boardView]
+
 	mu      sync.RWMutex // guards every field below; reads take RLock
 	cfg     rank.Board
 	deleted bool // set by DeleteBoard: a holder of a stale pointer sees ErrUnknownBoard
@@ -62,6 +68,15 @@ type record struct {
 	period    int64
 }
 
+// boardView is what GetBoard reads of a board, published whole.
+type boardView struct {
+	cfg     rank.Board
+	deleted bool
+}
+
+// publish makes cfg and deleted GetBoard's view. b.mu held for writing.
+func (b *board) publish() { b.view.Store(&boardView{cfg: b.cfg, deleted: b.deleted}) }
+
 func newBoard(cfg rank.Board) *board {
 	b := &board{
 		cfg:     cfg,
@@ -74,12 +89,14 @@ func newBoard(cfg rank.Board) *board {
 	if cfg.Hot() {
 		b.hot = newHot()
 	}
+	b.publish()
 	return b
 }
 
 // clear drops all data of a deleted board.
 func (b *board) clear() {
 	b.deleted = true
+	b.publish()
 	b.periods, b.names, b.idem = nil, nil, nil
 	b.queue = expiryQueue{}
 }
@@ -119,6 +136,7 @@ func (b *board) rankIn(z *zset, n *node, pos int) int64 {
 // reconfigure installs a new config; data is re-keyed when the order or
 // tiebreak changed, so later events and reads follow the new rules.
 func (b *board) reconfigure(cfg rank.Board) {
+	defer b.publish() // once the data follows the new rules
 	old := b.cfg
 	b.cfg, b.cur = cfg, rank.Period{}
 	if old.Order == cfg.Order && old.Tiebreak == cfg.Tiebreak {

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -197,5 +198,59 @@ func TestClosedStoreFails(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestGetBoardWhileApplyHoldsBoard: GetBoard reads the board's published
+// view, not under its lock, so a score's config lookup never queues behind
+// the applies holding it; the view follows a reconfigure (after the data is
+// re-keyed) and a deletion, also through a pointer taken before it.
+func TestGetBoardWhileApplyHoldsBoard(t *testing.T) {
+	s := mustStore(t, Config{})
+	ctx := t.Context()
+	cfg := rank.DefaultBoard("held")
+	if _, err := s.PutBoard(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.RLock()
+	b := s.boards["held"]
+	s.mu.RUnlock()
+
+	b.mu.Lock() // as an apply holds it
+	got := make(chan error, 1)
+	go func() {
+		_, err := s.GetBoard(ctx, "held")
+		got <- err
+	}()
+	var err error
+	waited := false
+	select {
+	case err = <-got:
+	case <-time.After(time.Minute): // a deadlock detector, not a timing
+		waited = true
+	}
+	b.mu.Unlock() // before failing, so the store's cleanup is not stuck
+	if waited {
+		t.Fatal("GetBoard waits for the board's lock")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.Order = rank.Asc
+	if _, err := s.PutBoard(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := s.GetBoard(ctx, "held"); err != nil || cfg.Order != rank.Asc {
+		t.Fatalf("after the reconfigure: %+v, %v; want order asc", cfg, err)
+	}
+	if err := s.DeleteBoard(ctx, "held"); err != nil {
+		t.Fatal(err)
+	}
+	if v := b.view.Load(); !v.deleted {
+		t.Fatal("a deleted board's view still reads as live")
+	}
+	if _, err := s.GetBoard(ctx, "held"); !errors.Is(err, rank.ErrUnknownBoard) {
+		t.Fatalf("after the deletion: %v, want ErrUnknownBoard", err)
 	}
 }

@@ -219,12 +219,11 @@ func (s *Store) GetBoard(ctx context.Context, id string) (rank.Board, error) {
 	if err != nil {
 		return rank.Board{}, fmt.Errorf("memstore: get board %s: %w", id, err)
 	}
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.deleted {
+	v := b.view.Load()
+	if v.deleted {
 		return rank.Board{}, fmt.Errorf("memstore: get board %s: %w", id, rank.ErrUnknownBoard)
 	}
-	return b.cfg, nil
+	return v.cfg, nil
 }
 
 // Board is GetBoard: the memory engine's configs are never stale.
