@@ -7,14 +7,11 @@
 # docs/performance.md, "Issues 10 and 11 together".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${1:-}
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
 workdir
-if [[ -z $BIN ]]; then
-	go build -o "$WORK/wsgateway" ./cmd/wsgateway
-	BIN=$WORK/wsgateway
-fi
+gateway_bin "${1:-}"
+BIN=$WORK/wsgateway
 S=bench-secret-0123456789abcdef0123456789
 start_redis
 GW=()

@@ -37,6 +37,16 @@ bench_cleanup() {
 	rm -rf "$WORK"
 }
 
+# gateway_bin [BINARY]: $WORK/wsgateway, a copy of BINARY (e.g. an older
+# commit's build, for a before/after), else built from this tree.
+gateway_bin() {
+	if [ -n "${1:-}" ]; then
+		cp "$1" "$WORK/wsgateway"
+	else
+		go build -o "$WORK/wsgateway" ./cmd/wsgateway
+	fi
+}
+
 # start_redis: a redis-server of the run's own, without persistence, on a
 # free port RP (pid RPID), once it answers. Needs WORK and PIDS (workdir).
 start_redis() {

@@ -14,7 +14,7 @@ for bin in perf redis-server redis-benchmark redis-cli curl; do
 	command -v "$bin" >/dev/null || { echo "redisprof: $bin not found (apt-get install -y linux-perf redis-server redis-tools curl)" >&2; exit 1; }
 done
 workdir
-if [ -n "${1:-}" ]; then cp "$1" "$WORK/wsgateway"; else go build -o "$WORK/wsgateway" ./cmd/wsgateway; fi
+gateway_bin "${1:-}"
 go build -o "$WORK/ceiling" ./bench/ceiling
 SECRET=bench-secret-0123456789abcdef0123456789
 

@@ -76,11 +76,7 @@ MEASURES="$OUT/measures.env"
 measure() { echo "$1=$2" >>"$MEASURES"; echo "   $1=$2" >&2; }
 
 say "building"
-if [ -n "${BENCH_GATEWAY:-}" ]; then
-	cp "$BENCH_GATEWAY" "$WORK/wsgateway"
-else
-	go build -o "$WORK/wsgateway" ./cmd/wsgateway
-fi
+gateway_bin "${BENCH_GATEWAY:-}"
 go build -o "$WORK/fanout" ./bench/fanout
 go build -o "$WORK/ceiling" ./bench/ceiling
 go build -o "$WORK/table" ./bench/table

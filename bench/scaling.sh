@@ -70,11 +70,7 @@ MEASURES="$OUT/scaling-shards$SHARDS.env"
 measure() { echo "$1=$2" >>"$MEASURES"; echo "   $1=$2" >&2; }
 
 say "building"
-if [ -n "${SCALE_GATEWAY:-}" ]; then
-	cp "$SCALE_GATEWAY" "$WORK/wsgateway"
-else
-	go build -o "$WORK/wsgateway" ./cmd/wsgateway
-fi
+gateway_bin "${SCALE_GATEWAY:-}"
 NATS_BIN=$(command -v nats-server || true)
 if [ -z "$NATS_BIN" ]; then
 	go build -o "$WORK/nats-server" github.com/nats-io/nats-server/v2

@@ -11,17 +11,12 @@
 # docs/performance.md, "Who waits for whom".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${1:-}
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
 workdir
-if [[ -z $BIN ]]; then
-	go build -o "$WORK/wsgateway" ./cmd/wsgateway
-	BIN=$WORK/wsgateway
-fi
+gateway_bin "${1:-}"
 SECRET=bench-secret-0123456789abcdef0123456789
 start_redis
-cp "$BIN" "$WORK/wsgateway"
 start_gateway --redis-url "redis://127.0.0.1:$RP/0"
 "$WORK/wsgateway" load --secret "$SECRET" --quiet --url "$URL" --board ingest --create --members 100000 \
 	--players 32 --inflight 16 --spectators 0 --watchers 0 --duration 12s >"$WORK/load.txt" 2>&1 &
