@@ -121,8 +121,9 @@ func table(dir string, fanoutSizes []string) error {
 		// the gateway least.
 		what := fmt.Sprintf("%.0f (reference script, -P 16, 100k)", cref)
 		if after := m["ceiling_ref_after_100k_rps"]; after > 0 {
-			what = fmt.Sprintf("%.0f (reference script, -P 16, 100k; %.0f before, %.0f after)", max(cref, after), cref, after)
-			cref = max(cref, after)
+			before := cref
+			cref = max(before, after)
+			what = fmt.Sprintf("%.0f (reference script, -P 16, 100k; %.0f before, %.0f after)", cref, before, after)
 		}
 		rt := ""
 		if m["redis_rt"] == 1 {
