@@ -280,3 +280,75 @@ func TestSinkOncePerPipeline(t *testing.T) {
 	}
 	t.Logf("%d changes, %d sink calls, %d pipelines", heard, batches, p)
 }
+
+// Completing wraps every batch's Done callbacks: each done runs inside a
+// Completing call, on its goroutine, in submission order, and every call
+// runs its batch exactly once (a done left out would never be answered).
+func TestCompletingWrapsDones(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	var (
+		mu      sync.Mutex
+		inside  bool // a Completing call is running
+		batches int
+	)
+	s := newStore(t, srv, Config{Prefix: "compl", Completing: func(run func()) {
+		mu.Lock()
+		if inside {
+			mu.Unlock()
+			t.Error("Completing called while another runs (one completer)")
+			return
+		}
+		inside = true
+		batches++
+		mu.Unlock()
+		run()
+		mu.Lock()
+		inside = false
+		mu.Unlock()
+	}})
+	const id, each = "compl", 400
+	mustPut(t, s, rank.DefaultBoard(id))
+	var events []rank.Event
+	for i := range each {
+		events = append(events, incr(id, fmt.Sprintf("c%d", i), "m", 1))
+	}
+	var (
+		wg       sync.WaitGroup
+		outside  int
+		lastSeen int64
+		order    = true
+	)
+	for _, e := range events {
+		wg.Add(1)
+		s.Apply(context.Background(), e, func(r rank.Result, err error) {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			if !inside {
+				outside++
+			}
+			if err != nil || r.Score != lastSeen+1 {
+				order = false
+			}
+			lastSeen = r.Score
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if outside != 0 {
+		t.Fatalf("%d of %d dones ran outside Completing", outside, each)
+	}
+	if !order {
+		t.Fatal("dones did not run in submission order with each its event's result (scores 1, 2, 3, ...)")
+	}
+	if lastSeen != each {
+		t.Fatalf("last score %d, want %d", lastSeen, each)
+	}
+	// One per batch: a batch is one pipeline or more (re-sends).
+	if p := s.LaneStats().Pipelines; batches < 1 || int64(batches) > p {
+		t.Fatalf("Completing ran %d times for %d pipelines: want one per batch", batches, p)
+	}
+	t.Logf("%d events in %d batches", each, batches)
+}

@@ -35,6 +35,9 @@ type batcher struct {
 	max    int
 	log    *slog.Logger
 	sink   rank.Sink
+	// completing runs each batch's Done callbacks (Config.Completing);
+	// nil: the completer runs them itself.
+	completing func(run func())
 	// work does one batch's Redis work, setting every call's outcome
 	// (Store.work).
 	work func(*batch)
@@ -96,6 +99,11 @@ type batch struct {
 	// settled, when set by the lane (settleFirst), is closed by the
 	// completer once every call's done has run.
 	settled chan struct{}
+	// finish runs every call's done, in submission order, and recycles the
+	// calls (the completer's; bound once, so Completing costs no closure
+	// per batch).
+	finish  func()
+	recycle func(*call)
 
 	// The lane's scratch space (Store.work, Store.build).
 	send    []*call // calls still to send
@@ -129,20 +137,23 @@ func (b *batcher) script(m *cmd) *script {
 
 func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.Logger, work func(*batch)) *batcher {
 	b := &batcher{
-		client: client,
-		sc:     sc,
-		max:    cfg.MaxBatch,
-		log:    log,
-		sink:   cfg.Sink,
-		work:   work,
-		quit:   make(chan struct{}),
-		async:  make(chan *call, cfg.MaxBatch),
-		idle:   make(chan *batch, batchBuffers),
-		done:   make(chan *batch, batchBuffers),
+		client:     client,
+		sc:         sc,
+		max:        cfg.MaxBatch,
+		log:        log,
+		sink:       cfg.Sink,
+		completing: cfg.Completing,
+		work:       work,
+		quit:       make(chan struct{}),
+		async:      make(chan *call, cfg.MaxBatch),
+		idle:       make(chan *batch, batchBuffers),
+		done:       make(chan *batch, batchBuffers),
 	}
 	b.free.New = func() any { return &call{} }
 	for range batchBuffers {
-		b.idle <- &batch{calls: make([]*call, 0, cfg.MaxBatch)}
+		bt := &batch{calls: make([]*call, 0, cfg.MaxBatch), recycle: b.recycle}
+		bt.finish = bt.runDones
+		b.idle <- bt
 	}
 	b.wg.Add(2)
 	go b.lane()
@@ -284,10 +295,10 @@ func (b *batcher) complete() {
 			clear(bt.changes)
 			bt.changes = bt.changes[:0]
 		}
-		for _, c := range bt.calls {
-			done, r, err := c.fin, c.r, c.err
-			b.recycle(c)
-			done(r, err)
+		if b.completing != nil {
+			b.completing(bt.finish)
+		} else {
+			bt.finish()
 		}
 		clear(bt.calls)
 		bt.calls = bt.calls[:0]
@@ -296,6 +307,16 @@ func (b *batcher) complete() {
 			bt.settled = nil
 		}
 		b.idle <- bt
+	}
+}
+
+// runDones calls every call's done, in submission order, recycling each
+// call first (the done may be the last to look at its outcome).
+func (bt *batch) runDones() {
+	for _, c := range bt.calls {
+		done, r, err := c.fin, c.r, c.err
+		bt.recycle(c)
+		done(r, err)
 	}
 }
 

@@ -83,6 +83,13 @@ type Config struct {
 	// Sink hears of every change Apply makes (rank.Sink). nil = nobody
 	// listens.
 	Sink rank.Sink
+	// Completing, when set, runs each batch's Done callbacks: the completer
+	// calls it once per pipeline with a function that runs them all, in
+	// submission order, on the completer's goroutine. A caller whose
+	// callbacks queue work (the hub's acks) can then hand it on once per
+	// batch instead of once per event. It must call run exactly once and
+	// must not call the store. nil runs them directly.
+	Completing func(run func())
 	// HotInterval is how often the keeper builds hot boards' next views
 	// ahead of their boundaries (hot.go); default 250ms. Negative: no
 	// keeper (tests drive the steps; boundaries are then done by whoever
