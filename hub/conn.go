@@ -71,6 +71,10 @@ type conn struct {
 	// it with TryLock, to write a frame in the idle writer's place.
 	work sync.Mutex
 
+	// ackListed: the connection is on the running batches' list of
+	// connections with acks to write (acks.go); guarded by h.acks.mu.
+	ackListed bool
+
 	mu        sync.Mutex // guards busy, committed and win
 	busy      bool       // the reader is handling a request
 	committed bool       // the close frame is decided: requests read later are dropped
@@ -360,6 +364,21 @@ func (c *conn) push(b *[]byte) bool {
 	if c.replies.push(b) {
 		return true
 	}
+	return c.queueFull(b)
+}
+
+// pushQuiet is push without waking the writer (a completion's ack: see
+// conn.acked).
+func (c *conn) pushQuiet(b *[]byte) bool {
+	if c.replies.add(b) {
+		return true
+	}
+	return c.queueFull(b)
+}
+
+// queueFull drops b, which did not fit the reply queue, and closes the
+// connection as a slow consumer (R12).
+func (c *conn) queueFull(b *[]byte) bool {
 	c.h.putReplyBuf(b)
 	if !c.closeAsked.Load() {
 		c.h.m.slowConsumerClose()

@@ -50,7 +50,14 @@ func rawConnOf(nc net.Conn) syscall.RawConn {
 // TryAcquire implements live.DirectWriter. It is called with the Outbox's
 // mutex held and never blocks.
 func (c *conn) TryAcquire() bool {
-	if c.replies.len() > 0 || c.closeAsked.Load() || c.draining.Load() || c.cc.owes.Load() {
+	// A queued reply goes before any frame: the writer's turn.
+	return c.replies.len() == 0 && c.tryAcquire()
+}
+
+// tryAcquire takes what a direct write needs (see above; replies may be
+// queued: acks.go writes them). It never blocks.
+func (c *conn) tryAcquire() bool {
+	if c.closeAsked.Load() || c.draining.Load() || c.cc.owes.Load() {
 		return false
 	}
 	if !c.work.TryLock() {
@@ -95,6 +102,24 @@ func (c *conn) WriteDirect(f []byte) {
 func (c *corkConn) writeDirectLocked(f []byte) bool {
 	b := c.pool.Get().(*[]byte)
 	*b = append(appendTextHeader((*b)[:0], len(f)), f...)
+	return c.writeRawLocked(b)
+}
+
+// writeRepliesLocked writes replies as text frames, in order, in one
+// write(2) without parking, as writeDirectLocked does one frame.
+func (c *corkConn) writeRepliesLocked(replies []*[]byte) bool {
+	b := c.pool.Get().(*[]byte)
+	*b = (*b)[:0]
+	for _, r := range replies {
+		*b = append(appendTextHeader(*b, len(*r)), *r...)
+	}
+	return c.writeRawLocked(b)
+}
+
+// writeRawLocked writes the ready frames in b (a pool buffer, which it
+// keeps) without parking; what the socket did not take becomes owed. It
+// reports whether the writer must act.
+func (c *corkConn) writeRawLocked(b *[]byte) bool {
 	if c.rawWrite == nil {
 		// Bound once: a closure per write escaped to the heap (rc.Write
 		// keeps it), an allocation per frame per connection.

@@ -45,3 +45,7 @@ func (h *Hub) InFlight() []int {
 // DirectFrames is how many frames the fan-out wrote in an idle writer's
 // place (direct.go).
 func (h *Hub) DirectFrames() uint64 { return h.directFrames.Load() }
+
+// DirectReplies is how many replies the store's completer wrote in an idle
+// writer's place (acks.go).
+func (h *Hub) DirectReplies() uint64 { return h.directReplies.Load() }

@@ -160,7 +160,11 @@ type Hub struct {
 	// directFrames counts frames the fan-out wrote in an idle writer's
 	// place (direct.go), so a test can see the path is taken.
 	directFrames atomic.Uint64
-	replyBufs    sync.Pool
+	// directReplies counts replies the store's completer wrote in an idle
+	// writer's place (acks.go); acks are the batches' connections.
+	directReplies atomic.Uint64
+	acks          ackBatch
+	replyBufs     sync.Pool
 
 	nodeConns atomic.Int64 // MaxConns slots taken (limits.go)
 }

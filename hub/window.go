@@ -69,8 +69,11 @@ func (s *slot) complete(res rank.Result, err error) {
 	}
 	c.mu.Lock()
 	s.buf = buf
-	c.releaseLocked()
+	queued := c.releaseLocked()
 	c.mu.Unlock()
+	if queued {
+		c.acked() // the writer, or the batch's end (acks.go), writes them
+	}
 }
 
 // next takes the slot after the window's last one, or returns nil when the
@@ -85,8 +88,9 @@ func (w *window) next() *slot {
 }
 
 // releaseLocked queues the filled slots at the head of the window, in
-// order, and wakes the reader if it waits for room.
-func (c *conn) releaseLocked() {
+// order, without waking the writer, and wakes the reader if it waits for
+// room. It reports whether it queued any (the caller has the writer told).
+func (c *conn) releaseLocked() bool {
 	w := &c.win
 	released := false
 	for w.n > 0 {
@@ -94,7 +98,7 @@ func (c *conn) releaseLocked() {
 		if s.buf == nil {
 			break
 		}
-		c.push(s.buf)
+		c.pushQuiet(s.buf)
 		s.buf, s.id = nil, ""
 		w.head = (w.head + 1) % len(w.slots)
 		w.n--
@@ -106,6 +110,7 @@ func (c *conn) releaseLocked() {
 		default:
 		}
 	}
+	return released
 }
 
 // reserve takes the next slot for a reply to id, waiting while the window

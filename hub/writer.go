@@ -265,6 +265,19 @@ type replyQueue struct {
 
 // push appends b unless the queue is at its bound.
 func (q *replyQueue) push(b *[]byte) bool {
+	if !q.add(b) {
+		return false
+	}
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// add is push without waking the writer (acks.go wakes it, or writes in
+// its place).
+func (q *replyQueue) add(b *[]byte) bool {
 	q.mu.Lock()
 	if len(q.items) >= q.max || (len(q.items) > 0 && q.bytes+len(*b) > q.maxBytes) {
 		q.mu.Unlock()
@@ -274,11 +287,25 @@ func (q *replyQueue) push(b *[]byte) bool {
 	q.bytes += len(*b)
 	q.n.Store(int32(len(q.items)))
 	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
 	return true
+}
+
+// takeUpTo is take when the queued replies are at most limit bytes, else
+// it takes nothing.
+func (q *replyQueue) takeUpTo(dst []*[]byte, limit int) []*[]byte {
+	if q.n.Load() == 0 {
+		return dst
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.bytes > limit {
+		return dst
+	}
+	dst = append(dst, q.items...)
+	q.items = reuse(q.items)
+	q.bytes = 0
+	q.n.Store(0)
+	return dst
 }
 
 // take appends every queued reply to dst and empties the queue.

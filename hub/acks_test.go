@@ -1,0 +1,90 @@
+package hub
+
+import "testing"
+
+// TestAckedListsDuringBatch: a completion outside a batch wakes the writer
+// at once; inside one it lists the connection once, without waking it, and
+// the batch's end hands it on: here to the writer, since the connection
+// has no socket for a direct write. Nested batches (two completers) hand
+// on what was listed when the first ends.
+func TestAckedListsDuringBatch(t *testing.T) {
+	h := &Hub{}
+	newC := func() *conn { return &conn{h: h, notify: make(chan struct{}, 1)} }
+	woken := func(c *conn) bool {
+		select {
+		case <-c.notify:
+			return true
+		default:
+			return false
+		}
+	}
+
+	c := newC()
+	c.acked()
+	if !woken(c) {
+		t.Fatal("an ack outside a batch did not wake the writer")
+	}
+
+	d := newC()
+	h.Completing(func() {
+		c.acked()
+		c.acked()
+		d.acked()
+		if woken(c) || woken(d) {
+			t.Fatal("an ack inside a batch woke the writer before the batch ended")
+		}
+		h.acks.mu.Lock()
+		n := len(h.acks.conns)
+		h.acks.mu.Unlock()
+		if n != 2 {
+			t.Fatalf("%d connections listed, want 2 (each once)", n)
+		}
+	})
+	if !woken(c) || !woken(d) {
+		t.Fatal("the batch's end did not hand the listed connections on")
+	}
+	if c.ackListed || d.ackListed {
+		t.Fatal("a connection stayed marked as listed after the batch")
+	}
+
+	// Two batches at once: the first to end hands on what was listed.
+	h.Completing(func() {
+		h.Completing(func() { c.acked() })
+		if !woken(c) {
+			t.Fatal("the inner batch's end did not hand on its connection")
+		}
+		d.acked()
+		if woken(d) {
+			t.Fatal("an ack while the outer batch runs woke the writer")
+		}
+	})
+	if !woken(d) {
+		t.Fatal("the outer batch's end did not hand on its connection")
+	}
+	c.acked()
+	if !woken(c) {
+		t.Fatal("after every batch ended, an ack did not wake the writer")
+	}
+}
+
+// TestReplyQueueTakeUpTo: takeUpTo takes every reply or, over its limit,
+// none (the writer writes those).
+func TestReplyQueueTakeUpTo(t *testing.T) {
+	q := replyQueue{max: 10, maxBytes: 1 << 20, ready: make(chan struct{}, 1)}
+	small, large := []byte("0123456789"), make([]byte, 100)
+	q.add(&small)
+	q.add(&small)
+	if got := q.takeUpTo(nil, 20); len(got) != 2 || q.len() != 0 {
+		t.Fatalf("took %d at the limit, %d left; want 2, 0", len(got), q.len())
+	}
+	q.add(&small)
+	q.add(&large)
+	if got := q.takeUpTo(nil, 100); len(got) != 0 || q.len() != 2 {
+		t.Fatalf("took %d over the limit, %d left; want 0, 2", len(got), q.len())
+	}
+	select {
+	case <-q.ready:
+		t.Fatal("add woke the writer")
+	default:
+	}
+}
