@@ -170,6 +170,17 @@ type Store interface {
 	Close() error
 }
 
+// BoardCache is implemented by a Store that can answer Board from memory
+// (the Redis engine's cache), and forwarded by a Store wrapping one.
+// CachedBoard returns the config Board would return when it is at hand
+// without I/O, else false: ask Board. It needs no context, so a hot path
+// (every score reads its board) spends nothing on the bound of a call that
+// might wait. The config is shared with the cache: the caller must not
+// modify it.
+type BoardCache interface {
+	CachedBoard(id string) (*Board, bool)
+}
+
 // Check validates an event against its board before any engine touches data
 // (R6, R15): ids, the number's kind for the board's mode, its magnitude and the
 // board's max_delta. Engines call it; callers may call it early.

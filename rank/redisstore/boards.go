@@ -347,16 +347,28 @@ func (s *Store) loadBoard(ctx context.Context, id string) (cachedBoard, error) {
 
 // board returns the config of a board from the cache or Redis.
 func (s *Store) board(ctx context.Context, id string) (cachedBoard, error) {
-	s.mu.Lock()
-	c, ok := s.boards[id]
-	s.mu.Unlock()
-	if ok && c.fresh(time.Now()) {
+	if c := s.hit(id); c != nil {
 		if c.unknown {
 			return cachedBoard{}, rank.ErrUnknownBoard
 		}
-		return c, nil
+		return *c, nil
 	}
 	return s.loadBoard(ctx, id)
+}
+
+// hit is the cache's entry for id while it is fresh, else nil. The caller
+// must not modify it. Every score reads its board here: the entry is not
+// copied under the lock (a config is about 1 KB), and its age is read from
+// the monotonic clock alone (c.at has a monotonic reading), half the cost
+// of a time.Now.
+func (s *Store) hit(id string) *cachedBoard {
+	s.mu.Lock()
+	c := s.boards[id]
+	s.mu.Unlock()
+	if c == nil || time.Since(c.at) >= c.ttl() {
+		return nil
+	}
+	return c
 }
 
 func (s *Store) remember(id string, c cachedBoard) {
@@ -379,8 +391,12 @@ func (s *Store) rememberUnknown(id string, gen uint64) {
 	s.rememberLocked(id, cachedBoard{unknown: true, at: time.Now()})
 }
 
-// rememberLocked stores c, keeping the cache bounded (s.mu held).
+// rememberLocked stores c, keeping the cache bounded (s.mu held). Only
+// valid ids are cached, so a hit needs no R15 check (Board).
 func (s *Store) rememberLocked(id string, c cachedBoard) {
+	if !rank.ValidBoardID(id) {
+		return
+	}
 	if len(s.boards) >= maxCachedBoards {
 		now := time.Now()
 		for k, v := range s.boards {
@@ -392,7 +408,7 @@ func (s *Store) rememberLocked(id string, c cachedBoard) {
 			clear(s.boards) // all fresh: a burst of boards; start over
 		}
 	}
-	s.boards[id] = c
+	s.boards[id] = &c
 }
 
 func (s *Store) forget(id string) {

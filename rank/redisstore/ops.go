@@ -322,14 +322,32 @@ type boardMemo struct {
 
 // Board returns the config events are applied with, from the cache.
 func (s *Store) Board(ctx context.Context, id string) (rank.Board, error) {
-	if !rank.ValidBoardID(id) {
+	c := s.hit(id) // only valid ids are cached: a hit needs no check
+	switch {
+	case c == nil && !rank.ValidBoardID(id):
 		return rank.Board{}, fmt.Errorf("redisstore: board %q: %w", id, rank.ErrInvalidBoard)
-	}
-	c, err := s.board(ctx, id)
-	if err != nil {
-		return rank.Board{}, s.fail("board", id, err)
+	case c == nil:
+		l, err := s.loadBoard(ctx, id)
+		if err != nil {
+			return rank.Board{}, s.fail("board", id, err)
+		}
+		return l.b, nil
+	case c.unknown:
+		return rank.Board{}, s.fail("board", id, rank.ErrUnknownBoard)
 	}
 	return c.b, nil
+}
+
+var _ rank.BoardCache = (*Store)(nil)
+
+// CachedBoard implements rank.BoardCache: the config Board would return,
+// when the cache holds it fresh. It is shared: the caller must not modify
+// it.
+func (s *Store) CachedBoard(id string) (*rank.Board, bool) {
+	if c := s.hit(id); c != nil && !c.unknown {
+		return &c.b, true
+	}
+	return nil, false
 }
 
 // Forget drops the cached config of a board changed elsewhere.

@@ -122,10 +122,13 @@ type Store struct {
 	attemptPrefix string        // random per Store, so nodes never share tokens
 	attempts      atomic.Uint64 // counter of Apply calls
 
-	mu     sync.Mutex             // guards boards, groups and forgets
-	boards map[string]cachedBoard // board id -> config as last read, or unknown
-	groups map[string]string      // board id -> group, as last read (derived.go)
-	gen    uint64                 // bumped by every forget and stored config: a missing board read across one is not cached
+	mu sync.Mutex // guards boards, groups and forgets
+	// boards: board id -> config as last read, or unknown. An entry is
+	// never modified once stored (a read replaces it), so a hit is used
+	// outside the lock without copying it.
+	boards map[string]*cachedBoard
+	groups map[string]string // board id -> group, as last read (derived.go)
+	gen    uint64            // bumped by every forget and stored config: a missing board read across one is not cached
 
 	hotMu       sync.Mutex       // guards hotCur
 	hotCur      map[string]int64 // hot board -> the bucket this node last saw its view current for
@@ -160,12 +163,15 @@ type cachedBoard struct {
 	building bool  // a derived board whose build over data has not finished
 }
 
-// fresh reports whether the entry is still trusted.
-func (c cachedBoard) fresh(now time.Time) bool {
+// fresh reports whether the entry is still trusted at now.
+func (c *cachedBoard) fresh(now time.Time) bool { return now.Sub(c.at) < c.ttl() }
+
+// ttl is how long the entry is trusted after its read.
+func (c *cachedBoard) ttl() time.Duration {
 	if c.unknown {
-		return now.Sub(c.at) < unknownTTL
+		return unknownTTL
 	}
-	return now.Sub(c.at) < boardTTL
+	return boardTTL
 }
 
 // applyKeys are the keys and boxed arguments of Apply that depend only on
@@ -297,7 +303,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		hot:      newScript(lua.Hot),
 		rerecord: newScript(lua.Rerecord),
 		hotCur:   make(map[string]int64),
-		boards:   make(map[string]cachedBoard),
+		boards:   make(map[string]*cachedBoard),
 		groups:   make(map[string]string),
 		derive:   newScript(lua.Build),
 		deps:     newScript(lua.Deps),

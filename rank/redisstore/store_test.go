@@ -183,3 +183,89 @@ func TestUnknownBoardCached(t *testing.T) {
 		t.Fatalf("%d cached boards; the bound is %d", n, maxCachedBoards)
 	}
 }
+
+// age makes the cache's entry for id look read d ago (a new entry, as a
+// read would store: entries are never modified in place).
+func age(s *Store, id string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := *s.boards[id]
+	c.at = time.Now().Add(-d)
+	s.boards[id] = &c
+}
+
+// A cached config is answered without a Redis read (Board and CachedBoard
+// alike) until it is boardTTL old, then read again: a change made on
+// another node is seen within the TTL; Forget drops it at once. Invalid ids
+// are refused and never cached.
+func TestBoardCacheTTL(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{Prefix: "ttl"})
+	other := newStore(t, srv, Config{Prefix: "ttl"})
+	ctx := t.Context()
+
+	b := rank.DefaultBoard("cached")
+	mustPut(t, s, b)
+	if _, err := s.Board(ctx, "cached"); err != nil {
+		t.Fatal(err)
+	}
+	b.Title = "changed elsewhere"
+	mustPut(t, other, b)
+
+	n0 := hmgets(t, s)
+	age(s, "cached", boardTTL-time.Second)
+	got, err := s.Board(ctx, "cached")
+	if err != nil || got.Title != "" {
+		t.Fatalf("Board before the TTL: %q, %v; want the cached config", got.Title, err)
+	}
+	if c, ok := s.CachedBoard("cached"); !ok || c.Title != "" {
+		t.Fatalf("CachedBoard before the TTL: %v; want the cached config", ok)
+	}
+	if n := hmgets(t, s) - n0; n != 0 {
+		t.Fatalf("%d config reads for a fresh entry; want 0", n)
+	}
+
+	age(s, "cached", boardTTL)
+	if _, ok := s.CachedBoard("cached"); ok {
+		t.Fatal("CachedBoard answered an entry boardTTL old")
+	}
+	if got, err := s.Board(ctx, "cached"); err != nil || got.Title != b.Title {
+		t.Fatalf("Board at the TTL: %q, %v; want %q, read again", got.Title, err, b.Title)
+	}
+	if n := hmgets(t, s) - n0; n != 1 {
+		t.Fatalf("%d config reads for an expired entry; want 1", n)
+	}
+	if c, ok := s.CachedBoard("cached"); !ok || c.Title != b.Title {
+		t.Fatalf("CachedBoard after the read: %v; want the new config", ok)
+	}
+
+	s.Forget("cached")
+	if _, ok := s.CachedBoard("cached"); ok {
+		t.Fatal("CachedBoard answered a forgotten board")
+	}
+
+	// Unknown boards are cached, but not for CachedBoard.
+	if _, err := s.Board(ctx, "ghost"); !errors.Is(err, rank.ErrUnknownBoard) {
+		t.Fatalf("Board(ghost): %v", err)
+	}
+	if _, ok := s.CachedBoard("ghost"); ok {
+		t.Fatal("CachedBoard answered an unknown board")
+	}
+
+	for _, id := range []string{"", "a{b}", "sp ace", strings.Repeat("x", 65)} {
+		if _, err := s.Board(ctx, id); !errors.Is(err, rank.ErrInvalidBoard) {
+			t.Fatalf("Board(%q): %v, want ErrInvalidBoard", id, err)
+		}
+		s.mu.Lock()
+		s.rememberLocked(id, cachedBoard{unknown: true, at: time.Now()})
+		_, cached := s.boards[id]
+		s.mu.Unlock()
+		if cached {
+			t.Fatalf("invalid id %q cached", id)
+		}
+		if _, err := s.Board(ctx, id); !errors.Is(err, rank.ErrInvalidBoard) {
+			t.Fatalf("Board(%q) again: %v, want ErrInvalidBoard", id, err)
+		}
+	}
+}
