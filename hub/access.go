@@ -26,7 +26,7 @@ func (h *Hub) recheckBoard(board string) {
 		}
 		if !b.read {
 			cfg, err := h.board(h.ctx, board)
-			b.public, b.read = err == nil && cfg.Public, true
+			b.public, b.read = err == nil && cfg.public, true
 		}
 		if !b.public {
 			c.endSub(board, "board "+board+" is not public")

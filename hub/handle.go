@@ -123,7 +123,7 @@ func (c *conn) access(ctx context.Context, board string) error {
 		if err != nil {
 			return err
 		}
-		if !b.Public {
+		if !b.public {
 			return forbidden("board " + board + " is not public")
 		}
 	}
@@ -174,7 +174,7 @@ func (c *conn) score(ctx context.Context, req request) error {
 	if err != nil {
 		return err
 	}
-	if !c.p.MayScoreFor(member, b.ClientWrites) {
+	if !c.p.MayScoreFor(member, b.clientWrites) {
 		return forbidden("board " + req.Board + " does not accept scores from clients")
 	}
 	if c.scoreLim != nil {
@@ -207,7 +207,7 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 	}
 	top := req.Top
 	if top < 0 {
-		top = b.Top
+		top = b.top
 	}
 	c.subsMu.Lock()
 	_, again := c.subs[req.Board]

@@ -167,6 +167,8 @@ type Hub struct {
 	replyBufs     sync.Pool
 
 	nodeConns atomic.Int64 // MaxConns slots taken (limits.go)
+	// cache is cfg.Store's board cache, when it has one (board).
+	cache rank.BoardCache
 }
 
 // New validates cfg, fills defaults and returns a Hub.
@@ -224,6 +226,7 @@ func New(cfg Config) (*Hub, error) {
 		m:       cfg.Metrics,
 		emptied: make(chan struct{}, 1),
 	}
+	h.cache, _ = cfg.Store.(rank.BoardCache)
 	h.corkBufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	h.replyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	h.reg.init()
@@ -475,24 +478,43 @@ func (r *registry) all() []*conn {
 	return out
 }
 
-// board returns the config of board id from the store's cache:
-// ErrInvalidBoard for an id that breaks R15, ErrUnknownBoard for a board
-// that does not exist.
-func (h *Hub) board(ctx context.Context, id string) (rank.Board, error) {
-	if !rank.ValidBoardID(id) {
-		return rank.Board{}, rank.ErrInvalidBoard
+// boardConf is what the hub reads of a board's config: three fields of a
+// struct of about 1 KB, copied out once.
+type boardConf struct {
+	public       bool
+	clientWrites bool
+	top          int
+}
+
+func confOf(b *rank.Board) boardConf {
+	return boardConf{public: b.Public, clientWrites: b.ClientWrites, top: b.Top}
+}
+
+// board returns the config of board id, an id the caller has checked (R15):
+// ErrUnknownBoard for a board that does not exist. Every score asks, so a
+// store with a BoardCache is asked there first, with no context to build.
+func (h *Hub) board(ctx context.Context, id string) (boardConf, error) {
+	if h.cache != nil {
+		if b, ok := h.cache.CachedBoard(id); ok {
+			return confOf(b), nil
+		}
 	}
 	lt := newLazyTimeout(ctx, h.cfg.StoreTimeout)
 	defer lt.release()
-	return h.cfg.Store.Board(lt, id)
+	b, err := h.cfg.Store.Board(lt, id)
+	if err != nil {
+		return boardConf{}, err
+	}
+	return confOf(&b), nil
 }
 
 // lazyTimeout is context.WithTimeout(parent, d) whose timer is set only
 // when someone asks for Done. Every score reads its board's config, which
-// a store answers from its cache without looking at the context; the timer
-// and AfterFunc of a context.WithTimeout per score were ~8% of the gateway's
-// CPU on the Redis path. A store that does go to its backend asks for Done
-// (go-redis does), and gets the same bound as before.
+// a store without a BoardCache (or missing it there) may still answer from
+// memory without looking at the context; the timer and AfterFunc of a
+// context.WithTimeout per score were ~8% of the gateway's CPU on the Redis
+// path. A store that does go to its backend asks for Done (go-redis does),
+// and gets the same bound as before.
 type lazyTimeout struct {
 	parent   context.Context
 	deadline time.Time

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // series reads the registry's samples of one family as "label,label=value".
@@ -105,5 +107,33 @@ func TestBoardSeries(t *testing.T) {
 	ev = series(t, reg, "wsgateway_board_events_total")
 	if n := ev["board="+otherBoards+",outcome=applied,"]; n != float64(200-(maxBoardLabels-1)) {
 		t.Fatalf("other: %v applied, want %d", n, 200-(maxBoardLabels-1))
+	}
+}
+
+// lateStore holds one cached board.
+type lateStore struct {
+	rank.Store // nil: only CachedBoard is called
+	cached     rank.Board
+}
+
+func (s lateStore) CachedBoard(id string) (*rank.Board, bool) {
+	if id == s.cached.ID {
+		return &s.cached, true
+	}
+	return nil, false
+}
+
+// metered forwards the engine's board cache (rank.BoardCache) when the
+// engine has one.
+func TestMeteredBoardCache(t *testing.T) {
+	s := metered{lateStore{cached: rank.Board{ID: "c"}}, nil}
+	if b, ok := s.CachedBoard("c"); !ok || b.ID != "c" {
+		t.Fatalf("CachedBoard(c) = %v, %v through metered", b, ok)
+	}
+	if _, ok := s.CachedBoard("d"); ok {
+		t.Fatal("CachedBoard(d) answered")
+	}
+	if _, ok := (metered{}).CachedBoard("c"); ok {
+		t.Fatal("CachedBoard answered over an engine without a cache")
 	}
 }

@@ -40,7 +40,10 @@ type autoCreate struct {
 	created int
 }
 
-var _ Store = (*autoCreate)(nil)
+var (
+	_ Store      = (*autoCreate)(nil)
+	_ BoardCache = (*autoCreate)(nil)
+)
 
 // absent reports whether err means a valid board id that does not exist.
 func absent(board string, err error) bool {
@@ -53,6 +56,15 @@ func (a *autoCreate) Board(ctx context.Context, id string) (Board, error) {
 		return DefaultBoard(id), nil
 	}
 	return b, err
+}
+
+// CachedBoard forwards the engine's cache (BoardCache): a board it holds
+// exists, so the answer is the one Board gives.
+func (a *autoCreate) CachedBoard(id string) (*Board, bool) {
+	if c, ok := a.Store.(BoardCache); ok {
+		return c.CachedBoard(id)
+	}
+	return nil, false
 }
 
 func (a *autoCreate) Count(ctx context.Context, board string) (int64, error) {
