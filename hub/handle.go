@@ -39,7 +39,12 @@ const (
 // handle answers one request; its reply (or error) is queued before it
 // returns, so replies keep the requests' order (R2).
 func (c *conn) handle(ctx context.Context, msg []byte) {
-	now := time.Now()
+	// One clock reading serves the message's limits and a score's member
+	// budget; a server or admin connection has neither and reads none.
+	var now time.Time
+	if c.lim != nil || c.scoreLim != nil {
+		now = time.Now()
+	}
 	if c.lim != nil && c.recent.add(now) > abuseFactor*c.h.cfg.Rate {
 		c.h.m.messageIn("rate_abuse")
 		c.settle(ctx) // the close follows the replies of what was read before
@@ -80,7 +85,7 @@ func (c *conn) handle(ctx context.Context, msg []byte) {
 	}
 	switch req.Type {
 	case proto.TypeScore:
-		err = c.score(ctx, req)
+		err = c.score(ctx, req, now)
 	case proto.TypeSubscribe:
 		err = c.subscribe(ctx, req)
 	case proto.TypeUnsubscribe:
@@ -147,7 +152,9 @@ func (c *conn) storeCtx(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(ctx, c.h.cfg.StoreTimeout)
 }
 
-func (c *conn) score(ctx context.Context, req request) error {
+// score submits a score event; now is the message's clock reading (set
+// when the connection has a score budget).
+func (c *conn) score(ctx context.Context, req request, now time.Time) error {
 	if err := c.access(ctx, req.Board); err != nil {
 		return err
 	}
@@ -178,7 +185,7 @@ func (c *conn) score(ctx context.Context, req request) error {
 		return forbidden("board " + req.Board + " does not accept scores from clients")
 	}
 	if c.scoreLim != nil {
-		if d := wait(c.scoreLim, time.Now()); d > 0 {
+		if d := wait(c.scoreLim, now); d > 0 {
 			return &retryError{fmt.Errorf("%w: at most %d score events per second per player, across its connections", errRateLimited, c.h.cfg.MemberScoreRate), d}
 		}
 	}

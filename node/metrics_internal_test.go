@@ -1,9 +1,11 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -110,10 +112,15 @@ func TestBoardSeries(t *testing.T) {
 	}
 }
 
-// lateStore holds one cached board.
+// lateStore completes every Apply after delay and holds one cached board.
 type lateStore struct {
-	rank.Store // nil: only CachedBoard is called
+	rank.Store // nil: only Apply and CachedBoard are called
+	delay      time.Duration
 	cached     rank.Board
+}
+
+func (s lateStore) Apply(_ context.Context, e rank.Event, done rank.Done) {
+	time.AfterFunc(s.delay, func() { done(rank.Result{Board: e.Board}, nil) })
 }
 
 func (s lateStore) CachedBoard(id string) (*rank.Board, bool) {
@@ -121,6 +128,35 @@ func (s lateStore) CachedBoard(id string) (*rank.Board, bool) {
 		return &s.cached, true
 	}
 	return nil, false
+}
+
+// metered measures an ack from the submit to the outcome.
+func TestMeteredAck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		m, err := newMetrics(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour) // the submit is not at newMetrics
+		s := metered{lateStore{delay: 250 * time.Millisecond}, m}
+		done := make(chan struct{})
+		s.Apply(t.Context(), rank.Event{Board: "a"}, func(rank.Result, error) { close(done) })
+		<-done
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum float64
+		for _, mf := range mfs {
+			if mf.GetName() == "wsgateway_board_ack_seconds" {
+				sum = mf.GetMetric()[0].GetHistogram().GetSampleSum()
+			}
+		}
+		if sum != 0.25 {
+			t.Fatalf("ack seconds %v, want 0.25", sum)
+		}
+	})
 }
 
 // metered forwards the engine's board cache (rank.BoardCache) when the

@@ -114,6 +114,9 @@ type Store struct {
 	batch    *batcher
 	clock    clock
 	closed   atomic.Bool
+	// epoch is a local reading taken at New; epoch.Add(time.Since(epoch))
+	// is a reading of the monotonic clock alone, for deadlines (monoNow).
+	epoch time.Time
 
 	// Every Apply call carries an attempt token, stored with the payload
 	// hash in the idempotency record. A record bearing the caller's own token
@@ -308,6 +311,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		derive:   newScript(lua.Build),
 		deps:     newScript(lua.Deps),
 		groupOf:  make(map[string]int),
+		epoch:    time.Now(),
 	}
 	if _, ok := cfg.Client.(*redis.ClusterClient); ok {
 		s.down = newDownSlots()
