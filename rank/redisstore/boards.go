@@ -356,6 +356,22 @@ func (s *Store) board(ctx context.Context, id string) (cachedBoard, error) {
 	return s.loadBoard(ctx, id)
 }
 
+// boardRef is board without the copy; the entry is shared (the cache's,
+// or a fresh read's): the caller must not modify it.
+func (s *Store) boardRef(ctx context.Context, id string) (*cachedBoard, error) {
+	if c := s.hit(id); c != nil {
+		if c.unknown {
+			return nil, rank.ErrUnknownBoard
+		}
+		return c, nil
+	}
+	c, err := s.loadBoard(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
 // hit is the cache's entry for id while it is fresh, else nil. The caller
 // must not modify it. Every score reads its board here: the entry is not
 // copied under the lock (a config is about 1 KB), and its age is read from

@@ -179,13 +179,19 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 		key := s.shardGroup(ctx, c)
 		g, ok := s.groupOf[key]
 		if !ok {
+			gr := group{}
 			cb, err := s.memoBoard(ctx, c.e.Board)
-			if err == nil && c.shard != nil {
-				cb = cb.shards[rank.ShardOf(c.e.Member, cb.b.Shards)]
+			switch {
+			case err != nil:
+				gr.err = err
+			case c.shard != nil:
+				gr.cb = cb.shards[rank.ShardOf(c.e.Member, cb.b.Shards)]
+			default:
+				gr.cb = *cb
 			}
 			g = len(bt.groups)
 			s.groupOf[key] = g
-			bt.groups = append(bt.groups, group{cb: cb, err: err})
+			bt.groups = append(bt.groups, gr)
 		}
 		gr := &bt.groups[g]
 		err := gr.err
@@ -305,16 +311,18 @@ func (s *Store) settle(ctx context.Context, m *cmd, attempt int, again []*call) 
 	return again
 }
 
-// memoBoard is s.board, read once per lane batch.
-func (s *Store) memoBoard(ctx context.Context, id string) (cachedBoard, error) {
-	for _, m := range s.memo {
-		if m.id == id {
+// memoBoard is s.boardRef, read once per lane batch. It is asked for every
+// event (shardGroup), so it returns the entry itself: a copy is about 1 KB.
+// The entry is shared: read it, never modify it.
+func (s *Store) memoBoard(ctx context.Context, id string) (*cachedBoard, error) {
+	for i := range s.memo {
+		if m := &s.memo[i]; m.id == id {
 			return m.c, nil
 		}
 	}
-	c, err := s.board(ctx, id)
+	c, err := s.boardRef(ctx, id)
 	if err != nil {
-		return cachedBoard{}, s.fail("apply", id, err)
+		return nil, s.fail("apply", id, err)
 	}
 	if len(s.memo) < 64 {
 		s.memo = append(s.memo, boardMemo{id, c})
@@ -324,7 +332,7 @@ func (s *Store) memoBoard(ctx context.Context, id string) (cachedBoard, error) {
 
 type boardMemo struct {
 	id string
-	c  cachedBoard
+	c  *cachedBoard
 }
 
 // Board returns the config events are applied with, from the cache.

@@ -114,12 +114,8 @@ func (s *Store) shardGroup(ctx context.Context, c *call) string {
 	if err != nil || !cb.b.Sharded() {
 		return c.e.Board
 	}
-	sh := cb.shards[rank.ShardOf(c.e.Member, cb.b.Shards)]
-	// A copy of its own, made here: taking cb's address would move cb to
-	// the heap for every event, sharded or not.
-	board := new(cachedBoard)
-	*board = cb
-	c.shard, c.board = sh.keys, board
+	sh := &cb.shards[rank.ShardOf(c.e.Member, cb.b.Shards)]
+	c.shard, c.board = sh.keys, cb // shared, never modified (memoBoard)
 	return sh.b.ID
 }
 
