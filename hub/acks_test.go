@@ -8,6 +8,7 @@ import "testing"
 // has no socket for a direct write. Nested batches (two completers) hand
 // on what was listed when the first ends.
 func TestAckedListsDuringBatch(t *testing.T) {
+	t.Parallel()
 	h := &Hub{}
 	newC := func() *conn { return &conn{h: h, notify: make(chan struct{}, 1)} }
 	woken := func(c *conn) bool {
@@ -64,27 +65,5 @@ func TestAckedListsDuringBatch(t *testing.T) {
 	c.acked()
 	if !woken(c) {
 		t.Fatal("after every batch ended, an ack did not wake the writer")
-	}
-}
-
-// TestReplyQueueTakeUpTo: takeUpTo takes every reply or, over its limit,
-// none (the writer writes those).
-func TestReplyQueueTakeUpTo(t *testing.T) {
-	q := replyQueue{max: 10, maxBytes: 1 << 20, ready: make(chan struct{}, 1)}
-	small, large := []byte("0123456789"), make([]byte, 100)
-	q.add(&small)
-	q.add(&small)
-	if got := q.takeUpTo(nil, 20); len(got) != 2 || q.len() != 0 {
-		t.Fatalf("took %d at the limit, %d left; want 2, 0", len(got), q.len())
-	}
-	q.add(&small)
-	q.add(&large)
-	if got := q.takeUpTo(nil, 100); len(got) != 0 || q.len() != 2 {
-		t.Fatalf("took %d over the limit, %d left; want 0, 2", len(got), q.len())
-	}
-	select {
-	case <-q.ready:
-		t.Fatal("add woke the writer")
-	default:
 	}
 }

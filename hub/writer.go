@@ -7,6 +7,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -290,9 +291,16 @@ func (q *replyQueue) add(b *[]byte) bool {
 	return true
 }
 
+// take appends every queued reply to dst and empties the queue.
+func (q *replyQueue) take(dst []*[]byte) []*[]byte { return q.takeUpTo(dst, math.MaxInt) }
+
 // takeUpTo is take when the queued replies are at most limit bytes, else
 // it takes nothing.
 func (q *replyQueue) takeUpTo(dst []*[]byte, limit int) []*[]byte {
+	// Without the lock when empty (a spectator's every wake): a reply that
+	// must precede frames (`subscribed`) is pushed under the connection's
+	// gate, which the writer holds here, so n shows it; any other push
+	// pokes the writer again, or is written by the batch's end (acks.go).
 	if q.n.Load() == 0 {
 		return dst
 	}
@@ -305,24 +313,6 @@ func (q *replyQueue) takeUpTo(dst []*[]byte, limit int) []*[]byte {
 	q.items = reuse(q.items)
 	q.bytes = 0
 	q.n.Store(0)
-	return dst
-}
-
-// take appends every queued reply to dst and empties the queue.
-func (q *replyQueue) take(dst []*[]byte) []*[]byte {
-	// Without the lock when empty (a spectator's every wake): a reply that
-	// must precede frames (`subscribed`) is pushed under the connection's
-	// gate, which the writer holds here, so n shows it; any other push
-	// pokes the writer again.
-	if q.n.Load() == 0 {
-		return dst
-	}
-	q.mu.Lock()
-	dst = append(dst, q.items...)
-	q.items = reuse(q.items)
-	q.bytes = 0
-	q.n.Store(0)
-	q.mu.Unlock()
 	return dst
 }
 

@@ -32,6 +32,29 @@ func TestReplyQueueBounds(t *testing.T) {
 	}
 }
 
+// TestReplyQueueTakeUpTo: takeUpTo takes every reply or, over its limit,
+// none (the writer writes those).
+func TestReplyQueueTakeUpTo(t *testing.T) {
+	t.Parallel()
+	q := replyQueue{max: 10, maxBytes: 1 << 20, ready: make(chan struct{}, 1)}
+	small, large := []byte("0123456789"), make([]byte, 100)
+	q.add(&small)
+	q.add(&small)
+	if got := q.takeUpTo(nil, 20); len(got) != 2 || q.len() != 0 {
+		t.Fatalf("took %d at the limit, %d left; want 2, 0", len(got), q.len())
+	}
+	q.add(&small)
+	q.add(&large)
+	if got := q.takeUpTo(nil, 100); len(got) != 0 || q.len() != 2 {
+		t.Fatalf("took %d over the limit, %d left; want 0, 2", len(got), q.len())
+	}
+	select {
+	case <-q.ready:
+		t.Fatal("add woke the writer")
+	default:
+	}
+}
+
 func TestJitter(t *testing.T) {
 	t.Parallel()
 	const d = 25 * time.Second
