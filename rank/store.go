@@ -171,7 +171,8 @@ type Store interface {
 }
 
 // BoardCache is implemented by a Store that can answer Board from memory
-// (the Redis engine's cache), and forwarded by a Store wrapping one.
+// (the Redis engine's cache, the memory engine's boards), and forwarded by
+// a Store wrapping one.
 // CachedBoard returns the config Board would return when it is at hand
 // without I/O, else false: ask Board. It needs no context, so a hot path
 // (every score reads its board) spends nothing on the bound of a call that

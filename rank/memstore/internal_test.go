@@ -254,3 +254,46 @@ func TestGetBoardWhileApplyHoldsBoard(t *testing.T) {
 		t.Fatalf("after the deletion: %v, want ErrUnknownBoard", err)
 	}
 }
+
+// CachedBoard (rank.BoardCache) answers every board the store holds, as
+// GetBoard would, follows a reconfigure, and answers nothing for an
+// unknown, deleted or closed store's board (the caller then asks Board,
+// which says why).
+func TestCachedBoard(t *testing.T) {
+	s := mustStore(t, Config{})
+	ctx := t.Context()
+	cfg := rank.DefaultBoard("cached")
+	cfg.Title = "first"
+	if _, err := s.PutBoard(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	var _ rank.BoardCache = s
+	if b, ok := s.CachedBoard("cached"); !ok || b.Title != "first" || b.ID != "cached" {
+		t.Fatalf("CachedBoard = %+v, %v; want the stored config", b, ok)
+	}
+	cfg.Title = "second"
+	if _, err := s.PutBoard(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := s.CachedBoard("cached"); !ok || b.Title != "second" {
+		t.Fatalf("after the change: %+v, %v; want title second", b, ok)
+	}
+	if _, ok := s.CachedBoard("nosuch"); ok {
+		t.Fatal("an unknown board answered")
+	}
+	if err := s.DeleteBoard(ctx, "cached"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.CachedBoard("cached"); ok {
+		t.Fatal("a deleted board answered")
+	}
+	if _, err := s.PutBoard(ctx, rank.DefaultBoard("open")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.CachedBoard("open"); ok {
+		t.Fatal("a closed store answered")
+	}
+}

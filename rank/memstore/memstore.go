@@ -226,6 +226,27 @@ func (s *Store) GetBoard(ctx context.Context, id string) (rank.Board, error) {
 	return v.cfg, nil
 }
 
+// CachedBoard implements rank.BoardCache: every config is in memory here,
+// so the hub's read of it on each score needs no context (and no timeout
+// to build for one). The view is published whole and never changed after,
+// so it is shared as it is.
+func (s *Store) CachedBoard(id string) (*rank.Board, bool) {
+	if s.closed.Load() {
+		return nil, false
+	}
+	s.mu.RLock()
+	b := s.boards[id]
+	s.mu.RUnlock()
+	if b == nil {
+		return nil, false
+	}
+	v := b.view.Load()
+	if v.deleted {
+		return nil, false
+	}
+	return &v.cfg, true
+}
+
 // Board is GetBoard: the memory engine's configs are never stale.
 func (s *Store) Board(ctx context.Context, id string) (rank.Board, error) {
 	return s.GetBoard(ctx, id)
