@@ -8,8 +8,8 @@ import "sync"
 // connection. Waking each connection's writer for that (one channel send,
 // park and reschedule per connection per pipeline) put 32 writers in the
 // run queue after every pipeline of a 32-connection ingest, behind which
-// the readers and the completer itself waited (docs/performance.md, "Acks
-// from the completer").
+// the readers and the completer itself waited (docs/performance.md, "The
+// completer writes the acks").
 //
 // So the node runs the completer's callbacks inside Hub.Completing. While a
 // batch runs, a completion does not wake the writer: it lists the
@@ -17,7 +17,8 @@ import "sync"
 // connection's queued replies itself, in one write(2) per connection, when
 // that connection's writer is idle (the direct path of direct.go, under the
 // same conditions: nothing owed, no close or drain, no subscribe under the
-// gate). Otherwise it wakes the writer as before. A completion outside a
+// gate; and at most half a cork of replies). Otherwise it wakes the writer
+// as before. A completion outside a
 // batch (an engine that completes inline, a failure at submit) wakes the
 // writer at once, as it always did.
 
