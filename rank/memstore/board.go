@@ -376,37 +376,90 @@ type queued struct {
 	expires int64
 }
 
-// expiryQueue is a FIFO of idempotency keys; popped slots are reclaimed by
-// compaction, so its memory follows the number of live records.
+// expiryQueue is a FIFO of idempotency keys in fixed blocks, so its
+// memory follows the number of live records and a push never copies what
+// is queued. It was one slice, grown by append and compacted when half
+// consumed: at 130k events/s (a 10-minute window holds millions of records)
+// each growth or compaction copied every queued record into memory the
+// kernel then had to fault in, and that push was 8% of the gateway's CPU
+// on the memory engine (docs/performance.md). One emptied block is kept
+// for the next push, so a queue in steady state (as many records expiring
+// as written) allocates nothing.
 type expiryQueue struct {
-	items []queued
-	head  int
+	head, tail *queueBlock // nil when nothing was ever queued or all was popped
+	hi, ti     int         // the front's index in head; the next free index in tail
+	n          int
+	spare      *queueBlock
+}
+
+// queueBlockLen records per block: 40 KB.
+const queueBlockLen = 1024
+
+type queueBlock struct {
+	items [queueBlockLen]queued
+	next  *queueBlock
 }
 
 func (q *expiryQueue) push(key idemKey, expires int64) {
-	if q.head > 1024 && q.head*2 > len(q.items) {
-		// Move the live part to a fresh array sized for it, so a queue
-		// that once held a burst gives the memory back.
-		live := make([]queued, len(q.items)-q.head, 2*(len(q.items)-q.head)+64)
-		copy(live, q.items[q.head:])
-		q.items, q.head = live, 0
+	switch {
+	case q.tail == nil:
+		q.head = q.block()
+		q.tail, q.hi, q.ti = q.head, 0, 0
+	case q.ti == queueBlockLen:
+		b := q.block()
+		q.tail.next = b
+		q.tail, q.ti = b, 0
 	}
-	q.items = append(q.items, queued{key, expires})
+	q.tail.items[q.ti] = queued{key, expires}
+	q.ti++
+	q.n++
 }
 
-func (q *expiryQueue) len() int { return len(q.items) - q.head }
+// block is the spare block, or a new one.
+func (q *expiryQueue) block() *queueBlock {
+	if b := q.spare; b != nil {
+		q.spare = nil
+		return b
+	}
+	return new(queueBlock)
+}
+
+func (q *expiryQueue) len() int { return q.n }
 
 func (q *expiryQueue) front() (queued, bool) {
-	if q.head >= len(q.items) {
+	if q.n == 0 {
 		return queued{}, false
 	}
-	return q.items[q.head], true
+	return q.head.items[q.hi], true
 }
 
 func (q *expiryQueue) pop() {
-	q.items[q.head] = queued{}
-	q.head++
-	if q.head == len(q.items) {
-		q.items, q.head = q.items[:0], 0
+	q.head.items[q.hi] = queued{} // the keys go with the record
+	q.hi++
+	q.n--
+	switch {
+	case q.n == 0:
+		// Empty: keep one block (as the spare) and start again at its
+		// front.
+		q.spare = q.head
+		q.spare.next = nil
+		q.head, q.tail, q.hi, q.ti = nil, nil, 0, 0
+	case q.hi == queueBlockLen:
+		b := q.head
+		q.head, q.hi = b.next, 0
+		b.next = nil
+		q.spare = b
 	}
+}
+
+// blocks is how many blocks the queue holds, the spare included.
+func (q *expiryQueue) blocks() int {
+	n := 0
+	for b := q.head; b != nil; b = b.next {
+		n++
+	}
+	if q.spare != nil {
+		n++
+	}
+	return n
 }

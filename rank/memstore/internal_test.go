@@ -68,8 +68,8 @@ func TestIdempotencyRecordsAreSwept(t *testing.T) {
 	clk.Advance(2 * time.Second)
 	s.Sweep()
 	s.peek(cfg.ID, func(b *board) {
-		if len(b.idem) != 0 || b.queue.len() != 0 || cap(b.queue.items) > 4096 {
-			t.Fatalf("after Sweep: %d records, %d queued (cap %d)", len(b.idem), b.queue.len(), cap(b.queue.items))
+		if len(b.idem) != 0 || b.queue.len() != 0 || b.queue.blocks() > 1 {
+			t.Fatalf("after Sweep: %d records, %d queued (%d blocks)", len(b.idem), b.queue.len(), b.queue.blocks())
 		}
 	})
 }
@@ -295,5 +295,53 @@ func TestCachedBoard(t *testing.T) {
 	}
 	if _, ok := s.CachedBoard("open"); ok {
 		t.Fatal("a closed store answered")
+	}
+}
+
+// The expiry queue is first in, first out across its blocks, counts what
+// it holds, gives back every block it emptied but one, and reuses that one.
+func TestExpiryQueue(t *testing.T) {
+	t.Parallel()
+	var q expiryQueue
+	if _, ok := q.front(); ok || q.len() != 0 {
+		t.Fatal("an empty queue has a front")
+	}
+	next, front := 0, 0 // the next number to push, the one expected in front
+	push := func(k int) {
+		for range k {
+			q.push(idemKey{member: fmt.Sprint(next)}, int64(next))
+			next++
+		}
+	}
+	pop := func(k int) {
+		for range k {
+			e, ok := q.front()
+			if !ok || e.expires != int64(front) || e.key.member != fmt.Sprint(front) {
+				t.Fatalf("front %+v, %v; want %d", e, ok, front)
+			}
+			q.pop()
+			front++
+		}
+	}
+	push(3*queueBlockLen + 5)
+	if q.len() != 3*queueBlockLen+5 || q.blocks() != 4 {
+		t.Fatalf("len %d in %d blocks; want %d in 4", q.len(), q.blocks(), 3*queueBlockLen+5)
+	}
+	pop(2*queueBlockLen + 1) // two blocks emptied: one kept as the spare
+	if q.blocks() != 3 {
+		t.Fatalf("%d blocks after emptying two of four; want 3 (two in use, one spare)", q.blocks())
+	}
+	push(queueBlockLen) // fills the tail and takes the spare
+	if q.blocks() != 3 {
+		t.Fatalf("%d blocks; want 3: the spare is reused before a new one", q.blocks())
+	}
+	pop(q.len())
+	if _, ok := q.front(); ok || q.len() != 0 || q.blocks() != 1 {
+		t.Fatalf("after popping all: len %d, %d blocks; want 0 and the spare", q.len(), q.blocks())
+	}
+	push(10)
+	pop(10)
+	if next != front {
+		t.Fatalf("pushed %d, popped %d", next, front)
 	}
 }
