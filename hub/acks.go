@@ -18,16 +18,14 @@ import "sync"
 // that connection's writer is idle (the direct path of direct.go, under the
 // same conditions: nothing owed, no close or drain, no subscribe under the
 // gate; and at most half a cork of replies). Otherwise it wakes the writer
-// as before. A completion outside a
-// batch (an engine that completes inline, a failure at submit) wakes the
-// writer at once, as it always did.
+// as before. A completion outside a batch (an engine that completes
+// inline, a failure at submit) wakes the writer at once, as it always did.
 
 // ackBatch is the connections whose acks the batches running now queued.
 type ackBatch struct {
 	mu    sync.Mutex
 	open  int     // Completing calls running (one per completer goroutine)
 	conns []*conn // listed once each (conn.ackListed)
-	spare []*conn // the previous batch's slice, reused
 }
 
 // Completing runs run, a batch of the store's Done callbacks, and then
@@ -49,8 +47,7 @@ func (h *Hub) endBatch() {
 	b.mu.Lock()
 	b.open--
 	conns := b.conns
-	b.conns = b.spare[:0]
-	b.spare = nil
+	b.conns = nil
 	for _, c := range conns {
 		c.ackListed = false
 	}
@@ -58,12 +55,6 @@ func (h *Hub) endBatch() {
 	for _, c := range conns {
 		c.writeAcks()
 	}
-	clear(conns)
-	b.mu.Lock()
-	if b.spare == nil && cap(conns) <= 4096 {
-		b.spare = conns[:0]
-	}
-	b.mu.Unlock()
 }
 
 // acked is told that c's reply queue got replies from a completion: during
@@ -86,8 +77,8 @@ func (c *conn) acked() {
 
 // writeAcks writes c's queued replies in the idle writer's place, or wakes
 // the writer when it is not idle, the socket cannot take a direct write, or
-// the replies are more than one cork's worth (a page reply can be large:
-// the writer writes those).
+// the replies are more than half a cork (a page reply can be large: the
+// writer writes those).
 func (c *conn) writeAcks() {
 	if c.cc == nil || c.cc.rc == nil || !c.tryAcquire() {
 		c.poke()

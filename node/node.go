@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -125,19 +124,16 @@ type Config struct {
 
 // Node is one running gateway node. Its methods are safe for concurrent use.
 type Node struct {
-	cfg    Config
-	log    *slog.Logger
-	store  rank.Store
-	engine rank.Store // the engine itself, under WrapStore, AutoCreate and metered
-	m      *metrics
-	live   *live.Engine
-	profs  *profileCache
-	watch  *interest // the NATS change subscriptions local watchers need
-	bus    *bus.Bus
-	hub    *hub.Hub
-	// acker is hub once built: the Redis completer, which may run before
-	// (an apply from the bus's derived-board work), reads it.
-	acker   atomic.Pointer[hub.Hub]
+	cfg     Config
+	log     *slog.Logger
+	store   rank.Store
+	engine  rank.Store // the engine itself, under WrapStore, AutoCreate and metered
+	m       *metrics
+	live    *live.Engine
+	profs   *profileCache
+	watch   *interest // the NATS change subscriptions local watchers need
+	bus     *bus.Bus
+	hub     *hub.Hub
 	api     *api.API
 	handler http.Handler
 	derived derivedIndex // derived.go
@@ -240,7 +236,6 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.hub, err = hub.New(hcfg); err != nil {
 		return nil, err
 	}
-	n.acker.Store(n.hub)
 
 	apcfg := cfg.API
 	apcfg.Store, apcfg.Verifier, apcfg.Registry = n.store, cfg.Verifier, cfg.Registry
@@ -317,14 +312,9 @@ func (n *Node) applied(batch []rank.Change) {
 
 // completing runs a Redis batch's Done callbacks inside the hub's
 // Completing, so the acks they queue are written once per connection per
-// batch, by the completer (hub/acks.go).
-func (n *Node) completing(run func()) {
-	if h := n.acker.Load(); h != nil {
-		h.Completing(run)
-		return
-	}
-	run()
-}
+// batch, by the completer (hub/acks.go). Only the hub and the API apply,
+// and both exist before New returns, so n.hub is set by the first batch.
+func (n *Node) completing(run func()) { n.hub.Completing(run) }
 
 // BoardChanged is told of a board created, changed or deleted on this node
 // (api.BoardListener): the store's cached config is dropped, subscriptions

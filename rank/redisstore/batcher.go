@@ -99,11 +99,9 @@ type batch struct {
 	// settled, when set by the lane (settleFirst), is closed by the
 	// completer once every call's done has run.
 	settled chan struct{}
-	// finish runs every call's done, in submission order, and recycles the
-	// calls (the completer's; bound once, so Completing costs no closure
-	// per batch).
-	finish  func()
-	recycle func(*call)
+	// finish is b.runDones(bt), bound once per buffer, so Completing
+	// costs no closure per batch.
+	finish func()
 
 	// The lane's scratch space (Store.work, Store.build).
 	send    []*call // calls still to send
@@ -151,8 +149,8 @@ func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.
 	}
 	b.free.New = func() any { return &call{} }
 	for range batchBuffers {
-		bt := &batch{calls: make([]*call, 0, cfg.MaxBatch), recycle: b.recycle}
-		bt.finish = bt.runDones
+		bt := &batch{calls: make([]*call, 0, cfg.MaxBatch)}
+		bt.finish = func() { b.runDones(bt) }
 		b.idle <- bt
 	}
 	b.wg.Add(2)
@@ -312,10 +310,10 @@ func (b *batcher) complete() {
 
 // runDones calls every call's done, in submission order, recycling each
 // call first (the done may be the last to look at its outcome).
-func (bt *batch) runDones() {
+func (b *batcher) runDones(bt *batch) {
 	for _, c := range bt.calls {
 		done, r, err := c.fin, c.r, c.err
-		bt.recycle(c)
+		b.recycle(c)
 		done(r, err)
 	}
 }
