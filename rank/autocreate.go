@@ -60,12 +60,7 @@ func (a *autoCreate) Board(ctx context.Context, id string) (Board, error) {
 
 // CachedBoard forwards the engine's cache (BoardCache): a board it holds
 // exists, so the answer is the one Board gives.
-func (a *autoCreate) CachedBoard(id string) (*Board, bool) {
-	if c, ok := a.Store.(BoardCache); ok {
-		return c.CachedBoard(id)
-	}
-	return nil, false
-}
+func (a *autoCreate) CachedBoard(id string) (*Board, bool) { return CachedBoard(a.Store, id) }
 
 func (a *autoCreate) Count(ctx context.Context, board string) (int64, error) {
 	n, err := a.Store.Count(ctx, board)

@@ -182,6 +182,15 @@ type BoardCache interface {
 	CachedBoard(id string) (*Board, bool)
 }
 
+// CachedBoard asks s's BoardCache, if it has one: for wrappers, which
+// forward it.
+func CachedBoard(s Store, id string) (*Board, bool) {
+	if c, ok := s.(BoardCache); ok {
+		return c.CachedBoard(id)
+	}
+	return nil, false
+}
+
 // Check validates an event against its board before any engine touches data
 // (R6, R15): ids, the number's kind for the board's mode, its magnitude and the
 // board's max_delta. Engines call it; callers may call it early.

@@ -347,13 +347,11 @@ func (s *Store) loadBoard(ctx context.Context, id string) (cachedBoard, error) {
 
 // board returns the config of a board from the cache or Redis.
 func (s *Store) board(ctx context.Context, id string) (cachedBoard, error) {
-	if c := s.hit(id); c != nil {
-		if c.unknown {
-			return cachedBoard{}, rank.ErrUnknownBoard
-		}
-		return *c, nil
+	c, err := s.boardRef(ctx, id)
+	if err != nil {
+		return cachedBoard{}, err
 	}
-	return s.loadBoard(ctx, id)
+	return *c, nil
 }
 
 // boardRef is board without the copy; the entry is shared (the cache's,

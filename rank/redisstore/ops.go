@@ -337,18 +337,15 @@ type boardMemo struct {
 
 // Board returns the config events are applied with, from the cache.
 func (s *Store) Board(ctx context.Context, id string) (rank.Board, error) {
-	c := s.hit(id) // only valid ids are cached: a hit needs no check
-	switch {
-	case c == nil && !rank.ValidBoardID(id):
+	if b, ok := s.CachedBoard(id); ok { // only valid ids are cached: a hit needs no check
+		return *b, nil
+	}
+	if !rank.ValidBoardID(id) {
 		return rank.Board{}, fmt.Errorf("redisstore: board %q: %w", id, rank.ErrInvalidBoard)
-	case c == nil:
-		l, err := s.loadBoard(ctx, id)
-		if err != nil {
-			return rank.Board{}, s.fail("board", id, err)
-		}
-		return l.b, nil
-	case c.unknown:
-		return rank.Board{}, s.fail("board", id, rank.ErrUnknownBoard)
+	}
+	c, err := s.boardRef(ctx, id)
+	if err != nil {
+		return rank.Board{}, s.fail("board", id, err)
 	}
 	return c.b, nil
 }
