@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -136,6 +137,7 @@ type API struct {
 	modActions    *prometheus.CounterVec // moderation actions by action
 	bodies        sync.Pool              // *[]byte request bodies of ServeFast (fast.go)
 	deadlines     *deadlines             // the store calls' contexts
+	submitters    atomic.Uint64          // numbers the scores requests for the store (applyAll)
 }
 
 // New validates cfg, fills defaults, registers the API's collectors on the

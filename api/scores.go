@@ -142,6 +142,9 @@ func (a *API) applyAll(items []scoreItem) []applied {
 		mu   sync.Mutex // guards down
 		down error      // the first unavailable answer
 	)
+	// One submitter per request: the store applies its events in array
+	// order, and other requests' events may overtake them.
+	sub := a.submitters.Add(1)
 	slots := make(chan struct{}, arrayWindow)
 	for i, it := range items {
 		if it.err != nil {
@@ -161,7 +164,9 @@ func (a *API) applyAll(items []scoreItem) []applied {
 			continue
 		}
 		wg.Add(1)
-		a.cfg.Store.Apply(ctx, it.ev, func(r rank.Result, err error) {
+		ev := it.ev
+		ev.Submitter = sub
+		a.cfg.Store.Apply(ctx, ev, func(r rank.Result, err error) {
 			defer func() { <-slots; wg.Done() }()
 			if err == nil {
 				out[i].res = r

@@ -42,6 +42,10 @@ type conn struct {
 	// accepts only a token for the same member), so the writer may read it
 	// while the reader replaces p.
 	sub string
+	// submitter is the store's order key for this connection's scores
+	// (rank.Event.Submitter): its events keep their order, other
+	// connections' may overtake them. Fixed.
+	submitter uint64
 
 	replies  replyQueue        // bounded (R12); the writer drains it
 	closeReq chan closeRequest // capacity 1: the first request wins
@@ -115,6 +119,7 @@ func newConn(h *Hub, ws *websocket.Conn, cc *corkConn, p auth.Principal, anon bo
 		anon:     anon,
 		sub:      p.Member,
 	}
+	c.submitter = h.submitters.Add(1)
 	if p.Role == auth.Player && !anon && h.cfg.MemberScoreRate > 0 {
 		c.scoreLim = h.rates.acquire(p.Member)
 	}

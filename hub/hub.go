@@ -167,6 +167,8 @@ type Hub struct {
 	replyBufs     sync.Pool
 
 	nodeConns atomic.Int64 // MaxConns slots taken (limits.go)
+	// submitters numbers the connections for the store (conn.submitter).
+	submitters atomic.Uint64
 	// cache is cfg.Store's board cache, when it has one (board).
 	cache rank.BoardCache
 }

@@ -18,7 +18,8 @@ import (
 // filled. Every other request (page, rank, subscribe, unsubscribe, auth)
 // first waits until the window is empty, so it sees the connection's own
 // earlier scores and `subscribed` still precedes its first frame. The
-// store applies one connection's events in submission order.
+// store applies one connection's events in submission order (they carry
+// its submitter).
 //
 // A full window makes the reader wait (backpressure: the client's frames
 // stay in the socket). The memory engine completes inline, so there a slot
@@ -166,6 +167,7 @@ func (c *conn) apply(ctx context.Context, e rank.Event) {
 	if s == nil {
 		return // the connection is ending: nobody would read the ack
 	}
+	e.Submitter = c.submitter
 	c.h.cfg.Store.Apply(ctx, e, s.done)
 }
 

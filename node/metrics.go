@@ -145,11 +145,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		busInDesc: prometheus.NewDesc("wsgateway_bus_messages_received_total",
 			"NATS messages this node received, by kind: changes (one board's batch), boards, resync, profiles.", []string{"kind"}, nil),
 		pipelinesDesc: prometheus.NewDesc("wsgateway_redis_pipelines_total",
-			"Pipelines of score events the Redis lane sent (one at a time; re-sends included).", nil, nil),
+			"Pipelines of score events the Redis lanes sent (one at a time per lane, --redis-lanes; re-sends included).", nil, nil),
 		laneEventsDesc: prometheus.NewDesc("wsgateway_redis_pipeline_events_total",
-			"Score events the Redis lane sent in its pipelines (a re-sent event counts again).", nil, nil),
+			"Score events the Redis lanes sent in their pipelines (a re-sent event counts again).", nil, nil),
 		laneBusyDesc: prometheus.NewDesc("wsgateway_redis_lane_busy_seconds_total",
-			"Wall time the Redis lane spent on its pipelines: building, Redis's round trip, parsing. Near 1 per second: the lane is saturated; compare with Redis's own time in the scripts (INFO commandstats).", nil, nil),
+			"Wall time the Redis lanes spent on their pipelines (building, Redis's round trip, parsing), summed over the lanes. Near --redis-lanes per second: the lanes are saturated; compare with Redis's own time in the scripts (INFO commandstats).", nil, nil),
 	}
 	m.labels.events, m.labels.ack = m.events, m.ack
 	m.epoch = time.Now()

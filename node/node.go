@@ -61,6 +61,9 @@ type Config struct {
 	Redis redis.UniversalClient
 	// StoreTimeout bounds each Redis operation; zero = the engine's default.
 	StoreTimeout time.Duration
+	// RedisLanes is the Redis engine's apply lanes (redisstore.Config.Lanes);
+	// zero = its default.
+	RedisLanes int
 	// Now overrides the store clock (tests of periods and lifecycle only);
 	// nil = the store's own (Redis TIME, or time.Now in memory).
 	Now func() time.Time
@@ -275,7 +278,7 @@ func (n *Node) openStore(ctx context.Context) error {
 	cfg := n.cfg
 	if cfg.Redis != nil {
 		rs, err := redisstore.New(ctx, redisstore.Config{
-			Client: cfg.Redis, Timeout: cfg.StoreTimeout, Now: cfg.Now, Logger: cfg.Logger, Sink: n.applied,
+			Client: cfg.Redis, Timeout: cfg.StoreTimeout, Lanes: cfg.RedisLanes, Now: cfg.Now, Logger: cfg.Logger, Sink: n.applied,
 			Completing: n.completing,
 		})
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -258,4 +259,79 @@ func TestTwoNodes(t *testing.T) {
 		}
 		return fmt.Errorf("score: %v", err)
 	})
+}
+
+// TestSubmitters: the store hears who submitted each event
+// (rank.Event.Submitter), so it keeps one submitter's events in order and
+// may spread submitters over its Redis lanes. Each WebSocket connection is
+// one submitter, distinct from the others, and so is each REST scores
+// request. (The hub and the API number theirs apart: a connection and a
+// request that share a number are only kept in order together.)
+func TestSubmitters(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seen := map[string]uint64{} // event id -> submitter
+	r := start(t, node.Config{Dev: true, WrapStore: func(s rank.Store) rank.Store {
+		return submitters{s, func(e rank.Event) {
+			mu.Lock()
+			seen[e.ID] = e.Submitter
+			mu.Unlock()
+		}}
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, conn := range []string{"a", "b"} {
+		c, err := client.Dial(ctx, r.ws, token(t, "bot-"+conn, auth.Server), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if _, err := c.Score(ctx, client.ScoreReq{ID: fmt.Sprintf("%s%d", conn, i), Board: "subs", Member: fmt.Sprintf("m%d", i), Delta: client.Int(1)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Close()
+	}
+	adm := token(t, "root", auth.Admin)
+	for _, req := range []string{"p", "q"} {
+		body := fmt.Sprintf(`[{"id":"%s0","member":"x","delta":1},{"id":"%s1","member":"y","delta":1}]`, req, req)
+		if st, out := r.rest(t, "POST", "/api/v1/boards/subs/scores", adm, body); st != 200 {
+			t.Fatalf("POST: %d %s", st, out)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	of := map[uint64]string{} // submitter -> the connection or request that had it
+	for i, who := range []string{"a", "b", "p", "q"} {
+		if i == 2 {
+			clear(of) // the API's numbers
+		}
+		sub, ok := seen[who+"0"]
+		if !ok || sub == 0 {
+			t.Fatalf("%s's first event: submitter %d (seen %v)", who, sub, ok)
+		}
+		for id, s := range seen {
+			if strings.HasPrefix(id, who) && s != sub {
+				t.Errorf("event %s has submitter %d, its first %d: one connection or request is one submitter", id, s, sub)
+			}
+		}
+		if other, dup := of[sub]; dup {
+			t.Errorf("%s and %s share submitter %d", other, who, sub)
+		}
+		of[sub] = who
+	}
+	if len(seen) != 10 {
+		t.Errorf("the store saw %d events, want 10", len(seen))
+	}
+}
+
+// submitters hands every event to saw before applying it.
+type submitters struct {
+	rank.Store
+	saw func(rank.Event)
+}
+
+func (s submitters) Apply(ctx context.Context, e rank.Event, done rank.Done) {
+	s.saw(e)
+	s.Store.Apply(ctx, e, done)
 }

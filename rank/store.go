@@ -32,6 +32,13 @@ type Event struct {
 	// zero = the store's clock when the event is applied. The store
 	// refuses one more than MaxAhead ahead of its clock.
 	At time.Time
+	// Submitter names who submitted the event (a connection, a REST
+	// request), for order only: a store applies one submitter's events in
+	// the order submitted, and may apply different submitters' events in
+	// either order, as it would events sent to two nodes. Not part of the
+	// payload. Callers that leave it zero share one submitter; two that
+	// happen to share a number are only kept in order together.
+	Submitter uint64
 }
 
 // PayloadHash identifies what an event asks for, so a repeated request id with
@@ -150,8 +157,9 @@ type Store interface {
 	// completes inline), else from a goroutine of the store (the Redis
 	// engine completes a pipeline's events together); it must not block and
 	// must not call the store. The engine's Sink hears of the change before
-	// done runs. Events one goroutine submits are applied in the order it
-	// submitted them. Apply blocks only while the store's queue is full
+	// done runs. Events of one Submitter are applied in the order Apply was
+	// called for them.
+	// Apply blocks only while the store's queue is full
 	// (backpressure) or until ctx ends; an event whose ctx ended before it
 	// was sent is not applied. There is no other apply path.
 	Apply(ctx context.Context, e Event, done Done)

@@ -13,6 +13,7 @@ import (
 	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/hub"
 	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/redisstore"
 )
 
 // envName is a flag's environment twin: --redis-url ↔ LB_REDIS_URL.
@@ -143,6 +144,7 @@ type serveOptions struct {
 	MemberScoreRate int
 	Addr            string
 	RedisURL        string
+	RedisLanes      int
 	NATSURL         string
 	JWTSecret       string
 	JWTPublicKey    string
@@ -183,6 +185,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Int(&o.DevBoards, "dev-boards", rank.DefaultAutoCreateCap, "with --dev: the most boards created on first use (a first write past it gets limit_reached)")
 	f.String(&o.Addr, "addr", ":8080", "listen address (HTTP, WebSocket, REST, pages); with --dev and no --addr: 127.0.0.1:8080")
 	f.Secret(&o.RedisURL, "redis-url", "redis://[:pass@]host:port/db, rediss://…, h1:p1,h2:p2 or redis-cluster://h1:p1,h2:p2; empty = in-memory engine")
+	f.Int(&o.RedisLanes, "redis-lanes", redisstore.DefaultLanes, "pipelines in flight to Redis, each one lane of score events; a connection's events keep one lane")
 	f.Secret(&o.NATSURL, "nats-url", "NATS servers, comma-separated; empty = in-process server")
 	f.Secret(&o.JWTSecret, "jwt-secret", "HS256 key (at least 32 bytes)")
 	f.String(&o.JWTPublicKey, "jwt-public-key", "", "PEM file with an RS256, ES256 or EdDSA public key")
@@ -225,6 +228,9 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	o.TrustedProxies = tp
 	if o.DevBoards < 1 {
 		return o, fmt.Errorf("--dev-boards must be at least 1")
+	}
+	if o.RedisLanes < 1 {
+		return o, fmt.Errorf("--redis-lanes must be at least 1")
 	}
 	if o.RESTRate < 0 || o.MaxConns < 0 {
 		return o, fmt.Errorf("--rest-rate and --max-conns must not be negative")

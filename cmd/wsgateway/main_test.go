@@ -40,13 +40,14 @@ func TestFlagsAndEnvTwins(t *testing.T) {
 		"LB_RATE":         "7",
 		"LB_PUBLIC_READ":  "true",
 		"LB_NODE_ID":      "n1",
+		"LB_REDIS_LANES":  "3",
 	})
 	o, err := parseServe([]string{"--rate", "9"}, env, new(bytes.Buffer))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.Addr != "127.0.0.1:9999" || o.RedisURL != "redis://127.0.0.1:1/0" || o.TopInterval != 250*time.Millisecond ||
-		!o.PublicRead || o.NodeID != "n1" || o.MaxMessage != 4096 {
+		!o.PublicRead || o.NodeID != "n1" || o.MaxMessage != 4096 || o.RedisLanes != 3 {
 		t.Fatalf("env twins not applied: %+v", o)
 	}
 	if o.Rate != 9 {
@@ -62,6 +63,7 @@ func TestFlagsAndEnvTwins(t *testing.T) {
 		{"two keys", []string{"--jwt-secret", strings.Repeat("k", 32), "--jwks-url", "http://x"}, nil},
 		{"stray argument", []string{"--dev", "extra"}, nil},
 		{"zero rate", []string{"--dev", "--rate", "0"}, nil},
+		{"no lanes", []string{"--dev", "--redis-lanes", "0"}, nil},
 	} {
 		if _, err := parseServe(tc.args, envMap(tc.env), new(bytes.Buffer)); err == nil {
 			t.Errorf("%s: parseServe accepted %v", tc.name, tc.args)

@@ -31,7 +31,7 @@ func runCall(t *testing.T, s *Store, events ...rank.Event) []*call {
 	}
 	now, nowArg := s.now(ctx, cb.b)
 	cmds := []cmd{applyCmd(cb, nowArg, s.periodKeys(cb, now), calls)}
-	s.batch.exec(ctx, cmds)
+	s.lanes[0].exec(ctx, cmds)
 	if again := s.settle(ctx, &cmds[0], staleRetries, nil); len(again) > 0 {
 		t.Fatalf("the call was refused: %v", cmds[0].res.Err())
 	}

@@ -35,16 +35,18 @@ func submitAll(s *Store, events []rank.Event) []asyncResult {
 	return out
 }
 
-// Several submitters, each with many events in flight, share pipelines; each
-// one's events are applied in its submission order (cumulative scores and
-// increasing seqs), across a SCRIPT FLUSH (NOSCRIPT resend) and a config
-// version change by another store (stale retry inside the lane).
+// Several submitters, each with many events in flight over three members,
+// share pipelines on the store's two lanes; each one's events are applied
+// in its submission order (cumulative scores per member, and the board's
+// seq increasing across the submitter's members), across a SCRIPT FLUSH
+// (NOSCRIPT resend) and a config version change by another store (stale
+// retry inside each lane). Both lanes carry events.
 func TestApplyAsyncOrder(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t)
-	s := newStore(t, srv, Config{Prefix: "async"})
+	s := newStore(t, srv, Config{Prefix: "async", Lanes: 2})
 	other := newStore(t, srv, Config{Prefix: "async"})
-	const id, submitters, each = "aorder", 6, 300
+	const id, submitters, each, members = "aorder", 6, 300, 3
 	mustPut(t, s, rank.DefaultBoard(id))
 	mustApply(t, s, incr(id, "warm", "warm", 1)) // s caches the config
 
@@ -54,16 +56,15 @@ func TestApplyAsyncOrder(t *testing.T) {
 		wg.Go(func() {
 			var events []rank.Event
 			for i := range each {
-				events = append(events, incr(id, fmt.Sprintf("a%d-%d", w, i), fmt.Sprintf("m%d", w), int64(i%5+1)))
+				e := incr(id, fmt.Sprintf("a%d-%d", w, i), fmt.Sprintf("m%d-%d", w, i%members), int64(i%5+1))
+				e.Submitter = uint64(w + 1)
+				events = append(events, e)
 			}
 			results[w] = submitAll(s, events)
 		})
 	}
 	wg.Go(func() {
-		for {
-			if s.batch.calls.Load() > submitters*each/3 {
-				break
-			}
+		for s.LaneStats().Events <= submitters*each/3 {
 			time.Sleep(time.Millisecond)
 		}
 		if got, err := testenv.RedisCommand(srv.Addr(), "SCRIPT", "FLUSH"); err != nil || got != "+OK" {
@@ -75,23 +76,29 @@ func TestApplyAsyncOrder(t *testing.T) {
 	})
 	wg.Wait()
 	for w, rs := range results {
-		var sum, seq int64
+		var sums [members]int64
+		var seq int64
 		for i, r := range rs {
 			if r.err != nil {
 				t.Fatalf("submitter %d event %d: %v", w, i, r.err)
 			}
-			sum += int64(i%5 + 1)
-			if r.r.Score != sum || r.r.Seq <= seq {
+			sums[i%members] += int64(i%5 + 1)
+			if r.r.Score != sums[i%members] || r.r.Seq <= seq {
 				for j := max(0, i-3); j < min(len(rs), i+3); j++ {
 					t.Logf("%d: %+v", j, rs[j].r)
 				}
-				t.Fatalf("submitter %d event %d: %+v, want score %d and seq > %d (out of order)", w, i, r.r, sum, seq)
+				t.Fatalf("submitter %d event %d: %+v, want score %d and seq > %d (out of order)", w, i, r.r, sums[i%members], seq)
 			}
 			seq = r.r.Seq
 		}
 	}
-	if p, c := s.batch.pipelines.Load(), s.batch.calls.Load(); p*4 >= c {
-		t.Fatalf("%d calls in %d pipelines: async calls were not batched", c, p)
+	for i, l := range s.lanes {
+		if l.calls.Load() == 0 {
+			t.Errorf("lane %d sent nothing: the submitters did not spread over the lanes", i)
+		}
+	}
+	if st := s.LaneStats(); st.Pipelines*4 >= st.Events {
+		t.Fatalf("%d calls in %d pipelines: async calls were not batched", st.Events, st.Pipelines)
 	}
 }
 
@@ -129,7 +136,7 @@ func TestApplyAsyncClose(t *testing.T) {
 			})
 		}
 	}()
-	for s.batch.calls.Load() < 10 {
+	for s.lanes[0].calls.Load() < 10 {
 		time.Sleep(time.Millisecond)
 	}
 	s.Close()
@@ -170,9 +177,9 @@ func TestRefusedTailOnePipeline(t *testing.T) {
 		events = append(events, incr(board, fmt.Sprintf("t%d", i), "m", 1))
 	}
 	bt := lanecalls(t, s, events)
-	p0 := s.batch.pipelines.Load()
-	s.work(bt)
-	if p := s.batch.pipelines.Load() - p0; p != 2 {
+	p0 := s.lanes[0].pipelines.Load()
+	s.work(s.lanes[0], bt)
+	if p := s.lanes[0].pipelines.Load() - p0; p != 2 {
 		t.Fatalf("%d pipelines for a batch with a stale board; want 2 (the batch, then its refused events together)", p)
 	}
 	sums := map[string]int64{id: 1}
@@ -189,7 +196,7 @@ func TestRefusedTailOnePipeline(t *testing.T) {
 func lanecalls(t *testing.T, s *Store, events []rank.Event) *batch {
 	bt := &batch{}
 	for i, e := range events {
-		c := s.batch.get()
+		c := s.lanes[0].get()
 		c.ctx, c.deadline = t.Context(), time.Now().Add(time.Minute)
 		c.e = e
 		c.setRecord(e, "tok-", uint64(i))
@@ -226,10 +233,10 @@ func TestBatchedScript(t *testing.T) {
 		incr("bs", "2", "b", 8), // a conflict with the second
 		incr("bs", "7", "a", -20),
 	}
-	s0 := s.batch.scripts.Load()
+	s0 := s.lanes[0].scripts.Load()
 	bt := lanecalls(t, s, events)
-	s.work(bt)
-	if n := s.batch.scripts.Load() - s0; n != 2 {
+	s.work(s.lanes[0], bt)
+	if n := s.lanes[0].scripts.Load() - s0; n != 2 {
 		t.Fatalf("%d script calls for two boards; want 2", n)
 	}
 	for i, c := range bt.calls {
@@ -262,7 +269,7 @@ func TestSinkOncePerPipeline(t *testing.T) {
 		}
 	}})
 	mustPut(t, s, rank.DefaultBoard("sinks"))
-	p0 := s.batch.pipelines.Load()
+	p0 := s.lanes[0].pipelines.Load()
 	var events []rank.Event
 	for i := range 2000 {
 		events = append(events, incr("sinks", fmt.Sprintf("s%d", i), fmt.Sprintf("m%d", i%13), 1))
@@ -272,7 +279,7 @@ func TestSinkOncePerPipeline(t *testing.T) {
 			t.Fatalf("event %d: %+v, %v", i, r.r, r.err)
 		}
 	}
-	p := s.batch.pipelines.Load() - p0
+	p := s.lanes[0].pipelines.Load() - p0
 	mu.Lock()
 	defer mu.Unlock()
 	if bad != "" || heard != len(events) || int64(batches) > p {

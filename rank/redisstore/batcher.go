@@ -14,13 +14,21 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// batcher is the lane every Apply goes through: one FIFO queue and one
-// goroutine that sends one pipeline of EVALSHA at a time, made of
-// everything queued meanwhile. One pipeline at a time keeps a submitter's
-// events in order although it does not wait between them (pipelines on
-// different pooled connections could overtake each other), and while one
-// is out the next batch queues up, so batches grow with load and nothing
-// waits on a timer.
+// batcher is one apply lane: one FIFO queue and one goroutine that sends
+// one pipeline of EVALSHA at a time, made of everything queued meanwhile.
+// One pipeline at a time keeps the lane's events in order although it does
+// not wait between them (pipelines on different pooled connections could
+// overtake each other), and while one is out the next batch queues up, so
+// batches grow with load and nothing waits on a timer.
+//
+// A store runs Config.Lanes of them. Every event of one submitter goes to
+// the same lane (Store.laneOf), which is all the order rank.Store promises;
+// events of different lanes may be applied in either order, as events sent
+// to two nodes are. Several lanes keep Redis busy: a lane's round trip
+// has stretches in which Redis has nothing of it to do (the replies read
+// and parsed, the batch handed on, the next pipeline built and written, on
+// a machine whose cores the gateway shares), and another lane's pipeline
+// fills them.
 //
 // The lane does Redis work only: it builds the pipeline, sends it, parses
 // the replies, re-sends what the scripts refused (one pipeline per retry
@@ -40,7 +48,10 @@ type batcher struct {
 	completing func(run func())
 	// work does one batch's Redis work, setting every call's outcome
 	// (Store.work).
-	work func(*batch)
+	work func(*batcher, *batch)
+	// down is the lane's slots whose master is unreachable (cluster.go);
+	// nil off a cluster.
+	down *downSlots
 
 	quit chan struct{} // closed by close
 	wg   sync.WaitGroup
@@ -64,7 +75,18 @@ type batcher struct {
 	done chan *batch // buffers the completer is to finish; closed by the lane
 }
 
-// batchBuffers is how many batches exist: one being filled and sent, the
+// DefaultLanes is Config.Lanes's default. Two lanes took Redis from 80% to
+// 89% of a core in bench/run.sh's Redis ingest (one Redis, one gateway and
+// the load on two cores); three and four did no better (docs/performance.md).
+const DefaultLanes = 2
+
+// laneOf is the lane of a submitter's events. Submitters are counters (a
+// connection's, a request's), so consecutive ones take the lanes in turn.
+func (s *Store) laneOf(submitter uint64) *batcher {
+	return s.lanes[submitter%uint64(len(s.lanes))]
+}
+
+// batchBuffers is how many batches exist per lane: one being filled and sent, the
 // others waiting for or in the completer.
 const batchBuffers = 4
 
@@ -104,12 +126,14 @@ type batch struct {
 	finish func()
 
 	// The lane's scratch space (Store.work, Store.build).
-	send    []*call // calls still to send
-	cmds    []cmd   // the pipeline being built
-	groups  []group // the boards of send, in order of first appearance
-	order   []int   // the group of each call of send; -1 = not sent
-	next    []int   // per group, the next free place in grouped
-	grouped []*call // send's calls arranged by board, each board's in order
+	send    []*call        // calls still to send
+	memo    []boardMemo    // the configs of this round (Store.memoBoard)
+	groupOf map[string]int // board -> group index (Store.build)
+	cmds    []cmd          // the pipeline being built
+	groups  []group        // the boards of send, in order of first appearance
+	order   []int          // the group of each call of send; -1 = not sent
+	next    []int          // per group, the next free place in grouped
+	grouped []*call        // send's calls arranged by board, each board's in order
 }
 
 // cmd is one EVALSHA of a pipeline: the calls it applies (consecutive
@@ -133,7 +157,7 @@ func (b *batcher) script(m *cmd) *script {
 	return b.sc
 }
 
-func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.Logger, work func(*batch)) *batcher {
+func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.Logger, work func(*batcher, *batch)) *batcher {
 	b := &batcher{
 		client:     client,
 		sc:         sc,
@@ -227,7 +251,7 @@ func (b *batcher) lane() {
 		bt.calls = append(bt.calls, first)
 		bt.calls = fill(bt.calls, b.async, b.max)
 		start := time.Now()
-		b.work(bt)
+		b.work(b, bt)
 		b.busy.Add(int64(time.Since(start)))
 		settled := settleFirst(bt)
 		b.done <- bt
@@ -237,21 +261,26 @@ func (b *batcher) lane() {
 	}
 }
 
-// LaneStats are the Redis lane's running totals since the store opened,
-// for metrics. Busy against the time Redis spends in the scripts (INFO
+// LaneStats are the Redis lanes' running totals since the store opened,
+// summed over the lanes, for metrics. Busy against the time Redis spends in the scripts (INFO
 // commandstats, evalsha) shows how much of a pipeline's round trip Redis
 // works: the rest it waits for the lane (building, sending, reading and
 // parsing) and for the machine to run either.
 type LaneStats struct {
 	Pipelines int64         // pipelines sent, re-sends included
 	Events    int64         // events sent in them (a re-sent event counts again)
-	Busy      time.Duration // wall time the lane spent in its batches' Redis work (Store.work)
+	Busy      time.Duration // wall time the lanes spent in their batches' Redis work (Store.work), summed
 }
 
-// LaneStats reads the lane's totals.
+// LaneStats reads the lanes' totals.
 func (s *Store) LaneStats() LaneStats {
-	b := s.batch
-	return LaneStats{Pipelines: b.pipelines.Load(), Events: b.calls.Load(), Busy: time.Duration(b.busy.Load())}
+	var st LaneStats
+	for _, b := range s.lanes {
+		st.Pipelines += b.pipelines.Load()
+		st.Events += b.calls.Load()
+		st.Busy += time.Duration(b.busy.Load())
+	}
+	return st
 }
 
 // settleFirst returns a channel the completer closes once bt's calls are

@@ -103,10 +103,10 @@ func BenchmarkApply(b *testing.B) {
 		b.Run(sz.name+"/serial", func(b *testing.B) { run(b, false, event) })
 		b.Run(sz.name+"/parallel", func(b *testing.B) {
 			b.SetParallelism(32)
-			p0, c0 := s.batch.pipelines.Load(), s.batch.calls.Load()
+			p0, c0 := s.lanes[0].pipelines.Load(), s.lanes[0].calls.Load()
 			run(b, true, event)
-			if p := s.batch.pipelines.Load() - p0; p > 0 {
-				b.ReportMetric(float64(s.batch.calls.Load()-c0)/float64(p), "events/pipeline")
+			if p := s.lanes[0].pipelines.Load() - p0; p > 0 {
+				b.ReportMetric(float64(s.lanes[0].calls.Load()-c0)/float64(p), "events/pipeline")
 			}
 		})
 	}

@@ -217,7 +217,7 @@ func TestBatcherOrder(t *testing.T) {
 	}
 	stop()
 	wg.Wait()
-	if p, c := s.batch.pipelines.Load(), s.batch.calls.Load(); p >= c {
+	if p, c := s.lanes[0].pipelines.Load(), s.lanes[0].calls.Load(); p >= c {
 		t.Fatalf("%d calls went out in %d pipelines: no batching", c, p)
 	} else {
 		t.Logf("%d calls in %d pipelines (%.1f per pipeline)", c, p, float64(c)/float64(p))

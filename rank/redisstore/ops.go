@@ -57,9 +57,9 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	return s.clock.now(ctx, s.client), nil
 }
 
-// Apply implements rank.Store: the event goes to the lane (batcher.go),
-// which sends it in its next pipeline; done is called from the lane's
-// completer.
+// Apply implements rank.Store: the event goes to its submitter's lane
+// (batcher.go), which sends it in its next pipeline; done is called from
+// the lane's completer.
 func (s *Store) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 	if !rank.ValidBoardID(e.Board) {
 		done(rank.Result{}, fmt.Errorf("redisstore: apply %q: %w", e.Board, rank.ErrInvalidBoard))
@@ -69,11 +69,12 @@ func (s *Store) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 		done(rank.Result{}, failClosed(e.Board))
 		return
 	}
-	c := s.batch.get()
+	b := s.laneOf(e.Submitter)
+	c := b.get()
 	c.ctx, c.deadline = ctx, s.monoNow().Add(s.cfg.Timeout)
 	c.e, c.fin = e, done
 	c.setRecord(e, s.attemptPrefix, s.attempts.Add(1))
-	s.batch.submit(c)
+	b.submit(c)
 }
 
 // monoNow is the local time read from the monotonic clock alone: half
@@ -97,11 +98,11 @@ func failCtx(board string, err error) error {
 // config and clock and sent again, all together in one pipeline per
 // round, before the lane takes its next batch: order holds. So are those
 // refused because their slot is being migrated (cluster.go), after a
-// pause. Lane only (it owns s.memo).
-func (s *Store) work(bt *batch) {
+// pause. Called by lane b only: b and bt are its own.
+func (s *Store) work(b *batcher, bt *batch) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
-	defer func() { clear(s.memo); s.memo = s.memo[:0] }()
+	defer func() { clear(bt.memo); bt.memo = bt.memo[:0] }()
 	now := time.Now()
 	bt.send = bt.send[:0]
 	for _, c := range bt.calls {
@@ -119,8 +120,8 @@ func (s *Store) work(bt *batch) {
 	pause := busyPause
 	for attempt := 0; len(bt.send) > 0; {
 		s.build(ctx, bt)
-		s.down.skip(bt) // a dead master's slots are answered without a send (cluster.go)
-		s.batch.exec(ctx, bt.cmds)
+		b.down.skip(bt) // a dead master's slots are answered without a send (cluster.go)
+		b.exec(ctx, bt.cmds)
 		bt.send = bt.send[:0]
 		busy := 0
 		for i := range bt.cmds {
@@ -131,13 +132,13 @@ func (s *Store) work(bt *batch) {
 				busy++
 				continue
 			}
-			s.down.note(&bt.cmds[i])
+			b.down.note(&bt.cmds[i])
 			bt.send = s.settle(ctx, &bt.cmds[i], attempt, bt.send)
 		}
 		clear(bt.cmds)
 		if len(bt.send) > 0 {
-			clear(s.memo) // a refreshed config is read again
-			s.memo = s.memo[:0]
+			clear(bt.memo) // a refreshed config is read again
+			bt.memo = bt.memo[:0]
 		}
 		if busy == 0 {
 			attempt++
@@ -172,15 +173,18 @@ type group struct {
 // allows. A call that cannot be sent (its board is unknown, Redis is down,
 // the event fails Check) gets its error here. Lane only.
 func (s *Store) build(ctx context.Context, bt *batch) {
-	clear(s.groupOf)
+	if bt.groupOf == nil {
+		bt.groupOf = make(map[string]int)
+	}
+	clear(bt.groupOf)
 	bt.groups, bt.order = bt.groups[:0], bt.order[:0]
 	for _, c := range bt.send {
 		// A sharded board's events group by shard (shard.go).
-		key := s.shardGroup(ctx, c)
-		g, ok := s.groupOf[key]
+		key := s.shardGroup(ctx, bt, c)
+		g, ok := bt.groupOf[key]
 		if !ok {
 			gr := group{}
-			cb, err := s.memoBoard(ctx, c.e.Board)
+			cb, err := s.memoBoard(ctx, bt, c.e.Board)
 			switch {
 			case err != nil:
 				gr.err = err
@@ -190,7 +194,7 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 				gr.cb = *cb
 			}
 			g = len(bt.groups)
-			s.groupOf[key] = g
+			bt.groupOf[key] = g
 			bt.groups = append(bt.groups, gr)
 		}
 		gr := &bt.groups[g]
@@ -311,12 +315,12 @@ func (s *Store) settle(ctx context.Context, m *cmd, attempt int, again []*call) 
 	return again
 }
 
-// memoBoard is s.boardRef, read once per lane batch. It is asked for every
+// memoBoard is s.boardRef, read once per lane round (bt's). It is asked for every
 // event (shardGroup), so it returns the entry itself: a copy is about 1 KB.
 // The entry is shared: read it, never modify it.
-func (s *Store) memoBoard(ctx context.Context, id string) (*cachedBoard, error) {
-	for i := range s.memo {
-		if m := &s.memo[i]; m.id == id {
+func (s *Store) memoBoard(ctx context.Context, bt *batch, id string) (*cachedBoard, error) {
+	for i := range bt.memo {
+		if m := &bt.memo[i]; m.id == id {
 			return m.c, nil
 		}
 	}
@@ -324,8 +328,8 @@ func (s *Store) memoBoard(ctx context.Context, id string) (*cachedBoard, error) 
 	if err != nil {
 		return nil, s.fail("apply", id, err)
 	}
-	if len(s.memo) < 64 {
-		s.memo = append(s.memo, boardMemo{id, c})
+	if len(bt.memo) < 64 {
+		bt.memo = append(bt.memo, boardMemo{id, c})
 	}
 	return c, nil
 }

@@ -108,9 +108,9 @@ func (s *Store) deleteShards(ctx context.Context, b rank.Board) error {
 // shardGroup marks c as an event of a sharded board (its shard's keys and
 // the board) and returns what its events group by in a lane round: the
 // shard's key-space id, else the board id. Lane only.
-func (s *Store) shardGroup(ctx context.Context, c *call) string {
+func (s *Store) shardGroup(ctx context.Context, bt *batch, c *call) string {
 	c.shard, c.board = nil, nil
-	cb, err := s.memoBoard(ctx, c.e.Board)
+	cb, err := s.memoBoard(ctx, bt, c.e.Board)
 	if err != nil || !cb.b.Sharded() {
 		return c.e.Board
 	}

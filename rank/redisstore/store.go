@@ -78,6 +78,12 @@ type Config struct {
 	Timeout time.Duration
 	// MaxBatch caps the applies sent in one pipeline; default 256.
 	MaxBatch int
+	// Lanes is how many apply lanes (batcher.go) the store runs, each with
+	// one pipeline in flight; default DefaultLanes. A submitter's events
+	// (rank.Event.Submitter) all go to one lane, so they keep their order;
+	// submitters spread over the lanes, so while one lane reads its replies
+	// and builds its next pipeline, Redis works on another's.
+	Lanes int
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
 	// Sink hears of every change Apply makes (rank.Sink). nil = nobody
@@ -111,7 +117,6 @@ type Store struct {
 	rerecord *script // rerecord.lua (shard.go)
 	derive   *script // derived.go
 	deps     *script // derived.go
-	batch    *batcher
 	clock    clock
 	closed   atomic.Bool
 	// epoch is a local reading taken at New; epoch.Add(time.Since(epoch))
@@ -142,9 +147,7 @@ type Store struct {
 	builders  map[string]int                                  // derived board -> builds this node's PUTs run (build.go)
 	buildHook atomic.Pointer[func(token string, reply []any)] // tests only: hears each build.lua reply (build.go)
 
-	memo    []boardMemo    // the lane's configs of its current batch (work)
-	groupOf map[string]int // the lane's board -> group index of the batch it builds
-	down    *downSlots     // the lane's slots whose master is unreachable (cluster.go); nil off a cluster
+	lanes []*batcher // the apply lanes (batcher.go); laneOf picks one
 }
 
 var _ rank.Store = (*Store)(nil)
@@ -287,8 +290,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = 256
 	}
-	if cfg.Timeout < 0 || cfg.MaxBatch < 0 {
-		return nil, errors.New("redisstore: Config.Timeout and MaxBatch must not be negative")
+	if cfg.Lanes == 0 {
+		cfg.Lanes = DefaultLanes
+	}
+	if cfg.Timeout < 0 || cfg.MaxBatch < 0 || cfg.Lanes < 0 {
+		return nil, errors.New("redisstore: Config.Timeout, MaxBatch and Lanes must not be negative")
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -310,11 +316,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		groups:   make(map[string]string),
 		derive:   newScript(lua.Build),
 		deps:     newScript(lua.Deps),
-		groupOf:  make(map[string]int),
 		epoch:    time.Now(),
-	}
-	if _, ok := cfg.Client.(*redis.ClusterClient); ok {
-		s.down = newDownSlots()
 	}
 	var seed [8]byte
 	if _, err := rand.Read(seed[:]); err != nil {
@@ -332,7 +334,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err := s.clock.sync(ctx, s.client); err != nil {
 		return nil, s.fail("new", "", err)
 	}
-	s.batch = newBatcher(s.client, s.apply, cfg, log, s.work)
+	_, cluster := cfg.Client.(*redis.ClusterClient)
+	for range cfg.Lanes {
+		b := newBatcher(s.client, s.apply, cfg, log, s.work)
+		if cluster {
+			b.down = newDownSlots()
+		}
+		s.lanes = append(s.lanes, b)
+	}
 	s.keeperStop, s.keeperEnded = make(chan struct{}), make(chan struct{})
 	if cfg.HotInterval == 0 {
 		cfg.HotInterval = hotKeeperTick
@@ -353,7 +362,9 @@ func (s *Store) Close() error {
 	}
 	close(s.keeperStop)
 	<-s.keeperEnded
-	s.batch.close()
+	for _, b := range s.lanes {
+		b.close()
+	}
 	return s.client.Close()
 }
 
