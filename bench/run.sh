@@ -154,9 +154,10 @@ ingest() {
 	if [[ $name == ingest-redis* ]] && [ "${acked:-0}" -gt 0 ]; then
 		measure "redis_calls_per_event_${name//-/_}" "$(awk -F'[:=,]' -v n="$acked" '/^cmdstat_/ && $1 !~ /info|config/ && $1 != "cmdstat_evalsha" {c += $3} END {printf "%.2f", c / n}' "$OUT/$name.commandstats.txt")"
 		measure "events_per_script_${name//-/_}" "$(awk -F'[:=,]' -v n="$acked" '$1 == "cmdstat_evalsha" {printf "%.1f", n / $3}' "$OUT/$name.commandstats.txt")"
-		# The lane's round trip per event against Redis's time in the
-		# scripts per event: the difference is what Redis waits for the
-		# lane and the machine (wsgateway_redis_lane_busy_seconds_total).
+		# A lane's round trip per event it sent (the lanes' busy time,
+		# wsgateway_redis_lane_busy_seconds_total, summed) against Redis's
+		# time in the scripts per event: with one lane, the difference is
+		# what Redis waits for the lane and the machine.
 		measure "redis_script_us_per_event_${name//-/_}" "$(awk -F'[:=,]' -v n="$acked" '$1 == "cmdstat_evalsha" {printf "%.1f", $5 / n}' "$OUT/$name.commandstats.txt")"
 		local p0 e0 b0 p1 e1 b1
 		read -r p0 e0 b0 <<<"$lane0"

@@ -19,7 +19,9 @@ type SinkFactory func(t *testing.T, sink rank.Sink) rank.Store
 // non-duplicate event exactly once, before its done, with the result's
 // fields, and never of a duplicate or a failure; one submitter's events
 // are applied in the order it submitted them although it does not wait
-// between them; an event whose ctx ended before it was sent is not applied.
+// between them, also while other submitters (rank.Event.Submitter) apply
+// to the same board; an event whose ctx ended before it was sent is not
+// applied.
 func RunApply(t *testing.T, f SinkFactory) {
 	tests := []struct {
 		name string
@@ -27,6 +29,7 @@ func RunApply(t *testing.T, f SinkFactory) {
 	}{
 		{"Completion", testCompletion},
 		{"ManyInFlight", testManyInFlight},
+		{"Submitters", testSubmitters},
 		{"CancelledBeforeSending", testCancelledBeforeSending},
 	}
 	for _, tc := range tests {
@@ -215,6 +218,53 @@ func testManyInFlight(t *testing.T, f SinkFactory) {
 		t.Fatalf("sink heard %d changes, want %d", heard, n)
 	}
 	t.Logf("%d changes in %d sink batches", heard, batches)
+}
+
+// testSubmitters: submitters that apply to one board at once, each from
+// its own goroutine without waiting, over members of their own. Each
+// one's events are applied in its order (the board's seq increases along
+// them, and each member's score is its running sum), and together they
+// took every seq once: a store may interleave submitters, never reorder
+// one.
+func testSubmitters(t *testing.T, f SinkFactory) {
+	rec := newRecorder()
+	s := f(t, rec.sink)
+	b := put(t, s, board("rt-submitters", nil))
+	const submitters, each = 5, 300
+	outs := make([][]outcome, submitters)
+	evs := make([][]rank.Event, submitters)
+	var wg sync.WaitGroup
+	for w := range submitters {
+		for i := range each {
+			e := delta(b.ID, fmt.Sprintf("s%d-%d", w, i), fmt.Sprintf("m%d-%d", w, i%3), int64(i%4+1))
+			e.Submitter = uint64(w + 1)
+			evs[w] = append(evs[w], e)
+		}
+		wg.Go(func() { outs[w] = submitAll(t, s, rec, t.Context(), evs[w]) })
+	}
+	wg.Wait()
+	seqs := map[int64]bool{}
+	for w, out := range outs {
+		sums := map[string]int64{}
+		var last int64
+		for i, o := range out {
+			e := evs[w][i]
+			sums[e.Member] += e.Amount
+			if o.err != nil || o.r.Duplicate {
+				t.Fatalf("submitter %d event %d: %+v %v", w, i, o.r, o.err)
+			}
+			if o.r.Seq <= last || o.r.Score != sums[e.Member] {
+				t.Fatalf("submitter %d event %d: seq %d score %d; want seq > %d and score %d (out of its order)", w, i, o.r.Seq, o.r.Score, last, sums[e.Member])
+			}
+			last = o.r.Seq
+			seqs[o.r.Seq] = true
+		}
+	}
+	for q := int64(1); q <= submitters*each; q++ {
+		if !seqs[q] {
+			t.Fatalf("no event took seq %d of %d: the store's order has a gap or a repeat", q, submitters*each)
+		}
+	}
 }
 
 func testCancelledBeforeSending(t *testing.T, f SinkFactory) {
