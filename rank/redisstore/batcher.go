@@ -76,8 +76,9 @@ type batcher struct {
 }
 
 // DefaultLanes is Config.Lanes's default. Two lanes took Redis from 80% to
-// 89% of a core in bench/run.sh's Redis ingest (one Redis, one gateway and
-// the load on two cores); three and four did no better (docs/performance.md).
+// about 91% of a core in bench/run.sh's Redis ingest (one Redis, one
+// gateway and the load on two cores), and ingest up by 18%; three and four
+// did no better (docs/performance.md, "Two apply lanes").
 const DefaultLanes = 2
 
 // laneOf is the lane of a submitter's events. Submitters are counters (a
@@ -86,8 +87,8 @@ func (s *Store) laneOf(submitter uint64) *batcher {
 	return s.lanes[submitter%uint64(len(s.lanes))]
 }
 
-// batchBuffers is how many batches exist per lane: one being filled and sent, the
-// others waiting for or in the completer.
+// batchBuffers is how many batches exist per lane: one being filled and
+// sent, the others waiting for or in the completer.
 const batchBuffers = 4
 
 // call is one submitted event, from Apply to its done. The lane owns it
@@ -262,10 +263,10 @@ func (b *batcher) lane() {
 }
 
 // LaneStats are the Redis lanes' running totals since the store opened,
-// summed over the lanes, for metrics. Busy against the time Redis spends in the scripts (INFO
-// commandstats, evalsha) shows how much of a pipeline's round trip Redis
-// works: the rest it waits for the lane (building, sending, reading and
-// parsing) and for the machine to run either.
+// summed over the lanes, for metrics. Busy against the time Redis spends
+// in the scripts (INFO commandstats, evalsha) shows how much of a lane's
+// round trip Redis works: the rest it waits for the lane (building,
+// sending, reading and parsing) and for the machine to run either.
 type LaneStats struct {
 	Pipelines int64         // pipelines sent, re-sends included
 	Events    int64         // events sent in them (a re-sent event counts again)
