@@ -107,19 +107,19 @@ type conn struct {
 func newConn(h *Hub, ws *websocket.Conn, cc *corkConn, p auth.Principal, anon bool) *conn {
 	notify := make(chan struct{}, 1)
 	c := &conn{
-		h:        h,
-		ws:       ws,
-		cc:       cc,
-		out:      live.NewOutboxSignal(h.cfg.TopInterval, time.Now, notify),
-		replies:  replyQueue{max: h.cfg.ReplyQueue, maxBytes: h.cfg.ReplyQueueBytes, ready: notify},
-		closeReq: make(chan closeRequest, 1),
-		drainCh:  make(chan struct{}),
-		notify:   notify,
-		subs:     make(map[string]struct{}),
-		anon:     anon,
-		sub:      p.Member,
+		h:         h,
+		ws:        ws,
+		cc:        cc,
+		out:       live.NewOutboxSignal(h.cfg.TopInterval, time.Now, notify),
+		replies:   replyQueue{max: h.cfg.ReplyQueue, maxBytes: h.cfg.ReplyQueueBytes, ready: notify},
+		closeReq:  make(chan closeRequest, 1),
+		drainCh:   make(chan struct{}),
+		notify:    notify,
+		subs:      make(map[string]struct{}),
+		anon:      anon,
+		sub:       p.Member,
+		submitter: h.submitters.Add(1),
 	}
-	c.submitter = h.submitters.Add(1)
 	if p.Role == auth.Player && !anon && h.cfg.MemberScoreRate > 0 {
 		c.scoreLim = h.rates.acquire(p.Member)
 	}

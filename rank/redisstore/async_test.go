@@ -194,7 +194,7 @@ func TestRefusedTailOnePipeline(t *testing.T) {
 // lanecalls builds a batch of events as Apply would, for work to run on
 // the test's goroutine.
 func lanecalls(t *testing.T, s *Store, events []rank.Event) *batch {
-	bt := &batch{}
+	bt := newBatch(len(events))
 	for i, e := range events {
 		c := s.lanes[0].get()
 		c.ctx, c.deadline = t.Context(), time.Now().Add(time.Minute)

@@ -137,6 +137,11 @@ type batch struct {
 	grouped []*call        // send's calls arranged by board, each board's in order
 }
 
+// newBatch is an empty batch for up to max calls.
+func newBatch(max int) *batch {
+	return &batch{calls: make([]*call, 0, max), groupOf: make(map[string]int)}
+}
+
 // cmd is one EVALSHA of a pipeline: the calls it applies (consecutive
 // events of one board, in submission order), its keys and arguments.
 type cmd struct {
@@ -174,7 +179,7 @@ func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.
 	}
 	b.free.New = func() any { return &call{} }
 	for range batchBuffers {
-		bt := &batch{calls: make([]*call, 0, cfg.MaxBatch)}
+		bt := newBatch(cfg.MaxBatch)
 		bt.finish = func() { b.runDones(bt) }
 		b.idle <- bt
 	}

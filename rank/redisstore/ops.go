@@ -173,9 +173,6 @@ type group struct {
 // allows. A call that cannot be sent (its board is unknown, Redis is down,
 // the event fails Check) gets its error here. Lane only.
 func (s *Store) build(ctx context.Context, bt *batch) {
-	if bt.groupOf == nil {
-		bt.groupOf = make(map[string]int)
-	}
 	clear(bt.groupOf)
 	bt.groups, bt.order = bt.groups[:0], bt.order[:0]
 	for _, c := range bt.send {
