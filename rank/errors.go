@@ -51,3 +51,42 @@ var ErrAtAhead = fmt.Errorf("%w: at is more than 5 s ahead of the store's clock"
 
 // IsUnavailable reports whether err means the store could not be reached.
 func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// Why an event was refused with board_closed (R30).
+const (
+	ClosedNotStarted    = "not_started"    // before starts_at
+	ClosedEnded         = "ended"          // after ends_at (or past its grace)
+	ClosedPeriodOver    = "period_over"    // the event's period is past its grace
+	ClosedOutsideWindow = "outside_window" // a hot board's bucket that has left the window
+)
+
+// ClosedError is ErrBoardClosed with its reason and the times that explain
+// it (R30); errors.Is(err, ErrBoardClosed) holds. Times are unix ms, zero
+// when they do not apply to the reason.
+type ClosedError struct {
+	Reason   string // one of the Closed* constants
+	StartsAt int64  // not_started: when the board opens
+	FinalAt  int64  // ended: ends_at + grace
+	Period   int64  // period_over: the event's period
+	GraceEnd int64  // period_over: when that period's grace ended
+}
+
+func (e *ClosedError) Error() string {
+	switch e.Reason {
+	case ClosedNotStarted:
+		return "board is closed: not started yet"
+	case ClosedEnded:
+		return "board is closed: it has ended"
+	case ClosedPeriodOver:
+		return fmt.Sprintf("board is closed: period %d is past its grace", e.Period)
+	case ClosedOutsideWindow:
+		return "board is closed: the event's bucket has left the hot window"
+	}
+	return ErrBoardClosed.msg
+}
+
+// Unwrap makes a ClosedError an ErrBoardClosed for errors.Is.
+func (e *ClosedError) Unwrap() error { return ErrBoardClosed }
+
+// Code is board_closed.
+func (e *ClosedError) Code() string { return ErrBoardClosed.code }
