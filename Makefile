@@ -2,7 +2,7 @@
 # then runs the whole suite with the race detector.
 GO ?= go
 
-.PHONY: test test-short lint bench bench-engines deps run fuzz screenshots
+.PHONY: test test-short lint bench bench-fanout bench-engines deps run fuzz screenshots
 
 test: deps
 	$(GO) test -race -count=1 -timeout 25m ./...
@@ -18,8 +18,16 @@ lint:
 deps:
 	@bash scripts/deps.sh
 
+# bench: every part of bench/run.sh (BENCH_PARTS picks some, e.g.
+# BENCH_PARTS=fanout-plain make bench); docs/performance.md explains each number.
 bench:
 	@bash bench/run.sh
+
+# bench-fanout: the gateway against the plain broadcast server (4,000
+# spectators, 10 frames/s of 1.4 KB) and idle connection memory, the three
+# ratios gateway/plain printed last (docs/performance.md, "Fan-out against the plain server").
+bench-fanout:
+	@BENCH_PARTS="idle fanout-plain" bash bench/run.sh
 
 # bench-engines: apply and rank of both engines (and the memory engine's page) at 10k and 1M members
 # (docs/performance.md, "Engines"). The Redis benchmarks start their own

@@ -17,12 +17,17 @@
 #   4. REST on the memory engine (wrk, 64 keep-alive clients): gateway CPU
 #      per one-event POST …/scores and per GET …/members/{m}?around=5;
 #   5. memory per idle connection, gateway vs bare coder/websocket;
-#   6. CPU profiles of the gateway (pprof via --metrics-addr).
+#   6. fan-out against the plain broadcast server (fanout-plain): memory per
+#      subscribed spectator, CPU per frame and frame lag p99, each as a
+#      ratio gateway/plain, at 4,000 spectators and 10 frames/s of 1.4 KB;
+#   7. CPU profiles of the gateway (pprof via --metrics-addr).
 #
 # Knobs (env): BENCH_DURATION (10s), BENCH_SPECTATORS (10000),
 # BENCH_PLAYERS (32), BENCH_INFLIGHT (16), BENCH_CEIL_N (300000),
 # BENCH_FANOUT_SIZES ("1000 $BENCH_SPECTATORS"), BENCH_OUT (bench/out),
-# BENCH_PARTS ("ref ceiling ingest-redis ingest-memory rest idle fanout gobench": run only
+# BENCH_PLAIN_SPECTATORS (4000), BENCH_PLAIN_TOP (37: the gateway's top-N) and
+# BENCH_PLAIN_BARE_TOP (32: the plain server's), which give both ~1.4 KB frames,
+# BENCH_PARTS ("ref ceiling ingest-redis ingest-memory rest idle fanout fanout-plain gobench": run only
 # some; the table leaves out rows whose run is missing), BENCH_GATEWAY (a
 # wsgateway binary to measure instead of this tree's, e.g. an older commit's
 # for a before/after in one session), BENCH_LOAD (a wsgateway binary whose
@@ -42,7 +47,7 @@ PLAYERS=${BENCH_PLAYERS:-32}
 INFLIGHT=${BENCH_INFLIGHT:-16}
 CEIL_N=${BENCH_CEIL_N:-300000}
 OUT=${BENCH_OUT:-bench/out}
-PARTS=" ${BENCH_PARTS:-ref ceiling ingest-redis ingest-memory rest idle fanout gobench} "
+PARTS=" ${BENCH_PARTS:-ref ceiling ingest-redis ingest-memory rest idle fanout fanout-plain gobench} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 SECRET=bench-secret-0123456789abcdef0123456789
 mkdir -p "$OUT"
@@ -362,6 +367,76 @@ if part fanout; then
 	for n in $FANOUT_SIZES; do
 		fanout "$n"
 	done
+fi
+
+# fanout_plain: the gateway against the plain way to broadcast with
+# coder/websocket (bench/fanout: a reader and a writer goroutine per
+# connection, a one-slot latest-wins hand-off), PLAIN_N spectators, 10
+# frames/s of about 1.4 KB, one run each. Per process: resident memory per
+# subscribed spectator (RSS once all are subscribed and before any frame,
+# minus RSS before the first dial, / N), CPU per frame delivered (process
+# CPU from the first frame to 300ms after the last, / frames the spectators
+# counted), bytes written per frame (/proc/PID/io, so the two frame sizes
+# can be checked equal) and the spectators' frame lag p99 (receive − ts).
+# Frames flow only once the memory is read: on the gateway the one player
+# starts then (100 events/s over PLAIN_MEMBERS members, so the top changes
+# every interval), the plain server waits for SIGUSR1 (--hold).
+PLAIN_N=${BENCH_PLAIN_SPECTATORS:-4000}
+PLAIN_TOP=${BENCH_PLAIN_TOP:-37}
+PLAIN_BARE_TOP=${BENCH_PLAIN_BARE_TOP:-32}
+PLAIN_MEMBERS=40
+wchar() { awk '$1 == "wchar:" {print $2}' "/proc/$1/io"; }
+# plain_spectators PORT NAME: PLAIN_N spectators of board "plain" in the
+# background (pid SPID), counting frames for DUR + 6s once all are
+# connected; returns once all are, and the process's RSS has settled.
+plain_spectators() {
+	local port=$1 name=$2 secs
+	secs=$(($(echo "$DUR" | tr -dc 0-9) + 6))
+	"${LOAD[@]}" --url "ws://127.0.0.1:$port/ws" --board plain --top "$PLAIN_TOP" --players 0 --watchers 0 \
+		--spectators "$PLAIN_N" --duration "${secs}s" --json "$OUT/$name.json" >"$OUT/$name.txt" &
+	SPID=$!
+	wait_conns "$port" "$PLAIN_N"
+	sleep 1
+}
+# plain_measure PID NAME RSS0: the memory, then the frames until the caller's
+# run_frames returns; CPU ticks and bytes written over that window.
+plain_measure() {
+	local pid=$1 name=$2 rss0=$3 t0 w0 t1 w1 key=${2//-/_}
+	measure "mem_${key}_kb_per_sub" "$(awk -v a="$rss0" -v b="$(rss_kb "$pid")" -v n="$PLAIN_N" 'BEGIN {printf "%.1f", (b - a) / n}')"
+	t0=$(cpu_ticks "$pid")
+	w0=$(wchar "$pid")
+	run_frames
+	sleep 0.3
+	t1=$(cpu_ticks "$pid")
+	w1=$(wchar "$pid")
+	wait "$SPID"
+	measure "cpu_${key}_s" "$(cpu_seconds "$t0" "$t1")"
+	measure "wchar_${key}" "$((w1 - w0))"
+	cat "$OUT/$name.txt" >&2
+}
+if part fanout-plain; then
+	say "fan-out against the plain broadcast server: $PLAIN_N spectators, 10 frames/s, gateway (memory engine, top $PLAIN_TOP)"
+	start_gateway --dev
+	rss0=$(rss_kb "$GW_PID")
+	plain_spectators "$GP" fanout-plain-gateway
+	run_frames() {
+		"${LOAD[@]}" --url "$URL" --board plain --members "$PLAIN_MEMBERS" --players 1 --inflight 8 --rate 100 \
+			--spectators 0 --watchers 0 --duration "$DUR" >"$OUT/fanout-plain-players.txt"
+	}
+	plain_measure "$GW_PID" fanout-plain-gateway "$rss0"
+	stop_gateway
+
+	say "fan-out against the plain broadcast server: $PLAIN_N spectators, 10 frames/s, bench/fanout (top $PLAIN_BARE_TOP)"
+	start_bare 100ms --hold --top "$PLAIN_BARE_TOP"
+	rss0=$(rss_kb "$FPID")
+	plain_spectators "$FP" fanout-plain-bare
+	run_frames() {
+		kill -USR1 "$FPID"
+		sleep "$DUR"
+		kill -USR1 "$FPID"
+	}
+	plain_measure "$FPID" fanout-plain-bare "$rss0"
+	kill "$FPID"
 fi
 
 # gobench: the live frame path's Go benchmarks, so a change that makes a

@@ -9,6 +9,10 @@
 // welcome, then every score frame is answered with a fixed ack (its id
 // echoed, a running seq), read and written on the handler goroutine; no
 // store, no frames. The same `wsgateway load` players drive it.
+//
+// With --hold the broadcast waits for SIGUSR1 and a second SIGUSR1 stops it,
+// so `make bench` can read the resident memory of subscribed connections
+// before any frame flows and time the frames alone.
 package main
 
 import (
@@ -35,6 +39,7 @@ func main() {
 	interval := flag.Duration("interval", 100*time.Millisecond, "frame interval")
 	top := flag.Int("top", 10, "entries per frame")
 	echo := flag.Bool("echo", false, "answer score frames with a fixed ack instead of broadcasting")
+	hold := flag.Bool("hold", false, "broadcast only between the first and the second SIGUSR1")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -44,7 +49,22 @@ func main() {
 	if *echo {
 		h = &echoServer{}
 	} else {
-		go s.broadcast(ctx, *interval, *top)
+		var usr chan os.Signal
+		if *hold {
+			// Registered before the listen: the script signals once it
+			// sees the port, and an unhandled SIGUSR1 would end the process.
+			usr = make(chan os.Signal, 2)
+			signal.Notify(usr, syscall.SIGUSR1)
+		}
+		go func() {
+			bctx := ctx
+			if usr != nil {
+				var cancel context.CancelFunc
+				bctx, cancel = holdUntilSignal(ctx, usr)
+				defer cancel()
+			}
+			s.broadcast(bctx, *interval, *top)
+		}()
 	}
 	// `wsgateway load` asks GET /api/v1/boards once before it dials (its
 	// preflight); answer it as the gateway would, with no boards.
@@ -60,6 +80,25 @@ func main() {
 	if err := srv.ListenAndServe(); err != http.ErrServerClosed {
 		log.Fatal(err)
 	}
+}
+
+// holdUntilSignal waits for a signal on usr (or ctx's end) and returns a
+// context that the next signal cancels.
+func holdUntilSignal(ctx context.Context, usr chan os.Signal) (context.Context, context.CancelFunc) {
+	bctx, cancel := context.WithCancel(ctx)
+	select {
+	case <-usr:
+	case <-ctx.Done():
+		return bctx, cancel
+	}
+	go func() {
+		select {
+		case <-usr:
+			cancel()
+		case <-bctx.Done():
+		}
+	}()
+	return bctx, cancel
 }
 
 type server struct {

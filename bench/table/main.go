@@ -90,6 +90,7 @@ func table(dir string, fanoutSizes []string) error {
 	for _, n := range fanoutSizes {
 		names = append(names, "fanout-gateway-"+n, "fanout-bare-"+n)
 	}
+	names = append(names, "fanout-plain-gateway", "fanout-plain-bare")
 	for _, name := range names {
 		r, err := load(filepath.Join(dir, name+".json"))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -193,6 +194,7 @@ func table(dir string, fanoutSizes []string) error {
 			row(fmt.Sprintf("gateway CPU per frame written, %d spectators, all connected", n), fmt.Sprintf("%.1f µs", per*1e6), bare, ratioBare, "≤ 0.7")
 		}
 	}
+	plainRows(row, m, rep)
 	if m["mem_gateway_kb_per_conn"] > 0 {
 		row("memory per idle connection (RSS)", fmt.Sprintf("%.1f KB", m["mem_gateway_kb_per_conn"]), fmt.Sprintf("%.1f KB (bare coder/websocket)", m["mem_bare_kb_per_conn"]),
 			ratio(m["mem_gateway_kb_per_conn"], m["mem_bare_kb_per_conn"]), "≤ 1.2")
@@ -213,4 +215,28 @@ func table(dir string, fanoutSizes []string) error {
 	out := b.String()
 	fmt.Print(out)
 	return os.WriteFile(filepath.Join(dir, "table.md"), []byte(out), 0o644)
+}
+
+// plainRows are run.sh's fanout-plain part: the gateway against the plain
+// broadcast server, three ratios gateway/plain with issue 34's targets.
+func plainRows(row func(what, gw, ceil, rat, target string), m map[string]float64, rep map[string]loadgen.Report) {
+	g, gok := rep["fanout-plain-gateway"]
+	p, pok := rep["fanout-plain-bare"]
+	if !gok || !pok {
+		return
+	}
+	n := g.Connections.Receivers
+	gf, pf := float64(g.Frames["top"].Count), float64(p.Frames["top"].Count)
+	if gf == 0 || pf == 0 {
+		return
+	}
+	const plain = " (plain broadcast server)"
+	row(fmt.Sprintf("fan-out against plain, %d spectators: frames delivered", n), fmt.Sprintf("%.0f (%.0f B each)", gf, m["wchar_fanout_plain_gateway"]/gf),
+		fmt.Sprintf("%.0f (%.0f B each)%s", pf, m["wchar_fanout_plain_bare"]/pf, plain), "", "")
+	gm, pm := m["mem_fanout_plain_gateway_kb_per_sub"], m["mem_fanout_plain_bare_kb_per_sub"]
+	row(fmt.Sprintf("memory per subscribed spectator (RSS), %d spectators", n), fmt.Sprintf("%.1f KB", gm), fmt.Sprintf("%.1f KB%s", pm, plain), ratio(gm, pm), "≤ 1.1")
+	gc, pc := m["cpu_fanout_plain_gateway_s"]/gf, m["cpu_fanout_plain_bare_s"]/pf
+	row(fmt.Sprintf("CPU per frame delivered, %d spectators", n), fmt.Sprintf("%.1f µs", gc*1e6), fmt.Sprintf("%.1f µs%s", pc*1e6, plain), ratio(gc, pc), "≤ 0.8")
+	row(fmt.Sprintf("frame lag p99 (receive − ts), %d spectators", n), fmt.Sprintf("%.1f ms", g.FrameLag.P99), fmt.Sprintf("%.1f ms%s", p.FrameLag.P99, plain),
+		ratio(g.FrameLag.P99, p.FrameLag.P99), "≤ 1.1")
 }
