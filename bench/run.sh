@@ -25,7 +25,7 @@
 # Knobs (env): BENCH_DURATION (10s), BENCH_SPECTATORS (10000),
 # BENCH_PLAYERS (32), BENCH_INFLIGHT (16), BENCH_CEIL_N (300000),
 # BENCH_FANOUT_SIZES ("1000 $BENCH_SPECTATORS"), BENCH_OUT (bench/out),
-# BENCH_PLAIN_SPECTATORS (4000), BENCH_PLAIN_TOP (37: the gateway's top-N) and
+# BENCH_PLAIN_SPECTATORS (4000), BENCH_PLAIN_TOP (36: the gateway's top-N) and
 # BENCH_PLAIN_BARE_TOP (32: the plain server's), which give both ~1.4 KB frames,
 # BENCH_PARTS ("ref ceiling ingest-redis ingest-memory rest idle fanout fanout-plain gobench": run only
 # some; the table leaves out rows whose run is missing), BENCH_GATEWAY (a
@@ -382,7 +382,7 @@ fi
 # starts then (100 events/s over PLAIN_MEMBERS members, so the top changes
 # every interval), the plain server waits for SIGUSR1 (--hold).
 PLAIN_N=${BENCH_PLAIN_SPECTATORS:-4000}
-PLAIN_TOP=${BENCH_PLAIN_TOP:-37}
+PLAIN_TOP=${BENCH_PLAIN_TOP:-36}
 PLAIN_BARE_TOP=${BENCH_PLAIN_BARE_TOP:-32}
 PLAIN_MEMBERS=40
 wchar() { awk '$1 == "wchar:" {print $2}' "/proc/$1/io"; }
