@@ -4,7 +4,7 @@
 # redis-server (two lanes, two pipelines in flight), the same load: 32
 # players × 16 in flight over 100k members, 10 s each. Prints each run's
 # events/s and the CPU ticks (1/100 s) Redis and the gateways used.
-# docs/performance.md, "Issues 10 and 11 together".
+# docs/performance.md, "Two apply lanes".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh

@@ -61,8 +61,8 @@ start_redis() {
 # redis_rt: with BENCH_REDIS_RT=1, redis-server (RPID) runs under
 # SCHED_FIFO, so it runs whenever it has work. On a machine where the
 # gateway and the load generator share Redis's cores, they otherwise
-# preempt it: on two cores Redis waited 10-15% of an ingest run in the
-# run queue (docs/performance.md, "Who waits for whom"). Ceilings and
+# preempt it and Redis waits in the run queue (docs/performance.md, "Who
+# waits for whom"). Ceilings and
 # ingest run on that one Redis alike. Needs root or CAP_SYS_NICE.
 redis_rt() {
 	[ "${BENCH_REDIS_RT:-0}" = 1 ] || return 0

@@ -227,8 +227,8 @@ if part ingest-redis; then
 	say "ingest, Redis engine: max"
 	ingest ingest-redis --board ingest --create --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT"
 	# The reference again right after, so the ratio is judged against both
-	# ends of the ingest: this machine's speed moves by a third from one
-	# minute to the next, and a slow reference would flatter the ratio.
+	# ends of the ingest: a shared machine's speed moves from one minute
+	# to the next, and a slow reference would flatter the ratio.
 	if part ref; then
 		say "reference script ceiling, right after the ingest"
 		ref_run ref-after-100k
