@@ -220,15 +220,11 @@ func table(dir string, fanoutSizes []string) error {
 // plainRows are run.sh's fanout-plain part: the gateway against the plain
 // broadcast server, three ratios gateway/plain with issue 34's targets.
 func plainRows(row func(what, gw, ceil, rat, target string), m map[string]float64, rep map[string]loadgen.Report) {
-	g, gok := rep["fanout-plain-gateway"]
-	p, pok := rep["fanout-plain-bare"]
-	if !gok || !pok {
-		return
-	}
+	g, p := rep["fanout-plain-gateway"], rep["fanout-plain-bare"]
 	n := g.Connections.Receivers
 	gf, pf := float64(g.Frames["top"].Count), float64(p.Frames["top"].Count)
 	if gf == 0 || pf == 0 {
-		return
+		return // a run is missing (BENCH_PARTS, a failure) or saw no frame
 	}
 	const plain = " (plain broadcast server)"
 	row(fmt.Sprintf("fan-out against plain, %d spectators: frames delivered", n), fmt.Sprintf("%.0f (%.0f B each)", gf, m["wchar_fanout_plain_gateway"]/gf),
