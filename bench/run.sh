@@ -369,7 +369,7 @@ if part fanout; then
 	done
 fi
 
-# fanout_plain: the gateway against the plain way to broadcast with
+# Part fanout-plain: the gateway against the plain way to broadcast with
 # coder/websocket (bench/fanout: a reader and a writer goroutine per
 # connection, a one-slot latest-wins hand-off), PLAIN_N spectators, 10
 # frames/s of about 1.4 KB, one run each. Per process: resident memory per
@@ -380,7 +380,9 @@ fi
 # can be checked equal) and the spectators' frame lag p99 (receive − ts).
 # Frames flow only once the memory is read: on the gateway the one player
 # starts then (100 events/s over PLAIN_MEMBERS members, so the top changes
-# every interval), the plain server waits for SIGUSR1 (--hold).
+# every interval), the plain server waits for SIGUSR1 (--hold). The two
+# top-N differ because the entries do (member names, score widths): the
+# run's bytes per frame show whether the frames still match.
 PLAIN_N=${BENCH_PLAIN_SPECTATORS:-4000}
 PLAIN_TOP=${BENCH_PLAIN_TOP:-36}
 PLAIN_BARE_TOP=${BENCH_PLAIN_BARE_TOP:-32}
@@ -398,14 +400,14 @@ plain_spectators() {
 	wait_conns "$port" "$PLAIN_N"
 	sleep 1
 }
-# plain_measure PID NAME RSS0: the memory, then the frames until the caller's
-# run_frames returns; CPU ticks and bytes written over that window.
+# plain_measure PID NAME RSS0 FRAMES: the memory, then the frames until the
+# command FRAMES returns; CPU ticks and bytes written over that window.
 plain_measure() {
-	local pid=$1 name=$2 rss0=$3 t0 w0 t1 w1 key=${2//-/_}
+	local pid=$1 name=$2 rss0=$3 frames=$4 t0 w0 t1 w1 key=${2//-/_}
 	measure "mem_${key}_kb_per_sub" "$(awk -v a="$rss0" -v b="$(rss_kb "$pid")" -v n="$PLAIN_N" 'BEGIN {printf "%.1f", (b - a) / n}')"
 	t0=$(cpu_ticks "$pid")
 	w0=$(wchar "$pid")
-	run_frames
+	"$frames"
 	sleep 0.3
 	t1=$(cpu_ticks "$pid")
 	w1=$(wchar "$pid")
@@ -414,28 +416,30 @@ plain_measure() {
 	measure "wchar_${key}" "$((w1 - w0))"
 	cat "$OUT/$name.txt" >&2
 }
+# gateway_frames: the one player whose events change the top every interval.
+gateway_frames() {
+	"${LOAD[@]}" --url "$URL" --board plain --members "$PLAIN_MEMBERS" --players 1 --inflight 8 --rate 100 \
+		--spectators 0 --watchers 0 --duration "$DUR" >"$OUT/fanout-plain-players.txt"
+}
+# bare_frames: the plain server's broadcast, DUR long.
+bare_frames() {
+	kill -USR1 "$FPID"
+	sleep "$DUR"
+	kill -USR1 "$FPID"
+}
 if part fanout-plain; then
 	say "fan-out against the plain broadcast server: $PLAIN_N spectators, 10 frames/s, gateway (memory engine, top $PLAIN_TOP)"
 	start_gateway --dev
 	rss0=$(rss_kb "$GW_PID")
 	plain_spectators "$GP" fanout-plain-gateway
-	run_frames() {
-		"${LOAD[@]}" --url "$URL" --board plain --members "$PLAIN_MEMBERS" --players 1 --inflight 8 --rate 100 \
-			--spectators 0 --watchers 0 --duration "$DUR" >"$OUT/fanout-plain-players.txt"
-	}
-	plain_measure "$GW_PID" fanout-plain-gateway "$rss0"
+	plain_measure "$GW_PID" fanout-plain-gateway "$rss0" gateway_frames
 	stop_gateway
 
 	say "fan-out against the plain broadcast server: $PLAIN_N spectators, 10 frames/s, bench/fanout (top $PLAIN_BARE_TOP)"
 	start_bare 100ms --hold --top "$PLAIN_BARE_TOP"
 	rss0=$(rss_kb "$FPID")
 	plain_spectators "$FP" fanout-plain-bare
-	run_frames() {
-		kill -USR1 "$FPID"
-		sleep "$DUR"
-		kill -USR1 "$FPID"
-	}
-	plain_measure "$FPID" fanout-plain-bare "$rss0"
+	plain_measure "$FPID" fanout-plain-bare "$rss0" bare_frames
 	kill "$FPID"
 fi
 
