@@ -269,12 +269,15 @@ func (tb *tab) eval(expr string) (string, error) {
 	return chromedp.Run(ctx, chromedp.Evaluate[string](expr))
 }
 
-// helpers are defined in the page before each check: q, text, attr, and
-// members (the data-member order of a table body, #rows by default).
+// helpers are defined in the page before each check: q, text, attr,
+// members (the data-member order of a table body, #rows by default) and
+// lines (how many lines an element's text takes: the distinct tops of its
+// line boxes).
 const helpers = `const q = (s) => document.querySelector(s);
 const text = (s) => (q(s)?.textContent ?? "").trim();
 const attr = (s, a) => q(s)?.getAttribute(a) ?? "";
 const members = (s = "#rows") => [...document.querySelectorAll(s + " tr")].map((r) => r.dataset.member).join(",");
+const lines = (e) => { const r = document.createRange(); r.selectNodeContents(e); return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size; };
 `
 
 // waitFor polls a JS condition until it holds or the deadline passes.
