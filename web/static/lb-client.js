@@ -9,7 +9,7 @@
 //
 // Guarantees: replies are matched to requests by `id`; a score is kept until
 // it is answered and re-sent with the same `id` after a reconnect (the server
-// applies a (board, id) at most once, PROTOCOL.md R4); subscriptions are
+// applies a (board, id) at most once, docs/protocol.md R4); subscriptions are
 // re-sent after a reconnect; reconnects back off exponentially with jitter.
 
 /** An error answered by the server (`code` is the contract's code) or raised locally. */
@@ -34,7 +34,7 @@ const SUBSCRIBE_FINAL = new Set(['forbidden', 'unknown_board', 'invalid_board', 
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * Error codes of the contract (PROTOCOL.md §4, v1.1) with a short text a page
+ * Error codes of the contract (docs/protocol.md §4, v1.1) with a short text a page
  * can show; the local codes of this client come last. A code missing here is
  * a newer server's: show its message.
  */
@@ -70,7 +70,7 @@ export const BOARD_STATES = Object.freeze(['scheduled', 'open', 'closing', 'fina
 
 /**
  * The avatar URL of an entry when it is safe to put in an <img>: an https
- * URL of at most 256 bytes (PROTOCOL.md §7), else ''. The pages render it
+ * URL of at most 256 bytes (docs/protocol.md §7), else ''. The pages render it
  * with referrerpolicy="no-referrer" so the avatar's host learns nothing.
  */
 export function avatarURL(entry) {
@@ -595,7 +595,7 @@ export class LBClient {
   }
 
   /**
-   * Sends a raw request (type and fields per PROTOCOL.md §4); an id is added
+   * Sends a raw request (type and fields per docs/protocol.md §4); an id is added
    * when absent. Resolves with the reply, rejects with an LBError.
    */
   request(fields) {

@@ -150,7 +150,7 @@ export function num(n) {
   return n === null || n === undefined ? '—' : fmt.format(n);
 }
 
-// A hot board's scores have 3 decimals on the wire (PROTOCOL.md R22), which
+// A hot board's scores have 3 decimals on the wire (docs/protocol.md R22), which
 // JSON.parse drops from 5.000: the page learns them from the board's config.
 const fmt3 = new Intl.NumberFormat(undefined, { minimumFractionDigits: 3, maximumFractionDigits: 3 });
 let scoreDecimals = 0;
