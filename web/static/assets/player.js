@@ -145,7 +145,7 @@ function start(id, name) {
   // tick: the countdown, the final banner, whether scoring makes sense.
   function tick() {
     const { state, text } = lifecycle(lb.boards.get(id), cfg?.board, lb.serverNow());
-    const refused = ['forbidden', 'unknown', 'deleted'].includes(status?.state);
+    const refused = ['forbidden', 'unknown', 'deleted', 'notoken'].includes(status?.state);
     $('countdown').textContent = refused || state === 'final' ? '' : text;
     $('final-banner').hidden = refused || state !== 'final';
     const closed = refused || state === 'final' || state === 'scheduled' || state === 'deleted';

@@ -155,7 +155,7 @@ function showBoard(id) {
   function tick() {
     const frame = lb.boards.get(id);
     const { state, text } = lifecycle(frame, cfg?.board, lb.serverNow());
-    const shown = !['forbidden', 'unknown', 'deleted'].includes(status?.state);
+    const shown = !['forbidden', 'unknown', 'absent', 'deleted', 'notoken'].includes(status?.state);
     $('countdown').textContent = shown && state !== 'final' ? text : '';
     $('final-banner').hidden = !(shown && state === 'final');
     const period = frame?.period;
