@@ -556,6 +556,10 @@ func testHonestStates(t *testing.T, b *browser, gw *gateway, bin string) {
 		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			bare.waitFor(t, time.Second, page+": the hint kept", `attr("#conn", "data-status") === "closed" && text("#notice").startsWith("This page needs a token")`)
 		}
+		// The token added to the address is taken at once.
+		bare.js(t, `location.hash = "token=`+strings.TrimSpace(string(out))+`"`)
+		bare.waitFor(t, 10*time.Second, page+": connected with the token added", `attr("#conn", "data-status") === "open" && attr("#conn", "data-state") === "unknown"`)
+		bare.checkNoErrors(t)
 	}
 
 	// Under --dev a mistyped board id subscribes (reads never create a
