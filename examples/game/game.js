@@ -132,7 +132,8 @@ function hit(px, py) {
       $('rank').textContent = '#' + ack.rank;
     },
     (err) => {
-      $('status').textContent = 'Not counted: ' + (ERROR_TEXT[err.code] || err.message);
+      const said = err.message && err.message !== ERROR_TEXT[err.code] ? ` (${err.message})` : '';
+      $('status').textContent = 'Not counted: ' + (ERROR_TEXT[err.code] || err.code) + said;
     },
   );
 }

@@ -1,6 +1,9 @@
 // Shared helpers of the spectator and player pages: tokens, the board list,
-// the connection badge. Tokens stay in memory (or in the URL fragment, which
-// browsers never send); they are never put in a query string or in storage.
+// the connection badge, error texts. Tokens stay in memory (or in the URL
+// fragment, which browsers never send); they are never put in a query string
+// or in storage.
+
+import { ERROR_TEXT } from '/lb-client.js';
 
 /** Whether the gateway runs with --dev (the handler fills the meta tag). */
 export const dev = document.querySelector('meta[name="lb-dev"]')?.content === 'true';
@@ -15,6 +18,16 @@ export function boardParam() {
 
 export function validBoard(b) {
   return boardRE.test(b);
+}
+
+/**
+ * An error for the page: the contract's short text, the code, and the
+ * server's own message when it says more (which field, which limit).
+ */
+export function errorText(err) {
+  const text = ERROR_TEXT[err.code] || err.message || err.code;
+  const said = err.message && err.message !== text && err.message !== err.code ? ` — ${err.message}` : '';
+  return `${text} (${err.code})${said}`;
 }
 
 /** The token in the fragment (#token=…), or ''. */

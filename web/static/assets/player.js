@@ -1,10 +1,10 @@
 // The player page: choose a name (dev token) or bring a token (#token=…),
 // score with buttons, see the ack's rank, the live view around you, the top
 // 10, and a notice when someone overtakes you.
-import { ERROR_TEXT, LBClient, tierOf } from '/lb-client.js';
+import { LBClient, tierOf } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
-  BoardStatus, NO_TOKEN_HINT, setBig, boardConfig, boardParam, dev, fragmentToken, lifecycle, link, num, randomTag, scoreText, useBoardDecimals, tokenSource,
+  BoardStatus, NO_TOKEN_HINT, errorText, setBig, boardConfig, boardParam, dev, fragmentToken, lifecycle, link, num, randomTag, scoreText, useBoardDecimals, tokenSource,
   validBoard,
 } from './common.js';
 
@@ -27,16 +27,6 @@ function memberID(name) {
     .toLowerCase()
     .slice(0, 64);
   return s || 'player-' + randomTag(6);
-}
-
-/**
- * An error for the page: the contract's short text, the code, and the
- * server's own message when it says more (which field, which limit).
- */
-function errorText(err) {
-  const text = ERROR_TEXT[err.code] || err.message || err.code;
-  const said = err.message && err.message !== text && err.message !== err.code ? ` — ${err.message}` : '';
-  return `${text} (${err.code})${said}`;
 }
 
 function rememberedName() {

@@ -1,9 +1,9 @@
 // The spectator page: a board picker without ?board=, else the board's live
 // top-N, its member count, the connection status and a followed member's view.
-import { ERROR_TEXT, LBClient } from '/lb-client.js';
+import { LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
-  BoardStatus, NO_TOKEN_HINT, setBig, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num, scoreText,
+  BoardStatus, NO_TOKEN_HINT, errorText, setBig, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num, scoreText,
   useBoardDecimals, randomTag, tokenSource, validBoard,
 } from './common.js';
 
@@ -110,7 +110,7 @@ function showBoard(id) {
     $('node').textContent = w.node || '—';
   });
   lb.on('error', (err) => {
-    if (err.code !== 'token_failed') notice(`${err.code}: ${ERROR_TEXT[err.code] || err.message}`, false);
+    if (err.code !== 'token_failed') notice(errorText(err), false);
   });
 
   const showAge = () => {
@@ -182,7 +182,7 @@ function showBoard(id) {
   function subscribe() {
     const opts = followed ? { top: topN, around: 3, member: followed } : { top: topN };
     lb.subscribe(id, opts).catch((err) => {
-      if (!status.fail(err)) notice(`${err.code}: ${ERROR_TEXT[err.code] || err.message}`, false);
+      if (!status.fail(err)) notice(errorText(err), false);
     });
   }
 
