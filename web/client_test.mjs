@@ -7,17 +7,20 @@ import { LBClient, LBError, ERROR_TEXT, BOARD_STATES, avatarURL, flagEmoji, tier
 
 // Clock is a manual timer queue: nothing fires until advance(). Like
 // browsers, it fires a delay beyond 2^31-1 ms at once (the 32-bit overflow
-// R31 is about), and it counts the timers it was asked for.
+// R31 is about), and it counts the timers it was asked for. With early set,
+// every timer fires at half its delay.
 class Clock {
   constructor() {
     this.t = 1_700_000_000_000;
     this.timers = new Map();
     this.seq = 0;
     this.armed = 0;
+    this.early = false;
     this.setTimeout = (f, ms) => {
       const id = ++this.seq;
       this.armed++;
-      this.timers.set(id, { at: this.t + (ms > 2 ** 31 - 1 ? 0 : ms), f });
+      const d = ms > 2 ** 31 - 1 ? 0 : this.early ? Math.ceil(ms / 2) : ms;
+      this.timers.set(id, { at: this.t + d, f });
       return id;
     };
     this.clearTimeout = (id) => this.timers.delete(id);
@@ -370,6 +373,21 @@ test('long waits of the reconnect backoff and request timeout are chained, not o
   const sockets = server.sockets.length;
   await clock.advance(86400_000);
   assert.equal(server.sockets.length, sockets, 'a backoff of 20 days or more has not fired after one day');
+});
+
+test('a timer that fires early is re-armed for what is left, by the clock', async () => {
+  // A platform that fires timers at half their delay (as after a sleep or
+  // with a coarse clock): the refresh still waits for exp − refreshBefore.
+  const { clock, server, lb } = setup({ token: (i) => (i.refresh ? 'fresh' : 'tok') });
+  clock.early = true;
+  lb.connect();
+  await flush();
+  const ws = server.last();
+  ws.accept({ exp: Math.floor(clock.now() / 1000) + 3600 });
+  await clock.advance(3_540_000 - 1);
+  assert.deepEqual(ws.take(), [], 'not before exp − refreshBefore');
+  await clock.advance(1);
+  assert.deepEqual(ws.take().map((m) => m.type), ['auth']);
 });
 
 test('auth(token) with a fixed token sends it and uses it for reconnects', async () => {
