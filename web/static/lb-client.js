@@ -29,8 +29,8 @@ const RETRYABLE = new Set(['rate_limited', 'unavailable']);
 // Subscribe errors that end the subscription for good.
 const SUBSCRIBE_FINAL = new Set(['forbidden', 'unknown_board', 'invalid_board', 'invalid_member']);
 // The longest delay browsers (and Node) keep: a longer one overflows their
-// 32-bit timer and fires at once, so longer waits are made of several timers
-// (docs/protocol.md R31).
+// 32-bit timer and fires at once or at some wrong time, so longer waits are
+// made of several timers (docs/protocol.md R31).
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
