@@ -1,7 +1,7 @@
-// Shared helpers of the spectator and player pages: tokens, the board list,
-// the connection badge, error texts. Tokens stay in memory (or in the URL
-// fragment, which browsers never send); they are never put in a query string
-// or in storage.
+// Shared helpers of the spectator, player and overlay pages: tokens, the
+// board list, the connection badge, error texts. Tokens stay in memory (or in
+// the URL fragment, which browsers never send); they are never put in a query
+// string or in storage.
 
 import { ERROR_TEXT } from '/lb-client.js';
 
@@ -388,9 +388,11 @@ export class BoardStatus {
         this.render();
       }
     });
+    this.hasEntries = false; // a top frame had entries: the board exists
     lb.on('top', (f) => {
       // Entries mean the board exists now (its first score created it).
-      if (this.absent && (f.entries.length > 0 || f.total > 0)) {
+      this.hasEntries = f.entries.length > 0 || f.total > 0;
+      if (this.absent && this.hasEntries) {
         this.absent = false;
         this.render();
       }
@@ -418,10 +420,11 @@ export class BoardStatus {
   /**
    * Records that GET /api/v1/boards/{id} found no such board: a --dev
    * gateway subscribes to it anyway (reads never create a board), so the
-   * page would look live and empty. Cleared by the first entries.
+   * page would look live and empty. Cleared by the first entries (and moot
+   * when they came before the answer).
    */
   markAbsent() {
-    this.absent = true;
+    this.absent = !this.hasEntries;
     this.render();
   }
 
