@@ -46,6 +46,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("spectator", func(t *testing.T) { testSpectator(t, b, gw, out) })
 	t.Run("player", func(t *testing.T) { testPlayer(t, b, gw, out) })
 	t.Run("player tiers", func(t *testing.T) { testPlayerTiers(t, b, gw) })
+	t.Run("player on best and set boards", func(t *testing.T) { testPlayerValueModes(t, b, gw) })
 	t.Run("board list", func(t *testing.T) { testBoardList(t, b, gw, out) })
 	t.Run("honest states", func(t *testing.T) { testHonestStates(t, b, gw, bin) })
 	t.Run("embedding", func(t *testing.T) { testEmbedding(t, b, gw, bin) })
@@ -149,7 +150,9 @@ func testPlayerTiers(t *testing.T, b *browser, gw *gateway) {
 func testBoardList(t *testing.T, b *browser, gw *gateway, out string) {
 	tab := b.tab(t)
 	tab.run(t, chromedp.Navigate(gw.url+"/"))
-	tab.waitFor(t, 10*time.Second, "the board list", `[...document.querySelectorAll("#boards a")].some(a => a.getAttribute("href").startsWith("/?board=cup"))`)
+	tab.waitFor(t, 10*time.Second, "the board list, with member counts and states",
+		`[...document.querySelectorAll("#boards a")].some(a => a.getAttribute("href").startsWith("/?board=cup")) &&
+		 text('#boards a[data-board="cup"] .meta') === "4 members" && text('#boards a[data-board="cup"] .state') === "live"`)
 	tab.shot(t, out, "spectator-0-boards")
 	tab.run(t, chromedp.Click(chromedp.CSS(`#boards a[href^="/?board=cup"]`)))
 	tab.waitFor(t, 10*time.Second, "the picked board", `text("#title") === "cup" && members().startsWith("dave,alice")`)
@@ -269,12 +272,15 @@ func (tb *tab) eval(expr string) (string, error) {
 	return chromedp.Run(ctx, chromedp.Evaluate[string](expr))
 }
 
-// helpers are defined in the page before each check: q, text, attr, and
-// members (the data-member order of a table body, #rows by default).
+// helpers are defined in the page before each check: q, text, attr,
+// members (the data-member order of a table body, #rows by default) and
+// lines (how many lines an element's text takes: the distinct tops of its
+// line boxes).
 const helpers = `const q = (s) => document.querySelector(s);
 const text = (s) => (q(s)?.textContent ?? "").trim();
 const attr = (s, a) => q(s)?.getAttribute(a) ?? "";
 const members = (s = "#rows") => [...document.querySelectorAll(s + " tr")].map((r) => r.dataset.member).join(",");
+const lines = (e) => { const r = document.createRange(); r.selectNodeContents(e); return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size; };
 `
 
 // waitFor polls a JS condition until it holds or the deadline passes.
@@ -536,6 +542,68 @@ func testHonestStates(t *testing.T, b *browser, gw *gateway, bin string) {
 	tab2.run(t, chromedp.Navigate(strict.url+"/overlay?board=nosuch#token="+strings.TrimSpace(string(out))))
 	tab2.waitFor(t, 10*time.Second, "no such board on the overlay", `attr("#conn", "data-state") === "unknown" && text("#clock") === ""`)
 	tab2.checkNoErrors(t)
+
+	// Without --dev and without #token=: the hint stays, and the page stops
+	// after one refused attempt instead of "Retrying with a fresh one…".
+	for _, page := range []string{"/?board=cup", "/overlay?board=cup"} {
+		bare := b.tab(t)
+		bare.run(t, chromedp.Navigate(strict.url+page))
+		bare.waitFor(t, 10*time.Second, page+": the token hint, no retry",
+			`attr("#conn", "data-state") === "notoken" && attr("#conn", "data-status") === "closed" && text("#conn") === "no token" &&
+			 text("#notice").startsWith("This page needs a token: add #token=")`)
+		// Stopped for good: still the hint a while later (a retry would have
+		// replaced it with "The gateway refused the token. Retrying…").
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			bare.waitFor(t, time.Second, page+": the hint kept", `attr("#conn", "data-status") === "closed" && text("#notice").startsWith("This page needs a token")`)
+		}
+		// The token added to the address is taken at once.
+		bare.js(t, `location.hash = "token=`+strings.TrimSpace(string(out))+`"`)
+		bare.waitFor(t, 10*time.Second, page+": connected with the token added", `attr("#conn", "data-status") === "open" && attr("#conn", "data-state") === "unknown"`)
+		bare.checkNoErrors(t)
+	}
+
+	// Under --dev a mistyped board id subscribes (reads never create a
+	// board) but is not shown as a live board; its first score makes it one.
+	absent := b.tab(t)
+	absent.run(t, chromedp.Navigate(gw.url+"/?board=cupp"))
+	absent.waitFor(t, 10*time.Second, "no such board yet, not live",
+		`attr("#conn", "data-status") === "open" && attr("#conn", "data-state") === "absent" && text("#conn") === "no such board yet" &&
+		 text("#notice").startsWith("There is no board with this id yet")`)
+	ov := b.tab(t)
+	ov.run(t, chromedp.Navigate(gw.url+"/overlay?board=cupp"))
+	ov.waitFor(t, 10*time.Second, "no such board yet on the overlay", `attr("#conn", "data-state") === "absent" && text("#notice").startsWith("There is no board")`)
+	gw.score(t, gw.token(t, "ops", "admin"), "cupp", map[string]int64{"first": 1})
+	absent.waitFor(t, 10*time.Second, "live after its first score", `attr("#conn", "data-state") === "live" && members() === "first" && text("#notice") === ""`)
+	ov.waitFor(t, 10*time.Second, "live on the overlay after its first score", `attr("#conn", "data-state") === "live" && members() === "first"`)
+	absent.checkNoErrors(t)
+	ov.checkNoErrors(t)
+}
+
+// testPlayerValueModes: on best and set boards the player page offers a
+// value to enter, not +1/+10/+100, and the server keeps the best or the last.
+func testPlayerValueModes(t *testing.T, b *browser, gw *gateway) {
+	admin := gw.token(t, "ops", "admin")
+	var stored map[string]any
+	gw.put(t, "/api/v1/boards/bestrun", admin, map[string]any{"mode": "best"}, &stored)
+	gw.put(t, "/api/v1/boards/lastrun", admin, map[string]any{"mode": "set"}, &stored)
+	for _, c := range []struct{ board, keep string }{{"bestrun", "500"}, {"lastrun", "300"}} {
+		tab := b.tab(t)
+		tab.run(t, chromedp.Navigate(gw.url+"/play?board="+c.board))
+		tab.run(t,
+			chromedp.WaitVisible(chromedp.CSS(`#name-input`)),
+			chromedp.SendKeys(chromedp.CSS(`#name-input`), "Val"),
+			chromedp.Click(chromedp.CSS(`#join-btn`)),
+		)
+		tab.waitFor(t, 10*time.Second, c.board+": value entry instead of deltas",
+			`attr("#conn", "data-status") === "open" && q("#pad").hidden && attr("#custom-form", "data-mode") === "value" && text("#custom-label").startsWith("Your score")`)
+		for _, v := range []string{"500", "300"} {
+			tab.js(t, `document.querySelector("#custom-input").value = ""`)
+			tab.run(t, chromedp.SendKeys(chromedp.CSS(`#custom-input`), v+"\r"))
+			tab.waitFor(t, 5*time.Second, c.board+": the ack of "+v, `text("#ackline").startsWith("`+v+` → ") && text("#pending") === "all acknowledged"`)
+		}
+		tab.waitFor(t, 5*time.Second, c.board+": the kept score", `text("#ack-score") === "`+c.keep+`"`)
+		tab.checkNoErrors(t)
+	}
 }
 
 // testOverlayLive: the overlay on the real gateway: the title from the
@@ -715,7 +783,10 @@ func testGame(t *testing.T, b *browser, gw *gateway, out string) {
 	tab := b.tab(t)
 	tab.run(t, chromedp.EmulateViewport(1400, 900))
 	tab.run(t, chromedp.Navigate(gw.url+"/examples/game/?board=minute"))
-	tab.js(t, `document.querySelector("#name").value = "Robin"`)
+	// Typed, as a player would: the suggested name is a placeholder, so the
+	// typed one replaces it instead of being appended to it.
+	tab.run(t, chromedp.SendKeys(chromedp.CSS(`#name`), "Robin"))
+	tab.waitFor(t, time.Second, "the typed name alone", `q("#name").value === "Robin" && /^Player \d+$/.test(q("#name").placeholder)`)
 	tab.run(t, chromedp.Click(chromedp.CSS(`#start`)))
 	for i := range 3 {
 		tab.waitFor(t, 5*time.Second, "a target", `!!q("#field").dataset.target && attr("#conn", "data-status") === "open"`)

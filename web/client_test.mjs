@@ -5,15 +5,22 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LBClient, LBError, ERROR_TEXT, BOARD_STATES, avatarURL, flagEmoji, tierOf } from './static/lb-client.js';
 
-// Clock is a manual timer queue: nothing fires until advance().
+// Clock is a manual timer queue: nothing fires until advance(). Like
+// browsers, it fires a delay beyond 2^31-1 ms at once (the 32-bit overflow
+// R31 is about), and it counts the timers it was asked for. With early set,
+// every timer fires at half its delay.
 class Clock {
   constructor() {
     this.t = 1_700_000_000_000;
     this.timers = new Map();
     this.seq = 0;
+    this.armed = 0;
+    this.early = false;
     this.setTimeout = (f, ms) => {
       const id = ++this.seq;
-      this.timers.set(id, { at: this.t + ms, f });
+      this.armed++;
+      const d = ms > 2 ** 31 - 1 ? 0 : this.early ? Math.ceil(ms / 2) : ms;
+      this.timers.set(id, { at: this.t + d, f });
       return id;
     };
     this.clearTimeout = (id) => this.timers.delete(id);
@@ -287,6 +294,100 @@ test('a token function refreshes the token with auth before it expires', async (
   server.last().drop(1006);
   await clock.advance(1000);
   assert.deepEqual({ ...calls[3] }, { attempt: 2, lastCode: 1006, welcomed: false, refresh: false });
+});
+
+const YEAR_S = 365 * 86400;
+
+test('R31: a token valid for years sends no auth and arms no timer beyond the platform limit', async () => {
+  const calls = [];
+  const token = (info) => {
+    calls.push(info);
+    return 'tok' + calls.length;
+  };
+  const { clock, server, lb } = setup({ token });
+  lb.connect();
+  await flush();
+  const ws = server.last();
+  const exp = Math.floor(clock.now() / 1000) + 10 * YEAR_S;
+  ws.accept({ exp });
+  // Five simulated minutes, then 60 days: a timer that overflowed would fire
+  // at once and refresh in a loop.
+  await clock.advance(5 * 60_000);
+  assert.deepEqual(ws.take(), [], 'no auth for a token that expires in ten years');
+  await clock.advance(60 * 86400_000);
+  assert.deepEqual(ws.take(), [], 'no auth 60 days later either');
+  assert.equal(calls.length, 1, 'the token function was only asked for the connection');
+  assert.ok(clock.armed < 10, `timers armed: ${clock.armed}`);
+  // Re-armed in steps of at most 2^31-1 ms, it still refreshes on time.
+  const before = exp * 1000 - 60_000 - clock.now();
+  await clock.advance(before - 1);
+  assert.deepEqual(ws.take(), [], 'not before exp − refreshBefore');
+  await clock.advance(1);
+  const [auth] = ws.take();
+  assert.deepEqual(auth, { type: 'auth', token: 'tok2', id: auth.id });
+});
+
+test('R31: a refresh that brings the same token or no later exp is not repeated', async () => {
+  // The pages' token function returns the #token= fragment: the same token
+  // each time.
+  let asked = 0;
+  const { clock, server, lb } = setup({ token: () => (asked++, 'fixed') });
+  lb.connect();
+  await flush();
+  const ws = server.last();
+  ws.accept({ exp: Math.floor(clock.now() / 1000) + 120 });
+  await clock.advance(120_000);
+  assert.deepEqual(ws.take(), [], 'the same token is not sent again with auth');
+  assert.equal(asked, 2, 'asked once to connect and once to refresh, not in a loop');
+
+  // A function that hands out new tokens whose exp does not move.
+  let n = 0;
+  const env = setup({ token: () => 'tok' + ++n });
+  env.lb.connect();
+  await flush();
+  const ws2 = env.server.last();
+  const exp = Math.floor(env.clock.now() / 1000) + 120;
+  ws2.accept({ exp });
+  await env.clock.advance(60_000);
+  const [a] = ws2.take();
+  assert.equal(a.type, 'auth');
+  ws2.push({ type: 'authed', id: a.id, exp });
+  await env.clock.advance(60_000);
+  assert.deepEqual(ws2.take(), [], 'one refresh per exp');
+  assert.equal(n, 2);
+});
+
+test('long waits of the reconnect backoff and request timeout are chained, not overflowed', async () => {
+  const { clock, server, lb } = setup({ requestTimeout: 30 * 86400_000, minDelay: 40 * 86400_000, maxDelay: 40 * 86400_000 });
+  lb.connect();
+  await flush();
+  server.last().accept();
+  const p = lb.page('b1');
+  let settled = false;
+  p.catch(() => {}).finally(() => (settled = true));
+  await clock.advance(86400_000);
+  assert.equal(settled, false, 'a 30-day timeout has not fired after a day');
+  await clock.advance(29 * 86400_000);
+  await assert.rejects(p, (err) => err.code === 'timeout');
+  server.last().drop();
+  const sockets = server.sockets.length;
+  await clock.advance(86400_000);
+  assert.equal(server.sockets.length, sockets, 'a backoff of 20 days or more has not fired after one day');
+});
+
+test('a timer that fires early is re-armed for what is left, by the clock', async () => {
+  // A platform that fires timers at half their delay (as after a sleep or
+  // with a coarse clock): the refresh still waits for exp − refreshBefore.
+  const { clock, server, lb } = setup({ token: (i) => (i.refresh ? 'fresh' : 'tok') });
+  clock.early = true;
+  lb.connect();
+  await flush();
+  const ws = server.last();
+  ws.accept({ exp: Math.floor(clock.now() / 1000) + 3600 });
+  await clock.advance(3_540_000 - 1);
+  assert.deepEqual(ws.take(), [], 'not before exp − refreshBefore');
+  await clock.advance(1);
+  assert.deepEqual(ws.take().map((m) => m.type), ['auth']);
 });
 
 test('auth(token) with a fixed token sends it and uses it for reconnects', async () => {

@@ -28,6 +28,9 @@ type fakeGW struct {
 	boards map[string]map[string]any // GET /api/v1/boards/{id} → board config
 	refuse map[string]string         // board → error code answered to subscribe
 	skew   time.Duration             // the server clock's lead over the local one
+	ttl    time.Duration             // the life of the tokens welcome and authed announce; an hour when 0
+	tokens int                       // dev tokens handed out
+	auths  int                       // auth requests received, on all connections
 }
 
 type fakeConn struct {
@@ -52,8 +55,13 @@ func newFakeGW(t *testing.T) *fakeGW {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("POST /api/v1/dev/token", func(w http.ResponseWriter, r *http.Request) {
 		// Not a JWT: the fake checks nothing, the pages only pass it on.
+		// Each is new, as a real dev token is.
+		g.mu.Lock()
+		g.tokens++
+		n := g.tokens
+		g.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"token":"fake.e30.sig","exp":%d}`, time.Now().Add(time.Hour).Unix())
+		fmt.Fprintf(w, `{"token":"fake.e30.sig%d","exp":%d}`, n, g.exp())
 	})
 	mux.HandleFunc("GET /api/v1/boards/{board}", func(w http.ResponseWriter, r *http.Request) {
 		g.mu.Lock()
@@ -75,6 +83,24 @@ func newFakeGW(t *testing.T) *fakeGW {
 
 func (g *fakeGW) now() int64 { return time.Now().Add(g.skew).UnixMilli() }
 
+// exp is the exp claim the fake announces for a token issued now.
+func (g *fakeGW) exp() int64 {
+	g.mu.Lock()
+	ttl := g.ttl
+	g.mu.Unlock()
+	if ttl == 0 {
+		ttl = time.Hour
+	}
+	return time.Now().Add(ttl).Unix()
+}
+
+// authCount is the number of auth requests received so far.
+func (g *fakeGW) authCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.auths
+}
+
 func (g *fakeGW) setBoard(id string, cfg map[string]any) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -93,7 +119,7 @@ func (g *fakeGW) serveWS(w http.ResponseWriter, r *http.Request) {
 	g.mu.Unlock()
 	c.write(map[string]any{
 		"type": "welcome", "member": "spectator", "role": "spectator", "node": "fake-1",
-		"server_time": g.now(), "exp": time.Now().Add(time.Hour).Unix(),
+		"server_time": g.now(), "exp": g.exp(),
 		"limits": map[string]any{"max_message": 4096, "rate": 50},
 	})
 	for {
@@ -136,6 +162,11 @@ func (g *fakeGW) serveWS(w http.ResponseWriter, r *http.Request) {
 			}
 			c.write(map[string]any{"type": "ack", "id": m["id"], "board": board, "member": "mia", "score": 10 * n,
 				"rank": 1, "prev_rank": nil, "duplicate": false, "seq": n})
+		case "auth":
+			g.mu.Lock()
+			g.auths++
+			g.mu.Unlock()
+			c.write(map[string]any{"type": "authed", "id": m["id"], "exp": g.exp()})
 		case "page":
 			c.write(map[string]any{"type": "page", "id": m["id"], "board": board, "offset": 0, "entries": []any{}, "total": 0})
 		default:

@@ -7,6 +7,10 @@ package web
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +35,9 @@ func TestPages(t *testing.T) {
 	t.Run("overlay round final", func(t *testing.T) { testOverlayRoundFinal(t, b) })
 	t.Run("spectator lifecycle", func(t *testing.T) { testSpectatorLifecycle(t, b, av.URL, out) })
 	t.Run("player attempts", func(t *testing.T) { testPlayerAttempts(t, b) })
+	t.Run("token valid for years", func(t *testing.T) { testLongToken(t, b) })
+	t.Run("overlay theme takes colours only", func(t *testing.T) { testOverlayThemeColours(t, b) })
+	t.Run("scores on one line", func(t *testing.T) { testScoresOneLine(t, b, out) })
 }
 
 // recordAnimations wraps Element.animate so a test can see which moves ran.
@@ -68,13 +75,15 @@ func testOverlay(t *testing.T, b *browser, av, out string) {
 		 text('#rows tr[data-member="alice"] .flag') === "\u{1F1EB}\u{1F1F7}" &&
 		 text('#rows tr[data-member="emo"] .initial') === "😀" && !q('#rows tr[data-member="emo"] img')`)
 	tab.waitFor(t, 2*time.Second, "the countdown to the end", `/^ends in 1:(2\d|30)$/.test(text("#clock"))`)
-	tab.waitFor(t, time.Second, "chromeless, transparent, themed",
+	tab.waitFor(t, time.Second, "chromeless, transparent, themed, previewed over a checkerboard outside OBS",
 		`getComputedStyle(document.body).backgroundColor === "rgba(0, 0, 0, 0)" && !q("header.bar") && !q("footer") &&
+		 document.documentElement.classList.contains("preview") &&
+		 getComputedStyle(document.documentElement).backgroundImage.startsWith("repeating-conic-gradient") &&
 		 getComputedStyle(document.documentElement).getPropertyValue("--ov-accent").trim() === "#ff00aa" &&
 		 parseFloat(getComputedStyle(q("#rows td.score")).fontSize) >= 28`)
 	tab.waitFor(t, time.Second, "nothing wider than 1080p", `document.documentElement.scrollWidth <= 1920`)
 	// Photographed over a dark scene: a screenshot of a transparent page is white.
-	tab.js(t, `document.documentElement.style.setProperty("--ov-bg", "#0b1220")`)
+	tab.js(t, `document.documentElement.classList.remove("preview"); document.documentElement.style.setProperty("--ov-bg", "#0b1220")`)
 	tab.shot(t, out, "overlay-1-live")
 
 	// An overtake: li passes alice; the rows glide (FLIP) and the delta shows.
@@ -151,6 +160,10 @@ func testSpectatorLifecycle(t *testing.T, b *browser, av, out string) {
 	tab.run(t, chromedp.Navigate(gw.srv.URL+"/?board=cup&follow=emo"))
 	testenv.Until(t, 10*time.Second, "the subscription", func() bool { return gw.subscribed("cup") == 1 })
 	now := gw.now()
+	// Four days and more away: days and hours, not 112:39:43.
+	far := now + (4*86400+16*3600+30*60)*1000
+	gw.push(map[string]any{"type": "board", "board": "cup", "state": "scheduled", "starts_at": far, "ends_at": far + 3_600_000, "final_at": far + 3_660_000})
+	tab.waitFor(t, 5*time.Second, "a countdown of days", `text("#countdown") === "starts in 4 d 16 h"`)
 	gw.push(map[string]any{"type": "board", "board": "cup", "state": "scheduled", "starts_at": now + 30_000, "ends_at": now + 3_600_000, "final_at": now + 3_660_000})
 	tab.waitFor(t, 5*time.Second, "title and the countdown to the start",
 		`text("#title") === "Spring Cup" && document.title.startsWith("Spring Cup") && /^starts in 0:[23]\d$/.test(text("#countdown")) &&
@@ -164,9 +177,10 @@ func testSpectatorLifecycle(t *testing.T, b *browser, av, out string) {
 		`members() === "alice,li,emo" && attr("#conn", "data-state") === "live" && /^ends in 1?:?\d\d:\d\d$|^ends in 1:00:00$/.test(text("#countdown")) &&
 		 text("#view-rank") === "#3" && q("#ops").hidden`)
 	_ = big
-	// The biggest score fits its card; a long id wraps instead of widening the page.
-	tab.waitFor(t, 2*time.Second, "the big score inside its card",
-		`q("#view-score").scrollWidth <= q("#view-score").clientWidth + 1 &&
+	// The biggest score fits its card on one line; a long id ends in an
+	// ellipsis instead of widening the page.
+	tab.waitFor(t, 2*time.Second, "the big score inside its card, on one line",
+		`lines(q("#view-score")) === 1 && q("#view-score").scrollWidth <= q("#view-score").clientWidth + 1 &&
 		 q("#view-score").getBoundingClientRect().right <= q("#view").getBoundingClientRect().right + 1`)
 	tab.shot(t, out, "spectator-lifecycle-1-live")
 	tab.run(t, chromedp.EmulateViewport(390, 844))
@@ -180,7 +194,9 @@ func testSpectatorLifecycle(t *testing.T, b *browser, av, out string) {
 	// The board ends: final banner and badge; then it is deleted.
 	gw.push(map[string]any{"type": "board", "board": "cup", "state": "final", "starts_at": now, "ends_at": now, "final_at": now})
 	gw.push(map[string]any{"type": "top", "board": "cup", "seq": 3, "entries": cupEntries(av), "total": 3, "final": true})
-	tab.waitFor(t, 5*time.Second, "final", `!q("#final-banner").hidden && attr("#conn", "data-state") === "final" && text("#conn") === "final" && text("#countdown") === ""`)
+	tab.waitFor(t, 5*time.Second, "final, its standings shown once",
+		`!q("#final-banner").hidden && attr("#conn", "data-state") === "final" && text("#conn") === "final" && text("#countdown") === "" &&
+		 members() === "alice,li,emo" && q("#last").hidden`)
 	tab.shot(t, out, "spectator-lifecycle-2-final")
 	gw.push(map[string]any{"type": "board", "board": "cup", "state": "deleted"})
 	tab.waitFor(t, 5*time.Second, "deleted", `attr("#conn", "data-state") === "deleted" && text("#conn") === "board deleted" &&
@@ -213,6 +229,99 @@ func testPlayerAttempts(t *testing.T, b *browser) {
 		tab.waitFor(t, 5*time.Second, fmt.Sprintf("attempt %d", i+1), fmt.Sprintf(`text("#attempts") === %q`, want))
 	}
 	tab.run(t, chromedp.Click(chromedp.CSS(`.pad button[data-delta="10"]`)))
-	tab.waitFor(t, 5*time.Second, "limit_reached explained", `text("#ackline").includes("no attempts left") && text("#ackline").includes("limit_reached")`)
+	tab.waitFor(t, 5*time.Second, "limit_reached explained, with the server's message",
+		`text("#ackline").includes("no attempts left") && text("#ackline").includes("limit_reached") && text("#ackline").includes("2 per period (fake)")`)
 	tab.checkNoErrors(t)
+}
+
+// testLongToken (R31): a token that expires in about two years. A refresh
+// timer of exp − now − 60 s overflows the browser's 32-bit timer: Chromium
+// keeps the delay modulo 2^32 as a signed number, so this TTL (15 × 2^32 ms
+// plus 3e9 ms, like the 720h of docs/overlay.md) fires at once. With the
+// fake answering each auth with as far an exp, that was a tight loop of
+// auth requests. The page must send none.
+func testLongToken(t *testing.T, b *browser) {
+	gw := newFakeGW(t)
+	gw.ttl = (15<<32 + 3_000_000_000) * time.Millisecond
+	gw.setBoard("stream", map[string]any{"title": "Stream"})
+	tab := b.tab(t)
+	tab.run(t, chromedp.Navigate(gw.srv.URL+"/overlay?board=stream&rows=3"))
+	testenv.Until(t, 10*time.Second, "the overlay's subscription", func() bool { return gw.subscribed("stream") == 1 })
+	gw.push(map[string]any{"type": "top", "board": "stream", "seq": 1, "total": 1, "entries": []map[string]any{entry(1, "a", 5, "", "", "")}})
+	tab.waitFor(t, 5*time.Second, "the rows", `members() === "a" && attr("#conn", "data-state") === "live"`)
+	// A negative: watched for a few seconds, long past the moment an
+	// overflowed timer fires (at once), in which the loop sent over a hundred.
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if n := gw.authCount(); n > 0 {
+			t.Fatalf("%d auth requests for a token valid for two years", n)
+		}
+	}
+	tab.waitFor(t, time.Second, "still live", `attr("#conn", "data-state") === "live"`)
+	tab.checkNoErrors(t)
+}
+
+// testOverlayThemeColours (B7): a colour parameter is a colour or nothing.
+// CSS.supports accepts anything holding var(), so `bg=var(--x,) url(…)` used
+// to put an attacker's image behind the overlay.
+func testOverlayThemeColours(t *testing.T, b *browser) {
+	var hits atomic.Int32
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "image/svg+xml")
+		fmt.Fprint(w, `<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"/>`)
+	}))
+	t.Cleanup(attacker.Close)
+	gw := newFakeGW(t)
+	tab := b.tab(t)
+	img := url.QueryEscape("var(--x,) url(" + attacker.URL + "/pixel.svg)")
+	tab.run(t, chromedp.Navigate(gw.srv.URL+"/overlay?board=th&bg="+img+"&row="+url.QueryEscape("rgb(1,2,3)")+
+		"&fg=GOLD&accent=%230f0&muted=ff00aa80&font="+url.QueryEscape("x; background: url(/y)")))
+	testenv.Until(t, 10*time.Second, "the subscription", func() bool { return gw.subscribed("th") == 1 })
+	tab.waitFor(t, 5*time.Second, "hex and named colours taken, anything else ignored",
+		`(() => { const cs = getComputedStyle(document.documentElement), st = document.documentElement.style;
+		  return st.getPropertyValue("--ov-bg") === "" && st.getPropertyValue("--ov-row") === "" && st.getPropertyValue("--ov-font") === "" &&
+		    st.getPropertyValue("--ov-fg") === "gold" && st.getPropertyValue("--ov-accent") === "#0f0" && st.getPropertyValue("--ov-muted") === "#ff00aa80" &&
+		    !cs.backgroundImage.includes("url(") && !getComputedStyle(document.body).backgroundImage.includes("url(") &&
+		    [...document.querySelectorAll("*")].every((e) => !getComputedStyle(e).backgroundImage.includes("url(")); })()`)
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the attacker's server got %d requests", n)
+	}
+}
+
+// testScoresOneLine: at 1280 and 1920 wide the player page's Top 10 keeps
+// every score on one line (names give way with an ellipsis), and so does the
+// big score of the spectator's follow card.
+func testScoresOneLine(t *testing.T, b *browser, out string) {
+	gw := newFakeGW(t)
+	gw.setBoard("wide", map[string]any{"title": "Wide"})
+	long := "Bartholomew Maximilian Featherstonehaugh-Wolfeschlegelsteinhausen"
+	entries := []map[string]any{
+		entry(1, "zed", 9_876_543_210, long, "", "FR"),
+		entry(2, "amy", 123_456, "Amy", "", ""),
+		entry(3, "a_really_long_member_identifier_without_any_breaks_0123456789", 24_000, "", "", "JP"),
+		entry(4, "bo", 240, "Bo", "", ""),
+		entry(5, "cy", 24, "Cy", "", ""),
+	}
+	for i, w := range []int64{1280, 1920} {
+		tab := b.tab(t)
+		tab.run(t, chromedp.EmulateViewport(w, 900))
+		tab.run(t, chromedp.Navigate(gw.srv.URL+"/play?board=wide"))
+		tab.run(t,
+			chromedp.WaitVisible(chromedp.CSS(`#name-input`)),
+			chromedp.SendKeys(chromedp.CSS(`#name-input`), "Cy"),
+			chromedp.Click(chromedp.CSS(`#join-btn`)),
+		)
+		testenv.Until(t, 10*time.Second, "the player's subscription", func() bool { return gw.subscribed("wide") == i+1 })
+		gw.push(map[string]any{"type": "top", "board": "wide", "seq": 1, "total": 5, "entries": entries})
+		tab.waitFor(t, 5*time.Second, fmt.Sprintf("every Top 10 score on one line at %d wide", w),
+			`members("#top-rows").split(",").length === 5 &&
+			 [...document.querySelectorAll("#top-rows td.score")].every((td) => lines(td) === 1 && td.scrollWidth <= td.clientWidth + 1) &&
+			 [...document.querySelectorAll("#top-rows .name")].every((n) => lines(n) === 1) &&
+			 getComputedStyle(q("#top-rows .name")).textOverflow === "ellipsis" &&
+			 ["amy", "bo"].every((m) => { const n = q('#top-rows tr[data-member="' + m + '"] .name'); return n.scrollWidth <= n.clientWidth && n.clientWidth > 0; }) &&
+			 q('#top-rows tr[data-member="zed"] .name').clientWidth >= 20 &&
+			 document.documentElement.scrollWidth <= innerWidth`)
+		tab.shot(t, out, fmt.Sprintf("player-top10-%d", w))
+		tab.checkNoErrors(t)
+	}
 }

@@ -32,7 +32,7 @@ const devMarker = "{{LB_DEV}}"
 
 // csp keeps every script, style and connection on this origin; the pages put
 // all their JS in files, so no 'unsafe-inline' is needed anywhere. Images may
-// also come from https: members' avatars live on their own hosts (PROTOCOL.md
+// also come from https: members' avatars live on their own hosts (docs/protocol.md
 // §7), and are fetched without a referrer.
 const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; " +
 	"connect-src 'self' ws: wss:; font-src 'self'; object-src 'none'; base-uri 'none'; " +

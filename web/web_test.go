@@ -57,7 +57,7 @@ func TestContentTypesAndCaching(t *testing.T) {
 		{"/play", "text/html; charset=utf-8", `src="/assets/player.js"`},
 		{"/lb-client.js", "text/javascript; charset=utf-8", "export class LBClient"},
 		{"/assets/app.css", "text/css; charset=utf-8", "--bg:"},
-		{"/assets/spectator.js", "text/javascript; charset=utf-8", "import { ERROR_TEXT, LBClient } from '/lb-client.js'"},
+		{"/assets/spectator.js", "text/javascript; charset=utf-8", "import { LBClient } from '/lb-client.js'"},
 		{"/assets/player.js", "text/javascript; charset=utf-8", "just passed you"},
 		{"/overlay", "text/html; charset=utf-8", `src="/assets/overlay.js"`},
 		{"/?board=b&overlay=1", "text/html; charset=utf-8", `src="/assets/overlay.js"`},

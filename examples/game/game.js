@@ -12,7 +12,18 @@ const ctx = canvas.getContext('2d');
 const reduce = matchMedia('(prefers-reduced-motion: reduce)').matches;
 
 $('overlay').src = '/overlay?' + new URLSearchParams({ board, rows: '8', cols: 'avatar,flag,delta', bg: '121926', scale: '0.7' });
-$('name').value = localStorage.getItem('lb.game.name') || 'Player ' + Math.floor(Math.random() * 900 + 100);
+// A suggested name is a placeholder, not a value: what the player types
+// replaces it instead of being appended to it.
+$('name').placeholder = 'Player ' + Math.floor(Math.random() * 900 + 100);
+$('name').value = storedName();
+
+function storedName() {
+  try {
+    return localStorage.getItem('lb.game.name') || '';
+  } catch {
+    return ''; // storage disabled
+  }
+}
 
 let lb = null;
 let me = '';
@@ -58,7 +69,7 @@ function connect(name) {
 // so a round's scores land in one period; otherwise it is one local minute.
 async function fetchReset() {
   try {
-    const t = await token($('name').value);
+    const t = await token($('name').value.trim() || $('name').placeholder);
     const r = await fetch('/api/v1/boards/' + encodeURIComponent(board), { headers: { Authorization: 'Bearer ' + t } });
     const j = r.ok ? await r.json() : null;
     const m = /^(\d+)([smh])$/.exec(j?.board?.reset || '');
@@ -84,8 +95,7 @@ function newTarget() {
 
 function start(ev) {
   ev.preventDefault();
-  const name = $('name').value.trim().slice(0, 32);
-  if (!name) return;
+  const name = ($('name').value.trim() || $('name').placeholder).slice(0, 32);
   try {
     localStorage.setItem('lb.game.name', name);
   } catch {
@@ -122,7 +132,8 @@ function hit(px, py) {
       $('rank').textContent = '#' + ack.rank;
     },
     (err) => {
-      $('status').textContent = 'Not counted: ' + (ERROR_TEXT[err.code] || err.message);
+      const said = err.message && err.message !== ERROR_TEXT[err.code] ? ` (${err.message})` : '';
+      $('status').textContent = 'Not counted: ' + (ERROR_TEXT[err.code] || err.code) + said;
     },
   );
 }

@@ -167,6 +167,8 @@ export class LBClient {
 
 export const ERROR_TEXT: Readonly<Record<ErrorCode, string>>;
 export const BOARD_STATES: readonly BoardState[];
+/** The longest single timer the client arms (2^31-1 ms); longer waits are chained (R31). */
+export const MAX_TIMER_MS: number;
 export function avatarURL(entry: Partial<Entry> | null | undefined): string;
 export function flagEmoji(country: string | null | undefined): string;
 /** A board config's tier: exactly one of top_rank and top_percent. */

@@ -9,7 +9,7 @@
 //
 // Guarantees: replies are matched to requests by `id`; a score is kept until
 // it is answered and re-sent with the same `id` after a reconnect (the server
-// applies a (board, id) at most once, PROTOCOL.md R4); subscriptions are
+// applies a (board, id) at most once, docs/protocol.md R4); subscriptions are
 // re-sent after a reconnect; reconnects back off exponentially with jitter.
 
 /** An error answered by the server (`code` is the contract's code) or raised locally. */
@@ -28,9 +28,13 @@ const SUBPROTOCOL = 'lb.v1';
 const RETRYABLE = new Set(['rate_limited', 'unavailable']);
 // Subscribe errors that end the subscription for good.
 const SUBSCRIBE_FINAL = new Set(['forbidden', 'unknown_board', 'invalid_board', 'invalid_member']);
+// The longest delay browsers (and Node) keep: a longer one overflows their
+// 32-bit timer and fires at once or at some wrong time, so longer waits are
+// made of several timers (docs/protocol.md R31).
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * Error codes of the contract (PROTOCOL.md §4, v1.1) with a short text a page
+ * Error codes of the contract (docs/protocol.md §4, v1.1) with a short text a page
  * can show; the local codes of this client come last. A code missing here is
  * a newer server's: show its message.
  */
@@ -66,7 +70,7 @@ export const BOARD_STATES = Object.freeze(['scheduled', 'open', 'closing', 'fina
 
 /**
  * The avatar URL of an entry when it is safe to put in an <img>: an https
- * URL of at most 256 bytes (PROTOCOL.md §7), else ''. The pages render it
+ * URL of at most 256 bytes (docs/protocol.md §7), else ''. The pages render it
  * with referrerpolicy="no-referrer" so the avatar's host learns nothing.
  */
 export function avatarURL(entry) {
@@ -166,6 +170,8 @@ export class LBClient {
     this._lastWelcomed = false; // whether the last connection got its welcome
     this._reconnectTimer = null;
     this._refreshTimer = null;
+    this._refreshedExp = 0; // the exp a refresh was last tried for
+    this._sentToken = ''; // the token of the current connection or of the last auth
     this._clockSkew = 0; // server_time - local time at welcome, ms
     this._listeners = new Map();
     this._pending = new Map(); // id -> entry, in send order (R2)
@@ -269,14 +275,18 @@ export class LBClient {
   }
 
   _clearReconnect() {
-    if (this._reconnectTimer !== null) this._clearTimeout(this._reconnectTimer);
+    this._cancel(this._reconnectTimer);
     this._reconnectTimer = null;
+  }
+
+  _clearRefresh() {
+    this._cancel(this._refreshTimer);
+    this._refreshTimer = null;
   }
 
   _clearTimers() {
     this._clearReconnect();
-    if (this._refreshTimer !== null) this._clearTimeout(this._refreshTimer);
-    this._refreshTimer = null;
+    this._clearRefresh();
   }
 
   async _open() {
@@ -300,6 +310,7 @@ export class LBClient {
       return;
     }
     if (this._stopped || this._ws) return;
+    this._sentToken = token || '';
     const protocols = token ? [SUBPROTOCOL, 'bearer.' + token] : [SUBPROTOCOL];
     let ws;
     try {
@@ -334,6 +345,29 @@ export class LBClient {
     return typeof t === 'function' ? t(info) : t;
   }
 
+  // _after runs fn once ms from now and returns a handle for _cancel. A wait
+  // longer than MAX_TIMER_MS is a chain of timers, each re-armed for what is
+  // left by the clock, so it never fires early and never spins.
+  _after(ms, fn) {
+    const deadline = this._now() + Math.max(0, ms);
+    const h = { id: null };
+    const arm = (left) => {
+      h.id = this._setTimeout(() => {
+        h.id = null;
+        const rest = deadline - this._now();
+        if (rest > 0) arm(rest);
+        else fn();
+      }, Math.min(MAX_TIMER_MS, left));
+    };
+    arm(Math.max(0, ms));
+    return h;
+  }
+
+  _cancel(h) {
+    if (h && h.id !== null) this._clearTimeout(h.id);
+    if (h) h.id = null;
+  }
+
   _backoff(attempt) {
     const base = Math.min(this.maxDelay, this.minDelay * 2 ** Math.min(attempt, 30));
     // "Equal jitter": never less than half the base, so clients spread out
@@ -348,10 +382,10 @@ export class LBClient {
     this._setStatus('reconnecting');
     this._emit('reconnecting', { attempt: this._attempt, delay });
     this._clearReconnect();
-    this._reconnectTimer = this._setTimeout(() => {
+    this._reconnectTimer = this._after(delay, () => {
       this._reconnectTimer = null;
       if (!this._stopped && !this._ws) this._open();
-    }, delay);
+    });
   }
 
   _onClose(code, reason, welcomed) {
@@ -359,8 +393,7 @@ export class LBClient {
     this.welcome = null;
     this._lastCode = code;
     this._lastWelcomed = welcomed;
-    if (this._refreshTimer !== null) this._clearTimeout(this._refreshTimer);
-    this._refreshTimer = null;
+    this._clearRefresh();
     for (const e of this._pending.values()) {
       e.sent = false;
       // The new connection holds no subscription to take back, nor one given
@@ -457,33 +490,38 @@ export class LBClient {
       e.retries++;
       e.sent = false;
       const wait = Math.max(msg.retry_after_ms || 0, this.minDelay) * (1 + this._random() / 2);
-      e.retryTimer = this._setTimeout(() => {
+      e.retryTimer = this._after(Math.round(wait), () => {
         e.retryTimer = null;
         if (this._pending.get(e.msg.id) === e) this._transmit(e);
-      }, Math.round(wait));
+      });
       return;
     }
     this._settle(e, null, err);
   }
 
+  // _setExp arms one refresh before a token function's token expires. A
+  // token is refreshed once per exp: a refresh that brings no later exp (the
+  // function gave the same token back) is not tried again, so nothing spins
+  // until the connection ends with 4001 and the next connect asks anew.
   _setExp(exp) {
     if (typeof exp !== 'number' || exp <= 0) return;
     this.exp = exp;
-    if (this._refreshTimer !== null) this._clearTimeout(this._refreshTimer);
-    this._refreshTimer = null;
-    if (typeof this._token !== 'function') return;
+    this._clearRefresh();
+    if (typeof this._token !== 'function' || exp === this._refreshedExp) return;
     const serverNow = this._now() + this._clockSkew;
     const delay = Math.max(1000, exp * 1000 - serverNow - this.refreshBefore);
-    this._refreshTimer = this._setTimeout(() => {
+    this._refreshTimer = this._after(delay, () => {
       this._refreshTimer = null;
+      this._refreshedExp = exp;
       this._refresh();
-    }, delay);
+    });
   }
 
   async _refresh() {
     try {
       const token = await this._getToken({ attempt: 0, lastCode: 0, welcomed: true, refresh: true });
-      if (token && !this._stopped) await this._request({ type: 'auth', token });
+      // The same token again refreshes nothing: it would only cost a frame.
+      if (token && token !== this._sentToken && !this._stopped) await this.auth(token);
     } catch (err) {
       this._emit('error', err instanceof LBError ? err : new LBError('unauthorized', String(err && err.message)));
     }
@@ -501,10 +539,10 @@ export class LBClient {
     const e = { msg, done, sent: false, retries: 0, retryTimer: null, timer: null, fields: subFields };
     this._pending.set(msg.id, e);
     if (msg.type !== 'score' && this.requestTimeout > 0) {
-      e.timer = this._setTimeout(() => {
+      e.timer = this._after(this.requestTimeout, () => {
         e.timer = null;
         this._settle(e, null, new LBError('timeout', `lb-client: no reply to ${msg.type} ${msg.id}`));
-      }, this.requestTimeout);
+      });
     }
     this._transmit(e);
     return e;
@@ -514,7 +552,7 @@ export class LBClient {
     const ws = this._ws;
     if (!ws || !this.welcome || ws.readyState !== OPEN) return; // sent after the next welcome
     if (e.retryTimer !== null) {
-      this._clearTimeout(e.retryTimer);
+      this._cancel(e.retryTimer);
       e.retryTimer = null;
     }
     try {
@@ -528,8 +566,8 @@ export class LBClient {
   _settle(e, reply, err) {
     if (this._pending.get(e.msg.id) !== e) return;
     this._pending.delete(e.msg.id);
-    if (e.timer !== null) this._clearTimeout(e.timer);
-    if (e.retryTimer !== null) this._clearTimeout(e.retryTimer);
+    this._cancel(e.timer);
+    this._cancel(e.retryTimer);
     if (!e.done) {
       if (err) this._emit('error', err);
       return;
@@ -557,7 +595,7 @@ export class LBClient {
   }
 
   /**
-   * Sends a raw request (type and fields per PROTOCOL.md §4); an id is added
+   * Sends a raw request (type and fields per docs/protocol.md §4); an id is added
    * when absent. Resolves with the reply, rejects with an LBError.
    */
   request(fields) {
@@ -627,6 +665,7 @@ export class LBClient {
    */
   auth(token) {
     if (typeof this._token !== 'function') this._token = token;
+    this._sentToken = token;
     return this._request({ type: 'auth', token });
   }
 }

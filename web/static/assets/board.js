@@ -37,7 +37,7 @@ export class RankTable {
 
   /** Writes every row's score again in the current format (useBoardDecimals). */
   rescore() {
-    for (const r of this.rows.values()) if (r.score !== null) r.cells.score.textContent = scoreText(r.score);
+    for (const r of this.rows.values()) if (r.score !== null) setScore(r.cells.score, scoreText(r.score));
   }
 
   update(entries) {
@@ -132,6 +132,7 @@ export class RankTable {
     const c = r.cells;
     const label = e.name || e.member;
     c.name.textContent = label + (e.member === this.me ? ' (you)' : '');
+    c.name.title = label; // the whole name where the column ends it in an ellipsis
     c.id.textContent = e.name && e.name !== e.member ? '@' + e.member : '';
     if (c.pic) this._picture(r, e);
     if (c.flag) {
@@ -157,7 +158,7 @@ export class RankTable {
       r.rank = e.rank;
     }
     if (r.score !== e.score) {
-      c.score.textContent = scoreText(e.score);
+      setScore(c.score, scoreText(e.score));
       if (r.score !== null) {
         flash(r.tr);
         if (c.delta) {
@@ -171,6 +172,12 @@ export class RankTable {
       r.score = e.score;
     }
   }
+}
+
+// setScore writes a score cell and its length, which sizes it (app.css).
+function setScore(cell, text) {
+  cell.textContent = text;
+  cell.style.setProperty('--chars', String(text.length));
 }
 
 /** Restarts the fading highlight on an element. */

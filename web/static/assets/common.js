@@ -1,6 +1,9 @@
-// Shared helpers of the spectator and player pages: tokens, the board list,
-// the connection badge. Tokens stay in memory (or in the URL fragment, which
-// browsers never send); they are never put in a query string or in storage.
+// Shared helpers of the spectator, player and overlay pages: tokens, the
+// board list, the connection badge, error texts. Tokens stay in memory (or in
+// the URL fragment, which browsers never send); they are never put in a query
+// string or in storage.
+
+import { ERROR_TEXT } from '/lb-client.js';
 
 /** Whether the gateway runs with --dev (the handler fills the meta tag). */
 export const dev = document.querySelector('meta[name="lb-dev"]')?.content === 'true';
@@ -17,10 +20,40 @@ export function validBoard(b) {
   return boardRE.test(b);
 }
 
+/**
+ * An error for the page: the contract's short text, the code, and the
+ * server's own message when it says more (which field, which limit).
+ */
+export function errorText(err) {
+  const text = ERROR_TEXT[err.code] || err.message || err.code;
+  const said = err.message && err.message !== text && err.message !== err.code ? ` — ${err.message}` : '';
+  return `${text} (${err.code})${said}`;
+}
+
 /** The token in the fragment (#token=…), or ''. */
 export function fragmentToken() {
   return new URLSearchParams(location.hash.slice(1)).get('token') || '';
 }
+
+/**
+ * Whether the page has no token to connect with: not --dev, and no #token=.
+ * It still tries once (a --public-read gateway lets spectators in without
+ * one), but a refusal is then final: retrying would send nothing new.
+ */
+export function noToken() {
+  return !dev && !fragmentToken();
+}
+
+/** The hint a page without a token shows. */
+export const NO_TOKEN_HINT = 'This page needs a token: add #token=<your JWT> to the address. ' +
+  'The token stays in the fragment, which the browser never sends to a server.';
+
+// A token added to the fragment of a page opened without one is taken by
+// loading the page again.
+const openedWithoutToken = noToken();
+addEventListener('hashchange', () => {
+  if (openedWithoutToken && !noToken()) location.reload();
+});
 
 /** A link to another page of this site that keeps the fragment (and so the token). */
 export function link(path, params) {
@@ -130,7 +163,7 @@ export function num(n) {
   return n === null || n === undefined ? '—' : fmt.format(n);
 }
 
-// A hot board's scores have 3 decimals on the wire (PROTOCOL.md R22), which
+// A hot board's scores have 3 decimals on the wire (docs/protocol.md R22), which
 // JSON.parse drops from 5.000: the page learns them from the board's config.
 const fmt3 = new Intl.NumberFormat(undefined, { minimumFractionDigits: 3, maximumFractionDigits: 3 });
 let scoreDecimals = 0;
@@ -147,6 +180,15 @@ export function useBoardDecimals(board) {
   return changed;
 }
 
+/**
+ * Writes a number into a .big element on one line: --chars tells the CSS its
+ * length, so a long score is set smaller instead of wrapping.
+ */
+export function setBig(node, text) {
+  node.textContent = text;
+  node.style.setProperty('--chars', String([...text].length));
+}
+
 /** Formats a score: with its 3 decimals on a hot board; '—' for null. */
 export function scoreText(n) {
   if (n === null || n === undefined) return '—';
@@ -154,9 +196,11 @@ export function scoreText(n) {
 }
 
 /**
- * GET /api/v1/boards/{id}: {board: config, members}, or null when it cannot
- * be read (no token yet, not allowed, gateway down): the page then shows the
- * board id and learns the state from the subscription.
+ * GET /api/v1/boards/{id}: {board: config, members, state}; {absent: true}
+ * when the gateway says there is no such board (a 404 unknown_board: under
+ * --dev a subscription to it still succeeds, as reads never create boards);
+ * null when it cannot be read (no token yet, not allowed, gateway down): the
+ * page then shows the board id and learns the state from the subscription.
  */
 export async function boardConfig(id, token) {
   try {
@@ -164,6 +208,10 @@ export async function boardConfig(id, token) {
       headers: token ? { Authorization: 'Bearer ' + token } : {},
       cache: 'no-store',
     });
+    if (r.status === 404) {
+      const j = await r.json().catch(() => null);
+      return j?.error?.code === 'unknown_board' ? { absent: true } : null;
+    }
     if (!r.ok) return null;
     const j = await r.json();
     return j && typeof j.board === 'object' ? j : null;
@@ -191,9 +239,13 @@ export function ago(ms) {
   return Math.round(s / 60) + ' min ago';
 }
 
-/** "1:05", "12:00", "1:02:03" for a duration in ms (never negative). */
+/**
+ * "1:05", "12:00", "1:02:03" for a duration in ms (never negative); a day or
+ * more is "4 d 16 h", since seconds ticking under a wait of days say nothing.
+ */
 export function clock(ms) {
   const t = Math.max(0, Math.ceil(ms / 1000));
+  if (t >= 86400) return `${Math.floor(t / 86400)} d ${Math.floor((t % 86400) / 3600)} h`;
   const h = Math.floor(t / 3600);
   const m = Math.floor((t % 3600) / 60);
   const sec = String(t % 60).padStart(2, '0');
@@ -266,6 +318,8 @@ const badgeText = {
   refused: 'token refused',
   forbidden: 'not allowed',
   unknown: 'no such board',
+  absent: 'no such board yet',
+  notoken: 'no token',
   deleted: 'board deleted',
   scheduled: 'not started',
   closing: 'closing',
@@ -278,6 +332,8 @@ const notices = {
   refused: 'The gateway refused the token. Retrying with a fresh one…',
   forbidden: 'This token is not allowed on this board.',
   unknown: 'There is no board with this id.',
+  absent: 'There is no board with this id yet: check the address. Its first score creates it.',
+  notoken: NO_TOKEN_HINT,
   deleted: 'This board was deleted.',
 };
 
@@ -295,7 +351,8 @@ export class BoardStatus {
     this.text = badge.querySelector('.text');
     this.onChange = onChange;
     this.notice = notice;
-    this.refusal = ''; // forbidden | unknown | deleted: terminal for this board
+    this.refusal = ''; // forbidden | unknown | deleted | notoken: terminal for this board
+    this.absent = false; // the gateway has no such board (yet): see markAbsent
     this.down = ''; // unreachable | refused while not connected
     this.frame = null; // the last board frame
     this.waitText = '';
@@ -317,12 +374,26 @@ export class BoardStatus {
       gatewayUp().then((up) => {
         if (this.lb.status === 'open') return;
         this.down = up ? 'refused' : 'unreachable';
+        if (up && noToken()) {
+          // Refused without a token: another attempt would be the same.
+          this.refusal = 'notoken';
+          this.lb.close();
+        }
         this.render();
       });
     });
     lb.on('error', (err) => {
       if (err.code === 'token_failed') {
         this.down = err.cause instanceof Unreachable || err.cause instanceof TypeError ? 'unreachable' : 'refused';
+        this.render();
+      }
+    });
+    this.hasEntries = false; // a top frame had entries: the board exists
+    lb.on('top', (f) => {
+      // Entries mean the board exists now (its first score created it).
+      this.hasEntries = f.entries.length > 0 || f.total > 0;
+      if (this.absent && this.hasEntries) {
+        this.absent = false;
         this.render();
       }
     });
@@ -342,12 +413,25 @@ export class BoardStatus {
     const key = { forbidden: 'forbidden', unknown_board: 'unknown', invalid_board: 'unknown' }[err?.code];
     if (key) this.refusal = key;
     this.render();
-    return key || '';
+    // Once refused, the errors that follow (closed) are not news either.
+    return key || this.refusal;
+  }
+
+  /**
+   * Records that GET /api/v1/boards/{id} found no such board: a --dev
+   * gateway subscribes to it anyway (reads never create a board), so the
+   * page would look live and empty. Cleared by the first entries (and moot
+   * when they came before the answer).
+   */
+  markAbsent() {
+    this.absent = !this.hasEntries;
+    this.render();
   }
 
   /** The page's state key (see badgeText). */
   get state() {
     if (this.refusal) return this.refusal;
+    if (this.absent && this.lb.status === 'open') return 'absent';
     const s = this.lb.status;
     if (s !== 'open') {
       if (this.down) return this.down;

@@ -19,30 +19,70 @@ function clampInt(v, min, max, def) {
   return Number.isFinite(n) ? Math.min(max, Math.max(min, n)) : def;
 }
 
-// theme maps URL parameters to the --ov-* variables. Values are checked with
-// CSS.supports and set through the CSSOM, which the CSP allows (a style
-// attribute would not be).
+// CSS named colours (CSS Color 4), lower case, and transparent.
+const NAMED_COLORS = new Set(('aliceblue antiquewhite aqua aquamarine azure beige bisque black blanchedalmond blue ' +
+  'blueviolet brown burlywood cadetblue chartreuse chocolate coral cornflowerblue cornsilk crimson cyan darkblue ' +
+  'darkcyan darkgoldenrod darkgray darkgreen darkgrey darkkhaki darkmagenta darkolivegreen darkorange darkorchid ' +
+  'darkred darksalmon darkseagreen darkslateblue darkslategray darkslategrey darkturquoise darkviolet deeppink ' +
+  'deepskyblue dimgray dimgrey dodgerblue firebrick floralwhite forestgreen fuchsia gainsboro ghostwhite gold ' +
+  'goldenrod gray green greenyellow grey honeydew hotpink indianred indigo ivory khaki lavender lavenderblush ' +
+  'lawngreen lemonchiffon lightblue lightcoral lightcyan lightgoldenrodyellow lightgray lightgreen lightgrey ' +
+  'lightpink lightsalmon lightseagreen lightskyblue lightslategray lightslategrey lightsteelblue lightyellow lime ' +
+  'limegreen linen magenta maroon mediumaquamarine mediumblue mediumorchid mediumpurple mediumseagreen ' +
+  'mediumslateblue mediumspringgreen mediumturquoise mediumvioletred midnightblue mintcream mistyrose moccasin ' +
+  'navajowhite navy oldlace olive olivedrab orange orangered orchid palegoldenrod palegreen paleturquoise ' +
+  'palevioletred papayawhip peachpuff peru pink plum powderblue purple rebeccapurple red rosybrown royalblue ' +
+  'saddlebrown salmon sandybrown seagreen seashell sienna silver skyblue slateblue slategray slategrey snow ' +
+  'springgreen steelblue tan teal thistle tomato turquoise violet wheat white whitesmoke yellow yellowgreen ' +
+  'transparent').split(' '));
+
+/**
+ * A theme colour from a URL parameter: hex (#rgb, #rrggbb, #rrggbbaa, with
+ * or without the #, as in "?accent=ff0") or a CSS named colour; '' for
+ * anything else, which the overlay ignores.
+ */
+function themeColor(v) {
+  if (typeof v !== 'string') return '';
+  const hex = /^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$/.exec(v);
+  if (hex) return '#' + hex[1].toLowerCase();
+  const name = v.toLowerCase();
+  return NAMED_COLORS.has(name) ? name : '';
+}
+
+// theme maps URL parameters to the --ov-* variables, set through the CSSOM
+// (the CSP forbids a style attribute). A colour parameter must be a colour
+// and nothing else: CSS.supports accepts any value holding var(), which let
+// `bg=var(--x,) url(…)` load an image from anywhere.
 const theme = {
-  bg: ['--ov-bg', 'color'],
-  fg: ['--ov-fg', 'color'],
-  muted: ['--ov-muted', 'color'],
-  accent: ['--ov-accent', 'color'],
-  row: ['--ov-row', 'color'],
-  me: ['--ov-row-me', 'color'],
-  up: ['--ov-up', 'color'],
-  down: ['--ov-down', 'color'],
-  radius: ['--ov-radius', 'border-radius'],
-  font: ['--ov-font', 'font-family'],
+  bg: '--ov-bg',
+  fg: '--ov-fg',
+  muted: '--ov-muted',
+  accent: '--ov-accent',
+  row: '--ov-row',
+  me: '--ov-row-me',
+  up: '--ov-up',
+  down: '--ov-down',
 };
 const root = document.documentElement.style;
-for (const [param, [prop, kind]] of Object.entries(theme)) {
-  let v = q.get(param);
-  if (!v) continue;
-  if (kind === 'color' && /^[0-9a-fA-F]{3,8}$/.test(v)) v = '#' + v; // "?accent=ff0" reads better in a URL
-  if (CSS.supports(kind, v)) root.setProperty(prop, v);
+for (const [param, prop] of Object.entries(theme)) {
+  const v = themeColor(q.get(param));
+  if (v) root.setProperty(prop, v);
 }
+const radius = /^(\d{1,3})(px)?$/.exec(q.get('radius') || '');
+if (radius) root.setProperty('--ov-radius', Math.min(200, Number(radius[1])) + 'px');
+const font = q.get('font') || '';
+// Family names only: letters, digits, spaces, hyphens and commas (no quotes,
+// no functions), so a font parameter can name a font and do nothing else.
+if (/^[A-Za-z0-9 ,-]{1,100}$/.test(font)) root.setProperty('--ov-font', font + ', var(--font)');
 const scale = parseFloat(q.get('scale'));
 if (scale >= 0.25 && scale <= 4) root.setProperty('--ov-scale', String(scale));
+// Opened in a plain browser tab (not an OBS browser source, which defines
+// window.obsstudio, nor a frame), the transparent overlay would be white on
+// white: it is previewed over a dark checkerboard instead. ?preview=0 or a
+// bg colour turns that off.
+if (!window.obsstudio && window.parent === window && !themeColor(q.get('bg')) && q.get('preview') !== '0') {
+  document.documentElement.classList.add('preview');
+}
 
 function notice(text) {
   $('notice').textContent = text || '';
@@ -134,7 +174,7 @@ async function start() {
 
   function tick() {
     const { text } = lifecycle(lb.boards.get(board), cfg?.board, lb.serverNow());
-    const ok = status?.state !== 'forbidden' && status?.state !== 'unknown' && status?.state !== 'deleted';
+    const ok = !['forbidden', 'unknown', 'absent', 'deleted', 'notoken'].includes(status?.state);
     $('clock').textContent = ok && status?.state !== 'final' ? text : '';
   }
   setInterval(tick, 250);
@@ -144,6 +184,7 @@ async function start() {
   });
   lb.connect();
   cfg = await boardConfig(board, await tokens({}).catch(() => ''));
+  if (cfg?.absent) status.markAbsent();
   if (useBoardDecimals(cfg?.board)) table.rescore();
   if (cfg?.board?.title && !q.get('title')) {
     $('title').textContent = cfg.board.title;

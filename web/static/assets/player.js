@@ -1,10 +1,10 @@
 // The player page: choose a name (dev token) or bring a token (#token=…),
 // score with buttons, see the ack's rank, the live view around you, the top
 // 10, and a notice when someone overtakes you.
-import { ERROR_TEXT, LBClient, tierOf } from '/lb-client.js';
+import { LBClient, tierOf } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
-  BoardStatus, boardConfig, boardParam, dev, fragmentToken, lifecycle, link, num, randomTag, scoreText, useBoardDecimals, tokenSource,
+  BoardStatus, NO_TOKEN_HINT, errorText, setBig, boardConfig, boardParam, dev, fragmentToken, lifecycle, link, num, randomTag, scoreText, useBoardDecimals, tokenSource,
   validBoard,
 } from './common.js';
 
@@ -39,8 +39,7 @@ function rememberedName() {
 
 const board = boardParam();
 if (!dev && !fragmentToken()) {
-  notice('This page needs a player token: add #token=<your JWT> to the address. ' +
-    'The token stays in the fragment, which the browser never sends to a server.');
+  notice(NO_TOKEN_HINT.replace('needs a token', 'needs a player token'));
 }
 if (!dev && board && fragmentToken()) {
   start(board, '');
@@ -101,7 +100,7 @@ function start(id, name) {
     }
   });
   lb.on('error', (err) => {
-    if (err.code !== 'token_failed') notice(`${err.code}: ${ERROR_TEXT[err.code] || err.message}`, false);
+    if (err.code !== 'token_failed') notice(errorText(err), false);
   });
   let total = 0;
   lb.on('top', (f) => {
@@ -136,7 +135,7 @@ function start(id, name) {
   // tick: the countdown, the final banner, whether scoring makes sense.
   function tick() {
     const { state, text } = lifecycle(lb.boards.get(id), cfg?.board, lb.serverNow());
-    const refused = ['forbidden', 'unknown', 'deleted'].includes(status?.state);
+    const refused = ['forbidden', 'unknown', 'deleted', 'notoken'].includes(status?.state);
     $('countdown').textContent = refused || state === 'final' ? '' : text;
     $('final-banner').hidden = refused || state !== 'final';
     const closed = refused || state === 'final' || state === 'scheduled' || state === 'deleted';
@@ -163,9 +162,8 @@ function start(id, name) {
   let overtakenTimer = 0;
   lb.on('view', (f) => {
     if (f.member !== me) return;
-    $('my-rank').textContent = f.rank ? '#' + num(f.rank) : '—';
-    $('my-score').textContent = scoreText(f.score);
-    $('my-score').classList.toggle('long', scoreText(f.score).length > 8);
+    setBig($('my-rank'), f.rank ? '#' + num(f.rank) : '—');
+    setBig($('my-score'), scoreText(f.score));
     lastRank = f.rank || 0;
     showPercentile();
     around.update(f.around);
@@ -192,12 +190,26 @@ function start(id, name) {
     $('pending').textContent = n === 0 ? 'all acknowledged' : `${n} waiting`;
   };
 
-  function send(delta) {
-    if (!Number.isSafeInteger(delta) || delta === 0) {
-      $('ackline').textContent = 'A delta is a whole number other than 0.';
+  // The board's mode decides what a score is: a delta on incr boards, the
+  // value itself on best and set boards (learnt from the config; incr until
+  // then, the default).
+  let byValue = false;
+  function useMode(mode) {
+    byValue = mode === 'best' || mode === 'set';
+    $('pad').hidden = byValue;
+    $('custom-label').textContent = byValue
+      ? (mode === 'best' ? 'Your score (the best one counts)' : 'Your score (the last one counts)')
+      : 'Custom delta (negative to take points back)';
+    $('custom-form').dataset.mode = byValue ? 'value' : 'delta';
+  }
+
+  function send(n) {
+    if (!Number.isSafeInteger(n) || (!byValue && n === 0)) {
+      $('ackline').textContent = byValue ? 'A score is a whole number.' : 'A delta is a whole number other than 0.';
       return;
     }
-    const p = lb.score(id, { delta });
+    const delta = n;
+    const p = lb.score(id, byValue ? { value: n } : { delta: n });
     pending();
     p.then(
       (ack) => {
@@ -207,7 +219,7 @@ function start(id, name) {
         $('ack-score').textContent = scoreText(ack.score);
         const was = ack.prev_rank === null ? 'new on the board' : `was #${num(ack.prev_rank)}`;
         $('ackline').replaceChildren(
-          `${delta > 0 ? '+' : ''}${num(delta)} → `,
+          byValue ? `${num(delta)} → ` : `${delta > 0 ? '+' : ''}${num(delta)} → `,
           Object.assign(document.createElement('strong'), { textContent: `rank #${num(ack.rank)}` }),
           `, score ${scoreText(ack.score)} (${was})${ack.duplicate ? ' — re-sent, applied once' : ''}`,
         );
@@ -215,7 +227,7 @@ function start(id, name) {
       (err) => {
         if (err.code === 'limit_reached') limitHit = true;
         showAttempts();
-        $('ackline').textContent = `Not applied: ${ERROR_TEXT[err.code] || err.message} (${err.code})`;
+        $('ackline').textContent = `Not applied: ${errorText(err)}`;
       },
     ).finally(pending);
   }
@@ -231,16 +243,17 @@ function start(id, name) {
   document.addEventListener('keydown', (ev) => {
     if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.target.closest('input, textarea')) return;
     const delta = { 1: 1, 2: 10, 3: 100 }[ev.key];
-    if (delta) send(delta);
+    if (delta && !byValue) send(delta);
   });
 
   lb.subscribe(id, { top: 10, around: 3 }).catch((err) => {
-    if (!status.fail(err)) notice(`${err.code}: ${ERROR_TEXT[err.code] || err.message}`, false);
+    if (!status.fail(err)) notice(errorText(err), false);
   });
   lb.connect();
   document.querySelector('.pad button').focus();
   tokens({}).then((t) => boardConfig(id, t), () => null).then((c) => {
     cfg = c;
+    useMode(cfg?.board?.mode);
     if (useBoardDecimals(cfg?.board)) for (const t of [top, around]) t.rescore();
     if (cfg?.board?.title) {
       $('title').textContent = cfg.board.title;

@@ -1,10 +1,10 @@
 // The spectator page: a board picker without ?board=, else the board's live
 // top-N, its member count, the connection status and a followed member's view.
-import { ERROR_TEXT, LBClient } from '/lb-client.js';
+import { LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
-  BoardStatus, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num, scoreText, useBoardDecimals,
-  randomTag, tokenSource, validBoard,
+  BoardStatus, NO_TOKEN_HINT, errorText, setBig, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num, scoreText,
+  useBoardDecimals, randomTag, tokenSource, validBoard,
 } from './common.js';
 
 const $ = (id) => document.getElementById(id);
@@ -20,12 +20,16 @@ function notice(text, info = true) {
 }
 
 if (!dev && !fragmentToken()) {
-  notice('This page needs a token: add #token=<your JWT> to the address. ' +
-    'The token stays in the fragment, which the browser never sends to a server.');
+  notice(NO_TOKEN_HINT);
 }
 
 if (board) showBoard(board);
 else showPicker();
+
+// How many boards of the picker get their member count and state (one GET
+// each), and the words for the states.
+const PICKER_DETAILS = 48;
+const PICKER_STATES = { scheduled: 'not started', open: 'live', closing: 'closing', final: 'final' };
 
 async function showPicker() {
   $('picker').hidden = false;
@@ -42,17 +46,35 @@ async function showPicker() {
   $('open-input').focus();
   if (!dev && !fragmentToken()) return;
   try {
-    const boards = await listBoards(await tokens({}));
+    const token = await tokens({});
+    const boards = await listBoards(token);
     const ul = $('boards');
     for (const b of boards) {
-      const count = b.members ?? b.member_count ?? b.total ?? b.count;
+      const meta = el('span', { class: 'meta' }, b.title && b.title !== b.id ? b.id : '');
+      const state = el('span', { class: 'state' });
       ul.append(el('li', {},
-        el('a', { href: link('/', { board: b.id }) },
-          el('span', { class: 'title' }, b.title || b.id),
-          el('span', { class: 'meta' }, b.title && b.title !== b.id ? b.id : '',
-            count !== undefined ? ` ${b.title && b.title !== b.id ? '· ' : ''}${num(count)} members` : ''))));
+        el('a', { href: link('/', { board: b.id }), dataset: { board: b.id } },
+          el('span', { class: 'title' }, b.title || b.id), meta, state)));
+      b.meta = meta;
+      b.stateNode = state;
     }
     $('boards-empty').hidden = boards.length > 0;
+    // The list carries configs only; member counts and states come from
+    // each board's GET, a few at a time, for the first boards shown.
+    const queue = boards.slice(0, PICKER_DETAILS);
+    const worker = async () => {
+      for (let b = queue.shift(); b; b = queue.shift()) {
+        const c = await boardConfig(b.id, token);
+        if (!c?.board) continue;
+        const sep = b.meta.textContent ? ' · ' : '';
+        if (typeof c.members === 'number') b.meta.append(`${sep}${num(c.members)} ${c.members === 1 ? 'member' : 'members'}`);
+        if (c.state) {
+          b.stateNode.textContent = PICKER_STATES[c.state] || c.state;
+          b.stateNode.dataset.state = c.state;
+        }
+      }
+    };
+    await Promise.all([worker(), worker(), worker(), worker()]);
   } catch (err) {
     $('boards-empty').hidden = false;
     $('boards-empty').textContent = 'Could not list the boards (' + err.message + '). Open one by id above.';
@@ -88,7 +110,7 @@ function showBoard(id) {
     $('node').textContent = w.node || '—';
   });
   lb.on('error', (err) => {
-    if (err.code !== 'token_failed') notice(`${err.code}: ${ERROR_TEXT[err.code] || err.message}`, false);
+    if (err.code !== 'token_failed') notice(errorText(err), false);
   });
 
   const showAge = () => {
@@ -100,6 +122,10 @@ function showBoard(id) {
       showLast(f);
       if (lb.boards.get(id)?.state !== 'final') return; // the live table moves on to the next period
     }
+    if (cfg?.absent && f.entries.length > 0) {
+      cfg = null; // created by its first score since: load its config once
+      loadConfig();
+    }
     table.update(f.entries);
     $('total').textContent = num(f.total);
     $('empty').hidden = f.entries.length > 0;
@@ -108,6 +134,7 @@ function showBoard(id) {
   });
   lb.on('board', (f) => {
     showAge();
+    if (f.state === 'final') $('last').hidden = true;
     if (f.state === 'deleted') {
       table.update([]);
       $('empty').hidden = true;
@@ -115,9 +142,11 @@ function showBoard(id) {
     tick();
   });
 
+  // showLast shows a past period's final standings under the live table;
+  // on a final board the live table holds them already.
   function showLast(f) {
     lastTable.update(f.entries);
-    $('last').hidden = f.entries.length === 0;
+    $('last').hidden = f.entries.length === 0 || lb.boards.get(id)?.state === 'final';
     $('last-h').textContent = f.period !== undefined && lb.boards.get(id)?.state !== 'final'
       ? 'Last period · final' : 'Final standings';
   }
@@ -126,7 +155,7 @@ function showBoard(id) {
   function tick() {
     const frame = lb.boards.get(id);
     const { state, text } = lifecycle(frame, cfg?.board, lb.serverNow());
-    const shown = !['forbidden', 'unknown', 'deleted'].includes(status?.state);
+    const shown = !['forbidden', 'unknown', 'absent', 'deleted', 'notoken'].includes(status?.state);
     $('countdown').textContent = shown && state !== 'final' ? text : '';
     $('final-banner').hidden = !(shown && state === 'final');
     const period = frame?.period;
@@ -140,9 +169,8 @@ function showBoard(id) {
     if (f.member !== followed) return;
     $('view').hidden = false;
     $('view-hint').hidden = true;
-    $('view-rank').textContent = f.rank ? '#' + num(f.rank) : '—';
-    $('view-score').textContent = scoreText(f.score);
-    $('view-score').classList.toggle('long', scoreText(f.score).length > 8);
+    setBig($('view-rank'), f.rank ? '#' + num(f.rank) : '—');
+    setBig($('view-score'), scoreText(f.score));
     const own = f.around.find((e) => e.member === f.member);
     $('view-who').textContent = f.rank
       ? `${own?.name || f.member} and the members around them`
@@ -154,7 +182,7 @@ function showBoard(id) {
   function subscribe() {
     const opts = followed ? { top: topN, around: 3, member: followed } : { top: topN };
     lb.subscribe(id, opts).catch((err) => {
-      if (!status.fail(err)) notice(`${err.code}: ${ERROR_TEXT[err.code] || err.message}`, false);
+      if (!status.fail(err)) notice(errorText(err), false);
     });
   }
 
@@ -197,6 +225,7 @@ function showBoard(id) {
   // from the board's config and a read of the previous period.
   async function loadConfig() {
     cfg = await boardConfig(id, await tokens({}).catch(() => ''));
+    if (cfg?.absent) status.markAbsent();
     const b = cfg?.board;
     if (useBoardDecimals(b)) for (const t of [table, viewTable, lastTable]) t.rescore();
     if (!b) return;
