@@ -1,7 +1,7 @@
 package auth
 
 // Error is a verification failure that maps to one of the wire contract's
-// error codes (PROTOCOL.md §4). Compare with errors.Is against the sentinels;
+// error codes (docs/protocol.md §4). Compare with errors.Is against the sentinels;
 // Verify wraps them with a reason, never with the token itself.
 type Error struct {
 	code string

@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"time"
 
 	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/internal/names"
 )
 
 // Config selects the verification key and the claim checks. Exactly one of
@@ -52,10 +51,6 @@ const DefaultLeeway = 5 * time.Second
 // maxTokenLen bounds what is parsed: real tokens are well under 2 KiB and a
 // query parameter or header could otherwise hand the parser megabytes.
 const maxTokenLen = 8 << 10
-
-// memberIDRe is the `sub` rule of §3. It duplicates rank's member-id rule
-// because auth imports nothing from the project; keep the two equal.
-var memberIDRe = regexp.MustCompile(`^[A-Za-z0-9_.:@-]{1,64}$`)
 
 // Verifier checks tokens against one key source. It is immutable after New
 // and safe for concurrent use.
@@ -234,8 +229,8 @@ func (v *Verifier) check(cl *claims) (Principal, error) {
 	if cl.ExpiresAt == nil {
 		return bad("exp claim required")
 	}
-	if !memberIDRe.MatchString(cl.Subject) {
-		return bad("sub must match %s", memberIDRe)
+	if !names.ValidMember(cl.Subject) {
+		return bad("sub must match %s", names.MemberRule)
 	}
 	role := cl.Role
 	if role == "" {
@@ -246,8 +241,13 @@ func (v *Verifier) check(cl *claims) (Principal, error) {
 	}
 	// An empty name is an absent one; any other must be a valid display
 	// name, else the token is refused (docs/protocol.md says why).
-	if cl.Name != "" && proto.CheckName(cl.Name) != nil {
-		return bad("name must be 1-%d characters without control or invisible characters", proto.MaxNameRunes)
+	name := cl.Name
+	if name != "" {
+		n, err := names.Normalize(name)
+		if err != nil {
+			return bad("name: %v", err)
+		}
+		name = n
 	}
 	if v.audience != "" && !slices.Contains(cl.Audience, v.audience) {
 		return bad("wrong audience")
@@ -263,7 +263,7 @@ func (v *Verifier) check(cl *claims) (Principal, error) {
 	if !now.Before(exp.Add(v.leeway)) {
 		return Principal{}, fmt.Errorf("auth: %w at %s", ErrTokenExpired, exp.UTC().Format(time.RFC3339))
 	}
-	p := Principal{Member: cl.Subject, Role: role, Name: cl.Name, Expiry: exp}
+	p := Principal{Member: cl.Subject, Role: role, Name: name, Expiry: exp}
 	if cl.Boards.set {
 		p.Boards = cl.Boards.list
 	}

@@ -83,6 +83,12 @@ func TestVerifyClaims(t *testing.T) {
 		}},
 		{name: "name 33 runes", claims: valid(map[string]any{"name": strings.Repeat("a", 33)}), want: ErrUnauthorized},
 		{name: "name number", claims: valid(map[string]any{"name": 7}), want: ErrUnauthorized},
+		{name: "name variation selector", claims: valid(map[string]any{"name": "Alice\ufe0f"}), want: ErrUnauthorized},
+		{name: "name decomposed", claims: valid(map[string]any{"name": "Zoe\u0308"}), check: func(t *testing.T, p Principal) {
+			if p.Name != "Zo\u00eb" {
+				t.Errorf("name = %q, want the NFC form", p.Name)
+			}
+		}},
 
 		// exp
 		{name: "exp missing", claims: valid(map[string]any{"exp": nil}), want: ErrUnauthorized},

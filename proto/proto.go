@@ -1,5 +1,5 @@
 // Package proto holds the wire contract's message shapes and codes
-// (PROTOCOL.md §4), shared by the gateway and the Go client, and the
+// (docs/protocol.md §4), shared by the gateway and the Go client, and the
 // gateway's one strict decoder of client messages and score events
 // (decode.go) and one ack encoder (encode.go), so that the WebSocket and
 // REST paths cannot drift apart. It imports nothing from the project.
