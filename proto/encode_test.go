@@ -164,3 +164,13 @@ func TestAppendErrorNoAlloc(t *testing.T) {
 		t.Fatalf("AppendError: %v allocations per frame, want 0", n)
 	}
 }
+
+func BenchmarkAppendError(b *testing.B) {
+	e := Error{Type: TypeError, ID: "c1-r12345", Code: CodeBoardClosed, Message: "board is closed: period 20261127 is past its grace",
+		Closed: Closed{Reason: ClosedPeriodOver, Period: 20261127, GraceEnd: 1_800_000_000_000}}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = AppendError(buf[:0], &e)
+	}
+}
