@@ -173,8 +173,12 @@ func TestRouting(t *testing.T) {
 		{"POST", "/healthz", 405},
 		{"BREW", "/api/v1/boards", 405},
 	} {
+		code := "bad_request"
+		if tc.status == 404 {
+			code = "not_found" // R30
+		}
 		r := e.do(tc.method, tc.path, adm, "")
-		r.wantError(t, tc.status, "bad_request")
+		r.wantError(t, tc.status, code)
 	}
 }
 

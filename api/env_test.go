@@ -20,6 +20,7 @@ import (
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/internal/connsplit"
 	"github.com/wsgateway/wsgateway/internal/testenv"
+	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/memstore"
 )
@@ -233,6 +234,7 @@ type errBody struct {
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
+		proto.Closed
 	} `json:"error"`
 }
 

@@ -10,7 +10,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // Error is a failure the API itself detects (auth, permissions, request
@@ -40,10 +42,13 @@ func tooLarge(format string, args ...any) *Error {
 func (a *API) classify(err error) (int, proto.ErrorDetail) {
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
-		// Fiber's own errors: routing misses (404, 405) and the like. They
-		// are about the request's shape, so they carry bad_request.
+		// Fiber's own errors: routing misses (404, 405) and the like. A
+		// route that does not exist is not_found (R30); the rest are about
+		// the request's shape, so they carry bad_request.
 		code := proto.CodeBadRequest
 		switch {
+		case fe.Code == http.StatusNotFound:
+			code = proto.CodeNotFound
 		case fe.Code == http.StatusServiceUnavailable:
 			code = proto.CodeUnavailable
 		case fe.Code >= 500:
@@ -65,10 +70,23 @@ func (a *API) classify(err error) (int, proto.ErrorDetail) {
 	switch code {
 	case proto.CodeInternal:
 		a.log.Error("api: internal error", "err", err)
-	case proto.CodeUnavailable, proto.CodeUnauthorized:
+	case proto.CodeUnauthorized:
+		if errors.Is(err, auth.ErrUnauthorized) {
+			// The operator sees which fault refused the token (R30); the
+			// error holds the verifier's reason, never the token.
+			a.log.Info("api: token refused", "err", err)
+			break
+		}
+		a.log.Debug("api: request refused", "code", code, "err", err) // no token sent
+	case proto.CodeUnavailable, proto.CodeTokenExpired:
 		a.log.Debug("api: request refused", "code", code, "err", err)
 	}
-	return status, proto.ErrorDetail{Code: code, Message: proto.PublicMessage(err)}
+	d := proto.ErrorDetail{Code: code, Message: proto.PublicMessage(err)}
+	var closed *rank.ClosedError
+	if errors.As(err, &closed) {
+		d.Closed = proto.Closed(*closed) // why, and when (R30)
+	}
+	return status, d
 }
 
 // errorHandler is fiber's ErrorHandler: every error, routing misses

@@ -269,7 +269,7 @@ func (a *API) answerEarly(ctx *fasthttp.RequestCtx, start time.Time, route strin
 func (a *API) handOver(ctx *fasthttp.RequestCtx, hand func(net.Conn, []byte)) {
 	h := &ctx.Request.Header
 	if cl := h.ContentLength(); cl > 0 || cl == -1 {
-		a.answerEarly(ctx, time.Now(), "rejected", 404, proto.CodeBadRequest, "not found")
+		a.answerEarly(ctx, time.Now(), "rejected", 404, proto.CodeNotFound, "not found")
 		return
 	}
 	raw := h.RawHeaders()

@@ -78,10 +78,10 @@ func bansJSON(bs []rank.Ban) fiber.Map {
 	return fiber.Map{"bans": out}
 }
 
-// noSuch is the 404 of a lift of no ban or a removal of no entry; like a
-// missing profile, it carries bad_request.
+// noSuch is the 404 of a lift of no ban or a removal of no entry:
+// not_found (R30), as a missing profile.
 func noSuch(format string, args ...any) *Error {
-	return &Error{code: proto.CodeBadRequest, status: http.StatusNotFound, msg: fmt.Sprintf(format, args...)}
+	return errf(proto.CodeNotFound, format, args...)
 }
 
 // moderated logs and counts a done action and tells the listener.

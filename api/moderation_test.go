@@ -109,7 +109,7 @@ func TestBans(t *testing.T) {
 		if got := e.topMembers(t, "mb"); got != "cheat=50 ann=5 total=2" {
 			t.Fatalf("top after the lift: %s", got)
 		}
-		e.do("DELETE", "/api/v1/boards/mb/bans/cheat", adminToken(t), "").wantError(t, 404, "bad_request")
+		e.do("DELETE", "/api/v1/boards/mb/bans/cheat", adminToken(t), "").wantError(t, 404, "not_found")
 		if a := e.actions(t); a["ban"] != 1 || a["lift"] != 1 {
 			t.Fatalf("moderation actions %v", a)
 		}
@@ -164,7 +164,7 @@ func TestGlobalBansAndRemoval(t *testing.T) {
 			t.Fatalf("a global ban did not re-read every board: %v", e.boardEvents())
 		}
 		e.do("DELETE", "/api/v1/bans/cheat", adminToken(t), "").wantStatus(t, 204)
-		e.do("DELETE", "/api/v1/bans/cheat", adminToken(t), "").wantError(t, 404, "bad_request")
+		e.do("DELETE", "/api/v1/bans/cheat", adminToken(t), "").wantError(t, 404, "not_found")
 		if got := e.topMembers(t, "g1"); got != "cheat=50 ann=5 total=2" {
 			t.Fatalf("top after the global lift: %s", got)
 		}
@@ -173,7 +173,7 @@ func TestGlobalBansAndRemoval(t *testing.T) {
 		if got := e.topMembers(t, "g1"); got != "ann=5 total=1" {
 			t.Fatalf("top after removal: %s", got)
 		}
-		e.do("DELETE", "/api/v1/boards/g1/members/cheat", adminToken(t), "").wantError(t, 404, "bad_request")
+		e.do("DELETE", "/api/v1/boards/g1/members/cheat", adminToken(t), "").wantError(t, 404, "not_found")
 		e.do("DELETE", "/api/v1/boards/g1/members/ann?period=bogus", adminToken(t), "").wantError(t, 400, "bad_request")
 		if a := e.actions(t); a["global_ban"] != 1 || a["global_lift"] != 1 || a["remove"] != 1 {
 			t.Fatalf("moderation actions %v", a)

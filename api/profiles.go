@@ -42,11 +42,9 @@ func memberParam(c *fiber.Ctx) (string, error) {
 	return m, nil
 }
 
-// noProfile is the 404 of a member without a profile. The contract has no
-// code of its own for it; like a route that does not exist, it carries
-// bad_request.
+// noProfile is the 404 of a member without a profile: not_found (R30).
 func noProfile(member string) *Error {
-	return &Error{code: proto.CodeBadRequest, status: http.StatusNotFound, msg: "member " + member + " has no profile"}
+	return errf(proto.CodeNotFound, "member %s has no profile", member)
 }
 
 func (a *API) putProfile(c *fiber.Ctx) error {

@@ -55,7 +55,7 @@ func TestProfiles(t *testing.T) {
 		player := token(t, "ann", auth.Player, nil)
 		spect := token(t, "watch", auth.Spectator, []string{"some-board"})
 
-		e.do("GET", profPath, player, "").wantError(t, 404, "bad_request")
+		e.do("GET", profPath, player, "").wantError(t, 404, "not_found")
 		full := `{"name":"Ann Élise","avatar":"https://img.example/ann.png","country":"FR"}`
 		r := e.do("PUT", profPath, serverToken(t), full)
 		r.wantStatus(t, 200)
@@ -84,8 +84,8 @@ func TestProfiles(t *testing.T) {
 			t.Fatalf("GET after replace: %d %s", r.status, r.body)
 		}
 		e.do("DELETE", profPath, adminToken(t), "").wantStatus(t, 204)
-		e.do("GET", profPath, player, "").wantError(t, 404, "bad_request")
-		e.do("DELETE", profPath, adminToken(t), "").wantError(t, 404, "bad_request")
+		e.do("GET", profPath, player, "").wantError(t, 404, "not_found")
+		e.do("DELETE", profPath, adminToken(t), "").wantError(t, 404, "not_found")
 		if c := e.changes(); c != "ann,ann,ann" {
 			t.Fatalf("listener heard %q, want ann three times (put, put, delete)", c)
 		}

@@ -41,7 +41,7 @@ const (
 )
 
 // TokenFromRequest extracts the token from an upgrade or REST request, first
-// found wins (PROTOCOL.md §3): the subprotocol list, then the Authorization
+// found wins (docs/protocol.md §3): the subprotocol list, then the Authorization
 // header, then the access_token query parameter. It does not verify the token.
 //
 // A `bearer.` subprotocol counts only when `lb.v1` is offered beside it: a

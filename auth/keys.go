@@ -134,15 +134,15 @@ func (l limitBody) RoundTrip(r *http.Request) (*http.Response, error) {
 func jwksKey(ctx context.Context, store jwkset.Storage, t *jwt.Token) (any, error) {
 	kid, _ := t.Header["kid"].(string)
 	if kid == "" {
-		return nil, errors.New("token has no kid")
+		return nil, fmt.Errorf("%w: token has no kid", ErrUnknownKey)
 	}
 	jwk, err := store.KeyRead(ctx, kid)
 	if err != nil {
-		return nil, fmt.Errorf("kid %q: %w", kid, err)
+		return nil, fmt.Errorf("%w: kid %q: %w", ErrUnknownKey, kid, err)
 	}
 	m := jwk.Marshal()
 	if m.USE != "" && m.USE != jwkset.UseSig {
-		return nil, fmt.Errorf("kid %q: key use %q is not sig", kid, m.USE)
+		return nil, fmt.Errorf("%w: kid %q: key use %q is not sig", ErrUnknownKey, kid, m.USE)
 	}
 	key := jwk.Key()
 	if pk, ok := key.(interface{ Public() crypto.PublicKey }); ok {
@@ -150,13 +150,13 @@ func jwksKey(ctx context.Context, store jwkset.Storage, t *jwt.Token) (any, erro
 	}
 	alg, err := keyAlg(key)
 	if err != nil {
-		return nil, fmt.Errorf("kid %q: %w", kid, err)
+		return nil, fmt.Errorf("%w: kid %q: %w", ErrUnknownKey, kid, err)
 	}
 	if declared := m.ALG.String(); declared != "" && declared != alg {
-		return nil, fmt.Errorf("kid %q declares alg %s for a %s key", kid, declared, alg)
+		return nil, fmt.Errorf("%w: kid %q declares alg %s for a %s key", ErrUnknownKey, kid, declared, alg)
 	}
 	if got := t.Method.Alg(); got != alg {
-		return nil, fmt.Errorf("kid %q is a %s key, token is %s", kid, alg, got)
+		return nil, fmt.Errorf("%w: kid %q is a %s key, token is %s", ErrUnknownKey, kid, alg, got)
 	}
 	return key, nil
 }

@@ -258,11 +258,11 @@ func TestVerifyJWKS(t *testing.T) {
 		{"ES256 e1", sign(t, jwt.SigningMethodES256, k.ec, kid("e1"), claims), nil},
 		{"EdDSA d1", sign(t, jwt.SigningMethodEdDSA, k.ed, kid("d1"), claims), nil},
 		{"RS256 r1 expired", sign(t, jwt.SigningMethodRS256, k.rsa, kid("r1"), valid(map[string]any{"exp": testNow.Add(-time.Hour).Unix()})), ErrTokenExpired},
-		{"RS256 r1 unknown role", sign(t, jwt.SigningMethodRS256, k.rsa, kid("r1"), valid(map[string]any{"role": "root"})), ErrUnauthorized},
-		{"no kid", sign(t, jwt.SigningMethodRS256, k.rsa, nil, claims), ErrUnauthorized},
-		{"numeric kid", sign(t, jwt.SigningMethodRS256, k.rsa, map[string]any{"kid": 1}, claims), ErrUnauthorized},
-		{"RS256 signed by another key under r1", sign(t, jwt.SigningMethodRS256, k.rsa2, kid("r1"), claims), ErrUnauthorized},
-		{"RS256 token naming the EC key", sign(t, jwt.SigningMethodRS256, k.rsa, kid("e1"), claims), ErrUnauthorized},
+		{"RS256 r1 unknown role", sign(t, jwt.SigningMethodRS256, k.rsa, kid("r1"), valid(map[string]any{"role": "root"})), ErrInvalidClaims},
+		{"no kid", sign(t, jwt.SigningMethodRS256, k.rsa, nil, claims), ErrUnknownKey},
+		{"numeric kid", sign(t, jwt.SigningMethodRS256, k.rsa, map[string]any{"kid": 1}, claims), ErrUnknownKey},
+		{"RS256 signed by another key under r1", sign(t, jwt.SigningMethodRS256, k.rsa2, kid("r1"), claims), ErrBadSignature},
+		{"RS256 token naming the EC key", sign(t, jwt.SigningMethodRS256, k.rsa, kid("e1"), claims), ErrUnknownKey},
 		{"ES256 token naming the RSA key", sign(t, jwt.SigningMethodES256, k.ec, kid("r1"), claims), ErrUnauthorized},
 		{"EdDSA token naming the EC key", sign(t, jwt.SigningMethodEdDSA, k.ed, kid("e1"), claims), ErrUnauthorized},
 		{"RS384 under r1", sign(t, jwt.SigningMethodRS384, k.rsa, kid("r1"), claims), ErrUnauthorized},
@@ -296,7 +296,7 @@ func TestJWKSUnknownKID(t *testing.T) {
 		for i := range 3 {
 			tok := sign(t, jwt.SigningMethodRS256, k.rsa2, kid("forged"), claims)
 			_, err := verify(t, v, tok)
-			wantErr(t, err, ErrUnauthorized, tok)
+			wantErr(t, err, ErrUnknownKey, tok)
 			_ = i
 		}
 		// One refresh for the first unknown kid, then the limiter holds.
@@ -325,7 +325,7 @@ func TestJWKSUnknownKID(t *testing.T) {
 		before := srv.fetches.Load()
 		tok := sign(t, jwt.SigningMethodRS256, k.rsa2, kid("unknown"), valid(map[string]any{"iss": "https://evil.example"}))
 		_, err := verify(t, v, tok)
-		wantErr(t, err, ErrUnauthorized, tok)
+		wantErr(t, err, ErrIssuer, tok)
 		if got := srv.fetches.Load() - before; got != 0 {
 			t.Errorf("a foreign issuer caused %d JWKS fetches", got)
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/internal/names"
 )
 
 // Claims describes a token to mint (dev mode, `wsgateway token`, tests).
@@ -40,14 +40,18 @@ func MintHS256(secret []byte, c Claims) (string, error) {
 	if len(secret) < 32 {
 		return "", fmt.Errorf("auth: mint: secret is %d bytes, need at least 32", len(secret))
 	}
-	if !memberIDRe.MatchString(c.Sub) {
-		return "", fmt.Errorf("auth: mint: sub %q must match %s", c.Sub, memberIDRe)
+	if !names.ValidMember(c.Sub) {
+		return "", fmt.Errorf("auth: mint: sub %q must match %s", c.Sub, names.MemberRule)
 	}
 	if c.Role != "" && !c.Role.Valid() {
 		return "", fmt.Errorf("auth: mint: unknown role %q", c.Role)
 	}
-	if c.Name != "" && proto.CheckName(c.Name) != nil {
-		return "", fmt.Errorf("auth: mint: name must be 1-%d characters without control or invisible characters", proto.MaxNameRunes)
+	if c.Name != "" {
+		n, err := names.Normalize(c.Name)
+		if err != nil {
+			return "", fmt.Errorf("auth: mint: name: %w", err)
+		}
+		c.Name = n
 	}
 	ttl := c.TTL
 	if ttl == 0 {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Role is what a token's holder may do (PROTOCOL.md §3).
+// Role is what a token's holder may do (docs/protocol.md §3).
 type Role string
 
 const (

@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"time"
 
 	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/internal/names"
 )
 
 // Config selects the verification key and the claim checks. Exactly one of
@@ -52,10 +51,6 @@ const DefaultLeeway = 5 * time.Second
 // maxTokenLen bounds what is parsed: real tokens are well under 2 KiB and a
 // query parameter or header could otherwise hand the parser megabytes.
 const maxTokenLen = 8 << 10
-
-// memberIDRe is the `sub` rule of §3. It duplicates rank's member-id rule
-// because auth imports nothing from the project; keep the two equal.
-var memberIDRe = regexp.MustCompile(`^[A-Za-z0-9_.:@-]{1,64}$`)
 
 // Verifier checks tokens against one key source. It is immutable after New
 // and safe for concurrent use.
@@ -171,13 +166,14 @@ func (b *boardsClaim) UnmarshalJSON(data []byte) error {
 
 // Verify checks token's signature and claims and returns its holder. A
 // failure wraps ErrTokenExpired when the token is valid but for its exp, and
-// ErrUnauthorized otherwise. ctx bounds a JWKS refresh for an unknown kid.
+// otherwise one of the faults of errors.go (each an ErrUnauthorized), the
+// detail after it for the log. ctx bounds a JWKS refresh for an unknown kid.
 func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) {
 	switch {
 	case token == "":
-		return Principal{}, fmt.Errorf("auth: %w: missing token", ErrUnauthorized)
+		return Principal{}, fmt.Errorf("auth: %w", ErrMissingToken)
 	case len(token) > maxTokenLen:
-		return Principal{}, fmt.Errorf("auth: %w: token longer than %d bytes", ErrUnauthorized, maxTokenLen)
+		return Principal{}, fmt.Errorf("auth: %w: longer than %d bytes", ErrMalformed, maxTokenLen)
 	}
 	if cl, ok := v.cache.get(token, v.now()); ok {
 		return v.check(&cl)
@@ -193,24 +189,39 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) 
 		err = decodeClaims(payload, &cl)
 	}
 	if err != nil {
-		return Principal{}, fmt.Errorf("auth: %w: %v", ErrUnauthorized, err)
+		return Principal{}, fmt.Errorf("auth: %w: %v", ErrMalformed, err)
 	}
 	_, err = v.parser.ParseWithClaims(token, &noClaims{}, func(t *jwt.Token) (any, error) {
 		// The claims are decoded (not yet trusted) before the key is looked
 		// up: a foreign issuer never costs a JWKS refresh.
 		if v.issuer != "" && cl.Issuer != v.issuer {
-			return nil, errors.New("wrong issuer")
+			return nil, ErrIssuer
 		}
 		return v.key(ctx, t)
 	})
 	if err != nil {
-		return Principal{}, fmt.Errorf("auth: %w: %v", ErrUnauthorized, err)
+		return Principal{}, fmt.Errorf("auth: %w: %v", parseFault(err), err)
 	}
 	p, err := v.check(&cl)
 	if err == nil {
 		v.cache.put(token, cl, v.now())
 	}
 	return p, err
+}
+
+// parseFault names the fault of a jwt parse error: the key function's own
+// (issuer, unknown key), a signature that does not verify or an algorithm
+// outside the pinned set (bad signature), else a malformed token.
+func parseFault(err error) *Error {
+	for _, f := range []*Error{ErrIssuer, ErrUnknownKey} {
+		if errors.Is(err, f) {
+			return f
+		}
+	}
+	if errors.Is(err, jwt.ErrTokenSignatureInvalid) || errors.Is(err, jwt.ErrTokenUnverifiable) {
+		return ErrBadSignature // unverifiable: an algorithm jwt does not know ("None")
+	}
+	return ErrMalformed
 }
 
 // key returns the verification key for t; the parser has already refused
@@ -229,13 +240,13 @@ func (v *Verifier) key(ctx context.Context, t *jwt.Token) (any, error) {
 // that token_expired means "renew and you are fine".
 func (v *Verifier) check(cl *claims) (Principal, error) {
 	bad := func(format string, args ...any) (Principal, error) {
-		return Principal{}, fmt.Errorf("auth: %w: "+format, append([]any{ErrUnauthorized}, args...)...)
+		return Principal{}, fmt.Errorf("auth: %w", invalidClaims(format, args...))
 	}
 	if cl.ExpiresAt == nil {
 		return bad("exp claim required")
 	}
-	if !memberIDRe.MatchString(cl.Subject) {
-		return bad("sub must match %s", memberIDRe)
+	if !names.ValidMember(cl.Subject) {
+		return bad("sub must match %s", names.MemberRule)
 	}
 	role := cl.Role
 	if role == "" {
@@ -246,24 +257,29 @@ func (v *Verifier) check(cl *claims) (Principal, error) {
 	}
 	// An empty name is an absent one; any other must be a valid display
 	// name, else the token is refused (docs/protocol.md says why).
-	if cl.Name != "" && proto.CheckName(cl.Name) != nil {
-		return bad("name must be 1-%d characters without control or invisible characters", proto.MaxNameRunes)
+	name := cl.Name
+	if name != "" {
+		n, err := names.Normalize(name)
+		if err != nil {
+			return bad("name: %v", err)
+		}
+		name = n
 	}
 	if v.audience != "" && !slices.Contains(cl.Audience, v.audience) {
-		return bad("wrong audience")
+		return Principal{}, fmt.Errorf("auth: %w", ErrAudience)
 	}
 	now := v.now()
 	if cl.NotBefore != nil && now.Add(v.leeway).Before(cl.NotBefore.Time) {
-		return bad("token not valid yet")
+		return Principal{}, fmt.Errorf("auth: %w: nbf %s", ErrNotYetValid, cl.NotBefore.UTC().Format(time.RFC3339))
 	}
 	if cl.IssuedAt != nil && now.Add(v.leeway).Before(cl.IssuedAt.Time) {
-		return bad("token issued in the future")
+		return Principal{}, fmt.Errorf("auth: %w: issued in the future, iat %s", ErrNotYetValid, cl.IssuedAt.UTC().Format(time.RFC3339))
 	}
 	exp := cl.ExpiresAt.Time
 	if !now.Before(exp.Add(v.leeway)) {
 		return Principal{}, fmt.Errorf("auth: %w at %s", ErrTokenExpired, exp.UTC().Format(time.RFC3339))
 	}
-	p := Principal{Member: cl.Subject, Role: role, Name: cl.Name, Expiry: exp}
+	p := Principal{Member: cl.Subject, Role: role, Name: name, Expiry: exp}
 	if cl.Boards.set {
 		p.Boards = cl.Boards.list
 	}

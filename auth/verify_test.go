@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"sync"
@@ -51,7 +52,7 @@ func TestVerifyClaims(t *testing.T) {
 		{name: "role server", claims: valid(map[string]any{"role": "server"}), check: wantRole(Server)},
 		{name: "role admin", claims: valid(map[string]any{"role": "admin"}), check: wantRole(Admin)},
 		{name: "role empty is player", claims: valid(map[string]any{"role": ""}), check: wantRole(Player)},
-		{name: "role unknown", claims: valid(map[string]any{"role": "root"}), want: ErrUnauthorized},
+		{name: "role unknown", claims: valid(map[string]any{"role": "root"}), want: ErrInvalidClaims},
 		{name: "role wrong case", claims: valid(map[string]any{"role": "Admin"}), want: ErrUnauthorized},
 		{name: "role number", claims: valid(map[string]any{"role": 1}), want: ErrUnauthorized},
 
@@ -81,23 +82,29 @@ func TestVerifyClaims(t *testing.T) {
 				t.Errorf("name = %q", p.Name)
 			}
 		}},
-		{name: "name 33 runes", claims: valid(map[string]any{"name": strings.Repeat("a", 33)}), want: ErrUnauthorized},
+		{name: "name 33 runes", claims: valid(map[string]any{"name": strings.Repeat("a", 33)}), want: ErrInvalidClaims},
 		{name: "name number", claims: valid(map[string]any{"name": 7}), want: ErrUnauthorized},
+		{name: "name variation selector", claims: valid(map[string]any{"name": "Alice\ufe0f"}), want: ErrInvalidClaims},
+		{name: "name decomposed", claims: valid(map[string]any{"name": "Zoe\u0308"}), check: func(t *testing.T, p Principal) {
+			if p.Name != "Zo\u00eb" {
+				t.Errorf("name = %q, want the NFC form", p.Name)
+			}
+		}},
 
 		// exp
-		{name: "exp missing", claims: valid(map[string]any{"exp": nil}), want: ErrUnauthorized},
+		{name: "exp missing", claims: valid(map[string]any{"exp": nil}), want: ErrInvalidClaims},
 		{name: "exp string", claims: valid(map[string]any{"exp": "soon"}), want: ErrUnauthorized},
 		{name: "exp passed", claims: valid(map[string]any{"exp": testNow.Add(-time.Minute).Unix()}), want: ErrTokenExpired},
 		{name: "exp at leeway edge", claims: valid(map[string]any{"exp": testNow.Add(-DefaultLeeway).Unix()}), want: ErrTokenExpired},
 		{name: "exp within leeway", claims: valid(map[string]any{"exp": testNow.Add(-3 * time.Second).Unix()})},
-		{name: "expired but bad role", claims: valid(map[string]any{"exp": testNow.Add(-time.Hour).Unix(), "role": "root"}), want: ErrUnauthorized},
-		{name: "expired and not yet valid", claims: valid(map[string]any{"exp": testNow.Add(-time.Hour).Unix(), "nbf": testNow.Add(time.Hour).Unix()}), want: ErrUnauthorized},
+		{name: "expired but bad role", claims: valid(map[string]any{"exp": testNow.Add(-time.Hour).Unix(), "role": "root"}), want: ErrInvalidClaims},
+		{name: "expired and not yet valid", claims: valid(map[string]any{"exp": testNow.Add(-time.Hour).Unix(), "nbf": testNow.Add(time.Hour).Unix()}), want: ErrNotYetValid},
 
 		// nbf, iat
-		{name: "nbf future", claims: valid(map[string]any{"nbf": testNow.Add(time.Minute).Unix()}), want: ErrUnauthorized},
+		{name: "nbf future", claims: valid(map[string]any{"nbf": testNow.Add(time.Minute).Unix()}), want: ErrNotYetValid},
 		{name: "nbf within leeway", claims: valid(map[string]any{"nbf": testNow.Add(3 * time.Second).Unix()})},
 		{name: "nbf past", claims: valid(map[string]any{"nbf": testNow.Add(-time.Minute).Unix()})},
-		{name: "iat far future", claims: valid(map[string]any{"iat": testNow.Add(24 * time.Hour).Unix()}), want: ErrUnauthorized},
+		{name: "iat far future", claims: valid(map[string]any{"iat": testNow.Add(24 * time.Hour).Unix()}), want: ErrNotYetValid},
 		{name: "iat within leeway", claims: valid(map[string]any{"iat": testNow.Add(3 * time.Second).Unix()})},
 		{name: "iat past", claims: valid(map[string]any{"iat": testNow.Add(-time.Minute).Unix()})},
 
@@ -147,11 +154,11 @@ func TestVerifyIssuerAudience(t *testing.T) {
 	}{
 		{"match", valid(map[string]any{"iss": "https://idp.example", "aud": "lb"}), nil},
 		{"aud in list", valid(map[string]any{"iss": "https://idp.example", "aud": []string{"other", "lb"}}), nil},
-		{"wrong iss", valid(map[string]any{"iss": "https://evil.example", "aud": "lb"}), ErrUnauthorized},
-		{"missing iss", valid(map[string]any{"aud": "lb"}), ErrUnauthorized},
-		{"wrong aud", valid(map[string]any{"iss": "https://idp.example", "aud": "other"}), ErrUnauthorized},
-		{"missing aud", valid(map[string]any{"iss": "https://idp.example"}), ErrUnauthorized},
-		{"expired with wrong iss", valid(map[string]any{"iss": "x", "aud": "lb", "exp": testNow.Add(-time.Hour).Unix()}), ErrUnauthorized},
+		{"wrong iss", valid(map[string]any{"iss": "https://evil.example", "aud": "lb"}), ErrIssuer},
+		{"missing iss", valid(map[string]any{"aud": "lb"}), ErrIssuer},
+		{"wrong aud", valid(map[string]any{"iss": "https://idp.example", "aud": "other"}), ErrAudience},
+		{"missing aud", valid(map[string]any{"iss": "https://idp.example"}), ErrAudience},
+		{"expired with wrong iss", valid(map[string]any{"iss": "x", "aud": "lb", "exp": testNow.Add(-time.Hour).Unix()}), ErrIssuer},
 		{"expired otherwise fine", valid(map[string]any{"iss": "https://idp.example", "aud": "lb", "exp": testNow.Add(-time.Hour).Unix()}), ErrTokenExpired},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,20 +181,20 @@ func TestVerifyHS256Tokens(t *testing.T) {
 		want  *Error
 	}{
 		{"good", good, nil},
-		{"empty", "", ErrUnauthorized},
-		{"garbage", "not-a-token", ErrUnauthorized},
-		{"two segments", parts[0] + "." + parts[1], ErrUnauthorized},
-		{"bad base64", parts[0] + ".!!!." + parts[2], ErrUnauthorized},
-		{"too long", good + strings.Repeat("A", maxTokenLen), ErrUnauthorized},
-		{"tampered payload", parts[0] + "." + sign(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-xx"), nil, valid(map[string]any{"role": "admin"}))[len(parts[0])+1:], ErrUnauthorized},
-		{"signature stripped", parts[0] + "." + parts[1] + ".", ErrUnauthorized},
-		{"wrong secret", sign(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-xx"), nil, valid(nil)), ErrUnauthorized},
-		{"HS384 with the secret", sign(t, jwt.SigningMethodHS384, testSecret, nil, valid(nil)), ErrUnauthorized},
-		{"HS512 with the secret", sign(t, jwt.SigningMethodHS512, testSecret, nil, valid(nil)), ErrUnauthorized},
-		{"alg none", unsigned(t, nil, valid(nil)), ErrUnauthorized},
-		{"alg None", unsigned(t, map[string]any{"alg": "None"}, valid(nil)), ErrUnauthorized},
+		{"empty", "", ErrMissingToken},
+		{"garbage", "not-a-token", ErrMalformed},
+		{"two segments", parts[0] + "." + parts[1], ErrMalformed},
+		{"bad base64", parts[0] + ".!!!." + parts[2], ErrMalformed},
+		{"too long", good + strings.Repeat("A", maxTokenLen), ErrMalformed},
+		{"tampered payload", parts[0] + "." + sign(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-xx"), nil, valid(map[string]any{"role": "admin"}))[len(parts[0])+1:], ErrBadSignature},
+		{"signature stripped", parts[0] + "." + parts[1] + ".", ErrBadSignature},
+		{"wrong secret", sign(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-xx"), nil, valid(nil)), ErrBadSignature},
+		{"HS384 with the secret", sign(t, jwt.SigningMethodHS384, testSecret, nil, valid(nil)), ErrBadSignature},
+		{"HS512 with the secret", sign(t, jwt.SigningMethodHS512, testSecret, nil, valid(nil)), ErrBadSignature},
+		{"alg none", unsigned(t, nil, valid(nil)), ErrBadSignature},
+		{"alg None", unsigned(t, map[string]any{"alg": "None"}, valid(nil)), ErrBadSignature},
 		{"expired", sign(t, jwt.SigningMethodHS256, testSecret, nil, valid(map[string]any{"exp": testNow.Add(-time.Hour).Unix()})), ErrTokenExpired},
-		{"expired with bad signature", sign(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-xx"), nil, valid(map[string]any{"exp": testNow.Add(-time.Hour).Unix()})), ErrUnauthorized},
+		{"expired with bad signature", sign(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-xx"), nil, valid(map[string]any{"exp": testNow.Add(-time.Hour).Unix()})), ErrBadSignature},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -272,5 +279,47 @@ func TestVerifyConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Errorf("concurrent verify: %v", err)
+	}
+}
+
+// TestFaultMessages: each refused token's error reads, from its coded part
+// on (what proto.PublicMessage shows a client), the fault's name (R30);
+// nothing of the token.
+func TestFaultMessages(t *testing.T) {
+	t.Parallel()
+	v := newVerifier(t, Config{Secret: testSecret, Issuer: "iss", Audience: "aud"})
+	ok := map[string]any{"iss": "iss", "aud": "aud"}
+	with := func(extra map[string]any) map[string]any {
+		m := valid(ok)
+		for k, x := range extra {
+			m[k] = x
+		}
+		return m
+	}
+	good := sign(t, jwt.SigningMethodHS256, testSecret, nil, with(nil))
+	parts := strings.Split(good, ".")
+	for _, tc := range []struct {
+		name, token, want string
+	}{
+		{"missing", "", "missing token"},
+		{"malformed", "not.a.jwt", "malformed token"},
+		{"bad signature", parts[0] + "." + parts[1] + ".c2lnbmF0dXJl", "bad signature"},
+		{"expired", sign(t, jwt.SigningMethodHS256, testSecret, nil, with(map[string]any{"exp": testNow.Add(-time.Hour).Unix()})), "token expired"},
+		{"not yet valid", sign(t, jwt.SigningMethodHS256, testSecret, nil, with(map[string]any{"nbf": testNow.Add(time.Hour).Unix()})), "token not valid yet"},
+		{"issuer", sign(t, jwt.SigningMethodHS256, testSecret, nil, with(map[string]any{"iss": "other"})), "wrong issuer"},
+		{"audience", sign(t, jwt.SigningMethodHS256, testSecret, nil, with(map[string]any{"aud": "other"})), "wrong audience"},
+		{"claims", sign(t, jwt.SigningMethodHS256, testSecret, nil, with(map[string]any{"role": "root"})), `invalid claims: unknown role "root"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := verify(t, v, tc.token)
+			var e *Error
+			if !errors.As(err, &e) || e.Error() != tc.want {
+				t.Fatalf("Verify error = %v, want its coded part to read %q", err, tc.want)
+			}
+			if tc.token != "" && strings.Contains(err.Error(), tc.token) {
+				t.Error("the error holds the token")
+			}
+		})
 	}
 }

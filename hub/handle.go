@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -368,6 +367,10 @@ func (c *conn) errorReply(id string, err error, retry time.Duration) *[]byte {
 		retry = retryUnavailable * time.Millisecond
 	}
 	e := proto.Error{Type: proto.TypeError, ID: id, Code: code, Message: msg}
+	var closed *rank.ClosedError
+	if errors.As(err, &closed) {
+		e.Closed = proto.Closed(*closed) // why, and when (R30)
+	}
 	if retry > 0 {
 		e.RetryAfterMS = max(retry.Milliseconds(), 1)
 		if retry%time.Millisecond != 0 {
@@ -375,11 +378,7 @@ func (c *conn) errorReply(id string, err error, retry time.Duration) *[]byte {
 		}
 	}
 	c.h.m.errorOut(code)
-	b, jerr := json.Marshal(e)
-	if jerr != nil {
-		c.h.log.Error("hub: encode reply", "err", jerr)
-	}
 	p := c.h.getReplyBuf()
-	*p = append(*p, b...)
+	*p = proto.AppendError(*p, &e)
 	return p
 }

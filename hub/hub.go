@@ -265,7 +265,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// The carrier, never the token (nor the URL: access_token).
 		_, carrier := auth.TokenFromRequest(r)
-		h.log.Debug("hub: upgrade unauthorized", "carrier", carrier.String(), "err", err)
+		h.log.Info("hub: upgrade unauthorized", "carrier", carrier.String(), "err", err)
 		code := proto.CodeOf(err)
 		switch code {
 		case proto.CodeTokenExpired:
@@ -326,7 +326,7 @@ func (h *Hub) authenticate(r *http.Request) (p auth.Principal, anon bool, err er
 			rand.Read(b[:])
 			return auth.Principal{Member: "anon-" + hex.EncodeToString(b[:]), Role: auth.Spectator, Boards: nil}, true, nil
 		}
-		return auth.Principal{}, false, fmt.Errorf("%w: missing token", auth.ErrUnauthorized)
+		return auth.Principal{}, false, fmt.Errorf("hub: %w", auth.ErrMissingToken)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
 	defer cancel()

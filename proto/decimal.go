@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Scores with decimals (hot boards, PROTOCOL.md R22): the store hands out
+// Scores with decimals (hot boards, docs/protocol.md R22): the store hands out
 // int64 scores in units of 10^-d; the wire prints them as JSON numbers with
 // exactly d decimals (12345 with d = 3 is 12.345, -5 is -0.005, 7000 is
 // 7.000), so a reader can tell a decimal board from its scores alone.

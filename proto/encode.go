@@ -64,3 +64,44 @@ func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// AppendError appends e's JSON to b: the same bytes as json.Marshal(e),
+// built without reflection, since error frames answer refused events at
+// ingest rates (rate_limited, board_closed) and the hub writes them into
+// its pooled reply buffers (encode_test.go compares the two).
+func AppendError(b []byte, e *Error) []byte {
+	b = append(b, `{"type":`...)
+	b = AppendJSONString(b, e.Type)
+	if e.ID != "" {
+		b = append(b, `,"id":`...)
+		b = AppendJSONString(b, e.ID)
+	}
+	b = append(b, `,"code":`...)
+	b = AppendJSONString(b, e.Code)
+	b = append(b, `,"message":`...)
+	b = AppendJSONString(b, e.Message)
+	if e.RetryAfterMS != 0 {
+		b = append(b, `,"retry_after_ms":`...)
+		b = strconv.AppendInt(b, e.RetryAfterMS, 10)
+	}
+	b = appendClosed(b, &e.Closed)
+	return append(b, '}')
+}
+
+// appendClosed appends the R30 fields of c that are set, each after a comma.
+func appendClosed(b []byte, c *Closed) []byte {
+	if c.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = AppendJSONString(b, c.Reason)
+	}
+	for _, f := range [...]struct {
+		key string
+		v   int64
+	}{{`,"starts_at":`, c.StartsAt}, {`,"final_at":`, c.FinalAt}, {`,"period":`, c.Period}, {`,"grace_end":`, c.GraceEnd}} {
+		if f.v != 0 {
+			b = append(b, f.key...)
+			b = strconv.AppendInt(b, f.v, 10)
+		}
+	}
+	return b
+}

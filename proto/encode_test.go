@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestAppendAckMatchesJSON: the hand-written ack encoder writes exactly the
@@ -69,5 +70,107 @@ func TestAppendAckNoAlloc(t *testing.T) {
 	})
 	if n != 0 {
 		t.Fatalf("AppendAck: %v allocations per ack, want 0", n)
+	}
+}
+
+// TestAppendErrorMatchesJSON: the hand-written error encoder writes exactly
+// the bytes of encoding/json, the R30 fields included, and they decode back.
+func TestAppendErrorMatchesJSON(t *testing.T) {
+	t.Parallel()
+	frames := []Error{
+		{Type: TypeError, ID: "r1", Code: CodeRateLimited, Message: "rate limited", RetryAfterMS: 250},
+		{Type: TypeError, Code: CodeBadRequest, Message: `bad "json" <here> & there`},
+		{Type: TypeError, ID: "s1", Code: CodeBoardClosed, Message: "board is closed: not started yet",
+			Closed: Closed{Reason: ClosedNotStarted, StartsAt: 1_800_000_000_000}},
+		{Type: TypeError, ID: "s2", Code: CodeBoardClosed, Message: "board is closed: it has ended",
+			Closed: Closed{Reason: ClosedEnded, FinalAt: 1_800_000_000_001}},
+		{Type: TypeError, ID: "s3", Code: CodeBoardClosed, Message: "board is closed: period 20261127 is past its grace",
+			Closed: Closed{Reason: ClosedPeriodOver, Period: 20261127, GraceEnd: 1_800_000_000_002}},
+		{Type: TypeError, ID: "s4", Code: CodeBoardClosed, Message: "m", Closed: Closed{Reason: ClosedOutsideWindow}},
+		{},
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	alphabet := []byte("aZ09_.:-@<>&\"\\\x00\x1f\x7f é")
+	str := func() string {
+		b := make([]byte, r.IntN(8))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	n := func() int64 {
+		if r.IntN(2) == 0 {
+			return 0
+		}
+		return r.Int64() - r.Int64()
+	}
+	for range 500 {
+		frames = append(frames, Error{Type: str(), ID: str(), Code: str(), Message: str(), RetryAfterMS: n(),
+			Closed: Closed{Reason: str(), StartsAt: n(), FinalAt: n(), Period: n(), GraceEnd: n()}})
+	}
+	for _, e := range frames {
+		want, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := AppendError([]byte("x"), &e)
+		if string(got[1:]) != string(want) || got[0] != 'x' {
+			t.Fatalf("AppendError(%+v)\n got %s\nwant x%s", e, got, want)
+		}
+		var back Error
+		if !utf8.ValidString(e.Type + e.ID + e.Code + e.Message + e.Reason) {
+			continue // a lone byte of é comes back as U+FFFD
+		}
+		if err := json.Unmarshal(got[1:], &back); err != nil || back != e {
+			t.Fatalf("AppendError(%+v) decodes to %+v, %v", e, back, err)
+		}
+	}
+}
+
+// TestClosedFieldsOnTheWire: each R30 reason carries its own fields under
+// the contract's names, in the frame and in the REST error object.
+func TestClosedFieldsOnTheWire(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		c    Closed
+		want string
+	}{
+		{Closed{Reason: ClosedNotStarted, StartsAt: 5}, `"reason":"not_started","starts_at":5`},
+		{Closed{Reason: ClosedEnded, FinalAt: 6}, `"reason":"ended","final_at":6`},
+		{Closed{Reason: ClosedPeriodOver, Period: 2026112714, GraceEnd: 7}, `"reason":"period_over","period":2026112714,"grace_end":7`},
+		{Closed{Reason: ClosedOutsideWindow}, `"reason":"outside_window"`},
+	} {
+		frame := string(AppendError(nil, &Error{Type: TypeError, Code: CodeBoardClosed, Message: "m", Closed: tc.c}))
+		if want := `{"type":"error","code":"board_closed","message":"m",` + tc.want + `}`; frame != want {
+			t.Errorf("frame %s, want %s", frame, want)
+		}
+		body, err := json.Marshal(ErrorBody{Error: ErrorDetail{Code: CodeBoardClosed, Message: "m", Closed: tc.c}})
+		if want := `{"error":{"code":"board_closed","message":"m",` + tc.want + `}}`; err != nil || string(body) != want {
+			t.Errorf("REST body %s, want %s", body, want)
+		}
+	}
+}
+
+// TestAppendErrorNoAlloc: an error frame into a pooled buffer allocates
+// nothing.
+func TestAppendErrorNoAlloc(t *testing.T) {
+	buf := make([]byte, 0, 256)
+	n := testing.AllocsPerRun(100, func() {
+		e := Error{Type: TypeError, ID: "c1-r1", Code: CodeBoardClosed, Message: "board is closed: it has ended",
+			Closed: Closed{Reason: ClosedEnded, FinalAt: 1_800_000_000_000}}
+		buf = AppendError(buf[:0], &e)
+	})
+	if n != 0 {
+		t.Fatalf("AppendError: %v allocations per frame, want 0", n)
+	}
+}
+
+func BenchmarkAppendError(b *testing.B) {
+	e := Error{Type: TypeError, ID: "c1-r12345", Code: CodeBoardClosed, Message: "board is closed: period 20261127 is past its grace",
+		Closed: Closed{Reason: ClosedPeriodOver, Period: 20261127, GraceEnd: 1_800_000_000_000}}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = AppendError(buf[:0], &e)
 	}
 }

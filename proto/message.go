@@ -9,9 +9,11 @@ import (
 // words: the text from the coded error (a rank, auth or api sentinel) on,
 // without the wrapping chain before it ("api: apply b: redisstore: …",
 // which names packages and the engine). Codes whose detail is about the
-// gateway's insides, not the request, get a fixed text: unauthorized (the
-// JWT library's reasons), token_expired, unavailable (addresses of Redis or
-// NATS) and internal. The full error belongs in the log.
+// gateway's insides, not the request, get a fixed text: token_expired,
+// unavailable (addresses of Redis or NATS) and internal. An unauthorized
+// error says its fault (auth's sentinels: "malformed token", "bad
+// signature", …, R30) without the detail after it, which is the JWT
+// library's. The full error belongs in the log.
 func PublicMessage(err error) string {
 	var c interface {
 		Code() string
@@ -24,7 +26,7 @@ func PublicMessage(err error) string {
 	case CodeInternal:
 		return "internal error"
 	case CodeUnauthorized:
-		return "missing or invalid token"
+		return c.Error()
 	case CodeTokenExpired:
 		return "token expired"
 	case CodeUnavailable:

@@ -16,7 +16,7 @@ func TestPublicMessage(t *testing.T) {
 	conflict := &coded{CodeIdempotencyConflict, "request id already used with a different payload"}
 	bad := &coded{CodeBadRequest, "bad request"}
 	down := &coded{CodeUnavailable, "rank store unavailable"}
-	unauth := &coded{CodeUnauthorized, "unauthorized"}
+	unauth := &coded{CodeUnauthorized, "malformed token"}
 	for _, tc := range []struct {
 		err  error
 		want string
@@ -24,7 +24,7 @@ func TestPublicMessage(t *testing.T) {
 		{fmt.Errorf("api: apply b: redisstore: apply b: %w", conflict), "request id already used with a different payload"},
 		{fmt.Errorf("api: top b: memstore: top b: %w: board b has no periods", bad), "bad request: board b has no periods"},
 		{fmt.Errorf("redisstore: top b: %w: dial tcp 127.0.0.1:6379: connect: connection refused", down), "service unavailable, retry later"},
-		{fmt.Errorf("auth: %w: token is malformed: could not JSON decode claim", unauth), "missing or invalid token"},
+		{fmt.Errorf("auth: %w: token is malformed: could not JSON decode claim", unauth), "malformed token"},
 		{errors.New("redisstore: EOF"), "internal error"},
 		{bad, "bad request"},
 	} {

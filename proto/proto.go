@@ -1,5 +1,5 @@
 // Package proto holds the wire contract's message shapes and codes
-// (PROTOCOL.md §4), shared by the gateway and the Go client, and the
+// (docs/protocol.md §4), shared by the gateway and the Go client, and the
 // gateway's one strict decoder of client messages and score events
 // (decode.go) and one ack encoder (encode.go), so that the WebSocket and
 // REST paths cannot drift apart. It imports nothing from the project.
@@ -61,6 +61,17 @@ const (
 	CodeBanned       = "banned"
 	CodeLimitReached = "limit_reached"
 	CodeReadOnly     = "read_only"
+	// v1.2: a REST 404 for anything but a board (a profile, ban, entry,
+	// route), which stays unknown_board (R30).
+	CodeNotFound = "not_found"
+)
+
+// Why a board_closed refusal happened (R30): Closed.Reason.
+const (
+	ClosedNotStarted    = "not_started"
+	ClosedEnded         = "ended"
+	ClosedPeriodOver    = "period_over"
+	ClosedOutsideWindow = "outside_window"
 )
 
 // Close codes beyond RFC 6455's.
@@ -87,7 +98,7 @@ func HTTPStatus(code string) int {
 		return 401
 	case CodeForbidden, CodeBanned:
 		return 403
-	case CodeUnknownBoard:
+	case CodeUnknownBoard, CodeNotFound:
 		return 404
 	case CodeIdempotencyConflict, CodeLimitReached, CodeReadOnly, CodeBoardClosed:
 		return 409
@@ -284,12 +295,29 @@ type Authed struct {
 }
 
 // Error is an error frame; ID is omitted when the request's id is unknown.
+// A board_closed error says why in its Closed fields (R30).
 type Error struct {
 	Type         string `json:"type"`
 	ID           string `json:"id,omitempty"`
 	Code         string `json:"code"`
 	Message      string `json:"message"`
 	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
+	Closed
+}
+
+// Closed is why an event or a change got board_closed (R30): Reason, one
+// of the Closed* constants, and the times that go with it, unix ms —
+// starts_at (not_started), final_at (ended), period and grace_end
+// (period_over). Fields that do not apply to the reason are zero and left
+// out. It has the fields of rank.ClosedError, in order, so that the
+// gateway converts one to the other (proto imports nothing from the
+// project).
+type Closed struct {
+	Reason   string `json:"reason,omitempty"`
+	StartsAt int64  `json:"starts_at,omitempty"`
+	FinalAt  int64  `json:"final_at,omitempty"`
+	Period   int64  `json:"period,omitempty"`
+	GraceEnd int64  `json:"grace_end,omitempty"`
 }
 
 // ErrorBody is the REST error shape: {"error":{"code":…,"message":…}}.
@@ -297,10 +325,12 @@ type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }
 
-// ErrorDetail is the inner object of ErrorBody, and of a failed REST score result.
+// ErrorDetail is the inner object of ErrorBody, and of a failed REST score
+// result; a board_closed one carries the Closed fields too (R30).
 type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	Closed
 }
 
 // ScoreEvent is one element of the REST scores array.

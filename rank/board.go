@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/wsgateway/wsgateway/internal/names"
 )
 
 // Order says which end of the board ranks first.
@@ -90,19 +92,7 @@ func ValidBoardID(id string) bool {
 
 // ValidMemberID reports whether id is a legal member id (R15, the `sub` rule
 // of §3): ^[A-Za-z0-9_.:@-]{1,64}$.
-func ValidMemberID(id string) bool {
-	if len(id) == 0 || len(id) > 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		switch c := id[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '-', c == ':', c == '@':
-		default:
-			return false
-		}
-	}
-	return true
-}
+func ValidMemberID(id string) bool { return names.ValidMember(id) }
 
 // CheckBoardID is ValidBoardID as an error: ErrInvalidBoard naming the
 // rule, worded the same wherever a board id is refused (WebSocket, REST).

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/internal/names"
 )
 
 // Profile is how a member is shown on every board (PROTOCOL.md §7): global,
@@ -79,7 +79,7 @@ func (p Profile) Validate() error {
 		return fmt.Errorf("%w: a profile needs at least one of name, avatar, country (DELETE removes one)", ErrInvalidProfile)
 	}
 	if p.Name != "" {
-		if err := proto.CheckName(p.Name); err != nil {
+		if err := names.Check(p.Name); err != nil {
 			return bad("name", "%v", err)
 		}
 	}
@@ -141,6 +141,15 @@ func ParseProfile(body []byte) (Profile, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return Profile{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidProfile)
+	}
+	if p.Name != "" {
+		// NFC before the rule, so that two spellings of one look are one
+		// name (internal/names).
+		n, err := names.Normalize(p.Name)
+		if err != nil {
+			return Profile{}, fmt.Errorf("%w: field name: %v", ErrInvalidProfile, err)
+		}
+		p.Name = n
 	}
 	return p, p.Validate()
 }

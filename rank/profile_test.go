@@ -38,6 +38,9 @@ func TestParseProfile(t *testing.T) {
 	if err != nil || p != (Profile{Name: "Alice", Avatar: "https://cdn.example/a.png", Country: "FR"}) {
 		t.Fatalf("ParseProfile = %+v, %v", p, err)
 	}
+	if p, err := ParseProfile([]byte(`{"name":"Zoe\u0308"}`)); err != nil || p.Name != "Zo\u00eb" {
+		t.Fatalf("a decomposed name is stored in NFC: %+v, %v", p, err)
+	}
 	if p, err := ParseProfile([]byte(`{"country":"SE"}`)); err != nil || p != (Profile{Country: "SE"}) {
 		t.Fatalf("one field: %+v, %v", p, err)
 	}
@@ -46,6 +49,8 @@ func TestParseProfile(t *testing.T) {
 		{`{"name":"` + strings.Repeat("a", 33) + `"}`, "name"},
 		{`{"name":"a\u0000b"}`, "name"},
 		{`{"name":"a\u202eb"}`, "name"},
+		{`{"name":"Alice\ufe0f"}`, "name"},
+		{`{"name":"Alice\u17b4"}`, "name"},
 		{`{"name":12}`, "name"},
 		{`{"name":null}`, "name"},
 		{`{"name":"A","name":"B"}`, "name"},

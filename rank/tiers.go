@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/internal/names"
 )
 
 // Tier is a named band of a board's ranking ("Gold: the top 5%"), shown by
@@ -79,15 +79,15 @@ func (t *Tier) UnmarshalJSON(b []byte) error {
 // validateTiers checks a board's tiers: at most MaxTiers, distinct valid
 // names, each with exactly one bound in range.
 func validateTiers(ts Tiers) error {
-	names := map[string]bool{}
+	seen := map[string]bool{}
 	for i, t := range ts.All() {
-		if err := proto.CheckName(t.Name); err != nil {
+		if err := names.Check(t.Name); err != nil {
 			return fmt.Errorf("tier %d: name: %v", i+1, err)
 		}
-		if names[t.Name] {
+		if seen[t.Name] {
 			return fmt.Errorf("tier %d: name %q appears twice", i+1, t.Name)
 		}
-		names[t.Name] = true
+		seen[t.Name] = true
 		switch {
 		case (t.TopRank != 0) == (t.TopPercent != 0):
 			return fmt.Errorf("tier %d (%s): set exactly one of top_rank and top_percent", i+1, t.Name)

@@ -31,6 +31,8 @@ func TestTiersConfig(t *testing.T) {
 		`{"tiers":[{"name":"Gold","top_rank":-1}]}`,                       // negative
 		`{"tiers":[{"name":"","top_rank":1}]}`,                            // empty name
 		`{"tiers":[{"name":"a\u202eb","top_rank":1}]}`,                    // bidi override
+		`{"tiers":[{"name":"Gold\ufe0f","top_rank":1}]}`,                  // variation selector
+		`{"tiers":[{"name":"Zoe\u0308","top_rank":1}]}`,                   // not NFC
 		`{"tiers":[{"name":"G","top_rank":1},{"name":"G","top_rank":2}]}`, // repeated name
 		`{"tiers":[{"Name":"Gold","top_rank":1}]}`,                        // case
 		`{"tiers":[{"name":"Gold","top_rank":1,"top_rank":2}]}`,           // repeated key

@@ -31,6 +31,13 @@ func tokenCmd(args []string, getenv func(string) string, stdout, stderr io.Write
 	if sub == "" {
 		return usageError("token: --sub is required")
 	}
+	// Named here rather than left to MintHS256, whose words know no flags.
+	switch {
+	case secret == "":
+		return usageError("token: no key: give --secret or set LB_JWT_SECRET (the gateway's HS256 key)")
+	case len(secret) < 32:
+		return usageError(fmt.Sprintf("token: the key from --secret or LB_JWT_SECRET is %d bytes, need at least 32", len(secret)))
+	}
 	if !auth.Role(role).Valid() {
 		return usageError(fmt.Sprintf("token: --role %q is not player, spectator, server or admin", role))
 	}
