@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// Frames that carry no message — pings, pongs, zero-length data fragments
-// — never reach the hub's reader: coder/websocket answers pings and joins
+// Frames that do not end a message with data — pings, pongs, zero-length
+// frames, the fragments before a message's last — never reach the hub's
+// reader one by one: coder/websocket answers pings and joins
 // fragments inside its own reader, so the per-message rate and size limits
 // never see them, and a client sending 50,000 empty pings a second held a
 // core. The hub therefore scans the frame headers of the byte stream under
@@ -40,8 +41,9 @@ type frameScanner struct {
 	skip uint64   // payload bytes left of the current frame
 }
 
-// scan consumes p and returns how many frames without a message (control
-// frames and zero-length data frames) it completed the header of.
+// scan consumes p and returns how many frames that do not end a message
+// with data (control frames, zero-length frames, fragments before a
+// message's last) it completed the header of.
 func (s *frameScanner) scan(p []byte) (n int) {
 	for len(p) > 0 {
 		if s.skip > 0 {
@@ -76,7 +78,10 @@ func (s *frameScanner) scan(p []byte) (n int) {
 		case 127:
 			length = binary.BigEndian.Uint64(s.hdr[2:10])
 		}
-		if op := s.hdr[0] & 0x0F; op >= 0x8 || length == 0 {
+		// Only a data frame that ends a message with bytes in it is left to
+		// the per-message limits; each fragment before it is a frame the
+		// library parses too (issue 33 B5: 1-byte fragments).
+		if op, fin := s.hdr[0]&0x0F, s.hdr[0]&0x80 != 0; op >= 0x8 || length == 0 || !fin {
 			n++
 		}
 		s.skip, s.hn = length, 0

@@ -51,7 +51,7 @@ func TestFrameScanner(t *testing.T) {
 		{"close", frame(0x8, true, 2), 1},
 		{"empty text frame", frame(0x1, true, 0), 1},
 		{"empty continuation", frame(0x0, false, 0), 1},
-		{"fragments with data", join(frame(0x1, false, 5), frame(0x0, false, 7), frame(0x0, true, 1)), 0},
+		{"fragments with data", join(frame(0x1, false, 5), frame(0x0, false, 7), frame(0x0, true, 1)), 2},
 		{"16-bit length", join(frame(0x1, true, 300), frame(0x9, true, 0)), 1},
 		{"64-bit length", join(frame(0x1, true, 70000), frame(0x9, true, 0), frame(0x0, true, 0)), 2},
 		{"mixed", join(frame(0x9, true, 0), frame(0x1, true, 4), frame(0xA, true, 0), frame(0x0, false, 0)), 3},

@@ -71,12 +71,29 @@ func liveBytes() int64 {
 	return int64(m.HeapAlloc + m.StackInuse)
 }
 
-func mustHost(b *testing.B, u string) string {
+func mustHost(b testing.TB, u string) string {
 	p, err := url.Parse(u)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return p.Host
+}
+
+// rawDial upgrades a bare TCP connection with token; br has read the
+// response's head, frames follow.
+func rawDial(t testing.TB, host, token string) (nc net.Conn, br *bufio.Reader) {
+	nc, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))
+	fmt.Fprintf(nc, "GET /ws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: %s\r\n"+
+		"Authorization: Bearer %s\r\n\r\n", host, key, proto.Subprotocol, token)
+	br = bufio.NewReader(nc)
+	readUntil(t, nc, br, "\r\n\r\n")
+	return nc, br
 }
 
 // rawSpectator upgrades a bare TCP connection with token, reads up to the
@@ -103,7 +120,7 @@ func rawSpectator(b *testing.B, host, token string, subscribe bool) net.Conn {
 }
 
 // readUntil reads nc until what it read contains want.
-func readUntil(b *testing.B, nc net.Conn, br *bufio.Reader, want string) {
+func readUntil(b testing.TB, nc net.Conn, br *bufio.Reader, want string) {
 	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	defer nc.SetReadDeadline(time.Time{})
 	var seen []byte
