@@ -1,4 +1,4 @@
-package hub
+package sock
 
 import (
 	"bytes"
@@ -55,10 +55,10 @@ func tcpPair(t *testing.T) (server *net.TCPConn, client *net.TCPConn) {
 	return server, client
 }
 
-func directCork(t *testing.T, nc *net.TCPConn, timeout time.Duration) *corkConn {
+func directCork(t *testing.T, nc *net.TCPConn, timeout time.Duration) *Conn {
 	t.Helper()
 	pool := &sync.Pool{New: func() any { s := make([]byte, 0, 4096); return &s }}
-	cc := &corkConn{Conn: nc, timeout: timeout, pool: pool, closed: make(chan struct{}), rc: rawConnOf(nc)}
+	cc := New(nc, nil, timeout, pool)
 	if cc.rc == nil {
 		t.Fatal("a TCP connection has no RawConn")
 	}
@@ -68,7 +68,7 @@ func directCork(t *testing.T, nc *net.TCPConn, timeout time.Duration) *corkConn 
 // fillDirect writes numbered frames of about pad bytes directly until the
 // socket leaves some owed; it returns the frames written (the last one at
 // least partly owed).
-func fillDirect(t *testing.T, cc *corkConn, pad int) [][]byte {
+func fillDirect(t *testing.T, cc *Conn, pad int) [][]byte {
 	t.Helper()
 	var frames [][]byte
 	for i := 0; ; i++ {
@@ -77,9 +77,7 @@ func fillDirect(t *testing.T, cc *corkConn, pad int) [][]byte {
 		}
 		f := []byte(fmt.Sprintf(`{"type":"top","seq":%d,"pad":"%s"}`, i, bytes.Repeat([]byte("x"), pad)))
 		frames = append(frames, f)
-		cc.mu.Lock()
-		owed := cc.writeDirectLocked(f)
-		cc.mu.Unlock()
+		owed := direct(t, cc, f)
 		if owed {
 			if cc.werr != nil {
 				t.Fatalf("direct write: %v", cc.werr)
@@ -137,7 +135,7 @@ func TestCorkConnOwedFirst(t *testing.T) {
 			done <- err
 			return
 		}
-		done <- cc.writeText(after)
+		done <- writeText(cc, after)
 	}()
 	ops, got := readFrames(t, client, len(frames)+2)
 	if err := <-done; err != nil {
@@ -172,7 +170,7 @@ func TestCorkConnOwedFlush(t *testing.T) {
 		t.Fatalf("%d frames, owed from offset %d: want the first frame written in part", len(frames), cc.owedOff)
 	}
 	flushed := make(chan error, 1)
-	go func() { flushed <- cc.flushOwed() }()
+	go func() { flushed <- cc.Flush() }()
 	_, got := readFrames(t, client, len(frames))
 	if err := <-flushed; err != nil {
 		t.Fatal(err)
@@ -187,9 +185,7 @@ func TestCorkConnOwedFlush(t *testing.T) {
 	}
 	// The socket is drained: a direct write goes through whole again.
 	next := []byte(`{"type":"top","seq":"next"}`)
-	cc.mu.Lock()
-	owed := cc.writeDirectLocked(next)
-	cc.mu.Unlock()
+	owed := direct(t, cc, next)
 	if owed {
 		t.Fatal("a direct write to a drained socket left bytes owed")
 	}
@@ -208,7 +204,7 @@ func TestCorkConnOwedBlocked(t *testing.T) {
 	cc := directCork(t, server, timeout)
 	fillDirect(t, cc, 40000) // more than the socket's buffers hold
 	start := time.Now()
-	err := cc.flushOwed()
+	err := cc.Flush()
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("flushing to a peer that never reads: %v, want a deadline error", err)
 	}
@@ -216,7 +212,7 @@ func TestCorkConnOwedBlocked(t *testing.T) {
 		t.Fatalf("the owed bytes' write failed after %v, before the write timeout %v", d, timeout)
 	}
 	// Nothing more is written: every later write returns the error.
-	if err := cc.writeText([]byte("x")); err == nil {
+	if err := writeText(cc, []byte("x")); err == nil {
 		t.Fatal("a write after the owed bytes' deadline passed succeeded")
 	}
 }
@@ -233,17 +229,41 @@ func TestCorkConnDirectPastDeadline(t *testing.T) {
 	}
 	cc.deadline = time.Now().Add(-time.Second)
 	f := []byte(`{"type":"top","seq":1}`)
-	cc.mu.Lock()
-	owed := cc.writeDirectLocked(f)
-	cc.mu.Unlock()
+	owed := direct(t, cc, f)
 	if !owed || cc.werr != nil || cc.owed == nil || cc.owedOff != 0 {
 		t.Fatalf("direct write past the deadline: owed %v, err %v; want the whole frame owed", owed, cc.werr)
 	}
-	if err := cc.flushOwed(); err != nil {
+	if err := cc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	_, got := readFrames(t, client, 1)
 	if !bytes.Equal(got[0], f) {
 		t.Fatalf("read %q, want %q", got[0], f)
 	}
+}
+
+// testPool is a pool of batch buffers, as a hub's.
+func testPool() *sync.Pool {
+	return &sync.Pool{New: func() any { s := make([]byte, 0, 4096); return &s }}
+}
+
+// direct writes f as a taker does (TryTake, Text, Give); it reports
+// whether the writer must act.
+func direct(t testing.TB, cc *Conn, f []byte) bool {
+	t.Helper()
+	if !cc.TryTake() {
+		t.Fatal("TryTake failed with nothing owed")
+	}
+	if err := cc.Text(f); err != nil {
+		t.Fatal(err)
+	}
+	return cc.Give()
+}
+
+// writeText writes p as the writer does: Text, then Flush.
+func writeText(cc *Conn, p []byte) error {
+	if err := cc.Text(p); err != nil {
+		return err
+	}
+	return cc.Flush()
 }

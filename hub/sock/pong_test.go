@@ -1,4 +1,4 @@
-package hub
+package sock
 
 import (
 	"io"
@@ -66,7 +66,7 @@ func TestCorkConnDropsPongsOverBudget(t *testing.T) {
 	t.Parallel()
 	server, client := net.Pipe()
 	defer client.Close()
-	cc := &corkConn{Conn: server, timeout: 5 * time.Second, closed: make(chan struct{})}
+	cc := New(server, nil, 5*time.Second, testPool())
 	var got []byte
 	var wg sync.WaitGroup
 	wg.Go(func() { got, _ = io.ReadAll(client) })

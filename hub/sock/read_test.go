@@ -1,4 +1,4 @@
-package hub
+package sock
 
 import (
 	"bytes"
@@ -98,7 +98,7 @@ func TestFloodGuard(t *testing.T) {
 	now := time.Unix(100, 0)
 	clock := func() time.Time { return now }
 	flooded := 0
-	g := floodGuard{onFlood: func() { flooded++ }}
+	g := reader{onFlood: func() { flooded++ }}
 	ping := frame(0x9, true, 0)
 	for i := range floodBurst {
 		if !g.observe(ping, clock) || flooded != 0 {
@@ -128,7 +128,7 @@ func TestFloodGuard(t *testing.T) {
 		t.Fatalf("reads stopped %v, flooded %d", stop, flooded)
 	}
 	// Messages with data never count.
-	var q floodGuard
+	var q reader
 	q.onFlood = func() { t.Fatal("data frames counted") }
 	text := frame(0x1, true, 10)
 	for range 3 * floodBurst {
@@ -164,7 +164,7 @@ func TestCorkConnCloseDelivers(t *testing.T) {
 	if !ok {
 		t.Fatal("accept failed")
 	}
-	cc := &corkConn{Conn: sc, timeout: 5 * time.Second, closed: make(chan struct{})}
+	cc := New(sc, nil, 5*time.Second, testPool())
 
 	// Bytes the server never reads, then more written to the client than
 	// the socket buffers hold at once: some is still queued at Close.
