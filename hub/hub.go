@@ -245,7 +245,7 @@ func New(cfg Config) (*Hub, error) {
 func (h *Hub) Conns() int { return int(h.reg.n.Load()) }
 
 // ServeHTTP authenticates and upgrades GET /ws (R1), then serves the
-// connection until it ends.
+// connection on a goroutine of its own until it ends.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.closing.Load() {
 		httpError(w, http.StatusServiceUnavailable, proto.CodeUnavailable, "the gateway is shutting down")
@@ -302,6 +302,18 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		role = "anonymous"
 	}
 	h.m.connOpened(role, 1)
+	// The connection is served on a goroutine of its own, so that this
+	// handler returns and net/http lets go of the request and its read and
+	// write buffers, which it would otherwise hold for the connection's
+	// whole life. The reservation goes with it.
+	go h.serve(c, role, rv)
+	rv = reservation{h: h}
+}
+
+// serve serves c until it ends, then gives back its registration and
+// reservation.
+func (h *Hub) serve(c *conn, role string, rv reservation) {
+	defer rv.release()
 	defer func() {
 		h.m.connOpened(role, -1)
 		if h.reg.remove(c) == 0 {
