@@ -10,12 +10,12 @@ import (
 )
 
 // BenchmarkFrameWrite is the socket end of a live frame: a 1 KB top frame
-// written to one connection over loopback as the hub writes frames
-// (rawframe.go: header and payload in one write(2), under the write
-// deadline), alone ("one") and as a batched batch of 4 ("batched"); a plain
-// TCP reader drains the socket. "direct" is the fan-out's direct path
-// (direct.go): one non-blocking write(2) through the RawConn, owed bytes
-// (rare here) flushed as the writer would.
+// written to one connection over loopback as the writer writes frames
+// (Text and Flush: header and payload in one write(2), under the write
+// deadline), alone ("one") and in a batch of 4 ("batched"); a plain TCP
+// reader drains the socket. "direct" is a taker's write (TryTake, Text,
+// Give): one non-blocking write(2) through the RawConn, owed bytes (rare
+// here) flushed as the writer would.
 func BenchmarkFrameWrite(b *testing.B) {
 	frame := bytes.Repeat([]byte("x"), 1024)
 	for _, batch := range []int{1, 4, 0} {

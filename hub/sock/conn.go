@@ -170,7 +170,7 @@ func (c *Conn) Flush() error {
 func (c *Conn) Owes() bool { return c.owes.Load() }
 
 // Write is the library's: its control frames, each in one Write. Pongs
-// over the budget are dropped (pong.go).
+// over the budget are dropped (read.go).
 func (c *Conn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

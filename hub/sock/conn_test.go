@@ -55,7 +55,7 @@ func tcpPair(t *testing.T) (server *net.TCPConn, client *net.TCPConn) {
 	return server, client
 }
 
-func directCork(t *testing.T, nc *net.TCPConn, timeout time.Duration) *Conn {
+func newTCP(t *testing.T, nc *net.TCPConn, timeout time.Duration) *Conn {
 	t.Helper()
 	pool := &sync.Pool{New: func() any { s := make([]byte, 0, 4096); return &s }}
 	cc := New(nc, nil, timeout, pool)
@@ -115,14 +115,14 @@ func readFrames(t *testing.T, r io.Reader, n int) (ops []byte, payloads [][]byte
 	return ops, payloads
 }
 
-// TestCorkConnOwedFirst: a direct write the socket takes only part of
+// TestConnOwedFirst: a direct write the socket takes only part of
 // leaves the rest owed, and every later write (the library's pong, the
 // writer's frame) goes after all of it: the peer reads whole frames, in
 // order, nothing inside another.
-func TestCorkConnOwedFirst(t *testing.T) {
+func TestConnOwedFirst(t *testing.T) {
 	t.Parallel()
 	server, client := tcpPair(t)
-	cc := directCork(t, server, 5*time.Second)
+	cc := newTCP(t, server, 5*time.Second)
 	frames := fillDirect(t, cc, 300)
 	t.Logf("%d frames written directly; %d bytes owed from offset %d", len(frames), len(*cc.owed)-cc.owedOff, cc.owedOff)
 
@@ -157,12 +157,12 @@ func TestCorkConnOwedFirst(t *testing.T) {
 	}
 }
 
-// TestCorkConnOwedFlush: the writer's flushOwed writes what is owed, and
+// TestConnOwedFlush: the writer's Flush writes what is owed, and
 // the next direct write goes straight to the socket again.
-func TestCorkConnOwedFlush(t *testing.T) {
+func TestConnOwedFlush(t *testing.T) {
 	t.Parallel()
 	server, client := tcpPair(t)
-	cc := directCork(t, server, 5*time.Second)
+	cc := newTCP(t, server, 5*time.Second)
 	// Frames larger than the socket's buffers: the first one is written
 	// in part (a partial write, not EAGAIN).
 	frames := fillDirect(t, cc, 40000)
@@ -194,14 +194,14 @@ func TestCorkConnOwedFlush(t *testing.T) {
 	}
 }
 
-// TestCorkConnOwedBlocked: bytes owed to a peer that never reads end the
+// TestConnOwedBlocked: bytes owed to a peer that never reads end the
 // connection through the writer's deadline (R12), not before the write
 // timeout; a direct write itself never waits.
-func TestCorkConnOwedBlocked(t *testing.T) {
+func TestConnOwedBlocked(t *testing.T) {
 	t.Parallel()
 	const timeout = 200 * time.Millisecond
 	server, _ := tcpPair(t)
-	cc := directCork(t, server, timeout)
+	cc := newTCP(t, server, timeout)
 	fillDirect(t, cc, 40000) // more than the socket's buffers hold
 	start := time.Now()
 	err := cc.Flush()
@@ -217,13 +217,13 @@ func TestCorkConnOwedBlocked(t *testing.T) {
 	}
 }
 
-// TestCorkConnDirectPastDeadline: direct writes do not move the write
+// TestConnDirectPastDeadline: direct writes do not move the write
 // deadline, so once it has passed the socket refuses them; the frame is
 // then owed whole, and the writer's flush moves the deadline and writes it.
-func TestCorkConnDirectPastDeadline(t *testing.T) {
+func TestConnDirectPastDeadline(t *testing.T) {
 	t.Parallel()
 	server, client := tcpPair(t)
-	cc := directCork(t, server, 5*time.Second)
+	cc := newTCP(t, server, 5*time.Second)
 	if err := server.SetWriteDeadline(time.Now().Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -266,4 +266,44 @@ func writeText(cc *Conn, p []byte) error {
 		return err
 	}
 	return cc.Flush()
+}
+
+// TestTryTake: the socket can be taken only while the writer lets it go
+// (Unhold), nothing is owed and the socket can be written without parking;
+// a taker's frames reach the peer whole.
+func TestTryTake(t *testing.T) {
+	t.Parallel()
+	server, client := tcpPair(t)
+	cc := newTCP(t, server, 5*time.Second)
+	cc.Hold()
+	if cc.TryTake() {
+		t.Fatal("taken while the writer holds it")
+	}
+	cc.Unhold()
+	f := []byte(`{"type":"top","seq":1}`)
+	if direct(t, cc, f) {
+		t.Fatal("one small frame left bytes owed")
+	}
+	if _, got := readFrames(t, client, 1); !bytes.Equal(got[0], f) {
+		t.Fatalf("read %q, want %q", got[0], f)
+	}
+	fillDirect(t, cc, 300)
+	if cc.TryTake() {
+		t.Fatal("taken with bytes owed: a frame would land inside the owed one")
+	}
+	go io.Copy(io.Discard, client)
+	if err := cc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !cc.TryTake() {
+		t.Fatal("not taken once the owed bytes were written")
+	}
+	cc.Give()
+
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if New(a, nil, time.Second, testPool()).TryTake() {
+		t.Fatal("a socket without a RawConn was taken: its write could park")
+	}
 }

@@ -60,9 +60,9 @@ func TestIsPong(t *testing.T) {
 	}
 }
 
-// TestCorkConnDropsPongsOverBudget: of 4096 pongs written at once, the
+// TestConnDropsPongsOverBudget: of 4096 pongs written at once, the
 // peer gets the burst; every other write passes, in order.
-func TestCorkConnDropsPongsOverBudget(t *testing.T) {
+func TestConnDropsPongsOverBudget(t *testing.T) {
 	t.Parallel()
 	server, client := net.Pipe()
 	defer client.Close()

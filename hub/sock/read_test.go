@@ -136,11 +136,11 @@ func TestFloodGuard(t *testing.T) {
 	}
 }
 
-// TestCorkConnCloseDelivers: a socket closed while the peer's bytes lie
+// TestConnCloseDelivers: a socket closed while the peer's bytes lie
 // unread (a flood the guard stopped reading) still delivers everything
 // written before the close, then EOF; a plain close sends RST instead and
 // drops what was still queued, the close frame among it.
-func TestCorkConnCloseDelivers(t *testing.T) {
+func TestConnCloseDelivers(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

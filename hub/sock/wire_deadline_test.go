@@ -34,11 +34,11 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// TestCorkConnDeadline: every socket write starts with at least the write
+// TestConnDeadline: every socket write starts with at least the write
 // timeout and at most 1/8 more of it before its deadline (R12's bound with
 // its slack), while the deadline is moved far less often than once per
 // write.
-func TestCorkConnDeadline(t *testing.T) {
+func TestConnDeadline(t *testing.T) {
 	t.Parallel()
 	const timeout = 160 * time.Millisecond
 	a, b := net.Pipe()
@@ -76,9 +76,9 @@ func TestCorkConnDeadline(t *testing.T) {
 	}
 }
 
-// TestCorkConnBlockedWrite: a write the peer never reads fails with the
+// TestConnBlockedWrite: a write the peer never reads fails with the
 // deadline error, not before the write timeout (the slow consumer, R12).
-func TestCorkConnBlockedWrite(t *testing.T) {
+func TestConnBlockedWrite(t *testing.T) {
 	t.Parallel()
 	const timeout = 100 * time.Millisecond
 	a, b := net.Pipe() // unbuffered: a write blocks until read
