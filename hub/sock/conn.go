@@ -31,14 +31,15 @@ import (
 // (TryTake), write in its place and give it back (Give). A taker's write
 // never parks: what the socket does not take at once is owed, goes to the
 // socket before any later byte, and Give reports that the writer must be
-// woken to write it under the deadline.
+// woken to write it under the deadline. A writer that has ended keeps the
+// socket, so nothing is written after its close.
 //
 // All methods may be called concurrently except Read, which the library's
-// reader alone calls, and Text and Flush, which only the holder of the
-// socket calls (the writer between Hold and Unhold, a taker between TryTake
-// and Give). The library's Write and Close may come at any time from any
-// goroutine; every write to the socket is made under one mutex, so frames
-// never interleave.
+// reader alone calls, and Text, Flush, Unhold and Give, which only the
+// holder of the socket calls (the writer between Hold and Unhold, a taker
+// between TryTake and Give). The library's Write and Close may come at any
+// time from any goroutine; every write to the socket is made under one
+// mutex, so frames never interleave.
 type Conn struct {
 	net.Conn
 	timeout time.Duration // bound of each blocking write
