@@ -2,24 +2,19 @@ package hub
 
 import "sync"
 
-// Acks written by the store's completer. The Redis engine completes a
-// pipeline's events together on one goroutine (rank/redisstore's
-// completer): each score's done encodes its ack and queues it on its
-// connection. Waking each connection's writer for that (one channel send,
-// park and reschedule per connection per pipeline) put 32 writers in the
-// run queue after every pipeline of a 32-connection ingest, behind which
-// the readers and the completer itself waited (docs/performance.md, "The
-// completer writes the acks").
+// Acks at a store batch boundary. A store completes a batch of events
+// together (the Redis engine a pipeline, on its completer goroutine; the
+// memory engine one Apply): each score's done encodes its ack and queues it
+// on its connection. Waking each connection's writer for that put a
+// writer per connection in the run queue after every batch, behind which
+// the readers and the completer itself waited (docs/performance.md).
 //
-// So the node runs the completer's callbacks inside Hub.Completing. While a
-// batch runs, a completion does not wake the writer: it lists the
-// connection. When the batch ends, the completer writes each listed
-// connection's queued replies itself, in one write(2) per connection, when
-// that connection's writer is idle (the direct path of direct.go, under the
-// same conditions: nothing owed, no close or drain, no subscribe under the
-// gate; and at most half a cork of replies). Otherwise it wakes the writer
-// as before. A completion outside a batch (an engine that completes
-// inline, a failure at submit) wakes the writer at once, as it always did.
+// So the store runs each batch's Done callbacks inside Hub.Completing.
+// While a batch runs, a completion does not wake the writer: it lists the
+// connection. When the batch ends, each listed connection's acks are
+// written in one write(2) in its idle writer's place (direct.go), or its
+// writer is woken. A completion outside a batch (a failure at submit)
+// wakes the writer at once.
 
 // ackBatch is the connections whose acks the batches running now queued.
 type ackBatch struct {
@@ -29,9 +24,9 @@ type ackBatch struct {
 }
 
 // Completing runs run, a batch of the store's Done callbacks, and then
-// writes the acks they queued (see above). It is the node's
-// redisstore.Config.Completing. Safe for concurrent use: each batch's end
-// writes what was listed up to then.
+// writes the acks they queued (see above): the Complete hook of either
+// engine. Safe for concurrent use: each batch's end writes what was listed
+// up to then.
 func (h *Hub) Completing(run func()) {
 	b := &h.acks
 	b.mu.Lock()
@@ -73,30 +68,4 @@ func (c *conn) acked() {
 	}
 	b.mu.Unlock()
 	c.poke()
-}
-
-// writeAcks writes c's queued replies in the idle writer's place, or wakes
-// the writer when it is not idle, the socket cannot take a direct write, or
-// the replies are more than half a cork (a page reply can be large: the
-// writer writes those).
-func (c *conn) writeAcks() {
-	if c.cc == nil || c.cc.rc == nil || !c.tryAcquire() {
-		c.poke()
-		return
-	}
-	var owed bool
-	if c.pending = c.replies.takeUpTo(c.pending, maxCork/2); len(c.pending) > 0 {
-		owed = c.cc.writeRepliesLocked(c.pending)
-		for _, b := range c.pending {
-			c.h.putReplyBuf(b)
-		}
-		c.h.directReplies.Add(uint64(len(c.pending)))
-		c.pending = reuse(c.pending)
-	}
-	left := c.replies.len() > 0
-	c.cc.mu.Unlock()
-	c.work.Unlock()
-	if owed || left {
-		c.poke() // bytes owed or an error, or replies left: the writer's turn
-	}
 }

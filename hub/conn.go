@@ -14,6 +14,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/hub/sock"
 	"github.com/wsgateway/wsgateway/proto"
 )
 
@@ -31,11 +32,12 @@ type closeRequest struct {
 }
 
 // conn is one WebSocket connection. The reader (the handler goroutine) owns
-// the fields marked "reader"; the writer goroutine alone writes to ws.
+// the fields marked "reader"; whoever holds the socket (the writer, or a
+// write in its place: direct.go) owns those marked "writer".
 type conn struct {
 	h     *Hub
 	ws    *websocket.Conn
-	cc    *corkConn // the socket under ws (wire.go); nil: writes are not corked
+	s     *sock.Conn // the socket under ws: every write goes through it
 	out   *live.Outbox
 	shard int // registry shard, set by registry.add
 	// sub is the token's sub, fixed for the connection's life (auth
@@ -69,12 +71,6 @@ type conn struct {
 	// the outbox and queues `subscribed`, and by the writer while it drains
 	// replies and takes frames: so `subscribed` is always written first.
 	gate sync.Mutex
-	// work is held by the writer goroutine except while it waits on
-	// notify, and for good once it returns: whoever holds it is the one
-	// writing to the socket. The fan-out's direct path (direct.go) takes
-	// it with TryLock, to write a frame in the idle writer's place.
-	work sync.Mutex
-
 	// ackListed: the connection is on the running batches' list of
 	// connections with acks to write (acks.go); guarded by h.acks.mu.
 	ackListed bool
@@ -104,12 +100,12 @@ type conn struct {
 	frames  [][]byte // Take's slice, reused (empty between Takes)
 }
 
-func newConn(h *Hub, ws *websocket.Conn, cc *corkConn, p auth.Principal, anon bool) *conn {
+func newConn(h *Hub, ws *websocket.Conn, s *sock.Conn, p auth.Principal, anon bool) *conn {
 	notify := make(chan struct{}, 1)
 	c := &conn{
 		h:         h,
 		ws:        ws,
-		cc:        cc,
+		s:         s,
 		out:       live.NewOutboxSignal(h.cfg.TopInterval, time.Now, notify),
 		replies:   replyQueue{max: h.cfg.ReplyQueue, maxBytes: h.cfg.ReplyQueueBytes, ready: notify},
 		closeReq:  make(chan closeRequest, 1),
@@ -124,20 +120,16 @@ func newConn(h *Hub, ws *websocket.Conn, cc *corkConn, p auth.Principal, anon bo
 		c.scoreLim = h.rates.acquire(p.Member)
 	}
 	c.setPrincipal(p)
-	// Held from here for the writer-to-be (writeLoop releases it only to
-	// wait), so no direct write goes before the writer has run at all.
-	c.work.Lock()
-	if cc != nil && cc.rc != nil {
-		c.out.SetDirect(c)
-	}
-	if cc != nil {
-		// Set before the first read (run), so the reader sees it.
-		member := p.Member // an auth keeps the member
-		cc.flood.onFlood = func() {
-			h.log.Info("hub: control frame flood", "member", member)
-			c.requestClose(websocket.StatusPolicyViolation, "control frame flood", false)
-		}
-	}
+	// Held from here for the writer-to-be (writeLoop lets it go only to
+	// wait), so no write in its place goes before the writer has run.
+	s.Hold()
+	c.out.SetDirect(c)
+	// Set before the first read (run), so the reader sees it.
+	member := p.Member // an auth keeps the member
+	s.SetOnFlood(func() {
+		h.log.Info("hub: control frame flood", "member", member)
+		c.requestClose(websocket.StatusPolicyViolation, "control frame flood", false)
+	})
 	return c
 }
 
@@ -211,7 +203,7 @@ func (c *conn) run(parent context.Context) {
 	defer cancel()
 	c.rctx = ctx
 	// Reads and writes pass no context to the library (a cancellable one
-	// costs a timer and allocations per call, see wire.go): ending ctx
+	// costs a timer and allocations per call): ending ctx
 	// closes the socket instead, which ends a blocked read or write as the
 	// library would have.
 	stopClose := context.AfterFunc(ctx, func() { c.poke(); c.ws.CloseNow() })
@@ -447,7 +439,7 @@ func (h *Hub) putBuf(b *bytes.Buffer) {
 }
 
 // getReplyBuf returns an empty reply buffer; putReplyBuf gives it back once
-// written (the library copies what it writes). Large ones (pages) are left
+// written (sock.Conn.Text copies it). Large ones (pages) are left
 // to the collector.
 func (h *Hub) getReplyBuf() *[]byte {
 	b := h.replyBufs.Get().(*[]byte)

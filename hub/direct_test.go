@@ -1,249 +1,101 @@
 package hub
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"fmt"
+	"bufio"
 	"io"
 	"net"
-	"os"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wsgateway/wsgateway/hub/sock"
 )
 
-// tcpPair is a real loopback TCP connection whose server side has a tiny
-// send buffer and whose client side a tiny receive buffer, so that a peer
-// that does not read fills them after a few KB.
-func tcpPair(t *testing.T) (server *net.TCPConn, client *net.TCPConn) {
-	t.Helper()
-	// Set before the connection exists: set later, the buffers' sizes do
-	// not shrink the window already offered.
-	small := func(opt int) func(_, _ string, rc syscall.RawConn) error {
-		return func(_, _ string, rc syscall.RawConn) error {
-			var serr error
-			err := rc.Control(func(fd uintptr) {
-				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, opt, 2048)
-			})
-			return errors.Join(err, serr)
-		}
-	}
-	lc := net.ListenConfig{Control: small(syscall.SO_SNDBUF)}
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+// TestTakeOverRepliesFirst: a frame written in the idle writer's place goes
+// after the replies queued before it, in the same write; with the writer
+// at work, or more replies than a taker writes, the frame is refused (the
+// writer's way) and the replies stay queued.
+func TestTakeOverRepliesFirst(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	d := &net.Dialer{Control: small(syscall.SO_RCVBUF)}
-	cc, err := d.Dial("tcp", ln.Addr().String())
+	client, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := <-accepted
-	if sc == nil {
-		t.Fatal("accept failed")
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
 	}
-	server, client = sc.(*net.TCPConn), cc.(*net.TCPConn)
-	t.Cleanup(func() { server.Close(); client.Close() })
-	return server, client
+	defer server.Close()
+
+	h := &Hub{}
+	h.batches.New = func() any { b := make([]byte, 0, 4096); return &b }
+	h.replyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
+	notify := make(chan struct{}, 1)
+	c := &conn{h: h, s: sock.New(server, nil, 5*time.Second, &h.batches), notify: notify,
+		replies: replyQueue{max: 16, maxBytes: 1 << 20, ready: notify}}
+	reply := func(s string) {
+		b := h.getReplyBuf()
+		*b = append(*b, s...)
+		if !c.replies.add(b) {
+			t.Fatal("reply queue full")
+		}
+	}
+	reply(`{"type":"ack","id":"a"}`)
+	reply(`{"type":"ack","id":"b"}`)
+	if !c.TryAcquire() {
+		t.Fatal("an idle writer's socket was not taken")
+	}
+	c.WriteDirect([]byte(`{"type":"top"}`))
+	br := bufio.NewReader(client)
+	for _, want := range []string{`{"type":"ack","id":"a"}`, `{"type":"ack","id":"b"}`, `{"type":"top"}`} {
+		if got := readText(t, br); got != want {
+			t.Fatalf("read %s, want %s", got, want)
+		}
+	}
+	if c.replies.len() != 0 {
+		t.Fatal("replies left queued after a taker wrote them")
+	}
+
+	c.s.Hold() // the writer at work
+	reply(`{"type":"ack","id":"c"}`)
+	if c.TryAcquire() {
+		t.Fatal("taken while the writer holds the socket")
+	}
+	c.s.Unhold()
+	big := make([]byte, maxDirectReplies)
+	reply(`{"type":"page","pad":"` + string(big) + `"}`)
+	if c.TryAcquire() {
+		t.Fatal("taken with more replies than a taker writes queued before the frame")
+	}
+	if c.replies.len() != 2 {
+		t.Fatalf("%d replies queued after a refused take, want 2", c.replies.len())
+	}
 }
 
-func directCork(t *testing.T, nc *net.TCPConn, timeout time.Duration) *corkConn {
+// readText reads one unmasked server text frame (payload under 64 KiB).
+func readText(t *testing.T, br *bufio.Reader) string {
 	t.Helper()
-	pool := &sync.Pool{New: func() any { s := make([]byte, 0, 4096); return &s }}
-	cc := &corkConn{Conn: nc, timeout: timeout, pool: pool, closed: make(chan struct{}), rc: rawConnOf(nc)}
-	if cc.rc == nil {
-		t.Fatal("a TCP connection has no RawConn")
-	}
-	return cc
-}
-
-// fillDirect writes numbered frames of about pad bytes directly until the
-// socket leaves some owed; it returns the frames written (the last one at
-// least partly owed).
-func fillDirect(t *testing.T, cc *corkConn, pad int) [][]byte {
-	t.Helper()
-	var frames [][]byte
-	for i := 0; ; i++ {
-		if i > 100000 {
-			t.Fatal("the socket never pushed back")
-		}
-		f := []byte(fmt.Sprintf(`{"type":"top","seq":%d,"pad":"%s"}`, i, bytes.Repeat([]byte("x"), pad)))
-		frames = append(frames, f)
-		cc.mu.Lock()
-		owed := cc.writeDirectLocked(f)
-		cc.mu.Unlock()
-		if owed {
-			if cc.werr != nil {
-				t.Fatalf("direct write: %v", cc.werr)
-			}
-			if !cc.owes.Load() {
-				t.Fatal("bytes owed but owes is not set")
-			}
-			return frames
-		}
-	}
-}
-
-// readFrames parses n server frames (unmasked, payload < 64 KiB) from r.
-func readFrames(t *testing.T, r io.Reader, n int) (ops []byte, payloads [][]byte) {
-	t.Helper()
-	for range n {
-		var h [2]byte
-		if _, err := io.ReadFull(r, h[:]); err != nil {
-			t.Fatalf("read header: %v", err)
-		}
-		size := int(h[1] & 0x7f)
-		if size == 126 {
-			var ext [2]byte
-			if _, err := io.ReadFull(r, ext[:]); err != nil {
-				t.Fatal(err)
-			}
-			size = int(ext[0])<<8 | int(ext[1])
-		}
-		p := make([]byte, size)
-		if _, err := io.ReadFull(r, p); err != nil {
-			t.Fatalf("read payload: %v", err)
-		}
-		ops, payloads = append(ops, h[0]), append(payloads, p)
-	}
-	return ops, payloads
-}
-
-// TestCorkConnOwedFirst: a direct write the socket takes only part of
-// leaves the rest owed, and every later write (the library's pong, the
-// writer's frame) goes after all of it: the peer reads whole frames, in
-// order, nothing inside another.
-func TestCorkConnOwedFirst(t *testing.T) {
-	t.Parallel()
-	server, client := tcpPair(t)
-	cc := directCork(t, server, 5*time.Second)
-	frames := fillDirect(t, cc, 300)
-	t.Logf("%d frames written directly; %d bytes owed from offset %d", len(frames), len(*cc.owed)-cc.owedOff, cc.owedOff)
-
-	pong := []byte{0x8a, 0x00} // the library's empty pong, in one Write
-	after := []byte(`{"type":"top","seq":"after"}`)
-	done := make(chan error, 1)
-	go func() {
-		// Blocks until the peer reads: the owed bytes go first.
-		if _, err := cc.Write(pong); err != nil {
-			done <- err
-			return
-		}
-		done <- cc.writeText(after)
-	}()
-	ops, got := readFrames(t, client, len(frames)+2)
-	if err := <-done; err != nil {
+	var h [2]byte
+	if _, err := io.ReadFull(br, h[:]); err != nil {
 		t.Fatal(err)
 	}
-	for i, f := range frames {
-		if ops[i] != 0x81 || !bytes.Equal(got[i], f) {
-			t.Fatalf("frame %d: op %#x %.40q, want the direct frame %.40q", i, ops[i], got[i], f)
-		}
+	n := int(h[1])
+	if n == 126 {
+		var l [2]byte
+		io.ReadFull(br, l[:])
+		n = int(l[0])<<8 | int(l[1])
 	}
-	if ops[len(frames)] != 0x8a || len(got[len(frames)]) != 0 {
-		t.Fatalf("after the direct frames: op %#x, want the pong", ops[len(frames)])
-	}
-	if !bytes.Equal(got[len(frames)+1], after) {
-		t.Fatalf("last frame %q, want %q", got[len(frames)+1], after)
-	}
-	if cc.owes.Load() || cc.owed != nil {
-		t.Fatal("bytes still owed after they were written")
-	}
-}
-
-// TestCorkConnOwedFlush: the writer's flushOwed writes what is owed, and
-// the next direct write goes straight to the socket again.
-func TestCorkConnOwedFlush(t *testing.T) {
-	t.Parallel()
-	server, client := tcpPair(t)
-	cc := directCork(t, server, 5*time.Second)
-	// Frames larger than the socket's buffers: the first one is written
-	// in part (a partial write, not EAGAIN).
-	frames := fillDirect(t, cc, 40000)
-	if len(frames) != 1 || cc.owedOff == 0 {
-		t.Fatalf("%d frames, owed from offset %d: want the first frame written in part", len(frames), cc.owedOff)
-	}
-	flushed := make(chan error, 1)
-	go func() { flushed <- cc.flushOwed() }()
-	_, got := readFrames(t, client, len(frames))
-	if err := <-flushed; err != nil {
+	p := make([]byte, n)
+	if _, err := io.ReadFull(br, p); err != nil {
 		t.Fatal(err)
 	}
-	for i, f := range frames {
-		if !bytes.Equal(got[i], f) {
-			t.Fatalf("frame %d: %.40q, want %.40q", i, got[i], f)
-		}
+	if h[0] != 0x81 {
+		t.Fatalf("frame %#x, want a final text frame", h[0])
 	}
-	if cc.owes.Load() {
-		t.Fatal("bytes still owed after the flush")
-	}
-	// The socket is drained: a direct write goes through whole again.
-	next := []byte(`{"type":"top","seq":"next"}`)
-	cc.mu.Lock()
-	owed := cc.writeDirectLocked(next)
-	cc.mu.Unlock()
-	if owed {
-		t.Fatal("a direct write to a drained socket left bytes owed")
-	}
-	if _, got = readFrames(t, client, 1); !bytes.Equal(got[0], next) {
-		t.Fatalf("read %q, want %q", got[0], next)
-	}
-}
-
-// TestCorkConnOwedBlocked: bytes owed to a peer that never reads end the
-// connection through the writer's deadline (R12), not before the write
-// timeout; a direct write itself never waits.
-func TestCorkConnOwedBlocked(t *testing.T) {
-	t.Parallel()
-	const timeout = 200 * time.Millisecond
-	server, _ := tcpPair(t)
-	cc := directCork(t, server, timeout)
-	fillDirect(t, cc, 40000) // more than the socket's buffers hold
-	start := time.Now()
-	err := cc.flushOwed()
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("flushing to a peer that never reads: %v, want a deadline error", err)
-	}
-	if d := time.Since(start); d < timeout {
-		t.Fatalf("the owed bytes' write failed after %v, before the write timeout %v", d, timeout)
-	}
-	// Nothing more is written: every later write returns the error.
-	if err := cc.writeText([]byte("x")); err == nil {
-		t.Fatal("a write after the owed bytes' deadline passed succeeded")
-	}
-}
-
-// TestCorkConnDirectPastDeadline: direct writes do not move the write
-// deadline, so once it has passed the socket refuses them; the frame is
-// then owed whole, and the writer's flush moves the deadline and writes it.
-func TestCorkConnDirectPastDeadline(t *testing.T) {
-	t.Parallel()
-	server, client := tcpPair(t)
-	cc := directCork(t, server, 5*time.Second)
-	if err := server.SetWriteDeadline(time.Now().Add(-time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	cc.deadline = time.Now().Add(-time.Second)
-	f := []byte(`{"type":"top","seq":1}`)
-	cc.mu.Lock()
-	owed := cc.writeDirectLocked(f)
-	cc.mu.Unlock()
-	if !owed || cc.werr != nil || cc.owed == nil || cc.owedOff != 0 {
-		t.Fatalf("direct write past the deadline: owed %v, err %v; want the whole frame owed", owed, cc.werr)
-	}
-	if err := cc.flushOwed(); err != nil {
-		t.Fatal(err)
-	}
-	_, got := readFrames(t, client, 1)
-	if !bytes.Equal(got[0], f) {
-		t.Fatalf("read %q, want %q", got[0], f)
-	}
+	return string(p)
 }

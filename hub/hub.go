@@ -1,11 +1,15 @@
-// Package hub serves the gateway's WebSocket endpoint (PROTOCOL.md §3, §4):
-// authentication before the upgrade, the strict protocol codec, score events,
-// subscriptions through the live frame engine, rate limits, the slow-consumer
-// policy and the drain on shutdown.
+// Package hub serves the gateway's WebSocket endpoint (docs/protocol.md §3,
+// §4): authentication before the upgrade, the strict protocol codec, score
+// events, subscriptions through the live frame engine, rate limits, the
+// slow-consumer policy and the drain on shutdown.
 //
 // Each connection is one reader (the handler goroutine) and one writer
 // goroutine, cancelled together. Replies go through a bounded queue; live
-// frames through a latest-wins live.Outbox; only the writer writes.
+// frames through a latest-wins live.Outbox. The socket belongs to a
+// sock.Conn: the writer holds it except while it waits, and while it waits
+// the fan-out (a due frame) and the store's batch end (acks) may take it
+// and write in its place, never waiting for it (direct.go). The protocol
+// code (handle, window, access) never touches the socket.
 //
 // Lock order (a lock may be taken while holding those to its left, never
 // the other way round):
@@ -14,12 +18,12 @@
 //	                                              the writer takes frames under it)
 //	conn.gate → conn.mu → replyQueue.mu          (the writer takes replies under the gate; a
 //	                                              completed score queues its reply under conn.mu)
-//	conn.work → conn.gate, corkConn.mu           (the writer holds work while it is not waiting)
+//	sock hold → conn.gate                        (the writer holds the socket while it is not waiting)
 //
-// The fan-out's direct path (direct.go) runs under live.Outbox.mu and takes
-// conn.work, conn.gate and corkConn.mu there with TryLock only: it never
-// waits for them, so taking them "backwards" cannot deadlock, and a failed
-// TryLock sends the frame the writer's way instead.
+// Taking the socket in the writer's place (direct.go) runs under
+// live.Outbox.mu and takes the socket and conn.gate with TryLock only: it
+// never waits for them, so taking them "backwards" cannot deadlock, and a
+// failure sends the frame the writer's way instead.
 //
 // registry shards, Metrics and the store's own locks are leaves: nothing
 // else is taken while they are held. A store's Done callback runs with no
@@ -48,6 +52,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/hub/sock"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -154,14 +159,13 @@ type Hub struct {
 	closing atomic.Bool
 	emptied chan struct{} // capacity 1: the registry became empty
 	bufs    sync.Pool     // *bytes.Buffer for reading frames
-	// corkBufs are *[]byte batches of a corked connection (wire.go);
-	// replyBufs are *[]byte encoded replies (encode.go).
-	corkBufs sync.Pool
-	// directFrames counts frames the fan-out wrote in an idle writer's
-	// place (direct.go), so a test can see the path is taken.
-	directFrames atomic.Uint64
-	// directReplies counts replies the store's completer wrote in an idle
-	// writer's place (acks.go); acks are the batches' connections.
+	// batches are the *[]byte write batches of the sockets (hub/sock);
+	// replyBufs are *[]byte encoded replies (conn.go).
+	batches sync.Pool
+	// directFrames and directReplies count the frames and replies written
+	// in an idle writer's place (direct.go), so a test can see the path is
+	// taken.
+	directFrames  atomic.Uint64
 	directReplies atomic.Uint64
 	acks          ackBatch
 	replyBufs     sync.Pool
@@ -229,7 +233,7 @@ func New(cfg Config) (*Hub, error) {
 		emptied: make(chan struct{}, 1),
 	}
 	h.cache, _ = cfg.Store.(rank.BoardCache)
-	h.corkBufs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	h.batches.New = func() any { b := make([]byte, 0, 4096); return &b }
 	h.replyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	h.reg.init()
 	h.rates.init(cfg.MemberScoreRate)
@@ -241,7 +245,7 @@ func New(cfg Config) (*Hub, error) {
 func (h *Hub) Conns() int { return int(h.reg.n.Load()) }
 
 // ServeHTTP authenticates and upgrades GET /ws (R1), then serves the
-// connection until it ends.
+// connection on a goroutine of its own until it ends.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.closing.Load() {
 		httpError(w, http.StatusServiceUnavailable, proto.CodeUnavailable, "the gateway is shutting down")
@@ -281,25 +285,35 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		capRefused(w, "for this member", h.cfg.MaxConnsPerMember)
 		return
 	}
-	cw := &corkWriter{ResponseWriter: w, h: h}
-	ws, err := websocket.Accept(cw, r, &websocket.AcceptOptions{
+	ws, s, err := sock.Accept(w, r, websocket.AcceptOptions{
 		Subprotocols:    []string{proto.Subprotocol}, // never the bearer entry
 		OriginPatterns:  h.cfg.AllowedOrigins,
-		CompressionMode: websocket.CompressionDisabled, // its memory per connection is large
-		OnPingReceived:  cw.onPing,                     // pongs over budget cost nothing (pong.go)
-	})
+		CompressionMode: websocket.CompressionDisabled, // its memory per connection is large; and sock frames are plain
+	}, h.cfg.WriteTimeout, &h.batches)
 	if err != nil {
 		h.log.Debug("hub: upgrade failed", "err", err) // Accept answered the request
 		return
 	}
-	c := newConn(h, ws, cw.cc, p, anon)
-	rv.cc = cw.cc // a flood close holds the slots (flood.go)
+	c := newConn(h, ws, s, p, anon)
+	rv.sock = s // a flood close holds the slots (holdAfterFlood)
 	h.reg.add(c)
 	role := string(p.Role)
 	if anon {
 		role = "anonymous"
 	}
 	h.m.connOpened(role, 1)
+	// The connection is served on a goroutine of its own, so that this
+	// handler returns and net/http lets go of the request and its read and
+	// write buffers, which it would otherwise hold for the connection's
+	// whole life. The reservation goes with it.
+	go h.serve(c, role, rv)
+	rv = reservation{h: h}
+}
+
+// serve serves c until it ends, then gives back its registration and
+// reservation.
+func (h *Hub) serve(c *conn, role string, rv reservation) {
+	defer rv.release()
 	defer func() {
 		h.m.connOpened(role, -1)
 		if h.reg.remove(c) == 0 {

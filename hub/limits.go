@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/proto"
@@ -80,8 +81,10 @@ type reservation struct {
 	h     *Hub
 	ipKey string // "" = not counted
 	mKey  string
-	node  bool      // holds a MaxConns slot
-	cc    *corkConn // once upgraded; a flood close holds the slots (holdAfterFlood)
+	node  bool // holds a MaxConns slot
+	// sock is the socket once upgraded (a *sock.Conn): a flood close holds
+	// the slots (holdAfterFlood).
+	sock interface{ Flooded() bool }
 }
 
 func (rv *reservation) release() {
@@ -318,4 +321,24 @@ func normPrefixes(ps []netip.Prefix) []netip.Prefix {
 		out = append(out, netip.PrefixFrom(a, bits).Masked())
 	}
 	return out
+}
+
+// floodHold is how long a connection closed for flooding (sock.Conn's
+// frame budget) keeps its address and member slots (Config.MaxConnsPerIP,
+// MaxConnsPerMember) after it ends. A flooder that dials again at once gets
+// a fresh budget per connection, so the caps bound its connections at once
+// but not per second; held, the slots bound it to MaxConnsPerMember
+// connections per floodHold per member, and MaxConnsPerIP per address. A
+// real client never floods, so it never waits.
+const floodHold = 10 * time.Second
+
+// holdAfterFlood reports whether rv's connection was closed for flooding;
+// if so, its address and member slots are given back after floodHold
+// instead of now.
+func (rv *reservation) holdAfterFlood() bool {
+	if rv.sock == nil || !rv.sock.Flooded() || (rv.ipKey == "" && rv.mKey == "") {
+		return false
+	}
+	time.AfterFunc(floodHold, rv.releaseSlots)
+	return true
 }

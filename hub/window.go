@@ -10,7 +10,7 @@ import (
 // A connection keeps up to maxInFlight score events in flight instead of
 // one (rank.Store.Apply completes asynchronously on Redis): the reader submits a score and reads the next frame, so a
 // client's pipelined events share Redis pipelines and their acks leave
-// together (one corked write). R2 holds through the window, a ring of reply
+// together (one batched write). R2 holds through the window, a ring of reply
 // slots in request order: a score takes a slot when submitted and fills it
 // when its result comes back; replies leave the window only from its head,
 // in order. A reply the reader produces while scores are in flight (an

@@ -1,8 +1,8 @@
 package hub
 
-// The connection's writer: the only goroutine that writes to the socket,
-// its wait (notify and one timer), batching, and the close handshake; and
-// the bounded reply queue it drains.
+// The connection's writer: it holds the socket (sock.Conn) except while it
+// waits (notify and one timer), writes replies and frames in batches, pings
+// and closes; and the bounded reply queue it drains.
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/coder/websocket"
 )
 
-// writeLoop is the only writer. Priorities: a close request; then replies
+// writeLoop is the connection's writer. Priorities: a close request; then replies
 // before frames (so `subscribed` precedes its first frame); pings on a
 // timer. It waits on notify alone, and on each wake looks at every source.
 // Its one timer (the earlier of the next frame due and the next ping)
@@ -28,9 +28,9 @@ import (
 // connection). A spectator in phase with the board's reads never arms it
 // for frames, so the timer's own goroutine runs about once per ping.
 //
-// It holds c.work (taken by newConn) except while it waits on notify
-// (direct.go), and keeps it once it returns, so no direct write follows
-// the close.
+// It holds the socket (taken by newConn) except while it waits on notify
+// (direct.go), and keeps it once it returns, so no write in its place
+// follows the close.
 func (c *conn) writeLoop(ctx context.Context) error {
 	timer := time.AfterFunc(time.Hour, c.poke)
 	timer.Stop()
@@ -57,11 +57,11 @@ func (c *conn) writeLoop(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		// Bytes a direct write owes go before anything else; every later
-		// write would put them first anyway, but with nothing else to write
-		// the writer must not wait with them owed.
-		if c.cc != nil && c.cc.owes.Load() {
-			if err := c.checkWrite(ctx, c.cc.flushOwed()); err != nil {
+		// Bytes a write in its place owes go before anything else; every
+		// later write would put them first anyway, but with nothing else to
+		// write the writer must not wait with them owed.
+		if c.s.Owes() {
+			if err := c.checkWrite(ctx, c.s.Flush()); err != nil {
 				return err
 			}
 		}
@@ -117,9 +117,9 @@ func (c *conn) writeLoop(ctx context.Context) error {
 			}
 			armed = next
 		}
-		c.work.Unlock()
+		c.s.Unhold()
 		<-c.notify
-		c.work.Lock()
+		c.s.Hold()
 		// Any wake may bring a frame (a timer's wake for a held frame, or
 		// an offer's); Take says which are due.
 		checkOutbox = true
@@ -148,53 +148,31 @@ func (c *conn) writeLoop(ctx context.Context) error {
 // takeReplies moves the queued replies to c.pending (bounded by the queue).
 func (c *conn) takeReplies() { c.pending = c.replies.take(c.pending) }
 
-// writeBatch writes the pending replies, then frames. Two or more messages
-// are corked into one socket write (wire.go).
-func (c *conn) writeBatch(ctx context.Context, frames [][]byte) (err error) {
-	defer func() {
-		for _, b := range c.pending {
-			c.h.putReplyBuf(b)
-		}
-		c.pending = reuse(c.pending)
-	}()
-	if c.cc != nil && len(c.pending)+len(frames) > 1 {
-		c.cc.cork()
-		defer func() {
-			ferr := c.cc.uncork()
-			if err == nil {
-				err = c.checkWrite(ctx, ferr)
-			}
-		}()
-	}
+// writeBatch writes the pending replies, then frames, in one socket write
+// (a large batch in several). Every socket write is bounded by
+// WriteTimeout (sock.Conn's write deadline); ctx ending closes the socket
+// (run).
+func (c *conn) writeBatch(ctx context.Context, frames [][]byte) error {
+	var err error
 	for _, b := range c.pending {
-		if err := c.write(ctx, *b); err != nil {
-			return err
+		if err == nil {
+			err = c.s.Text(*b)
 		}
+		c.h.putReplyBuf(b)
 	}
+	c.pending = reuse(c.pending)
 	for _, f := range frames {
-		if err := c.writeFrame(ctx, f); err != nil {
-			return err
+		if err == nil {
+			err = c.s.Text(f)
 		}
 	}
-	return nil
-}
-
-// writeFrame writes one live frame (top, view, board) as a ready-made
-// WebSocket frame (rawframe.go).
-func (c *conn) writeFrame(ctx context.Context, f []byte) error {
-	if c.cc == nil {
-		return c.write(ctx, f)
+	if err == nil {
+		err = c.s.Flush()
 	}
-	return c.checkWrite(ctx, c.cc.writeText(f))
+	return c.checkWrite(ctx, err)
 }
 
 var errSlowConsumer = errors.New("hub: write blocked: slow consumer")
-
-// write writes one message. Every socket write is bounded by WriteTimeout
-// (corkConn's write deadline); ctx ending closes the socket (run).
-func (c *conn) write(ctx context.Context, b []byte) error {
-	return c.checkWrite(ctx, c.ws.Write(context.Background(), websocket.MessageText, b))
-}
 
 // checkWrite classifies a write error: a socket write blocked for
 // WriteTimeout means a slow consumer (R12); the connection then ends (the

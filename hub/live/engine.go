@@ -1,5 +1,5 @@
 // Package live is the live frame engine: throttled, latest-wins `top` and
-// `view` frames (PROTOCOL.md §4, R7, R8, R9, R12).
+// `view` frames (docs/protocol.md §4, R7, R8, R9, R12).
 //
 // Change events (local and from the bus) are hints that mark boards and views
 // dirty; the Run loop re-reads only what is dirty, on each board's fixed read

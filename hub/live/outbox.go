@@ -86,9 +86,9 @@ const maxEvents = 16
 // at 1,000 spectators. The hub implements it; live does not import hub.
 type DirectWriter interface {
 	// TryAcquire reports whether the frame may be written now, and if so
-	// holds the connection's writer until WriteDirect: the writer is idle
-	// (parked, nothing of its own to write), and the frame would be written
-	// at once, in order. It is called with the Outbox's mutex held, so it
+	// holds the connection's socket until WriteDirect: the writer is idle
+	// (parked; the replies it has queued go first, in the same write), and
+	// the frame would be written at once, in order. It is called with the Outbox's mutex held, so it
 	// must never block (TryLock-style calls only).
 	TryAcquire() bool
 	// WriteDirect writes frame (shared: never modified) and releases what

@@ -9,7 +9,7 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// Limits of a subscription (PROTOCOL.md §4).
+// Limits of a subscription (docs/protocol.md §4).
 const (
 	MaxTop    = rank.MaxTop
 	MaxAround = 25

@@ -1,4 +1,4 @@
-package hub
+package sock
 
 import (
 	"io"
@@ -60,13 +60,13 @@ func TestIsPong(t *testing.T) {
 	}
 }
 
-// TestCorkConnDropsPongsOverBudget: of 4096 pongs written at once, the
+// TestConnDropsPongsOverBudget: of 4096 pongs written at once, the
 // peer gets the burst; every other write passes, in order.
-func TestCorkConnDropsPongsOverBudget(t *testing.T) {
+func TestConnDropsPongsOverBudget(t *testing.T) {
 	t.Parallel()
 	server, client := net.Pipe()
 	defer client.Close()
-	cc := &corkConn{Conn: server, timeout: 5 * time.Second, closed: make(chan struct{})}
+	cc := New(server, nil, 5*time.Second, testPool())
 	var got []byte
 	var wg sync.WaitGroup
 	wg.Go(func() { got, _ = io.ReadAll(client) })

@@ -1,4 +1,4 @@
-package hub
+package sock
 
 import (
 	"bytes"
@@ -10,12 +10,12 @@ import (
 )
 
 // BenchmarkFrameWrite is the socket end of a live frame: a 1 KB top frame
-// written to one connection over loopback as the hub writes frames
-// (rawframe.go: header and payload in one write(2), under the write
-// deadline), alone ("one") and as a corked batch of 4 ("corked"); a plain
-// TCP reader drains the socket. "direct" is the fan-out's direct path
-// (direct.go): one non-blocking write(2) through the RawConn, owed bytes
-// (rare here) flushed as the writer would.
+// written to one connection over loopback as the writer writes frames
+// (Text and Flush: header and payload in one write(2), under the write
+// deadline), alone ("one") and in a batch of 4 ("batched"); a plain TCP
+// reader drains the socket. "direct" is a taker's write (TryTake, Text,
+// Give): one non-blocking write(2) through the RawConn, owed bytes (rare
+// here) flushed as the writer would.
 func BenchmarkFrameWrite(b *testing.B) {
 	frame := bytes.Repeat([]byte("x"), 1024)
 	for _, batch := range []int{1, 4, 0} {
@@ -24,7 +24,7 @@ func BenchmarkFrameWrite(b *testing.B) {
 		case 0:
 			name = "direct"
 		case 4:
-			name = "corked"
+			name = "batched"
 		}
 		b.Run(name, func(b *testing.B) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -47,33 +47,26 @@ func BenchmarkFrameWrite(b *testing.B) {
 				b.Fatal(err)
 			}
 			pool := &sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-			cc := &corkConn{Conn: nc, timeout: 5 * time.Second, pool: pool, closed: make(chan struct{}), rc: rawConnOf(nc)}
+			cc := New(nc, nil, 5*time.Second, pool)
 			b.ReportAllocs()
 			b.SetBytes(int64(len(frame)))
 			for b.Loop() {
 				if batch == 0 {
-					cc.mu.Lock()
-					owed := cc.writeDirectLocked(frame)
-					cc.mu.Unlock()
+					owed := direct(b, cc, frame)
 					if owed {
-						if err := cc.flushOwed(); err != nil {
+						if err := cc.Flush(); err != nil {
 							b.Fatal(err)
 						}
 					}
 					continue
 				}
-				if batch > 1 {
-					cc.cork()
-				}
 				for range batch {
-					if err := cc.writeText(frame); err != nil {
+					if err := cc.Text(frame); err != nil {
 						b.Fatal(err)
 					}
 				}
-				if batch > 1 {
-					if err := cc.uncork(); err != nil {
-						b.Fatal(err)
-					}
+				if err := cc.Flush(); err != nil {
+					b.Fatal(err)
 				}
 			}
 			b.StopTimer()

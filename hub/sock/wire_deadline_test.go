@@ -1,4 +1,4 @@
-package hub
+package sock
 
 import (
 	"errors"
@@ -34,11 +34,11 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// TestCorkConnDeadline: every socket write starts with at least the write
+// TestConnDeadline: every socket write starts with at least the write
 // timeout and at most 1/8 more of it before its deadline (R12's bound with
 // its slack), while the deadline is moved far less often than once per
 // write.
-func TestCorkConnDeadline(t *testing.T) {
+func TestConnDeadline(t *testing.T) {
 	t.Parallel()
 	const timeout = 160 * time.Millisecond
 	a, b := net.Pipe()
@@ -47,7 +47,7 @@ func TestCorkConnDeadline(t *testing.T) {
 	go io.Copy(io.Discard, b)
 	dc := &deadlineConn{Conn: a}
 	pool := &sync.Pool{New: func() any { s := make([]byte, 0, 4096); return &s }}
-	cc := &corkConn{Conn: dc, timeout: timeout, pool: pool, closed: make(chan struct{})}
+	cc := New(dc, nil, timeout, pool)
 	// Writes back to back (each a few µs) until the deadline has moved
 	// three times, about timeout/8 apart.
 	writes, sets := 0, 0
@@ -55,7 +55,7 @@ func TestCorkConnDeadline(t *testing.T) {
 		if time.Now().After(end) {
 			t.Fatalf("the deadline moved %d times in %d writes over 10s", sets, writes)
 		}
-		if err := cc.writeText([]byte(`{"type":"top"}`)); err != nil {
+		if err := writeText(cc, []byte(`{"type":"top"}`)); err != nil {
 			t.Fatal(err)
 		}
 		dc.mu.Lock()
@@ -76,18 +76,18 @@ func TestCorkConnDeadline(t *testing.T) {
 	}
 }
 
-// TestCorkConnBlockedWrite: a write the peer never reads fails with the
+// TestConnBlockedWrite: a write the peer never reads fails with the
 // deadline error, not before the write timeout (the slow consumer, R12).
-func TestCorkConnBlockedWrite(t *testing.T) {
+func TestConnBlockedWrite(t *testing.T) {
 	t.Parallel()
 	const timeout = 100 * time.Millisecond
 	a, b := net.Pipe() // unbuffered: a write blocks until read
 	defer a.Close()
 	defer b.Close()
 	pool := &sync.Pool{New: func() any { s := make([]byte, 0, 4096); return &s }}
-	cc := &corkConn{Conn: a, timeout: timeout, pool: pool, closed: make(chan struct{})}
+	cc := New(a, nil, timeout, pool)
 	start := time.Now()
-	err := cc.writeText([]byte("never read"))
+	err := writeText(cc, []byte("never read"))
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("blocked write: %v, want a deadline error", err)
 	}

@@ -1,4 +1,4 @@
-package hub
+package sock
 
 import (
 	"bytes"
@@ -51,7 +51,7 @@ func TestFrameScanner(t *testing.T) {
 		{"close", frame(0x8, true, 2), 1},
 		{"empty text frame", frame(0x1, true, 0), 1},
 		{"empty continuation", frame(0x0, false, 0), 1},
-		{"fragments with data", join(frame(0x1, false, 5), frame(0x0, false, 7), frame(0x0, true, 1)), 0},
+		{"fragments with data", join(frame(0x1, false, 5), frame(0x0, false, 7), frame(0x0, true, 1)), 2},
 		{"16-bit length", join(frame(0x1, true, 300), frame(0x9, true, 0)), 1},
 		{"64-bit length", join(frame(0x1, true, 70000), frame(0x9, true, 0), frame(0x0, true, 0)), 2},
 		{"mixed", join(frame(0x9, true, 0), frame(0x1, true, 4), frame(0xA, true, 0), frame(0x0, false, 0)), 3},
@@ -98,7 +98,7 @@ func TestFloodGuard(t *testing.T) {
 	now := time.Unix(100, 0)
 	clock := func() time.Time { return now }
 	flooded := 0
-	g := floodGuard{onFlood: func() { flooded++ }}
+	g := reader{onFlood: func() { flooded++ }}
 	ping := frame(0x9, true, 0)
 	for i := range floodBurst {
 		if !g.observe(ping, clock) || flooded != 0 {
@@ -128,7 +128,7 @@ func TestFloodGuard(t *testing.T) {
 		t.Fatalf("reads stopped %v, flooded %d", stop, flooded)
 	}
 	// Messages with data never count.
-	var q floodGuard
+	var q reader
 	q.onFlood = func() { t.Fatal("data frames counted") }
 	text := frame(0x1, true, 10)
 	for range 3 * floodBurst {
@@ -136,11 +136,11 @@ func TestFloodGuard(t *testing.T) {
 	}
 }
 
-// TestCorkConnCloseDelivers: a socket closed while the peer's bytes lie
+// TestConnCloseDelivers: a socket closed while the peer's bytes lie
 // unread (a flood the guard stopped reading) still delivers everything
 // written before the close, then EOF; a plain close sends RST instead and
 // drops what was still queued, the close frame among it.
-func TestCorkConnCloseDelivers(t *testing.T) {
+func TestConnCloseDelivers(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestCorkConnCloseDelivers(t *testing.T) {
 	if !ok {
 		t.Fatal("accept failed")
 	}
-	cc := &corkConn{Conn: sc, timeout: 5 * time.Second, closed: make(chan struct{})}
+	cc := New(sc, nil, 5*time.Second, testPool())
 
 	// Bytes the server never reads, then more written to the client than
 	// the socket buffers hold at once: some is still queued at Close.

@@ -1,12 +1,11 @@
 //go:build unix
 
-package hub
+package sock
 
 import "syscall"
 
-// directWrites: the direct path is built on unix sockets (write(2) on the
-// descriptor).
-const directWrites = true
+// nonBlockingWrites: takers write with write(2) on the descriptor.
+const nonBlockingWrites = true
 
 // writeNonBlocking is one write(2) on the non-blocking socket fd.
 func writeNonBlocking(fd uintptr, p []byte) (int, error) {

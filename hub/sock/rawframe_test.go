@@ -1,4 +1,4 @@
-package hub
+package sock
 
 import (
 	"bytes"
@@ -12,15 +12,12 @@ import (
 	"github.com/coder/websocket"
 )
 
-// TestWriteTextFrames: frames the hub writes itself (rawframe.go) read back
-// as the same messages through a real WebSocket client, at every header
-// length (7-bit, 16-bit and 64-bit payload lengths), alone and corked in
-// one batch with a message the library writes, across the cork's bound.
+// TestWriteTextFrames: frames written with Text read back as the same
+// messages through a real WebSocket client, at every header length (7-bit,
+// 16-bit and 64-bit payload lengths), alone and in one batch after a
+// message the library writes, across the batch's bound.
 func TestWriteTextFrames(t *testing.T) {
 	t.Parallel()
-	h := &Hub{}
-	h.cfg.WriteTimeout = 5 * time.Second
-	h.corkBufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	sizes := []int{0, 1, 125, 126, 1000, 65535, 65536, 200000}
 	payload := func(n, salt int) []byte {
 		b := make([]byte, n)
@@ -42,8 +39,7 @@ func TestWriteTextFrames(t *testing.T) {
 	defer cancel()
 	served := make(chan error, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cw := &corkWriter{ResponseWriter: w, h: h}
-		ws, err := websocket.Accept(cw, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+		ws, cc, err := Accept(w, r, websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled}, 5*time.Second, testPool())
 		if err != nil {
 			served <- err
 			return
@@ -51,20 +47,20 @@ func TestWriteTextFrames(t *testing.T) {
 		defer ws.CloseNow()
 		served <- func() error {
 			for _, p := range want[:len(sizes)] { // alone: one write each
-				if err := cw.cc.writeText(p); err != nil {
+				if err := writeText(cc, p); err != nil {
 					return err
 				}
 			}
-			cw.cc.cork() // one batch: a library message, then frames past maxCork
+			// One batch after a library message, past maxBatch.
 			if err := ws.Write(ctx, websocket.MessageText, want[len(sizes)]); err != nil {
 				return err
 			}
 			for _, p := range want[len(sizes)+1:] {
-				if err := cw.cc.writeText(p); err != nil {
+				if err := cc.Text(p); err != nil {
 					return err
 				}
 			}
-			return cw.cc.uncork()
+			return cc.Flush()
 		}()
 		ws.Read(ctx) // until the client closes
 	}))

@@ -1,4 +1,4 @@
-package hub
+package sock
 
 import (
 	"io"
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// countConn counts the bytes read from the socket under a corkConn.
+// countConn counts the bytes read from the socket under a Conn.
 type countConn struct {
 	net.Conn
 	read atomic.Int64
@@ -53,8 +53,8 @@ func TestFloodedCloseReadsNothing(t *testing.T) {
 		t.Fatal("accept failed")
 	}
 	under := &countConn{Conn: sc}
-	cc := &corkConn{Conn: under, timeout: 5 * time.Second, closed: make(chan struct{})}
-	cc.flood.flooded.Store(true) // the guard has asked for the close
+	cc := New(under, nil, 5*time.Second, testPool())
+	cc.in.flooded.Store(true) // the guard has asked for the close
 
 	// The flood the guard left unread, and more of it during the linger.
 	if _, err := client.Write(frame(0x9, true, 0)[:6]); err != nil {
