@@ -188,6 +188,7 @@ func (c *lbCluster) token(cl auth.Claims) string {
 // exact, and Prometheus sees the killed gateway down, fires GatewayDown,
 // then sees it up again once restarted.
 func TestCluster(t *testing.T) {
+	testenv.Long(t)
 	c := startLBCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
