@@ -109,6 +109,9 @@ func TestComposeFile(t *testing.T) {
 	if out, err := exec.Command("git", "-C", root, "check-ignore", "-q", "deploy/gateway.env").CombinedOutput(); err != nil {
 		t.Errorf("deploy/gateway.env, which holds the key, is not git-ignored: %v %s", err, out)
 	}
+	if di, err := os.ReadFile(filepath.Join(root, ".dockerignore")); err != nil || !strings.Contains("\n"+string(di), "\ndeploy/gateway.env\n") {
+		t.Errorf(".dockerignore does not keep deploy/gateway.env (the key) out of the build context (%v)", err)
+	}
 	var clusterNodes int
 	for name, s := range c.Services {
 		for _, p := range s.Profiles {
