@@ -7,9 +7,11 @@ GO ?= go
 test: deps
 	$(GO) test -race -count=1 -timeout 25m ./...
 
-# test-short skips nothing but the long soak, which is behind a flag anyway.
+# test-short is the edit-test loop: -short skips the end-to-end, browser,
+# cluster, fault and multi-node tests (each calls testenv.Long). CI runs
+# `make test`, which never passes -short.
 test-short:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -short ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

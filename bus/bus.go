@@ -262,7 +262,7 @@ func New(ctx context.Context, cfg Config) (*Bus, error) {
 	}
 	b := &Bus{
 		cfg:         cfg,
-		log:         cfg.Logger.With("component", "bus", "node", cfg.Node),
+		log:         cfg.Logger.With("component", "bus"), // the process's logger already names the node
 		subjChanges: cfg.Subject + ".changes.",
 		subjBoards:  cfg.Subject + ".boards",
 		subjResync:  cfg.Subject + ".resync",

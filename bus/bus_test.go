@@ -193,6 +193,7 @@ func TestSubjectPrefixIsolates(t *testing.T) {
 // The server is killed and restarted on the same port: both nodes call
 // OnResync("") after reconnecting and delivery resumes.
 func TestReconnectResyncs(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	srv := testenv.StartNATS(t)
 	var ra, rb recorder
@@ -229,6 +230,7 @@ func TestReconnectResyncs(t *testing.T) {
 // drops (and counts) the oldest, and once the server is back the other
 // node is told to re-read the board.
 func TestPublishNeverBlocksWhenServerHangs(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	srv := testenv.StartNATS(t)
 	var rb recorder
@@ -269,6 +271,7 @@ func TestPublishNeverBlocksWhenServerHangs(t *testing.T) {
 // With the server gone and no reconnect buffer, publishes are dropped and
 // counted, never blocking; Close still returns promptly.
 func TestPublishWhileServerDown(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	srv := testenv.StartNATS(t)
 	a := newBus(t, Config{URL: srv.URL(), Node: "a", ReconnectBuffer: -1, MaxPending: 50})
@@ -412,6 +415,7 @@ func TestCloseFlushesQueue(t *testing.T) {
 // With the server down at start, New succeeds, Ping fails, and once the
 // server appears the bus connects and resyncs.
 func TestStartsBeforeServer(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	srv := testenv.StartNATS(t)
 	srv.Kill()

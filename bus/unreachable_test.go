@@ -16,6 +16,7 @@ import (
 // says so at once, at WARN, naming NATS, and keeps saying it while it
 // retries; Ping (readiness) fails meanwhile.
 func TestUnreachableNATSIsLoud(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	logs := new(testenv.LogBuffer)
 	url := "nats://u:pw-not-shown@127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))

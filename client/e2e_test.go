@@ -22,6 +22,7 @@ import (
 )
 
 func TestGatewayScoresReadsAndFrames(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	g := startGateway(t)
 	ctx := testCtx(t)
@@ -140,6 +141,7 @@ func TestGatewayScoresReadsAndFrames(t *testing.T) {
 // the connection: the client re-sends the same ids, the gateway answers
 // duplicate, and nothing is counted twice (R4).
 func TestGatewayLostAcksAreResentWithTheSameID(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	g := startGateway(t)
 	p := startProxy(t, g.URL[len("ws://"):len(g.URL)-len("/ws")])
@@ -208,6 +210,7 @@ func TestGatewayLostAcksAreResentWithTheSameID(t *testing.T) {
 // port (Redis keeps the board): every event acknowledged is counted exactly
 // once.
 func TestGatewayKilledAndRestarted(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	redis := testenv.StartRedis(t)
 	gw := startBinary(t, redis.URL())

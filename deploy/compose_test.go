@@ -53,8 +53,10 @@ func readCompose(t *testing.T, root string) composeFile {
 
 // TestComposeFile: the reference deployment has every service the
 // operations docs name, each with a healthcheck; the gateways share one env
-// file and differ by node id; every file it mounts or reads lives in the
-// repository; and `docker-compose config` accepts it where installed.
+// file, the operator's git-ignored deploy/gateway.env made from the example,
+// and differ by node id; only the front door is published beyond loopback;
+// every file it mounts lives in the repository; and `docker-compose config`
+// accepts it where installed.
 func TestComposeFile(t *testing.T) {
 	t.Parallel()
 	root := repoRoot(t)
@@ -78,8 +80,8 @@ func TestComposeFile(t *testing.T) {
 		if s.Build != "." {
 			t.Errorf("%s: build %v, want the repository's Dockerfile (.)", name, s.Build)
 		}
-		if s.EnvFile != "deploy/gateway.env.example" {
-			t.Errorf("%s: env_file %v, want the shared deploy/gateway.env.example", name, s.EnvFile)
+		if s.EnvFile != "deploy/gateway.env" {
+			t.Errorf("%s: env_file %v, want the operator's deploy/gateway.env (the example's key is public)", name, s.EnvFile)
 		}
 		id := s.Environment["LB_NODE_ID"]
 		if id == "" || nodes[id] {
@@ -92,6 +94,23 @@ func TestComposeFile(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(c.Services["haproxy"].Ports, " "), "8080:8080") {
 		t.Errorf("haproxy ports %v: want the front door on 8080", c.Services["haproxy"].Ports)
+	}
+	// Published ports other than the front door have no login: loopback only.
+	for name, s := range c.Services {
+		for _, p := range s.Ports {
+			if p != "8080:8080" && !strings.HasPrefix(p, "127.0.0.1:") {
+				t.Errorf("service %s publishes %q on every interface; want 127.0.0.1:…", name, p)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "deploy", "gateway.env.example")); err != nil {
+		t.Errorf("the template of deploy/gateway.env: %v", err)
+	}
+	if out, err := exec.Command("git", "-C", root, "check-ignore", "-q", "deploy/gateway.env").CombinedOutput(); err != nil {
+		t.Errorf("deploy/gateway.env, which holds the key, is not git-ignored: %v %s", err, out)
+	}
+	if di, err := os.ReadFile(filepath.Join(root, ".dockerignore")); err != nil || !strings.Contains("\n"+string(di), "\ndeploy/gateway.env\n") {
+		t.Errorf(".dockerignore does not keep deploy/gateway.env (the key) out of the build context (%v)", err)
 	}
 	var clusterNodes int
 	for name, s := range c.Services {
@@ -110,7 +129,7 @@ func TestComposeFile(t *testing.T) {
 				t.Errorf("service %s mounts %s: %v", name, src, err)
 			}
 		}
-		if f, ok := s.EnvFile.(string); ok {
+		if f, ok := s.EnvFile.(string); ok && f != "deploy/gateway.env" { // the operator's copy, not in the repository
 			if _, err := os.Stat(filepath.Join(root, f)); err != nil {
 				t.Errorf("service %s env_file: %v", name, err)
 			}
@@ -134,9 +153,18 @@ func TestComposeFile(t *testing.T) {
 	}
 
 	if _, err := exec.LookPath("docker-compose"); err == nil {
+		// A copy of the tree with the operator's env file in place, as after
+		// the README's cp step.
+		tree := t.TempDir()
+		if out, err := exec.Command("cp", "-r", filepath.Join(root, "docker-compose.yml"), filepath.Join(root, "Dockerfile"), filepath.Join(root, "deploy"), tree).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
+		if out, err := exec.Command("cp", filepath.Join(tree, "deploy", "gateway.env.example"), filepath.Join(tree, "deploy", "gateway.env")).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
 		for _, args := range [][]string{{"config", "-q"}, {"--profile", "redis-cluster", "config", "-q"}} {
 			cmd := exec.Command("docker-compose", args...)
-			cmd.Dir = root
+			cmd.Dir = tree
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Errorf("docker-compose %v: %v\n%s", args, err, out)
 			}

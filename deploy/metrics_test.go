@@ -96,6 +96,7 @@ func queries(t *testing.T, root string) map[string]string {
 // label value the Grafana dashboard and the alert rules query appears on
 // its /metrics.
 func TestDashboardAndRulesUseLiveMetrics(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	root := repoRoot(t)
 	qs := queries(t, root)

@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/proto"
 )
 
@@ -92,6 +93,7 @@ func ended(board string) func(map[string]any) bool {
 // going private (forbidden, then unsubscribed), and gets no frame of it
 // after that, on the node that made the change and on another node.
 func TestAccessRecheckedOnConfigChange(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	e := startEnv(t)
 	args := []string{"--public-read", "--top-interval", "20ms"}
@@ -139,6 +141,7 @@ func TestAccessRecheckedOnConfigChange(t *testing.T) {
 // loses that subscription (forbidden, then unsubscribed) and keeps the
 // others.
 func TestAccessRecheckedOnAuth(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	g := startGateway(t, gwOpts{Args: []string{"--top-interval", "20ms"}})
 	for _, id := range []string{"ka", "kb"} {
@@ -222,6 +225,7 @@ func boardIDs(t *testing.T, g *gateway, tok string, limit int) (ids []string, pa
 // create a board, an accepted write does, at most --dev-boards of them, and
 // a deleted board stays deleted for readers; the board list is paginated.
 func TestDevBoardsBounded(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	g := startGateway(t, gwOpts{Auth: []string{"--dev"}, Args: []string{"--dev-boards", "5"}})
 	adm := devToken(t, g, "root", auth.Admin)
@@ -299,6 +303,7 @@ func TestDevBoardsBounded(t *testing.T) {
 // more events (each costs an idempotency record for the whole window).
 // Server tokens are not limited.
 func TestMemberScoreRate(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	g := startGateway(t, gwOpts{Args: []string{"--rate", "20"}})
 	putBoard(t, g, "mr", nil)

@@ -191,6 +191,7 @@ func (r attackReport) String() string {
 // in a row is refused with 429 rate_limited while another player
 // connects, and it may connect again once the hold is over.
 func TestFloodRedialMeetsCaps(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	g := startGateway(t, gwOpts{Args: []string{"--max-conns-per-member", "2"}})
 	mallory := token(t, auth.Claims{Sub: "mallory"})

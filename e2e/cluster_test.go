@@ -28,7 +28,7 @@ type lbCluster struct {
 	root   string
 	dir    string
 	ports  map[string]string // ports.env
-	secret string            // LB_JWT_SECRET of deploy/gateway.env.example
+	secret string            // LB_JWT_SECRET of the run (cluster.sh writes dir/gateway.env)
 }
 
 func (c *lbCluster) script(args ...string) (string, error) {
@@ -168,7 +168,7 @@ func startLBCluster(t *testing.T) *lbCluster {
 			t.Fatalf("ports.env %s=%q: want a free port picked at start", p, c.ports[p])
 		}
 	}
-	c.secret = readEnvFile(t, filepath.Join(root, "deploy", "gateway.env.example"))["LB_JWT_SECRET"]
+	c.secret = readEnvFile(t, filepath.Join(c.dir, "gateway.env"))["LB_JWT_SECRET"]
 	return c
 }
 
@@ -188,6 +188,7 @@ func (c *lbCluster) token(cl auth.Claims) string {
 // exact, and Prometheus sees the killed gateway down, fires GatewayDown,
 // then sees it up again once restarted.
 func TestCluster(t *testing.T) {
+	testenv.Long(t)
 	c := startLBCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

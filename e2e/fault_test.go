@@ -112,6 +112,7 @@ func readyz(t testing.TB, g *gateway, want bool, within time.Duration) time.Dura
 // TestLedgerBaseline is the ledger check with no fault: two nodes, load on
 // both, frames on both. If it fails, every fault test fails for that reason.
 func TestLedgerBaseline(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	eachStore(t, func(t *testing.T, o clusterOpts) {
 		o.Nodes = 2
@@ -201,6 +202,7 @@ func redisKill(t *testing.T, fsync string) (lost int, outage time.Duration) {
 }
 
 func TestRedisKillAppendfsyncAlways(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	lost, _ := redisKill(t, "always")
 	if lost != 0 {
@@ -209,6 +211,7 @@ func TestRedisKillAppendfsyncAlways(t *testing.T) {
 }
 
 func TestRedisKillAppendfsyncEverysec(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	// A process kill leaves written AOF data in the page cache, so even
 	// everysec usually loses nothing here; an OS crash would lose up to
@@ -221,6 +224,7 @@ func TestRedisKillAppendfsyncEverysec(t *testing.T) {
 // outcome unknown; some of those were applied after the sleep. Retries with
 // the same id resolve every one of them exactly once.
 func TestRedisSlow(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	c := newCluster(t, clusterOpts{Nodes: 2})
 	ws := c.watchAll(t)
@@ -247,6 +251,7 @@ func TestRedisSlow(t *testing.T) {
 // partitions it (bytes dropped, connections held open) for 3s, then heals
 // it (the black-holed connections are cut).
 func TestRedisPartition(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	var px *tcpProxy
 	c := newCluster(t, clusterOpts{Nodes: 2, RedisURL: func(e env) string {
@@ -273,6 +278,7 @@ func TestRedisPartition(t *testing.T) {
 // node they are on (acks, and that node's own frames); remote frames stop.
 // After NATS returns, remote views resync and converge.
 func TestNATSRestart(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	c := newCluster(t, clusterOpts{Nodes: 2})
 	a, b := c.nodes[0], c.nodes[1]
@@ -319,6 +325,7 @@ func TestNATSRestart(t *testing.T) {
 // TestNodeKill SIGKILLs one of two gateways under load; its clients move to
 // the other and re-send what was not acknowledged.
 func TestNodeKill(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	eachStore(t, func(t *testing.T, o clusterOpts) {
 		o.Nodes = 2
@@ -348,6 +355,7 @@ func TestNodeKill(t *testing.T) {
 // of such an event to the other node would come back duplicate), close
 // with 1001 and exit 0 within the drain timeout.
 func TestSIGTERMDrain(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	c := newCluster(t, clusterOpts{Nodes: 2, Args: []string{"--drain-timeout", "5s"}})
 	a, b := c.nodes[0], c.nodes[1]
@@ -398,6 +406,7 @@ func TestSIGTERMDrain(t *testing.T) {
 // duplicate:true with the same result) and once with different payloads
 // (one applied, the other idempotency_conflict).
 func TestSameIDTwoNodes(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	eachStore(t, func(t *testing.T, o clusterOpts) {
 		o.Nodes = 2

@@ -54,6 +54,7 @@ type gateway struct {
 // startGateway starts a gateway and waits until /healthz answers.
 func startGateway(t testing.TB, o gwOpts) *gateway {
 	t.Helper()
+	testenv.Long(t) // a backstop: under -short TestMain builds no gateway
 	if o.Node == "" {
 		o.Node = "n1"
 	}

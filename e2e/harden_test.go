@@ -71,6 +71,7 @@ func restOutcome(t testing.TB, g *gateway, tok string) (int, string) {
 // payload that repeats a name is refused, on /ws and on REST alike; a
 // lenient decoder would have read each of these as an admin token.
 func TestClaimNamesExact(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	g := startGateway(t, gwOpts{})
 	exp := time.Now().Add(time.Hour).Unix()
@@ -120,6 +121,7 @@ func TestClaimNamesExact(t *testing.T) {
 // or invisible characters is refused (401 unauthorized) on /ws and REST, as
 // docs/protocol.md says; ordinary Unicode names are accepted.
 func TestHostileDisplayNames(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	g := startGateway(t, gwOpts{})
 	exp := time.Now().Add(time.Hour).Unix()
@@ -163,6 +165,7 @@ func TestHostileDisplayNames(t *testing.T) {
 // int64 nanoseconds) is valid on /ws as on REST: the connection answers a
 // request after its welcome instead of getting token_expired and 4001.
 func TestFarFutureExpiry(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	g := startGateway(t, gwOpts{})
 	exp := time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
@@ -228,6 +231,7 @@ func leaked(b []byte) string {
 // in the contract's words: no address, engine, package chain or JWT
 // library internals.
 func TestNoInternalDetails(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	e := startEnv(t)
 	g := startGateway(t, gwOpts{RedisURL: e.Redis.URL(), NATSURL: e.NATS.URL()})
@@ -359,6 +363,7 @@ func burst(t *testing.T, n int, method, url, tok string, body []byte) map[int]in
 // WebSocket's 50/s, burst 100, by default) and per address without a
 // token: 429 rate_limited with Retry-After; a server token is not limited.
 func TestRESTRateLimit(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	g := startGateway(t, gwOpts{})
 	putBoard(t, g, "rl", nil)
@@ -410,6 +415,7 @@ func rchar(t *testing.T, pid int) int64 {
 // gateway reading their bodies: the bytes it read stay far below the
 // 600 MiB sent. A valid server token's body is still read and applied.
 func TestBodiesAfterAuth(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	g := startGateway(t, gwOpts{})
 	putBoard(t, g, "bd", nil)
@@ -475,6 +481,7 @@ func TestBodiesAfterAuth(t *testing.T) {
 // connection; a client that keeps sending them is closed with 1008 within
 // seconds, as a player and as a token-less --public-read spectator.
 func TestControlFrameFlood(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	g := startGateway(t, gwOpts{Args: []string{"--public-read"}})
 	alice := token(t, auth.Claims{Sub: "alice"})
@@ -554,6 +561,7 @@ func boolBit(fin bool) byte {
 // ends); behind a trusted proxy an unparseable X-Forwarded-For hop counts
 // as the proxy's own client slot, loopback proxy or not.
 func TestConnCapGaps(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	alice := token(t, auth.Claims{Sub: "alice"})
 	t.Run("max-conns", func(t *testing.T) {

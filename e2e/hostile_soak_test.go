@@ -32,6 +32,7 @@ import (
 // phase is logged (a ratio, not asserted: timing is measured, never
 // asserted in tests). -soak 10m / LB_SOAK=10m runs each phase that long.
 func TestHostileSoak(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	d := soakDuration()
 	if d == 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/proto"
 )
 
@@ -86,6 +87,7 @@ func bearer(tok string) http.Header {
 // TestHostileInput is the hostile-input table (issue item 2): each input
 // gets the contract's error or close code and changes nothing in Redis.
 func TestHostileInput(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	e := startEnv(t)
 	g := startGateway(t, gwOpts{RedisURL: e.Redis.URL(), NATSURL: e.NATS.URL()})

@@ -131,6 +131,7 @@ func entriesText(es []proto.Entry) string {
 // within the contract's interval + 50 ms (with slack for a loaded box,
 // the measured times logged); a final board's config is 409.
 func TestTournamentLifecycleTwoNodes(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	c := newCluster(t, clusterOpts{Nodes: 2})
 	n1, n2 := c.nodes[0], c.nodes[1]

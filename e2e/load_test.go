@@ -138,6 +138,7 @@ func massDial(ctx context.Context, t testing.TB, g *gateway, board string, toks 
 // generator): its one-minute guard only tells a hang from a slow answer,
 // which on a loaded CI box took up to 9 s.
 func TestMassReconnect(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	const n = 1000
 	c := newCluster(t, clusterOpts{Nodes: 1, Args: connCapArgs()})
@@ -265,6 +266,7 @@ func connCapArgs() []string {
 // ledger-checked events; afterwards the gateway's goroutines, heap and open
 // files return to their baseline and both ledgers hold.
 func TestSoak(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	d := soakDuration()
 	if d == 0 {

@@ -20,6 +20,11 @@ var gatewayBin string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if testing.Short() {
+		// Every test here calls testenv.Long and skips (startGateway
+		// too, for a test without the call): no gateway to build.
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "wsgateway-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

@@ -79,6 +79,7 @@ func probeUnavailable(t testing.TB, cl *client.Client, board, id string) time.Du
 // the other board keeps being acknowledged meanwhile; once the master is
 // back both ledgers are exact.
 func TestClusterMasterKill(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	c := newCluster(t, clusterOpts{Nodes: 2, RedisCluster: true,
 		RedisArgs: []string{"--appendonly", "yes", "--appendfsync", "always"}})
@@ -155,6 +156,7 @@ func TestClusterMasterKill(t *testing.T) {
 // follow MOVED. The ledger is exact: every acknowledged event counted
 // once, none lost, none applied twice.
 func TestClusterSlotMigration(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	c := newCluster(t, clusterOpts{Nodes: 2, RedisCluster: true})
 	ws := c.watchAll(t)
@@ -206,6 +208,7 @@ func TestClusterSlotMigration(t *testing.T) {
 // reconnect to the other nodes, and every node's frames keep converging to
 // the store (the ledger check bounds them from the last applied event).
 func TestNATSClusterNodeKill(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	c := newCluster(t, clusterOpts{Nodes: 3, NATSCluster: true})
 	nc := c.NCluster

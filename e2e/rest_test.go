@@ -28,6 +28,7 @@ type restResult struct {
 // in the lane, so the arrays the outage hits are mostly answered 503 (the
 // board unreadable); a failure inside an array is api.TestScoresArrayStall.
 func TestRESTArraysRedisKill(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	c := newCluster(t, clusterOpts{Nodes: 1, RedisArgs: []string{"--appendonly", "yes", "--appendfsync", "always"}})
 	g := c.nodes[0]

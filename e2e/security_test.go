@@ -34,6 +34,7 @@ import (
 // auth message; valid, expired and badly signed — with the gateway at
 // debug level, then greps everything it wrote for any token's signature.
 func TestTokensNeverLogged(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	e := startEnv(t)
 	g := startGateway(t, gwOpts{RedisURL: e.Redis.URL(), NATSURL: e.NATS.URL()})
@@ -122,6 +123,7 @@ func TestTokensNeverLogged(t *testing.T) {
 // TestMetricsAddr: with --metrics-addr, /metrics and /debug/pprof/ are
 // served there, and neither pprof nor /metrics on the public --addr.
 func TestMetricsAddr(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	e := startEnv(t)
 	maddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
@@ -156,6 +158,7 @@ func TestMetricsAddr(t *testing.T) {
 // TestSlowHeaders: a client that sends its request headers slowly
 // (slowloris) is cut by ReadHeaderTimeout and holds nothing.
 func TestSlowHeaders(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	e := startEnv(t)
 	g := startGateway(t, gwOpts{RedisURL: e.Redis.URL(), NATSURL: e.NATS.URL()})
@@ -200,6 +203,7 @@ func TestSlowHeaders(t *testing.T) {
 // TestOriginAllowList: browser upgrades from an allowed origin pass, from
 // any other origin get 403 (R1).
 func TestOriginAllowList(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	e := startEnv(t)
 	g := startGateway(t, gwOpts{RedisURL: e.Redis.URL(), NATSURL: e.NATS.URL(), Args: []string{"--allowed-origins", "game.example,*.game.example"}})
@@ -269,6 +273,7 @@ func startJWKS(t testing.TB) *jwksServer {
 // the RSA public key), forged kids, foreign keys, alg none, jku headers;
 // and never fetches keys for a token of another issuer.
 func TestHostileKeys(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	e := startEnv(t)
 	j := startJWKS(t)
@@ -352,6 +357,7 @@ func TestHostileKeys(t *testing.T) {
 // --max-conns-per-member connections; a closed one frees its slot. (The
 // per-IP cap exempts loopback, so it cannot be seen from these tests.)
 func TestConnsPerMemberCap(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	help, _ := execHelp()
 	if !strings.Contains(help, "-max-conns-per-member") {

@@ -77,6 +77,7 @@ func TestDirectFanout(t *testing.T) {
 // its socket does not take are owed to the writer, whose write is bounded
 // by WriteTimeout. The other spectator is served throughout.
 func TestDirectSlowSpectator(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	in := newInfra(t, memoryKind)
 	g := in.gateway(t, gwOptions{interval: 20 * time.Millisecond, cfg: func(c *hub.Config) {

@@ -17,6 +17,7 @@ import (
 // nats-server: frames on B follow events applied on A, idempotency holds
 // across nodes, and concurrent retries leave an exact ledger.
 func TestR9MultiNode(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	in := newInfra(t, redisKind)
 	a := in.gateway(t, gwOptions{node: "a"})

@@ -598,6 +598,7 @@ func TestR11Permissions(t *testing.T) {
 }
 
 func TestR12SlowConsumer(t *testing.T) {
+	testenv.Long(t)
 	forEachSetup(t, func(t *testing.T, kind string) {
 		in := newInfra(t, kind)
 		g := in.gateway(t, gwOptions{cfg: func(c *hub.Config) {

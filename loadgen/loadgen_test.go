@@ -3,6 +3,7 @@ package loadgen_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,12 +146,39 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
-// An unknown board without Create is not a crash: every event fails with
-// its code, and the counts still add up.
+// A missing board without Create fails the run before any connection
+// opens, saying what to do: a run that measures nothing must not look like
+// one that passed.
+func TestMissingBoardFailsFirst(t *testing.T) {
+	t.Parallel()
+	url, _, conns := startGateway(t)
+	g, err := loadgen.New(loadgen.Config{URL: url, Secret: []byte(secret), Board: "nope", Players: 1, Spectators: 1, Inflight: 2, Duration: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Run(t.Context())
+	if !errors.Is(err, loadgen.ErrNoBoard) || !strings.Contains(err.Error(), "--create") {
+		t.Fatalf("Run on a missing board = %v; want ErrNoBoard naming --create", err)
+	}
+	if n := conns(); n != 0 {
+		t.Errorf("%d connections opened for a run that cannot measure anything", n)
+	}
+}
+
+// Events the gateway refuses are not a crash: every event fails with its
+// code, and the counts still add up (a delta on a best-mode board is a
+// bad_request).
 func TestErrorsAreCountedByCode(t *testing.T) {
 	t.Parallel()
-	url, _, _ := startGateway(t)
-	g, err := loadgen.New(loadgen.Config{URL: url, Secret: []byte(secret), Board: "nope", Players: 1, Inflight: 2, Duration: 300 * time.Millisecond})
+	url, store, _ := startGateway(t)
+	b, err := rank.ParseBoard("best", []byte(`{"mode":"best"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.PutBoard(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	g, err := loadgen.New(loadgen.Config{URL: url, Secret: []byte(secret), Board: "best", Players: 1, Inflight: 2, Duration: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +186,7 @@ func TestErrorsAreCountedByCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Events.Acked != 0 || rep.Events.Failed == 0 || rep.Errors["unknown_board"] != rep.Events.Failed || rep.Events.Sent != rep.Events.Failed {
+	if rep.Events.Acked != 0 || rep.Events.Failed == 0 || rep.Errors["bad_request"] != rep.Events.Failed || rep.Events.Sent != rep.Events.Failed {
 		t.Errorf("events %+v errors %v", rep.Events, rep.Errors)
 	}
 }

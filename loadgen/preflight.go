@@ -15,13 +15,15 @@ import (
 	"github.com/wsgateway/wsgateway/auth"
 )
 
-// Sentinels for the two ways a run fails before it starts, so the command
-// can tell an operator which one happened.
+// Sentinels for the ways a run fails before it starts, so the command can
+// tell an operator which one happened.
 var (
 	// ErrUnreachable: nothing answers at the gateway's address.
 	ErrUnreachable = errors.New("loadgen: cannot reach the gateway")
 	// ErrTokenRefused: the gateway answered, and refused the token.
 	ErrTokenRefused = errors.New("loadgen: the gateway refused the token")
+	// ErrNoBoard: the board under load does not exist and Create is off.
+	ErrNoBoard = errors.New("loadgen: no such board")
 )
 
 // httpBase is the gateway's HTTP origin for a ws:// or wss:// URL.
@@ -37,10 +39,11 @@ func httpBase(wsURL string) string {
 	return scheme + "://" + u.Host
 }
 
-// preflight asks the gateway one authenticated REST question with a
-// player's token before opening hundreds of connections, so a dead URL and
-// a wrong key fail at once with different messages instead of as a wall of
-// dial errors.
+// preflight asks the gateway authenticated REST questions with a server
+// token before opening hundreds of connections, so a dead URL, a wrong key
+// and a missing board fail at once with different messages instead of as a
+// wall of dial errors or, worse, a run that measures nothing and exits 0
+// (spectators of a missing board get no frames; reads never create one).
 func (g *Generator) preflight(ctx context.Context) error {
 	base := httpBase(g.cfg.URL)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -66,7 +69,34 @@ func (g *Generator) preflight(ctx context.Context) error {
 	case resp.StatusCode != http.StatusOK:
 		return fmt.Errorf("loadgen: preflight GET %s/api/v1/boards: %s: %s", base, resp.Status, errorMessage(body))
 	}
-	return nil
+	if g.cfg.Create {
+		return nil // Run creates it next
+	}
+	return g.boardExists(ctx, base, tok)
+}
+
+// boardExists asks GET /api/v1/boards/{board}: a 404 is ErrNoBoard.
+func (g *Generator) boardExists(ctx context.Context, base, tok string) error {
+	u := base + "/api/v1/boards/" + url.PathEscape(g.cfg.Board)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return fmt.Errorf("loadgen: preflight: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w at %s: %v", ErrUnreachable, base, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return nil
+	case http.StatusNotFound:
+		return fmt.Errorf("%w %q at %s: create it first (PUT /api/v1/boards/%s) or pass --create", ErrNoBoard, g.cfg.Board, base, g.cfg.Board)
+	default:
+		return fmt.Errorf("loadgen: preflight GET %s: %s: %s", u, resp.Status, errorMessage(body))
+	}
 }
 
 // errorMessage is the contract's error message from a REST body, or the

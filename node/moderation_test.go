@@ -20,6 +20,7 @@ import (
 // (live.TestR20R21BoundAfterNotice); over real sockets on a loaded machine
 // the delay is only logged.
 func TestBanReachesOtherNode(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	const interval = 100 * time.Millisecond
 	a, b := twoNodes(t, interval)

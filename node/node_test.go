@@ -227,6 +227,7 @@ func cluster(t testing.TB, interval time.Duration, ids []string, tweak func(*nod
 // seen at once by the other (its cached config is dropped), not after the
 // cache's lifetime.
 func TestTwoNodes(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	a, b := twoNodes(t, 0)
 	adm := token(t, "root", auth.Admin)

@@ -164,6 +164,7 @@ func TestProfilesEverywhere(t *testing.T) {
 // (live.TestR20R21BoundAfterNotice); over real sockets on a loaded machine
 // the delay is only logged.
 func TestRenameReachesOtherNode(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	const interval = 100 * time.Millisecond
 	a, b := twoNodes(t, interval)

@@ -12,7 +12,10 @@
 # Environment:
 #   CLUSTER_DIR    state: ports.env, pids/, logs/, data (default: .cluster in the repository)
 #   WSGATEWAY_BIN  a built gateway (default: go build ./cmd/wsgateway into CLUSTER_DIR)
-#   GATEWAY_ENV    the gateways' shared environment (default: deploy/gateway.env.example)
+#   GATEWAY_ENV    the gateways' shared environment (default: deploy/gateway.env if
+#                  present, else deploy/gateway.env.example with a random key made
+#                  for this run; either way copied to CLUSTER_DIR/gateway.env,
+#                  where `wsgateway token --secret` can read the key)
 #   NATS_SERVER    nats-server binary (default: from PATH)
 #
 # Packages: redis-server nats-server haproxy prometheus (scripts/deps.sh).
@@ -20,7 +23,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DEPLOY="$ROOT/deploy"
 DIR="${CLUSTER_DIR:-$ROOT/.cluster}"
-GATEWAY_ENV="${GATEWAY_ENV:-$DEPLOY/gateway.env.example}"
+GATEWAY_ENV="${GATEWAY_ENV:-}"
 NATS_SERVER="${NATS_SERVER:-nats-server}"
 
 die() { echo "cluster: $*" >&2; exit 1; }
@@ -104,10 +107,35 @@ start_gateway() {
 	esac
 	# The shared env file first, then what compose sets per service (and the
 	# proxy's loopback address instead of its compose network address).
-	start "gateway$i" env $(grep -E '^[A-Z_]+=' "$GATEWAY_ENV" | tr '\n' ' ') \
+	start "gateway$i" env $(grep -E '^[A-Z_]+=' "$DIR/gateway.env" | tr '\n' ' ') \
 		LB_ADDR="127.0.0.1:$port" LB_NODE_ID="gateway$i" LB_REDIS_URL="redis://127.0.0.1:$REDIS/0" \
 		LB_NATS_URL="$nats" LB_TRUSTED_PROXIES=127.0.0.1/32 "$BIN"
-	wait_for "gateway$i" 30 http_ok "127.0.0.1:$port" /readyz
+	# A gateway that refuses its configuration exits at once: say why now
+	# rather than after the whole wait.
+	local deadline=$((SECONDS + 30))
+	until http_ok "127.0.0.1:$port" /readyz; do
+		running "gateway$i" || die "gateway$i exited at start: $(tail -n 1 "$DIR/logs/gateway$i.log")"
+		[ $SECONDS -lt $deadline ] || die "gateway$i not ready after 30s (logs in $DIR/logs)"
+		sleep 0.1
+	done
+}
+
+# gateway_env writes the gateways' environment to $DIR/gateway.env: the
+# operator's file, or the example with a random key for this run only (the
+# example's own key is public, and the gateway refuses it).
+gateway_env() {
+	local src="$GATEWAY_ENV"
+	[ -n "$src" ] || [ ! -f "$DEPLOY/gateway.env" ] || src="$DEPLOY/gateway.env"
+	(
+		umask 077
+		if [ -n "$src" ]; then
+			cp "$src" "$DIR/gateway.env"
+		else
+			sed "s|^LB_JWT_SECRET=.*|LB_JWT_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')|" \
+				"$DEPLOY/gateway.env.example" >"$DIR/gateway.env"
+			echo "cluster: no deploy/gateway.env; this run's gateways use a random key (in $DIR/gateway.env)" >&2
+		fi
+	)
 }
 
 up() {
@@ -115,6 +143,7 @@ up() {
 	[ -f "$DIR/ports.env" ] && running haproxy && die "already up ($DIR); run down first"
 	mkdir -p "$DIR/pids" "$DIR/logs" "$DIR/redis" "$DIR/prometheus/targets" "$DIR/prometheus/data"
 	gateway_bin
+	gateway_env
 	{
 		pick_port; echo "REDIS=$PORT"
 		for i in 1 2 3; do
@@ -211,6 +240,7 @@ status() {
 	echo "  front door  http://127.0.0.1:$LB/  ws://127.0.0.1:$LB/ws"
 	echo "  haproxy     http://127.0.0.1:$LB_STATS/"
 	echo "  prometheus  http://127.0.0.1:$PROMETHEUS/alerts"
+	echo "  key         LB_JWT_SECRET in $DIR/gateway.env"
 }
 
 case "${1:-}" in

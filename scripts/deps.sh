@@ -11,6 +11,8 @@ command -v haproxy >/dev/null || need+=(haproxy)
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
 command -v node >/dev/null || need+=(nodejs)
+# The README's curl examples (cmd/wsgateway/readme_test.go).
+command -v curl >/dev/null || need+=(curl)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
 	echo "missing: ${need[*]}; install with: apt-get install -y ${need[*]}" >&2

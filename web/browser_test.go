@@ -29,6 +29,7 @@ import (
 )
 
 func TestBrowser(t *testing.T) {
+	testenv.Long(t)
 	chrome := testenv.Chromium(t)
 	root, err := testenv.ModuleRoot()
 	if err != nil {

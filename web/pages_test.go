@@ -21,6 +21,7 @@ import (
 )
 
 func TestPages(t *testing.T) {
+	testenv.Long(t)
 	chrome := testenv.Chromium(t)
 	root, err := testenv.ModuleRoot()
 	if err != nil {

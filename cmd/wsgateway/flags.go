@@ -269,12 +269,22 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	if keys == 0 && !o.Dev {
 		return o, errNoKey
 	}
+	if o.JWTSecret == exampleSecret {
+		return o, errExampleKey
+	}
 	return o, nil
 }
 
 // errNoKey makes the process exit with status 2: it never runs
-// unauthenticated by accident (PROTOCOL.md §1).
+// unauthenticated by accident (docs/protocol.md §1).
 var errNoKey = usageError("no JWT key configured: set --jwt-secret (LB_JWT_SECRET), --jwt-public-key (LB_JWT_PUBLIC_KEY) or --jwks-url (LB_JWKS_URL), or run with --dev")
+
+// exampleSecret is the HS256 key in deploy/gateway.env.example. It is
+// public, so anyone could mint admin tokens for a gateway that runs with it:
+// the reference deployment must not start before its key is set.
+const exampleSecret = "example-only-change-me-0123456789abcdef0123456789"
+
+var errExampleKey = usageError("LB_JWT_SECRET is the public example key of deploy/gateway.env.example: copy it to deploy/gateway.env, set LB_JWT_SECRET there to your own key (openssl rand -hex 32) and start again")
 
 // usageError is a configuration mistake: exit status 2 with a one-line message.
 type usageError string

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -99,6 +100,9 @@ func TestLoadCommandTokenSources(t *testing.T) {
 	dead := "ws://127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)) + "/ws"
 	_, errDead := load("--url", dead, "--token", admin)
 	_, errDeadDev := load("--url", dead, "--dev-token")
+	// small ends with --create; a missing board without it fails the command.
+	var noBoardOut bytes.Buffer
+	errNoBoard := run(t.Context(), append([]string{"load", "--url", url, "--token", admin, "--board", "never-created"}, small[:len(small)-1]...), envMap(nil), &noBoardOut, &noBoardOut)
 	for name, tc := range map[string]struct {
 		err  error
 		want error
@@ -108,9 +112,13 @@ func TestLoadCommandTokenSources(t *testing.T) {
 		"wrong secret":         {errSecret, loadgen.ErrTokenRefused, "refused the token"},
 		"dead URL":             {errDead, loadgen.ErrUnreachable, "cannot reach"},
 		"dead URL, dev tokens": {errDeadDev, loadgen.ErrUnreachable, "cannot reach"},
+		"missing board":        {errNoBoard, loadgen.ErrNoBoard, "pass --create"},
 	} {
 		if !errors.Is(tc.err, tc.want) || !strings.Contains(tc.err.Error(), tc.text) {
 			t.Errorf("%s: err %v; want %q", name, tc.err, tc.text)
+		}
+		if code := exitCode(tc.err, io.Discard); code == 0 {
+			t.Errorf("%s: exit status 0", name)
 		}
 	}
 	if err := run(t.Context(), []string{"load", "--token", "x", "--dev-token"}, envMap(nil), new(bytes.Buffer), new(bytes.Buffer)); !errors.As(err, new(usageError)) {

@@ -103,6 +103,7 @@ func TestVersionText(t *testing.T) {
 // Not parallel: the go build it runs would starve this package's timing
 // tests (TestSlowlorisCutOff) on a small machine; run first, it overlaps none.
 func TestBinary(t *testing.T) {
+	testenv.Long(t)
 	bin, err := testenv.BuildGateway(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -277,6 +277,7 @@ func announce(w io.Writer, o serveOptions, addr net.Addr, devSecret []byte, log 
 	fmt.Fprintf(&b, "wsgateway %s listening on %s (engine %s, nats %s)\n", o.NodeID, addr, engine, natsURL)
 	fmt.Fprintf(&b, "  spectator page  http://%s/\n", host)
 	fmt.Fprintf(&b, "  player page     http://%s/play\n", host)
+	fmt.Fprintf(&b, "  stream overlay  http://%s/overlay?board=demo\n", host)
 	fmt.Fprintf(&b, "  websocket       ws://%s/ws   (subprotocol lb.v1)\n", host)
 	fmt.Fprintf(&b, "  REST            http://%s/api/v1/boards\n", host)
 	if devSecret != nil {

@@ -12,6 +12,7 @@ import (
 // is served by the target afterwards; a killed master rejoins with its
 // slots.
 func TestRedisCluster(t *testing.T) {
+	Long(t)
 	t.Parallel()
 	c := StartRedisCluster(t, 3)
 	key := "{board}:x"
@@ -49,6 +50,7 @@ func TestRedisCluster(t *testing.T) {
 }
 
 func TestNATSCluster(t *testing.T) {
+	Long(t)
 	t.Parallel()
 	c := StartNATSCluster(t, 3)
 	if got := strings.Count(c.URLs(), "nats://"); got != 3 {

@@ -4,7 +4,8 @@
 // touches a server it did not start (nor ports 6379 and 4222).
 //
 // A missing binary skips the test, except under LB_REQUIRE_ALL=1 (set by
-// .ci/run), where it fails it.
+// .ci/run), where it fails it. Long marks the tests `go test -short`
+// leaves out.
 //
 // It also holds what every test package needs alike: Eventually and Until
 // (wait for a state by polling it) and LogBuffer (a server's log the test
@@ -39,6 +40,18 @@ func Missing(t testing.TB, what, install string) {
 		t.Fatalf("LB_REQUIRE_ALL=1: %s", msg)
 	}
 	t.Skip(msg)
+}
+
+// Long skips t under `go test -short`, so the edit–test loop runs the unit
+// tests only; call it first in end-to-end, browser, cluster, fault and
+// multi-node tests. LB_REQUIRE_ALL does not turn this skip into a failure,
+// as it does a missing server's: -short is the caller's choice, and CI
+// never passes it.
+func Long(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("testenv: a long test; skipped under -short")
+	}
 }
 
 // FreePort returns a loopback port that was free a moment ago.

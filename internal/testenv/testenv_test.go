@@ -3,6 +3,8 @@ package testenv
 import (
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +75,37 @@ func TestEventuallyPolls(t *testing.T) {
 	})
 	if calls != 3 {
 		t.Errorf("cond called %d times; want 3", calls)
+	}
+}
+
+// longProbeEnv makes TestLongProbe call Long; unset, the probe does
+// nothing, so it is inert in a normal run.
+const longProbeEnv = "LB_TESTENV_LONG_PROBE"
+
+func TestLongProbe(t *testing.T) {
+	if os.Getenv(longProbeEnv) != "1" {
+		return
+	}
+	Long(t)
+	t.Log("long probe ran")
+}
+
+// Long skips under -short even with LB_REQUIRE_ALL=1, and runs the test
+// without -short: this test runs its own binary both ways.
+func TestLong(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		short bool
+		want  string
+	}{
+		{short: true, want: "--- SKIP: TestLongProbe"},
+		{short: false, want: "long probe ran"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLongProbe$", "-test.v", fmt.Sprintf("-test.short=%v", tc.short))
+		cmd.Env = append(os.Environ(), longProbeEnv+"=1", "LB_REQUIRE_ALL=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("-short=%v: %v; want %q in:\n%s", tc.short, err, tc.want, out)
+		}
 	}
 }

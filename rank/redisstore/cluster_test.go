@@ -29,6 +29,7 @@ func startCluster(t *testing.T) string {
 // Redis Cluster: every script's keys share the board's hash tag, so every
 // script runs on one node; DeleteBoard scans each master.
 func TestCluster(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	url := startCluster(t)
 	factory := func(t *testing.T, now func() time.Time) rank.Store {
@@ -60,6 +61,7 @@ func TestCluster(t *testing.T) {
 // move outlasts the lane's budget, after which the caller re-sends the
 // same id), and the board holds every acknowledged event exactly once.
 func TestClusterSlotMigration(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	c := testenv.StartRedisCluster(t, 3)
 	client, err := NewClient(c.URL())
@@ -232,6 +234,7 @@ func TestHashTag(t *testing.T) {
 // master keeps being applied; once the master is back its board is
 // applied again.
 func TestClusterMasterDown(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	c := testenv.StartRedisCluster(t, 3, "--appendonly", "yes", "--appendfsync", "always")
 	client, err := NewClient(c.URL())

@@ -104,6 +104,7 @@ func sameSums(t testing.TB, what string, got, want map[string]int64) {
 // fails; after the restart a PUT of the same config builds it again, with
 // events arriving meanwhile, and the union equals its recomputation.
 func TestDerivedBuildKilled(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	srv := testenv.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 	s := newStore(t, srv, Config{Timeout: time.Second, Logger: tlog(t)})
@@ -167,6 +168,7 @@ func TestDerivedBuildKilled(t *testing.T) {
 // -derived.1m ./rank/redisstore/; numbers in docs/performance.md). Without
 // the flag it runs on 20k members, asserting exactness only.
 func TestDerivedSlowlog(t *testing.T) {
+	testenv.Long(t)
 	n := 20_000
 	if *derived1M {
 		n = 1_000_000

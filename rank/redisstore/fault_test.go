@@ -57,6 +57,7 @@ func storeOps(s *Store, board string) map[string]func(ctx context.Context) error
 // R13: a stopped or frozen server gives rank.ErrUnavailable within the
 // store's Timeout, and the same Store serves again once it is back.
 func TestUnavailableThenRecovery(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	const timeout = 500 * time.Millisecond
 	for _, fault := range []string{"stopped", "paused"} {
@@ -132,6 +133,7 @@ func TestCancelledContext(t *testing.T) {
 // SCRIPT FLUSH in the middle of concurrent applies: every apply still
 // succeeds exactly once (ledger check), reads recover too.
 func TestNoScriptRecovery(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	srv := testenv.StartRedis(t)
 	s := newStore(t, srv, Config{Logger: tlog(t)})

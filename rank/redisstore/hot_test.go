@@ -193,6 +193,7 @@ func TestHotBuildInterleaved(t *testing.T) {
 // restart the board equals the recomputation, before and after the
 // boundary, with the build carried on from where it stopped.
 func TestHotKilledMidBuild(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	srv := testenv.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 	clk := ranktest.NewClock(hotStart())

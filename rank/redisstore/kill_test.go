@@ -25,6 +25,7 @@ import (
 // applied), and no late event sent once the clock reached final_at is
 // applied.
 func TestKillAtBoundaryAndInGrace(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	srv := testenv.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 	boundary := time.Date(2031, 7, 8, 10, 0, 0, 0, time.UTC)
