@@ -228,7 +228,7 @@ func New(cfg Config) (*Hub, error) {
 		m:       cfg.Metrics,
 		emptied: make(chan struct{}, 1),
 	}
-	h.cache, _ = cfg.Store.(rank.BoardCache)
+	h.cache = cfg.Store
 	h.corkBufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	h.replyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	h.reg.init()

@@ -40,16 +40,15 @@ type Config struct {
 	// idempotency records and periods of boards that get no writes (writes
 	// sweep as they go). 0 = one minute; negative = no background sweep.
 	SweepInterval time.Duration
-	// Sink hears of every change Apply makes (rank.Sink): here one change
-	// per batch, on the submitting goroutine, after the board's lock is
-	// released. nil = nobody listens.
-	Sink rank.Sink
 }
 
 // Store is the memory engine. All methods are safe for concurrent use.
 type Store struct {
-	now    func() time.Time
-	sink   rank.Sink
+	now func() time.Time
+	// hooks: the Sink hears one change per batch, on the submitting
+	// goroutine, after the board's lock is released; each Apply is a batch
+	// of one for Complete.
+	hooks  rank.Hooks
 	log    *slog.Logger
 	closed atomic.Bool
 	stop   chan struct{} // closed by Close to end the sweeper
@@ -73,11 +72,11 @@ const (
 	defaultInterval = time.Minute
 )
 
-// New returns an empty store.
-func New(cfg Config) (*Store, error) {
+// New returns an empty store that calls back into hooks.
+func New(hooks rank.Hooks, cfg Config) (*Store, error) {
 	s := &Store{
 		now:    cfg.Now,
-		sink:   cfg.Sink,
+		hooks:  hooks,
 		log:    cfg.Logger,
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
@@ -330,12 +329,16 @@ func (s *Store) Count(ctx context.Context, id string) (int64, error) {
 // returns.
 func (s *Store) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 	r, err := s.apply(ctx, e)
-	if err == nil && s.sink != nil {
+	if err == nil && s.hooks.Sink != nil {
 		if c, ok := rank.ChangeOf(e, r); ok {
-			s.sink([]rank.Change{c})
+			s.hooks.Sink([]rank.Change{c})
 		}
 	}
-	done(r, err)
+	if s.hooks.Complete == nil {
+		done(r, err)
+		return
+	}
+	s.hooks.Complete(func() { done(r, err) })
 }
 
 func (s *Store) apply(ctx context.Context, e rank.Event) (rank.Result, error) {

@@ -333,10 +333,7 @@ func testHotDifferential(t *testing.T, f Factory) {
 func testHotBans(t *testing.T, f Factory) {
 	clk := NewClock(hotAnchor())
 	s := f(t, clk.Now)
-	mod, ok := s.(rank.Moderation)
-	if !ok {
-		t.Fatalf("%T does not implement rank.Moderation", s)
-	}
+	mod := modOf(t, s)
 	ctx := t.Context()
 	b := put(t, s, hotBoard("rt-hot-ban", time.Hour, 3, 0.5))
 	var g ids

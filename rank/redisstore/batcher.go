@@ -42,10 +42,8 @@ type batcher struct {
 	sc     *script
 	max    int
 	log    *slog.Logger
-	sink   rank.Sink
-	// completing runs each batch's Done callbacks (Config.Completing);
-	// nil: the completer runs them itself.
-	completing func(run func())
+	// hooks: the completer calls Sink, then Complete once per batch.
+	hooks rank.Hooks
 	// work does one batch's Redis work, setting every call's outcome
 	// (Store.work).
 	work func(*batcher, *batch)
@@ -122,7 +120,7 @@ type batch struct {
 	// settled, when set by the lane (settleFirst), is closed by the
 	// completer once every call's done has run.
 	settled chan struct{}
-	// finish is b.runDones(bt), bound once per buffer, so Completing
+	// finish is b.runDones(bt), bound once per buffer, so Hooks.Complete
 	// costs no closure per batch.
 	finish func()
 
@@ -163,19 +161,18 @@ func (b *batcher) script(m *cmd) *script {
 	return b.sc
 }
 
-func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.Logger, work func(*batcher, *batch)) *batcher {
+func newBatcher(client redis.UniversalClient, sc *script, cfg Config, hooks rank.Hooks, log *slog.Logger, work func(*batcher, *batch)) *batcher {
 	b := &batcher{
-		client:     client,
-		sc:         sc,
-		max:        cfg.MaxBatch,
-		log:        log,
-		sink:       cfg.Sink,
-		completing: cfg.Completing,
-		work:       work,
-		quit:       make(chan struct{}),
-		async:      make(chan *call, cfg.MaxBatch),
-		idle:       make(chan *batch, batchBuffers),
-		done:       make(chan *batch, batchBuffers),
+		client: client,
+		sc:     sc,
+		max:    cfg.MaxBatch,
+		log:    log,
+		hooks:  hooks,
+		work:   work,
+		quit:   make(chan struct{}),
+		async:  make(chan *call, cfg.MaxBatch),
+		idle:   make(chan *batch, batchBuffers),
+		done:   make(chan *batch, batchBuffers),
 	}
 	b.free.New = func() any { return &call{} }
 	for range batchBuffers {
@@ -313,7 +310,7 @@ func settleFirst(bt *batch) chan struct{} {
 func (b *batcher) complete() {
 	defer b.wg.Done()
 	for bt := range b.done {
-		if b.sink != nil {
+		if sink := b.hooks.Sink; sink != nil {
 			for _, c := range bt.calls {
 				if c.err != nil {
 					continue
@@ -323,16 +320,12 @@ func (b *batcher) complete() {
 				}
 			}
 			if len(bt.changes) > 0 {
-				b.sink(bt.changes)
+				sink(bt.changes)
 			}
 			clear(bt.changes)
 			bt.changes = bt.changes[:0]
 		}
-		if b.completing != nil {
-			b.completing(bt.finish)
-		} else {
-			bt.finish()
-		}
+		b.hooks.Completes(bt.finish)
 		clear(bt.calls)
 		bt.calls = bt.calls[:0]
 		if bt.settled != nil {

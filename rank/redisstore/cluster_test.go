@@ -39,7 +39,7 @@ func TestCluster(t *testing.T) {
 		if _, ok := client.(*redis.ClusterClient); !ok {
 			t.Fatalf("NewClient(%s) = %T, want a cluster client", url, client)
 		}
-		s, err := New(context.Background(), Config{Client: client, Now: now, Prefix: "c" + strings.TrimPrefix(t.Name(), "TestCluster/")})
+		s, err := New(context.Background(), client, rank.Hooks{}, Config{Now: now, Prefix: "c" + strings.TrimPrefix(t.Name(), "TestCluster/")})
 		if err != nil {
 			client.Close()
 			t.Fatal(err)
@@ -67,7 +67,7 @@ func TestClusterSlotMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &testenv.LogBuffer{}
-	s, err := New(t.Context(), Config{Client: client, Prefix: "mig",
+	s, err := New(t.Context(), client, rank.Hooks{}, Config{Prefix: "mig",
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func TestClusterMasterDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(t.Context(), Config{Client: client, Prefix: "down"})
+	s, err := New(t.Context(), client, rank.Hooks{}, Config{Prefix: "down"})
 	if err != nil {
 		t.Fatal(err)
 	}

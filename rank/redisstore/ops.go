@@ -351,8 +351,6 @@ func (s *Store) Board(ctx context.Context, id string) (rank.Board, error) {
 	return c.b, nil
 }
 
-var _ rank.BoardCache = (*Store)(nil)
-
 // CachedBoard implements rank.BoardCache: the config Board would return,
 // when the cache holds it fresh. It is shared: the caller must not modify
 // it.

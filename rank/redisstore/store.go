@@ -62,11 +62,8 @@ import (
 	"github.com/wsgateway/wsgateway/rank/lua"
 )
 
-// Config configures a Store. The zero value of every field but Client is usable.
+// Config is a Store's tuning; its zero value is usable.
 type Config struct {
-	// Client is required: a single node, a failover or a Cluster client
-	// (NewClient builds one from a --redis-url). Store.Close closes it.
-	Client redis.UniversalClient
 	// Prefix starts every key; default "lb". Keys are "<prefix>:{<board>}:...".
 	Prefix string
 	// Now overrides the store clock, for tests only: nil means the Redis
@@ -86,16 +83,6 @@ type Config struct {
 	Lanes int
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
-	// Sink hears of every change Apply makes (rank.Sink). nil = nobody
-	// listens.
-	Sink rank.Sink
-	// Completing, when set, runs each batch's Done callbacks: the completer
-	// calls it once per pipeline with a function that runs them all, in
-	// submission order, on the completer's goroutine. A caller whose
-	// callbacks queue work (the hub's acks) can then hand it on once per
-	// batch instead of once per event. It must call run exactly once and
-	// must not call the store. nil runs them directly.
-	Completing func(run func())
 	// HotInterval is how often the keeper builds hot boards' next views
 	// ahead of their boundaries (hot.go); default 250ms. Negative: no
 	// keeper (tests drive the steps; boundaries are then done by whoever
@@ -273,10 +260,15 @@ const (
 var ErrClosed = errors.New("redisstore: store closed")
 
 // New validates cfg, loads every script (SCRIPT LOAD) and syncs the clock.
-// It fails with rank.ErrUnavailable when Redis does not answer in time.
-func New(ctx context.Context, cfg Config) (*Store, error) {
-	if cfg.Client == nil {
-		return nil, errors.New("redisstore: Config.Client is required")
+// client is a single node, a failover or a Cluster client (NewClient builds
+// one from a --redis-url); Store.Close closes it. The sink hears of every
+// change, and Complete runs once per pipeline with a function that runs
+// that pipeline's Done callbacks, in submission order, on the completer's
+// goroutine. New fails with rank.ErrUnavailable when Redis does not answer
+// in time.
+func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cfg Config) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("redisstore: new: a client is required")
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = "lb"
@@ -302,7 +294,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{
 		cfg:      cfg,
-		client:   cfg.Client,
+		client:   client,
 		log:      log,
 		apply:    newScript(lua.Apply),
 		top:      newScript(lua.Top),
@@ -334,9 +326,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err := s.clock.sync(ctx, s.client); err != nil {
 		return nil, s.fail("new", "", err)
 	}
-	_, cluster := cfg.Client.(*redis.ClusterClient)
+	_, cluster := client.(*redis.ClusterClient)
 	for range cfg.Lanes {
-		b := newBatcher(s.client, s.apply, cfg, log, s.work)
+		b := newBatcher(s.client, s.apply, cfg, hooks, log, s.work)
 		if cluster {
 			b.down = newDownSlots()
 		}
