@@ -241,21 +241,28 @@ end
 -- ---- end of derived boards ----
 
 -- admit is R17 for an event of time t: the slot it is applied to, or nil
--- and the refusal's code.
+-- and the refusal's code; board_closed carries its reason (R30), whose
+-- times the caller reads from the config (rank.Board.Closed).
 local function admit(t)
   if t > now + 5000 then return nil, 'at_ahead' end
-  if (startsAt and t < startsAt) or (endsAt and t >= endsAt) then return nil, 'board_closed' end
+  if startsAt and t < startsAt then return nil, 'board_closed:not_started' end
+  if endsAt and t >= endsAt then return nil, 'board_closed:ended' end
   local s, ends = 1, nil
   if boundary > 0 then
     s = nil
     for k = 0, 2 do
       if t >= slots[k].from and t < slots[k].to then s = k end
     end
-    if not s or (s ~= cur and s ~= cur - 1) then return nil, 'board_closed' end
+    if s and s > cur then return nil, 'board_closed:not_started' end
+    if t >= slots[2].to then return nil, 'board_closed:not_started' end
+    if not s or s ~= cur and s ~= cur - 1 then return nil, 'board_closed:period_over' end
     ends = slots[s].to
   end
-  if endsAt and (not ends or endsAt < ends) then ends = endsAt end
-  if ends and now >= ends + grace then return nil, 'board_closed' end
+  if endsAt and (not ends or endsAt <= ends) then
+    if now >= endsAt + grace then return nil, 'board_closed:ended' end
+  elseif ends and now >= ends + grace then
+    return nil, 'board_closed:period_over'
+  end
   return s
 end
 

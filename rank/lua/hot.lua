@@ -292,10 +292,10 @@ local function one(i)
     if not t then return '!bad_request' end
   end
   if t > now + 5000 then return '!at_ahead' end
-  if (startsAt and t < startsAt) or (endsAt and t >= endsAt) then return '!board_closed' end
-  if endsAt and now >= endsAt + grace then return '!board_closed' end
+  if startsAt and t < startsAt then return '!board_closed:not_started' end
+  if endsAt and (t >= endsAt or now >= endsAt + grace) then return '!board_closed:ended' end
   local eb = math.min(math.floor(t / span), cb)
-  if cb - eb >= nb then return '!board_closed' end
+  if cb - eb >= nb then return '!board_closed:outside_window' end
   if maxSubs > 0 and tonumber(redis.call('HGET', counts, member) or '0') >= maxSubs then
     return '!limit_reached'
   end

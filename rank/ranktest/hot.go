@@ -136,7 +136,7 @@ func testHotAt(t *testing.T, f Factory) {
 		t.Fatalf("at ahead: score %d, want 1000 (the current bucket)", r.Score)
 	}
 	before := snapshot(t, s, b.ID)
-	applyErr(t, s, at(delta(b.ID, g.next(), "ann", 8), now.Add(-3*time.Hour)), rank.ErrBoardClosed)
+	applyClosed(t, s, at(delta(b.ID, g.next(), "ann", 8), now.Add(-3*time.Hour)), rank.ClosedError{Reason: rank.ClosedOutsideWindow})
 	if after := snapshot(t, s, b.ID); after != before {
 		t.Fatalf("a refused event changed the board:\n%s\nwas\n%s", after, before)
 	}

@@ -151,6 +151,9 @@ type cmd struct {
 	// boards' events go to hot.lua, whose scores have decimals.
 	sc       *script
 	decimals int
+	// cfg is the config the command was built with (its group's, valid
+	// for the lane round), for the times of a board_closed reason.
+	cfg *rank.Board
 }
 
 // script is the script cmd runs.

@@ -240,6 +240,7 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 			for len(evs) > 0 {
 				k := min(len(evs), maxPerScript)
 				bt.cmds = append(bt.cmds, s.hotApplyCmd(gr.cb, nowArg, evs[:k:k]))
+				bt.cmds[len(bt.cmds)-1].cfg = &gr.cb.b
 				evs = evs[k:]
 			}
 			continue
@@ -248,6 +249,7 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 		for len(evs) > 0 {
 			k := min(len(evs), maxPerScript)
 			bt.cmds = append(bt.cmds, applyCmd(gr.cb, nowArg, pk, evs[:k:k]))
+			bt.cmds[len(bt.cmds)-1].cfg = &gr.cb.b
 			evs = evs[k:]
 		}
 	}
@@ -306,7 +308,7 @@ func (s *Store) settle(ctx context.Context, m *cmd, attempt int, again []*call) 
 		if c.shard != nil {
 			rep = c.cutMembers(rep)
 		}
-		c.r, c.err = applyResult(c.e, rep, c.hash, c.token)
+		c.r, c.err = applyResult(c.e, rep, c.hash, c.token, m.cfg)
 		c.r.Decimals = m.decimals
 	}
 	return again
@@ -365,13 +367,17 @@ func (s *Store) CachedBoard(id string) (*rank.Board, bool) {
 func (s *Store) Forget(id string) { s.forget(id) }
 
 // applyResult decodes one event's part of apply.lua's reply (see its
-// header): "0" or "1" (duplicate) and the record, or "!" and an error code.
-func applyResult(e rank.Event, rep string, hash, token string) (rank.Result, error) {
+// header): "0" or "1" (duplicate) and the record, or "!" and an error code;
+// "board_closed:<reason>" becomes the config's rank.ClosedError (R30).
+func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) (rank.Result, error) {
 	var r rank.Result
 	var err error
 	switch {
 	case strings.HasPrefix(rep, "!"):
 		code := rep[1:]
+		if reason, ok := strings.CutPrefix(code, "board_closed:"); ok && cfg != nil {
+			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, cfg.Closed(reason, e.At))
+		}
 		if sentinel, ok := scriptErrors[code]; ok {
 			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, sentinel)
 		}
