@@ -176,6 +176,7 @@ func Run(t *testing.T, f Factory) {
 		{"HotBans", testHotBans},
 		{"DerivedConfig", testDerivedConfig},
 		{"DerivedUnion", testDerivedUnion},
+		{"DerivedFanIn", testDerivedFanIn},
 		{"DerivedWindow", testDerivedWindow},
 		{"DerivedBuild", testDerivedBuild},
 		{"DerivedBuildConcurrent", testDerivedBuildConcurrent},
