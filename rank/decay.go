@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Decay makes a board "hot" (PROTOCOL.md §8, R22): its events land in
+// Decay makes a board "hot" (docs/protocol.md §8, R22): its events land in
 // buckets of Bucket (aligned to the unix epoch, UTC) and a member's score is
 // Σ_{k<Buckets} Factor^k × (the sum of its deltas in the k-th bucket back
 // from the current one), rounded to 3 decimals. The zero value is no decay.

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Derived boards (PROTOCOL.md §8, R22–R23): a board with a Source is a
+// Derived boards (docs/protocol.md §8, R22–R23): a board with a Source is a
 // read-only, incrementally maintained weighted sum of other boards. Every
 // applied event that moves a member's score on a source by d adds w × d to
 // each view of the derived board the event's period belongs to, in the same

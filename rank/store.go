@@ -133,8 +133,8 @@ type Hooks struct {
 // Completes runs a batch's Done callbacks through h.Complete: both engines
 // call it once per batch (a Redis pipeline; a memory Apply, a batch of
 // one), so a caller whose callbacks queue work (the hub's acks) hands it on
-// once per batch. Complete must call run exactly once and must not call the
-// store.
+// once per batch. Complete must call run exactly once, before it returns,
+// and must not call the store.
 func (h Hooks) Completes(run func()) {
 	if h.Complete == nil {
 		run()

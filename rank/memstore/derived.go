@@ -1,6 +1,6 @@
 package memstore
 
-// Derived boards (rank/derived.go, PROTOCOL.md §8): a source board holds
+// Derived boards (rank/derived.go, docs/protocol.md §8): a source board holds
 // its dependants; apply, under the source's lock, takes each dependant's
 // lock in turn and adds weight × (new − old) to every view the event's
 // period lands in. Lock order: Store.mu, then a source's mu, then a derived

@@ -4,11 +4,11 @@
 // (rank/ranktest holds them equal) for a single gateway node.
 //
 // DESIGN.md names an order-statistic skip list; this engine deviates on
-// measurement. At a million members a skip list lookup makes ~28 pointer
-// hops, each a cache miss, and Apply cost 4x its cost at 10k members. The
-// B+tree (btree.go: 64 entries a node, a count per child) keeps the same
-// O(log n) apply and rank and O(log n + k) pages but touches about four
-// nodes a lookup, the upper ones cached; see btree.go for the numbers.
+// measurement: at a million members a skip list lookup chases a pointer
+// per level, each a cache miss. The B+tree (btree.go: 64 entries a node, a
+// count per child) keeps the same O(log n) apply and rank and O(log n + k)
+// pages but touches a few nodes a lookup, the upper ones cached
+// (docs/performance.md).
 //
 // Lock order: Store.mu before board.mu; no other lock is held with either.
 //
@@ -60,6 +60,8 @@ type Store struct {
 	profiles profileTable // profiles.go
 
 	global map[string]rank.Ban // global bans by member (moderation.go), under mu
+
+	outcomes sync.Pool // *outcome, for Hooks.Complete (Apply)
 }
 
 var _ rank.Store = (*Store)(nil)
@@ -83,6 +85,7 @@ func New(hooks rank.Hooks, cfg Config) (*Store, error) {
 		boards: map[string]*board{},
 		global: map[string]rank.Ban{},
 	}
+	s.outcomes.New = newOutcome
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -338,7 +341,26 @@ func (s *Store) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 		done(r, err)
 		return
 	}
-	s.hooks.Complete(func() { done(r, err) })
+	o := s.outcomes.Get().(*outcome)
+	o.done, o.r, o.err = done, r, err
+	s.hooks.Complete(o.run)
+	*o = outcome{run: o.run}
+	s.outcomes.Put(o)
+}
+
+// outcome is one Apply's batch of one for Hooks.Complete: its run is bound
+// once, when the pool makes it, so completing costs no closure per event.
+type outcome struct {
+	done rank.Done
+	r    rank.Result
+	err  error
+	run  func()
+}
+
+func newOutcome() any {
+	o := &outcome{}
+	o.run = func() { o.done(o.r, o.err) }
+	return o
 }
 
 func (s *Store) apply(ctx context.Context, e rank.Event) (rank.Result, error) {

@@ -1,6 +1,6 @@
 package ranktest
 
-// Derived boards (PROTOCOL.md §8, R22–R23): configs, read_only, unions,
+// Derived boards (docs/protocol.md §8, R22–R23): configs, read_only, unions,
 // windows, creation over data, bans, and a differential test against a
 // from-scratch recomputation from the sources' reads.
 

@@ -1,6 +1,6 @@
 package redisstore
 
-// Derived boards (PROTOCOL.md §8, rank/derived.go) and groups.
+// Derived boards (docs/protocol.md §8, rank/derived.go) and groups.
 //
 // Groups: a board's keys carry its group as hash tag ("<p>:{b}:…" when the
 // group is the id, else "<p>:{g}/b:…"), so a derived board and its sources

@@ -18,10 +18,10 @@
 //	                   W the window in ms: field "<m>|<id>" (member m's request id;
 //	                   R4 v1.1: ids are per member; '|' never occurs in a member id,
 //	                   so the field is unambiguous) -> record; a record is found for
-//	                   W to 2W (rank/lua/prelude.lua)
-//	<p>:{b}:i:<m>|<id> a record of the format before buckets, read during the
-//	                   window after an upgrade (the cfg hash's fields rw, rs, ro, rb
-//	                   and nr are the scripts' own bookkeeping)
+//	                   W to 2W (rank/lua/prelude.lua; the cfg hash's fields rw, rs,
+//	                   ro and rb are the scripts' own bookkeeping)
+//	<p>:{b}:guard      never written: apply.lua names it so that on Redis Cluster a
+//	                   call never runs while its slot migrates (cluster.go)
 //
 // Sorted-set members for tiebreak first/last are "<16-digit seq>|<member>"
 // (inverted seq for first). DESIGN.md writes ':'; '|' is used because ':'
@@ -75,7 +75,7 @@ type Config struct {
 	Timeout time.Duration
 	// MaxBatch caps the applies sent in one pipeline; default 256.
 	MaxBatch int
-	// Lanes is how many apply lanes (batcher.go) the store runs, each with
+	// Lanes is how many apply lanes (lane.go) the store runs, each with
 	// one pipeline in flight; default DefaultLanes. A submitter's events
 	// (rank.Event.Submitter) all go to one lane, so they keep their order;
 	// submitters spread over the lanes, so while one lane reads its replies
@@ -134,7 +134,7 @@ type Store struct {
 	builders  map[string]int                                  // derived board -> builds this node's PUTs run (build.go)
 	buildHook atomic.Pointer[func(token string, reply []any)] // tests only: hears each build.lua reply (build.go)
 
-	lanes []*batcher // the apply lanes (batcher.go); laneOf picks one
+	lanes []*lane // the apply lanes (lane.go); laneOf picks one
 }
 
 var _ rank.Store = (*Store)(nil)
@@ -171,7 +171,7 @@ func (c *cachedBoard) ttl() time.Duration {
 // the board and its config version, built once per cached config instead of
 // once per event. last holds those of the most recent period pair.
 type applyKeys struct {
-	cfg, seq, n, ban, idem             string // idem: the idempotency key without member and request id
+	cfg, seq, n, ban, guard            string // guard: a key never written (apply.lua's KEYS[14])
 	ver, mode, order, tiebreak, window any
 	// The lifecycle's arguments (§6): starts_at and ends_at ("" = none),
 	// grace in ms, max_submissions.
@@ -201,7 +201,7 @@ func (s *Store) cached(b rank.Board, ver string) cachedBoard {
 func (s *Store) cachedOne(b rank.Board, ver string) cachedBoard {
 	g := b.GroupID()
 	return cachedBoard{b: b, ver: ver, at: time.Now(), keys: &applyKeys{
-		cfg: s.keyIn(g, b.ID, "cfg"), seq: s.keyIn(g, b.ID, "seq"), n: s.keyIn(g, b.ID, "n"), ban: s.keyIn(g, b.ID, "ban"), idem: s.keyIn(g, b.ID, "i:"),
+		cfg: s.keyIn(g, b.ID, "cfg"), seq: s.keyIn(g, b.ID, "seq"), n: s.keyIn(g, b.ID, "n"), ban: s.keyIn(g, b.ID, "ban"), guard: s.keyIn(g, b.ID, "guard"),
 		ver: ver, mode: string(b.Mode), order: string(b.Order), tiebreak: string(b.Tiebreak),
 		window:   time.Duration(b.IdempotencyWindow).Milliseconds(),
 		startsAt: msArg(b.StartsAt), endsAt: msArg(b.EndsAt),
@@ -328,7 +328,7 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 	}
 	_, cluster := client.(*redis.ClusterClient)
 	for range cfg.Lanes {
-		b := newBatcher(s.client, s.apply, cfg, hooks, log, s.work)
+		b := newLane(s.client, s.apply, cfg, hooks, log, s.work)
 		if cluster {
 			b.down = newDownSlots()
 		}
@@ -346,7 +346,7 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 	return s, nil
 }
 
-// Close stops the batcher, fails calls still queued, and closes the client.
+// Close stops the lanes, fails calls still queued, and closes the client.
 // Later calls fail with ErrClosed. It is safe to call twice.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
