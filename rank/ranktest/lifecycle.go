@@ -331,6 +331,16 @@ func testClosedReasons(t *testing.T, f Factory) {
 	if after := snapshot(t, s, b.ID); after != before {
 		t.Fatalf("a refused event changed the board:\n%s\nwas\n%s", after, before)
 	}
+	// A sharded board refuses on the member's shard with the same reasons.
+	sh := put(t, s, board("rt-closed-sh", func(b *rank.Board) {
+		b.Shards = 2
+		b.StartsAt, b.EndsAt = rank.At(clk.Now().Add(time.Hour)), rank.At(clk.Now().Add(2*time.Hour))
+	}))
+	for _, m := range []string{"a", "b", "c", "d"} {
+		applyClosed(t, s, delta(sh.ID, g.next(), m, 1), rank.ClosedError{Reason: rank.ClosedNotStarted, StartsAt: sh.StartsAt.UnixMilli()})
+	}
+	clk.Set(sh.EndsAt.Time)
+	applyClosed(t, s, delta(sh.ID, g.next(), "a", 1), rank.ClosedError{Reason: rank.ClosedEnded, FinalAt: sh.EndsAt.UnixMilli()})
 
 	hclk := NewClock(hotAnchor())
 	hs := f(t, hclk.Now)
