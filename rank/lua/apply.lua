@@ -74,7 +74,8 @@
 -- "1" .. record when its id was already applied (nothing changed), or
 -- "!" .. code when it failed, where record is
 -- "hash.token,score,rank,prev_rank,prev_score,seq,period". Codes:
--- invalid_score, bad_request, out_of_range, board_closed, limit_reached,
+-- invalid_score, bad_request, out_of_range, board_closed:<reason> (R30:
+-- not_started, ended or period_over), limit_reached,
 -- at_ahead, banned (that event changed nothing; the next ones still run). A
 -- refusal of the whole call is an error reply "LB <code>": unknown_board,
 -- stale (the config version changed), clock (now is outside slots A and B),

@@ -52,8 +52,9 @@
 --
 -- apply returns its events' replies joined with "\n", as apply.lua does
 -- (each "0"/"1" .. record or "!" .. code; out_of_range when a bucket's sum would leave
--- ±MaxHotBucketSum, board_closed when the event's bucket has left the
--- window), or the error "LB hot" when z:0 is not the view of the clock's
+-- ±MaxHotBucketSum, board_closed:outside_window when the event's bucket has
+-- left the window, board_closed:not_started or :ended by the schedule), or
+-- the error "LB hot" when z:0 is not the view of the clock's
 -- bucket: nothing was written; the caller runs steps, then again.
 -- step returns {cur, clock bucket, status}: status "idle" (nothing to do),
 -- "busy" (another node holds the lease), "step" (did a part of the build),
