@@ -33,7 +33,7 @@ type engine struct {
 
 func memEngine() engine {
 	return engine{"memory", func(t testing.TB) rank.Store {
-		s, err := memstore.New(memstore.Config{})
+		s, err := memstore.New(rank.Hooks{}, memstore.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

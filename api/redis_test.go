@@ -33,7 +33,7 @@ func startRedisStore(t testing.TB) (*testenv.Redis, rank.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := redisstore.New(context.Background(), redisstore.Config{Client: client})
+	s, err := redisstore.New(context.Background(), client, rank.Hooks{}, redisstore.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

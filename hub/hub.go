@@ -173,8 +173,6 @@ type Hub struct {
 	nodeConns atomic.Int64 // MaxConns slots taken (limits.go)
 	// submitters numbers the connections for the store (conn.submitter).
 	submitters atomic.Uint64
-	// cache is cfg.Store's board cache, when it has one (board).
-	cache rank.BoardCache
 }
 
 // New validates cfg, fills defaults and returns a Hub.
@@ -232,7 +230,6 @@ func New(cfg Config) (*Hub, error) {
 		m:       cfg.Metrics,
 		emptied: make(chan struct{}, 1),
 	}
-	h.cache, _ = cfg.Store.(rank.BoardCache)
 	h.batches.New = func() any { b := make([]byte, 0, 4096); return &b }
 	h.replyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	h.reg.init()
@@ -507,13 +504,11 @@ func confOf(b *rank.Board) boardConf {
 }
 
 // board returns the config of board id, an id the caller has checked (R15):
-// ErrUnknownBoard for a board that does not exist. Every score asks, so a
-// store with a BoardCache is asked there first, with no context to build.
+// ErrUnknownBoard for a board that does not exist. Every score asks, so the
+// store's cache is asked first, with no context to build.
 func (h *Hub) board(ctx context.Context, id string) (boardConf, error) {
-	if h.cache != nil {
-		if b, ok := h.cache.CachedBoard(id); ok {
-			return confOf(b), nil
-		}
+	if b, ok := h.cfg.Store.CachedBoard(id); ok {
+		return confOf(b), nil
 	}
 	lt := newLazyTimeout(ctx, h.cfg.StoreTimeout)
 	defer lt.release()

@@ -238,10 +238,6 @@ func (s metered) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 	})
 }
 
-// CachedBoard forwards the engine's board cache (rank.BoardCache), which
-// the hub asks on every score.
-func (s metered) CachedBoard(id string) (*rank.Board, bool) { return rank.CachedBoard(s.Store, id) }
-
 func (s metered) Top(ctx context.Context, board string, p rank.PeriodSel, offset, limit int) (rank.Page, error) {
 	pg, err := s.Store.Top(ctx, board, p, offset, limit)
 	if err != nil {

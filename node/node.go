@@ -183,10 +183,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: derived boards: %w", err)
 	}
 
-	profiles, ok := n.engine.(rank.Profiles)
-	if !ok {
-		return nil, fmt.Errorf("node: the %T engine stores no profiles", n.engine)
-	}
+	var profiles rank.Profiles = n.store
 	if cfg.WrapProfiles != nil {
 		profiles = cfg.WrapProfiles(profiles)
 	}
@@ -246,9 +243,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	apcfg.DevSecret, apcfg.Boards, apcfg.Logger = cfg.DevSecret, n, cfg.Logger
 	apcfg.Profiles, apcfg.ProfileChanges, apcfg.Decorator = profiles, n, n.profs
 	// Moderation changes a board's reads: the API tells BoardChanged (R21).
-	if mod, ok := n.engine.(rank.Moderation); ok {
-		apcfg.Moderation = mod
-	}
+	apcfg.Moderation = n.store
 	if n.api, err = api.New(apcfg); err != nil {
 		return nil, err
 	}
@@ -276,10 +271,10 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 // openStore builds the engine with n.applied as its sink, and the wrappers.
 func (n *Node) openStore(ctx context.Context) error {
 	cfg := n.cfg
+	hooks := rank.Hooks{Sink: n.applied, Complete: n.completing}
 	if cfg.Redis != nil {
-		rs, err := redisstore.New(ctx, redisstore.Config{
-			Client: cfg.Redis, Timeout: cfg.StoreTimeout, Lanes: cfg.RedisLanes, Now: cfg.Now, Logger: cfg.Logger, Sink: n.applied,
-			Completing: n.completing,
+		rs, err := redisstore.New(ctx, cfg.Redis, hooks, redisstore.Config{
+			Timeout: cfg.StoreTimeout, Lanes: cfg.RedisLanes, Now: cfg.Now, Logger: cfg.Logger,
 		})
 		if err != nil {
 			cfg.Redis.Close()
@@ -288,7 +283,7 @@ func (n *Node) openStore(ctx context.Context) error {
 		n.engine = rs
 		n.m.lane = rs.LaneStats
 	} else {
-		ms, err := memstore.New(memstore.Config{Now: cfg.Now, Logger: cfg.Logger, Sink: n.applied})
+		ms, err := memstore.New(hooks, memstore.Config{Now: cfg.Now, Logger: cfg.Logger})
 		if err != nil {
 			return err
 		}
@@ -313,7 +308,7 @@ func (n *Node) applied(batch []rank.Change) {
 	n.bus.PublishChanges(batch)
 }
 
-// completing runs a Redis batch's Done callbacks inside the hub's
+// completing runs a store batch's Done callbacks inside the hub's
 // Completing, so the acks they queue are written once per connection per
 // batch, by the completer (hub/acks.go). Only the hub and the API apply,
 // and both exist before New returns, so n.hub is set by the first batch.

@@ -40,10 +40,7 @@ type autoCreate struct {
 	created int
 }
 
-var (
-	_ Store      = (*autoCreate)(nil)
-	_ BoardCache = (*autoCreate)(nil)
-)
+var _ Store = (*autoCreate)(nil)
 
 // absent reports whether err means a valid board id that does not exist.
 func absent(board string, err error) bool {
@@ -57,10 +54,6 @@ func (a *autoCreate) Board(ctx context.Context, id string) (Board, error) {
 	}
 	return b, err
 }
-
-// CachedBoard forwards the engine's cache (BoardCache): a board it holds
-// exists, so the answer is the one Board gives.
-func (a *autoCreate) CachedBoard(id string) (*Board, bool) { return CachedBoard(a.Store, id) }
 
 func (a *autoCreate) Count(ctx context.Context, board string) (int64, error) {
 	n, err := a.Store.Count(ctx, board)

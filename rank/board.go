@@ -60,9 +60,10 @@ const (
 	MaxTitle             = 128
 	MinIdempotencyWindow = time.Second
 	// MaxIdempotencyWindow bounds what one member can make the store hold:
-	// a record is ~245 bytes in Redis, so a player at the per-member score
-	// rate (50/s by default) fills 50 × 245 B × 3600 s ≈ 44 MB in an hour.
-	// A client that needs longer resends with new ids (R4).
+	// every record lives for the window, so the per-member score rate
+	// times the window is what one player can keep in Redis
+	// (docs/operations.md sizes it). A client that needs longer resends
+	// with new ids (R4).
 	MaxIdempotencyWindow = time.Hour
 	// MaxGrace bounds how long a board or period takes late events (R17).
 	MaxGrace = 24 * time.Hour
@@ -144,7 +145,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Board is a leaderboard's configuration (PROTOCOL.md §5). It is stored in the
+// Board is a leaderboard's configuration (docs/protocol.md §5). It is stored in the
 // engine so every gateway node sees the same config.
 type Board struct {
 	ID                string   `json:"id"`

@@ -332,14 +332,14 @@ func TestOneKindPerBoard(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		get := func(id string) (Board, bool) {
+		get := func(id string) (Board, []Dep, bool) {
 			for _, b := range []Board{plain, src} {
 				if b.ID == id {
 					b.Group = "u" // the same group, so only the kind can refuse it
-					return b, true
+					return b, nil, true
 				}
 			}
-			return Board{}, false
+			return Board{}, nil, false
 		}
 		u.Group = "u"
 		if _, err := ResolveDerived(u, Board{}, get); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "field source:") || !strings.Contains(err.Error(), src.ID) {

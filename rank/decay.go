@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Decay makes a board "hot" (PROTOCOL.md §8, R22): its events land in
+// Decay makes a board "hot" (docs/protocol.md §8, R22): its events land in
 // buckets of Bucket (aligned to the unix epoch, UTC) and a member's score is
 // Σ_{k<Buckets} Factor^k × (the sum of its deltas in the k-th bucket back
 // from the current one), rounded to 3 decimals. The zero value is no decay.
@@ -166,12 +166,13 @@ func CheckDecayChange(old, next Board) error {
 // HotBucket decides which bucket an event of time t lands in at store time
 // now (after Admit): the bucket holding t, or the current one for a t a
 // little ahead of now (R17 allows MaxAhead). A bucket that has left the
-// window is ErrBoardClosed: the event would count for nothing.
+// window is board_closed with reason outside_window: the event would
+// count for nothing.
 func (d Decay) HotBucket(t, now time.Time) (int64, error) {
 	cur := d.BucketAt(now)
 	eb := min(d.BucketAt(t), cur)
 	if cur-eb >= int64(d.Buckets) {
-		return 0, fmt.Errorf("%w: the event's bucket has left the board's decay window", ErrBoardClosed)
+		return 0, &ClosedError{Reason: ClosedOutsideWindow}
 	}
 	return eb, nil
 }

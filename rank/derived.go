@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Derived boards (PROTOCOL.md §8, R22–R23): a board with a Source is a
+// Derived boards (docs/protocol.md §8, R22–R23): a board with a Source is a
 // read-only, incrementally maintained weighted sum of other boards. Every
 // applied event that moves a member's score on a source by d adds w × d to
 // each view of the derived board the event's period belongs to, in the same
@@ -30,6 +30,13 @@ const (
 	MaxSources       = 16
 	MaxWeight        = 1000
 	MaxWindowPeriods = 400
+	// MaxFanIn bounds the work one event of a source board costs its
+	// derived boards: the views the event lands in, summed over them (a
+	// window's periods, 1 per union; FanIn). Each view is a write in the
+	// event's own atomic step, so without it a few long windows over one
+	// board would multiply the cost of every score on it. It admits one
+	// window of MaxWindowPeriods and more besides.
+	MaxFanIn = 512
 )
 
 // Source is a derived board's definition. The zero value means "not
@@ -195,6 +202,18 @@ type Dep struct {
 	Span   int
 }
 
+// FanIn is the views one event of a source board lands in, over its
+// dependants deps (their spans summed), leaving out board self.
+func FanIn(deps []Dep, self string) int {
+	n := 0
+	for _, d := range deps {
+		if d.Board != self {
+			n += d.Span
+		}
+	}
+	return n
+}
+
 // DepsOf lists the dependants of board id among all, sorted by id.
 func DepsOf(all []Board, id string) []Dep {
 	var out []Dep
@@ -220,12 +239,14 @@ func DepsOf(all []Board, id string) []Dep {
 	return out
 }
 
-// ResolveDerived checks a derived board against its sources (found by get:
-// ok false = no such board) and returns it with the fields it takes from
-// them: order, reset and tz of the sources, tiebreak shared. Errors are
-// ErrInvalidConfig naming `source`. old is the stored config when the board
-// exists (zero otherwise): a board's source and group are fixed at creation.
-func ResolveDerived(b, old Board, get func(id string) (Board, bool)) (Board, error) {
+// ResolveDerived checks a derived board against its sources (found by get,
+// with their dependants: ok false = no such board) and returns it with the
+// fields it takes from them: order, reset and tz of the sources, tiebreak
+// shared. A new board that would take a source's fan-in past MaxFanIn is
+// refused. Errors are ErrInvalidConfig naming `source`. old is the stored
+// config when the board exists (zero otherwise): a board's source and group
+// are fixed at creation.
+func ResolveDerived(b, old Board, get func(id string) (Board, []Dep, bool)) (Board, error) {
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("%w: field %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 	}
@@ -245,9 +266,13 @@ func ResolveDerived(b, old Board, get func(id string) (Board, bool)) (Board, err
 	}
 	var first Board
 	for i, id := range b.Source.Boards() {
-		src, ok := get(id)
+		src, deps, ok := get(id)
 		if !ok {
 			return Board{}, bad("source", "board %s does not exist", id)
+		}
+		if n := FanIn(deps, b.ID); old.ID == "" && n+b.Source.Span() > MaxFanIn {
+			return Board{}, bad("source", "board %s already feeds %d views per event to its derived boards; %d more would pass the bound of %d (fewer or shorter windows over it)",
+				id, n, b.Source.Span(), MaxFanIn)
 		}
 		if src.Derived() {
 			return Board{}, bad("source", "board %s is itself derived: a source must be a plain board", id)

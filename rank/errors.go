@@ -15,7 +15,7 @@ type Error struct {
 
 func (e *Error) Error() string { return e.msg }
 
-// Code is the contract's error code (PROTOCOL.md §4), e.g. "unknown_board".
+// Code is the contract's error code (docs/protocol.md §4), e.g. "unknown_board".
 func (e *Error) Code() string { return e.code }
 
 // The documented failures of a Store. Anything else returned by a Store is an

@@ -67,35 +67,75 @@ func (b Board) Retains(idx int64, now time.Time) bool {
 const MaxAhead = 5 * time.Second
 
 // Admit decides R17 for an event of time t (its `at`, else now) at store
-// time now: the period it is applied to, or ErrBoardClosed (or
-// ErrBadRequest for an `at` too far ahead). cur is the period at now. An
-// event counts when t is in [starts_at, ends_at) and its period is the
-// current one or the one before, while now is before that period's end —
-// the board's end when that comes first — plus grace. Both engines follow
-// it; apply.lua restates it for Redis.
+// time now: the period it is applied to, or a *ClosedError saying why not
+// (R30; or ErrBadRequest for an `at` too far ahead). cur is the period at
+// now. An event counts when t is in [starts_at, ends_at) and its period is
+// the current one or the one before, while now is before that period's
+// end — the board's end when that comes first — plus grace. Both engines
+// follow it; apply.lua restates it for Redis and answers the reason, which
+// Closed turns into the same error.
 func (b Board) Admit(t, now time.Time, cur Period) (Period, error) {
 	if t.Sub(now) > MaxAhead {
 		return Period{}, ErrAtAhead
 	}
 	if !b.StartsAt.IsZero() && t.Before(b.StartsAt.Time) {
-		return Period{}, ErrBoardClosed
+		return Period{}, b.Closed(ClosedNotStarted, t)
 	}
 	if !b.EndsAt.IsZero() && !t.Before(b.EndsAt.Time) {
-		return Period{}, ErrBoardClosed
+		return Period{}, b.Closed(ClosedEnded, t)
 	}
 	p := cur
 	if !cur.End.IsZero() && (t.Before(cur.Start) || !t.Before(cur.End)) {
 		p = PeriodAt(b, t)
+		if p.Index > cur.Index {
+			return Period{}, b.Closed(ClosedNotStarted, t) // the next period, a little ahead
+		}
 		if p.Index != cur.Previous(b).Index {
-			return Period{}, ErrBoardClosed // older, or a later period
+			return Period{}, b.Closed(ClosedPeriodOver, t)
 		}
 	}
+	if end := b.admitEnd(p); !end.IsZero() && !now.Before(end.Add(time.Duration(b.Grace))) {
+		if !b.EndsAt.IsZero() && end.Equal(b.EndsAt.Time) {
+			return Period{}, b.Closed(ClosedEnded, t)
+		}
+		return Period{}, b.Closed(ClosedPeriodOver, t)
+	}
+	return p, nil
+}
+
+// admitEnd is when events of period p stop counting, before grace: the
+// period's end, or the board's when that comes first; zero for never.
+func (b Board) admitEnd(p Period) time.Time {
 	end := p.End
 	if !b.EndsAt.IsZero() && (end.IsZero() || b.EndsAt.Before(end)) {
 		end = b.EndsAt.Time
 	}
-	if !end.IsZero() && !now.Before(end.Add(time.Duration(b.Grace))) {
-		return Period{}, ErrBoardClosed
+	return end
+}
+
+// Closed is the board_closed error of an event of time t refused for
+// reason (R30), with the times that explain it, all read from the config:
+// not_started names when the board opens (or, for an event a little ahead
+// in the next period, when that period does), ended the board's final
+// time, period_over t's period and when its grace ended. A zero t is the
+// store's clock, which only not_started and ended refuse.
+func (b Board) Closed(reason string, t time.Time) *ClosedError {
+	e := &ClosedError{Reason: reason}
+	switch reason {
+	case ClosedNotStarted:
+		if !b.StartsAt.IsZero() && (t.IsZero() || t.Before(b.StartsAt.Time)) {
+			e.StartsAt = b.StartsAt.UnixMilli()
+		} else {
+			e.StartsAt = PeriodAt(b, t).Start.UnixMilli()
+		}
+	case ClosedEnded:
+		e.FinalAt = b.FinalAt().UnixMilli()
+	case ClosedPeriodOver:
+		p := PeriodAt(b, t)
+		e.Period = p.Index
+		if end := b.admitEnd(p); !end.IsZero() {
+			e.GraceEnd = end.Add(time.Duration(b.Grace)).UnixMilli()
+		}
 	}
-	return p, nil
+	return e
 }

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 )
 
-// Ban hides a member from a board (PROTOCOL.md §7, R21) without deleting
+// Ban hides a member from a board (docs/protocol.md §7, R21) without deleting
 // anything: its entries in every kept period move aside with their scores
 // and tie keys, its events get ErrBanned, and lifting the ban (or Until
 // passing) puts the entries back exactly as they were.

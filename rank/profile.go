@@ -14,7 +14,7 @@ import (
 	"github.com/wsgateway/wsgateway/internal/names"
 )
 
-// Profile is how a member is shown on every board (PROTOCOL.md §7): global,
+// Profile is how a member is shown on every board (docs/protocol.md §7): global,
 // one per member. Every field is optional; "" means absent.
 type Profile struct {
 	Name    string `json:"name,omitempty"`

@@ -124,9 +124,34 @@ type Ranks struct {
 	Decimals int
 }
 
-// Store is a leaderboard engine. All methods are safe for concurrent use.
-// Errors are the sentinels of errors.go (wrapped with detail) or internal.
+// Hooks are what an engine calls back into: dependencies, not tuning.
+type Hooks struct {
+	Sink     Sink             // hears of every change (nil: nobody)
+	Complete func(run func()) // runs one batch's Done callbacks at the batch boundary; nil: run directly
+}
+
+// Completes runs a batch's Done callbacks through h.Complete: both engines
+// call it once per batch (a Redis pipeline; a memory Apply, a batch of
+// one), so a caller whose callbacks queue work (the hub's acks) hands it on
+// once per batch. Complete must call run exactly once, before it returns,
+// and must not call the store.
+func (h Hooks) Completes(run func()) {
+	if h.Complete == nil {
+		run()
+		return
+	}
+	h.Complete(run)
+}
+
+// Store is a leaderboard engine: everything both engines implement, so a
+// wrapper that embeds it forwards every capability and none is found by
+// type assertion. All methods are safe for concurrent use. Errors are the
+// sentinels of errors.go (wrapped with detail) or internal.
 type Store interface {
+	BoardCache
+	Profiles
+	Moderation
+
 	// PutBoard creates or replaces a board config (validated). Changing the
 	// order, mode or tiebreak of a board that has data is allowed and takes
 	// effect for later events; callers should avoid it. The config of a
@@ -156,8 +181,8 @@ type Store interface {
 	// with its outcome, possibly before Apply returns (the memory engine
 	// completes inline), else from a goroutine of the store (the Redis
 	// engine completes a pipeline's events together); it must not block and
-	// must not call the store. The engine's Sink hears of the change before
-	// done runs. Events of one Submitter are applied in the order Apply was
+	// must not call the store. The engine's Hooks.Sink hears of the change
+	// before done runs, and done runs inside Hooks.Complete. Events of one Submitter are applied in the order Apply was
 	// called for them.
 	// Apply blocks only while the store's queue is full
 	// (backpressure) or until ctx ends; an event whose ctx ended before it
@@ -178,9 +203,8 @@ type Store interface {
 	Close() error
 }
 
-// BoardCache is implemented by a Store that can answer Board from memory
-// (the Redis engine's cache, the memory engine's boards), and forwarded by
-// a Store wrapping one.
+// BoardCache is the part of a Store that answers Board from memory (the
+// Redis engine's cache, the memory engine's boards).
 // CachedBoard returns the config Board would return when it is at hand
 // without I/O, else false: ask Board. It needs no context, so a hot path
 // (every score reads its board) spends nothing on the bound of a call that
@@ -188,15 +212,6 @@ type Store interface {
 // modify it.
 type BoardCache interface {
 	CachedBoard(id string) (*Board, bool)
-}
-
-// CachedBoard asks s's BoardCache, if it has one: for wrappers, which
-// forward it.
-func CachedBoard(s Store, id string) (*Board, bool) {
-	if c, ok := s.(BoardCache); ok {
-		return c.CachedBoard(id)
-	}
-	return nil, false
 }
 
 // Check validates an event against its board before any engine touches data

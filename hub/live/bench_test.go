@@ -14,7 +14,7 @@ import (
 // (p00000 the best, 10 points apart), not running: benchmarks call tick.
 func benchEngine(b *testing.B, members int, clock *time.Time) (*Engine, *memstore.Store) {
 	b.Helper()
-	ms, err := memstore.New(memstore.Config{SweepInterval: -1})
+	ms, err := memstore.New(rank.Hooks{}, memstore.Config{SweepInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

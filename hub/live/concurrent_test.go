@@ -20,7 +20,7 @@ import (
 // subscriber converges on the store's state.
 func TestConcurrent(t *testing.T) {
 	t.Parallel()
-	ms, err := memstore.New(memstore.Config{SweepInterval: -1})
+	ms, err := memstore.New(rank.Hooks{}, memstore.Config{SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func BenchmarkFrameFanout(b *testing.B) {
 // at the 100 ms interval) of each kind, top and ranks, however busy the
 // board.
 func BenchmarkBusyBoardReads(b *testing.B) {
-	ms, err := memstore.New(memstore.Config{SweepInterval: -1})
+	ms, err := memstore.New(rank.Hooks{}, memstore.Config{SweepInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

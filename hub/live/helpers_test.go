@@ -77,7 +77,7 @@ func newHarness(t *testing.T, cfg Config, clock func() time.Time) *harness {
 	if clock == nil {
 		clock = time.Now
 	}
-	ms, err := memstore.New(memstore.Config{Now: clock, SweepInterval: -1})
+	ms, err := memstore.New(rank.Hooks{}, memstore.Config{Now: clock, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,11 +17,13 @@
 -- KEYS[12]   <p>:{b}:c:<B>   the same for B
 --            (a board without periods passes its one period's keys as A, B and P)
 -- KEYS[13]   <p>:{b}:ban     hash: the board's bans (see ban.lua; R21)
--- KEYS[13+i] <p>:{b}:i:<m>|<id>  event i's idempotency record key of the
---            format before buckets (member m's request id; R4 v1.1), i = 1..N:
---            read only in the window after an upgrade; "<m>|<id>" is the
---            record's field in the bucket hashes <p>:{b}:r:<W>.<k> (prelude's
---            records, which also uses the cfg hash's fields rw, rs, ro, rb)
+-- KEYS[14]   <p>:{b}:guard   a key never written: on Redis Cluster a call
+--            that names a missing key never runs while its slot migrates
+--            (rank/redisstore/cluster.go)
+--            The idempotency records are fields "<m>|<id>" (member m's
+--            request id; R4 v1.1) of the bucket hashes <p>:{b}:r:<W>.<k>
+--            (prelude's records, which also use the cfg hash's fields rw,
+--            rs, ro, rb).
 --
 -- ARGV[1]  config version the caller validated the events against
 -- ARGV[2]  now in unix ms, or "" to read the server's TIME (the one clock)
@@ -43,7 +45,7 @@
 -- ARGV[18] ends_at in unix ms, "" = none
 -- ARGV[19] grace in ms
 -- ARGV[20] max_submissions, 0 = unlimited
--- then six per event i, at j = 20 + 6*(i-1):
+-- then seven per event i, at j = 20 + 7*(i-1):
 -- ARGV[j+1] member id
 -- ARGV[j+2] display name ("" keeps the stored one)
 -- ARGV[j+3] op: 1 = delta, 2 = value
@@ -51,8 +53,9 @@
 -- ARGV[j+5] "<payload hash>.<attempt token>" (opaque here; the caller compares the
 --           hash for conflicts and the token to tell its own write from a duplicate)
 -- ARGV[j+6] the event's time `at` in unix ms, "" = the clock
+-- ARGV[j+7] the event's request id
 --
--- Derived boards (PROTOCOL.md §8; the block "derived boards" below): the
+-- Derived boards (docs/protocol.md §8; the block "derived boards" below): the
 -- board's dependants follow the idempotency keys and the events' arguments.
 -- ARGV[#ARGV] is DK, the number of their keys at the end of KEYS, and
 -- ARGV[#ARGV-1] DA, the number of their arguments just before those two
@@ -71,7 +74,8 @@
 -- "1" .. record when its id was already applied (nothing changed), or
 -- "!" .. code when it failed, where record is
 -- "hash.token,score,rank,prev_rank,prev_score,seq,period". Codes:
--- invalid_score, bad_request, out_of_range, board_closed, limit_reached,
+-- invalid_score, bad_request, out_of_range, board_closed:<reason> (R30:
+-- not_started, ended or period_over), limit_reached,
 -- at_ahead, banned (that event changed nothing; the next ones still run). A
 -- refusal of the whole call is an error reply "LB <code>": unknown_board,
 -- stale (the config version changed), clock (now is outside slots A and B),
@@ -115,7 +119,7 @@ local call, fmt, sfind, ssub = redis.call, string.format, string.find, string.su
 
 -- The config version check (prelude's refused) with the fields the
 -- records (prelude's recordsOpen) and the raw-entry lookup read, in one call.
-local meta = call('HMGET', KEYS[1], 'v', 'rw', 'rs', 'ro', 'rb', 'nr')
+local meta = call('HMGET', KEYS[1], 'v', 'rw', 'rs', 'ro', 'rb')
 if not meta[1] then return redis.error_reply('LB unknown_board') end
 if meta[1] ~= ARGV[1] then return redis.error_reply('LB stale') end
 
@@ -131,7 +135,7 @@ if ssub(tie, -2) == '@t' then tie, sharded = ssub(tie, 1, -3), true end
 local window = tonumber(ARGV[13])
 local dk, da = tonumber(ARGV[#ARGV]), tonumber(ARGV[#ARGV - 1]) -- derived boards
 if not dk or not da then return redis.error_reply('LB bad_request') end
-local n = #KEYS - 13 - dk
+local n = (#ARGV - 22 - da) / 7
 local startsAt, endsAt = tonumber(ARGV[17]), tonumber(ARGV[18])
 local grace, maxSubs = tonumber(ARGV[19]), tonumber(ARGV[20])
 if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
@@ -139,7 +143,7 @@ if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
   or (tie ~= 'first' and tie ~= 'last' and tie ~= 'shared')
   or not window or window < 1 or not grace or grace < 0 or not maxSubs
   or (ARGV[17] ~= '' and not startsAt) or (ARGV[18] ~= '' and not endsAt)
-  or n < 1 or #ARGV ~= 20 + 6 * n + da + 2 then
+  or n < 1 or n % 1 ~= 0 or #KEYS ~= 14 + dk then
   return redis.error_reply('LB bad_request')
 end
 
@@ -161,12 +165,7 @@ if boundary > 0 then
 end
 if bans and banDue(bkey, now) then return redis.error_reply('LB expired') end
 
--- A board created by this code with a tiebreak other than shared, and never
--- set to shared since (putboard.lua's nr, true while it equals v), holds no
--- raw "<member>" entry in a sorted set, so a member absent from the member
--- hash is new without a ZSCORE of its raw id.
-local noRaw = meta[6] == meta[1] and tie ~= 'shared'
-local R = recordsOpen(meta, window, now, 13, n)
+local R = recordsOpen(meta, window, now, 20, n)
 
 -- The call's writes of hash fields (prelude's batch B): the names, and
 -- the member hash of the clock's slot (where nearly every event lands).
@@ -179,7 +178,7 @@ local pm = slots[cur].m
 local pmv
 do
   local ms = {}
-  for i = 1, n do ms[i] = ARGV[20 + 6 * (i - 1) + 1] end
+  for i = 1, n do ms[i] = ARGV[20 + 7 * (i - 1) + 1] end
   pmv = call('HMGET', pm, unpack(ms))
 end
 local function memberZ(mkey, member, i)
@@ -189,7 +188,7 @@ local function memberZ(mkey, member, i)
   return pmv[i]
 end
 
--- ---- derived boards (PROTOCOL.md §8, R22): the dependants' views ----
+-- ---- derived boards (docs/protocol.md §8, R22): the dependants' views ----
 -- maintain adds weight × d to member's entry in each view the event's slot
 -- s (0 = P, 1 = A, 2 = B) lands in: slot s's views are s+1 .. s+S. An
 -- absent entry is created (at weight × d, 0 included: an entry of 0 is an
@@ -241,21 +240,28 @@ end
 -- ---- end of derived boards ----
 
 -- admit is R17 for an event of time t: the slot it is applied to, or nil
--- and the refusal's code.
+-- and the refusal's code; board_closed carries its reason (R30), whose
+-- times the caller reads from the config (rank.Board.Closed).
 local function admit(t)
   if t > now + 5000 then return nil, 'at_ahead' end
-  if (startsAt and t < startsAt) or (endsAt and t >= endsAt) then return nil, 'board_closed' end
+  if startsAt and t < startsAt then return nil, 'board_closed:not_started' end
+  if endsAt and t >= endsAt then return nil, 'board_closed:ended' end
   local s, ends = 1, nil
   if boundary > 0 then
     s = nil
     for k = 0, 2 do
       if t >= slots[k].from and t < slots[k].to then s = k end
     end
-    if not s or (s ~= cur and s ~= cur - 1) then return nil, 'board_closed' end
+    if s and s > cur then return nil, 'board_closed:not_started' end
+    if t >= slots[2].to then return nil, 'board_closed:not_started' end
+    if not s or s ~= cur and s ~= cur - 1 then return nil, 'board_closed:period_over' end
     ends = slots[s].to
   end
-  if endsAt and (not ends or endsAt < ends) then ends = endsAt end
-  if ends and now >= ends + grace then return nil, 'board_closed' end
+  if endsAt and (not ends or endsAt <= ends) then
+    if now >= endsAt + grace then return nil, 'board_closed:ended' end
+  elseif ends and now >= ends + grace then
+    return nil, 'board_closed:period_over'
+  end
   return s
 end
 
@@ -308,7 +314,7 @@ local padHi, padHiOf
 
 -- one applies event i and returns its reply string.
 local function one(i)
-  local j = 20 + 6 * (i - 1)
+  local j = 20 + 7 * (i - 1)
   local member, name, op = ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
   local rec = recordGet(R, i)
   if rec then return '1' .. rec end
@@ -345,8 +351,10 @@ local function one(i)
   if oldz then
     olds = call('ZSCORE', zkey, oldz)
   else
+    -- A raw "<member>" entry: tiebreak shared writes one, and the board's
+    -- tiebreak may have been shared when this period was written.
     oldz = member
-    if not noRaw then olds = call('ZSCORE', zkey, member) end
+    olds = call('ZSCORE', zkey, member)
   end
   local had = olds ~= false
   local old = 0

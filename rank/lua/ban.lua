@@ -1,4 +1,4 @@
--- ban.lua: bans and removal (PROTOCOL.md §7, R21) on one board: hide a
+-- ban.lua: bans and removal (docs/protocol.md §7, R21) on one board: hide a
 -- member's entries, put them back, lift expired bans, remove an entry.
 --
 -- KEYS[1]     <p>:{b}:cfg    hash: v = config version

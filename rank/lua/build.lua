@@ -1,4 +1,4 @@
--- build.lua: recompute some members of a derived board (PROTOCOL.md §8,
+-- build.lua: recompute some members of a derived board (docs/protocol.md §8,
 -- R23) from its sources, each member's every view set to its exact sum as
 -- of this atomic step. Creating a derived board over sources that hold data
 -- runs it over every member, in short calls: apply.lua already maintains

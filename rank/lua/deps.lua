@@ -1,7 +1,7 @@
 -- deps.lua: add or remove one dependant (a derived board) in a source
 -- board's list, and give the source a new config version, so every apply
 -- resolved with the old list is refused as stale and resent with the new
--- one (PROTOCOL.md §8; the list is what apply.lua maintains).
+-- one (docs/protocol.md §8; the list is what apply.lua maintains).
 --
 -- KEYS[1] <p>:{g}..:cfg  hash of the source: v = config version, d = its
 --         dependants, "<id>:<weight>:<span>:<retain>" joined by ','
@@ -32,7 +32,4 @@ end
 if op == 'add' then out[#out + 1] = ARGV[8] end
 local d = table.concat(out, ',')
 redis.call('HSET', KEYS[1], 'd', d, 'v', ARGV[9])
--- nr (putboard.lua) holds the version it is true for: it follows the
--- version when it was true for the old one.
-if redis.call('HGET', KEYS[1], 'nr') == ver then redis.call('HSET', KEYS[1], 'nr', ARGV[9]) end
 return d

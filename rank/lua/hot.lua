@@ -1,4 +1,4 @@
--- hot.lua: a hot board's events and its bucket boundaries (PROTOCOL.md §8,
+-- hot.lua: a hot board's events and its bucket boundaries (docs/protocol.md §8,
 -- R22). A hot board keeps each member's sums per bucket and two views: the
 -- current one (z:0, what top.lua and ranks.lua read, scores of the current
 -- bucket) and the next one (h:nx, the scores the members will have in the
@@ -23,8 +23,7 @@
 -- KEYS[10]   <p>:{b}:x:0     sorted set: banned members' hidden entries, current
 -- KEYS[11]   <p>:{b}:h:xn    sorted set: banned members' entries, next
 -- KEYS[12]   <p>:{b}:h:lease string: the token of the node doing the build
--- KEYS[12+i] <p>:{b}:i:<m>|<id> event i's record key before buckets (op apply;
---            as apply.lua's KEYS[13+i]: prelude's records)
+-- KEYS[13]   <p>:{b}:guard   op apply: a key never written (apply.lua's KEYS[14])
 --
 -- ARGV[1]  config version the caller resolved the keys with
 -- ARGV[2]  now in unix ms, or "" to read the server's TIME (the one clock)
@@ -33,7 +32,7 @@
 -- ARGV[5]  factor (a decimal that parses to the config's float64)
 -- ARGV[6]  order: desc | asc
 -- ARGV[7]  op: apply | step | remove
--- op apply (as apply.lua; ARGV[8..12] then six per event at j = 12 + 6*(i-1)):
+-- op apply (as apply.lua; ARGV[8..12] then seven per event at j = 12 + 7*(i-1)):
 -- ARGV[8]  idempotency window in ms
 -- ARGV[9]  starts_at in unix ms, "" = none
 -- ARGV[10] ends_at in unix ms, "" = none
@@ -41,7 +40,7 @@
 -- ARGV[12] max_submissions, 0 = unlimited
 -- ARGV[j+1] member id, ARGV[j+2] name, ARGV[j+3] op (1 = delta),
 -- ARGV[j+4] amount, ARGV[j+5] "<payload hash>.<attempt token>",
--- ARGV[j+6] `at` in unix ms, "" = the clock
+-- ARGV[j+6] `at` in unix ms, "" = the clock, ARGV[j+7] request id
 -- op step:
 -- ARGV[8]  members per step (HSCAN COUNT)
 -- ARGV[9]  lease token; "" = do the step whoever holds the lease (a reader or
@@ -53,8 +52,9 @@
 --
 -- apply returns its events' replies joined with "\n", as apply.lua does
 -- (each "0"/"1" .. record or "!" .. code; out_of_range when a bucket's sum would leave
--- ±MaxHotBucketSum, board_closed when the event's bucket has left the
--- window), or the error "LB hot" when z:0 is not the view of the clock's
+-- ±MaxHotBucketSum, board_closed:outside_window when the event's bucket has
+-- left the window, board_closed:not_started or :ended by the schedule), or
+-- the error "LB hot" when z:0 is not the view of the clock's
 -- bucket: nothing was written; the caller runs steps, then again.
 -- step returns {cur, clock bucket, status}: status "idle" (nothing to do),
 -- "busy" (another node holds the lease), "step" (did a part of the build),
@@ -260,10 +260,10 @@ if cur ~= cb then return redis.error_reply('LB hot') end
 local window = tonumber(ARGV[8])
 local startsAt, endsAt = tonumber(ARGV[9]), tonumber(ARGV[10])
 local grace, maxSubs = tonumber(ARGV[11]), tonumber(ARGV[12])
-local n = #KEYS - 12
+local n = (#ARGV - 12) / 7
 if (order ~= 'desc' and order ~= 'asc') or not window or window < 1 or not grace or not maxSubs
   or (ARGV[9] ~= '' and not startsAt) or (ARGV[10] ~= '' and not endsAt)
-  or n < 1 or #ARGV ~= 12 + 6 * n then
+  or n < 1 or n % 1 ~= 0 or #KEYS ~= 13 then
   return redis.error_reply('LB bad_request')
 end
 local bans = redis.call('EXISTS', bkey) == 1
@@ -272,7 +272,7 @@ local R = recordsOpen(meta, window, now, 12, n)
 local B = batchNew() -- the names (prelude's batched hash writes)
 
 local function one(i)
-  local j = 12 + 6 * (i - 1)
+  local j = 12 + 7 * (i - 1)
   local member, name, evop = ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
   local rec = recordGet(R, i)
   if rec then return '1' .. rec end
@@ -292,10 +292,10 @@ local function one(i)
     if not t then return '!bad_request' end
   end
   if t > now + 5000 then return '!at_ahead' end
-  if (startsAt and t < startsAt) or (endsAt and t >= endsAt) then return '!board_closed' end
-  if endsAt and now >= endsAt + grace then return '!board_closed' end
+  if startsAt and t < startsAt then return '!board_closed:not_started' end
+  if endsAt and (t >= endsAt or now >= endsAt + grace) then return '!board_closed:ended' end
   local eb = math.min(math.floor(t / span), cb)
-  if cb - eb >= nb then return '!board_closed' end
+  if cb - eb >= nb then return '!board_closed:outside_window' end
   if maxSubs > 0 and tonumber(redis.call('HGET', counts, member) or '0') >= maxSubs then
     return '!limit_reached'
   end

@@ -89,46 +89,41 @@ end
 -- The bucket keys are built here from KEYS[1]'s prefix, so they carry the
 -- board's {hash tag}: same slot as every declared key.
 --
--- The cfg hash (KEYS[1]) notes the format: rw = the W of the buckets being
--- written, rs = since when (unix ms), ro = what came before: 'n' nothing
--- (a board created by this code), 'k' a key per record (the code before
--- buckets: KEYS[k0+i], still passed, is each event's old key) or an older
--- W (the window changed). Records of the previous format are still read on
--- a miss until rs + its window, so neither an upgrade nor a window change
--- forgets a record within its window. rb = the bucket ("<W>.<k>") whose
--- hash already has its expiry.
+-- The cfg hash (KEYS[1]) notes the window: rw = the W of the buckets being
+-- written, rs = since when (unix ms), ro = the W before it, when the window
+-- changed ('n' or absent: none). Records of the previous window are still
+-- read on a miss until rs + that window, so a window change forgets no
+-- record within its window. rb = the bucket ("<W>.<k>") whose hash already
+-- has its expiry.
 --
 -- recordsOpen starts a call's records: meta is the cfg hash's HMGET of
--- 'v', 'rw', 'rs', 'ro', 'rb', the events' old record keys are
--- KEYS[k0+1 .. k0+n] (the field is the key without its prefix).
-local function recordsOpen(meta, window, now, k0, n)
+-- 'v', 'rw', 'rs', 'ro', 'rb'; event i's member id and request id are
+-- ARGV[a0 + 7(i-1) + 1] and ARGV[a0 + 7(i-1) + 7] (apply.lua's and
+-- hot.lua's seven arguments per event).
+local function recordsOpen(meta, window, now, a0, n)
   local base = string.sub(KEYS[1], 1, -4) .. 'r:' -- KEYS[1] ends in "cfg"
-  local rw, rs, ro = tonumber(meta[2]), tonumber(meta[3]) or 0, meta[4] or 'k'
+  local rw, rs, ro = tonumber(meta[2]), tonumber(meta[3]) or 0, meta[4] or 'n'
   if rw ~= window then
-    if rw then
-      ro, rs = string.format('%d', rw), now
-    elseif ro == 'k' then
-      rs = now
-    end
+    if rw then ro, rs = string.format('%d', rw), now end
     redis.call('HSET', KEYS[1], 'rw', string.format('%d', window), 'rs', string.format('%d', rs), 'ro', ro)
   end
   local b = math.floor(now / window)
   local pre = base .. string.format('%d', window) .. '.'
-  local R = {pre = pre, bucket = b, window = window, now = now, k0 = k0, written = {}, fields = {}}
+  local R = {pre = pre, bucket = b, window = window, now = now, written = {}, fields = {}}
   R.cur, R.prev = pre .. string.format('%d', b), pre .. string.format('%d', b - 1)
   R.tag = string.format('%d.%d', window, b)
   R.fresh = meta[5] ~= R.tag
-  if ro == 'k' then
-    R.legacyKey = now < rs + window
-  elseif ro ~= 'n' then
+  if ro ~= 'n' then
     local w = tonumber(ro)
     if w and w > 0 and now < rs + w then
       local ob = math.floor(now / w)
       R.oldCur, R.oldPrev = base .. ro .. '.' .. string.format('%d', ob), base .. ro .. '.' .. string.format('%d', ob - 1)
     end
   end
-  local at = #KEYS[1] -- "<p>:{b}:i:" is one character shorter than "<p>:{b}:cfg"
-  for i = 1, n do R.fields[i] = string.sub(KEYS[k0 + i], at) end
+  for i = 1, n do
+    local j = a0 + 7 * (i - 1)
+    R.fields[i] = ARGV[j + 1] .. '|' .. ARGV[j + 7]
+  end
   R.got = redis.call('HMGET', R.cur, unpack(R.fields))
   R.gotp = redis.call('HMGET', R.prev, unpack(R.fields))
   return R
@@ -139,7 +134,6 @@ local function recordGet(R, i)
   local f = R.fields[i]
   local rec = R.written[f] or R.got[i] or R.gotp[i]
   if rec then return rec end
-  if R.legacyKey then return redis.call('GET', KEYS[R.k0 + i]) end
   if R.oldCur then return redis.call('HGET', R.oldCur, f) or redis.call('HGET', R.oldPrev, f) end
   return false
 end

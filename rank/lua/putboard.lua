@@ -1,5 +1,5 @@
 -- putboard.lua: store a board's config unless the stored one is final
--- (PROTOCOL.md §6: a final board's config no longer changes). The check and
+-- (docs/protocol.md §6: a final board's config no longer changes). The check and
 -- the write are one step on the one clock, so a PUT in the millisecond the
 -- board goes final, or racing another PUT that makes it final, cannot slip
 -- through.
@@ -15,16 +15,6 @@
 -- ARGV[6] "1": the config is of a derived board still to be built over its
 --         sources' data (field b, cleared by the build; rank/redisstore/derived.go),
 --         "" or absent: nothing more
--- ARGV[7] "s": the new config's tiebreak is shared; "" or absent: it is not
---
--- A board created here notes two facts apply.lua relies on (cfg fields):
--- ro = 'n', rs = 0: it has no idempotency records of an older format
--- (prelude's records); nr = the config version: no sorted set holds a raw
--- "<member>" entry, which only tiebreak shared writes. nr is true only
--- while it equals v, so a config written by code that does not know nr
--- (an older node during an upgrade) turns it off; it goes for good when
--- the tiebreak is ever shared (a later period's sets could be clean
--- again, but the flag is per board: it stays off, which is only slower).
 --
 -- Errors: "LB stale" when the stored version is not ARGV[1] (the caller
 -- reads the config again and retries), "LB board_closed" when the stored
@@ -38,12 +28,5 @@ if ARGV[3] ~= '' and clockMs() >= tonumber(ARGV[3]) then
 end
 redis.call('HSET', KEYS[1], 'v', ARGV[4], 'j', ARGV[5])
 if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'b', '1') end
-if not cur then redis.call('HSET', KEYS[1], 'ro', 'n', 'rs', '0') end
-local clean = not cur or redis.call('HGET', KEYS[1], 'nr') == cur
-if ARGV[7] ~= 's' and clean then
-  redis.call('HSET', KEYS[1], 'nr', ARGV[4])
-else
-  redis.call('HDEL', KEYS[1], 'nr')
-end
 if cur then return 0 end
 return 1

@@ -1,4 +1,4 @@
--- shard.lua: reads of one shard of a sharded board (PROTOCOL.md §9, R24);
+-- shard.lua: reads of one shard of a sharded board (docs/protocol.md §9, R24);
 -- the engine merges the shards' answers. A shard's keys are those of a
 -- board whose hash tag is {<board>#<i>}, so every call runs on one slot.
 --

@@ -379,10 +379,9 @@ type queued struct {
 // expiryQueue is a FIFO of idempotency keys in fixed blocks, so its
 // memory follows the number of live records and a push never copies what
 // is queued. It was one slice, grown by append and compacted when half
-// consumed: at 130k events/s (a 10-minute window holds millions of records)
+// consumed: a window holds millions of records at a high event rate, and
 // each growth or compaction copied every queued record into memory the
-// kernel then had to fault in, and that push was 8% of the gateway's CPU
-// on the memory engine (docs/performance.md). One emptied block is kept
+// kernel then had to fault in (docs/performance.md). One emptied block is kept
 // for the next push, so a queue in steady state (as many records expiring
 // as written) allocates nothing.
 type expiryQueue struct {

@@ -8,11 +8,9 @@ import "math"
 // page of k entries from a position in O(log n + k) along the leaf chain.
 //
 // It replaces the skip list that DESIGN.md names: the same queries, measured
-// faster at a million members because a lookup touches about four nodes laid
-// out as arrays (the upper ones stay in cache) instead of ~28 scattered skip
-// list nodes, each a cache miss. BenchmarkApply, -cpu 1, medians of 15 runs
-// on a shared 2-core machine: skip list 2.9 µs at 10k, 9.3 µs at 1M (3.2x);
-// B+tree 2.0 µs at 10k, 3.8 µs at 1M (1.9x; best-of 2.3x).
+// faster at a million members (BenchmarkApply; docs/performance.md) because
+// a lookup touches a few nodes laid out as arrays (the upper ones stay in
+// cache) instead of a skip list node per level, each a cache miss.
 
 const (
 	leafCap  = 64 // entries per leaf: the leaf search reads 8 cache lines of s at most

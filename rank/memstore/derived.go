@@ -1,6 +1,6 @@
 package memstore
 
-// Derived boards (rank/derived.go, PROTOCOL.md §8): a source board holds
+// Derived boards (rank/derived.go, docs/protocol.md §8): a source board holds
 // its dependants; apply, under the source's lock, takes each dependant's
 // lock in turn and adds weight × (new − old) to every view the event's
 // period lands in. Lock order: Store.mu, then a source's mu, then a derived
@@ -33,20 +33,17 @@ func (s *Store) resolve(cfg rank.Board) (rank.Board, error) {
 	var oldDeps []rank.Dep
 	if b := s.boards[cfg.ID]; b != nil {
 		b.mu.RLock()
-		old = b.cfg
-		for _, d := range b.deps {
-			oldDeps = append(oldDeps, rank.Dep{Board: d.id, Weight: d.w, Span: d.span})
-		}
+		old, oldDeps = b.cfg, b.depList()
 		b.mu.RUnlock()
 	}
-	cfg, err := rank.ResolveDerived(cfg, old, func(id string) (rank.Board, bool) {
+	cfg, err := rank.ResolveDerived(cfg, old, func(id string) (rank.Board, []rank.Dep, bool) {
 		b := s.boards[id]
 		if b == nil {
-			return rank.Board{}, false
+			return rank.Board{}, nil, false
 		}
 		b.mu.RLock()
 		defer b.mu.RUnlock()
-		return b.cfg, true
+		return b.cfg, b.depList(), true
 	})
 	if err != nil {
 		return rank.Board{}, err
@@ -206,4 +203,13 @@ func (b *board) add(v rank.Period, m string, amt int64, now time.Time) {
 	}
 	z.tr.insert(n)
 	z.members[m] = n
+}
+
+// depList is b's dependants as rank.Deps. b.mu is held.
+func (b *board) depList() []rank.Dep {
+	var out []rank.Dep
+	for _, d := range b.deps {
+		out = append(out, rank.Dep{Board: d.id, Weight: d.w, Span: d.span})
+	}
+	return out
 }

@@ -1,6 +1,6 @@
 package memstore
 
-// Hot boards (PROTOCOL.md §8, R22) in memory, as simply as exactness
+// Hot boards (docs/protocol.md §8, R22) in memory, as simply as exactness
 // allows: each member's per-bucket sums, and the board's one tree ordered
 // by the decayed score (in thousandths, rank.Decay.DecayedScore) at the
 // bucket it was built for. Within a bucket an event changes one member's

@@ -12,7 +12,7 @@ import (
 
 func mustStore(t testing.TB, cfg Config) *Store {
 	t.Helper()
-	s, err := New(cfg)
+	s, err := New(rank.Hooks{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,6 @@ func TestCachedBoard(t *testing.T) {
 	if _, err := s.PutBoard(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	var _ rank.BoardCache = s
 	if b, ok := s.CachedBoard("cached"); !ok || b.Title != "first" || b.ID != "cached" {
 		t.Fatalf("CachedBoard = %+v, %v; want the stored config", b, ok)
 	}

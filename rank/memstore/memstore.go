@@ -4,11 +4,11 @@
 // (rank/ranktest holds them equal) for a single gateway node.
 //
 // DESIGN.md names an order-statistic skip list; this engine deviates on
-// measurement. At a million members a skip list lookup makes ~28 pointer
-// hops, each a cache miss, and Apply cost 4x its cost at 10k members. The
-// B+tree (btree.go: 64 entries a node, a count per child) keeps the same
-// O(log n) apply and rank and O(log n + k) pages but touches about four
-// nodes a lookup, the upper ones cached; see btree.go for the numbers.
+// measurement: at a million members a skip list lookup chases a pointer
+// per level, each a cache miss. The B+tree (btree.go: 64 entries a node, a
+// count per child) keeps the same O(log n) apply and rank and O(log n + k)
+// pages but touches a few nodes a lookup, the upper ones cached
+// (docs/performance.md).
 //
 // Lock order: Store.mu before board.mu; no other lock is held with either.
 //
@@ -40,16 +40,15 @@ type Config struct {
 	// idempotency records and periods of boards that get no writes (writes
 	// sweep as they go). 0 = one minute; negative = no background sweep.
 	SweepInterval time.Duration
-	// Sink hears of every change Apply makes (rank.Sink): here one change
-	// per batch, on the submitting goroutine, after the board's lock is
-	// released. nil = nobody listens.
-	Sink rank.Sink
 }
 
 // Store is the memory engine. All methods are safe for concurrent use.
 type Store struct {
-	now    func() time.Time
-	sink   rank.Sink
+	now func() time.Time
+	// hooks: the Sink hears one change per batch, on the submitting
+	// goroutine, after the board's lock is released; each Apply is a batch
+	// of one for Complete.
+	hooks  rank.Hooks
 	log    *slog.Logger
 	closed atomic.Bool
 	stop   chan struct{} // closed by Close to end the sweeper
@@ -61,6 +60,8 @@ type Store struct {
 	profiles profileTable // profiles.go
 
 	global map[string]rank.Ban // global bans by member (moderation.go), under mu
+
+	outcomes sync.Pool // *outcome, for Hooks.Complete (Apply)
 }
 
 var _ rank.Store = (*Store)(nil)
@@ -73,17 +74,18 @@ const (
 	defaultInterval = time.Minute
 )
 
-// New returns an empty store.
-func New(cfg Config) (*Store, error) {
+// New returns an empty store that calls back into hooks.
+func New(hooks rank.Hooks, cfg Config) (*Store, error) {
 	s := &Store{
 		now:    cfg.Now,
-		sink:   cfg.Sink,
+		hooks:  hooks,
 		log:    cfg.Logger,
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 		boards: map[string]*board{},
 		global: map[string]rank.Ban{},
 	}
+	s.outcomes.New = newOutcome
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -330,12 +332,35 @@ func (s *Store) Count(ctx context.Context, id string) (int64, error) {
 // returns.
 func (s *Store) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 	r, err := s.apply(ctx, e)
-	if err == nil && s.sink != nil {
+	if err == nil && s.hooks.Sink != nil {
 		if c, ok := rank.ChangeOf(e, r); ok {
-			s.sink([]rank.Change{c})
+			s.hooks.Sink([]rank.Change{c})
 		}
 	}
-	done(r, err)
+	if s.hooks.Complete == nil {
+		done(r, err)
+		return
+	}
+	o := s.outcomes.Get().(*outcome)
+	o.done, o.r, o.err = done, r, err
+	s.hooks.Complete(o.run)
+	*o = outcome{run: o.run}
+	s.outcomes.Put(o)
+}
+
+// outcome is one Apply's batch of one for Hooks.Complete: its run is bound
+// once, when the pool makes it, so completing costs no closure per event.
+type outcome struct {
+	done rank.Done
+	r    rank.Result
+	err  error
+	run  func()
+}
+
+func newOutcome() any {
+	o := &outcome{}
+	o.run = func() { o.done(o.r, o.err) }
+	return o
 }
 
 func (s *Store) apply(ctx context.Context, e rank.Event) (rank.Result, error) {

@@ -25,7 +25,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 
 func newStore(t *testing.T, now func() time.Time) *memstore.Store {
 	t.Helper()
-	s, err := memstore.New(memstore.Config{Now: now, Logger: testLogger(t)})
+	s, err := memstore.New(rank.Hooks{}, memstore.Config{Now: now, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +40,8 @@ func TestConformance(t *testing.T) {
 
 func TestApplyContract(t *testing.T) {
 	t.Parallel()
-	ranktest.RunApply(t, func(t *testing.T, sink rank.Sink) rank.Store {
-		s, err := memstore.New(memstore.Config{Logger: testLogger(t), Sink: sink})
+	ranktest.RunApply(t, func(t *testing.T, hooks rank.Hooks) rank.Store {
+		s, err := memstore.New(hooks, memstore.Config{Logger: testLogger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

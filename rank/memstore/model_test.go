@@ -19,6 +19,8 @@ type model struct {
 	boards map[string]*mboard
 	global map[string]rank.Ban // live global bans (model_moderation_test.go)
 	now    func() time.Time    // the store clock of bans; nil = time.Now
+	// profiles by member; nil until the first PutProfile.
+	profiles map[string]rank.Profile
 }
 
 type mboard struct {
@@ -278,6 +280,53 @@ func (m *model) Ranks(_ context.Context, id string, sel rank.PeriodSel, members 
 			}
 		}
 		out.Members = append(out.Members, mr)
+	}
+	return out, nil
+}
+
+// CachedBoard holds nothing at hand: callers ask Board.
+func (m *model) CachedBoard(string) (*rank.Board, bool) { return nil, false }
+
+// The model keeps profiles in a map: Differential does not compare them,
+// the conformance suite does.
+func (m *model) PutProfile(_ context.Context, member string, p rank.Profile) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.profiles == nil {
+		m.profiles = map[string]rank.Profile{}
+	}
+	m.profiles[member] = p
+	return nil
+}
+
+func (m *model) GetProfile(_ context.Context, member string) (rank.Profile, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.profiles[member]
+	if !ok {
+		return rank.Profile{}, rank.ErrNoProfile
+	}
+	return p, nil
+}
+
+func (m *model) DeleteProfile(_ context.Context, member string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.profiles[member]; !ok {
+		return rank.ErrNoProfile
+	}
+	delete(m.profiles, member)
+	return nil
+}
+
+func (m *model) Profiles(_ context.Context, members []string) (map[string]rank.Profile, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]rank.Profile{}
+	for _, mb := range members {
+		if p, ok := m.profiles[mb]; ok {
+			out[mb] = p
+		}
 	}
 	return out, nil
 }

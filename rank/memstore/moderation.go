@@ -1,6 +1,6 @@
 package memstore
 
-// Bans and removal (PROTOCOL.md §7, R21): a banned member's nodes leave
+// Bans and removal (docs/protocol.md §7, R21): a banned member's nodes leave
 // their period trees for the period's hidden map, keys intact, and come
 // back as they were when the last ban on the member ends.
 

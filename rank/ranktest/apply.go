@@ -10,9 +10,9 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// SinkFactory makes a fresh, empty Store whose engine reports its changes to
-// sink (the engine's Config.Sink). The factory registers cleanup with t.
-type SinkFactory func(t *testing.T, sink rank.Sink) rank.Store
+// HooksFactory makes a fresh, empty Store whose engine calls back into
+// hooks. The factory registers cleanup with t.
+type HooksFactory func(t *testing.T, hooks rank.Hooks) rank.Store
 
 // RunApply checks the completion contract of rank.Store.Apply: done is
 // called exactly once per event; the sink hears of every applied,
@@ -21,13 +21,15 @@ type SinkFactory func(t *testing.T, sink rank.Sink) rank.Store
 // are applied in the order it submitted them although it does not wait
 // between them, also while other submitters (rank.Event.Submitter) apply
 // to the same board; an event whose ctx ended before it was sent is not
-// applied.
-func RunApply(t *testing.T, f SinkFactory) {
+// applied; every done runs inside a Hooks.Complete call, which runs its
+// batch exactly once.
+func RunApply(t *testing.T, f HooksFactory) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, f SinkFactory)
+		fn   func(t *testing.T, f HooksFactory)
 	}{
 		{"Completion", testCompletion},
+		{"CompleteWrapsDones", testCompleteWrapsDones},
 		{"ManyInFlight", testManyInFlight},
 		{"Submitters", testSubmitters},
 		{"CancelledBeforeSending", testCancelledBeforeSending},
@@ -114,9 +116,9 @@ func submitAll(t *testing.T, s rank.Store, rec *recorder, ctx context.Context, e
 	return append([]outcome(nil), out...)
 }
 
-func testCompletion(t *testing.T, f SinkFactory) {
+func testCompletion(t *testing.T, f HooksFactory) {
 	rec := newRecorder()
-	s := f(t, rec.sink)
+	s := f(t, rank.Hooks{Sink: rec.sink})
 	a := put(t, s, rank.DefaultBoard("rt-done"))
 	b := put(t, s, board("rt-done-best", func(b *rank.Board) { b.Mode = rank.Best; b.MaxDelta = 1000 }))
 	events := []rank.Event{
@@ -190,9 +192,9 @@ func testCompletion(t *testing.T, f SinkFactory) {
 	}
 }
 
-func testManyInFlight(t *testing.T, f SinkFactory) {
+func testManyInFlight(t *testing.T, f HooksFactory) {
 	rec := newRecorder()
-	s := f(t, rec.sink)
+	s := f(t, rank.Hooks{Sink: rec.sink})
 	b := put(t, s, board("rt-inflight", func(b *rank.Board) { b.Tiebreak = rank.Shared }))
 	const n = 1500
 	events := make([]rank.Event, n)
@@ -226,9 +228,9 @@ func testManyInFlight(t *testing.T, f SinkFactory) {
 // them, and each member's score is its running sum), and together they
 // took every seq once: a store may interleave submitters, never reorder
 // one.
-func testSubmitters(t *testing.T, f SinkFactory) {
+func testSubmitters(t *testing.T, f HooksFactory) {
 	rec := newRecorder()
-	s := f(t, rec.sink)
+	s := f(t, rank.Hooks{Sink: rec.sink})
 	b := put(t, s, board("rt-submitters", nil))
 	const submitters, each = 5, 300
 	outs := make([][]outcome, submitters)
@@ -267,9 +269,9 @@ func testSubmitters(t *testing.T, f SinkFactory) {
 	}
 }
 
-func testCancelledBeforeSending(t *testing.T, f SinkFactory) {
+func testCancelledBeforeSending(t *testing.T, f HooksFactory) {
 	rec := newRecorder()
-	s := f(t, rec.sink)
+	s := f(t, rank.Hooks{Sink: rec.sink})
 	b := put(t, s, rank.DefaultBoard("rt-cancel"))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -292,4 +294,68 @@ func testCancelledBeforeSending(t *testing.T, f SinkFactory) {
 	if heard != 1 {
 		t.Fatalf("sink heard %d changes, want 1 (only the re-sent event)", heard)
 	}
+}
+
+// testCompleteWrapsDones: each done runs inside a Hooks.Complete call, in
+// submission order with its event's result, and every Complete call runs
+// its batch exactly once (a done left out would never be answered).
+func testCompleteWrapsDones(t *testing.T, f HooksFactory) {
+	var (
+		mu      sync.Mutex
+		depth   int // Complete calls running
+		batches int
+		empty   int // batches whose run answered no event
+		ran     int // dones run in the current batch
+	)
+	s := f(t, rank.Hooks{Complete: func(run func()) {
+		mu.Lock()
+		depth++
+		batches++
+		ran = 0
+		mu.Unlock()
+		run()
+		mu.Lock()
+		depth--
+		if ran == 0 {
+			empty++
+		}
+		mu.Unlock()
+	}})
+	b := put(t, s, rank.DefaultBoard("rt-complete"))
+	const n = 400
+	var (
+		wg      sync.WaitGroup
+		outside int
+		last    int64
+		order   = true
+	)
+	wg.Add(n)
+	for i := range n {
+		s.Apply(t.Context(), delta(b.ID, fmt.Sprintf("c%d", i), "m", 1), func(r rank.Result, err error) {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			ran++
+			if depth == 0 {
+				outside++
+			}
+			if err != nil || r.Score != last+1 {
+				order = false
+			}
+			last = r.Score
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if outside != 0 {
+		t.Fatalf("%d of %d dones ran outside Complete", outside, n)
+	}
+	if !order || last != n {
+		t.Fatalf("dones did not run in submission order with their results (last score %d of %d)", last, n)
+	}
+	if batches < 1 || batches > n || empty != 0 {
+		t.Fatalf("Complete ran %d times (%d of them empty) for %d events", batches, empty, n)
+	}
+	t.Logf("%d events in %d batches", n, batches)
 }

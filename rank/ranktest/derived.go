@@ -1,6 +1,6 @@
 package ranktest
 
-// Derived boards (PROTOCOL.md §8, R22–R23): configs, read_only, unions,
+// Derived boards (docs/protocol.md §8, R22–R23): configs, read_only, unions,
 // windows, creation over data, bans, and a differential test against a
 // from-scratch recomputation from the sources' reads.
 
@@ -544,4 +544,48 @@ func DerivedScript(t *testing.T, f Factory, next func(n int) (int, bool)) {
 		}
 	}
 	compare("at the end")
+}
+
+// testDerivedFanIn: the views one event of a source lands in, summed over
+// its derived boards, stay within rank.MaxFanIn: a new derived board past
+// it is refused naming source and changes nothing; the bound is exact; a
+// board already counted may be put again; deleting a dependant frees its
+// share; events still reach every view.
+func testDerivedFanIn(t *testing.T, f Factory) {
+	s := f(t, nil)
+	src := put(t, s, board("rt-fi", func(b *rank.Board) { b.Group = "rt-fi"; b.Reset = rank.Daily; b.Retain = rank.MaxRetain }))
+	window := func(id string, periods int) rank.Board {
+		return board(id, func(b *rank.Board) { b.Group = "rt-fi"; b.Source = rank.WindowOf(src.ID, periods) })
+	}
+	union := func(id string) rank.Board {
+		return board(id, func(b *rank.Board) { b.Group = "rt-fi"; b.Source = rank.UnionOf([]string{src.ID}, nil) })
+	}
+	putDerived(t, s, window("rt-fi-w400", rank.MaxWindowPeriods), rank.Desc, rank.Daily)
+	w100 := putDerived(t, s, window("rt-fi-w100", 100), rank.Desc, rank.Daily)
+	putDerived(t, s, union("rt-fi-u"), rank.Desc, rank.Daily)
+	left := rank.MaxFanIn - rank.MaxWindowPeriods - 100 - 1
+	refuse := func(b rank.Board) {
+		t.Helper()
+		before := snapshot(t, s, src.ID)
+		putErr(t, s, b, rank.ErrInvalidConfig, "source")
+		if _, err := s.GetBoard(t.Context(), b.ID); !errors.Is(err, rank.ErrUnknownBoard) {
+			t.Fatalf("the refused board %s exists: %v", b.ID, err)
+		}
+		if after := snapshot(t, s, src.ID); after != before {
+			t.Fatalf("a refused PUT changed the source:\n%s\n%s", before, after)
+		}
+	}
+	refuse(window("rt-fi-over", left+1))
+	last := putDerived(t, s, window("rt-fi-last", left), rank.Desc, rank.Daily) // exactly at the bound
+	refuse(union("rt-fi-u2"))
+	w100.Title = "renamed"
+	putDerived(t, s, w100, rank.Desc, rank.Daily)
+	if err := s.DeleteBoard(t.Context(), w100.ID); err != nil {
+		t.Fatal(err)
+	}
+	putDerived(t, s, union("rt-fi-u2"), rank.Desc, rank.Daily)
+	apply(t, s, delta(src.ID, "e1", "ann", 7))
+	for _, id := range []string{"rt-fi-w400", last.ID, "rt-fi-u", "rt-fi-u2"} {
+		wantEntries(t, id, top(t, s, id, "", 0, 10).Entries, ent(1, "ann", 7))
+	}
 }

@@ -136,7 +136,7 @@ func testHotAt(t *testing.T, f Factory) {
 		t.Fatalf("at ahead: score %d, want 1000 (the current bucket)", r.Score)
 	}
 	before := snapshot(t, s, b.ID)
-	applyErr(t, s, at(delta(b.ID, g.next(), "ann", 8), now.Add(-3*time.Hour)), rank.ErrBoardClosed)
+	applyClosed(t, s, at(delta(b.ID, g.next(), "ann", 8), now.Add(-3*time.Hour)), rank.ClosedError{Reason: rank.ClosedOutsideWindow})
 	if after := snapshot(t, s, b.ID); after != before {
 		t.Fatalf("a refused event changed the board:\n%s\nwas\n%s", after, before)
 	}
@@ -333,10 +333,7 @@ func testHotDifferential(t *testing.T, f Factory) {
 func testHotBans(t *testing.T, f Factory) {
 	clk := NewClock(hotAnchor())
 	s := f(t, clk.Now)
-	mod, ok := s.(rank.Moderation)
-	if !ok {
-		t.Fatalf("%T does not implement rank.Moderation", s)
-	}
+	mod := modOf(t, s)
 	ctx := t.Context()
 	b := put(t, s, hotBoard("rt-hot-ban", time.Hour, 3, 0.5))
 	var g ids

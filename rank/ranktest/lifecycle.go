@@ -69,21 +69,23 @@ func testSchedule(t *testing.T, f Factory) {
 		b.Grace = rank.Duration(time.Minute)
 	}))
 	end := b.EndsAt.Time
+	notStarted := rank.ClosedError{Reason: rank.ClosedNotStarted, StartsAt: start.UnixMilli()}
+	ended := rank.ClosedError{Reason: rank.ClosedEnded, FinalAt: end.Add(time.Minute).UnixMilli()}
 	var g ids
-	applyErr(t, s, delta(b.ID, g.next(), "a", 1), rank.ErrBoardClosed) // scheduled
+	applyClosed(t, s, delta(b.ID, g.next(), "a", 1), notStarted) // scheduled
 	clk.Set(start.Add(-time.Millisecond))
-	applyErr(t, s, delta(b.ID, g.next(), "a", 1), rank.ErrBoardClosed)
+	applyClosed(t, s, delta(b.ID, g.next(), "a", 1), notStarted)
 	clk.Set(start)
 	apply(t, s, delta(b.ID, g.next(), "a", 1))
 	// An `at` before starts_at is refused even while open.
-	applyErr(t, s, at(delta(b.ID, g.next(), "a", 1), start.Add(-time.Millisecond)), rank.ErrBoardClosed)
+	applyClosed(t, s, at(delta(b.ID, g.next(), "a", 1), start.Add(-time.Millisecond)), notStarted)
 	clk.Set(end.Add(-time.Millisecond))
 	apply(t, s, delta(b.ID, g.next(), "a", 1))
 	// Up to 5 s ahead of the store clock is allowed, beyond is a bad request.
 	applyErr(t, s, at(delta(b.ID, g.next(), "a", 1), clk.Now().Add(5*time.Second+time.Millisecond)), rank.ErrBadRequest)
 	clk.Set(end) // closing: the clock's own time is past the end
-	applyErr(t, s, delta(b.ID, g.next(), "a", 1), rank.ErrBoardClosed)
-	applyErr(t, s, at(delta(b.ID, g.next(), "a", 1), end), rank.ErrBoardClosed) // exactly ends_at
+	applyClosed(t, s, delta(b.ID, g.next(), "a", 1), ended)
+	applyClosed(t, s, at(delta(b.ID, g.next(), "a", 1), end), ended) // exactly ends_at
 	late := at(delta(b.ID, g.next(), "a", 10), end.Add(-time.Millisecond))
 	clk.Set(end.Add(time.Minute - time.Millisecond)) // the last millisecond of grace
 	if r := apply(t, s, late); r.Score != 12 || r.Period != 0 {
@@ -91,7 +93,7 @@ func testSchedule(t *testing.T, f Factory) {
 	}
 	clk.Set(end.Add(time.Minute)) // exactly ends_at + grace: final
 	before := snapshot(t, s, b.ID)
-	applyErr(t, s, at(delta(b.ID, g.next(), "a", 1), end.Add(-time.Millisecond)), rank.ErrBoardClosed)
+	applyClosed(t, s, at(delta(b.ID, g.next(), "a", 1), end.Add(-time.Millisecond)), ended)
 	// A retry of an event applied in time is still answered (R4).
 	if r := apply(t, s, late); !r.Duplicate || r.Score != 12 {
 		t.Fatalf("retry after the end: %+v", r)
@@ -129,14 +131,17 @@ func testGracePeriods(t *testing.T, f Factory) {
 		t.Fatalf("current p1: %+v", r)
 	}
 	// At exactly p0's end + grace, p0 is final.
+	p0over := rank.ClosedError{Reason: rank.ClosedPeriodOver, Period: p0.Index, GraceEnd: p0.End.Add(30 * time.Second).UnixMilli()}
 	clk.Set(p1.Start.Add(30 * time.Second))
-	applyErr(t, s, at(delta(b.ID, g.next(), "a", 5), p0.End.Add(-time.Millisecond)), rank.ErrBoardClosed)
-	// An `at` in the next period (within 5 s of the clock) is not the current one.
+	applyClosed(t, s, at(delta(b.ID, g.next(), "a", 5), p0.End.Add(-time.Millisecond)), p0over)
+	// An `at` in the next period (within 5 s of the clock) is not the
+	// current one: that period has not started.
 	clk.Set(p1.End.Add(-time.Second))
-	applyErr(t, s, at(delta(b.ID, g.next(), "a", 5), p1.End), rank.ErrBoardClosed)
+	applyClosed(t, s, at(delta(b.ID, g.next(), "a", 5), p1.End),
+		rank.ClosedError{Reason: rank.ClosedNotStarted, StartsAt: p2.Start.UnixMilli()})
 	// Two periods back is refused whatever the grace.
 	clk.Set(p2.Start)
-	applyErr(t, s, at(delta(b.ID, g.next(), "a", 5), p0.End.Add(-time.Millisecond)), rank.ErrBoardClosed)
+	applyClosed(t, s, at(delta(b.ID, g.next(), "a", 5), p0.End.Add(-time.Millisecond)), p0over)
 	if r := apply(t, s, at(delta(b.ID, g.next(), "a", 3), p1.End.Add(-time.Millisecond))); r.Period != p1.Index || r.Score != 5 {
 		t.Fatalf("late into p1: %+v", r)
 	}
@@ -298,4 +303,57 @@ func testRetain(t *testing.T, f Factory) {
 		}
 		wantEntries(t, fmt.Sprintf("period %d", idx[i]), pg.Entries, ent(1, "a", want))
 	}
+}
+
+// testClosedReasons: R30 where testSchedule and testGracePeriods do not
+// reach: a board that ends inside a period says ended (with its final
+// time) for a late event of that period, not period_over; a hot board says
+// not_started and ended as any board, and outside_window for a bucket that
+// has left the window. Refusals change nothing.
+func testClosedReasons(t *testing.T, f Factory) {
+	anchor := skewedAnchor()
+	clk := NewClock(anchor)
+	s := f(t, clk.Now)
+	p0 := rank.PeriodAt(board("x", func(b *rank.Board) { b.Reset = "10m" }), anchor)
+	end := p0.Start.Add(5 * time.Minute) // inside p0
+	b := put(t, s, board("rt-closed", func(b *rank.Board) {
+		b.Reset = "10m"
+		b.EndsAt = rank.At(end)
+		b.Grace = rank.Duration(time.Minute)
+	}))
+	var g ids
+	clk.Set(end.Add(-time.Second))
+	apply(t, s, delta(b.ID, g.next(), "a", 1))
+	clk.Set(end.Add(time.Minute))
+	before := snapshot(t, s, b.ID)
+	applyClosed(t, s, at(delta(b.ID, g.next(), "a", 1), end.Add(-time.Second)),
+		rank.ClosedError{Reason: rank.ClosedEnded, FinalAt: end.Add(time.Minute).UnixMilli()})
+	if after := snapshot(t, s, b.ID); after != before {
+		t.Fatalf("a refused event changed the board:\n%s\nwas\n%s", after, before)
+	}
+	// A sharded board refuses on the member's shard with the same reasons.
+	sh := put(t, s, board("rt-closed-sh", func(b *rank.Board) {
+		b.Shards = 2
+		b.StartsAt, b.EndsAt = rank.At(clk.Now().Add(time.Hour)), rank.At(clk.Now().Add(2*time.Hour))
+	}))
+	for _, m := range []string{"a", "b", "c", "d"} {
+		applyClosed(t, s, delta(sh.ID, g.next(), m, 1), rank.ClosedError{Reason: rank.ClosedNotStarted, StartsAt: sh.StartsAt.UnixMilli()})
+	}
+	clk.Set(sh.EndsAt.Time)
+	applyClosed(t, s, delta(sh.ID, g.next(), "a", 1), rank.ClosedError{Reason: rank.ClosedEnded, FinalAt: sh.EndsAt.UnixMilli()})
+
+	hclk := NewClock(hotAnchor())
+	hs := f(t, hclk.Now)
+	start := hclk.Now().Add(time.Hour)
+	h := hotBoard("rt-closed-hot", time.Hour, 2, 0.5)
+	h.StartsAt, h.EndsAt = rank.At(start), rank.At(start.Add(4*time.Hour))
+	h.Grace = rank.Duration(time.Minute)
+	h = put(t, hs, h)
+	applyClosed(t, hs, delta(h.ID, g.next(), "a", 1), rank.ClosedError{Reason: rank.ClosedNotStarted, StartsAt: start.UnixMilli()})
+	hclk.Set(start.Add(3 * time.Hour))
+	apply(t, hs, delta(h.ID, g.next(), "a", 1))
+	applyClosed(t, hs, at(delta(h.ID, g.next(), "a", 1), start.Add(30*time.Minute)), rank.ClosedError{Reason: rank.ClosedOutsideWindow})
+	hclk.Set(h.EndsAt.Add(time.Minute))
+	applyClosed(t, hs, at(delta(h.ID, g.next(), "a", 1), h.EndsAt.Add(-time.Second)),
+		rank.ClosedError{Reason: rank.ClosedEnded, FinalAt: h.EndsAt.Add(time.Minute).UnixMilli()})
 }

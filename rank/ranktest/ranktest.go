@@ -153,6 +153,7 @@ func Run(t *testing.T, f Factory) {
 		{"FinalBoard", testFinalBoard},
 		{"Schedule", testSchedule},
 		{"GracePeriods", testGracePeriods},
+		{"ClosedReasons", testClosedReasons},
 		{"MaxSubmissions", testMaxSubmissions},
 		{"MaxSubmissionsModeration", testMaxSubmissionsModeration},
 		{"BoundaryUnderLoad", testBoundaryUnderLoad},
@@ -175,6 +176,7 @@ func Run(t *testing.T, f Factory) {
 		{"HotBans", testHotBans},
 		{"DerivedConfig", testDerivedConfig},
 		{"DerivedUnion", testDerivedUnion},
+		{"DerivedFanIn", testDerivedFanIn},
 		{"DerivedWindow", testDerivedWindow},
 		{"DerivedBuild", testDerivedBuild},
 		{"DerivedBuildConcurrent", testDerivedBuildConcurrent},
@@ -246,6 +248,20 @@ func applyErr(t *testing.T, s rank.Store, e rank.Event, want error) {
 	r, err := rank.ApplyWait(t.Context(), s, e)
 	if !errors.Is(err, want) {
 		t.Fatalf("Apply(%+v) = %+v, %v; want error %v", e, r, err, want)
+	}
+}
+
+// applyClosed applies e and wants board_closed with exactly want's reason
+// and times (R30).
+func applyClosed(t *testing.T, s rank.Store, e rank.Event, want rank.ClosedError) {
+	t.Helper()
+	r, err := rank.ApplyWait(t.Context(), s, e)
+	var got *rank.ClosedError
+	if !errors.As(err, &got) || !errors.Is(err, rank.ErrBoardClosed) {
+		t.Fatalf("Apply(%+v) = %+v, %v; want board_closed %+v", e, r, err, want)
+	}
+	if *got != want {
+		t.Fatalf("Apply(%+v): board_closed %+v; want %+v", e, *got, want)
 	}
 }
 

@@ -256,7 +256,7 @@ func TestSinkOncePerPipeline(t *testing.T) {
 	var batches, heard int
 	var lastSeq int64
 	var bad string
-	s := newStore(t, srv, Config{Sink: func(batch []rank.Change) {
+	s := newHooked(t, srv, rank.Hooks{Sink: func(batch []rank.Change) {
 		mu.Lock()
 		defer mu.Unlock()
 		batches++
@@ -267,7 +267,7 @@ func TestSinkOncePerPipeline(t *testing.T) {
 			}
 			lastSeq = c.Seq
 		}
-	}})
+	}}, Config{})
 	mustPut(t, s, rank.DefaultBoard("sinks"))
 	p0 := s.lanes[0].pipelines.Load()
 	var events []rank.Event
@@ -288,10 +288,11 @@ func TestSinkOncePerPipeline(t *testing.T) {
 	t.Logf("%d changes, %d sink calls, %d pipelines", heard, batches, p)
 }
 
-// Completing wraps every batch's Done callbacks: each done runs inside a
-// Completing call, on its goroutine, in submission order, and every call
-// runs its batch exactly once (a done left out would never be answered).
-func TestCompletingWrapsDones(t *testing.T) {
+// Complete wraps every batch's Done callbacks: each done runs inside a
+// Complete call, on its goroutine, in submission order, and every call
+// runs its batch exactly once (a done left out would never be answered);
+// one call per batch, never more than the pipelines sent.
+func TestCompleteOncePerBatch(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t)
 	var (
@@ -299,11 +300,11 @@ func TestCompletingWrapsDones(t *testing.T) {
 		inside  bool // a Completing call is running
 		batches int
 	)
-	s := newStore(t, srv, Config{Prefix: "compl", Completing: func(run func()) {
+	s := newHooked(t, srv, rank.Hooks{Complete: func(run func()) {
 		mu.Lock()
 		if inside {
 			mu.Unlock()
-			t.Error("Completing called while another runs (one completer)")
+			t.Error("Complete called while another runs (one completer)")
 			return
 		}
 		inside = true
@@ -313,7 +314,7 @@ func TestCompletingWrapsDones(t *testing.T) {
 		mu.Lock()
 		inside = false
 		mu.Unlock()
-	}})
+	}}, Config{Prefix: "compl"})
 	const id, each = "compl", 400
 	mustPut(t, s, rank.DefaultBoard(id))
 	var events []rank.Event
@@ -345,7 +346,7 @@ func TestCompletingWrapsDones(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if outside != 0 {
-		t.Fatalf("%d of %d dones ran outside Completing", outside, each)
+		t.Fatalf("%d of %d dones ran outside Complete", outside, each)
 	}
 	if !order {
 		t.Fatal("dones did not run in submission order with each its event's result (scores 1, 2, 3, ...)")
@@ -355,7 +356,7 @@ func TestCompletingWrapsDones(t *testing.T) {
 	}
 	// One per batch: a batch is one pipeline or more (re-sends).
 	if p := s.LaneStats().Pipelines; batches < 1 || int64(batches) > p {
-		t.Fatalf("Completing ran %d times for %d pipelines: want one per batch", batches, p)
+		t.Fatalf("Complete ran %d times for %d pipelines: want one per batch", batches, p)
 	}
 	t.Logf("%d events in %d batches", each, batches)
 }

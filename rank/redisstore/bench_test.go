@@ -63,7 +63,7 @@ var sizes = []struct {
 }{{"10k", 10_000}, {"1M", 1_000_000}}
 
 // BenchmarkApply: serial is one caller (one round trip per event); parallel
-// is many callers, whose events the batcher pipelines. B/event is Redis
+// is many callers, whose events the lanes pipeline. B/event is Redis
 // memory growth per applied event: mostly the idempotency record.
 func BenchmarkApply(b *testing.B) {
 	srv := testenv.StartRedis(b)

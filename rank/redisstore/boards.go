@@ -95,14 +95,8 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 		if nb.Derived() && fresh {
 			building = "1"
 		}
-		// putboard.lua keeps the fact that no sorted set holds a raw
-		// member entry only while the tiebreak has never been shared.
-		shared := ""
-		if nb.Tiebreak == rank.Shared {
-			shared = "s"
-		}
 		s.forget(b.ID)
-		v, err := putBoardScript.run(ctx, s.client, []string{s.keyIn(nb.GroupID(), nb.ID, "cfg")}, oldVer, s.nowArg(), finalAt, ver, j, building, shared)
+		v, err := putBoardScript.run(ctx, s.client, []string{s.keyIn(nb.GroupID(), nb.ID, "cfg")}, oldVer, s.nowArg(), finalAt, ver, j, building)
 		if scriptError(err) == "stale" && attempt < maxPutAttempts {
 			continue
 		}
@@ -120,7 +114,7 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 	// The shards' copies of the version go after the config: a PUT refused
 	// above writes nothing, and events checked against the new config are
 	// only "stale" on a shard until this lands.
-	if err := s.putShardVersions(ctx, b, ver, created); err != nil {
+	if err := s.putShardVersions(ctx, b, ver); err != nil {
 		return rank.Board{}, s.fail("put board", b.ID, err)
 	}
 	// The list lives in another slot, so it is a separate command; Boards
@@ -432,3 +426,31 @@ func (s *Store) forget(id string) {
 	s.gen++
 	s.mu.Unlock()
 }
+
+// Board returns the config events are applied with, from the cache.
+func (s *Store) Board(ctx context.Context, id string) (rank.Board, error) {
+	if b, ok := s.CachedBoard(id); ok { // only valid ids are cached: a hit needs no check
+		return *b, nil
+	}
+	if !rank.ValidBoardID(id) {
+		return rank.Board{}, fmt.Errorf("redisstore: board %q: %w", id, rank.ErrInvalidBoard)
+	}
+	c, err := s.boardRef(ctx, id)
+	if err != nil {
+		return rank.Board{}, s.fail("board", id, err)
+	}
+	return c.b, nil
+}
+
+// CachedBoard implements rank.BoardCache: the config Board would return,
+// when the cache holds it fresh. It is shared: the caller must not modify
+// it.
+func (s *Store) CachedBoard(id string) (*rank.Board, bool) {
+	if c := s.hit(id); c != nil && !c.unknown {
+		return &c.b, true
+	}
+	return nil, false
+}
+
+// Forget drops the cached config of a board changed elsewhere.
+func (s *Store) Forget(id string) { s.forget(id) }

@@ -22,7 +22,7 @@ const (
 	dialAttempts = 1
 )
 
-// NewClient turns a --redis-url (PROTOCOL.md §1) into a client:
+// NewClient turns a --redis-url (docs/protocol.md §1) into a client:
 //
 //	redis://[:pass@]host:port/db, rediss://...      one node (rediss = TLS)
 //	host:port                                       one node

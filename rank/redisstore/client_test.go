@@ -93,7 +93,7 @@ func TestApplyResultAttemptToken(t *testing.T) {
 		{1, "k3x", "zz99-7", true, nil},  // another node
 		{1, "other", "ab12-7", false, rank.ErrIdempotencyConflict},
 	} {
-		r, err := applyResult(rank.Event{Board: "b"}, strconv.FormatInt(tc.dup, 10)+rec, tc.hash, tc.token)
+		r, err := applyResult(rank.Event{Board: "b"}, strconv.FormatInt(tc.dup, 10)+rec, tc.hash, tc.token, nil)
 		if !errors.Is(err, tc.wantErr) || (err == nil && tc.wantErr != nil) {
 			t.Errorf("%+v: err %v, want %v", tc, err, tc.wantErr)
 			continue

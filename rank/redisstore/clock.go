@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"strconv"
+
+	// clock estimates the Redis server's clock (see the package comment).
+	"github.com/wsgateway/wsgateway/rank"
 )
 
-// clock estimates the Redis server's clock (see the package comment).
 type clock struct {
 	injected func() time.Time
 
@@ -62,3 +65,32 @@ func (c *clock) invalidate() {
 	c.synced = time.Time{}
 	c.mu.Unlock()
 }
+
+// now reads the store clock once: the time to pick period keys with and the
+// script's clock argument ("" = the script reads TIME).
+func (s *Store) now(ctx context.Context, b rank.Board) (time.Time, string) {
+	if s.cfg.Now != nil {
+		t := s.cfg.Now()
+		return t, strconv.FormatInt(t.UnixMilli(), 10)
+	}
+	if b.Reset == rank.None {
+		return time.Time{}, "" // no periods: the time is not used
+	}
+	return s.clock.now(ctx, s.client), ""
+}
+
+// Now is the store clock: the injected one, else the estimate of Redis
+// TIME (clock.go), resynced every few seconds.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	if s.closed.Load() {
+		return time.Time{}, ErrClosed
+	}
+	return s.clock.now(ctx, s.client), nil
+}
+
+// monoNow is the local time read from the monotonic clock alone: half
+// the cost of a time.Now, which reads the wall clock too. Its wall reading
+// drifts from the real one by whatever the wall clock was stepped since New,
+// so it is for deadlines and durations (compared with times that carry a
+// monotonic reading, as time.Now's do), never for the store clock.
+func (s *Store) monoNow() time.Time { return s.epoch.Add(time.Since(s.epoch)) }

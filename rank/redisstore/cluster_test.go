@@ -40,7 +40,7 @@ func TestCluster(t *testing.T) {
 		if _, ok := client.(*redis.ClusterClient); !ok {
 			t.Fatalf("NewClient(%s) = %T, want a cluster client", url, client)
 		}
-		s, err := New(context.Background(), Config{Client: client, Now: now, Prefix: "c" + strings.TrimPrefix(t.Name(), "TestCluster/")})
+		s, err := New(context.Background(), client, rank.Hooks{}, Config{Now: now, Prefix: "c" + strings.TrimPrefix(t.Name(), "TestCluster/")})
 		if err != nil {
 			client.Close()
 			t.Fatal(err)
@@ -69,7 +69,7 @@ func TestClusterSlotMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &testenv.LogBuffer{}
-	s, err := New(t.Context(), Config{Client: client, Prefix: "mig",
+	s, err := New(t.Context(), client, rank.Hooks{}, Config{Prefix: "mig",
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestClusterMasterDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(t.Context(), Config{Client: client, Prefix: "down"})
+	s, err := New(t.Context(), client, rank.Hooks{}, Config{Prefix: "down"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,5 +291,78 @@ func TestClusterMasterDown(t *testing.T) {
 		if len(page.Entries) != 1 || page.Entries[0].Score != want {
 			t.Errorf("board %s: %+v, want a at %d", board, page.Entries, want)
 		}
+	}
+}
+
+// An apply never runs while its board's slot migrates, even when every
+// key it declares is still on the source: its records live in a bucket
+// hash it does not declare, and one that has moved already is not on the
+// source (Redis fails the script part way, an internal error, or a
+// record goes unseen). The guard key (never written) makes such a call
+// meet TRYAGAIN, so it is answered unavailable, which is safe to re-send;
+// once the slot has moved, the retry is a duplicate of the first result.
+func TestClusterMigratingRecordsNotSplit(t *testing.T) {
+	t.Parallel()
+	c := testenv.StartRedisCluster(t, 2)
+	client, err := NewClient(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(t.Context(), client, rank.Hooks{}, Config{Prefix: "split", Timeout: 400 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	const board = "split"
+	b := rank.DefaultBoard(board)
+	b.MaxSubmissions = 10 // its count hash exists after an event
+	mustPut(t, s, b)
+	if _, err := s.BanMember(t.Context(), board, rank.Ban{Member: "x", Reason: "test"}); err != nil {
+		t.Fatal(err) // its ban hash exists
+	}
+	e := incr(board, "e1", "m", 5)
+	e.Name = "Ann" // its names hash exists
+	first := mustApply(t, s, e)
+
+	slot := c.KeySlot(t, board)
+	from := c.Owner(t, slot)
+	to := 1 - from
+	src, dst := c.Nodes[from], c.Nodes[to]
+	do := func(addr string, args ...string) any {
+		t.Helper()
+		v, err := testenv.RedisDo(addr, args...)
+		if err != nil {
+			t.Fatalf("%s on %s: %v", strings.Join(args, " "), addr, err)
+		}
+		return v
+	}
+	do(dst.Addr(), "CLUSTER", "SETSLOT", fmt.Sprint(slot), "IMPORTING", c.IDs[from])
+	do(src.Addr(), "CLUSTER", "SETSLOT", fmt.Sprint(slot), "MIGRATING", c.IDs[to])
+	// Only the record buckets move; every key apply.lua declares but the
+	// guard stays on the source.
+	recs := do(src.Addr(), "KEYS", "split:{split}:r:*").([]any)
+	if len(recs) == 0 {
+		t.Fatal("no record bucket on the source")
+	}
+	args := []string{"MIGRATE", "127.0.0.1", fmt.Sprint(dst.Port), "", "0", "5000", "KEYS"}
+	for _, k := range recs {
+		args = append(args, k.(string))
+	}
+	do(src.Addr(), args...)
+
+	r, err := rank.ApplyWait(t.Context(), s, e)
+	if err == nil && (!r.Duplicate || r.Score != first.Score) {
+		t.Fatalf("retry while the records are on the other master: %+v, a second apply (first %+v)", r, first)
+	}
+	if err != nil && !errors.Is(err, rank.ErrUnavailable) {
+		t.Fatalf("retry during the migration: %v, want unavailable", err)
+	}
+	c.MigrateSlot(t, slot, from, to, 100, nil) // the rest of the slot, then its new owner
+	testenv.Until(t, 10*time.Second, "the retry answered after the move", func() bool {
+		r, err = rank.ApplyWait(t.Context(), s, e)
+		return err == nil
+	})
+	if !r.Duplicate || r.Score != first.Score || r.Seq != first.Seq {
+		t.Fatalf("retry after the move: %+v, want a duplicate of %+v", r, first)
 	}
 }

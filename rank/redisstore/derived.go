@@ -1,6 +1,6 @@
 package redisstore
 
-// Derived boards (PROTOCOL.md §8, rank/derived.go) and groups.
+// Derived boards (docs/protocol.md §8, rank/derived.go) and groups.
 //
 // Groups: a board's keys carry its group as hash tag ("<p>:{b}:…" when the
 // group is the id, else "<p>:{g}/b:…"), so a derived board and its sources
@@ -121,15 +121,15 @@ func (s *Store) rememberGroup(board, g string) {
 // stored config, zero when the board is new.
 func (s *Store) resolveDerived(ctx context.Context, b rank.Board, old cachedBoard) (rank.Board, error) {
 	var getErr error
-	b, err := rank.ResolveDerived(b, old.b, func(id string) (rank.Board, bool) {
+	b, err := rank.ResolveDerived(b, old.b, func(id string) (rank.Board, []rank.Dep, bool) {
 		c, err := s.loadBoard(ctx, id)
 		if err != nil {
 			if !errors.Is(err, rank.ErrUnknownBoard) && getErr == nil {
 				getErr = err
 			}
-			return rank.Board{}, false
+			return rank.Board{}, nil, false
 		}
-		return c.b, true
+		return c.b, c.depList(), true
 	})
 	if getErr != nil {
 		return rank.Board{}, getErr
@@ -137,11 +137,7 @@ func (s *Store) resolveDerived(ctx context.Context, b rank.Board, old cachedBoar
 	if err != nil {
 		return rank.Board{}, err
 	}
-	var deps []rank.Dep
-	for _, d := range old.deps {
-		deps = append(deps, rank.Dep{Board: d.id, Weight: d.w, Span: d.span})
-	}
-	if err := rank.CheckSourceChange(old.b, b, deps); err != nil {
+	if err := rank.CheckSourceChange(old.b, b, old.depList()); err != nil {
 		return rank.Board{}, err
 	}
 	return b, nil
@@ -243,4 +239,13 @@ func (s *Store) checkNoDeps(ctx context.Context, op, board string) error {
 		return fmt.Errorf("redisstore: %s %s: %w (%s): delete those first", op, board, rank.ErrHasDependants, c.deps[0].id)
 	}
 	return nil
+}
+
+// depList is c's dependants as rank.Deps.
+func (c *cachedBoard) depList() []rank.Dep {
+	var out []rank.Dep
+	for _, d := range c.deps {
+		out = append(out, rank.Dep{Board: d.id, Weight: d.w, Span: d.span})
+	}
+	return out
 }

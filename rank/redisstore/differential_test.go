@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wsgateway/wsgateway/internal/testenv"
+	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/memstore"
 	"github.com/wsgateway/wsgateway/rank/ranktest"
 )
@@ -20,7 +21,7 @@ func TestDifferentialModeration(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			clk := ranktest.NewClock(time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC))
-			mem, err := memstore.New(memstore.Config{Now: clk.Now})
+			mem, err := memstore.New(rank.Hooks{}, memstore.Config{Now: clk.Now})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -76,3 +76,26 @@ func (s *Store) fail(op, board string, err error) error {
 	// Network errors, dial failures, pool and deadline timeouts.
 	return fmt.Errorf("%s: %w: %v", where, rank.ErrUnavailable, err)
 }
+
+// retryable reports whether a script failed because the caller's view of
+// the config or the clock was stale, after refreshing that view.
+func (s *Store) retryable(ctx context.Context, board string, err error, attempt int) bool {
+	if attempt >= staleRetries {
+		return false
+	}
+	switch scriptError(err) {
+	case "stale":
+		s.forget(board)
+		return true
+	case "clock":
+		s.clock.invalidate()
+		return true
+	case "expired":
+		// A ban's until has passed: lift it (moderation.go), then again.
+		return s.expireBans(ctx, board) == nil
+	case "hot":
+		// A hot board's bucket ended: its boundary's steps (hot.go), then again.
+		return s.catchUp(ctx, board) == nil
+	}
+	return false
+}

@@ -1,6 +1,6 @@
 package redisstore
 
-// Hot boards (PROTOCOL.md §8, R22) on Redis: rank/lua/hot.lua holds the
+// Hot boards (docs/protocol.md §8, R22) on Redis: rank/lua/hot.lua holds the
 // data layout and the reasoning; this file is the Go side. Reads go through
 // top.lua and ranks.lua unchanged: a hot board's current view is its
 // period-0 sorted set, and a read passes the current bucket as its slot, so
@@ -24,9 +24,9 @@ import (
 const (
 	// hotStepWork is the member-times-buckets work of one step: a step
 	// reads each member's sums (up to `buckets` of them) and scores them,
-	// so boards with more buckets take fewer members per step: 250 members
-	// at 24 buckets, about 4 ms of Redis CPU at 1M members (measured in
-	// docs/performance.md; the bound is 20 ms).
+	// so boards with more buckets take fewer members per step, and one
+	// step stays short on Redis's one core whatever the board's shape
+	// (docs/performance.md).
 	hotStepWork = 6000
 	// hotLease is how long a keeper's lease on a board's build lasts
 	// without a step renewing it: a node that dies hands the build over
@@ -67,10 +67,9 @@ func (s *Store) hotNow(ctx context.Context) (time.Time, string) {
 // order: the redisstore apply lane's one hook for hot boards (build).
 func (s *Store) hotApplyCmd(c cachedBoard, nowArg string, calls []*call) cmd {
 	k := c.keys
-	keys := append(s.hotKeys(c), make([]string, 0, len(calls))...)
+	keys := append(s.hotKeys(c), k.guard)
 	args := append(hotArgs(c, nowArg, "apply"), k.window, k.startsAt, k.endsAt, k.grace, k.maxSubs)
 	for _, c := range calls {
-		keys = append(keys, k.idem+c.e.Member+"|"+c.e.ID)
 		args = c.appendArgs(args)
 	}
 	return cmd{calls: calls, keys: keys, args: args, sc: s.hot, decimals: rank.HotDecimals}

@@ -42,7 +42,7 @@ type hotPair struct {
 }
 
 func newHotPair(t *testing.T, rs *Store, clk *ranktest.Clock, id string) *hotPair {
-	mem, err := memstore.New(memstore.Config{Now: clk.Now, SweepInterval: -1})
+	mem, err := memstore.New(rank.Hooks{}, memstore.Config{Now: clk.Now, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

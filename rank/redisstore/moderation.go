@@ -1,6 +1,6 @@
 package redisstore
 
-// Bans and removal (PROTOCOL.md §7, R21): every change runs ban.lua on the
+// Bans and removal (docs/protocol.md §7, R21): every change runs ban.lua on the
 // board's slot; apply.lua reads the same ban hash in its atomic step.
 
 import (

@@ -83,48 +83,6 @@ func TestRecordsAcrossBuckets(t *testing.T) {
 	}
 }
 
-// Records of the format before buckets (a string key per record) are read
-// for one window after the new code first wrote to a board the old code
-// created, then no more.
-func TestRecordsUpgrade(t *testing.T) {
-	t.Parallel()
-	r := newRecordsRig(t, rank.DefaultBoard("up"))
-	ctx := t.Context()
-	// The old code's board: none of the cfg fields the scripts keep.
-	if err := r.s.client.HDel(ctx, r.s.key("up", "cfg"), "ro", "rs", "nr").Err(); err != nil {
-		t.Fatal(err)
-	}
-	old := func(id string, score int64) rank.Event {
-		e := incr("up", id, "m", score)
-		rec := strconv.FormatUint(e.PayloadHash(), 36) + ".old-1," + strconv.FormatInt(score, 10) + ",1,0,0,7,0"
-		if err := r.s.client.Set(ctx, r.s.key("up", "i:m|"+id), rec, r.w).Err(); err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	e1 := old("o1", 41)
-	start := r.clk.Now()
-	mustApply(t, r.s, incr("up", "new1", "x", 1)) // the new code's first write
-	if got := r.cfg(t, "rs"); got != strconv.FormatInt(start.UnixMilli(), 10) || r.cfg(t, "ro") != "k" {
-		t.Fatalf("cfg rs = %q, ro = %q; want %d, k", got, r.cfg(t, "ro"), start.UnixMilli())
-	}
-	r.clk.Advance(r.w - time.Millisecond)
-	got := mustApply(t, r.s, e1)
-	if !got.Duplicate || got.Score != 41 || got.Seq != 7 {
-		t.Fatalf("old record within the window: %+v, want a duplicate of score 41, seq 7", got)
-	}
-	if _, err := r.apply(t, incr("up", "o1", "m", 40)); !errors.Is(err, rank.ErrIdempotencyConflict) {
-		t.Fatalf("another payload under an old record: %v, want a conflict", err)
-	}
-	// A window after the first new write, old records are no longer read
-	// (any written before it is older than the window).
-	e2 := old("o2", 3)
-	r.clk.Advance(time.Millisecond)
-	if got := mustApply(t, r.s, e2); got.Duplicate {
-		t.Fatalf("old record after the upgrade window: %+v, want it applied", got)
-	}
-}
-
 // A window change keeps the records written under the old window: they are
 // read for the old window after the change.
 func TestRecordsWindowChange(t *testing.T) {
@@ -151,72 +109,34 @@ func TestRecordsWindowChange(t *testing.T) {
 	}
 }
 
-// nr (no raw entries) is set for a board created with tiebreak first and
-// goes for good when the tiebreak is shared; a board that was shared keeps
-// the raw-id lookup, so a member with a raw entry is still found.
-func TestNoRawFlag(t *testing.T) {
+// A board whose tiebreak was shared holds raw "<member>" entries; after a
+// change to first, a member with such an entry is still found: it moves
+// from its score, not from nothing, and is on the board once.
+func TestRawEntryAfterTiebreakChange(t *testing.T) {
 	t.Parallel()
-	b := rank.DefaultBoard("nr")
+	b := rank.DefaultBoard("raw")
 	b.Tiebreak = rank.Shared
 	r := newRecordsRig(t, b)
-	if r.cfg(t, "nr") != "" {
-		t.Fatal("nr set on a shared board")
-	}
-	mustApply(t, r.s, incr("nr", "e1", "m", 5)) // a raw entry "m"
+	mustApply(t, r.s, incr("raw", "e1", "m", 5)) // a raw entry "m"
 	b.Tiebreak = rank.First
 	mustPut(t, r.s, b)
-	if r.cfg(t, "nr") != "" {
-		t.Fatal("nr set after the board was shared")
-	}
-	got := mustApply(t, r.s, incr("nr", "e2", "m", 2))
+	got := mustApply(t, r.s, incr("raw", "e2", "m", 2))
 	if got.Score != 7 || got.PrevRank != 1 {
 		t.Fatalf("%+v, want m at 7 from rank 1", got)
 	}
-	p, err := r.s.Top(t.Context(), "nr", "", 0, 10)
+	p, err := r.s.Top(t.Context(), "raw", "", 0, 10)
 	if err != nil || len(p.Entries) != 1 || p.Entries[0].Score != 7 {
 		t.Fatalf("top %+v, %v; want m alone at 7", p, err)
-	}
-
-	c := rank.DefaultBoard("nr2")
-	mustPut(t, r.s, c)
-	ver := func() string {
-		v, _ := r.s.client.HGet(t.Context(), r.s.key("nr2", "cfg"), "v").Result()
-		return v
-	}
-	nr := func() string {
-		v, _ := r.s.client.HGet(t.Context(), r.s.key("nr2", "cfg"), "nr").Result()
-		return v
-	}
-	if nr() == "" || nr() != ver() {
-		t.Fatalf("new first board: nr %q, v %q; want equal", nr(), ver())
-	}
-	c.Title = "renamed"
-	mustPut(t, r.s, c)
-	if nr() != ver() {
-		t.Fatalf("after a PUT: nr %q, v %q; want it to follow", nr(), ver())
-	}
-	c.Tiebreak = rank.Shared
-	mustPut(t, r.s, c)
-	c.Tiebreak = rank.Last
-	mustPut(t, r.s, c)
-	if nr() != "" {
-		t.Fatalf("nr %q after the board was shared", nr())
 	}
 }
 
 // A sharded board's duplicate answers the global result its follow-up
-// rewrote into the shard's bucket hash (rerecord.lua), and a new sharded
-// board's shards know they have no records of the old format.
+// rewrote into the shard's bucket hash (rerecord.lua).
 func TestRecordsSharded(t *testing.T) {
 	t.Parallel()
 	b := rank.DefaultBoard("sh")
 	b.Shards = 3
 	r := newRecordsRig(t, b)
-	for i := range 3 {
-		if got, _ := r.s.client.HGet(t.Context(), r.s.key(shardID("sh", i), "cfg"), "ro").Result(); got != "n" {
-			t.Fatalf("shard %d: ro %q, want n", i, got)
-		}
-	}
 	var firsts []rank.Result
 	for i, m := range []string{"a", "b", "c", "d", "e", "f"} {
 		firsts = append(firsts, mustApply(t, r.s, incr("sh", "e"+m, m, int64(10+i))))

@@ -102,7 +102,7 @@ func redisCPU(b *testing.B, s *Store) float64 {
 	return t
 }
 
-// BenchmarkShardedApply applies events from 32 callers (the batcher
+// BenchmarkShardedApply applies events from 32 callers (the lanes
 // pipelines them) to a 100k-member board of 1, 3 and 16 shards on one
 // Redis: the sharded event's follow-up (every other shard's count, the
 // board's seq, the record rewrite) is the price of R24's global ack rank.

@@ -18,10 +18,10 @@
 //	                   W the window in ms: field "<m>|<id>" (member m's request id;
 //	                   R4 v1.1: ids are per member; '|' never occurs in a member id,
 //	                   so the field is unambiguous) -> record; a record is found for
-//	                   W to 2W (rank/lua/prelude.lua)
-//	<p>:{b}:i:<m>|<id> a record of the format before buckets, read during the
-//	                   window after an upgrade (the cfg hash's fields rw, rs, ro, rb
-//	                   and nr are the scripts' own bookkeeping)
+//	                   W to 2W (rank/lua/prelude.lua; the cfg hash's fields rw, rs,
+//	                   ro and rb are the scripts' own bookkeeping)
+//	<p>:{b}:guard      never written: apply.lua names it so that on Redis Cluster a
+//	                   call never runs while its slot migrates (cluster.go)
 //
 // Sorted-set members for tiebreak first/last are "<16-digit seq>|<member>"
 // (inverted seq for first). DESIGN.md writes ':'; '|' is used because ':'
@@ -62,11 +62,8 @@ import (
 	"github.com/wsgateway/wsgateway/rank/lua"
 )
 
-// Config configures a Store. The zero value of every field but Client is usable.
+// Config is a Store's tuning; its zero value is usable.
 type Config struct {
-	// Client is required: a single node, a failover or a Cluster client
-	// (NewClient builds one from a --redis-url). Store.Close closes it.
-	Client redis.UniversalClient
 	// Prefix starts every key; default "lb". Keys are "<prefix>:{<board>}:...".
 	Prefix string
 	// Now overrides the store clock, for tests only: nil means the Redis
@@ -78,7 +75,7 @@ type Config struct {
 	Timeout time.Duration
 	// MaxBatch caps the applies sent in one pipeline; default 256.
 	MaxBatch int
-	// Lanes is how many apply lanes (batcher.go) the store runs, each with
+	// Lanes is how many apply lanes (lane.go) the store runs, each with
 	// one pipeline in flight; default DefaultLanes. A submitter's events
 	// (rank.Event.Submitter) all go to one lane, so they keep their order;
 	// submitters spread over the lanes, so while one lane reads its replies
@@ -86,16 +83,6 @@ type Config struct {
 	Lanes int
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
-	// Sink hears of every change Apply makes (rank.Sink). nil = nobody
-	// listens.
-	Sink rank.Sink
-	// Completing, when set, runs each batch's Done callbacks: the completer
-	// calls it once per pipeline with a function that runs them all, in
-	// submission order, on the completer's goroutine. A caller whose
-	// callbacks queue work (the hub's acks) can then hand it on once per
-	// batch instead of once per event. It must call run exactly once and
-	// must not call the store. nil runs them directly.
-	Completing func(run func())
 	// HotInterval is how often the keeper builds hot boards' next views
 	// ahead of their boundaries (hot.go); default 250ms. Negative: no
 	// keeper (tests drive the steps; boundaries are then done by whoever
@@ -147,7 +134,7 @@ type Store struct {
 	builders  map[string]int                                  // derived board -> builds this node's PUTs run (build.go)
 	buildHook atomic.Pointer[func(token string, reply []any)] // tests only: hears each build.lua reply (build.go)
 
-	lanes []*batcher // the apply lanes (batcher.go); laneOf picks one
+	lanes []*lane // the apply lanes (lane.go); laneOf picks one
 }
 
 var _ rank.Store = (*Store)(nil)
@@ -184,7 +171,7 @@ func (c *cachedBoard) ttl() time.Duration {
 // the board and its config version, built once per cached config instead of
 // once per event. last holds those of the most recent period pair.
 type applyKeys struct {
-	cfg, seq, n, ban, idem             string // idem: the idempotency key without member and request id
+	cfg, seq, n, ban, guard            string // guard: a key never written (apply.lua's KEYS[14])
 	ver, mode, order, tiebreak, window any
 	// The lifecycle's arguments (§6): starts_at and ends_at ("" = none),
 	// grace in ms, max_submissions.
@@ -214,7 +201,7 @@ func (s *Store) cached(b rank.Board, ver string) cachedBoard {
 func (s *Store) cachedOne(b rank.Board, ver string) cachedBoard {
 	g := b.GroupID()
 	return cachedBoard{b: b, ver: ver, at: time.Now(), keys: &applyKeys{
-		cfg: s.keyIn(g, b.ID, "cfg"), seq: s.keyIn(g, b.ID, "seq"), n: s.keyIn(g, b.ID, "n"), ban: s.keyIn(g, b.ID, "ban"), idem: s.keyIn(g, b.ID, "i:"),
+		cfg: s.keyIn(g, b.ID, "cfg"), seq: s.keyIn(g, b.ID, "seq"), n: s.keyIn(g, b.ID, "n"), ban: s.keyIn(g, b.ID, "ban"), guard: s.keyIn(g, b.ID, "guard"),
 		ver: ver, mode: string(b.Mode), order: string(b.Order), tiebreak: string(b.Tiebreak),
 		window:   time.Duration(b.IdempotencyWindow).Milliseconds(),
 		startsAt: msArg(b.StartsAt), endsAt: msArg(b.EndsAt),
@@ -273,10 +260,15 @@ const (
 var ErrClosed = errors.New("redisstore: store closed")
 
 // New validates cfg, loads every script (SCRIPT LOAD) and syncs the clock.
-// It fails with rank.ErrUnavailable when Redis does not answer in time.
-func New(ctx context.Context, cfg Config) (*Store, error) {
-	if cfg.Client == nil {
-		return nil, errors.New("redisstore: Config.Client is required")
+// client is a single node, a failover or a Cluster client (NewClient builds
+// one from a --redis-url); Store.Close closes it. The sink hears of every
+// change, and Complete runs once per pipeline with a function that runs
+// that pipeline's Done callbacks, in submission order, on the completer's
+// goroutine. New fails with rank.ErrUnavailable when Redis does not answer
+// in time.
+func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cfg Config) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("redisstore: new: a client is required")
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = "lb"
@@ -302,7 +294,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{
 		cfg:      cfg,
-		client:   cfg.Client,
+		client:   client,
 		log:      log,
 		apply:    newScript(lua.Apply),
 		top:      newScript(lua.Top),
@@ -334,9 +326,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err := s.clock.sync(ctx, s.client); err != nil {
 		return nil, s.fail("new", "", err)
 	}
-	_, cluster := cfg.Client.(*redis.ClusterClient)
+	_, cluster := client.(*redis.ClusterClient)
 	for range cfg.Lanes {
-		b := newBatcher(s.client, s.apply, cfg, log, s.work)
+		b := newLane(s.client, s.apply, cfg, hooks, log, s.work)
 		if cluster {
 			b.down = newDownSlots()
 		}
@@ -354,7 +346,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Close stops the batcher, fails calls still queued, and closes the client.
+// Close stops the lanes, fails calls still queued, and closes the client.
 // Later calls fail with ErrClosed. It is safe to call twice.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {

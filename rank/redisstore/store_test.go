@@ -39,18 +39,23 @@ func (w tWriter) Write(p []byte) (int, error) {
 // the defaults. The store is closed at the end of the test.
 func newStore(t testing.TB, srv *testenv.Redis, cfg Config) *Store {
 	t.Helper()
+	return newHooked(t, srv, rank.Hooks{}, cfg)
+}
+
+// newHooked is newStore with hooks.
+func newHooked(t testing.TB, srv *testenv.Redis, hooks rank.Hooks, cfg Config) *Store {
+	t.Helper()
 	client, err := NewClient(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Client = client
 	if cfg.Prefix == "" {
 		cfg.Prefix = fmt.Sprintf("t%d", prefixes.Add(1))
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s, err := New(context.Background(), cfg)
+	s, err := New(context.Background(), client, hooks, cfg)
 	if err != nil {
 		client.Close()
 		t.Fatalf("New: %v", err)
@@ -61,7 +66,7 @@ func newStore(t testing.TB, srv *testenv.Redis, cfg Config) *Store {
 
 func newMem(t testing.TB) *memstore.Store {
 	t.Helper()
-	m, err := memstore.New(memstore.Config{})
+	m, err := memstore.New(rank.Hooks{}, memstore.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +85,8 @@ func TestConformance(t *testing.T) {
 func TestApplyContract(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t)
-	ranktest.RunApply(t, func(t *testing.T, sink rank.Sink) rank.Store {
-		return newStore(t, srv, Config{Sink: sink})
+	ranktest.RunApply(t, func(t *testing.T, hooks rank.Hooks) rank.Store {
+		return newHooked(t, srv, hooks, Config{})
 	})
 }
 

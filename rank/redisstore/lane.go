@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +13,7 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// batcher is one apply lane: one FIFO queue and one goroutine that sends
+// lane is one apply lane: one FIFO queue and one goroutine that sends
 // one pipeline of EVALSHA at a time, made of everything queued meanwhile.
 // One pipeline at a time keeps the lane's events in order although it does
 // not wait between them (pipelines on different pooled connections could
@@ -32,23 +31,18 @@ import (
 //
 // The lane does Redis work only: it builds the pipeline, sends it, parses
 // the replies, re-sends what the scripts refused (one pipeline per retry
-// round), and hands the finished batch to the completer, one goroutine
-// that calls the sink once per batch and then every call's done, in
-// submission order. Batches are a fixed set of buffers passed around
-// (free → lane → done → completer → free), so a slow completer pushes back
-// on the lane and the lane on the callers, and nothing grows.
-type batcher struct {
+// round), and hands the finished batch to its completer (completer.go).
+// Batches are a fixed set of buffers passed around (idle → lane → done →
+// completer → idle), so a slow completer pushes back on the lane and the
+// lane on the callers, and nothing grows.
+type lane struct {
 	client redis.UniversalClient
 	sc     *script
 	max    int
 	log    *slog.Logger
-	sink   rank.Sink
-	// completing runs each batch's Done callbacks (Config.Completing);
-	// nil: the completer runs them itself.
-	completing func(run func())
 	// work does one batch's Redis work, setting every call's outcome
 	// (Store.work).
-	work func(*batcher, *batch)
+	work func(*lane, *batch)
 	// down is the lane's slots whose master is unreachable (cluster.go);
 	// nil off a cluster.
 	down *downSlots
@@ -75,123 +69,56 @@ type batcher struct {
 	done chan *batch // buffers the completer is to finish; closed by the lane
 }
 
-// DefaultLanes is Config.Lanes's default. Two lanes took Redis from 80% to
-// about 91% of a core in bench/run.sh's Redis ingest (one Redis, one
-// gateway and the load on two cores), and ingest up by 18%; three and four
-// did no better (docs/performance.md, "Two apply lanes").
+// DefaultLanes is Config.Lanes's default: a second lane fills the gaps in
+// Redis's work that one lane's round trip leaves, and more did no better
+// in bench/run.sh's Redis ingest (docs/performance.md).
 const DefaultLanes = 2
 
 // laneOf is the lane of a submitter's events. Submitters are counters (a
 // connection's, a request's), so consecutive ones take the lanes in turn.
-func (s *Store) laneOf(submitter uint64) *batcher {
+func (s *Store) laneOf(submitter uint64) *lane {
 	return s.lanes[submitter%uint64(len(s.lanes))]
 }
 
-// batchBuffers is how many batches exist per lane: one being filled and
-// sent, the others waiting for or in the completer.
-const batchBuffers = 4
-
-// call is one submitted event, from Apply to its done. The lane owns it
-// until it hands its batch to the completer, which owns it from then on.
-type call struct {
-	ctx         context.Context
-	deadline    time.Time // not sent after it
-	e           rank.Event
-	hash, token string // payload hash and attempt token: the two halves of rec
-	rec         string // "<hash>.<token>", the record's first field (setRecord)
-	at          int64  // the event's at in unix ms, when it has one
-	fin         rank.Done
-
-	// The outcome, set by the lane.
-	r   rank.Result
-	err error
-
-	// On a sharded board (shard.go): the shard's keys, the board's config,
-	// the sorted-set members apply.lua reported (new, old) and the bucket
-	// hash it wrote the record in.
-	shard            *applyKeys
-	board            *cachedBoard
-	newZ, oldZ, recH string
-}
-
-// batch is one lane round: the calls taken from the queue, in submission
-// order, and the lane's scratch space for them.
-type batch struct {
-	calls   []*call
-	changes []rank.Change
-	// settled, when set by the lane (settleFirst), is closed by the
-	// completer once every call's done has run.
-	settled chan struct{}
-	// finish is b.runDones(bt), bound once per buffer, so Completing
-	// costs no closure per batch.
-	finish func()
-
-	// The lane's scratch space (Store.work, Store.build).
-	send    []*call        // calls still to send
-	memo    []boardMemo    // the configs of this round (Store.memoBoard)
-	groupOf map[string]int // board -> group index (Store.build)
-	cmds    []cmd          // the pipeline being built
-	groups  []group        // the boards of send, in order of first appearance
-	order   []int          // the group of each call of send; -1 = not sent
-	next    []int          // per group, the next free place in grouped
-	grouped []*call        // send's calls arranged by board, each board's in order
-}
-
-// newBatch is an empty batch for up to max calls.
-func newBatch(max int) *batch {
-	return &batch{calls: make([]*call, 0, max), groupOf: make(map[string]int)}
-}
-
-// cmd is one EVALSHA of a pipeline: the calls it applies (consecutive
-// events of one board, in submission order), its keys and arguments.
-type cmd struct {
-	calls []*call
-	keys  []string
-	args  []any
-	res   *redis.Cmd
-	// sc is the script to run; nil = the batcher's (apply.lua). Hot
-	// boards' events go to hot.lua, whose scores have decimals.
-	sc       *script
-	decimals int
-}
-
 // script is the script cmd runs.
-func (b *batcher) script(m *cmd) *script {
+func (b *lane) script(m *cmd) *script {
 	if m.sc != nil {
 		return m.sc
 	}
 	return b.sc
 }
 
-func newBatcher(client redis.UniversalClient, sc *script, cfg Config, log *slog.Logger, work func(*batcher, *batch)) *batcher {
-	b := &batcher{
-		client:     client,
-		sc:         sc,
-		max:        cfg.MaxBatch,
-		log:        log,
-		sink:       cfg.Sink,
-		completing: cfg.Completing,
-		work:       work,
-		quit:       make(chan struct{}),
-		async:      make(chan *call, cfg.MaxBatch),
-		idle:       make(chan *batch, batchBuffers),
-		done:       make(chan *batch, batchBuffers),
+func newLane(client redis.UniversalClient, sc *script, cfg Config, hooks rank.Hooks, log *slog.Logger, work func(*lane, *batch)) *lane {
+	b := &lane{
+		client: client,
+		sc:     sc,
+		max:    cfg.MaxBatch,
+		log:    log,
+		work:   work,
+		quit:   make(chan struct{}),
+		async:  make(chan *call, cfg.MaxBatch),
+		idle:   make(chan *batch, batchBuffers),
+		done:   make(chan *batch, batchBuffers),
 	}
 	b.free.New = func() any { return &call{} }
+	cp := &completer{hooks: hooks, in: b.done, idle: b.idle, recycle: b.recycle}
 	for range batchBuffers {
 		bt := newBatch(cfg.MaxBatch)
-		bt.finish = func() { b.runDones(bt) }
+		bt.finish = func() { cp.runDones(bt) }
 		b.idle <- bt
 	}
 	b.wg.Add(2)
-	go b.lane()
-	go b.complete()
+	go b.run()
+	go func() {
+		defer b.wg.Done()
+		cp.run()
+	}()
 	return b
 }
 
 // close stops the lane; a pipeline in flight finishes and is completed.
 // Calls still queued fail with ErrClosed.
-func (b *batcher) close() {
+func (b *lane) close() {
 	b.asyncMu.Lock() // waits for submissions in progress (the lane still runs)
 	b.asyncClosed = true
 	b.asyncMu.Unlock()
@@ -208,16 +135,16 @@ func (b *batcher) close() {
 }
 
 // get returns a recycled call.
-func (b *batcher) get() *call { return b.free.Get().(*call) }
+func (b *lane) get() *call { return b.free.Get().(*call) }
 
 // recycle gives back a call that is finished.
-func (b *batcher) recycle(c *call) {
+func (b *lane) recycle(c *call) {
 	*c = call{}
 	b.free.Put(c)
 }
 
 // finishNow answers a call that was never sent.
-func (b *batcher) finishNow(c *call, err error) {
+func (b *lane) finishNow(c *call, err error) {
 	done := c.fin
 	b.recycle(c)
 	done(rank.Result{}, err)
@@ -225,7 +152,7 @@ func (b *batcher) finishNow(c *call, err error) {
 
 // submit queues a call for the lane, waiting while the queue is full.
 // c.fin is called exactly once.
-func (b *batcher) submit(c *call) {
+func (b *lane) submit(c *call) {
 	b.asyncMu.RLock()
 	if b.asyncClosed {
 		b.asyncMu.RUnlock()
@@ -241,9 +168,9 @@ func (b *batcher) submit(c *call) {
 	}
 }
 
-// lane takes what is queued, has it applied, and hands the batch on;
+// run takes what is queued, has it applied, and hands the batch on;
 // close answers what is left in the queue.
-func (b *batcher) lane() {
+func (b *lane) run() {
 	defer b.wg.Done()
 	defer close(b.done)
 	for {
@@ -308,51 +235,6 @@ func settleFirst(bt *batch) chan struct{} {
 	return nil
 }
 
-// complete finishes the lane's batches: the sink hears of all of a batch's
-// changes at once, then every call's done runs, in submission order.
-func (b *batcher) complete() {
-	defer b.wg.Done()
-	for bt := range b.done {
-		if b.sink != nil {
-			for _, c := range bt.calls {
-				if c.err != nil {
-					continue
-				}
-				if ch, ok := rank.ChangeOf(c.e, c.r); ok {
-					bt.changes = append(bt.changes, ch)
-				}
-			}
-			if len(bt.changes) > 0 {
-				b.sink(bt.changes)
-			}
-			clear(bt.changes)
-			bt.changes = bt.changes[:0]
-		}
-		if b.completing != nil {
-			b.completing(bt.finish)
-		} else {
-			bt.finish()
-		}
-		clear(bt.calls)
-		bt.calls = bt.calls[:0]
-		if bt.settled != nil {
-			close(bt.settled)
-			bt.settled = nil
-		}
-		b.idle <- bt
-	}
-}
-
-// runDones calls every call's done, in submission order, recycling each
-// call first (the done may be the last to look at its outcome).
-func (b *batcher) runDones(bt *batch) {
-	for _, c := range bt.calls {
-		done, r, err := c.fin, c.r, c.err
-		b.recycle(c)
-		done(r, err)
-	}
-}
-
 // fill appends the calls already queued on q, without waiting, up to max.
 func fill(batch []*call, q <-chan *call, max int) []*call {
 	for len(batch) < max {
@@ -369,7 +251,7 @@ func fill(batch []*call, q <-chan *call, max int) []*call {
 // exec sends cmds as one pipeline and leaves each command's reply in its
 // res. Commands that met NOSCRIPT (none of them ran) are resent, in order,
 // after one SCRIPT LOAD; the others are not touched.
-func (b *batcher) exec(ctx context.Context, cmds []cmd) {
+func (b *lane) exec(ctx context.Context, cmds []cmd) {
 	if len(cmds) == 0 {
 		return
 	}
@@ -402,7 +284,7 @@ func (b *batcher) exec(ctx context.Context, cmds []cmd) {
 	}
 }
 
-func (b *batcher) pipeline(ctx context.Context, cmds []cmd) {
+func (b *lane) pipeline(ctx context.Context, cmds []cmd) {
 	b.pipelines.Add(1)
 	b.scripts.Add(int64(len(cmds)))
 	pipe := b.client.Pipeline()
@@ -413,44 +295,4 @@ func (b *batcher) pipeline(ctx context.Context, cmds []cmd) {
 		m.res.SetFirstKeyPos(3) // as EvalSha: a cluster routes by the first key
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
-}
-
-// evalArgs is EVALSHA sha with keys and args as one argument list. Unlike
-// EvalSha it refers to the keys instead of boxing each in an interface (a
-// pointer boxes without allocating), and it builds one slice, not two:
-// keys must not change until the pipeline is sent.
-func evalArgs(sha string, keys []string, args []any) []any {
-	out := make([]any, 0, 3+len(keys)+len(args))
-	out = append(out, "evalsha", sha, len(keys))
-	for i := range keys {
-		out = append(out, &keys[i])
-	}
-	return append(out, args...)
-}
-
-// setRecord sets the call's payload hash and attempt token (prefix and
-// number n) and their "<hash>.<token>" in one allocation: the three are
-// substrings of one string.
-func (c *call) setRecord(e rank.Event, prefix string, n uint64) {
-	var buf [64]byte
-	b := strconv.AppendUint(buf[:0], e.PayloadHash(), 36)
-	h := len(b)
-	b = append(b, '.')
-	b = append(b, prefix...)
-	b = strconv.AppendUint(b, n, 36)
-	c.rec = string(b)
-	c.hash, c.token = c.rec[:h], c.rec[h+1:]
-}
-
-// appendArgs appends the call's six apply.lua (and hot.lua) arguments:
-// member, name, op, amount, "<hash>.<token>", at. The strings and the
-// numbers go as pointers into the call, which boxes without allocating;
-// the call is not recycled before its pipeline's replies are read.
-func (c *call) appendArgs(args []any) []any {
-	var at any = ""
-	if !c.e.At.IsZero() {
-		c.at = c.e.At.UnixMilli()
-		at = &c.at
-	}
-	return append(args, &c.e.Member, &c.e.Name, int(c.e.Op), &c.e.Amount, &c.rec, at)
 }

@@ -1,0 +1,349 @@
+package redisstore
+
+// Apply's way: an event goes to its submitter's lane (lane.go), which
+// groups a round's events by board (build), sends one apply.lua or hot.lua
+// call per board and maxPerScript events, and reads each event's outcome
+// from the reply (settle); the completer (completer.go) then runs the
+// Done callbacks.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// Apply implements rank.Store: the event goes to its submitter's lane
+// (lane.go), which sends it in its next pipeline; done is called from
+// the lane's completer.
+func (s *Store) Apply(ctx context.Context, e rank.Event, done rank.Done) {
+	if !rank.ValidBoardID(e.Board) {
+		done(rank.Result{}, fmt.Errorf("redisstore: apply %q: %w", e.Board, rank.ErrInvalidBoard))
+		return
+	}
+	if s.closed.Load() {
+		done(rank.Result{}, failClosed(e.Board))
+		return
+	}
+	b := s.laneOf(e.Submitter)
+	c := b.get()
+	c.ctx, c.deadline = ctx, s.monoNow().Add(s.cfg.Timeout)
+	c.e, c.fin = e, done
+	c.setRecord(e, s.attemptPrefix, s.attempts.Add(1))
+	b.submit(c)
+}
+
+func failClosed(board string) error { return fmt.Errorf("redisstore: apply %s: %w", board, ErrClosed) }
+
+func failCtx(board string, err error) error {
+	return fmt.Errorf("redisstore: apply %s: %w", board, err)
+}
+
+// work is the lane's Redis work for one batch: it sets every call's
+// outcome. A call whose caller is gone or whose deadline passed is not
+// sent, so not applied. The others go out in one pipeline; those a script
+// refused as stale (another node changed the config) or clock (a period
+// boundary passed) changed nothing, so they are rebuilt from a fresh
+// config and clock and sent again, all together in one pipeline per
+// round, before the lane takes its next batch: order holds. So are those
+// refused because their slot is being migrated (cluster.go), after a
+// pause. Called by lane b only: b and bt are its own.
+func (s *Store) work(b *lane, bt *batch) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	defer func() { clear(bt.memo); bt.memo = bt.memo[:0] }()
+	now := time.Now()
+	bt.send = bt.send[:0]
+	for _, c := range bt.calls {
+		err := c.ctx.Err()
+		if err == nil && now.After(c.deadline) {
+			err = context.DeadlineExceeded
+		}
+		if err != nil {
+			c.err = s.fail("apply", c.e.Board, err) // not sent, so not applied
+			continue
+		}
+		bt.send = append(bt.send, c)
+	}
+	busyUntil := now.Add(s.cfg.Timeout / busyShare)
+	pause := busyPause
+	for attempt := 0; len(bt.send) > 0; {
+		s.build(ctx, bt)
+		b.down.skip(bt) // a dead master's slots are answered without a send (cluster.go)
+		b.exec(ctx, bt.cmds)
+		bt.send = bt.send[:0]
+		busy := 0
+		for i := range bt.cmds {
+			// A slot being migrated (cluster.go): the script ran nowhere,
+			// so its calls go again, in order, after a pause.
+			if m := &bt.cmds[i]; isBusy(m.res.Err()) && time.Now().Before(busyUntil) {
+				bt.send = append(bt.send, m.calls...)
+				busy++
+				continue
+			}
+			b.down.note(&bt.cmds[i])
+			bt.send = s.settle(ctx, &bt.cmds[i], attempt, bt.send)
+		}
+		clear(bt.cmds)
+		if len(bt.send) > 0 {
+			clear(bt.memo) // a refreshed config is read again
+			bt.memo = bt.memo[:0]
+		}
+		if busy == 0 {
+			attempt++
+			continue
+		}
+		s.log.Debug("redisstore: slot busy (migrating); applying again", "scripts", busy, "pause", pause)
+		if !sleepCtx(ctx, pause) {
+			continue // the next round fails on ctx
+		}
+		pause = min(2*pause, maxBusyPause)
+	}
+	s.shardFollowUp(ctx, bt.calls)
+	clear(bt.send)
+	bt.send = bt.send[:0]
+}
+
+// maxPerScript caps the events of one apply.lua call, so one script stays
+// short (Redis runs nothing else meanwhile); a board's further events go
+// in the next call of the same pipeline.
+const maxPerScript = 64
+
+// group is one board's events in a lane round.
+type group struct {
+	cb  cachedBoard
+	err error // the board could not be resolved: every event gets it
+	n   int   // events that passed Check
+	off int   // where they start in batch.grouped
+}
+
+// build fills bt.cmds with the commands applying bt.send: each board's
+// events, in submission order, in as few apply.lua calls as maxPerScript
+// allows. A call that cannot be sent (its board is unknown, Redis is down,
+// the event fails Check) gets its error here. Lane only.
+func (s *Store) build(ctx context.Context, bt *batch) {
+	clear(bt.groupOf)
+	bt.groups, bt.order = bt.groups[:0], bt.order[:0]
+	for _, c := range bt.send {
+		// A sharded board's events group by shard (shard.go).
+		key := s.shardGroup(ctx, bt, c)
+		g, ok := bt.groupOf[key]
+		if !ok {
+			gr := group{}
+			cb, err := s.memoBoard(ctx, bt, c.e.Board)
+			switch {
+			case err != nil:
+				gr.err = err
+			case c.shard != nil:
+				gr.cb = cb.shards[rank.ShardOf(c.e.Member, cb.b.Shards)]
+			default:
+				gr.cb = *cb
+			}
+			g = len(bt.groups)
+			bt.groupOf[key] = g
+			bt.groups = append(bt.groups, gr)
+		}
+		gr := &bt.groups[g]
+		err := gr.err
+		if err == nil {
+			if cerr := c.e.Check(gr.cb.b); cerr != nil {
+				err = fmt.Errorf("redisstore: apply %s: %w", c.e.Board, cerr)
+			}
+		}
+		if err != nil { // already wrapped
+			c.err = err
+			g = -1
+		} else {
+			gr.n++
+		}
+		bt.order = append(bt.order, g)
+	}
+	// Place each board's events together, keeping their order.
+	off := 0
+	for g := range bt.groups {
+		bt.groups[g].off = off
+		off += bt.groups[g].n
+	}
+	bt.grouped = slices.Grow(bt.grouped[:0], off)[:off]
+	next := bt.next[:0]
+	for g := range bt.groups {
+		next = append(next, bt.groups[g].off)
+	}
+	for i, c := range bt.send {
+		if g := bt.order[i]; g >= 0 {
+			bt.grouped[next[g]] = c
+			next[g]++
+		}
+	}
+	bt.next = next
+	bt.cmds = bt.cmds[:0]
+	for g := range bt.groups {
+		gr := &bt.groups[g]
+		evs := bt.grouped[gr.off : gr.off+gr.n]
+		if len(evs) == 0 {
+			continue
+		}
+		now, nowArg := s.now(ctx, gr.cb.b)
+		if gr.cb.b.Hot() {
+			_, nowArg = s.hotNow(ctx)
+			for len(evs) > 0 {
+				k := min(len(evs), maxPerScript)
+				bt.cmds = append(bt.cmds, s.hotApplyCmd(gr.cb, nowArg, evs[:k:k]))
+				bt.cmds[len(bt.cmds)-1].cfg = &gr.cb.b
+				evs = evs[k:]
+			}
+			continue
+		}
+		pk := s.periodKeys(gr.cb, now)
+		for len(evs) > 0 {
+			k := min(len(evs), maxPerScript)
+			bt.cmds = append(bt.cmds, applyCmd(gr.cb, nowArg, pk, evs[:k:k]))
+			bt.cmds[len(bt.cmds)-1].cfg = &gr.cb.b
+			evs = evs[k:]
+		}
+	}
+}
+
+// applyCmd is the apply.lua call of calls, events of board c in order
+// (see the script's header for the keys and arguments).
+func applyCmd(c cachedBoard, nowArg string, pk *periodKeys, calls []*call) cmd {
+	k := c.keys
+	keys := make([]string, 0, 14+len(pk.dkeys))
+	keys = append(keys, k.cfg, k.seq, k.n, pk.za, pk.ma, pk.zb, pk.mb, pk.zp, pk.mp, pk.cp, pk.ca, pk.cb, k.ban, k.guard)
+	args := make([]any, 0, 20+7*len(calls)+len(pk.dargs))
+	args = append(args, k.ver, nowArg, pk.args[0], pk.args[1], pk.args[2], pk.args[3], pk.args[4], pk.args[5], pk.args[6],
+		k.mode, k.order, k.tiebreak, k.window, pk.pargs[0], pk.pargs[1], pk.pargs[2],
+		k.startsAt, k.endsAt, k.grace, k.maxSubs)
+	for _, c := range calls {
+		args = c.appendArgs(args)
+	}
+	keys = append(keys, pk.dkeys...) // derived boards (derived.go)
+	args = append(args, pk.dargs...)
+	return cmd{calls: calls, keys: keys, args: args}
+}
+
+// settle sets the outcome of a command's calls from its reply, or appends
+// them to again when the script refused them as stale or clock and
+// another attempt is allowed (after refreshing the config or the clock).
+// A refusal is of the whole call, so a refused event and every later one
+// of its board come back together, in order.
+func (s *Store) settle(ctx context.Context, m *cmd, attempt int, again []*call) []*call {
+	board := m.calls[0].e.Board
+	v, err := m.res.Result()
+	if err != nil {
+		if s.retryable(ctx, board, err, attempt) {
+			return append(again, m.calls...)
+		}
+		err = s.fail("apply", board, err)
+		for _, c := range m.calls {
+			c.err = err
+		}
+		return again
+	}
+	// apply.lua and hot.lua join their replies with "\n" (one string, cut
+	// here without allocating).
+	joined, ok := v.(string)
+	if !ok || strings.Count(joined, "\n") != len(m.calls)-1 {
+		err := fmt.Errorf("redisstore: apply %s: unexpected reply %v", board, v)
+		for _, c := range m.calls {
+			c.err = err
+		}
+		return again
+	}
+	for _, c := range m.calls {
+		var rep string
+		rep, joined, _ = strings.Cut(joined, "\n")
+		if c.shard != nil {
+			rep = c.cutMembers(rep)
+		}
+		c.r, c.err = applyResult(c.e, rep, c.hash, c.token, m.cfg)
+		c.r.Decimals = m.decimals
+	}
+	return again
+}
+
+// memoBoard is s.boardRef, read once per lane round (bt's). It is asked for every
+// event (shardGroup), so it returns the entry itself: a copy is about 1 KB.
+// The entry is shared: read it, never modify it.
+func (s *Store) memoBoard(ctx context.Context, bt *batch, id string) (*cachedBoard, error) {
+	for i := range bt.memo {
+		if m := &bt.memo[i]; m.id == id {
+			return m.c, nil
+		}
+	}
+	c, err := s.boardRef(ctx, id)
+	if err != nil {
+		return nil, s.fail("apply", id, err)
+	}
+	if len(bt.memo) < 64 {
+		bt.memo = append(bt.memo, boardMemo{id, c})
+	}
+	return c, nil
+}
+
+type boardMemo struct {
+	id string
+	c  *cachedBoard
+}
+
+// applyResult decodes one event's part of apply.lua's reply (see its
+// header): "0" or "1" (duplicate) and the record, or "!" and an error code;
+// "board_closed:<reason>" becomes the config's rank.ClosedError (R30).
+func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) (rank.Result, error) {
+	var r rank.Result
+	var err error
+	switch {
+	case strings.HasPrefix(rep, "!"):
+		code := rep[1:]
+		if reason, ok := strings.CutPrefix(code, "board_closed:"); ok && cfg != nil {
+			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, cfg.Closed(reason, e.At))
+		}
+		if sentinel, ok := scriptErrors[code]; ok {
+			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, sentinel)
+		}
+		return rank.Result{}, fmt.Errorf("redisstore: apply %s: script error %q", e.Board, code)
+	case strings.HasPrefix(rep, "0"), strings.HasPrefix(rep, "1"):
+		r, err = parseRecord(rep[0] == '1', rep[1:], hash, token)
+	default:
+		err = fmt.Errorf("unexpected reply %q", rep)
+	}
+	if err != nil {
+		return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, err)
+	}
+	r.Board, r.Member = e.Board, e.Member
+	return r, nil
+}
+
+// parseRecord decodes an idempotency record. Its first field is
+// "<payload hash>.<attempt token>": another hash is a conflict; the same
+// hash with this call's own token is this call's result, not a duplicate.
+func parseRecord(dup bool, rec string, hash, token string) (rank.Result, error) {
+	// rec is "hash,score,rank,prev_rank,prev_score,seq,period"; cut in place
+	// rather than strings.Split, which allocates per event.
+	if strings.Count(rec, ",") != 6 {
+		return rank.Result{}, fmt.Errorf("unexpected record %q", rec)
+	}
+	h, rest, _ := strings.Cut(rec, ",")
+	h, recToken, _ := strings.Cut(h, ".")
+	if h != hash {
+		return rank.Result{}, rank.ErrIdempotencyConflict
+	}
+	var n [6]int64
+	for i := range n {
+		var f string
+		f, rest, _ = strings.Cut(rest, ",")
+		x, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return rank.Result{}, fmt.Errorf("unexpected record %q", rec)
+		}
+		n[i] = x
+	}
+	return rank.Result{
+		Score: n[0], Rank: n[1], PrevRank: n[2], PrevScore: n[3], Seq: n[4], Period: n[5],
+		Duplicate: dup && recToken != token,
+	}, nil
+}
