@@ -83,6 +83,9 @@ type Config struct {
 	// API (the node refreshes caches and live frames and tells the other
 	// nodes). nil: nobody is told.
 	Boards BoardListener
+	// Viewers counts a board's subscriptions for GET …/boards/{board}
+	// (§14). nil: the answer has no viewers.
+	Viewers ViewerCounter
 	// Profiles stores members' profiles (§7). nil: the profile routes
 	// answer 404.
 	Profiles rank.Profiles
