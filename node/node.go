@@ -213,7 +213,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.watch = newInterest(interest, cfg.InterestLinger, cfg.Logger)
 	n.live, err = live.New(live.Config{Store: n.store, Interval: cfg.Interval, Logger: cfg.Logger, Decorator: n.profs,
-		OnWatch: n.watch.watch, Refresh: cfg.LiveRefresh})
+		OnWatch: n.watch.watch, Refresh: cfg.LiveRefresh, OtherViewers: n.otherViewers})
 	if err != nil {
 		return nil, err
 	}

@@ -93,7 +93,19 @@ func (v *viewers) Viewers(board string) int {
 }
 
 func (v *viewers) countLocked(board string, now time.Time) int {
-	n := v.local[board]
+	return v.local[board] + v.remoteLocked(board, now)
+}
+
+// others is board's subscriptions on the other nodes alone.
+func (v *viewers) others(board string) int {
+	now := v.now()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.remoteLocked(board, now)
+}
+
+func (v *viewers) remoteLocked(board string, now time.Time) int {
+	n := 0
 	for _, e := range v.remote[board] {
 		if now.Sub(e.at) <= v.ttl {
 			n += e.n
@@ -273,4 +285,14 @@ func (n *Node) startViewers() error {
 	}
 	n.viewers = v
 	return nil
+}
+
+// otherViewers is live's OtherViewers: board's subscriptions on the other
+// nodes, from their reports younger than TTL. The live engine is built
+// before the counts; it calls this only once it runs (Run), after New.
+func (n *Node) otherViewers(board string) int {
+	if n.viewers == nil {
+		return 0
+	}
+	return n.viewers.others(board)
 }
