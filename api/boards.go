@@ -173,6 +173,7 @@ func (a *API) putBoard(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("api: put board %s: %w", id, err)
 	}
+	a.log.Info("api: board put", "board", id, "sub", principal(c).Member)
 	if a.cfg.Boards != nil {
 		a.cfg.Boards.BoardChanged(id, false)
 	}
@@ -228,6 +229,7 @@ func (a *API) deleteBoard(c *fiber.Ctx) error {
 	if err := a.cfg.Store.DeleteBoard(ctx, id); err != nil {
 		return fmt.Errorf("api: delete board %s: %w", id, err)
 	}
+	a.log.Info("api: board deleted", "board", id, "sub", principal(c).Member)
 	if a.cfg.Boards != nil {
 		a.cfg.Boards.BoardChanged(id, true)
 	}

@@ -66,6 +66,10 @@ func TestPatchBoard(t *testing.T) {
 		if got := e.boardEvents(); len(got) != events+1 || got[len(got)-1] != (boardEvent{"cup", false}) {
 			t.Errorf("board events %v, want one change of cup", got[events:])
 		}
+		// Logged with the admin's sub, as moderation is (R21).
+		if logs := e.logs.String(); !strings.Contains(logs, `msg="api: board patched" board=cup fields=[title] sub=root`) {
+			t.Errorf("no log line of the patch with its fields and sub:\n%s", logs)
+		}
 
 		// null removes the field from the config: it takes its default.
 		e.do("PATCH", "/api/v1/boards/cup", admin, `{"max_submissions":null,"tiers":null}`).wantStatus(t, 200)
