@@ -451,14 +451,17 @@ function showBoard(id) {
   refreshBans().catch(() => {});
 }
 
-/** Runs f now and every REFRESH_MS after it settles; errors show in the badge. */
-function every(f) {
+/**
+ * Runs f now and every REFRESH_MS after it settles. The board list's
+ * outcome is the badge: it is the one read that always happens.
+ */
+function every(f, showsInBadge) {
   const loop = async () => {
     try {
       await f();
-      badge('open', 'connected');
+      if (showsInBadge) badge('open', 'connected');
     } catch (e) {
-      badge('closed', e.code === 'unreachable' ? 'gateway unreachable' : e.code || 'error');
+      if (showsInBadge) badge('closed', e.code === 'unreachable' ? 'gateway unreachable' : e.code || 'error');
       if (e.code === 'unauthorized' || e.code === 'token_expired') notice(errorText(e) + ' — open the console again with a fresh admin token.', false);
     }
     setTimeout(loop, REFRESH_MS);
@@ -477,6 +480,7 @@ async function start() {
     }
   }
   if (!token) {
+    $('conn').dataset.state = 'notoken';
     notice('The console needs an admin token: add #token=<admin JWT> to the address (the fragment never leaves this browser). ' +
       'Mint one with `wsgateway token --sub <you> --role admin`, run with the gateway\'s LB_JWT_SECRET.');
     return;
@@ -496,8 +500,8 @@ async function start() {
   $('remove-form').addEventListener('submit', removeEntry);
   const b = fragment().get('board');
   if (b) showBoard(b);
-  every(refreshBoards);
-  every(refreshStandings);
+  every(refreshBoards, true);
+  every(refreshStandings, false);
 }
 
 start();
