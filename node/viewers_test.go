@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/client"
@@ -81,4 +84,57 @@ func TestViewersTwoNodes(t *testing.T) {
 	}
 	leaving.Close()
 	want(2)
+}
+
+// TestViewersInBoardFrames: a subscriber on node b gets a board frame
+// whose viewers count the subscriptions of node a too, read off the wire
+// as any client would.
+func TestViewersInBoardFrames(t *testing.T) {
+	t.Parallel()
+	nodes, _ := cluster(t, 0, []string{"a", "b"}, nil)
+	a, b := nodes[0], nodes[1]
+	if st, body := a.rest(t, "PUT", "/api/v1/boards/framed", token(t, "root", auth.Admin), `{}`); st != 200 {
+		t.Fatalf("PUT: %d %s", st, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+token(t, "raw", auth.Spectator))
+	conn, _, err := websocket.Dial(ctx, b.ws, &websocket.DialOptions{HTTPHeader: h, Subprotocols: []string{"lb.v1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type":"subscribe","id":"1","board":"framed","top":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	watcher(t, a, "framed")
+	watcher(t, a, "framed")
+	// The first look is 5 s after the first subscription on node b, the
+	// next 5 s later; node a reports every 2 s, so the first look already
+	// counts a's two unless the machine is slow.
+	deadline := time.Now().Add(12 * time.Second)
+	for time.Now().Before(deadline) {
+		rctx, rcancel := context.WithDeadline(ctx, deadline)
+		_, data, err := conn.Read(rctx)
+		rcancel()
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		var f struct {
+			Type    string `json:"type"`
+			State   string `json:"state"`
+			Viewers *int   `json:"viewers"`
+		}
+		if err := json.Unmarshal(data, &f); err != nil {
+			t.Fatalf("frame %s: %v", data, err)
+		}
+		if f.Type == "board" && f.Viewers != nil {
+			t.Logf("board frame %s", data)
+			if *f.Viewers == 3 && f.State == "open" {
+				return
+			}
+		}
+	}
+	t.Fatal("no board frame with 3 viewers within 12 s")
 }
