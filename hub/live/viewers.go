@@ -44,8 +44,8 @@ func (v viewersTold) count() *int {
 // viewersTick looks at b's viewers (this node's subscribers plus
 // Config.OtherViewers) every viewersEvery from its first subscription, and
 // sends its subscribers a board frame when they changed; the frame repeats
-// the lifecycle they were last told. st is
-// the store's time, now this node's. Lock held, after lifecycleTick.
+// the lifecycle they were last told. st is the store's time, now this
+// node's. Lock held, after lifecycleTick.
 func (e *Engine) viewersTick(b *board, st, now time.Time) {
 	if e.others == nil || !b.lc.known {
 		return
