@@ -153,7 +153,7 @@ async function createBoard(ev) {
     err.textContent = `Board ${id} already exists: open it in the list to edit it.`;
     return;
   } catch (e) {
-    if (e.code !== 'unknown_board') {
+    if (e.status !== 404) {
       err.textContent = errorText(e);
       return;
     }
