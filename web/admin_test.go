@@ -192,7 +192,8 @@ func testConsoleBoards(t *testing.T, b *browser, gw *gateway) {
 
 // testConsoleModeration: the standings show profiles; a member found by id
 // is banned (with a reason) and vanishes from the standings, and is back
-// when the ban is lifted; a spectator watching shows as a viewer.
+// when the ban is lifted; a profile edited shows in the standings; a member
+// removed from the period is gone; a spectator watching shows as a viewer.
 func testConsoleModeration(t *testing.T, b *browser, gw *gateway, out string) {
 	admin := gw.token(t, "ops", "admin")
 	gw.score(t, admin, "league", map[string]int64{"alice": 30, "bob": 20, "carol": 10})
@@ -234,6 +235,16 @@ func testConsoleModeration(t *testing.T, b *browser, gw *gateway, out string) {
 	tab.fill(t, "Name", "Bob the Great")
 	tab.click(t, "Save profile")
 	tab.waitFor(t, 5*time.Second, "the new name", `text('#rows tr[data-member="bob"] .name') === "Bob the Great"`)
+
+	// Removed from the current period: the entry is gone, not hidden.
+	tab.fill(t, "Member id", "carol")
+	tab.click(t, "Find")
+	tab.waitFor(t, 5*time.Second, "carol found", `text("#member-rank").includes("#3")`)
+	tab.click(t, "Remove")
+	tab.waitFor(t, 5*time.Second, "carol gone", `members() === "alice,bob" && text("#member-rank").includes("no visible entry")`)
+	if total := gw.get(t, "/api/v1/boards/league/top", admin)["total"]; total != float64(2) {
+		t.Fatalf("total %v after the removal, want 2", total)
+	}
 	tab.checkNoErrors(t)
 	watch.checkNoErrors(t)
 }
