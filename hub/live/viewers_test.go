@@ -1,6 +1,8 @@
 package live
 
 import (
+	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -102,4 +104,27 @@ func TestViewersFrames(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		want("the others left, and r2", r1, -1, 3, 4, 1)
 	})
+}
+
+// BenchmarkViewers measures one count of 10,000 subscriptions spread over
+// 10 boards: the walk a node makes, under the engine's lock, per report.
+func BenchmarkViewers(b *testing.B) {
+	clock := time.Unix(1e9, 0)
+	e, ms := benchEngine(b, 10, &clock)
+	ctx := context.Background()
+	for i := range 10 {
+		if _, err := ms.PutBoard(ctx, rank.DefaultBoard(fmt.Sprintf("g%d", i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 10000 {
+		if err := e.Subscribe(ctx, NewOutbox(0, nil), fmt.Sprintf("g%d", i%10), 10, "", 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		if n := e.Viewers(); n["g3"] != 1000 {
+			b.Fatalf("g3 has %d viewers", n["g3"])
+		}
+	}
 }
