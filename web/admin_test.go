@@ -187,6 +187,11 @@ func testConsoleBoards(t *testing.T, b *browser, gw *gateway) {
 		t.Fatalf("title %v", renamed["title"])
 	}
 	sameBut(t, "renaming", set, renamed, "title")
+
+	// Phone width: the page does not scroll sideways (the boards table
+	// scrolls inside its card).
+	tab.run(t, chromedp.EmulateViewport(390, 844))
+	tab.waitFor(t, 5*time.Second, "no horizontal overflow at phone width", `document.documentElement.scrollWidth <= window.innerWidth`)
 	tab.checkNoErrors(t)
 }
 
