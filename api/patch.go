@@ -112,6 +112,9 @@ func parsePatch(body []byte) (map[string]any, []string, error) {
 // (a field patched to null) and every field validated, so an invalid result
 // is a 400 naming the field.
 func mergeBoard(old rank.Board, patch map[string]any) (rank.Board, error) {
+	// A config stored before v1.1 has no retain, which means the default
+	// (Board.Retained); written as 0 it would fail validation.
+	old.Retain = old.Retained()
 	stored, err := json.Marshal(old)
 	if err != nil {
 		return rank.Board{}, fmt.Errorf("api: patch board %s: encode: %w", old.ID, err)
