@@ -83,6 +83,9 @@ type Config struct {
 	// API (the node refreshes caches and live frames and tells the other
 	// nodes). nil: nobody is told.
 	Boards BoardListener
+	// Viewers counts a board's subscriptions for GET …/boards/{board}
+	// (§14). nil: the answer has no viewers.
+	Viewers ViewerCounter
 	// Profiles stores members' profiles (§7). nil: the profile routes
 	// answer 404.
 	Profiles rank.Profiles
@@ -228,7 +231,7 @@ func (a *API) routes() {
 	if len(a.cfg.CORSOrigins) > 0 {
 		a.app.Use("/api/v1", cors.New(cors.Config{
 			AllowOrigins:  strings.Join(a.cfg.CORSOrigins, ","),
-			AllowMethods:  "GET,HEAD,POST,PUT,DELETE",
+			AllowMethods:  "GET,HEAD,POST,PUT,PATCH,DELETE",
 			AllowHeaders:  "Authorization,Content-Type",
 			ExposeHeaders: "Retry-After",
 			MaxAge:        600,
@@ -255,6 +258,7 @@ func (a *API) routes() {
 	const b = "/api/v1/boards"
 	add(fiber.MethodGet, b, a.authenticate, a.listBoards)
 	add(fiber.MethodPut, b+"/:board", a.authenticate, a.putBoard)
+	add(fiber.MethodPatch, b+"/:board", a.authenticate, a.patchBoard)
 	add(fiber.MethodGet, b+"/:board", a.authenticate, a.getBoard)
 	add(fiber.MethodDelete, b+"/:board", a.authenticate, a.deleteBoard)
 	add(fiber.MethodGet, b+"/:board/top", a.authenticate, a.top)

@@ -169,7 +169,7 @@ func TestRouting(t *testing.T) {
 		{"GET", "/api/v1/boards/a/b/c/d", 404},
 		{"GET", "/nothing", 404},
 		{"POST", "/api/v1/dev/token", 404}, // no DevSecret
-		{"PATCH", "/api/v1/boards/x", 405},
+		{"PATCH", "/api/v1/boards/x/top", 405},
 		{"POST", "/healthz", 405},
 		{"BREW", "/api/v1/boards", 405},
 	} {

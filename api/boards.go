@@ -173,6 +173,7 @@ func (a *API) putBoard(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("api: put board %s: %w", id, err)
 	}
+	a.log.Info("api: board put", "board", id, "sub", principal(c).Member)
 	if a.cfg.Boards != nil {
 		a.cfg.Boards.BoardChanged(id, false)
 	}
@@ -184,7 +185,8 @@ func (a *API) putBoard(c *fiber.Ctx) error {
 type boardBody struct {
 	Board   rank.Board `json:"board"`
 	Members int64      `json:"members"`
-	State   rank.State `json:"state"` // §6, from the store's clock
+	State   rank.State `json:"state"`             // §6, from the store's clock
+	Viewers *int       `json:"viewers,omitempty"` // §14, when Config.Viewers is set
 }
 
 func (a *API) getBoard(c *fiber.Ctx) error {
@@ -206,7 +208,12 @@ func (a *API) getBoard(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("api: get board %s: %w", id, err)
 	}
-	return c.JSON(boardBody{Board: b, Members: n, State: b.StateAt(now)})
+	out := boardBody{Board: b, Members: n, State: b.StateAt(now)}
+	if a.cfg.Viewers != nil {
+		v := a.cfg.Viewers.Viewers(id)
+		out.Viewers = &v
+	}
+	return c.JSON(out)
 }
 
 func (a *API) deleteBoard(c *fiber.Ctx) error {
@@ -222,6 +229,7 @@ func (a *API) deleteBoard(c *fiber.Ctx) error {
 	if err := a.cfg.Store.DeleteBoard(ctx, id); err != nil {
 		return fmt.Errorf("api: delete board %s: %w", id, err)
 	}
+	a.log.Info("api: board deleted", "board", id, "sub", principal(c).Member)
 	if a.cfg.Boards != nil {
 		a.cfg.Boards.BoardChanged(id, true)
 	}

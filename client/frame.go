@@ -36,6 +36,7 @@ type frame struct {
 	StartsAt *int64 `json:"starts_at"`
 	EndsAt   *int64 `json:"ends_at"`
 	FinalAt  *int64 `json:"final_at"`
+	Viewers  *int   `json:"viewers"` // §14, in board frames that carry it
 	// welcome
 	Role       string       `json:"role"`
 	Node       string       `json:"node"`
@@ -98,7 +99,7 @@ func (f *frame) top() proto.Top {
 
 func (f *frame) board() proto.Board {
 	return proto.Board{Type: f.Type, Board: f.Board, State: f.State, Period: f.Period,
-		StartsAt: f.StartsAt, EndsAt: f.EndsAt, FinalAt: f.FinalAt, TS: f.TS}
+		StartsAt: f.StartsAt, EndsAt: f.EndsAt, FinalAt: f.FinalAt, TS: f.TS, Viewers: f.Viewers}
 }
 
 func (f *frame) view() proto.View {

@@ -29,3 +29,23 @@ func TestFrameDecimals(t *testing.T) {
 		t.Fatalf("plain view decoded as %+v", v)
 	}
 }
+
+// A board frame's viewers (§14) reach the subscription's State channel;
+// a frame without them says nil, not 0.
+func TestFrameViewers(t *testing.T) {
+	t.Parallel()
+	var f frame
+	if err := f.decode([]byte(`{"type":"board","board":"b","state":"open","starts_at":null,"ends_at":null,"final_at":null,"ts":1,"viewers":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	if b := f.board(); b.Viewers == nil || *b.Viewers != 3 || b.State != "open" {
+		t.Fatalf("board frame decoded as %+v", b)
+	}
+	f = frame{}
+	if err := f.decode([]byte(`{"type":"board","board":"b","state":"open","starts_at":null,"ends_at":null,"final_at":null,"ts":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if b := f.board(); b.Viewers != nil {
+		t.Fatalf("viewers %d in a frame without them", *b.Viewers)
+	}
+}

@@ -106,6 +106,8 @@ type Config struct {
 	// (live.Config.Refresh): zero = 2s; negative = none, for tests that
 	// must tell a frame the change stream brought from the backstop's.
 	LiveRefresh time.Duration
+	// Viewers tunes the viewer counts (viewers.go).
+	Viewers ViewersConfig
 	// Hub tunes the WebSocket endpoint. Store, Verifier, Live, Node,
 	// TopInterval, Logger and Metrics are filled in by New.
 	Hub hub.Config
@@ -140,6 +142,7 @@ type Node struct {
 	api     *api.API
 	handler http.Handler
 	derived derivedIndex // derived.go
+	viewers *viewers     // viewers.go
 }
 
 // New builds a node: the store (told to report applied changes to the
@@ -207,7 +210,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.watch = newInterest(interest, cfg.InterestLinger, cfg.Logger)
 	n.live, err = live.New(live.Config{Store: n.store, Interval: cfg.Interval, Logger: cfg.Logger, Decorator: n.profs,
-		OnWatch: n.watch.watch, Refresh: cfg.LiveRefresh})
+		OnWatch: n.watch.watch, Refresh: cfg.LiveRefresh, OtherViewers: n.otherViewers})
 	if err != nil {
 		return nil, err
 	}
@@ -227,6 +230,9 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.m.bus = n.bus
 	n.watch.start(n.bus, n.live.Resync)
+	if err := n.startViewers(); err != nil {
+		return nil, err
+	}
 
 	hcfg := cfg.Hub
 	hcfg.Store, hcfg.Verifier, hcfg.Live, hcfg.Node = n.store, cfg.Verifier, n.live, cfg.ID
@@ -242,6 +248,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	apcfg.Ready = []api.Check{{Name: "store", Ping: n.store.Ping}, {Name: "bus", Ping: n.bus.Ping}}
 	apcfg.DevSecret, apcfg.Boards, apcfg.Logger = cfg.DevSecret, n, cfg.Logger
 	apcfg.Profiles, apcfg.ProfileChanges, apcfg.Decorator = profiles, n, n.profs
+	apcfg.Viewers = n.viewers
 	// Moderation changes a board's reads: the API tells BoardChanged (R21).
 	apcfg.Moderation = n.store
 	if n.api, err = api.New(apcfg); err != nil {
@@ -405,6 +412,9 @@ func (n *Node) Close() error {
 	var errs []error
 	if n.watch != nil && n.bus != nil {
 		n.watch.stop()
+	}
+	if n.viewers != nil {
+		n.viewers.stop()
 	}
 	if n.bus != nil {
 		errs = append(errs, n.bus.Close())

@@ -270,6 +270,7 @@ type Board struct {
 	EndsAt   *int64 `json:"ends_at"`
 	FinalAt  *int64 `json:"final_at"` // ends_at + grace
 	TS       int64  `json:"ts"`
+	Viewers  *int   `json:"viewers,omitempty"` // §14: open subscriptions over every node, when known
 }
 
 // View is the live frame of one member's rank and neighbours.

@@ -1,5 +1,6 @@
 // Package web serves the spectator page (/), the stream overlay (/overlay, or
-// /?overlay=1), the player page (/play) and the browser client
+// /?overlay=1), the player page (/play), the console (/admin,
+// docs/console.md) and the browser client
 // (/lb-client.js) from files embedded in the binary. It imports
 // nothing from the project: the pages speak the wire protocol themselves.
 package web
@@ -81,6 +82,9 @@ func routes() map[string]string {
 		"/":                    "static/index.html",
 		"/index.html":          "static/index.html",
 		"/play":                "static/play.html",
+		"/admin":               "static/admin.html",
+		"/assets/admin.js":     "static/assets/admin.js",
+		"/assets/admin.css":    "static/assets/admin.css",
 		"/overlay":             "static/overlay.html",
 		"/assets/overlay.js":   "static/assets/overlay.js",
 		"/assets/overlay.css":  "static/assets/overlay.css",

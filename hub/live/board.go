@@ -13,8 +13,9 @@ type board struct {
 	id     string
 	cfg    rank.Board
 	cfgOK  bool
-	cfgAt  time.Time // when cfg was read; zero forces a re-read
-	period int64     // current period by this node's clock (0: no periods)
+	cfgAt  time.Time   // when cfg was read; zero forces a re-read
+	told   viewersTold // the viewers board frames last said (viewers.go)
+	period int64       // current period by this node's clock (0: no periods)
 	// period spans [periodStart, periodEnd) (zero end: no periods): within
 	// it the tick need not call rank.PeriodAt, which loads the board's
 	// time zone.

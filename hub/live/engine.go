@@ -67,6 +67,11 @@ type Config struct {
 	// lock held, so calls come in the order the changes happened; it must
 	// not block nor call the Engine.
 	OnWatch func(board string, watched bool)
+	// OtherViewers, when set, is a board's open subscriptions on the other
+	// nodes (docs/protocol.md §14); board frames then carry "viewers"
+	// (viewers.go). Called with the engine's lock held: it must not block
+	// nor call the Engine.
+	OtherViewers func(board string) int
 }
 
 const (
@@ -97,6 +102,7 @@ type Engine struct {
 	parallel    int
 	decorator   rank.Decorator
 	onWatch     func(board string, watched bool)
+	others      func(board string) int // Config.OtherViewers
 	now         func() time.Time
 	log         *slog.Logger
 	wake        chan struct{} // capacity 1: a board became due for a read
@@ -156,6 +162,7 @@ func New(cfg Config) (*Engine, error) {
 		parallel:    cfg.Parallel,
 		decorator:   cfg.Decorator,
 		onWatch:     cfg.OnWatch,
+		others:      cfg.OtherViewers,
 		now:         cfg.Now,
 		log:         cfg.Logger,
 		wake:        make(chan struct{}, 1),
@@ -261,6 +268,7 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 			if f := e.lifecycleTick(b, sn); f != nil {
 				finals = append(finals, f)
 			}
+			e.viewersTick(b, sn, now)
 		}
 		if !b.needsRead(now) {
 			continue

@@ -69,11 +69,12 @@ func msPtr(t rank.Instant) *int64 {
 	return &v
 }
 
-// encodeBoard is the board frame of cfg in state st.
-func encodeBoard(cfg rank.Board, st rank.State, period int64, ts time.Time) []byte {
+// encodeBoard is the board frame of cfg in state st; viewers is nil when
+// the frame does not carry them.
+func encodeBoard(cfg rank.Board, st rank.State, period int64, ts time.Time, viewers *int) []byte {
 	f := proto.Board{
 		Type: proto.TypeBoard, Board: cfg.ID, State: string(st),
-		StartsAt: msPtr(cfg.StartsAt), EndsAt: msPtr(cfg.EndsAt), TS: ts.UnixMilli(),
+		StartsAt: msPtr(cfg.StartsAt), EndsAt: msPtr(cfg.EndsAt), TS: ts.UnixMilli(), Viewers: viewers,
 	}
 	if cfg.Reset != rank.None {
 		f.Period = period
@@ -157,7 +158,7 @@ func (e *Engine) lifecycleTick(b *board, now time.Time) *finalJob {
 	}
 	if sc := scheduleOf(b.cfg); st != lc.state || period != lc.period || sc != lc.cfg {
 		lc.state, lc.period, lc.cfg = st, period, sc
-		frame := encodeBoard(b.cfg, st, period, now)
+		frame := encodeBoard(b.cfg, st, period, now, b.told.count())
 		for _, o := range b.outboxes() {
 			o.event(frame, nil)
 		}

@@ -92,7 +92,7 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 		if !b.lc.known {
 			b.lc = lifecycle{known: true, state: st, period: period, final: final, hasFin: hasFinal, cfg: scheduleOf(b.cfg)}
 		}
-		o.event(encodeBoard(b.cfg, st, period, sn), nil)
+		o.event(encodeBoard(b.cfg, st, period, sn, b.told.count()), nil)
 	}
 
 	j := &job{b: b, sub: true, o: o, final: finalOf(b)}

@@ -68,6 +68,8 @@ export interface BoardFrame {
   ends_at?: number | null;
   final_at?: number | null;
   ts: number;
+  /** v1.2 (§14): open subscriptions to the board over every node, when the frame carries them. */
+  viewers?: number;
 }
 
 export interface Page {

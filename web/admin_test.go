@@ -1,0 +1,255 @@
+package web
+
+// The console (/admin) in Chromium, used as a person uses it: controls are
+// found by their visible labels and button texts, never by id, and every
+// outcome is checked on the page and on the gateway's REST API.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/wsgateway/wsgateway/internal/testenv"
+)
+
+// labelled is the form control whose visible label reads text.
+func labelled(text string) chromedp.JSPath {
+	return chromedp.JSPath(fmt.Sprintf(
+		`[...document.querySelectorAll("label")].find((l) => l.textContent.trim() === %q && l.offsetParent !== null)?.control`, text))
+}
+
+// button is the visible button that reads text.
+func button(text string) chromedp.JSPath {
+	return chromedp.JSPath(fmt.Sprintf(
+		`[...document.querySelectorAll("button")].find((b) => b.textContent.trim() === %q && b.offsetParent !== null)`, text))
+}
+
+// control is the id of the control labelled label, found as a person
+// finds it: by the label's text.
+func (tb *tab) control(t *testing.T, label string) chromedp.ID {
+	t.Helper()
+	tb.run(t, chromedp.WaitVisible(labelled(label)))
+	id, err := tb.eval(string(labelled(label)) + `?.id ?? ""`)
+	if err != nil || id == "" {
+		t.Fatalf("no control labelled %q: %v", label, err)
+	}
+	return chromedp.ID(id)
+}
+
+// fill replaces the value of the control labelled label by typing.
+func (tb *tab) fill(t *testing.T, label, value string) {
+	t.Helper()
+	c := tb.control(t, label)
+	tb.js(t, fmt.Sprintf(`document.getElementById(%q).select()`, string(c)))
+	tb.run(t, chromedp.SendKeys(c, "\b"+value)) // the selection goes with a backspace
+}
+
+// choose picks value in the select labelled label.
+func (tb *tab) choose(t *testing.T, label, value string) {
+	t.Helper()
+	c := tb.control(t, label)
+	tb.run(t, chromedp.SetValue(c, value))
+	tb.js(t, `document.getElementById(`+fmt.Sprintf("%q", string(c))+`).dispatchEvent(new Event("input", { bubbles: true }))`)
+}
+
+func (tb *tab) click(t *testing.T, text string) {
+	t.Helper()
+	tb.run(t, chromedp.WaitVisible(button(text)), chromedp.Click(button(text)))
+}
+
+// get reads a REST resource as JSON.
+func (gw *gateway) get(t *testing.T, path, token string) map[string]any {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, gw.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	rb, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, res.StatusCode, rb)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(rb, &out); err != nil {
+		t.Fatalf("GET %s: %v in %s", path, err, rb)
+	}
+	return out
+}
+
+// config is a board's stored config, read over REST.
+func (gw *gateway) config(t *testing.T, board, token string) map[string]any {
+	t.Helper()
+	b, _ := gw.get(t, "/api/v1/boards/"+board, token)["board"].(map[string]any)
+	return b
+}
+
+// sameBut fails when two configs differ in a field not named.
+func sameBut(t *testing.T, what string, before, after map[string]any, fields ...string) {
+	t.Helper()
+	b, a := maps.Clone(before), maps.Clone(after)
+	for _, f := range fields {
+		delete(b, f)
+		delete(a, f)
+	}
+	bj, _ := json.Marshal(b)
+	aj, _ := json.Marshal(a)
+	if string(bj) != string(aj) {
+		t.Errorf("%s changed more than %v:\n before %s\n after  %s", what, fields, bj, aj)
+	}
+}
+
+func TestConsole(t *testing.T) {
+	chrome := testenv.Chromium(t)
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := testenv.BuildGateway(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := testOut(t, root)
+	gw := startGateway(t, bin, testenv.FreePort(t))
+	b := newBrowser(t, chrome)
+
+	t.Run("without a token", func(t *testing.T) { testConsoleNoToken(t, b, bin) })
+	t.Run("create and edit a board", func(t *testing.T) { testConsoleBoards(t, b, gw) })
+	t.Run("moderate a member", func(t *testing.T) { testConsoleModeration(t, b, gw, out) })
+}
+
+// testConsoleNoToken: on a gateway without --dev, the console opened
+// without a token says how to get one and shows no controls.
+func testConsoleNoToken(t *testing.T, b *browser, bin string) {
+	gw := startGatewayEnv(t, bin, testenv.FreePort(t), []string{"LB_JWT_SECRET=console-test-secret-console-test-secret"})
+	tab := b.tab(t)
+	tab.run(t, chromedp.Navigate(gw.url+"/admin"))
+	tab.waitFor(t, 10*time.Second, "the hint", `!q("#notice").hidden && text("#notice").includes("#token=") &&
+		text("#notice").includes("wsgateway token") && q("#boards-card").hidden && q("#board-card").hidden`)
+	tab.checkNoErrors(t)
+}
+
+// testConsoleBoards: create a board, change its settings, see an invalid
+// value refused next to its field with nothing changed, then rename it:
+// only the title changes.
+func testConsoleBoards(t *testing.T, b *browser, gw *gateway) {
+	admin := gw.token(t, "ops", "admin")
+	tab := b.tab(t)
+	tab.run(t, chromedp.Navigate(gw.url+"/admin#token="+admin))
+	tab.waitFor(t, 10*time.Second, "the boards table", `!q("#boards-card").hidden && attr("#conn", "data-status") === "open"`)
+
+	tab.fill(t, "New board id", "finals")
+	tab.fill(t, "New board title", "Finals")
+	tab.click(t, "Create")
+	tab.waitFor(t, 10*time.Second, "the new board listed and open",
+		`text('tr[data-board="finals"] .title') === "Finals" && !q("#board-card").hidden && q("#f-title").value === "Finals"`)
+	if got := gw.config(t, "finals", admin); got["title"] != "Finals" {
+		t.Fatalf("created config %v", got)
+	}
+	// Create does not replace an existing board.
+	tab.fill(t, "New board id", "finals")
+	tab.click(t, "Create")
+	tab.waitFor(t, 5*time.Second, "the refusal", `text("#create-err").includes("already exists")`)
+
+	tab.fill(t, "Reset", "daily")
+	tab.choose(t, "Mode", "best")
+	tab.fill(t, "Max submissions", "3")
+	tab.click(t, "Save")
+	tab.waitFor(t, 5*time.Second, "saved", `text("#saved") === "Saved."`)
+	set := gw.config(t, "finals", admin)
+	if set["reset"] != "daily" || set["mode"] != "best" || set["max_submissions"] != float64(3) {
+		t.Fatalf("settings not stored: %v", set)
+	}
+
+	// A value the server refuses: its message shows under that field.
+	tab.fill(t, "Top", "500")
+	tab.click(t, "Save")
+	tab.waitFor(t, 5*time.Second, "the error next to Top", `text("#err-top").includes("top") && text("#err-top").includes("100") && text("#edit-err") === ""`)
+	sameBut(t, "a refused save", set, gw.config(t, "finals", admin))
+
+	// Rename: the page sends the title alone; reset, mode and limits stay.
+	tab.fill(t, "Top", "10")
+	tab.fill(t, "Title", "Grand finals")
+	tab.click(t, "Save")
+	tab.waitFor(t, 5*time.Second, "renamed in the list", `text("#saved") === "Saved." && text('tr[data-board="finals"] .title') === "Grand finals"`)
+	renamed := gw.config(t, "finals", admin)
+	if renamed["title"] != "Grand finals" {
+		t.Fatalf("title %v", renamed["title"])
+	}
+	sameBut(t, "renaming", set, renamed, "title")
+
+	// Phone width: the page does not scroll sideways (the boards table
+	// scrolls inside its card).
+	tab.run(t, chromedp.EmulateViewport(390, 844))
+	tab.waitFor(t, 5*time.Second, "no horizontal overflow at phone width", `document.documentElement.scrollWidth <= window.innerWidth`)
+	tab.checkNoErrors(t)
+}
+
+// testConsoleModeration: the standings show profiles; a member found by id
+// is banned (with a reason) and vanishes from the standings, and is back
+// when the ban is lifted; a profile edited shows in the standings; a member
+// removed from the period is gone; a spectator watching shows as a viewer.
+func testConsoleModeration(t *testing.T, b *browser, gw *gateway, out string) {
+	admin := gw.token(t, "ops", "admin")
+	gw.score(t, admin, "league", map[string]int64{"alice": 30, "bob": 20, "carol": 10})
+	var prof map[string]any
+	gw.put(t, "/api/v1/members/bob/profile", admin, map[string]any{"name": "Bobby", "country": "FR"}, &prof)
+
+	watch := b.tab(t)
+	watch.run(t, chromedp.Navigate(gw.url+"/?board=league"))
+	watch.waitFor(t, 10*time.Second, "the spectator's table", `members() === "alice,bob,carol"`)
+
+	tab := b.tab(t)
+	tab.run(t, chromedp.Navigate(gw.url+"/admin#token="+admin))
+	tab.run(t, chromedp.WaitVisible(button("league")), chromedp.Click(button("league")))
+	tab.waitFor(t, 10*time.Second, "the standings with the profile",
+		`members() === "alice,bob,carol" && text('#rows tr[data-member="bob"] .name') === "Bobby" && text('#rows tr[data-member="bob"] .id').includes("FR")`)
+	tab.waitFor(t, 6*time.Second, "one viewer", `text('tr[data-board="league"] .viewers') === "1" && text('tr[data-board="league"] .members') === "3"`)
+
+	tab.fill(t, "Member id", "bob")
+	tab.click(t, "Find")
+	tab.waitFor(t, 5*time.Second, "bob found", `text("#member-rank").includes("#2") && q("#profile-name").value === "Bobby" && text("#ban-state") === "Not banned on this board."`)
+	tab.fill(t, "Reason", "cheating")
+	tab.click(t, "Ban")
+	tab.waitFor(t, 5*time.Second, "bob gone from the standings", `members() === "alice,carol" && text("#ban-state").includes("cheating") && text("#bans").includes("bob")`)
+	watch.waitFor(t, 5*time.Second, "bob gone for spectators too", `members() === "alice,carol"`)
+	bans := gw.get(t, "/api/v1/boards/league/bans", admin)["bans"].([]any)
+	if len(bans) != 1 || bans[0].(map[string]any)["member"] != "bob" || bans[0].(map[string]any)["reason"] != "cheating" {
+		t.Fatalf("bans %v", bans)
+	}
+	tab.js(t, `document.activeElement.blur(); window.scrollTo(0, 0)`)
+	tab.shot(t, out, "console")
+
+	tab.click(t, "Lift")
+	tab.waitFor(t, 5*time.Second, "bob back", `members() === "alice,bob,carol" && text("#ban-state") === "Not banned on this board." && !q("#bans-empty").hidden`)
+	if bans := gw.get(t, "/api/v1/boards/league/bans", admin)["bans"].([]any); len(bans) != 0 {
+		t.Fatalf("bans after the lift: %v", bans)
+	}
+
+	// The profile edited from the console reaches the standings.
+	tab.fill(t, "Name", "Bob the Great")
+	tab.click(t, "Save profile")
+	tab.waitFor(t, 5*time.Second, "the new name", `text('#rows tr[data-member="bob"] .name') === "Bob the Great"`)
+
+	// Removed from the current period: the entry is gone, not hidden.
+	tab.fill(t, "Member id", "carol")
+	tab.click(t, "Find")
+	tab.waitFor(t, 5*time.Second, "carol found", `text("#member-rank").includes("#3")`)
+	tab.click(t, "Remove")
+	tab.waitFor(t, 5*time.Second, "carol gone", `members() === "alice,bob" && text("#member-rank").includes("no visible entry")`)
+	if total := gw.get(t, "/api/v1/boards/league/top", admin)["total"]; total != float64(2) {
+		t.Fatalf("total %v after the removal, want 2", total)
+	}
+	tab.checkNoErrors(t)
+	watch.checkNoErrors(t)
+}

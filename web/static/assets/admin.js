@@ -1,0 +1,507 @@
+// The console (/admin, docs/console.md): boards with their state, members,
+// viewers and joins per second; create a board and edit its settings (saved
+// with PATCH, so what the form does not show keeps its value); a board's
+// standings; find a member, edit the profile, ban, lift, remove from a
+// period. Built on the REST API only, with the admin token of the URL
+// fragment (never sent anywhere but in the Authorization header).
+import { dev, devToken, el, errorText, fragmentToken, initial, num, validBoard } from './common.js';
+
+const $ = (id) => document.getElementById(id);
+
+// How often the board list and the standings are read again.
+const REFRESH_MS = 2000;
+// How many boards get their details (one GET each) per refresh.
+const DETAILS = 50;
+const STATES = { scheduled: 'not started', open: 'live', closing: 'closing', final: 'final' };
+
+/** A REST error: the contract's code and the server's message. */
+class APIError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+let token = '';
+
+/** One REST call; the answer's JSON, null for 204, APIError otherwise. */
+async function api(method, path, body) {
+  const headers = { Authorization: 'Bearer ' + token };
+  const init = { method, headers, cache: 'no-store' };
+  if (body !== undefined) {
+    headers['Content-Type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  let r;
+  try {
+    r = await fetch(path, init);
+  } catch {
+    throw new APIError(0, 'unreachable', 'the gateway cannot be reached');
+  }
+  if (r.status === 204) return null;
+  const j = await r.json().catch(() => null);
+  if (!r.ok) throw new APIError(r.status, j?.error?.code || 'internal', j?.error?.message || `HTTP ${r.status}`);
+  return j;
+}
+
+const enc = encodeURIComponent;
+const boardPath = (id) => '/api/v1/boards/' + enc(id);
+
+function notice(text, info = true) {
+  const n = $('notice');
+  n.textContent = text || '';
+  n.hidden = !text;
+  n.classList.toggle('info', info);
+}
+
+function badge(status, text) {
+  const b = $('conn');
+  b.dataset.status = status;
+  b.querySelector('.text').textContent = text;
+}
+
+/** The claims of a JWT, {} when unreadable (the server checks it anyway). */
+function claims(tok) {
+  try {
+    return JSON.parse(atob(tok.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
+  } catch {
+    return {};
+  }
+}
+
+/** The field an error message names ("… field top: …"), or ''. */
+function namedField(err) {
+  return /\bfield ([a-z_]+)/.exec(err?.message || '')?.[1] || '';
+}
+
+// --- the fragment: token and selected board ---
+
+function fragment() {
+  return new URLSearchParams(location.hash.slice(1));
+}
+
+function selectBoard(id) {
+  const f = fragment();
+  f.set('board', id);
+  history.replaceState(null, '', '#' + f.toString());
+  showBoard(id);
+}
+
+// --- boards ---
+
+const seen = new Map(); // board id → {members, at}: the previous read, for joins/s
+
+async function refreshBoards() {
+  const { boards } = await api('GET', '/api/v1/boards');
+  const tbody = $('board-rows');
+  const rows = new Map([...tbody.children].map((tr) => [tr.dataset.board, tr]));
+  for (const b of boards) {
+    let tr = rows.get(b.id);
+    rows.delete(b.id);
+    if (!tr) {
+      tr = el('tr', { dataset: { board: b.id } },
+        el('td', {}, el('button', { type: 'button', class: 'link', onclick: () => selectBoard(b.id) }, b.id)),
+        el('td', { class: 'title' }), el('td', { class: 'state' }),
+        el('td', { class: 'n members' }, '—'), el('td', { class: 'n viewers' }, '—'), el('td', { class: 'n rate' }, '—'));
+    }
+    tr.querySelector('.title').textContent = b.title || '';
+    tbody.append(tr); // keeps the list's order
+  }
+  for (const tr of rows.values()) tr.remove(); // deleted boards
+  $('boards-empty').hidden = boards.length > 0;
+  await Promise.all(boards.slice(0, DETAILS).map((b) => boardDetails(b.id)));
+}
+
+async function boardDetails(id) {
+  let d;
+  try {
+    d = await api('GET', boardPath(id));
+  } catch {
+    return; // deleted meanwhile, or not readable: the row keeps its dashes
+  }
+  const tr = $('board-rows').querySelector(`tr[data-board="${CSS.escape(id)}"]`);
+  if (!tr) return;
+  const st = tr.querySelector('.state');
+  st.textContent = STATES[d.state] || d.state || '';
+  st.dataset.state = d.state || '';
+  tr.querySelector('.members').textContent = num(d.members);
+  tr.querySelector('.viewers').textContent = typeof d.viewers === 'number' ? num(d.viewers) : '—';
+  const now = performance.now();
+  const prev = seen.get(id);
+  seen.set(id, { members: d.members, at: now });
+  if (prev && now > prev.at) {
+    const rate = Math.max(0, d.members - prev.members) / ((now - prev.at) / 1000);
+    tr.querySelector('.rate').textContent = rate.toFixed(1);
+  }
+  if (id === current && d.board) showConfig(d.board);
+}
+
+async function createBoard(ev) {
+  ev.preventDefault();
+  const id = $('create-id').value.trim();
+  const err = $('create-err');
+  err.textContent = '';
+  if (!validBoard(id)) {
+    err.textContent = 'A board id is 1–64 letters, digits, "_", "." or "-".';
+    $('create-id').focus();
+    return;
+  }
+  // PUT creates or replaces: look first, so Create never wipes a board's settings.
+  try {
+    await api('GET', boardPath(id));
+    err.textContent = `Board ${id} already exists: open it in the list to edit it.`;
+    return;
+  } catch (e) {
+    if (e.status !== 404) {
+      err.textContent = errorText(e);
+      return;
+    }
+  }
+  const body = {};
+  const title = $('create-title').value.trim();
+  if (title) body.title = title;
+  try {
+    await api('PUT', boardPath(id), body);
+  } catch (e) {
+    err.textContent = errorText(e);
+    return;
+  }
+  $('create-id').value = '';
+  $('create-title').value = '';
+  await refreshBoards().catch(() => {});
+  selectBoard(id);
+}
+
+// --- one board: settings ---
+
+// The settings form: every field of the config a person edits. The fields
+// fixed at creation (shards, group, source, decay) and tiers are shown,
+// not edited; a PATCH leaves them as they are.
+const FIELDS = [
+  { key: 'title', label: 'Title', kind: 'text' },
+  { key: 'order', label: 'Order', kind: 'select', options: ['desc', 'asc'] },
+  { key: 'mode', label: 'Mode', kind: 'select', options: ['incr', 'best', 'set'] },
+  { key: 'tiebreak', label: 'Tiebreak', kind: 'select', options: ['first', 'last', 'shared'] },
+  { key: 'reset', label: 'Reset', kind: 'text', hint: 'none, hourly, daily, weekly, monthly or a duration (15m)' },
+  { key: 'tz', label: 'Time zone', kind: 'text', hint: 'UTC, Europe/Paris…' },
+  { key: 'top', label: 'Top', kind: 'int' },
+  { key: 'max_delta', label: 'Max delta', kind: 'int', hint: '0: no limit' },
+  { key: 'max_submissions', label: 'Max submissions', kind: 'int', hint: 'per member and period; 0: no limit' },
+  { key: 'retain', label: 'Retain', kind: 'int', hint: 'past periods kept' },
+  { key: 'idempotency_window', label: 'Idempotency window', kind: 'text' },
+  { key: 'starts_at', label: 'Starts at', kind: 'time', hint: 'RFC 3339, e.g. 2026-12-01T18:00:00Z; empty: now' },
+  { key: 'ends_at', label: 'Ends at', kind: 'time', hint: 'RFC 3339; empty: never' },
+  { key: 'grace', label: 'Grace', kind: 'text' },
+  { key: 'client_writes', label: 'Client writes', kind: 'bool' },
+  { key: 'public', label: 'Public', kind: 'bool' },
+];
+
+let current = ''; // the board shown
+let cfg = null; // its config as last read or saved
+let editing = false; // the form has unsaved input: refreshes leave it alone
+
+function buildForm() {
+  const box = $('edit-fields');
+  for (const f of FIELDS) {
+    const id = 'f-' + f.key;
+    let input;
+    if (f.kind === 'select') {
+      input = el('select', { id }, ...f.options.map((o) => el('option', { value: o }, o)));
+    } else if (f.kind === 'bool') {
+      input = el('input', { id, type: 'checkbox' });
+    } else {
+      input = el('input', { id, autocomplete: 'off', spellcheck: false, inputMode: f.kind === 'int' ? 'numeric' : 'text' });
+    }
+    input.addEventListener('input', () => { editing = true; });
+    const err = el('p', { class: 'field-error', id: 'err-' + f.key });
+    input.setAttribute('aria-describedby', err.id);
+    const label = el('label', { htmlFor: id }, f.label);
+    const hint = f.hint ? el('span', { class: 'hint' }, f.hint) : null;
+    box.append(f.kind === 'bool'
+      ? el('div', { class: 'check' }, input, label, err)
+      : el('div', {}, label, input, hint, err));
+  }
+}
+
+/** The form's value of field f as the config's JSON would have it. */
+function formValue(f) {
+  const input = $('f-' + f.key);
+  const v = input.value.trim();
+  switch (f.kind) {
+    case 'bool': return input.checked;
+    case 'int': return /^-?\d+$/.test(v) ? Number(v) : v; // not a number: the server names the field
+    case 'time': return v === '' ? null : v;
+    default: return input.value;
+  }
+}
+
+/** A config value as formValue reads it back from the form showConfig filled. */
+function configValue(f, v) {
+  switch (f.kind) {
+    case 'bool': return !!v;
+    case 'time': return v ?? null;
+    case 'int': return typeof v === 'number' ? v : String(v ?? '');
+    default: return v === null || v === undefined ? '' : String(v);
+  }
+}
+
+function showConfig(b) {
+  if (editing) return;
+  cfg = b;
+  $('board-id').textContent = b.title ? `${b.title} (${b.id})` : b.id;
+  for (const f of FIELDS) {
+    const input = $('f-' + f.key);
+    const v = b[f.key];
+    if (f.kind === 'bool') input.checked = !!v;
+    else input.value = v === null || v === undefined ? '' : String(v);
+  }
+  const fixed = [`shards ${b.shards || 1}`, `group ${b.group || b.id}`];
+  if (b.decay) fixed.push('decay (hot board)');
+  if (b.source) fixed.push('source (derived board)');
+  if (b.tiers) fixed.push(`${b.tiers.length} tiers (edit with PUT)`);
+  $('fixed').textContent = 'Fixed at creation: ' + fixed.join(' · ') + '.';
+}
+
+function clearErrors(form) {
+  for (const p of form.querySelectorAll('.field-error')) p.textContent = '';
+}
+
+async function saveConfig(ev) {
+  ev.preventDefault();
+  const form = $('edit-form');
+  clearErrors(form);
+  $('saved').textContent = '';
+  // Only what the person changed goes in the patch: the rest keeps its
+  // stored value, even if another console changed it meanwhile.
+  const patch = {};
+  for (const f of FIELDS) {
+    const v = formValue(f);
+    if (JSON.stringify(v) !== JSON.stringify(configValue(f, cfg[f.key]))) patch[f.key] = v;
+  }
+  if (Object.keys(patch).length === 0) {
+    editing = false;
+    $('saved').textContent = 'Nothing changed.';
+    return;
+  }
+  try {
+    const stored = await api('PATCH', boardPath(current), patch);
+    editing = false;
+    showConfig(stored);
+    $('saved').textContent = 'Saved.';
+    refreshBoards().catch(() => {});
+  } catch (e) {
+    const field = namedField(e);
+    const slot = field && $('err-' + field);
+    (slot || $('edit-err')).textContent = errorText(e);
+    (field && $('f-' + field))?.focus();
+  }
+}
+
+// --- one board: standings ---
+
+function entryRow(e) {
+  const name = e.name || e.member;
+  const pic = el('span', { class: 'pic', 'aria-hidden': 'true' });
+  if (e.avatar) pic.append(el('img', { src: e.avatar, alt: '', referrerPolicy: 'no-referrer' }));
+  else pic.append(el('span', { class: 'initial' }, initial(name)));
+  return el('tr', { dataset: { member: e.member } },
+    el('td', { class: 'rank' }, String(e.rank)),
+    el('td', { class: 'who' }, el('div', { class: 'pick' }, pic,
+      el('span', { class: 'label' }, el('span', { class: 'name' }, name), el('span', { class: 'id' }, e.member + (e.country ? ' · ' + e.country : ''))))),
+    el('td', { class: 'score' }, num(e.score)));
+}
+
+async function refreshStandings() {
+  if (!current) return;
+  const id = current;
+  const page = await api('GET', boardPath(id) + '/top?limit=25');
+  if (id !== current) return;
+  $('rows').replaceChildren(...page.entries.map(entryRow));
+  $('standings-empty').hidden = page.entries.length > 0;
+}
+
+// --- one board: bans ---
+
+async function refreshBans() {
+  if (!current) return;
+  const id = current;
+  const { bans } = await api('GET', boardPath(id) + '/bans');
+  if (id !== current) return;
+  $('bans').replaceChildren(...bans.map((b) => el('li', { dataset: { member: b.member } },
+    el('span', {}, el('strong', {}, b.member), ' — ', b.reason || 'no reason given', b.until ? ` · until ${new Date(b.until).toLocaleString()}` : ''),
+    el('button', { type: 'button', 'aria-label': `Lift the ban of ${b.member}`, onclick: () => lift(b.member) }, 'Lift'))));
+  $('bans-empty').hidden = bans.length > 0;
+  if (member) {
+    const mine = bans.find((b) => b.member === member);
+    $('ban-state').textContent = mine
+      ? `Banned: ${mine.reason || 'no reason given'}${mine.until ? ', until ' + new Date(mine.until).toLocaleString() : ''}.`
+      : 'Not banned on this board.';
+  }
+}
+
+// --- one board: a member ---
+
+let member = '';
+
+async function findMember(ev) {
+  ev?.preventDefault();
+  const m = $('member-id').value.trim();
+  if (!m) return;
+  member = m;
+  $('member').hidden = false;
+  $('member-done').textContent = '';
+  for (const id of ['profile-err', 'ban-err', 'remove-err']) $(id).textContent = '';
+  clearErrors($('profile-form'));
+  await Promise.all([showMemberRank(), showProfile(), refreshBans().catch(() => {})]);
+}
+
+async function showMemberRank() {
+  try {
+    const r = await api('GET', `${boardPath(current)}/members/${enc(member)}?around=0`);
+    $('member-rank').textContent = r.rank === null
+      ? `${member} has no visible entry on this board in the current period (none, or banned).`
+      : `${member} is #${num(r.rank)} with ${num(r.score)}.`;
+  } catch (e) {
+    $('member-rank').textContent = errorText(e);
+  }
+}
+
+async function showProfile() {
+  let p = {};
+  try {
+    p = await api('GET', `/api/v1/members/${enc(member)}/profile`);
+  } catch (e) {
+    if (e.status !== 404) $('profile-err').textContent = errorText(e);
+  }
+  $('profile-name').value = p.name || '';
+  $('profile-avatar').value = p.avatar || '';
+  $('profile-country').value = p.country || '';
+}
+
+async function memberAction(errSlot, run, done) {
+  $(errSlot).textContent = '';
+  $('member-done').textContent = '';
+  try {
+    await run();
+    $('member-done').textContent = done;
+  } catch (e) {
+    $(errSlot).textContent = errorText(e);
+    return;
+  }
+  await Promise.all([refreshStandings(), refreshBans(), showMemberRank()].map((p) => p.catch(() => {})));
+}
+
+function saveProfile(ev) {
+  ev.preventDefault();
+  const form = $('profile-form');
+  clearErrors(form);
+  const body = {};
+  for (const k of ['name', 'avatar', 'country']) {
+    const v = $('profile-' + k).value.trim();
+    if (v) body[k] = v;
+  }
+  $('profile-saved').textContent = '';
+  return memberAction('profile-err', async () => {
+    try {
+      await api('PUT', `/api/v1/members/${enc(member)}/profile`, body);
+    } catch (e) {
+      const slot = $('err-profile-' + namedField(e));
+      if (slot) slot.textContent = errorText(e);
+      throw e;
+    }
+  }, `Profile of ${member} saved.`);
+}
+
+function ban(ev) {
+  ev.preventDefault();
+  const body = { reason: $('ban-reason').value.trim() };
+  const until = $('ban-until').value;
+  if (until) body.until = new Date(until).toISOString(); // the input is local time
+  return memberAction('ban-err', () => api('PUT', `${boardPath(current)}/bans/${enc(member)}`, body), `${member} is banned from ${current}.`);
+}
+
+function lift(m = member) {
+  return memberAction('ban-err', () => api('DELETE', `${boardPath(current)}/bans/${enc(m)}`), `The ban of ${m} is lifted.`);
+}
+
+function removeEntry(ev) {
+  ev.preventDefault();
+  const period = $('remove-period').value.trim();
+  const q = period ? '?period=' + enc(period) : '';
+  return memberAction('remove-err', () => api('DELETE', `${boardPath(current)}/members/${enc(member)}${q}`),
+    `The entry of ${member} is removed from ${period ? 'period ' + period : 'the current period'}.`);
+}
+
+// --- wiring ---
+
+function showBoard(id) {
+  if (!validBoard(id)) return;
+  current = id;
+  editing = false;
+  member = '';
+  $('member').hidden = true;
+  $('board-card').hidden = false;
+  $('board-id').textContent = id;
+  $('saved').textContent = '';
+  clearErrors($('edit-form'));
+  for (const tr of $('board-rows').children) tr.classList.toggle('selected', tr.dataset.board === id);
+  api('GET', boardPath(id)).then((d) => showConfig(d.board), (e) => { $('edit-err').textContent = errorText(e); });
+  refreshStandings().catch(() => {});
+  refreshBans().catch(() => {});
+}
+
+/**
+ * Runs f now and every REFRESH_MS after it settles. The board list's
+ * outcome is the badge: it is the one read that always happens.
+ */
+function every(f, showsInBadge) {
+  const loop = async () => {
+    try {
+      await f();
+      if (showsInBadge) badge('open', 'connected');
+    } catch (e) {
+      if (showsInBadge) badge('closed', e.code === 'unreachable' ? 'gateway unreachable' : e.code || 'error');
+      if (e.code === 'unauthorized' || e.code === 'token_expired') notice(errorText(e) + ' — open the console again with a fresh admin token.', false);
+    }
+    setTimeout(loop, REFRESH_MS);
+  };
+  loop();
+}
+
+async function start() {
+  token = fragmentToken();
+  if (!token && dev) {
+    try {
+      token = await devToken('console', 'admin');
+      notice('Using a --dev admin token. On a production gateway, open /admin#token=<admin JWT>.');
+    } catch {
+      token = '';
+    }
+  }
+  if (!token) {
+    $('conn').dataset.state = 'notoken';
+    notice('The console needs an admin token: add #token=<admin JWT> to the address (the fragment never leaves this browser). ' +
+      'Mint one with `wsgateway token --sub <you> --role admin`, run with the gateway\'s LB_JWT_SECRET.');
+    return;
+  }
+  const role = claims(token).role;
+  if (role && role !== 'admin') {
+    notice(`This token's role is ${role}: the console reads, but only an admin token may change boards and members.`, false);
+  }
+  buildForm();
+  $('boards-card').hidden = false;
+  $('create-form').addEventListener('submit', createBoard);
+  $('edit-form').addEventListener('submit', saveConfig);
+  $('find-form').addEventListener('submit', findMember);
+  $('profile-form').addEventListener('submit', saveProfile);
+  $('ban-form').addEventListener('submit', ban);
+  $('lift').addEventListener('click', () => lift());
+  $('remove-form').addEventListener('submit', removeEntry);
+  const b = fragment().get('board');
+  if (b) showBoard(b);
+  every(refreshBoards, true);
+  every(refreshStandings, false);
+}
+
+start();
