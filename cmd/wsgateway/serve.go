@@ -120,7 +120,17 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	// net/http, which also answers API requests that follow on its
 	// connections. fasthttp hands a connection over when it asks for
 	// something else.
-	split, err := connsplit.New(ln, connsplit.Config{First: api.Owns, Timeout: o.ReadHeaderTimeout})
+	refused := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wsgateway_accept_errors_total",
+		Help: "Connections the listener failed to accept (out of file descriptors and the like) and retried after a back-off.",
+	})
+	reg.MustRegister(refused)
+	split, err := connsplit.New(ln, connsplit.Config{
+		First:   api.Owns,
+		Timeout: o.ReadHeaderTimeout,
+		Refused: func(error) { refused.Inc() },
+		Logger:  log,
+	})
 	if err != nil {
 		return err
 	}
