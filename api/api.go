@@ -19,7 +19,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/clientaddr"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -100,9 +103,15 @@ type Config struct {
 	// for any. Bearer tokens travel in a header, so no credentials (cookies)
 	// are allowed. Empty: no CORS headers, browsers keep other origins out.
 	CORSOrigins []string
-	// MaxBodyReads bounds the request bodies read at once (prebody.go);
-	// others wait. Zero: DefaultMaxBodyReads.
+	// MaxBodyReads bounds the request bodies read at once (gate.go);
+	// others wait. A quarter is kept for server and admin tokens; one
+	// member or address holds at most an eighth (more is a 429). Zero:
+	// DefaultMaxBodyReads.
 	MaxBodyReads int
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client address of the per-address limits (--trusted-proxies).
+	// Empty: the TCP peer is the client.
+	TrustedProxies []netip.Prefix
 	// Rate is REST requests per second, burst 2×, per player or spectator
 	// member and per client address without a valid token (ratelimit.go);
 	// server and admin tokens are not limited. Zero: DefaultRate (50, the
@@ -133,7 +142,9 @@ type API struct {
 	handler http.Handler
 	// Rate limiters (ratelimit.go); nil when Config.Rate is negative.
 	members, anon *keyedLimiter
-	bodySlots     chan struct{}          // a semaphore of Config.MaxBodyReads slots
+	slots         *bodySlots             // Config.MaxBodyReads (gate.go)
+	proxies       clientaddr.Proxies     // Config.TrustedProxies
+	ready         readyCache             // /readyz's last round (health.go)
 	modActions    *prometheus.CounterVec // moderation actions by action
 	bodies        sync.Pool              // *[]byte request bodies of ServeFast (fast.go)
 	deadlines     *deadlines             // the store calls' contexts
@@ -194,7 +205,8 @@ func New(cfg Config) (*API, error) {
 	if cfg.MaxBodyReads <= 0 {
 		cfg.MaxBodyReads, a.cfg.MaxBodyReads = DefaultMaxBodyReads, DefaultMaxBodyReads
 	}
-	a.bodySlots = make(chan struct{}, cfg.MaxBodyReads)
+	a.slots = newBodySlots(cfg.MaxBodyReads)
+	a.proxies = clientaddr.Normalize(cfg.TrustedProxies)
 	if cfg.Rate > 0 {
 		a.members, a.anon = newKeyedLimiter(cfg.Rate), newKeyedLimiter(cfg.Rate)
 	}
@@ -262,51 +274,72 @@ func (a *API) routes() {
 	add(fiber.MethodPost, b+"/:board/scores", a.authenticate, a.scores)
 	a.profileRoutes(add)
 	a.moderationRoutes(add)
+	a.app.Use(a.notFound)
 }
 
-// wrap is the net/http side: the body limit (which the adaptor would turn
-// into a plain-text 500), methods fasthttp cannot route, and /metrics, which
-// promhttp serves natively.
+// wrap is the net/http door: /metrics (promhttp serves it natively), then
+// the gates (gate.go), then fiber through the adaptor.
 func (a *API) wrap(app http.HandlerFunc, metricsH http.Handler) http.Handler {
-	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			metricsH.ServeHTTP(w, r)
 			return
 		}
-		if !knownMethod(r.Method) {
-			a.rejectEarly(w, r, start, http.StatusMethodNotAllowed, "method "+r.Method+" is not supported")
+		start := time.Now()
+		length := r.ContentLength
+		if r.Body == nil || r.Body == http.NoBody {
+			length = 0
+		}
+		v := a.admit(door{
+			method: r.Method, path: r.URL.Path, auth: r.Header.Get("Authorization"), length: length,
+			client: func() string { return a.clientKey(r.RemoteAddr, r.Header.Values("X-Forwarded-For")) },
+			done:   r.Context().Done(),
+		})
+		if v.status != 0 {
+			a.answerHTTP(w, r.Method, start, v)
 			return
 		}
-		if r.ContentLength > a.cfg.MaxBody {
-			a.rejectEarly(w, r, start, http.StatusRequestEntityTooLarge, tooLargeMessage(a.cfg.MaxBody))
-			return
-		}
-		release, ok := a.admitBody(w, r, start) // no body is read before its token verifies
-		if !ok {
-			return
-		}
-		defer release()
-		// A body of unknown length (chunked) is read here, under the
-		// MaxBytesHandler limit, so that overflowing it is a 413 and not the
-		// adaptor's 500. A declared length is already capped by net/http.
-		if r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				var mbe *http.MaxBytesError
-				if errors.As(err, &mbe) {
-					a.rejectEarly(w, r, start, http.StatusRequestEntityTooLarge, tooLargeMessage(a.cfg.MaxBody))
-				} else {
-					a.rejectEarly(w, r, start, http.StatusBadRequest, "could not read the request body")
-				}
+		defer v.release()
+		if length != 0 {
+			buf, status, msg := a.readBody(r.Body, length, http.NewResponseController(w).SetReadDeadline)
+			if status != 0 {
+				w.Header().Set("Connection", "close") // the rest of the body is not read
+				a.answerHTTP(w, r.Method, start, reject(status, msg))
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			r.ContentLength = int64(len(body))
+			defer a.putBody(buf)
+			r.Body = io.NopCloser(bytes.NewReader(*buf))
+			r.ContentLength = int64(len(*buf))
 		}
 		app(w, r)
 	})
-	return http.MaxBytesHandler(inner, a.cfg.MaxBody)
+}
+
+// answerHTTP writes a gate's answer on net/http, in errorHandler's shape
+// and with its accounting.
+func (a *API) answerHTTP(w http.ResponseWriter, method string, start time.Time, v verdict) {
+	if v.status < 0 {
+		return // the client left
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if v.route == "refused" {
+		h.Set("Cache-Control", "no-store")
+	}
+	if v.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(retrySeconds(v.retryAfter)))
+	}
+	w.WriteHeader(v.status)
+	writeJSON(w, proto.ErrorBody{Error: proto.ErrorDetail{Code: v.code, Message: v.msg}})
+	a.account(method, start, v)
+}
+
+// account counts and logs a gate's answer.
+func (a *API) account(method string, start time.Time, v verdict) {
+	d := time.Since(start)
+	a.m.errors.WithLabelValues(v.code).Inc()
+	a.m.done(v.route, v.status, d)
+	a.log.Info("api request", "method", method, "route", v.route, "status", v.status, "duration", d)
 }
 
 // checkOrigin accepts "*" or a bare origin: scheme, host and port, nothing
@@ -334,19 +367,6 @@ func knownMethod(m string) bool {
 		return true
 	}
 	return false
-}
-
-// rejectEarly answers before fiber sees the request, in the same JSON shape
-// and with the same accounting as errorHandler.
-func (a *API) rejectEarly(w http.ResponseWriter, r *http.Request, start time.Time, status int, msg string) {
-	const route = "rejected"
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	writeJSON(w, proto.ErrorBody{Error: proto.ErrorDetail{Code: proto.CodeBadRequest, Message: msg}})
-	a.m.errors.WithLabelValues(proto.CodeBadRequest).Inc()
-	a.m.done(route, status, time.Since(start))
-	a.log.Info("api request", "method", r.Method, "route", route, "status", status,
-		"duration", time.Since(start))
 }
 
 // observe logs and counts every request that reaches fiber. It runs the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
 )
 
@@ -138,7 +140,30 @@ func TestUnavailable(t *testing.T) {
 	e.do("GET", "/readyz", "", "").wantStatus(t, 503)
 	f.down.Store(false)
 	e.do("GET", "/api/v1/boards/u/top", tok, "").wantStatus(t, 200)
-	e.do("GET", "/readyz", "", "").wantStatus(t, 200)
+	// /readyz answers from a round of checks up to a second old.
+	testenv.Until(t, 5*time.Second, "/readyz ready again", func() bool { return e.do("GET", "/readyz", "", "").status == 200 })
+}
+
+// TestReadyzCached (issue 33 B8): a flood of /readyz pings the store at
+// most once a second, whatever Authorization the probes carry.
+func TestReadyzCached(t *testing.T) {
+	t.Parallel()
+	var pings atomic.Int32
+	e := newEnv(t, memEngine().new(t), func(c *api.Config) {
+		c.Ready = []api.Check{{Name: "store", Ping: func(context.Context) error { pings.Add(1); return nil }}}
+	})
+	began := time.Now()
+	const n = 50
+	for i := range n {
+		tok := ""
+		if i%2 == 1 {
+			tok = "bogus"
+		}
+		e.do("GET", "/readyz", tok, "").wantStatus(t, 200)
+	}
+	if most := int32(time.Since(began)/time.Second) + 1; pings.Load() > most {
+		t.Fatalf("%d probes pinged the store %d times in %s, want at most %d", n, pings.Load(), time.Since(began), most)
+	}
 }
 
 // slowStore never answers Top before its context ends.

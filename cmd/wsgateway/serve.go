@@ -79,7 +79,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 			TrustedProxies:    o.TrustedProxies,
 			MaxConns:          o.MaxConns,
 		},
-		API:              api.Config{CORSOrigins: o.CORSOrigins, Rate: connCap(o.RESTRate)},
+		API:              api.Config{CORSOrigins: o.CORSOrigins, Rate: connCap(o.RESTRate), TrustedProxies: o.TrustedProxies},
 		Web:              web.Config{FrameAncestors: o.FrameAncestors},
 		Registry:         reg,
 		MetricsElsewhere: o.MetricsAddr != "",
