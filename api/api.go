@@ -206,6 +206,12 @@ func New(cfg Config) (*API, error) {
 		cfg.MaxBodyReads, a.cfg.MaxBodyReads = DefaultMaxBodyReads, DefaultMaxBodyReads
 	}
 	a.slots = newBodySlots(cfg.MaxBodyReads)
+	if err := cfg.Registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "wsgateway_api_body_reads",
+		Help: "Request bodies being read now; a quarter of the slots is kept for server and admin tokens.",
+	}, a.slots.inUse)); err != nil {
+		return nil, fmt.Errorf("api: register metrics: %w", err)
+	}
 	a.proxies = clientaddr.Normalize(cfg.TrustedProxies)
 	if cfg.Rate > 0 {
 		a.members, a.anon = newKeyedLimiter(cfg.Rate), newKeyedLimiter(cfg.Rate)

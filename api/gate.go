@@ -186,6 +186,9 @@ func newBodySlots(n int) *bodySlots {
 	}
 }
 
+// inUse is how many slots are taken.
+func (s *bodySlots) inUse() float64 { return float64(len(s.shared) + len(s.reserved)) }
+
 // acquire takes a slot for key ("" = not counted per key), waiting for
 // one until done. ok false with a nil release: done came first; with a
 // non-nil release: key holds its share already.
