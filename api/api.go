@@ -228,7 +228,7 @@ func New(cfg Config) (*API, error) {
 		BodyLimit: int(cfg.MaxBody),
 	})
 	a.routes()
-	a.handler = a.wrap(adaptor.FiberApp(a.app), promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
+	a.handler = a.wrap(adaptor.FiberApp(a.app), promhttp.HandlerFor(foldBoards{cfg.Registry}, promhttp.HandlerOpts{}))
 	return a, nil
 }
 

@@ -3,9 +3,11 @@ package api
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // metrics are the API's own collectors. Route labels are route patterns
@@ -61,3 +63,87 @@ type routeMetrics struct {
 func (m *metrics) route(label string) *routeMetrics {
 	return &routeMetrics{label: label, ok: m.requests.WithLabelValues(label, "200"), latency: m.latency.WithLabelValues(label)}
 }
+
+// publicBoard is the one board label value of the public /metrics.
+const publicBoard = "all"
+
+// foldBoards is the gatherer of the public /metrics (the one on --addr,
+// which anyone who reaches the gateway may read): every series labelled
+// with a board is summed under board="all", so board ids, private ones
+// included, are not listed to anonymous clients. Per-board series are
+// served on --metrics-addr only (docs/reliability.md).
+type foldBoards struct{ g prometheus.Gatherer }
+
+func (f foldBoards) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := f.g.Gather()
+	for _, mf := range mfs {
+		foldFamily(mf)
+	}
+	return mfs, err
+}
+
+// foldFamily sums mf's series that differ only in their board label.
+func foldFamily(mf *dto.MetricFamily) {
+	var kept []*dto.Metric
+	byKey := map[string]*dto.Metric{}
+	folded := false
+	for _, m := range mf.Metric {
+		board := false
+		for _, lp := range m.Label {
+			if lp.GetName() == "board" {
+				lp.Value, board = ptr(publicBoard), true
+			}
+		}
+		if !board {
+			kept = append(kept, m)
+			continue
+		}
+		folded = true
+		var key strings.Builder
+		for _, lp := range m.Label {
+			key.WriteString(lp.GetName() + "\x00" + lp.GetValue() + "\x00")
+		}
+		into, ok := byKey[key.String()]
+		if !ok {
+			m.TimestampMs = nil
+			byKey[key.String()] = m
+			kept = append(kept, m)
+			continue
+		}
+		addMetric(into, m)
+	}
+	if folded {
+		mf.Metric = kept
+	}
+}
+
+// addMetric adds m's values into into (same family, so same type and
+// bucket bounds); a summary's quantiles cannot be summed and are dropped.
+func addMetric(into, m *dto.Metric) {
+	switch {
+	case into.Counter != nil && m.Counter != nil:
+		into.Counter.Value = ptr(into.Counter.GetValue() + m.Counter.GetValue())
+		into.Counter.Exemplar = nil
+	case into.Gauge != nil && m.Gauge != nil:
+		into.Gauge.Value = ptr(into.Gauge.GetValue() + m.Gauge.GetValue())
+	case into.Untyped != nil && m.Untyped != nil:
+		into.Untyped.Value = ptr(into.Untyped.GetValue() + m.Untyped.GetValue())
+	case into.Histogram != nil && m.Histogram != nil:
+		h, o := into.Histogram, m.Histogram
+		h.SampleCount = ptr(h.GetSampleCount() + o.GetSampleCount())
+		h.SampleSum = ptr(h.GetSampleSum() + o.GetSampleSum())
+		for i, b := range h.Bucket {
+			if i < len(o.Bucket) {
+				b.CumulativeCount = ptr(b.GetCumulativeCount() + o.Bucket[i].GetCumulativeCount())
+				b.Exemplar = nil
+			}
+		}
+	case into.Summary != nil && m.Summary != nil:
+		s, o := into.Summary, m.Summary
+		s.SampleCount = ptr(s.GetSampleCount() + o.GetSampleCount())
+		s.SampleSum = ptr(s.GetSampleSum() + o.GetSampleSum())
+		s.Quantile = nil
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
