@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,7 +35,6 @@ import (
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/internal/clientaddr"
-	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 )
 
@@ -321,22 +319,14 @@ func (a *API) wrap(app http.HandlerFunc, metricsH http.Handler) http.Handler {
 	})
 }
 
-// answerHTTP writes a gate's answer on net/http, in errorHandler's shape
-// and with its accounting.
+// answerHTTP writes a gate's answer on net/http.
 func (a *API) answerHTTP(w http.ResponseWriter, method string, start time.Time, v verdict) {
 	if v.status < 0 {
 		return // the client left
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if v.route == "refused" {
-		h.Set("Cache-Control", "no-store")
-	}
-	if v.retryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(retrySeconds(v.retryAfter)))
-	}
+	v.headers(w.Header().Set)
 	w.WriteHeader(v.status)
-	writeJSON(w, proto.ErrorBody{Error: proto.ErrorDetail{Code: v.code, Message: v.msg}})
+	writeJSON(w, v.body())
 	a.account(method, start, v)
 }
 

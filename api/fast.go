@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -202,15 +201,9 @@ func (a *API) answerFast(ctx *fasthttp.RequestCtx, start time.Time, v verdict) {
 	if v.status < 0 {
 		return // the server shuts down
 	}
+	v.headers(ctx.Response.Header.Set)
 	ctx.SetStatusCode(v.status)
-	ctx.SetContentType("application/json")
-	if v.route == "refused" {
-		ctx.Response.Header.Set("Cache-Control", "no-store")
-	}
-	if v.retryAfter > 0 {
-		ctx.Response.Header.Set("Retry-After", strconv.Itoa(retrySeconds(v.retryAfter)))
-	}
-	writeJSON(ctx, proto.ErrorBody{Error: proto.ErrorDetail{Code: v.code, Message: v.msg}})
+	writeJSON(ctx, v.body())
 	a.account(string(ctx.Method()), start, v)
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -77,6 +78,23 @@ type verdict struct {
 }
 
 func noRelease() {}
+
+// headers sets the headers of v's answer, in errorHandler's shape; a
+// refusal is not cached (it depends on the token).
+func (v verdict) headers(set func(key, value string)) {
+	set("Content-Type", "application/json")
+	if v.route == "refused" {
+		set("Cache-Control", "no-store")
+	}
+	if v.retryAfter > 0 {
+		set("Retry-After", strconv.Itoa(retrySeconds(v.retryAfter)))
+	}
+}
+
+// body is v's answer's JSON.
+func (v verdict) body() proto.ErrorBody {
+	return proto.ErrorBody{Error: proto.ErrorDetail{Code: v.code, Message: v.msg}}
+}
 
 func reject(status int, msg string) verdict {
 	return verdict{status: status, route: "rejected", code: proto.CodeBadRequest, msg: msg}
