@@ -1,4 +1,4 @@
-// Package api is the REST side of the gateway (PROTOCOL.md §2): a fiber app
+// Package api is the REST side of the gateway (docs/protocol.md §2): a fiber app
 // for /api/v1/..., plus /healthz, /readyz and /metrics, served two ways:
 // natively by fiber's own fasthttp server (ServeFast, fast.go) on the
 // connections that begin with an API request, and as a net/http handler
@@ -6,9 +6,10 @@
 // requests on the other connections.
 //
 // Fiber runs on fasthttp, which cannot hijack connections for coder/websocket,
-// so on net/http the app is mounted with adaptor.FiberApp. The v2 adaptor
-// ignores fiber's BodyLimit, so the handler enforces MaxBody itself with
-// http.MaxBytesHandler and answers an oversized body with 413.
+// so on net/http the app is mounted with adaptor.FiberApp. Both doors call
+// the same gates before fiber (gate.go): the token before the body, the
+// body limit (the v2 adaptor ignores fiber's BodyLimit), body slots and the
+// minimum upload rate.
 package api
 
 import (

@@ -21,8 +21,7 @@ import (
 // API (internal/connsplit); a connection that later asks for anything else
 // (a page, the WebSocket upgrade) is handed over to net/http with the bytes
 // fasthttp already read of it (Hand). Both servers answer REST requests
-// alike: the checks of wrap and admitBody are made here before fiber sees
-// the request, and in the same words.
+// alike: they call the same gates (gate.go) before fiber sees the request.
 
 // FastConfig configures ServeFast.
 type FastConfig struct {
@@ -77,7 +76,7 @@ func (a *API) ServeFast(ln net.Listener, cfg FastConfig) error {
 	srv := a.app.Server()
 	app := a.app.Handler() // builds the route tree, as app.Listener would
 	srv.Handler = func(ctx *fasthttp.RequestCtx) { a.serveFast(ctx, app, cfg.Hand) }
-	// The body is read by serveFast, after the token (admitBody's rule):
+	// The body is read by serveFast, after the token (the gates' rule):
 	// fasthttp reads at most 8 KiB of it ahead of the handler.
 	srv.StreamRequestBody = true
 	srv.DisablePreParseMultipartForm = true

@@ -15,7 +15,7 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// Moderation routes (PROTOCOL.md §7, R21): admin only. Each action is
+// Moderation routes (docs/protocol.md §7, R21): admin only. Each action is
 // logged with the admin's sub and counted by action; each is a change of
 // the boards' reads, so the board listener re-reads frames on every node
 // (every board for a global ban).
