@@ -230,20 +230,27 @@ func (s *bodySlots) acquire(key string, privileged bool, done <-chan struct{}) (
 		}
 		s.mu.Unlock()
 	}
+	take := func(ch chan struct{}) func() { return func() { <-ch; unkey() } }
+	// A free slot is taken first, whatever done says; only then wait.
+	select {
+	case s.shared <- struct{}{}:
+		return take(s.shared), true
+	default:
+	}
+	var reserved chan struct{} // nil: never ready
 	if privileged {
+		reserved = s.reserved
 		select {
-		case s.shared <- struct{}{}:
-			return func() { <-s.shared; unkey() }, true
-		case s.reserved <- struct{}{}:
-			return func() { <-s.reserved; unkey() }, true
-		case <-done:
-			unkey()
-			return nil, false
+		case reserved <- struct{}{}:
+			return take(reserved), true
+		default:
 		}
 	}
 	select {
 	case s.shared <- struct{}{}:
-		return func() { <-s.shared; unkey() }, true
+		return take(s.shared), true
+	case reserved <- struct{}{}:
+		return take(reserved), true
 	case <-done:
 		unkey()
 		return nil, false
