@@ -304,7 +304,7 @@ func (a *API) wrap(app http.HandlerFunc, metricsH http.Handler) http.Handler {
 			a.answerHTTP(w, r.Method, start, v)
 			return
 		}
-		defer v.release()
+		defer v.slot.release()
 		if length != 0 {
 			buf, status, msg := a.readBody(r.Body, length, http.NewResponseController(w).SetReadDeadline)
 			if status != 0 {

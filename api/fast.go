@@ -133,9 +133,9 @@ func (a *API) serveFast(ctx *fasthttp.RequestCtx, app fasthttp.RequestHandler, h
 		a.answerFast(ctx, start, v)
 		return
 	}
-	defer v.release()
-	if v.p != nil {
-		ctx.SetUserValue(verifiedKey, *v.p) // authenticate needs not verify it again
+	defer v.slot.release()
+	if v.verified {
+		ctx.SetUserValue(verifiedKey, v.p) // authenticate needs not verify it again
 	}
 	if stream := ctx.RequestBodyStream(); length != 0 && stream != nil {
 		buf, status, msg := a.readBody(stream, length, ctx.Conn().SetReadDeadline)

@@ -65,19 +65,18 @@ type door struct {
 	done   <-chan struct{} // the client left or the server shuts down
 }
 
-// verdict is admit's decision: status 0 admits the request (call
-// release once it is answered), -1 drops it unanswered (the client left),
-// any other is the answer.
+// verdict is admit's decision: status 0 admits the request (release its
+// slot once it is answered), -1 drops it unanswered (the client left), any
+// other is the answer.
 type verdict struct {
 	status     int
 	route      string // the metrics label of an answer: "rejected", "refused"
 	code, msg  string
 	retryAfter time.Duration
-	p          *auth.Principal // verified before the body
-	release    func()
+	p          auth.Principal // verified before the body, when verified
+	verified   bool
+	slot       slot
 }
-
-func noRelease() {}
 
 // headers sets the headers of v's answer, in errorHandler's shape; a
 // refusal is not cached (it depends on the token).
@@ -109,9 +108,9 @@ func (a *API) admit(d door) verdict {
 		return reject(413, tooLargeMessage(a.cfg.MaxBody))
 	}
 	if d.length == 0 {
-		return verdict{release: noRelease}
+		return verdict{}
 	}
-	var p *auth.Principal
+	var v verdict
 	if d.path != devTokenPath {
 		pr, code, err := a.verifyEarly(d.auth)
 		if err != nil {
@@ -124,29 +123,29 @@ func (a *API) admit(d door) verdict {
 			}
 			return v
 		}
-		p = &pr
+		v.p, v.verified = pr, true
 	}
 	// Server and admin traffic may use the reserved slots, and is not
 	// counted per key (a bot posts for many members); everyone else is
 	// counted per member, or per address on the token-less dev route.
-	privileged := p != nil && !p.Limited()
+	privileged := v.verified && !v.p.Limited()
 	key := ""
 	switch {
 	case privileged:
-	case p != nil:
-		key = "m " + p.Member
+	case v.verified:
+		key = "m " + v.p.Member
 	default:
 		key = "a " + d.client()
 	}
-	release, ok := a.slots.acquire(key, privileged, d.done)
-	if !ok {
-		if release == nil {
-			return verdict{status: -1}
-		}
+	var got slotResult
+	switch v.slot, got = a.slots.acquire(key, privileged, d.done); got {
+	case slotGone:
+		return verdict{status: -1}
+	case slotShareUsed:
 		return verdict{status: 429, route: "refused", code: proto.CodeRateLimited, retryAfter: time.Second,
 			msg: "rate limited: too many request bodies at once from this client"}
 	}
-	return verdict{p: p, release: release}
+	return v
 }
 
 // limitAddress takes one token of the per-address bucket of a request
@@ -207,34 +206,46 @@ func newBodySlots(n int) *bodySlots {
 // inUse is how many slots are taken.
 func (s *bodySlots) inUse() float64 { return float64(len(s.shared) + len(s.reserved)) }
 
+// slot is one held body slot; the zero slot holds none.
+type slot struct {
+	s   *bodySlots
+	ch  chan struct{} // the pool it was taken from
+	key string        // "" = not counted per key
+}
+
+// release gives the slot back (once, when its request is answered).
+func (sl slot) release() {
+	if sl.ch == nil {
+		return
+	}
+	<-sl.ch
+	sl.s.unkey(sl.key)
+}
+
+type slotResult int
+
+const (
+	slotTaken     slotResult = iota
+	slotShareUsed            // the key holds its share already
+	slotGone                 // done came first
+)
+
 // acquire takes a slot for key ("" = not counted per key), waiting for
-// one until done. ok false with a nil release: done came first; with a
-// non-nil release: key holds its share already.
-func (s *bodySlots) acquire(key string, privileged bool, done <-chan struct{}) (release func(), ok bool) {
+// one until done.
+func (s *bodySlots) acquire(key string, privileged bool, done <-chan struct{}) (slot, slotResult) {
 	if key != "" {
 		s.mu.Lock()
 		if s.held[key] >= s.perKey {
 			s.mu.Unlock()
-			return noRelease, false
+			return slot{}, slotShareUsed
 		}
 		s.held[key]++
 		s.mu.Unlock()
 	}
-	unkey := func() {
-		if key == "" {
-			return
-		}
-		s.mu.Lock()
-		if s.held[key]--; s.held[key] <= 0 {
-			delete(s.held, key)
-		}
-		s.mu.Unlock()
-	}
-	take := func(ch chan struct{}) func() { return func() { <-ch; unkey() } }
 	// A free slot is taken first, whatever done says; only then wait.
 	select {
 	case s.shared <- struct{}{}:
-		return take(s.shared), true
+		return slot{s, s.shared, key}, slotTaken
 	default:
 	}
 	var reserved chan struct{} // nil: never ready
@@ -242,19 +253,30 @@ func (s *bodySlots) acquire(key string, privileged bool, done <-chan struct{}) (
 		reserved = s.reserved
 		select {
 		case reserved <- struct{}{}:
-			return take(reserved), true
+			return slot{s, reserved, key}, slotTaken
 		default:
 		}
 	}
 	select {
 	case s.shared <- struct{}{}:
-		return take(s.shared), true
+		return slot{s, s.shared, key}, slotTaken
 	case reserved <- struct{}{}:
-		return take(reserved), true
+		return slot{s, reserved, key}, slotTaken
 	case <-done:
-		unkey()
-		return nil, false
+		s.unkey(key)
+		return slot{}, slotGone
 	}
+}
+
+func (s *bodySlots) unkey(key string) {
+	if key == "" {
+		return
+	}
+	s.mu.Lock()
+	if s.held[key]--; s.held[key] <= 0 {
+		delete(s.held, key)
+	}
+	s.mu.Unlock()
 }
 
 // A body must arrive at minBodyRate on average once bodyGrace has passed,

@@ -16,30 +16,30 @@ func TestBodySlots(t *testing.T) {
 	s := newBodySlots(64) // 48 shared, 16 reserved, 8 per key
 	gone := make(chan struct{})
 	close(gone)
-	var releases []func()
+	var releases []slot
 	for i := range 8 {
-		rel, ok := s.acquire("m greedy", false, nil)
-		if !ok {
+		rel, got := s.acquire("m greedy", false, nil)
+		if got != slotTaken {
 			t.Fatalf("slot %d of a member's 8 refused", i)
 		}
 		releases = append(releases, rel)
 	}
-	if rel, ok := s.acquire("m greedy", false, nil); ok || rel == nil {
+	if _, got := s.acquire("m greedy", false, nil); got != slotShareUsed {
 		t.Fatal("a ninth slot for one member was not refused at once")
 	}
 	for i := range 40 {
-		rel, ok := s.acquire(fmt.Sprint("m ", i), false, nil)
-		if !ok {
+		rel, got := s.acquire(fmt.Sprint("m ", i), false, nil)
+		if got != slotTaken {
 			t.Fatalf("shared slot %d refused", 8+i)
 		}
 		releases = append(releases, rel)
 	}
-	if rel, ok := s.acquire("m late", false, gone); ok || rel != nil {
+	if _, got := s.acquire("m late", false, gone); got != slotGone {
 		t.Fatal("a spectator got a slot past the shared ones")
 	}
 	for i := range 16 {
-		rel, ok := s.acquire("", true, gone)
-		if !ok {
+		rel, got := s.acquire("", true, gone)
+		if got != slotTaken {
 			t.Fatalf("reserved slot %d refused to an admin", i)
 		}
 		releases = append(releases, rel)
@@ -48,7 +48,7 @@ func TestBodySlots(t *testing.T) {
 		t.Fatalf("%v slots in use, want 64", s.inUse())
 	}
 	for _, rel := range releases {
-		rel()
+		rel.release()
 	}
 	if s.inUse() != 0 || len(s.held) != 0 {
 		t.Fatalf("after every release: %v in use, %d keys held", s.inUse(), len(s.held))
