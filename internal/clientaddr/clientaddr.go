@@ -98,9 +98,11 @@ func (ps Proxies) Client(peer string, xff []string) (a netip.Addr, garbled bool)
 	return client, false // every hop trusted: the left-most one
 }
 
-// Key is the per-address limits' key of a request (Client, then
-// AddrKey); a trusted proxy that forwards an unparseable hop has that
-// client keyed "via <proxy>", apart from the proxy's own address.
+// Key is the connection caps' key of a request (Client, then AddrKey).
+// A trusted proxy that forwards an unparseable hop ("unknown", garbage)
+// has that client keyed "via <proxy>", even when the proxy is on
+// loopback: otherwise every such client would fall back to the exempt
+// proxy address.
 func (ps Proxies) Key(peer string, xff []string) string {
 	a, garbled := ps.Client(peer, xff)
 	if garbled {
