@@ -211,11 +211,3 @@ func (h *Hub) ExposureWarning(listenAddr string) string {
 	}
 	return "hub: listening on " + listenAddr + " beyond loopback with no --trusted-proxies: loopback clients are not counted by --max-conns-per-ip, so a reverse proxy on this host lifts the cap for every client; set --trusted-proxies to the proxy's address"
 }
-
-// ParseTrustedProxies parses a comma-separated list of CIDRs or bare
-// addresses (a bare address is its own /32 or /128).
-func ParseTrustedProxies(s string) ([]netip.Prefix, error) { return clientaddr.Parse(s) }
-
-func normPrefixes(ps []netip.Prefix) []netip.Prefix { return clientaddr.Normalize(ps) }
-
-func addrKey(a netip.Addr) string { return clientaddr.AddrKey(a) }
