@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -375,4 +376,25 @@ func TestPanicIsInternal(t *testing.T) {
 	// The server keeps serving.
 	e.do("GET", "/healthz", "", "").wantStatus(t, 200)
 	e.do("HEAD", "/healthz", "", "").wantStatus(t, 200)
+}
+
+// TestHandlerWithoutDeadlines: mounted where the writer cannot set read
+// deadlines (a recorder, a wrapper), the handler still reads bodies.
+func TestHandlerWithoutDeadlines(t *testing.T) {
+	t.Parallel()
+	v, err := auth.New(context.Background(), auth.Config{Secret: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := api.New(api.Config{Store: memEngine().new(t), Verifier: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest("PUT", "/api/v1/boards/rec", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+adminToken(t))
+	rec := httptest.NewRecorder()
+	a.Handler().ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Fatalf("PUT through a recorder: %d %s", rec.Code, rec.Body)
+	}
 }
