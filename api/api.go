@@ -227,7 +227,7 @@ func New(cfg Config) (*API, error) {
 		BodyLimit: int(cfg.MaxBody),
 	})
 	a.routes()
-	a.handler = a.wrap(adaptor.FiberApp(a.app), promhttp.HandlerFor(foldBoards{cfg.Registry}, promhttp.HandlerOpts{}))
+	a.handler = a.wrap(adaptor.FiberApp(a.app), a.metricsHandler())
 	return a, nil
 }
 
@@ -280,6 +280,24 @@ func (a *API) routes() {
 	a.profileRoutes(add)
 	a.moderationRoutes(add)
 	a.app.Use(a.notFound)
+}
+
+// metricsHandler serves /metrics: per board to clients on this machine or
+// a private network (a Prometheus beside the gateways), with the board
+// label summed under board="all" for everyone else (foldBoards), so that
+// an anonymous client on the Internet does not read board ids, private
+// ones included. The client address is the one --trusted-proxies defines.
+func (a *API) metricsHandler() http.Handler {
+	full := promhttp.HandlerFor(a.cfg.Registry, promhttp.HandlerOpts{})
+	folded := promhttp.HandlerFor(foldBoards{a.cfg.Registry}, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		client, _ := a.proxies.Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
+		if client.IsLoopback() || client.IsPrivate() {
+			full.ServeHTTP(w, r)
+			return
+		}
+		folded.ServeHTTP(w, r)
+	})
 }
 
 // wrap is the net/http door: /metrics (promhttp serves it natively), then

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,11 +68,11 @@ func (m *metrics) route(label string) *routeMetrics {
 // publicBoard is the one board label value of the public /metrics.
 const publicBoard = "all"
 
-// foldBoards is the gatherer of the public /metrics (the one on --addr,
-// which anyone who reaches the gateway may read): every series labelled
-// with a board is summed under board="all", so board ids, private ones
-// included, are not listed to anonymous clients. Per-board series are
-// served on --metrics-addr only (docs/reliability.md).
+// foldBoards is the gatherer of the public /metrics (the one on --addr)
+// for clients beyond this machine and its private network
+// (metricsHandler): every series labelled with a board is summed under
+// board="all", so board ids, private ones included, are not listed to
+// them. --metrics-addr serves every series per board.
 type foldBoards struct{ g prometheus.Gatherer }
 
 func (f foldBoards) Gather() ([]*dto.MetricFamily, error) {
@@ -82,48 +83,59 @@ func (f foldBoards) Gather() ([]*dto.MetricFamily, error) {
 	return mfs, err
 }
 
-// foldFamily sums mf's series that differ only in their board label.
+// foldFamily sums mf's series that differ only in their board label. The
+// collectors hand out their own label pairs, so the summed series are new
+// objects: nothing gathered is changed in place.
 func foldFamily(mf *dto.MetricFamily) {
 	var kept []*dto.Metric
 	byKey := map[string]*dto.Metric{}
-	folded := false
 	for _, m := range mf.Metric {
-		board := false
-		for _, lp := range m.Label {
-			if lp.GetName() == "board" {
-				lp.Value, board = ptr(publicBoard), true
+		i := slices.IndexFunc(m.Label, func(lp *dto.LabelPair) bool { return lp.GetName() == "board" })
+		if i < 0 {
+			kept = append(kept, m)
+			continue
+		}
+		var key strings.Builder
+		for j, lp := range m.Label {
+			if j != i {
+				key.WriteString(lp.GetName() + "\x00" + lp.GetValue() + "\x00")
 			}
 		}
-		if !board {
-			kept = append(kept, m)
+		if into, ok := byKey[key.String()]; ok {
+			addMetric(into, m)
 			continue
 		}
-		folded = true
-		var key strings.Builder
-		for _, lp := range m.Label {
-			key.WriteString(lp.GetName() + "\x00" + lp.GetValue() + "\x00")
+		sum := &dto.Metric{Label: slices.Clone(m.Label)}
+		sum.Label[i] = &dto.LabelPair{Name: ptr("board"), Value: ptr(publicBoard)}
+		switch {
+		case m.Counter != nil:
+			sum.Counter = &dto.Counter{Value: ptr(0.0)}
+		case m.Gauge != nil:
+			sum.Gauge = &dto.Gauge{Value: ptr(0.0)}
+		case m.Untyped != nil:
+			sum.Untyped = &dto.Untyped{Value: ptr(0.0)}
+		case m.Histogram != nil:
+			sum.Histogram = &dto.Histogram{SampleCount: ptr(uint64(0)), SampleSum: ptr(0.0)}
+			for _, b := range m.Histogram.Bucket {
+				sum.Histogram.Bucket = append(sum.Histogram.Bucket, &dto.Bucket{UpperBound: ptr(b.GetUpperBound()), CumulativeCount: ptr(uint64(0))})
+			}
+		case m.Summary != nil:
+			sum.Summary = &dto.Summary{SampleCount: ptr(uint64(0)), SampleSum: ptr(0.0)}
 		}
-		into, ok := byKey[key.String()]
-		if !ok {
-			m.TimestampMs = nil
-			byKey[key.String()] = m
-			kept = append(kept, m)
-			continue
-		}
-		addMetric(into, m)
+		addMetric(sum, m)
+		byKey[key.String()] = sum
+		kept = append(kept, sum)
 	}
-	if folded {
-		mf.Metric = kept
-	}
+	mf.Metric = kept
 }
 
-// addMetric adds m's values into into (same family, so same type and
-// bucket bounds); a summary's quantiles cannot be summed and are dropped.
+// addMetric adds m's values into into, a sum of foldFamily's own (same
+// family, so same type and bucket bounds); a summary's quantiles cannot be
+// summed and are left out.
 func addMetric(into, m *dto.Metric) {
 	switch {
 	case into.Counter != nil && m.Counter != nil:
 		into.Counter.Value = ptr(into.Counter.GetValue() + m.Counter.GetValue())
-		into.Counter.Exemplar = nil
 	case into.Gauge != nil && m.Gauge != nil:
 		into.Gauge.Value = ptr(into.Gauge.GetValue() + m.Gauge.GetValue())
 	case into.Untyped != nil && m.Untyped != nil:
@@ -135,14 +147,12 @@ func addMetric(into, m *dto.Metric) {
 		for i, b := range h.Bucket {
 			if i < len(o.Bucket) {
 				b.CumulativeCount = ptr(b.GetCumulativeCount() + o.Bucket[i].GetCumulativeCount())
-				b.Exemplar = nil
 			}
 		}
 	case into.Summary != nil && m.Summary != nil:
 		s, o := into.Summary, m.Summary
 		s.SampleCount = ptr(s.GetSampleCount() + o.GetSampleCount())
 		s.SampleSum = ptr(s.GetSampleSum() + o.GetSampleSum())
-		s.Quantile = nil
 	}
 }
 

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -10,8 +11,10 @@ import (
 )
 
 // TestPublicMetricsFoldBoards is issue 33 B9: the public /metrics names no
-// board: series labelled with a board are summed under board="all"
-// (counters, histograms), the others are left alone.
+// board to a client beyond this machine and its private network: series
+// labelled with a board are summed under board="all" (counters,
+// histograms), the others are left alone, and nothing gathered is changed
+// (the next scrape, and a local one, still see every board).
 func TestPublicMetricsFoldBoards(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
@@ -23,10 +26,19 @@ func TestPublicMetricsFoldBoards(t *testing.T) {
 	events.WithLabelValues("public-b", "refused").Add(1)
 	ack.WithLabelValues("private-finals").Observe(0.5)
 	ack.WithLabelValues("public-b").Observe(2)
-	e := newEnv(t, memEngine().new(t), func(c *api.Config) { c.Registry = reg })
-	r := e.do("GET", "/metrics", "", "")
-	r.wantStatus(t, 200)
-	text := string(r.body)
+	e := newEnv(t, memEngine().new(t), func(c *api.Config) {
+		c.Registry = reg
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	})
+	remote := func() string {
+		req := newRequest(t, e, "GET", "/metrics", "")
+		req.Header.Set("X-Forwarded-For", "198.51.100.7")
+		r := e.send(req)
+		r.wantStatus(t, 200)
+		return string(r.body)
+	}
+	remote()
+	text := remote() // the second scrape: the first changed nothing
 	for _, want := range []string{
 		`t_events_total{board="all",outcome="applied"} 5`,
 		`t_events_total{board="all",outcome="refused"} 1`,
@@ -40,5 +52,9 @@ func TestPublicMetricsFoldBoards(t *testing.T) {
 	}
 	if strings.Contains(text, "private-finals") || strings.Contains(text, "public-b") {
 		t.Errorf("a board id is on the public /metrics:\n%s", text)
+	}
+	local := e.do("GET", "/metrics", "", "")
+	if !strings.Contains(string(local.body), `t_events_total{board="private-finals",outcome="applied"} 2`) {
+		t.Errorf("a scrape from this machine lost the per-board series:\n%s", local.body)
 	}
 }
