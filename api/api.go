@@ -1,4 +1,4 @@
-// Package api is the REST side of the gateway (PROTOCOL.md §2): a fiber app
+// Package api is the REST side of the gateway (docs/protocol.md §2): a fiber app
 // for /api/v1/..., plus /healthz, /readyz and /metrics, served two ways:
 // natively by fiber's own fasthttp server (ServeFast, fast.go) on the
 // connections that begin with an API request, and as a net/http handler
@@ -6,9 +6,10 @@
 // requests on the other connections.
 //
 // Fiber runs on fasthttp, which cannot hijack connections for coder/websocket,
-// so on net/http the app is mounted with adaptor.FiberApp. The v2 adaptor
-// ignores fiber's BodyLimit, so the handler enforces MaxBody itself with
-// http.MaxBytesHandler and answers an oversized body with 413.
+// so on net/http the app is mounted with adaptor.FiberApp. Both doors call
+// the same gates before fiber (gate.go): the token before the body, the
+// body limit (the v2 adaptor ignores fiber's BodyLimit), body slots and the
+// minimum upload rate.
 package api
 
 import (
@@ -19,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -33,7 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wsgateway/wsgateway/auth"
-	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/internal/clientaddr"
 	"github.com/wsgateway/wsgateway/rank"
 )
 
@@ -103,9 +105,15 @@ type Config struct {
 	// for any. Bearer tokens travel in a header, so no credentials (cookies)
 	// are allowed. Empty: no CORS headers, browsers keep other origins out.
 	CORSOrigins []string
-	// MaxBodyReads bounds the request bodies read at once (prebody.go);
-	// others wait. Zero: DefaultMaxBodyReads.
+	// MaxBodyReads bounds the request bodies read at once (gate.go);
+	// others wait. A quarter is kept for server and admin tokens; one
+	// member or address holds at most an eighth (more is a 429). Zero:
+	// DefaultMaxBodyReads.
 	MaxBodyReads int
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client address of the per-address limits (--trusted-proxies).
+	// Empty: the TCP peer is the client.
+	TrustedProxies []netip.Prefix
 	// Rate is REST requests per second, burst 2×, per player or spectator
 	// member and per client address without a valid token (ratelimit.go);
 	// server and admin tokens are not limited. Zero: DefaultRate (50, the
@@ -136,7 +144,9 @@ type API struct {
 	handler http.Handler
 	// Rate limiters (ratelimit.go); nil when Config.Rate is negative.
 	members, anon *keyedLimiter
-	bodySlots     chan struct{}          // a semaphore of Config.MaxBodyReads slots
+	slots         *bodySlots             // Config.MaxBodyReads (gate.go)
+	proxies       clientaddr.Proxies     // Config.TrustedProxies
+	ready         readyCache             // /readyz's last round (health.go)
 	modActions    *prometheus.CounterVec // moderation actions by action
 	bodies        sync.Pool              // *[]byte request bodies of ServeFast (fast.go)
 	deadlines     *deadlines             // the store calls' contexts
@@ -197,7 +207,14 @@ func New(cfg Config) (*API, error) {
 	if cfg.MaxBodyReads <= 0 {
 		cfg.MaxBodyReads, a.cfg.MaxBodyReads = DefaultMaxBodyReads, DefaultMaxBodyReads
 	}
-	a.bodySlots = make(chan struct{}, cfg.MaxBodyReads)
+	a.slots = newBodySlots(cfg.MaxBodyReads)
+	if err := cfg.Registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "wsgateway_api_body_reads",
+		Help: "Request bodies being read now; a quarter of the slots is kept for server and admin tokens.",
+	}, a.slots.inUse)); err != nil {
+		return nil, fmt.Errorf("api: register metrics: %w", err)
+	}
+	a.proxies = clientaddr.Normalize(cfg.TrustedProxies)
 	if cfg.Rate > 0 {
 		a.members, a.anon = newKeyedLimiter(cfg.Rate), newKeyedLimiter(cfg.Rate)
 	}
@@ -213,7 +230,7 @@ func New(cfg Config) (*API, error) {
 		BodyLimit: int(cfg.MaxBody),
 	})
 	a.routes()
-	a.handler = a.wrap(adaptor.FiberApp(a.app), promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
+	a.handler = a.wrap(adaptor.FiberApp(a.app), a.metricsHandler())
 	return a, nil
 }
 
@@ -266,51 +283,95 @@ func (a *API) routes() {
 	add(fiber.MethodPost, b+"/:board/scores", a.authenticate, a.scores)
 	a.profileRoutes(add)
 	a.moderationRoutes(add)
+	a.app.Use(a.notFound)
 }
 
-// wrap is the net/http side: the body limit (which the adaptor would turn
-// into a plain-text 500), methods fasthttp cannot route, and /metrics, which
-// promhttp serves natively.
+// metricsHandler serves /metrics: per board to clients on this machine or
+// a private network (a Prometheus beside the gateways), with the board
+// label summed under board="all" for everyone else (foldBoards), so that
+// an anonymous client on the Internet does not read board ids, private
+// ones included. The client address is the one --trusted-proxies defines.
+func (a *API) metricsHandler() http.Handler {
+	full := promhttp.HandlerFor(a.cfg.Registry, promhttp.HandlerOpts{})
+	folded := promhttp.HandlerFor(foldBoards{a.cfg.Registry}, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		client, _ := a.proxies.Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
+		if client.IsLoopback() || client.IsPrivate() {
+			full.ServeHTTP(w, r)
+			return
+		}
+		folded.ServeHTTP(w, r)
+	})
+}
+
+// wrap is the net/http door: /metrics (promhttp serves it natively), then
+// the gates (gate.go), then fiber through the adaptor.
 func (a *API) wrap(app http.HandlerFunc, metricsH http.Handler) http.Handler {
-	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			metricsH.ServeHTTP(w, r)
 			return
 		}
-		if !knownMethod(r.Method) {
-			a.rejectEarly(w, r, start, http.StatusMethodNotAllowed, "method "+r.Method+" is not supported")
+		start := time.Now()
+		length := r.ContentLength
+		if r.Body == nil || r.Body == http.NoBody {
+			length = 0
+		}
+		v := a.admit(door{
+			method: r.Method, path: r.URL.Path, auth: r.Header.Get("Authorization"), length: length,
+			client: func() string { return a.clientKey(r.RemoteAddr, r.Header.Values("X-Forwarded-For")) },
+			done:   r.Context().Done(),
+		})
+		if v.status != 0 {
+			a.answerHTTP(w, r.Method, start, v)
 			return
 		}
-		if r.ContentLength > a.cfg.MaxBody {
-			a.rejectEarly(w, r, start, http.StatusRequestEntityTooLarge, tooLargeMessage(a.cfg.MaxBody))
-			return
-		}
-		release, ok := a.admitBody(w, r, start) // no body is read before its token verifies
-		if !ok {
-			return
-		}
-		defer release()
-		// A body of unknown length (chunked) is read here, under the
-		// MaxBytesHandler limit, so that overflowing it is a 413 and not the
-		// adaptor's 500. A declared length is already capped by net/http.
-		if r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				var mbe *http.MaxBytesError
-				if errors.As(err, &mbe) {
-					a.rejectEarly(w, r, start, http.StatusRequestEntityTooLarge, tooLargeMessage(a.cfg.MaxBody))
-				} else {
-					a.rejectEarly(w, r, start, http.StatusBadRequest, "could not read the request body")
-				}
+		defer v.slot.release()
+		if length != 0 {
+			buf, status, msg := a.readBody(r.Body, length, readDeadline(w))
+			if status != 0 {
+				w.Header().Set("Connection", "close") // the rest of the body is not read
+				a.answerHTTP(w, r.Method, start, reject(status, msg))
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			r.ContentLength = int64(len(body))
+			defer a.putBody(buf)
+			r.Body = io.NopCloser(bytes.NewReader(*buf))
+			r.ContentLength = int64(len(*buf))
 		}
 		app(w, r)
 	})
-	return http.MaxBytesHandler(inner, a.cfg.MaxBody)
+}
+
+// readDeadline sets the read deadline of w's connection; a writer that
+// has none (a handler mounted under a test recorder or a wrapper that
+// hides it) reads without.
+func readDeadline(w http.ResponseWriter) func(time.Time) error {
+	rc := http.NewResponseController(w)
+	return func(t time.Time) error {
+		if err := rc.SetReadDeadline(t); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		return nil
+	}
+}
+
+// answerHTTP writes a gate's answer on net/http.
+func (a *API) answerHTTP(w http.ResponseWriter, method string, start time.Time, v verdict) {
+	if v.status < 0 {
+		return // the client left
+	}
+	v.headers(w.Header().Set)
+	w.WriteHeader(v.status)
+	writeJSON(w, v.body())
+	a.account(method, start, v)
+}
+
+// account counts and logs a gate's answer.
+func (a *API) account(method string, start time.Time, v verdict) {
+	d := time.Since(start)
+	a.m.errors.WithLabelValues(v.code).Inc()
+	a.m.done(v.route, v.status, d)
+	a.log.Info("api request", "method", method, "route", v.route, "status", v.status, "duration", d)
 }
 
 // checkOrigin accepts "*" or a bare origin: scheme, host and port, nothing
@@ -338,19 +399,6 @@ func knownMethod(m string) bool {
 		return true
 	}
 	return false
-}
-
-// rejectEarly answers before fiber sees the request, in the same JSON shape
-// and with the same accounting as errorHandler.
-func (a *API) rejectEarly(w http.ResponseWriter, r *http.Request, start time.Time, status int, msg string) {
-	const route = "rejected"
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	writeJSON(w, proto.ErrorBody{Error: proto.ErrorDetail{Code: proto.CodeBadRequest, Message: msg}})
-	a.m.errors.WithLabelValues(proto.CodeBadRequest).Inc()
-	a.m.done(route, status, time.Since(start))
-	a.log.Info("api request", "method", r.Method, "route", route, "status", status,
-		"duration", time.Since(start))
 }
 
 // observe logs and counts every request that reaches fiber. It runs the

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
 )
 
@@ -138,7 +141,30 @@ func TestUnavailable(t *testing.T) {
 	e.do("GET", "/readyz", "", "").wantStatus(t, 503)
 	f.down.Store(false)
 	e.do("GET", "/api/v1/boards/u/top", tok, "").wantStatus(t, 200)
-	e.do("GET", "/readyz", "", "").wantStatus(t, 200)
+	// /readyz answers from a round of checks up to a second old.
+	testenv.Until(t, 5*time.Second, "/readyz ready again", func() bool { return e.do("GET", "/readyz", "", "").status == 200 })
+}
+
+// TestReadyzCached (issue 33 B8): a flood of /readyz pings the store at
+// most once a second, whatever Authorization the probes carry.
+func TestReadyzCached(t *testing.T) {
+	t.Parallel()
+	var pings atomic.Int32
+	e := newEnv(t, memEngine().new(t), func(c *api.Config) {
+		c.Ready = []api.Check{{Name: "store", Ping: func(context.Context) error { pings.Add(1); return nil }}}
+	})
+	began := time.Now()
+	const n = 50
+	for i := range n {
+		tok := ""
+		if i%2 == 1 {
+			tok = "bogus"
+		}
+		e.do("GET", "/readyz", tok, "").wantStatus(t, 200)
+	}
+	if most := int32(time.Since(began)/time.Second) + 1; pings.Load() > most {
+		t.Fatalf("%d probes pinged the store %d times in %s, want at most %d", n, pings.Load(), time.Since(began), most)
+	}
 }
 
 // slowStore never answers Top before its context ends.
@@ -354,4 +380,25 @@ func TestPanicIsInternal(t *testing.T) {
 	// The server keeps serving.
 	e.do("GET", "/healthz", "", "").wantStatus(t, 200)
 	e.do("HEAD", "/healthz", "", "").wantStatus(t, 200)
+}
+
+// TestHandlerWithoutDeadlines: mounted where the writer cannot set read
+// deadlines (a recorder, a wrapper), the handler still reads bodies.
+func TestHandlerWithoutDeadlines(t *testing.T) {
+	t.Parallel()
+	v, err := auth.New(context.Background(), auth.Config{Secret: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := api.New(api.Config{Store: memEngine().new(t), Verifier: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest("PUT", "/api/v1/boards/rec", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+adminToken(t))
+	rec := httptest.NewRecorder()
+	a.Handler().ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Fatalf("PUT through a recorder: %d %s", rec.Code, rec.Body)
+	}
 }

@@ -44,7 +44,11 @@ func (a *API) authenticate(c *fiber.Ctx) error {
 	}
 	token, ok := auth.BearerToken(c.Get(fiber.HeaderAuthorization))
 	if !ok {
-		return a.limitRefused(c, errf(proto.CodeUnauthorized, "missing bearer token: send Authorization: Bearer <jwt>"))
+		err := errf(proto.CodeUnauthorized, "missing bearer token: send Authorization: Bearer <jwt>")
+		if c.Get(fiber.HeaderAuthorization) == "" {
+			return err // limitAnon counted it already
+		}
+		return a.limitRefused(c, err, nil)
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
@@ -52,12 +56,12 @@ func (a *API) authenticate(c *fiber.Ctx) error {
 	if err != nil {
 		switch proto.CodeOf(err) {
 		case proto.CodeUnauthorized, proto.CodeTokenExpired:
-			return a.limitRefused(c, err)
+			return a.limitRefused(c, err, nil)
 		case proto.CodeUnavailable:
 			return err
 		}
 		// Whatever else went wrong, the request is not authenticated.
-		return a.limitRefused(c, errf(proto.CodeUnauthorized, "invalid token"))
+		return a.limitRefused(c, errf(proto.CodeUnauthorized, "invalid token"), nil)
 	}
 	if err := a.limitMember(c, p); err != nil {
 		return err

@@ -40,12 +40,16 @@ type devTokenBody struct {
 }
 
 // devToken mints an HS256 token with the dev secret (--dev only). It is open
-// to anyone on this machine by design, and to no one else: the request's Host
-// (and Origin, when a browser sends one) must name a loopback address, so a
-// page on another site whose name resolves to 127.0.0.1 (DNS rebinding) or
-// a client that reaches an exposed dev node from the network gets nothing.
+// to anyone on this machine by design, and to no one else: the client's
+// address (the TCP peer, or the client a trusted proxy names) must be a
+// loopback address, so a client that reaches a dev node listening beyond
+// loopback gets nothing whatever Host it sends; and the request's Host (and
+// Origin, when a browser sends one) must name a loopback address, so a page
+// on another site whose name resolves to 127.0.0.1 (DNS rebinding) gets
+// nothing either.
 func (a *API) devToken(c *fiber.Ctx) error {
-	if !loopbackHost(string(c.Request().Host())) || !loopbackOrigin(c.Get(fiber.HeaderOrigin)) {
+	client, _ := a.proxies.Client(c.Context().RemoteAddr().String(), peekAll(&c.Request().Header, fiber.HeaderXForwardedFor))
+	if !client.IsLoopback() || !loopbackHost(string(c.Request().Host())) || !loopbackOrigin(c.Get(fiber.HeaderOrigin)) {
 		return errf(proto.CodeForbidden, "dev tokens are served to loopback hosts only (http://localhost or 127.0.0.1)")
 	}
 	var req devTokenRequest

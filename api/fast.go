@@ -5,10 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -23,8 +21,7 @@ import (
 // API (internal/connsplit); a connection that later asks for anything else
 // (a page, the WebSocket upgrade) is handed over to net/http with the bytes
 // fasthttp already read of it (Hand). Both servers answer REST requests
-// alike: the checks of wrap and admitBody are made here before fiber sees
-// the request, and in the same words.
+// alike: they call the same gates (gate.go) before fiber sees the request.
 
 // FastConfig configures ServeFast.
 type FastConfig struct {
@@ -79,7 +76,7 @@ func (a *API) ServeFast(ln net.Listener, cfg FastConfig) error {
 	srv := a.app.Server()
 	app := a.app.Handler() // builds the route tree, as app.Listener would
 	srv.Handler = func(ctx *fasthttp.RequestCtx) { a.serveFast(ctx, app, cfg.Hand) }
-	// The body is read by serveFast, after the token (admitBody's rule):
+	// The body is read by serveFast, after the token (the gates' rule):
 	// fasthttp reads at most 8 KiB of it ahead of the handler.
 	srv.StreamRequestBody = true
 	srv.DisablePreParseMultipartForm = true
@@ -112,7 +109,8 @@ func (a *API) ShutdownFast(ctx context.Context) error {
 	return a.app.Server().ShutdownWithContext(ctx)
 }
 
-// serveFast is wrap and admitBody for fasthttp.
+// serveFast is the fasthttp door: a request for another path is handed
+// over to net/http; the API's own meet the gates (gate.go), then fiber.
 func (a *API) serveFast(ctx *fasthttp.RequestCtx, app fasthttp.RequestHandler, hand func(net.Conn, []byte)) {
 	h := &ctx.Request.Header
 	if !Owns(h.RequestURI()) {
@@ -120,54 +118,48 @@ func (a *API) serveFast(ctx *fasthttp.RequestCtx, app fasthttp.RequestHandler, h
 		return
 	}
 	start := time.Now()
-	if !knownMethodBytes(h.Method()) {
-		a.answerEarly(ctx, start, "rejected", 405, proto.CodeBadRequest, "method "+string(h.Method())+" is not supported")
-		return
-	}
 	// -1: chunked; -2: no length and no chunks, which fasthttp reads as
 	// no body.
-	cl := h.ContentLength()
-	if int64(cl) > a.cfg.MaxBody {
-		a.answerEarly(ctx, start, "rejected", 413, proto.CodeBadRequest, tooLargeMessage(a.cfg.MaxBody))
+	length := int64(max(h.ContentLength(), -1))
+	if h.ContentLength() == -2 {
+		length = 0
+	}
+	v := a.admit(door{
+		method: string(h.Method()), path: string(ctx.Path()), auth: string(h.Peek("Authorization")), length: length,
+		client: func() string { return a.clientKey(ctx.RemoteAddr().String(), peekAll(h, "X-Forwarded-For")) },
+		done:   ctx.Done(),
+	})
+	if v.status != 0 {
+		a.answerFast(ctx, start, v)
 		return
 	}
-	if cl > 0 || cl == -1 {
-		if string(ctx.Path()) != devTokenPath {
-			p, code, err := a.verifyEarly(string(h.Peek("Authorization")))
-			if err != nil {
-				if a.anon != nil {
-					if ok, d := a.anon.allow(ctx.RemoteIP().String(), time.Now()); !ok {
-						ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(1, int((d+time.Second-1)/time.Second))))
-						a.answerEarly(ctx, start, "refused", 429, proto.CodeRateLimited, "rate limited: too many requests")
-						return
-					}
-				}
-				if code == proto.CodeUnavailable {
-					ctx.Response.Header.Set("Retry-After", "1")
-				}
-				a.answerEarly(ctx, start, "refused", proto.HTTPStatus(code), code, proto.PublicMessage(err))
-				return
-			}
-			ctx.SetUserValue(verifiedKey, p) // authenticate needs not verify it again
-		}
-		select {
-		case a.bodySlots <- struct{}{}:
-			defer func() { <-a.bodySlots }()
-		case <-ctx.Done(): // the server shuts down
-			ctx.SetConnectionClose()
-			return
-		}
-		buf, status, msg := a.readFastBody(ctx, cl)
+	defer v.slot.release()
+	if v.verified {
+		ctx.SetUserValue(verifiedKey, v.p) // authenticate needs not verify it again
+	}
+	if stream := ctx.RequestBodyStream(); length != 0 && stream != nil {
+		buf, status, msg := a.readBody(stream, length, ctx.Conn().SetReadDeadline)
 		if status != 0 {
-			a.answerEarly(ctx, start, "rejected", status, proto.CodeBadRequest, msg)
+			a.answerFast(ctx, start, reject(status, msg))
 			return
 		}
-		if buf != nil {
-			defer a.putBody(buf)
-			ctx.Request.SetBodyRaw(*buf)
-		}
+		defer a.putBody(buf)
+		ctx.Request.SetBodyRaw(*buf)
 	}
 	app(ctx)
+}
+
+// peekAll is h's lines of header key, as strings.
+func peekAll(h *fasthttp.RequestHeader, key string) []string {
+	vs := h.PeekAll(key)
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
 }
 
 // mayContinue is ServeFast's ContinueHandler.
@@ -180,50 +172,6 @@ func (a *API) mayContinue(h *fasthttp.RequestHeader) bool {
 	}
 	_, _, err := a.verifyEarly(string(h.Peek("Authorization")))
 	return err == nil
-}
-
-// readFastBody reads the streamed body of a request of declared length cl
-// (-1: chunked) into a pooled buffer, at most MaxBody bytes; a status
-// other than 0 is the answer instead.
-func (a *API) readFastBody(ctx *fasthttp.RequestCtx, cl int) (*[]byte, int, string) {
-	stream := ctx.RequestBodyStream()
-	if stream == nil {
-		return nil, 0, ""
-	}
-	buf := a.getBody()
-	b := (*buf)[:0]
-	limit := int(a.cfg.MaxBody) + 1
-	if cl >= 0 {
-		limit = cl
-	}
-	if cap(b) < min(limit, 64<<10) {
-		b = make([]byte, 0, min(limit, 64<<10))
-	}
-	for len(b) < limit {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := stream.Read(b[len(b):min(cap(b), limit)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			*buf = b
-			a.putBody(buf)
-			return nil, 400, "could not read the request body"
-		}
-	}
-	*buf = b
-	if int64(len(b)) > a.cfg.MaxBody {
-		a.putBody(buf)
-		return nil, 413, tooLargeMessage(a.cfg.MaxBody)
-	}
-	if cl >= 0 && len(b) != cl {
-		a.putBody(buf)
-		return nil, 400, "could not read the request body"
-	}
-	return buf, 0, ""
 }
 
 // maxPooledBody is the largest body buffer kept for reuse; a rare large
@@ -245,20 +193,17 @@ func (a *API) putBody(b *[]byte) {
 	}
 }
 
-// answerEarly is rejectEarly and refuseEarly for fasthttp: the request is
-// answered before fiber sees it, and the connection closed, its body
-// unread.
-func (a *API) answerEarly(ctx *fasthttp.RequestCtx, start time.Time, route string, status int, code, msg string) {
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/json")
-	if route == "refused" {
-		ctx.Response.Header.Set("Cache-Control", "no-store")
-	}
+// answerFast writes a gate's answer on fasthttp and closes the
+// connection, the body unread.
+func (a *API) answerFast(ctx *fasthttp.RequestCtx, start time.Time, v verdict) {
 	ctx.SetConnectionClose()
-	writeJSON(ctx, proto.ErrorBody{Error: proto.ErrorDetail{Code: code, Message: msg}})
-	a.m.errors.WithLabelValues(code).Inc()
-	a.m.done(route, status, time.Since(start))
-	a.log.Info("api request", "method", string(ctx.Method()), "route", route, "status", status, "duration", time.Since(start))
+	if v.status < 0 {
+		return // the server shuts down
+	}
+	v.headers(ctx.Response.Header.Set)
+	ctx.SetStatusCode(v.status)
+	writeJSON(ctx, v.body())
+	a.account(string(ctx.Method()), start, v)
 }
 
 // handOver gives the connection to net/http: this request, re-serialized
@@ -269,7 +214,7 @@ func (a *API) answerEarly(ctx *fasthttp.RequestCtx, start time.Time, route strin
 func (a *API) handOver(ctx *fasthttp.RequestCtx, hand func(net.Conn, []byte)) {
 	h := &ctx.Request.Header
 	if cl := h.ContentLength(); cl > 0 || cl == -1 {
-		a.answerEarly(ctx, time.Now(), "rejected", 404, proto.CodeNotFound, "not found")
+		a.answerFast(ctx, time.Now(), verdict{status: 404, route: "rejected", code: proto.CodeNotFound, msg: "not found"})
 		return
 	}
 	raw := h.RawHeaders()

@@ -12,11 +12,11 @@ import (
 	"github.com/wsgateway/wsgateway/api"
 )
 
-// TestBothServersAlike sends the same requests to the API as the gateway
-// serves it (fasthttp for API connections) and as net/http serves it on a
-// connection that began with a page (the adaptor): the same status, error
-// code and headers, the checks made before fiber (method, body limit, token
-// before body, rate limit) included.
+// TestBothServersAlike checks each door's wiring: the gates are one
+// function (gate.go), but each door hands them the request and its body
+// and writes their answer, so the same requests go to the API as the
+// gateway serves it (fasthttp for API connections) and as net/http serves
+// it on a connection that began with a page (the adaptor).
 func TestBothServersAlike(t *testing.T) {
 	t.Parallel()
 	tok := serverToken(t)

@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -26,9 +28,43 @@ func (a *API) healthz(c *fiber.Ctx) error {
 	return c.JSON(statusBody{Status: "ok"})
 }
 
-// readyz runs every check at once, each under a 1s deadline, and is ready
-// only when all of them answer.
+// readyCacheFor is how long one round of /readyz checks answers every
+// /readyz: a flood of probes pings the store and the bus at most once
+// in it, whoever sends them.
+const readyCacheFor = time.Second
+
+// readyCache is the last round of checks.
+type readyCache struct {
+	mu      sync.Mutex // guards the fields below; held during a round, so probes wait for it
+	at      time.Time  // zero: no round yet
+	failing []string
+	reasons map[string]string
+}
+
+// readyz answers from the checks' last round, run again when it is older
+// than readyCacheFor: ready only when every check answered.
 func (a *API) readyz(c *fiber.Ctx) error {
+	failing, reasons := a.readiness()
+	if len(failing) > 0 {
+		body := readyBody{Status: "unavailable", Failing: failing}
+		if a.isAdmin(c) {
+			body.Errors = reasons
+		}
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return c.Status(http.StatusServiceUnavailable).JSON(body)
+	}
+	return c.JSON(statusBody{Status: "ready"})
+}
+
+// readiness is the failing checks and their reasons, from a round at
+// most readyCacheFor old.
+func (a *API) readiness() ([]string, map[string]string) {
+	r := &a.ready
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.at.IsZero() && time.Since(r.at) < readyCacheFor {
+		return r.failing, r.reasons
+	}
 	checks := a.cfg.Ready
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
@@ -47,13 +83,13 @@ func (a *API) readyz(c *fiber.Ctx) error {
 wait:
 	for range checks {
 		select {
-		case r := <-done:
-			errs[r.i], finished[r.i] = r.err, true
+		case res := <-done:
+			errs[res.i], finished[res.i] = res.err, true
 		case <-ctx.Done():
 			break wait
 		}
 	}
-	body := readyBody{Status: "unavailable", Failing: []string{}}
+	failing := []string{}
 	reasons := map[string]string{}
 	for i, ch := range checks {
 		switch {
@@ -64,17 +100,13 @@ wait:
 		default:
 			continue
 		}
-		body.Failing = append(body.Failing, ch.Name)
+		failing = append(failing, ch.Name)
 	}
-	if len(body.Failing) > 0 {
-		a.log.Warn("api: not ready", "failing", body.Failing, "errors", reasons)
-		if a.isAdmin(c) {
-			body.Errors = reasons
-		}
-		c.Set(fiber.HeaderRetryAfter, "1")
-		return c.Status(http.StatusServiceUnavailable).JSON(body)
+	if len(failing) > 0 {
+		a.log.Warn("api: not ready", "failing", failing, "errors", reasons)
 	}
-	return c.JSON(statusBody{Status: "ready"})
+	r.at, r.failing, r.reasons = time.Now(), failing, reasons
+	return failing, reasons
 }
 
 // isAdmin reports whether the request carries a valid admin token; /readyz

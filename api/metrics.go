@@ -2,10 +2,13 @@ package api
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // metrics are the API's own collectors. Route labels are route patterns
@@ -61,3 +64,96 @@ type routeMetrics struct {
 func (m *metrics) route(label string) *routeMetrics {
 	return &routeMetrics{label: label, ok: m.requests.WithLabelValues(label, "200"), latency: m.latency.WithLabelValues(label)}
 }
+
+// publicBoard is the one board label value of the public /metrics.
+const publicBoard = "all"
+
+// foldBoards is the gatherer of the public /metrics (the one on --addr)
+// for clients beyond this machine and its private network
+// (metricsHandler): every series labelled with a board is summed under
+// board="all", so board ids, private ones included, are not listed to
+// them. --metrics-addr serves every series per board.
+type foldBoards struct{ g prometheus.Gatherer }
+
+func (f foldBoards) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := f.g.Gather()
+	for _, mf := range mfs {
+		foldFamily(mf)
+	}
+	return mfs, err
+}
+
+// foldFamily sums mf's series that differ only in their board label. The
+// collectors hand out their own label pairs, so the summed series are new
+// objects: nothing gathered is changed in place.
+func foldFamily(mf *dto.MetricFamily) {
+	var kept []*dto.Metric
+	byKey := map[string]*dto.Metric{}
+	for _, m := range mf.Metric {
+		i := slices.IndexFunc(m.Label, func(lp *dto.LabelPair) bool { return lp.GetName() == "board" })
+		if i < 0 {
+			kept = append(kept, m)
+			continue
+		}
+		var key strings.Builder
+		for j, lp := range m.Label {
+			if j != i {
+				key.WriteString(lp.GetName() + "\x00" + lp.GetValue() + "\x00")
+			}
+		}
+		if into, ok := byKey[key.String()]; ok {
+			addMetric(into, m)
+			continue
+		}
+		sum := &dto.Metric{Label: slices.Clone(m.Label)}
+		sum.Label[i] = &dto.LabelPair{Name: ptr("board"), Value: ptr(publicBoard)}
+		switch {
+		case m.Counter != nil:
+			sum.Counter = &dto.Counter{Value: ptr(0.0)}
+		case m.Gauge != nil:
+			sum.Gauge = &dto.Gauge{Value: ptr(0.0)}
+		case m.Untyped != nil:
+			sum.Untyped = &dto.Untyped{Value: ptr(0.0)}
+		case m.Histogram != nil:
+			sum.Histogram = &dto.Histogram{SampleCount: ptr(uint64(0)), SampleSum: ptr(0.0)}
+			for _, b := range m.Histogram.Bucket {
+				sum.Histogram.Bucket = append(sum.Histogram.Bucket, &dto.Bucket{UpperBound: ptr(b.GetUpperBound()), CumulativeCount: ptr(uint64(0))})
+			}
+		case m.Summary != nil:
+			sum.Summary = &dto.Summary{SampleCount: ptr(uint64(0)), SampleSum: ptr(0.0)}
+		}
+		addMetric(sum, m)
+		byKey[key.String()] = sum
+		kept = append(kept, sum)
+	}
+	mf.Metric = kept
+}
+
+// addMetric adds m's values into into, a sum of foldFamily's own (same
+// family, so same type and bucket bounds); a summary's quantiles cannot be
+// summed and are left out.
+func addMetric(into, m *dto.Metric) {
+	switch {
+	case into.Counter != nil && m.Counter != nil:
+		into.Counter.Value = ptr(into.Counter.GetValue() + m.Counter.GetValue())
+	case into.Gauge != nil && m.Gauge != nil:
+		into.Gauge.Value = ptr(into.Gauge.GetValue() + m.Gauge.GetValue())
+	case into.Untyped != nil && m.Untyped != nil:
+		into.Untyped.Value = ptr(into.Untyped.GetValue() + m.Untyped.GetValue())
+	case into.Histogram != nil && m.Histogram != nil:
+		h, o := into.Histogram, m.Histogram
+		h.SampleCount = ptr(h.GetSampleCount() + o.GetSampleCount())
+		h.SampleSum = ptr(h.GetSampleSum() + o.GetSampleSum())
+		for i, b := range h.Bucket {
+			if i < len(o.Bucket) {
+				b.CumulativeCount = ptr(b.GetCumulativeCount() + o.Bucket[i].GetCumulativeCount())
+			}
+		}
+	case into.Summary != nil && m.Summary != nil:
+		s, o := into.Summary, m.Summary
+		s.SampleCount = ptr(s.GetSampleCount() + o.GetSampleCount())
+		s.SampleSum = ptr(s.GetSampleSum() + o.GetSampleSum())
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -15,7 +15,7 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// Moderation routes (PROTOCOL.md §7, R21): admin only. Each action is
+// Moderation routes (docs/protocol.md §7, R21): admin only. Each action is
 // logged with the admin's sub and counted by action; each is a change of
 // the boards' reads, so the board listener re-reads frames on every node
 // (every board for a global ban).
@@ -29,9 +29,9 @@ func (a *API) moderationRoutes(add func(method, path string, hs ...fiber.Handler
 	add(fiber.MethodGet, b+"/bans", a.authenticate, a.mayModerate, a.listBans)
 	add(fiber.MethodDelete, b+"/members/:member", a.authenticate, a.mayModerate, a.removeMember)
 	const g = "/api/v1/bans"
-	add(fiber.MethodPut, g+"/:member", a.authenticate, a.mayModerate, a.putGlobalBan)
-	add(fiber.MethodDelete, g+"/:member", a.authenticate, a.mayModerate, a.liftGlobalBan)
-	add(fiber.MethodGet, g, a.authenticate, a.mayModerate, a.listGlobalBans)
+	add(fiber.MethodPut, g+"/:member", a.authenticate, a.mayModerate, allBoards, a.putGlobalBan)
+	add(fiber.MethodDelete, g+"/:member", a.authenticate, a.mayModerate, allBoards, a.liftGlobalBan)
+	add(fiber.MethodGet, g, a.authenticate, a.mayModerate, allBoards, a.listGlobalBans)
 }
 
 // moderationMetrics counts moderation actions by action.
@@ -49,6 +49,16 @@ func newModerationMetric(reg *prometheus.Registry) (*prometheus.CounterVec, erro
 func (a *API) mayModerate(c *fiber.Ctx) error {
 	if p := principal(c); p.Role != auth.Admin {
 		return errf(proto.CodeForbidden, "role %s may not moderate (admin may)", p.Role)
+	}
+	return c.Next()
+}
+
+// allBoards lets through only a token whose boards claim does not
+// restrict it: a global action (a global ban, a profile written or
+// deleted) reaches every board, so a token limited to some may not take it.
+func allBoards(c *fiber.Ctx) error {
+	if principal(c).Boards != nil {
+		return errf(proto.CodeForbidden, "this token is limited to some boards; global bans and profile changes need a token for every board")
 	}
 	return c.Next()
 }

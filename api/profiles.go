@@ -20,17 +20,18 @@ type ProfileListener interface {
 	ProfileChanged(member string)
 }
 
-// Profile routes (PROTOCOL.md §7): PUT by server and admin, GET by any
-// valid token, DELETE by admin. Profiles are global, so a token's boards
-// claim does not limit them.
+// Profile routes (docs/protocol.md §7): PUT by server and admin, GET by any
+// valid token, DELETE by admin. Profiles are global: reading one needs no
+// board, but writing or deleting one changes every board it shows on, so
+// it needs a token not limited to some boards (allBoards).
 func (a *API) profileRoutes(add func(method, path string, hs ...fiber.Handler)) {
 	if a.cfg.Profiles == nil {
 		return
 	}
 	const p = "/api/v1/members/:member/profile"
-	add(fiber.MethodPut, p, a.authenticate, a.putProfile)
+	add(fiber.MethodPut, p, a.authenticate, allBoards, a.putProfile)
 	add(fiber.MethodGet, p, a.authenticate, a.getProfile)
-	add(fiber.MethodDelete, p, a.authenticate, a.deleteProfile)
+	add(fiber.MethodDelete, p, a.authenticate, allBoards, a.deleteProfile)
 }
 
 // memberParam is the path's member id, checked for syntax (R15).

@@ -98,27 +98,43 @@ func rateLimited(c *fiber.Ctx, d time.Duration) error {
 
 // limitAnon limits requests without a token by client address (fiber
 // middleware, before routing). Requests with a token are limited after
-// authentication (limitMember), or by address when it is refused.
+// authentication (limitMember), or by address when it is refused or the
+// route does not exist (notFound). /healthz and /readyz are never limited:
+// a load balancer's checks must not fail because clients misbehave.
 func (a *API) limitAnon(c *fiber.Ctx) error {
-	if a.anon == nil || c.Get(fiber.HeaderAuthorization) != "" {
+	if a.anon == nil || c.Get(fiber.HeaderAuthorization) != "" || isHealth(c.Path()) {
 		return c.Next()
 	}
-	if ok, d := a.anon.allow(c.IP(), time.Now()); !ok {
-		return rateLimited(c, d)
-	}
-	return c.Next()
+	return a.limitRefused(c, nil, c.Next)
 }
 
-// limitRefused counts a refused token against its address: a client
+func isHealth(path string) bool { return path == "/healthz" || path == "/readyz" }
+
+// limitRefused counts a request that shows no valid token against its
+// client address, then goes on with next (nil: answers err): a client
 // cycling bad tokens is limited like one sending none.
-func (a *API) limitRefused(c *fiber.Ctx, err error) error {
-	if a.anon == nil {
-		return err
+func (a *API) limitRefused(c *fiber.Ctx, err error, next func() error) error {
+	if a.anon != nil {
+		key := a.clientKey(c.Context().RemoteAddr().String(), peekAll(&c.Request().Header, fiber.HeaderXForwardedFor))
+		if ok, d := a.anon.allow(key, time.Now()); !ok {
+			return rateLimited(c, d)
+		}
 	}
-	if ok, d := a.anon.allow(c.IP(), time.Now()); !ok {
-		return rateLimited(c, d)
+	if next != nil {
+		return next()
 	}
 	return err
+}
+
+// notFound answers the requests no route matched, counted against their
+// address whatever Authorization they carry (nothing verified it).
+func (a *API) notFound(c *fiber.Ctx) error {
+	if !isHealth(c.Path()) && c.Get(fiber.HeaderAuthorization) != "" {
+		if err := a.limitRefused(c, nil, nil); err != nil {
+			return err
+		}
+	}
+	return c.Next() // fiber's own 404 or 405
 }
 
 // limitMember limits an authenticated player or spectator by its member.

@@ -91,7 +91,7 @@ type conn struct {
 	p         auth.Principal  // replaced by auth; p.Member never changes
 	anon      bool            // fixed: a token-less spectator (--public-read)
 	lim       *rate.Limiter   // nil for server and admin
-	scoreLim  *rate.Limiter   // the member's shared score budget (memberrate.go); nil: not limited
+	scoreLim  bool            // scores spend the member's budget (memberrate.go); follows auth
 	recent    slidingCount
 	badStreak int
 
@@ -116,9 +116,6 @@ func newConn(h *Hub, ws *websocket.Conn, s *sock.Conn, p auth.Principal, anon bo
 		sub:       p.Member,
 		submitter: h.submitters.Add(1),
 	}
-	if p.Role == auth.Player && !anon && h.cfg.MemberScoreRate > 0 {
-		c.scoreLim = h.rates.acquire(p.Member)
-	}
 	c.setPrincipal(p)
 	// Held from here for the writer-to-be (writeLoop lets it go only to
 	// wait), so no write in its place goes before the writer has run.
@@ -138,6 +135,7 @@ func newConn(h *Hub, ws *websocket.Conn, s *sock.Conn, p auth.Principal, anon bo
 // armExpiry then (re)arms.
 func (c *conn) setPrincipal(p auth.Principal) {
 	c.p = p
+	c.scoreLim = p.Role == auth.Player && !c.anon && c.h.cfg.MemberScoreRate > 0
 	if p.Limited() && c.h.cfg.Rate > 0 {
 		if c.lim == nil {
 			c.lim = rate.NewLimiter(rate.Limit(c.h.cfg.Rate), 2*c.h.cfg.Rate)
@@ -226,9 +224,6 @@ func (c *conn) run(parent context.Context) {
 		c.expTimer.Stop()
 	}
 	c.h.cfg.Live.Drop(c.out)
-	if c.scoreLim != nil {
-		c.h.rates.release(c.sub)
-	}
 	c.ws.CloseNow()
 }
 

@@ -41,7 +41,7 @@ func (c *conn) handle(ctx context.Context, msg []byte) {
 	// One clock reading serves the message's limits and a score's member
 	// budget; a server or admin connection has neither and reads none.
 	var now time.Time
-	if c.lim != nil || c.scoreLim != nil {
+	if c.lim != nil || c.scoreLim {
 		now = time.Now()
 	}
 	if c.lim != nil && c.recent.add(now) > abuseFactor*c.h.cfg.Rate {
@@ -183,8 +183,8 @@ func (c *conn) score(ctx context.Context, req request, now time.Time) error {
 	if !c.p.MayScoreFor(member, b.clientWrites) {
 		return forbidden("board " + req.Board + " does not accept scores from clients")
 	}
-	if c.scoreLim != nil {
-		if d := wait(c.scoreLim, now); d > 0 {
+	if c.scoreLim {
+		if d := c.h.rates.take(c.sub, now); d > 0 {
 			return &retryError{fmt.Errorf("%w: at most %d score events per second per player, across its connections", errRateLimited, c.h.cfg.MemberScoreRate), d}
 		}
 	}

@@ -53,6 +53,7 @@ import (
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/hub/live"
 	"github.com/wsgateway/wsgateway/hub/sock"
+	"github.com/wsgateway/wsgateway/internal/clientaddr"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -203,7 +204,7 @@ func New(cfg Config) (*Hub, error) {
 	def(&cfg.MaxSubscriptions, 64)
 	def(&cfg.MaxConnsPerIP, DefaultMaxConnsPerIP)
 	def(&cfg.MaxConnsPerMember, DefaultMaxConnsPerMember)
-	cfg.TrustedProxies = normPrefixes(cfg.TrustedProxies)
+	cfg.TrustedProxies = clientaddr.Normalize(cfg.TrustedProxies)
 	defDur(&cfg.TopInterval, 100*time.Millisecond)
 	defDur(&cfg.WriteTimeout, 5*time.Second)
 	defDur(&cfg.StoreTimeout, 2*time.Second)

@@ -1,16 +1,15 @@
 package hub
 
 import (
-	"fmt"
 	"hash/maphash"
 	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/clientaddr"
 	"github.com/wsgateway/wsgateway/proto"
 )
 
@@ -183,43 +182,15 @@ func (h *Hub) ClientIP(r *http.Request) netip.Addr {
 	return a
 }
 
-// clientKey is the count key of r's client (addrKey). A trusted proxy that
-// forwards an unparseable hop ("unknown", garbage) has that client counted
-// in a slot of its own, "via <proxy>", even when the proxy is on loopback:
-// otherwise every such client would fall back to the exempt proxy address.
+// clientKey is the count key of r's client (clientaddr.Proxies.Key).
 func (h *Hub) clientKey(r *http.Request) string {
-	a, garbled := h.clientAddr(r)
-	if garbled {
-		return "via " + a.String()
-	}
-	return addrKey(a)
+	return clientaddr.Proxies(h.cfg.TrustedProxies).Key(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
 }
 
 // clientAddr is ClientIP, and whether an unparseable hop cut the walk
 // short (the address is then the last trusted hop, a proxy).
 func (h *Hub) clientAddr(r *http.Request) (netip.Addr, bool) {
-	peer := parseHop(r.RemoteAddr)
-	if !peer.IsValid() || !h.trusted(peer) {
-		return peer, false
-	}
-	client := peer
-	lines := r.Header.Values("X-Forwarded-For")
-	for i := len(lines) - 1; i >= 0; i-- {
-		hops := strings.Split(lines[i], ",")
-		for j := len(hops) - 1; j >= 0; j-- {
-			a := parseHop(hops[j])
-			if !a.IsValid() {
-				// Garbage: believe nothing further left; the last
-				// trusted hop stands for the client.
-				return client, true
-			}
-			client = a
-			if !h.trusted(a) {
-				return a, false
-			}
-		}
-	}
-	return client, false // every hop trusted: the left-most one
+	return clientaddr.Proxies(h.cfg.TrustedProxies).Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
 }
 
 // ExposureWarning is the start-up warning for a hub served on listenAddr
@@ -242,85 +213,6 @@ func (h *Hub) ExposureWarning(listenAddr string) string {
 		return ""
 	}
 	return "hub: listening on " + listenAddr + " beyond loopback with no --trusted-proxies: loopback clients are not counted by --max-conns-per-ip, so a reverse proxy on this host lifts the cap for every client; set --trusted-proxies to the proxy's address"
-}
-
-func (h *Hub) trusted(a netip.Addr) bool {
-	for _, p := range h.cfg.TrustedProxies {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// parseHop parses "ip", "ip:port" or "[ipv6]:port" (proxies write both).
-func parseHop(s string) netip.Addr {
-	s = strings.TrimSpace(s)
-	if a, err := netip.ParseAddr(s); err == nil {
-		return a.Unmap().WithZone("")
-	}
-	if host, _, err := net.SplitHostPort(s); err == nil {
-		if a, err := netip.ParseAddr(host); err == nil {
-			return a.Unmap().WithZone("")
-		}
-	}
-	return netip.Addr{}
-}
-
-// addrKey is the count key of a client address: IPv4 as is, IPv6 by its
-// /64 (one host owns a whole /64). "" = not counted: unknown, or loopback
-// (the host itself: a local proxy without TrustedProxies, a load test).
-func addrKey(a netip.Addr) string {
-	switch {
-	case !a.IsValid(), a.IsLoopback():
-		return ""
-	case a.Is6():
-		return netip.PrefixFrom(a, 64).Masked().String()
-	}
-	return a.String()
-}
-
-// ParseTrustedProxies parses a comma-separated list of CIDRs or bare
-// addresses (a bare address is its own /32 or /128).
-func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		if !strings.Contains(f, "/") {
-			a, err := netip.ParseAddr(f)
-			if err != nil {
-				return nil, fmt.Errorf("hub: trusted proxy %q: %w", f, err)
-			}
-			a = a.Unmap()
-			out = append(out, netip.PrefixFrom(a, a.BitLen()))
-			continue
-		}
-		p, err := netip.ParsePrefix(f)
-		if err != nil {
-			return nil, fmt.Errorf("hub: trusted proxy %q: %w", f, err)
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-// normPrefixes masks and unmaps prefixes so Contains matches parseHop's
-// (unmapped) addresses.
-func normPrefixes(ps []netip.Prefix) []netip.Prefix {
-	out := make([]netip.Prefix, 0, len(ps))
-	for _, p := range ps {
-		a := p.Addr()
-		bits := p.Bits()
-		if a.Is4In6() {
-			a = a.Unmap()
-			bits = max(bits-96, 0)
-		}
-		out = append(out, netip.PrefixFrom(a, bits).Masked())
-	}
-	return out
 }
 
 // floodHold is how long a connection closed for flooding (sock.Conn's

@@ -5,11 +5,13 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/wsgateway/wsgateway/internal/clientaddr"
 )
 
 func TestClientIP(t *testing.T) {
 	t.Parallel()
-	h := &Hub{cfg: Config{TrustedProxies: normPrefixes([]netip.Prefix{
+	h := &Hub{cfg: Config{TrustedProxies: clientaddr.Normalize([]netip.Prefix{
 		netip.MustParsePrefix("10.0.0.0/8"),
 		netip.MustParsePrefix("::ffff:172.16.0.0/108"), // 4in6 spelling of 172.16.0.0/12
 		netip.MustParsePrefix("fd00::/8"),
@@ -54,46 +56,6 @@ func TestClientIP(t *testing.T) {
 	}
 }
 
-func TestAddrKey(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"192.0.2.1":            "192.0.2.1",
-		"127.0.0.1":            "", // loopback: not counted
-		"::1":                  "",
-		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
-		"2001:db8:1:2::9":      "2001:db8:1:2::/64", // same /64, same key
-	} {
-		if got := addrKey(netip.MustParseAddr(in)); got != want {
-			t.Errorf("addrKey(%s) = %q, want %q", in, got, want)
-		}
-	}
-	if addrKey(netip.Addr{}) != "" {
-		t.Error("the zero Addr must not be counted")
-	}
-}
-
-func TestParseTrustedProxies(t *testing.T) {
-	t.Parallel()
-	got, err := ParseTrustedProxies(" 10.0.0.0/8, 192.0.2.7 ,fd00::/8,")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32"), netip.MustParsePrefix("fd00::/8")}
-	if len(got) != len(want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("got %v, want %v", got, want)
-		}
-	}
-	for _, bad := range []string{"10.0.0.0/33", "example.com", "10.0.0.1/x"} {
-		if _, err := ParseTrustedProxies(bad); err == nil {
-			t.Errorf("ParseTrustedProxies(%q) accepted", bad)
-		}
-	}
-}
-
 func TestExpiryMillis(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -112,7 +74,7 @@ func TestExpiryMillis(t *testing.T) {
 
 func TestExposureWarning(t *testing.T) {
 	t.Parallel()
-	proxies, _ := ParseTrustedProxies("10.0.0.1")
+	proxies, _ := clientaddr.Parse("10.0.0.1")
 	for _, tc := range []struct {
 		addr  string
 		cfg   Config

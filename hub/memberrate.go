@@ -15,64 +15,75 @@ import (
 // per-connection rate, and each event costs an idempotency record for the
 // whole idempotency window.
 //
-// A member's limiter lives while the member has a connection here: the
-// first connection creates it, the last one's end drops it, so the map is
-// bounded by the connections.
+// A budget belongs to the member, not to its connections: it outlives
+// them, so a dial / burst / close loop meets the same bucket each time,
+// and a connection that becomes a player's by `auth` meets it too. A
+// bucket left alone for its refill time is full again, so forgetting it
+// then changes nothing: each shard sweeps those out at most once per
+// refill time, and past maxMemberBudgets the members with none share one
+// overflow bucket, so the map's memory is bounded whatever the tokens.
 type memberRates struct {
-	perSec int // events per second per member; burst 2×
+	perSec int           // events per second per member; burst 2×
+	full   time.Duration // an idle bucket is full again after this long
 	seed   maphash.Seed
 	shards [16]rateShard
 }
 
+// maxMemberBudgets bounds the budgets remembered at once: members that
+// scored within the refill time, which real traffic keeps far below it.
+const maxMemberBudgets = 1 << 18
+
 type rateShard struct {
-	mu sync.Mutex // guards m
-	m  map[string]*memberRate
+	mu       sync.Mutex // guards the fields below
+	m        map[string]*memberRate
+	swept    time.Time
+	overflow *rate.Limiter
 }
 
 type memberRate struct {
 	lim  *rate.Limiter
-	refs int // connections holding it
+	seen time.Time // the last event taken or refused
 }
 
 func (r *memberRates) init(perSec int) {
-	r.perSec = perSec
+	r.perSec = max(perSec, 1)
+	r.full = 2 * time.Second // a burst of 2× the rate refills in 2s
 	r.seed = maphash.MakeSeed()
 	for i := range r.shards {
 		r.shards[i].m = make(map[string]*memberRate)
+		r.shards[i].overflow = r.newLimiter()
 	}
 }
 
-func (r *memberRates) shard(member string) *rateShard {
-	return &r.shards[maphash.String(r.seed, member)%uint64(len(r.shards))]
+func (r *memberRates) newLimiter() *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(r.perSec), 2*r.perSec)
 }
 
-// acquire returns member's limiter, shared with its other connections;
-// every acquire is paired with one release.
-func (r *memberRates) acquire(member string) *rate.Limiter {
-	s := r.shard(member)
+// take counts one score event of member at now, or says how long until
+// its budget allows one (and counts nothing).
+func (r *memberRates) take(member string, now time.Time) time.Duration {
+	s := &r.shards[maphash.String(r.seed, member)%uint64(len(r.shards))]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	mr := s.m[member]
-	if mr == nil {
-		mr = &memberRate{lim: rate.NewLimiter(rate.Limit(r.perSec), 2*r.perSec)}
-		s.m[member] = mr
-	}
-	mr.refs++
-	return mr.lim
-}
-
-func (r *memberRates) release(member string) {
-	s := r.shard(member)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if mr := s.m[member]; mr != nil {
-		if mr.refs--; mr.refs <= 0 {
-			delete(s.m, member)
+	if now.Sub(s.swept) >= r.full {
+		s.swept = now
+		for k, mr := range s.m {
+			if now.Sub(mr.seen) >= r.full {
+				delete(s.m, k)
+			}
 		}
 	}
+	lim := s.overflow
+	if mr := s.m[member]; mr != nil {
+		mr.seen, lim = now, mr.lim
+	} else if len(s.m) < maxMemberBudgets/len(r.shards) {
+		lim = r.newLimiter()
+		s.m[member] = &memberRate{lim: lim, seen: now}
+	}
+	return wait(lim, now)
 }
 
-// held is how many members have a limiter (tests).
+// held is how many members have a budget remembered (tests).
 func (r *memberRates) held() int {
 	n := 0
 	for i := range r.shards {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/hub"
+	"github.com/wsgateway/wsgateway/internal/clientaddr"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/redisstore"
 )
@@ -221,7 +222,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 		o.Addr = devAddr
 	}
 	o.FrameAncestors, o.CORSOrigins = splitList(frameAncestors), splitList(corsOrigins)
-	tp, err := hub.ParseTrustedProxies(proxies)
+	tp, err := clientaddr.Parse(proxies)
 	if err != nil {
 		return o, fmt.Errorf("--trusted-proxies: %w", err)
 	}

@@ -79,7 +79,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 			TrustedProxies:    o.TrustedProxies,
 			MaxConns:          o.MaxConns,
 		},
-		API:              api.Config{CORSOrigins: o.CORSOrigins, Rate: connCap(o.RESTRate)},
+		API:              api.Config{CORSOrigins: o.CORSOrigins, Rate: connCap(o.RESTRate), TrustedProxies: o.TrustedProxies},
 		Web:              web.Config{FrameAncestors: o.FrameAncestors},
 		Registry:         reg,
 		MetricsElsewhere: o.MetricsAddr != "",
@@ -120,7 +120,17 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	// net/http, which also answers API requests that follow on its
 	// connections. fasthttp hands a connection over when it asks for
 	// something else.
-	split, err := connsplit.New(ln, connsplit.Config{First: api.Owns, Timeout: o.ReadHeaderTimeout})
+	refused := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wsgateway_accept_errors_total",
+		Help: "Connections the listener failed to accept (out of file descriptors and the like) and retried after a back-off.",
+	})
+	reg.MustRegister(refused)
+	split, err := connsplit.New(ln, connsplit.Config{
+		First:   api.Owns,
+		Timeout: o.ReadHeaderTimeout,
+		Refused: func(error) { refused.Inc() },
+		Logger:  log,
+	})
 	if err != nil {
 		return err
 	}
@@ -210,11 +220,46 @@ func metricsServer(addr string, reg *prometheus.Registry) (*http.Server, error) 
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/cmdline", redactedCmdline(os.Args))
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}, nil
+}
+
+// redactedCmdline is pprof.Cmdline with the values of secret flags (a key,
+// a URL that may carry a password: names ending in -secret, -key or -url)
+// replaced, so that whoever reaches --metrics-addr does not read the JWT
+// key given as a flag.
+func redactedCmdline(args []string) http.HandlerFunc {
+	out := make([]string, len(args))
+	redactNext := false
+	for i, a := range args {
+		switch {
+		case redactNext:
+			a, redactNext = "xxxxx", false
+		case strings.HasPrefix(a, "-"):
+			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if isSecretFlag(name) {
+				if hasValue {
+					a = a[:strings.IndexByte(a, '=')+1] + "xxxxx"
+				} else {
+					redactNext = true
+				}
+			}
+		}
+		out[i] = a
+	}
+	body := strings.Join(out, "\x00")
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, body)
+	}
+}
+
+func isSecretFlag(name string) bool {
+	return strings.HasSuffix(name, "-secret") || strings.HasSuffix(name, "-key") || strings.HasSuffix(name, "-url")
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {
@@ -288,8 +333,8 @@ func announce(w io.Writer, o serveOptions, addr net.Addr, devSecret []byte, log 
 		}
 	}
 	if devSecret != nil && !isLoopback(addr) {
-		fmt.Fprintf(&b, "  WARNING: --dev listens beyond loopback (%s): anyone who reaches it can mint admin tokens at /api/v1/dev/token from a loopback Host name\n", addr)
-		log.Warn("dev token endpoint exposed beyond loopback: anyone who can reach this address can mint admin tokens", "addr", addr.String())
+		fmt.Fprintf(&b, "  WARNING: --dev listens beyond loopback (%s): dev tokens are minted for clients on this machine only, but a reverse proxy on it makes every client one\n", addr)
+		log.Warn("dev node listens beyond loopback: dev tokens are minted for loopback clients only, and a proxy on this host makes every client a loopback client", "addr", addr.String())
 	}
 	io.WriteString(w, b.String())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -95,5 +96,21 @@ func TestDevServe(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), token) {
 		t.Fatal("a token reached the log")
+	}
+}
+
+// TestRedactedCmdline is issue 33 B12: /debug/pprof/cmdline on
+// --metrics-addr shows the command line with the values of secret flags
+// replaced, in both spellings (--flag value, --flag=value).
+func TestRedactedCmdline(t *testing.T) {
+	t.Parallel()
+	const key = "a-jwt-key-given-as-a-flag-0123456789"
+	args := []string{"wsgateway", "--jwt-secret", key, "-redis-url=redis://:pw@r:6380/0", "--nats-url", "nats://u:pw@n:4223", "--addr", ":8080"}
+	rec := httptest.NewRecorder()
+	redactedCmdline(args)(rec, httptest.NewRequest("GET", "/debug/pprof/cmdline", nil))
+	got := strings.Split(rec.Body.String(), "\x00")
+	want := []string{"wsgateway", "--jwt-secret", "xxxxx", "-redis-url=xxxxx", "--nats-url", "xxxxx", "--addr", ":8080"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("cmdline %q, want %q", got, want)
 	}
 }

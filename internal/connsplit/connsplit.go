@@ -16,6 +16,7 @@ package connsplit
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"net"
 	"sync"
 	"syscall"
@@ -37,7 +38,23 @@ type Config struct {
 	// Timeout is how long a new connection has to send its request line;
 	// one that does not is closed (slowloris). Zero: 10s.
 	Timeout time.Duration
+	// Refused is called once for each failed accept that the splitter
+	// survives (out of descriptors, a connection aborted before it was
+	// taken), e.g. to count them. nil: not counted.
+	Refused func(err error)
+	// Logger receives a warning about failed accepts, at most one a second
+	// (with the count since the last). nil: discard.
+	Logger *slog.Logger
 }
+
+// Accept back-off after a failure that is not the listener's end: like
+// net/http, 5 ms doubling to 1 s, so a node out of descriptors waits for
+// some to be freed instead of spinning or exiting (docs/protocol.md R32).
+const (
+	minBackoff = 5 * time.Millisecond
+	maxBackoff = time.Second
+	logEvery   = time.Second
+)
 
 // Splitter accepts from one listener and hands each connection to the
 // listener of one of two servers. Its methods are safe for concurrent use.
@@ -61,6 +78,12 @@ func New(ln net.Listener, cfg Config) (*Splitter, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.Refused == nil {
+		cfg.Refused = func(error) {}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Splitter{ln: ln, cfg: cfg, done: make(chan struct{})}
 	s.first = &side{s: s, conns: make(chan net.Conn), done: make(chan struct{})}
@@ -103,19 +126,37 @@ func (s *Splitter) Hand(c net.Conn, read []byte) {
 	go s.second.push(&Conn{Conn: raw, pre: read}) // when the second server next accepts
 }
 
+// run accepts until the raw listener is closed. Any other accept error
+// (EMFILE, ENFILE, ENOBUFS, ECONNABORTED, a timeout) leaves the
+// connection in the kernel's queue or drops it, and run tries again after
+// a back-off: the connections already served are not the listener's.
 func (s *Splitter) run() {
+	var backoff time.Duration
+	var lastLog time.Time
+	var unlogged int
 	for {
 		c, err := s.ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
+		if err == nil {
+			backoff = 0
+			go s.route(c)
+			continue
+		}
+		if errors.Is(err, net.ErrClosed) {
 			s.closeRaw()
 			return
 		}
-		go s.route(c)
+		s.cfg.Refused(err)
+		unlogged++
+		if now := time.Now(); now.Sub(lastLog) >= logEvery {
+			s.cfg.Logger.Warn("connsplit: accept failed; retrying", "err", err, "failures", unlogged)
+			lastLog, unlogged = now, 0
+		}
+		backoff = min(max(2*backoff, minBackoff), maxBackoff)
+		select {
+		case <-time.After(backoff):
+		case <-s.done:
+			return
+		}
 	}
 }
 

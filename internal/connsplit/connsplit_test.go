@@ -6,7 +6,11 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -174,5 +178,53 @@ func TestRequestTarget(t *testing.T) {
 		if string(target) != tc.target || ok != tc.ok {
 			t.Errorf("requestTarget(%q) = %q, %v; want %q, %v", tc.in, target, ok, tc.target, tc.ok)
 		}
+	}
+}
+
+// failingListener fails its first n accepts with err, then accepts for real.
+type failingListener struct {
+	net.Listener
+	mu  sync.Mutex
+	n   int
+	err error
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	if l.n > 0 {
+		l.n--
+		l.mu.Unlock()
+		return nil, l.err
+	}
+	l.mu.Unlock()
+	return l.Listener.Accept()
+}
+
+// TestAcceptFailuresSurvived is R32 at the listener: out of descriptors,
+// the splitter counts each failure, backs off and accepts again; it does
+// not close the listener (which would end both servers).
+func TestAcceptFailuresSurvived(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ECONNABORTED} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fl := &failingListener{Listener: ln, n: 4, err: &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", errno)}}
+			var refused atomic.Int32
+			s, err := New(fl, Config{
+				First:   func([]byte) bool { return false },
+				Refused: func(err error) { refused.Add(1) },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			dial(t, ln.Addr().String(), "GET / HTTP/1.1\r\n\r\n")
+			accept(t, s.Second()) // after four failures, the waiting connection is taken
+			if n := refused.Load(); n != 4 {
+				t.Fatalf("%d refusals counted, want 4", n)
+			}
+		})
 	}
 }
