@@ -14,10 +14,6 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// codeNotFound is the contract's 404 code of a PATCH to a board that does
-// not exist (docs/protocol.md §14, R30).
-const codeNotFound = "not_found"
-
 // patchBoard answers PATCH /api/v1/boards/{board} (docs/protocol.md §14): an
 // RFC 7396 merge patch of the stored config. What the patch leaves out keeps
 // its stored value, where PUT would reset it to its default; a field fixed
@@ -43,7 +39,7 @@ func (a *API) patchBoard(c *fiber.Ctx) error {
 	defer cancel()
 	old, err := a.cfg.Store.GetBoard(ctx, id)
 	if errors.Is(err, rank.ErrUnknownBoard) {
-		return &Error{code: codeNotFound, status: http.StatusNotFound,
+		return &Error{code: proto.CodeNotFound, status: http.StatusNotFound,
 			msg: fmt.Sprintf("board %s does not exist: PUT creates it", id)}
 	}
 	if err != nil {
