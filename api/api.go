@@ -56,9 +56,9 @@ type BoardListener interface {
 	BoardChanged(board string, deleted bool)
 }
 
-// Config configures the REST app. Store and Verifier are required; every
-// other zero value is documented on its field.
-type Config struct {
+// Deps are what the REST app works with: built by the caller (the node) and
+// handed to New. Store and Verifier are required.
+type Deps struct {
 	// Store is the rank engine every endpoint reads and writes. Required.
 	Store rank.Store
 	// Verifier checks the `Authorization: Bearer` token of /api/v1 requests. Required.
@@ -69,6 +69,25 @@ type Config struct {
 	// Registry is served on /metrics; New registers the API's own collectors
 	// on it (so New fails if they are already registered). nil: a new registry.
 	Registry *prometheus.Registry
+	// Boards hears of every board created, changed or deleted through the
+	// API (the node refreshes caches and live frames and tells the other
+	// nodes). nil: nobody is told.
+	Boards BoardListener
+	// Viewers counts a board's subscriptions for GET …/boards/{board}
+	// (§14). nil: the answer has no viewers.
+	Viewers ViewerCounter
+	// Profiles stores members' profiles (§7). nil: the Store's.
+	Profiles rank.Profiles
+	// ProfileChanges hears of every profile written or deleted through the
+	// API. nil: nobody is told.
+	ProfileChanges ProfileListener
+	// Decorator gives the entries of top and member reads their profile
+	// fields (R20). nil: entries carry the stored names only.
+	Decorator rank.Decorator
+}
+
+// Config tunes the REST app; every zero value is documented on its field.
+type Config struct {
 	// DevSecret, when non-nil, enables POST /api/v1/dev/token (--dev only),
 	// which mints HS256 tokens with it. nil: that route is a 404.
 	DevSecret []byte
@@ -81,25 +100,6 @@ type Config struct {
 	// included. A store that does not answer in time is a 503 (unavailable
 	// for an array's elements). Zero: 5s.
 	Timeout time.Duration
-	// Boards hears of every board created, changed or deleted through the
-	// API (the node refreshes caches and live frames and tells the other
-	// nodes). nil: nobody is told.
-	Boards BoardListener
-	// Viewers counts a board's subscriptions for GET …/boards/{board}
-	// (§14). nil: the answer has no viewers.
-	Viewers ViewerCounter
-	// Profiles stores members' profiles (§7). nil: the profile routes
-	// answer 404.
-	Profiles rank.Profiles
-	// ProfileChanges hears of every profile written or deleted through the
-	// API. nil: nobody is told.
-	ProfileChanges ProfileListener
-	// Moderation bans and removes members (§7, R21); each action tells
-	// Boards of the boards it changed. nil: the moderation routes answer 404.
-	Moderation rank.Moderation
-	// Decorator gives the entries of top and member reads their profile
-	// fields (R20). nil: entries carry the stored names only.
-	Decorator rank.Decorator
 	// CORSOrigins lists the origins whose scripts may call /api/v1 (an
 	// embedding tournament site reading top): "https://a.example", or "*"
 	// for any. Bearer tokens travel in a header, so no credentials (cookies)
@@ -138,6 +138,7 @@ const (
 // API is the REST app. Its handler is safe for concurrent use.
 type API struct {
 	cfg     Config
+	deps    Deps
 	log     *slog.Logger
 	m       *metrics
 	app     *fiber.App
@@ -155,21 +156,24 @@ type API struct {
 
 // New validates cfg, fills defaults, registers the API's collectors on the
 // registry and builds the routes.
-func New(cfg Config) (*API, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("api: Config.Store is required")
+func New(d Deps, cfg Config) (*API, error) {
+	if d.Store == nil {
+		return nil, errors.New("api: Deps.Store is required")
 	}
-	if cfg.Verifier == nil {
-		return nil, errors.New("api: Config.Verifier is required")
+	if d.Verifier == nil {
+		return nil, errors.New("api: Deps.Verifier is required")
+	}
+	if d.Profiles == nil {
+		d.Profiles = d.Store
 	}
 	for _, o := range cfg.CORSOrigins {
 		if err := checkOrigin(o); err != nil {
 			return nil, err
 		}
 	}
-	for i, c := range cfg.Ready {
+	for i, c := range d.Ready {
 		if c.Name == "" || c.Ping == nil {
-			return nil, fmt.Errorf("api: Config.Ready[%d] needs a Name and a Ping", i)
+			return nil, fmt.Errorf("api: Deps.Ready[%d] needs a Name and a Ping", i)
 		}
 	}
 	if cfg.DevTTL < 0 || cfg.MaxBody < 0 || cfg.Timeout < 0 {
@@ -187,18 +191,18 @@ func New(cfg Config) (*API, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if cfg.Registry == nil {
-		cfg.Registry = prometheus.NewRegistry()
+	if d.Registry == nil {
+		d.Registry = prometheus.NewRegistry()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	m, err := newMetrics(cfg.Registry)
+	m, err := newMetrics(d.Registry)
 	if err != nil {
 		return nil, err
 	}
-	a := &API{cfg: cfg, log: cfg.Logger, m: m, deadlines: newDeadlines(cfg.Timeout)}
-	if a.modActions, err = newModerationMetric(cfg.Registry); err != nil {
+	a := &API{cfg: cfg, deps: d, log: cfg.Logger, m: m, deadlines: newDeadlines(cfg.Timeout)}
+	if a.modActions, err = newModerationMetric(d.Registry); err != nil {
 		return nil, err
 	}
 	if cfg.Rate == 0 {
@@ -208,7 +212,7 @@ func New(cfg Config) (*API, error) {
 		cfg.MaxBodyReads, a.cfg.MaxBodyReads = DefaultMaxBodyReads, DefaultMaxBodyReads
 	}
 	a.slots = newBodySlots(cfg.MaxBodyReads)
-	if err := cfg.Registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	if err := d.Registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wsgateway_api_body_reads",
 		Help: "Request bodies being read now; a quarter of the slots is kept for server and admin tokens.",
 	}, a.slots.inUse)); err != nil {
@@ -292,8 +296,8 @@ func (a *API) routes() {
 // an anonymous client on the Internet does not read board ids, private
 // ones included. The client address is the one --trusted-proxies defines.
 func (a *API) metricsHandler() http.Handler {
-	full := promhttp.HandlerFor(a.cfg.Registry, promhttp.HandlerOpts{})
-	folded := promhttp.HandlerFor(foldBoards{a.cfg.Registry}, promhttp.HandlerOpts{})
+	full := promhttp.HandlerFor(a.deps.Registry, promhttp.HandlerOpts{})
+	folded := promhttp.HandlerFor(foldBoards{a.deps.Registry}, promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		client, _ := a.proxies.Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
 		if client.IsLoopback() || client.IsPrivate() {

@@ -29,24 +29,25 @@ func TestNewValidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	if _, err := api.New(api.Config{Store: store, Verifier: v, Registry: reg}); err != nil {
+	if _, err := api.New(api.Deps{Store: store, Verifier: v, Registry: reg}, api.Config{}); err != nil {
 		t.Fatalf("valid config: %v", err)
 	}
 	for _, tc := range []struct {
 		name string
+		deps api.Deps
 		cfg  api.Config
 	}{
-		{"no store", api.Config{Verifier: v}},
-		{"no verifier", api.Config{Store: store}},
-		{"check without ping", api.Config{Store: store, Verifier: v, Ready: []api.Check{{Name: "store"}}}},
-		{"check without name", api.Config{Store: store, Verifier: v, Ready: []api.Check{{Ping: store.Ping}}}},
-		{"negative body", api.Config{Store: store, Verifier: v, MaxBody: -1}},
-		{"empty dev secret", api.Config{Store: store, Verifier: v, DevSecret: []byte{}}},
-		{"collectors registered twice", api.Config{Store: store, Verifier: v, Registry: reg}},
+		{"no store", api.Deps{Verifier: v}, api.Config{}},
+		{"no verifier", api.Deps{Store: store}, api.Config{}},
+		{"check without ping", api.Deps{Store: store, Verifier: v, Ready: []api.Check{{Name: "store"}}}, api.Config{}},
+		{"check without name", api.Deps{Store: store, Verifier: v, Ready: []api.Check{{Ping: store.Ping}}}, api.Config{}},
+		{"negative body", api.Deps{Store: store, Verifier: v}, api.Config{MaxBody: -1}},
+		{"empty dev secret", api.Deps{Store: store, Verifier: v}, api.Config{DevSecret: []byte{}}},
+		{"collectors registered twice", api.Deps{Store: store, Verifier: v, Registry: reg}, api.Config{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := api.New(tc.cfg)
+			_, err := api.New(tc.deps, tc.cfg)
 			if err == nil || !strings.HasPrefix(err.Error(), "api: ") {
 				t.Errorf("err %v, want an api: error", err)
 			}
@@ -86,7 +87,7 @@ func TestReadyz(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, memEngine().new(t), func(c *api.Config) { c.Ready = tc.checks })
+			e := newEnv(t, memEngine().new(t), func(c *setup) { c.Ready = tc.checks })
 			r := e.do("GET", "/readyz", "", "")
 			r.wantStatus(t, tc.status)
 			if tc.status == 503 && (bytes.Contains(r.body, []byte("refused")) || bytes.Contains(r.body, []byte(`"errors"`))) {
@@ -125,7 +126,7 @@ func TestReadyz(t *testing.T) {
 func TestUnavailable(t *testing.T) {
 	t.Parallel()
 	f := &flaky{Store: memEngine().new(t)}
-	e := newEnv(t, f, func(c *api.Config) { c.Ready = []api.Check{{Name: "store", Ping: f.Ping}} })
+	e := newEnv(t, f, func(c *setup) { c.Ready = []api.Check{{Name: "store", Ping: f.Ping}} })
 	e.putBoard("u", "")
 	tok := serverToken(t)
 	f.down.Store(true)
@@ -150,7 +151,7 @@ func TestUnavailable(t *testing.T) {
 func TestReadyzCached(t *testing.T) {
 	t.Parallel()
 	var pings atomic.Int32
-	e := newEnv(t, memEngine().new(t), func(c *api.Config) {
+	e := newEnv(t, memEngine().new(t), func(c *setup) {
 		c.Ready = []api.Check{{Name: "store", Ping: func(context.Context) error { pings.Add(1); return nil }}}
 	})
 	began := time.Now()
@@ -177,7 +178,7 @@ func (s slowStore) Top(ctx context.Context, _ string, _ rank.PeriodSel, _, _ int
 
 func TestStoreTimeout(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, slowStore{memEngine().new(t)}, func(c *api.Config) { c.Timeout = 50 * time.Millisecond })
+	e := newEnv(t, slowStore{memEngine().new(t)}, func(c *setup) { c.Timeout = 50 * time.Millisecond })
 	e.putBoard("slow", "")
 	e.do("GET", "/api/v1/boards/slow/top", serverToken(t), "").wantError(t, 503, "unavailable")
 }
@@ -210,7 +211,7 @@ func TestRouting(t *testing.T) {
 
 func TestBodyLimit(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, memEngine().new(t), func(c *api.Config) { c.MaxBody = 1024 })
+	e := newEnv(t, memEngine().new(t), func(c *setup) { c.MaxBody = 1024 })
 	e.putBoard("lim", "")
 	tok := serverToken(t)
 	big := `[` + strings.Repeat(`{"id":"x","member":"m","delta":1},`, 100) + `{"id":"y","member":"m","delta":1}]`
@@ -241,7 +242,7 @@ func TestBodyLimit(t *testing.T) {
 
 func TestDevToken(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, memEngine().new(t), func(c *api.Config) { c.DevSecret = testSecret; c.DevTTL = 2 * time.Hour })
+	e := newEnv(t, memEngine().new(t), func(c *setup) { c.DevSecret = testSecret; c.DevTTL = 2 * time.Hour })
 	e.putBoard("d1", "")
 	e.putBoard("d2", "")
 	mint := func(body string) (string, int64) {
@@ -390,7 +391,7 @@ func TestHandlerWithoutDeadlines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := api.New(api.Config{Store: memEngine().new(t), Verifier: v})
+	a, err := api.New(api.Deps{Store: memEngine().new(t), Verifier: v}, api.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

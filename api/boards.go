@@ -52,7 +52,7 @@ func (a *API) authenticate(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	p, err := a.cfg.Verifier.Verify(ctx, token)
+	p, err := a.deps.Verifier.Verify(ctx, token)
 	if err != nil {
 		switch proto.CodeOf(err) {
 		case proto.CodeUnauthorized, proto.CodeTokenExpired:
@@ -134,7 +134,7 @@ func (a *API) listBoards(c *fiber.Ctx) error {
 	after := c.Query("after")
 	ctx, cancel := a.ctx()
 	defer cancel()
-	all, err := a.cfg.Store.Boards(ctx)
+	all, err := a.deps.Store.Boards(ctx)
 	if err != nil {
 		return fmt.Errorf("api: list boards: %w", err)
 	}
@@ -173,13 +173,13 @@ func (a *API) putBoard(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	stored, err := a.cfg.Store.PutBoard(ctx, b)
+	stored, err := a.deps.Store.PutBoard(ctx, b)
 	if err != nil {
 		return fmt.Errorf("api: put board %s: %w", id, err)
 	}
 	a.log.Info("api: board put", "board", id, "sub", principal(c).Member)
-	if a.cfg.Boards != nil {
-		a.cfg.Boards.BoardChanged(id, false)
+	if a.deps.Boards != nil {
+		a.deps.Boards.BoardChanged(id, false)
 	}
 	return c.JSON(stored)
 }
@@ -200,21 +200,21 @@ func (a *API) getBoard(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	b, err := a.cfg.Store.GetBoard(ctx, id)
+	b, err := a.deps.Store.GetBoard(ctx, id)
 	if err != nil {
 		return fmt.Errorf("api: get board %s: %w", id, err)
 	}
-	n, err := a.cfg.Store.Count(ctx, id)
+	n, err := a.deps.Store.Count(ctx, id)
 	if err != nil {
 		return fmt.Errorf("api: count board %s: %w", id, err)
 	}
-	now, err := a.cfg.Store.Now(ctx)
+	now, err := a.deps.Store.Now(ctx)
 	if err != nil {
 		return fmt.Errorf("api: get board %s: %w", id, err)
 	}
 	out := boardBody{Board: b, Members: n, State: b.StateAt(now)}
-	if a.cfg.Viewers != nil {
-		v := a.cfg.Viewers.Viewers(id)
+	if a.deps.Viewers != nil {
+		v := a.deps.Viewers.Viewers(id)
 		out.Viewers = &v
 	}
 	return c.JSON(out)
@@ -230,12 +230,12 @@ func (a *API) deleteBoard(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	if err := a.cfg.Store.DeleteBoard(ctx, id); err != nil {
+	if err := a.deps.Store.DeleteBoard(ctx, id); err != nil {
 		return fmt.Errorf("api: delete board %s: %w", id, err)
 	}
 	a.log.Info("api: board deleted", "board", id, "sub", principal(c).Member)
-	if a.cfg.Boards != nil {
-		a.cfg.Boards.BoardChanged(id, true)
+	if a.deps.Boards != nil {
+		a.deps.Boards.BoardChanged(id, true)
 	}
 	return c.SendStatus(http.StatusNoContent)
 }
@@ -265,7 +265,7 @@ func (a *API) top(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	pg, err := a.cfg.Store.Top(ctx, id, rank.PeriodSel(c.Query("period")), offset, limit)
+	pg, err := a.deps.Store.Top(ctx, id, rank.PeriodSel(c.Query("period")), offset, limit)
 	if err != nil {
 		return fmt.Errorf("api: top %s: %w", id, err)
 	}
@@ -299,7 +299,7 @@ func (a *API) member(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	rs, err := a.cfg.Store.Ranks(ctx, id, rank.PeriodSel(c.Query("period")), []string{m}, around)
+	rs, err := a.deps.Store.Ranks(ctx, id, rank.PeriodSel(c.Query("period")), []string{m}, around)
 	if err != nil {
 		return fmt.Errorf("api: rank %s: %w", id, err)
 	}

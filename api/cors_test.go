@@ -37,7 +37,7 @@ func TestCORS(t *testing.T) {
 	const allowed, other = "https://cup.example", "https://evil.example"
 
 	off := newEnv(t, store)
-	on := newEnv(t, store, func(c *api.Config) { c.CORSOrigins = []string{allowed, "http://127.0.0.1:9000"} })
+	on := newEnv(t, store, func(c *setup) { c.CORSOrigins = []string{allowed, "http://127.0.0.1:9000"} })
 	on.do("PUT", "/api/v1/boards/cors", adm, `{"title":"CORS"}`)
 
 	// Off by default: no header for anyone.
@@ -76,7 +76,7 @@ func TestCORS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := api.New(api.Config{Store: store, Verifier: v, CORSOrigins: []string{bad}}); err == nil {
+		if _, err := api.New(api.Deps{Store: store, Verifier: v}, api.Config{CORSOrigins: []string{bad}}); err == nil {
 			t.Errorf("origin %q accepted", bad)
 		}
 	}

@@ -74,7 +74,13 @@ type boardEvent struct {
 	deleted bool
 }
 
-type option func(*api.Config)
+// setup is what newEnv builds its API from; options change it.
+type setup struct {
+	api.Deps
+	api.Config
+}
+
+type option func(*setup)
 
 // via is how an env serves the API.
 type via int
@@ -103,17 +109,14 @@ func newEnvVia(t testing.TB, how via, store rank.Store, opts ...option) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, store: store, reg: prometheus.NewRegistry(), logs: &testenv.LogBuffer{}}
-	cfg := api.Config{
-		Store:    store,
-		Verifier: v,
-		Registry: e.reg,
-		Boards:   e,
-		Logger:   slog.New(slog.NewTextHandler(e.logs, nil)),
+	cfg := setup{
+		Deps:   api.Deps{Store: store, Verifier: v, Registry: e.reg, Boards: e},
+		Config: api.Config{Logger: slog.New(slog.NewTextHandler(e.logs, nil))},
 	}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	a, err := api.New(cfg)
+	a, err := api.New(cfg.Deps, cfg.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

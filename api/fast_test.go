@@ -48,7 +48,7 @@ func TestBothServersAlike(t *testing.T) {
 	}{{"fasthttp", viaGateway}, {"adaptor", viaAdaptor}} {
 		t.Run(how.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnvVia(t, how.via, memEngine().new(t), func(c *api.Config) { c.MaxBody = 1024; c.Rate = 3 })
+			e := newEnvVia(t, how.via, memEngine().new(t), func(c *setup) { c.MaxBody = 1024; c.Rate = 3 })
 			e.putBoard("same", "")
 			for _, r := range reqs {
 				hr := newRequest(t, e, r.method, r.path, r.body)

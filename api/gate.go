@@ -41,7 +41,7 @@ func (a *API) verifyEarly(header string) (auth.Principal, string, error) {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	p, err := a.cfg.Verifier.Verify(ctx, token)
+	p, err := a.deps.Verifier.Verify(ctx, token)
 	if err != nil {
 		a.log.Debug("api: request refused before its body", "err", err)
 		code := proto.CodeOf(err)

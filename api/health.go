@@ -65,7 +65,7 @@ func (a *API) readiness() ([]string, map[string]string) {
 	if !r.at.IsZero() && time.Since(r.at) < readyCacheFor {
 		return r.failing, r.reasons
 	}
-	checks := a.cfg.Ready
+	checks := a.deps.Ready
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
 	type result struct {
@@ -118,6 +118,6 @@ func (a *API) isAdmin(c *fiber.Ctx) bool {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	p, err := a.cfg.Verifier.Verify(ctx, token)
+	p, err := a.deps.Verifier.Verify(ctx, token)
 	return err == nil && p.MayManage()
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/wsgateway/wsgateway/api"
 )
 
 // TestPublicMetricsFoldBoards is issue 33 B9: the public /metrics names no
@@ -26,7 +24,7 @@ func TestPublicMetricsFoldBoards(t *testing.T) {
 	events.WithLabelValues("public-b", "refused").Add(1)
 	ack.WithLabelValues("private-finals").Observe(0.5)
 	ack.WithLabelValues("public-b").Observe(2)
-	e := newEnv(t, memEngine().new(t), func(c *api.Config) {
+	e := newEnv(t, memEngine().new(t), func(c *setup) {
 		c.Registry = reg
 		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	})

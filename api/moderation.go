@@ -20,9 +20,6 @@ import (
 // the boards' reads, so the board listener re-reads frames on every node
 // (every board for a global ban).
 func (a *API) moderationRoutes(add func(method, path string, hs ...fiber.Handler)) {
-	if a.cfg.Moderation == nil {
-		return
-	}
 	const b = "/api/v1/boards/:board"
 	add(fiber.MethodPut, b+"/bans/:member", a.authenticate, a.mayModerate, a.putBan)
 	add(fiber.MethodDelete, b+"/bans/:member", a.authenticate, a.mayModerate, a.liftBan)
@@ -102,23 +99,23 @@ func (a *API) moderated(c *fiber.Ctx, action, board, member string, attrs ...any
 		args = append(args, "board", board)
 	}
 	a.log.Info("api: moderation", args...)
-	if a.cfg.Boards == nil {
+	if a.deps.Boards == nil {
 		return
 	}
 	if board != "" {
-		a.cfg.Boards.BoardChanged(board, false)
+		a.deps.Boards.BoardChanged(board, false)
 		return
 	}
 	// A global action changes every board's reads.
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Timeout)
 	defer cancel()
-	bs, err := a.cfg.Store.Boards(ctx)
+	bs, err := a.deps.Store.Boards(ctx)
 	if err != nil {
 		a.log.Warn("api: moderation: boards not re-read", "action", action, "err", err)
 		return
 	}
 	for _, b := range bs {
-		a.cfg.Boards.BoardChanged(b.ID, false)
+		a.deps.Boards.BoardChanged(b.ID, false)
 	}
 }
 
@@ -149,7 +146,7 @@ func (a *API) putBan(c *fiber.Ctx) error {
 	m := ban.Member
 	ctx, cancel := a.ctx()
 	defer cancel()
-	ban, err = a.cfg.Moderation.BanMember(ctx, id, ban)
+	ban, err = a.deps.Store.BanMember(ctx, id, ban)
 	if err != nil {
 		return fmt.Errorf("api: ban %s on %s: %w", m, id, err)
 	}
@@ -168,7 +165,7 @@ func (a *API) liftBan(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	err = a.cfg.Moderation.LiftBan(ctx, id, m)
+	err = a.deps.Store.LiftBan(ctx, id, m)
 	if errors.Is(err, rank.ErrNoBan) {
 		return noSuch("member %s is not banned from board %s", m, id)
 	}
@@ -186,7 +183,7 @@ func (a *API) listBans(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	bs, err := a.cfg.Moderation.Bans(ctx, id)
+	bs, err := a.deps.Store.Bans(ctx, id)
 	if err != nil {
 		return fmt.Errorf("api: bans of %s: %w", id, err)
 	}
@@ -205,7 +202,7 @@ func (a *API) removeMember(c *fiber.Ctx) error {
 	period := rank.PeriodSel(c.Query("period"))
 	ctx, cancel := a.ctx()
 	defer cancel()
-	err = a.cfg.Moderation.RemoveMember(ctx, id, m, period)
+	err = a.deps.Store.RemoveMember(ctx, id, m, period)
 	if errors.Is(err, rank.ErrNoEntry) {
 		return noSuch("member %s has no entry in that period of board %s", m, id)
 	}
@@ -224,7 +221,7 @@ func (a *API) putGlobalBan(c *fiber.Ctx) error {
 	m := ban.Member
 	ctx, cancel := a.ctx()
 	defer cancel()
-	ban, err = a.cfg.Moderation.PutGlobalBan(ctx, ban)
+	ban, err = a.deps.Store.PutGlobalBan(ctx, ban)
 	if err != nil {
 		return fmt.Errorf("api: global ban %s: %w", m, err)
 	}
@@ -239,7 +236,7 @@ func (a *API) liftGlobalBan(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	err = a.cfg.Moderation.LiftGlobalBan(ctx, m)
+	err = a.deps.Store.LiftGlobalBan(ctx, m)
 	if errors.Is(err, rank.ErrNoBan) {
 		return noSuch("member %s has no global ban", m)
 	}
@@ -253,7 +250,7 @@ func (a *API) liftGlobalBan(c *fiber.Ctx) error {
 func (a *API) listGlobalBans(c *fiber.Ctx) error {
 	ctx, cancel := a.ctx()
 	defer cancel()
-	bs, err := a.cfg.Moderation.GlobalBans(ctx)
+	bs, err := a.deps.Store.GlobalBans(ctx)
 	if err != nil {
 		return fmt.Errorf("api: global bans: %w", err)
 	}

@@ -6,18 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/rank"
 )
 
 func newModEnv(t *testing.T, store rank.Store) *env {
 	t.Helper()
-	mod, ok := store.(rank.Moderation)
-	if !ok {
-		t.Fatalf("%T has no moderation", store)
-	}
-	return newEnv(t, store, func(c *api.Config) { c.Moderation = mod })
+	return newEnv(t, store)
 }
 
 type banList struct {

@@ -37,7 +37,7 @@ func (a *API) patchBoard(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	old, err := a.cfg.Store.GetBoard(ctx, id)
+	old, err := a.deps.Store.GetBoard(ctx, id)
 	if errors.Is(err, rank.ErrUnknownBoard) {
 		return &Error{code: proto.CodeNotFound, status: http.StatusNotFound,
 			msg: fmt.Sprintf("board %s does not exist: PUT creates it", id)}
@@ -52,13 +52,13 @@ func (a *API) patchBoard(c *fiber.Ctx) error {
 	if err := checkFixed(old, next); err != nil {
 		return err
 	}
-	stored, err := a.cfg.Store.PutBoard(ctx, next)
+	stored, err := a.deps.Store.PutBoard(ctx, next)
 	if err != nil {
 		return fmt.Errorf("api: patch board %s: %w", id, err)
 	}
 	a.log.Info("api: board patched", "board", id, "fields", keys, "sub", principal(c).Member)
-	if a.cfg.Boards != nil {
-		a.cfg.Boards.BoardChanged(id, false)
+	if a.deps.Boards != nil {
+		a.deps.Boards.BoardChanged(id, false)
 	}
 	return c.JSON(stored)
 }

@@ -25,9 +25,6 @@ type ProfileListener interface {
 // board, but writing or deleting one changes every board it shows on, so
 // it needs a token not limited to some boards (allBoards).
 func (a *API) profileRoutes(add func(method, path string, hs ...fiber.Handler)) {
-	if a.cfg.Profiles == nil {
-		return
-	}
 	const p = "/api/v1/members/:member/profile"
 	add(fiber.MethodPut, p, a.authenticate, allBoards, a.putProfile)
 	add(fiber.MethodGet, p, a.authenticate, a.getProfile)
@@ -62,7 +59,7 @@ func (a *API) putProfile(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	if err := a.cfg.Profiles.PutProfile(ctx, m, prof); err != nil {
+	if err := a.deps.Profiles.PutProfile(ctx, m, prof); err != nil {
 		return fmt.Errorf("api: put profile %s: %w", m, err)
 	}
 	a.profileChanged(m)
@@ -76,7 +73,7 @@ func (a *API) getProfile(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	prof, err := a.cfg.Profiles.GetProfile(ctx, m)
+	prof, err := a.deps.Profiles.GetProfile(ctx, m)
 	if errors.Is(err, rank.ErrNoProfile) {
 		return noProfile(m)
 	}
@@ -96,7 +93,7 @@ func (a *API) deleteProfile(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	err = a.cfg.Profiles.DeleteProfile(ctx, m)
+	err = a.deps.Profiles.DeleteProfile(ctx, m)
 	if errors.Is(err, rank.ErrNoProfile) {
 		return noProfile(m)
 	}
@@ -108,14 +105,14 @@ func (a *API) deleteProfile(c *fiber.Ctx) error {
 }
 
 func (a *API) profileChanged(member string) {
-	if a.cfg.ProfileChanges != nil {
-		a.cfg.ProfileChanges.ProfileChanged(member)
+	if a.deps.ProfileChanges != nil {
+		a.deps.ProfileChanges.ProfileChanged(member)
 	}
 }
 
 // decorate gives the entries of a REST read their profile fields (R20).
 func (a *API) decorate(ctx context.Context, lists ...[]rank.Entry) {
-	if a.cfg.Decorator != nil {
-		a.cfg.Decorator.Decorate(ctx, lists...)
+	if a.deps.Decorator != nil {
+		a.deps.Decorator.Decorate(ctx, lists...)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -38,7 +37,7 @@ func newProfileEnv(t *testing.T, store rank.Store, opts ...option) *profileEnv {
 		t.Fatalf("%T has no profiles", store)
 	}
 	pe := &profileEnv{}
-	opts = append([]option{func(c *api.Config) { c.Profiles, c.ProfileChanges = ps, pe }}, opts...)
+	opts = append([]option{func(c *setup) { c.Profiles, c.ProfileChanges = ps, pe }}, opts...)
 	pe.env = newEnv(t, store, opts...)
 	return pe
 }
@@ -207,7 +206,7 @@ func (d storeDecorator) Decorate(ctx context.Context, lists ...[]rank.Entry) {
 func TestProfileDecoratesReads(t *testing.T) {
 	t.Parallel()
 	store := memEngine().new(t)
-	e := newProfileEnv(t, store, func(c *api.Config) { c.Decorator = storeDecorator{store.(rank.Profiles)} })
+	e := newProfileEnv(t, store, func(c *setup) { c.Decorator = storeDecorator{store.(rank.Profiles)} })
 	e.putBoard("deco", "")
 	if _, err := rank.ApplyWait(t.Context(), store, rank.Event{Board: "deco", ID: "1", Member: "ann", Name: "ann-token", Op: rank.OpDelta, Amount: 5}); err != nil {
 		t.Fatal(err)

@@ -88,7 +88,7 @@ func (a *API) scores(c *fiber.Ctx) error {
 // board is the config of board id, for checking events against it.
 func (a *API) board(id string) (rank.Board, error) {
 	ctx, cancel := a.ctx()
-	b, err := a.cfg.Store.Board(ctx, id)
+	b, err := a.deps.Store.Board(ctx, id)
 	cancel()
 	if err != nil {
 		return rank.Board{}, fmt.Errorf("api: scores %s: %w", id, err)
@@ -166,7 +166,7 @@ func (a *API) applyAll(items []scoreItem) []applied {
 		wg.Add(1)
 		ev := it.ev
 		ev.Submitter = sub
-		a.cfg.Store.Apply(ctx, ev, func(r rank.Result, err error) {
+		a.deps.Store.Apply(ctx, ev, func(r rank.Result, err error) {
 			defer func() { <-slots; wg.Done() }()
 			if err == nil {
 				out[i].res = r
@@ -197,7 +197,7 @@ const arrayWindow = 64
 func (a *API) apply(ev rank.Event) (rank.Result, error) {
 	ctx, cancel := a.ctx()
 	defer cancel()
-	res, err := rank.ApplyWait(ctx, a.cfg.Store, ev)
+	res, err := rank.ApplyWait(ctx, a.deps.Store, ev)
 	if err != nil {
 		return res, fmt.Errorf("api: apply %s: %w", ev.Board, err)
 	}

@@ -77,7 +77,7 @@ func (c *conn) endSub(board, why string) {
 	if !ok {
 		return // ended meanwhile (unsubscribe, another check)
 	}
-	c.h.cfg.Live.Unsubscribe(c.out, board)
+	c.h.deps.Live.Unsubscribe(c.out, board)
 	c.sendError("", forbidden(why))
 	c.sendJSON(proto.Subscribed{Type: proto.TypeUnsubscribed, Board: board})
 }

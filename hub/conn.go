@@ -223,7 +223,7 @@ func (c *conn) run(parent context.Context) {
 	if c.expTimer != nil {
 		c.expTimer.Stop()
 	}
-	c.h.cfg.Live.Drop(c.out)
+	c.h.deps.Live.Drop(c.out)
 	c.ws.CloseNow()
 }
 

@@ -230,7 +230,7 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 		c.poke()
 	}()
 	sctx, cancel := c.storeCtx(ctx)
-	err = c.h.cfg.Live.Subscribe(sctx, c.out, req.Board, top, member, req.Around)
+	err = c.h.deps.Live.Subscribe(sctx, c.out, req.Board, top, member, req.Around)
 	cancel()
 	if err != nil {
 		return err
@@ -246,7 +246,7 @@ func (c *conn) unsubscribe(req request) error {
 	if err := rank.CheckBoardID(req.Board); err != nil {
 		return err
 	}
-	c.h.cfg.Live.Unsubscribe(c.out, req.Board)
+	c.h.deps.Live.Unsubscribe(c.out, req.Board)
 	c.subsMu.Lock()
 	delete(c.subs, req.Board)
 	c.subsMu.Unlock()
@@ -259,7 +259,7 @@ func (c *conn) page(ctx context.Context, req request) error {
 		return err
 	}
 	sctx, cancel := c.storeCtx(ctx)
-	pg, err := c.h.cfg.Store.Top(sctx, req.Board, rank.PeriodSel(req.Period), req.Offset, req.Limit)
+	pg, err := c.h.deps.Store.Top(sctx, req.Board, rank.PeriodSel(req.Period), req.Offset, req.Limit)
 	if err == nil {
 		c.decorate(sctx, pg.Entries)
 	}
@@ -289,7 +289,7 @@ func (c *conn) rank(ctx context.Context, req request) error {
 		return err
 	}
 	sctx, cancel := c.storeCtx(ctx)
-	rs, err := c.h.cfg.Store.Ranks(sctx, req.Board, rank.PeriodSel(req.Period), []string{member}, req.Around)
+	rs, err := c.h.deps.Store.Ranks(sctx, req.Board, rank.PeriodSel(req.Period), []string{member}, req.Around)
 	if err == nil && len(rs.Members) == 1 {
 		c.decorate(sctx, rs.Members[0].Around)
 	}
@@ -312,7 +312,7 @@ func (c *conn) rank(ctx context.Context, req request) error {
 // moving the expiry (R1).
 func (c *conn) auth(ctx context.Context, req request) error {
 	vctx, cancel := c.storeCtx(ctx)
-	p, err := c.h.cfg.Verifier.Verify(vctx, req.Token)
+	p, err := c.h.deps.Verifier.Verify(vctx, req.Token)
 	cancel()
 	if err != nil {
 		return err
@@ -334,7 +334,7 @@ func (c *conn) auth(ctx context.Context, req request) error {
 
 // decorate gives the entries of a reply their profile fields (R20).
 func (c *conn) decorate(ctx context.Context, lists ...[]rank.Entry) {
-	if d := c.h.cfg.Decorator; d != nil {
+	if d := c.h.deps.Decorator; d != nil {
 		d.Decorate(ctx, lists...)
 	}
 }

@@ -63,18 +63,23 @@ type Verifier interface {
 	Verify(ctx context.Context, token string) (auth.Principal, error)
 }
 
-// Config configures a Hub. Zero values take the documented defaults.
-type Config struct {
+// Deps are what the hub works with, built by the caller (the node).
+type Deps struct {
 	// Store applies scores and answers reads; its Board is the board
 	// cache, and its sink (not the hub) tells live frames and the bus of
 	// what was applied. Required.
 	Store    rank.Store
 	Verifier Verifier     // required
 	Live     *live.Engine // required, and running (Engine.Run)
-	Node     string       // this node's id, shown in welcome
 	// Decorator gives the entries of page and rank replies their profile
 	// fields (R20); frames get theirs from Live. nil: stored names only.
 	Decorator rank.Decorator
+	Metrics   *Metrics // nil records nothing (NewMetrics)
+}
+
+// Config tunes a Hub. Zero values take the documented defaults.
+type Config struct {
+	Node string // this node's id, shown in welcome
 
 	MaxMessage int // largest client frame in bytes (--max-message); default 4096
 	// Rate is messages per second per player or spectator connection
@@ -139,15 +144,15 @@ type Config struct {
 	// WriteTimeout is closed. Default 25s.
 	PingInterval time.Duration
 	Logger       *slog.Logger // default: discard
-	Metrics      *Metrics     // optional (NewMetrics); nil records nothing
 }
 
 // Hub is the WebSocket endpoint. All methods are safe for concurrent use.
 type Hub struct {
-	cfg Config
-	log *slog.Logger
-	m   *Metrics
-	reg registry
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+	m    *Metrics
+	reg  registry
 	// rates are the per-member score budgets (memberrate.go); unused when
 	// MemberScoreRate < 0.
 	rates memberRates
@@ -176,15 +181,15 @@ type Hub struct {
 	submitters atomic.Uint64
 }
 
-// New validates cfg, fills defaults and returns a Hub.
-func New(cfg Config) (*Hub, error) {
+// New validates d and cfg, fills defaults and returns a Hub.
+func New(d Deps, cfg Config) (*Hub, error) {
 	switch {
-	case cfg.Store == nil:
-		return nil, errors.New("hub: Config.Store is required")
-	case cfg.Verifier == nil:
-		return nil, errors.New("hub: Config.Verifier is required")
-	case cfg.Live == nil:
-		return nil, errors.New("hub: Config.Live is required")
+	case d.Store == nil:
+		return nil, errors.New("hub: Deps.Store is required")
+	case d.Verifier == nil:
+		return nil, errors.New("hub: Deps.Verifier is required")
+	case d.Live == nil:
+		return nil, errors.New("hub: Deps.Live is required")
 	}
 	def := func(v *int, d int) {
 		if *v == 0 {
@@ -228,7 +233,8 @@ func New(cfg Config) (*Hub, error) {
 	h := &Hub{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		m:       cfg.Metrics,
+		deps:    d,
+		m:       d.Metrics,
 		emptied: make(chan struct{}, 1),
 	}
 	h.batches.New = func() any { b := make([]byte, 0, 4096); return &b }
@@ -342,7 +348,7 @@ func (h *Hub) authenticate(r *http.Request) (p auth.Principal, anon bool, err er
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
 	defer cancel()
-	p, err = h.cfg.Verifier.Verify(ctx, tok)
+	p, err = h.deps.Verifier.Verify(ctx, tok)
 	return p, false, err
 }
 
@@ -508,12 +514,12 @@ func confOf(b *rank.Board) boardConf {
 // ErrUnknownBoard for a board that does not exist. Every score asks, so the
 // store's cache is asked first, with no context to build.
 func (h *Hub) board(ctx context.Context, id string) (boardConf, error) {
-	if b, ok := h.cfg.Store.CachedBoard(id); ok {
+	if b, ok := h.deps.Store.CachedBoard(id); ok {
 		return confOf(b), nil
 	}
 	lt := newLazyTimeout(ctx, h.cfg.StoreTimeout)
 	defer lt.release()
-	b, err := h.cfg.Store.Board(lt, id)
+	b, err := h.deps.Store.Board(lt, id)
 	if err != nil {
 		return boardConf{}, err
 	}

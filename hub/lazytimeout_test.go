@@ -128,7 +128,7 @@ func TestBoardCacheFirst(t *testing.T) {
 		cached: map[string]*rank.Board{"hot": {ID: "hot", Public: true, ClientWrites: true, Top: 7}},
 		stored: map[string]rank.Board{"cold": {ID: "cold", Public: false, ClientWrites: true, Top: 3}},
 	}
-	h, err := New(Config{Store: st, Verifier: nopVerifier{}, Live: new(live.Engine), StoreTimeout: time.Minute})
+	h, err := New(Deps{Store: st, Verifier: nopVerifier{}, Live: new(live.Engine)}, Config{StoreTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,7 +168,7 @@ func (c *conn) apply(ctx context.Context, e rank.Event) {
 		return // the connection is ending: nobody would read the ack
 	}
 	e.Submitter = c.submitter
-	c.h.cfg.Store.Apply(ctx, e, s.done)
+	c.h.deps.Store.Apply(ctx, e, s.done)
 }
 
 // ackReply encodes the ack of res into a reply buffer.

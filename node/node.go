@@ -42,6 +42,21 @@ import (
 	"github.com/wsgateway/wsgateway/web"
 )
 
+// The parts' tuning, as the node's Config holds it: whoever configures a
+// node (cmd/wsgateway) needs no import of the parts.
+type (
+	HubConfig = hub.Config
+	APIConfig = api.Config
+	WebConfig = web.Config
+)
+
+// Defaults of the caps a caller may want to show (flags' help).
+const (
+	DefaultMaxConnsPerIP     = hub.DefaultMaxConnsPerIP
+	DefaultMaxConnsPerMember = hub.DefaultMaxConnsPerMember
+	DefaultRESTRate          = api.DefaultRate
+)
+
 // Config is everything a node is built from. Zero values take the
 // documented defaults of each part.
 type Config struct {
@@ -108,14 +123,22 @@ type Config struct {
 	LiveRefresh time.Duration
 	// Viewers tunes the viewer counts (viewers.go).
 	Viewers ViewersConfig
-	// Hub tunes the WebSocket endpoint. Store, Verifier, Live, Node,
-	// TopInterval, Logger and Metrics are filled in by New.
-	Hub hub.Config
-	// API tunes the REST app. Store, Verifier, Ready, Registry, DevSecret,
-	// Boards and Logger are filled in by New.
-	API api.Config
-	// Web tunes the pages; Dev is filled in by New.
-	Web web.Config
+	// Hub tunes the WebSocket endpoint. Its Node, TopInterval and Logger
+	// are this Config's ID, Interval and Logger: New refuses them set here.
+	Hub HubConfig
+	// API tunes the REST app. Its DevSecret and Logger are this Config's:
+	// New refuses them set here.
+	API APIConfig
+	// Web tunes the pages. Its Dev is DevSecret != nil: New refuses it set
+	// here.
+	Web WebConfig
+	// ReadHeaderTimeout bounds a request's headers on Serve's servers, the
+	// WebSocket's token included (slowloris, and the authentication
+	// deadline). Zero = 10s.
+	ReadHeaderTimeout time.Duration
+	// DrainTimeout bounds Serve's drain after its context ends (R14). Zero
+	// = 10s.
+	DrainTimeout time.Duration
 
 	// Registry receives every part's collectors; nil = a new one. It is
 	// served on /metrics unless MetricsElsewhere.
@@ -153,8 +176,18 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.ID == "" || cfg.Verifier == nil {
 		return nil, errors.New("node: Config.ID and Config.Verifier are required")
 	}
+	if cfg.Hub.Node != "" || cfg.Hub.TopInterval != 0 || cfg.Hub.Logger != nil ||
+		cfg.API.DevSecret != nil || cfg.API.Logger != nil || cfg.Web.Dev {
+		return nil, errors.New("node: Config.Hub.Node, TopInterval, Logger, Config.API.DevSecret, Logger and Config.Web.Dev are the node's own fields (ID, Interval, Logger, DevSecret): set those")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ReadHeaderTimeout == 0 {
+		cfg.ReadHeaderTimeout = 10 * time.Second
+	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = 10 * time.Second
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
@@ -235,24 +268,28 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 
 	hcfg := cfg.Hub
-	hcfg.Store, hcfg.Verifier, hcfg.Live, hcfg.Node = n.store, cfg.Verifier, n.live, cfg.ID
-	hcfg.Decorator = n.profs
-	hcfg.TopInterval, hcfg.Logger = cfg.Interval, cfg.Logger
-	hcfg.Metrics = hub.NewMetrics(cfg.Registry)
-	if n.hub, err = hub.New(hcfg); err != nil {
+	hcfg.Node, hcfg.TopInterval, hcfg.Logger = cfg.ID, cfg.Interval, cfg.Logger
+	n.hub, err = hub.New(hub.Deps{
+		Store: n.store, Verifier: cfg.Verifier, Live: n.live, Decorator: n.profs,
+		Metrics: hub.NewMetrics(cfg.Registry),
+	}, hcfg)
+	if err != nil {
 		return nil, err
 	}
 
-	apcfg := cfg.API
-	apcfg.Store, apcfg.Verifier, apcfg.Registry = n.store, cfg.Verifier, cfg.Registry
-	apcfg.Ready = []api.Check{{Name: "store", Ping: n.store.Ping}, {Name: "bus", Ping: n.bus.Ping}}
-	apcfg.DevSecret, apcfg.Boards, apcfg.Logger = cfg.DevSecret, n, cfg.Logger
-	apcfg.Profiles, apcfg.ProfileChanges, apcfg.Decorator = profiles, n, n.profs
-	apcfg.Viewers = n.viewers
-	// Moderation changes a board's reads: the API tells BoardChanged (R21).
-	apcfg.Moderation = n.store
-	if n.api, err = api.New(apcfg); err != nil {
+	ready := []api.Check{{Name: "store", Ping: n.store.Ping}, {Name: "bus", Ping: n.bus.Ping}}
+	acfg := cfg.API
+	acfg.DevSecret, acfg.Logger = cfg.DevSecret, cfg.Logger
+	n.api, err = api.New(api.Deps{
+		Store: n.store, Verifier: cfg.Verifier, Ready: ready, Registry: cfg.Registry,
+		// Moderation and PATCH change a board's reads: the API tells BoardChanged (R21).
+		Boards: n, Viewers: n.viewers, Profiles: profiles, ProfileChanges: n, Decorator: n.profs,
+	}, acfg)
+	if err != nil {
 		return nil, err
+	}
+	if err := cfg.Registry.Register(newOpsCollector(n.bus.Stats, ready)); err != nil {
+		return nil, fmt.Errorf("node: metrics: %w", err)
 	}
 
 	wcfg := cfg.Web

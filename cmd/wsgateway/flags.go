@@ -10,9 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wsgateway/wsgateway/api"
-	"github.com/wsgateway/wsgateway/hub"
 	"github.com/wsgateway/wsgateway/internal/clientaddr"
+	"github.com/wsgateway/wsgateway/node"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/redisstore"
 )
@@ -203,8 +202,8 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Duration(&o.DrainTimeout, "drain-timeout", 10*time.Second, "how long SIGTERM waits for connections to drain")
 	f.String(&o.MetricsAddr, "metrics-addr", "", "serve /metrics and /debug/pprof on this separate address instead of --addr")
 	f.String(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
-	f.Int(&o.MaxConnsPerIP, "max-conns-per-ip", hub.DefaultMaxConnsPerIP, "open WebSocket connections per client address (IPv6: per /64; loopback not counted); 0 = no cap")
-	f.Int(&o.MaxConnsPerMember, "max-conns-per-member", hub.DefaultMaxConnsPerMember, "open WebSocket connections per player or spectator member (server and admin exempt); 0 = no cap")
+	f.Int(&o.MaxConnsPerIP, "max-conns-per-ip", node.DefaultMaxConnsPerIP, "open WebSocket connections per client address (IPv6: per /64; loopback not counted); 0 = no cap")
+	f.Int(&o.MaxConnsPerMember, "max-conns-per-member", node.DefaultMaxConnsPerMember, "open WebSocket connections per player or spectator member (server and admin exempt); 0 = no cap")
 	var proxies string
 	f.String(&proxies, "trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For gives the client address; empty = the TCP peer")
 	f.Duration(&o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers, the token included (slowloris)")
@@ -212,7 +211,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.String(&frameAncestors, "frame-ancestors", "", "comma-separated origins that may frame the pages, e.g. the overlay (CSP frame-ancestors); empty = this origin only")
 	f.String(&corsOrigins, "cors-origins", "", "comma-separated origins (or *) whose scripts may call the REST API; empty = none")
 	f.Int(&o.MaxConns, "max-conns", 0, "open WebSocket connections on this node; past it upgrades get 503 so a load balancer tries another node; 0 = no cap")
-	f.Int(&o.RESTRate, "rest-rate", api.DefaultRate, "REST requests per second per player or spectator member, and per client address without a valid token (burst 2x; server and admin exempt); 0 = no limit")
+	f.Int(&o.RESTRate, "rest-rate", node.DefaultRESTRate, "REST requests per second per player or spectator member, and per client address without a valid token (burst 2x; server and admin exempt); 0 = no limit")
 	if err := f.parse(args); err != nil {
 		return o, err
 	}
@@ -302,7 +301,7 @@ func splitList(s string) []string {
 	return out
 }
 
-// connCap maps a cap flag (0 = no cap) to hub.Config (negative = no cap,
+// connCap maps a cap flag (0 = no cap) to the node's config (negative = no cap,
 // 0 = the default).
 func connCap(n int) int {
 	if n == 0 {

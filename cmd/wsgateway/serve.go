@@ -19,14 +19,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/auth"
-	"github.com/wsgateway/wsgateway/hub"
-	"github.com/wsgateway/wsgateway/internal/connsplit"
 	"github.com/wsgateway/wsgateway/node"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/redisstore"
-	"github.com/wsgateway/wsgateway/web"
 
 	_ "time/tzdata" // board time zones must resolve on machines without zoneinfo
 )
@@ -68,7 +64,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		Verifier:   verifier,
 		DevSecret:  devSecret,
 		Interval:   o.TopInterval,
-		Hub: hub.Config{
+		Hub: node.HubConfig{
 			MaxMessage:        o.MaxMessage,
 			Rate:              o.Rate,
 			MemberScoreRate:   o.MemberScoreRate,
@@ -79,20 +75,18 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 			TrustedProxies:    o.TrustedProxies,
 			MaxConns:          o.MaxConns,
 		},
-		API:              api.Config{CORSOrigins: o.CORSOrigins, Rate: connCap(o.RESTRate), TrustedProxies: o.TrustedProxies},
-		Web:              web.Config{FrameAncestors: o.FrameAncestors},
-		Registry:         reg,
-		MetricsElsewhere: o.MetricsAddr != "",
-		Logger:           log,
+		API:               node.APIConfig{CORSOrigins: o.CORSOrigins, Rate: connCap(o.RESTRate), TrustedProxies: o.TrustedProxies},
+		Web:               node.WebConfig{FrameAncestors: o.FrameAncestors},
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		DrainTimeout:      o.DrainTimeout,
+		Registry:          reg,
+		MetricsElsewhere:  o.MetricsAddr != "",
+		Logger:            log,
 	})
 	if err != nil {
 		return err
 	}
 	defer n.Close()
-	if msg := n.Hub().ExposureWarning(o.Addr); msg != "" {
-		log.Warn(msg)
-	}
-	reg.MustRegister(newOpsCollector(n.Bus().Stats, []api.Check{{Name: "store", Ping: n.Store().Ping}, {Name: "bus", Ping: n.Bus().Ping}}))
 	if len(boards) > 0 {
 		log.Info("boards applied", "file", o.Boards, "count", len(boards))
 	}
@@ -114,55 +108,9 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", o.Addr, err)
 	}
-	// One port, two servers: a connection whose first request is for the
-	// API is served by fiber's own fasthttp server (no net/http conversion
-	// per request); every other (the WebSocket, pages, /metrics) by
-	// net/http, which also answers API requests that follow on its
-	// connections. fasthttp hands a connection over when it asks for
-	// something else.
-	refused := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "wsgateway_accept_errors_total",
-		Help: "Connections the listener failed to accept (out of file descriptors and the like) and retried after a back-off.",
-	})
-	reg.MustRegister(refused)
-	split, err := connsplit.New(ln, connsplit.Config{
-		First:   api.Owns,
-		Timeout: o.ReadHeaderTimeout,
-		Refused: func(error) { refused.Inc() },
-		Logger:  log,
-	})
-	if err != nil {
-		return err
-	}
-	fast := api.FastConfig{
-		Hand:              split.Hand,
-		ReadHeaderTimeout: o.ReadHeaderTimeout,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
-	srv := &http.Server{
-		Handler: n.Handler(),
-		// Slowloris, and the authentication deadline: the token travels in
-		// the headers and is verified before the upgrade, so a client that
-		// has not authenticated within this time is cut off.
-		ReadHeaderTimeout: o.ReadHeaderTimeout,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return ignoreCancel(n.Run(gctx)) })
-	g.Go(func() error {
-		if err := srv.Serve(split.Second()); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
-	g.Go(func() error { return n.API().ServeFast(split.First(), fast) })
+	g.Go(func() error { return n.Serve(gctx, ln) })
 	if msrv != nil {
 		g.Go(func() error {
 			if err := msrv.Serve(mln); !errors.Is(err, http.ErrServerClosed) {
@@ -175,42 +123,8 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 			return msrv.Close()
 		})
 	}
-	g.Go(func() error {
-		<-gctx.Done()
-		err := drain(n, srv, o.DrainTimeout, log)
-		split.Close() // ServeFast returns even if it had not started when the drain began
-		return err
-	})
-
 	announce(stdout, o, ln.Addr(), devSecret, log)
 	return g.Wait()
-}
-
-// drain is R14: stop accepting, answer what was received, close every
-// WebSocket with 1001 (http.Server.Shutdown does not close hijacked
-// connections, so the hub drains its own), all within the drain timeout.
-func drain(n *node.Node, srv *http.Server, timeout time.Duration, log *slog.Logger) error {
-	log.Info("draining", "timeout", timeout.String(), "connections", n.Hub().Conns())
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	g := new(errgroup.Group)
-	g.Go(func() error { return n.Shutdown(ctx) })
-	g.Go(func() error { return srv.Shutdown(ctx) })
-	g.Go(func() error { return n.API().ShutdownFast(ctx) })
-	err := g.Wait()
-	log.Info("drained", "err", err)
-	if errors.Is(err, context.DeadlineExceeded) {
-		srv.Close()
-		return nil // the deadline is the contract's bound, not a failure
-	}
-	return err
-}
-
-func ignoreCancel(err error) error {
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
 }
 
 func metricsServer(addr string, reg *prometheus.Registry) (*http.Server, error) {
