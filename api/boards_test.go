@@ -56,7 +56,7 @@ func TestAuthentication(t *testing.T) {
 	}
 }
 
-// TestRoles is the role table of PROTOCOL.md §3 over REST.
+// TestRoles is the role table of docs/protocol.md §3 over REST.
 func TestRoles(t *testing.T) {
 	t.Parallel()
 	forEngines(t, func(t *testing.T, eng engine) {

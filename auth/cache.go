@@ -8,7 +8,7 @@ import (
 
 // verified remembers tokens whose signature checked out, so a bot or page
 // that sends the same token with every REST call pays for one signature
-// check (RS256: ~40 µs), not one per call. Only the signature's outcome is
+// check (RS256 is slow), not one per call. Only the signature's outcome is
 // remembered: every hit runs check again, so exp, nbf and the claims'
 // rules still hold at the time of each call.
 //

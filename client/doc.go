@@ -1,5 +1,5 @@
 // Package client is the Go client of the wsgateway wire contract v1
-// (PROTOCOL.md): for bots, game servers, the load generator and tests.
+// (docs/protocol.md): for bots, game servers, the load generator and tests.
 //
 // A Client holds one WebSocket to a gateway and multiplexes every call over
 // it: many requests may be in flight at once (pipelining), each matched to

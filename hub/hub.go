@@ -530,8 +530,7 @@ func (h *Hub) board(ctx context.Context, id string) (boardConf, error) {
 // when someone asks for Done. Every score reads its board's config, which
 // a store without a BoardCache (or missing it there) may still answer from
 // memory without looking at the context; the timer and AfterFunc of a
-// context.WithTimeout per score were ~8% of the gateway's CPU on the Redis
-// path. A store that does go to its backend asks for Done (go-redis does),
+// context.WithTimeout per score showed in the Redis path's profile. A store that does go to its backend asks for Done (go-redis does),
 // and gets the same bound as before.
 type lazyTimeout struct {
 	parent   context.Context

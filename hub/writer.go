@@ -23,9 +23,8 @@ import (
 // timer. It waits on notify alone, and on each wake looks at every source.
 // Its one timer (the earlier of the next frame due and the next ping)
 // pokes notify rather than having a channel of its own: a receive from one
-// channel instead of a two-case select, which with its parking was 9-13% of
-// the gateway's CPU at 1,000 spectators (one wake per frame per
-// connection). A spectator in phase with the board's reads never arms it
+// channel instead of a two-case select, whose parking cost showed in the
+// fan-out's profile (one wake per frame per connection). A spectator in phase with the board's reads never arms it
 // for frames, so the timer's own goroutine runs about once per ping.
 //
 // It holds the socket (taken by newConn) except while it waits on notify

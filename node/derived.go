@@ -1,6 +1,6 @@
 package node
 
-// Live frames of derived boards (PROTOCOL.md §8, R23): a derived board's
+// Live frames of derived boards (docs/protocol.md §8, R23): a derived board's
 // store changes with every event on its sources, which produce the Change
 // (the derived board has none of its own). The node keeps a reverse index
 // source → dependants, built from the configs at start and kept by board

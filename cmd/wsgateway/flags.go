@@ -137,7 +137,7 @@ func (f *flagSet) parse(args []string) error {
 	return nil
 }
 
-// serveOptions are the gateway's settings (PROTOCOL.md §1).
+// serveOptions are the gateway's settings (docs/protocol.md §1).
 type serveOptions struct {
 	Dev             bool
 	DevBoards       int

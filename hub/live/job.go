@@ -64,8 +64,8 @@ const deliverChunk = 256
 
 // deliver offers each delivery's frame to its targets. An offer may write
 // the frame to the socket itself (Outbox.offerAt's direct path), a
-// syscall of some 10 µs: to 10,000 targets in one goroutine that is 100 ms
-// and more, a whole interval, during which the board's next read waits and
+// syscall per target: to 10,000 targets in one goroutine that can take a
+// whole interval, during which the board's next read waits and
 // the last targets' frames age. So a large target list is split across up
 // to GOMAXPROCS goroutines, chunks of at least deliverChunk; deliver
 // returns once every offer is made, so one outbox's frames are still
