@@ -52,22 +52,15 @@ func (g *Generator) preflight(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/boards", nil)
+	status, body, err := get(ctx, base, "/api/v1/boards", tok)
 	if err != nil {
-		return fmt.Errorf("loadgen: preflight: %w", err)
+		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w at %s: %v", ErrUnreachable, base, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	switch {
-	case resp.StatusCode == http.StatusUnauthorized:
-		return fmt.Errorf("%w (%s: %s): check --secret or --token", ErrTokenRefused, resp.Status, errorMessage(body))
-	case resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("loadgen: preflight GET %s/api/v1/boards: %s: %s", base, resp.Status, errorMessage(body))
+	case status == http.StatusUnauthorized:
+		return fmt.Errorf("%w (%d: %s): check --secret or --token", ErrTokenRefused, status, errorMessage(body))
+	case status != http.StatusOK:
+		return fmt.Errorf("loadgen: preflight GET %s/api/v1/boards: %d: %s", base, status, errorMessage(body))
 	}
 	if g.cfg.Create {
 		return nil // Run creates it next
@@ -77,26 +70,35 @@ func (g *Generator) preflight(ctx context.Context) error {
 
 // boardExists asks GET /api/v1/boards/{board}: a 404 is ErrNoBoard.
 func (g *Generator) boardExists(ctx context.Context, base, tok string) error {
-	u := base + "/api/v1/boards/" + url.PathEscape(g.cfg.Board)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	path := "/api/v1/boards/" + url.PathEscape(g.cfg.Board)
+	status, body, err := get(ctx, base, path, tok)
 	if err != nil {
-		return fmt.Errorf("loadgen: preflight: %w", err)
+		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w at %s: %v", ErrUnreachable, base, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	switch resp.StatusCode {
+	switch status {
 	case http.StatusOK:
 		return nil
 	case http.StatusNotFound:
 		return fmt.Errorf("%w %q at %s: create it first (PUT /api/v1/boards/%s) or pass --create", ErrNoBoard, g.cfg.Board, base, g.cfg.Board)
 	default:
-		return fmt.Errorf("loadgen: preflight GET %s: %s: %s", u, resp.Status, errorMessage(body))
+		return fmt.Errorf("loadgen: preflight GET %s%s: %d: %s", base, path, status, errorMessage(body))
 	}
+}
+
+// get is one preflight GET with the token: its status and the start of its body.
+func get(ctx context.Context, base, path, tok string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+	if err != nil {
+		return 0, nil, fmt.Errorf("loadgen: preflight: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, base, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return resp.StatusCode, body, nil
 }
 
 // errorMessage is the contract's error message from a REST body, or the
