@@ -35,6 +35,7 @@ import (
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/webhook"
 )
 
 // Check is one dependency /readyz asks, e.g. {"store", store.Ping}.
@@ -111,6 +112,11 @@ type Config struct {
 	// server and admin tokens are not limited. Zero: DefaultRate (50, the
 	// WebSocket's --rate); negative: no limit.
 	Rate int
+	// WebhookAllowPrivate lets webhook URLs name loopback, private and
+	// link-local targets (--webhook-allow-private); Resolver resolves their
+	// hosts to check that (nil: net.DefaultResolver).
+	WebhookAllowPrivate bool
+	Resolver            webhook.Resolver
 	// Logger receives one line per request (method, route, status, duration)
 	// and internal errors; never a token. nil: discard.
 	Logger *slog.Logger
@@ -266,6 +272,7 @@ func (a *API) routes() {
 	add(fiber.MethodPost, b+"/:board/scores", a.authenticate, a.scores)
 	a.profileRoutes(add)
 	a.moderationRoutes(add)
+	a.webhookRoutes(add)
 }
 
 // wrap is the net/http side: the body limit (which the adaptor would turn
