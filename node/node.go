@@ -108,6 +108,8 @@ type Config struct {
 	LiveRefresh time.Duration
 	// Viewers tunes the viewer counts (viewers.go).
 	Viewers ViewersConfig
+	// Webhooks tunes the outbox watcher and delivery (webhooks.go).
+	Webhooks WebhooksConfig
 	// Hub tunes the WebSocket endpoint. Store, Verifier, Live, Node,
 	// TopInterval, Logger and Metrics are filled in by New.
 	Hub hub.Config
@@ -249,6 +251,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	apcfg.DevSecret, apcfg.Boards, apcfg.Logger = cfg.DevSecret, n, cfg.Logger
 	apcfg.Profiles, apcfg.ProfileChanges, apcfg.Decorator = profiles, n, n.profs
 	apcfg.Viewers = n.viewers
+	apcfg.WebhookAllowPrivate = cfg.Webhooks.AllowPrivate
 	// Moderation changes a board's reads: the API tells BoardChanged (R21).
 	apcfg.Moderation = n.store
 	if n.api, err = api.New(apcfg); err != nil {
@@ -399,8 +402,16 @@ func (n *Node) Hub() *hub.Hub { return n.hub }
 // Bus is the node's NATS link (its Stats and Ping feed metrics).
 func (n *Node) Bus() *bus.Bus { return n.bus }
 
-// Run computes live frames until ctx ends; it returns ctx's error.
-func (n *Node) Run(ctx context.Context) error { return n.live.Run(ctx) }
+// Run computes live frames, appends webhook events and delivers them
+// (webhooks.go) until ctx ends; it returns ctx's error.
+func (n *Node) Run(ctx context.Context) error {
+	wait, err := n.runWebhooks(ctx)
+	if err != nil {
+		return err
+	}
+	defer wait() // they end with ctx, as live does
+	return n.live.Run(ctx)
+}
 
 // Shutdown drains the WebSocket connections (R14): see hub.Hub.Shutdown.
 // The HTTP server is the caller's to shut down.

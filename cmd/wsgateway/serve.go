@@ -81,6 +81,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		},
 		API:              api.Config{CORSOrigins: o.CORSOrigins, Rate: connCap(o.RESTRate)},
 		Web:              web.Config{FrameAncestors: o.FrameAncestors},
+		Webhooks:         node.WebhooksConfig{AllowPrivate: o.WebhookPrivate},
 		Registry:         reg,
 		MetricsElsewhere: o.MetricsAddr != "",
 		Logger:           log,
