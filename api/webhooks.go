@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -161,4 +163,16 @@ func (a *API) webhookDeliveries(c *fiber.Ctx) error {
 		out = append(out, b)
 	}
 	return c.JSON(fiber.Map{"deliveries": out})
+}
+
+// memberBanned tells the webhooks that want member.banned of a ban just
+// put (board "" for a global ban). The ban stands whatever this does: a
+// store that fails here is logged, and the event is lost.
+func (a *API) memberBanned(ctx context.Context, board string, ban rank.Ban) {
+	data, _ := json.Marshal(map[string]string{"member": ban.Member}) // plain types
+	marker := fmt.Sprintf("banned|%s|%s|%d", board, ban.Member, ban.At.UnixMilli())
+	ev := rank.OutboxEvent{Event: rank.EventMemberBanned, Board: board, TS: ban.At, Data: data}
+	if _, err := a.cfg.Store.AppendOutbox(ctx, marker, rank.RetryFor, ev); err != nil {
+		a.log.Warn("api: member.banned not appended", "member", ban.Member, "board", board, "err", err)
+	}
 }

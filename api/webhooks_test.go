@@ -117,3 +117,21 @@ func TestWebhookAllowPrivate(t *testing.T) {
 	e.do("PUT", "/api/v1/webhooks/local", adminToken(t),
 		`{"url":"http://127.0.0.1:9000/hook","secret":"0123456789abcdef","events":["board.state"]}`).wantStatus(t, 200)
 }
+
+// TestMemberBannedWebhook: a ban tells the webhooks that want
+// member.banned, once, with the member.
+func TestMemberBannedWebhook(t *testing.T) {
+	t.Parallel()
+	forEngines(t, func(t *testing.T, eng engine) {
+		store := eng.new(t)
+		e := newEnv(t, store, func(c *api.Config) { c.Moderation, c.WebhookAllowPrivate = store, true })
+		adm := adminToken(t)
+		e.putBoard("b1", `{}`)
+		e.do("PUT", "/api/v1/webhooks/bans", adm, `{"url":"http://127.0.0.1:9/","secret":"0123456789abcdef","events":["member.banned"]}`).wantStatus(t, 200)
+		e.do("PUT", "/api/v1/boards/b1/bans/cheater", adm, `{"reason":"aimbot"}`).wantStatus(t, 200)
+		ds, err := store.Deliveries(context.Background(), "bans")
+		if err != nil || len(ds) != 1 || ds[0].Event != rank.EventMemberBanned || ds[0].Board != "b1" || string(ds[0].Data) != `{"member":"cheater"}` {
+			t.Fatalf("deliveries %+v, %v", ds, err)
+		}
+	})
+}
