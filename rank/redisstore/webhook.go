@@ -251,8 +251,11 @@ func (s *Store) LeaseDelivery(ctx context.Context, token string, lease time.Dura
 	if errors.Is(err, redis.Nil) {
 		return rank.Delivery{}, rank.Webhook{}, false, nil
 	}
-	if err != nil || len(v) != 3 {
+	if err != nil {
 		return rank.Delivery{}, rank.Webhook{}, false, s.fail("lease delivery", "", err)
+	}
+	if len(v) != 3 {
+		return rank.Delivery{}, rank.Webhook{}, false, fmt.Errorf("redisstore: lease delivery: a reply of %d parts, want 3", len(v))
 	}
 	id, _ := v[0].(string)
 	hookJSON, _ := v[1].(string)
