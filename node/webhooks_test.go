@@ -173,3 +173,55 @@ func TestWebhookOnceOverNodes(t *testing.T) {
 		t.Fatalf("body %s", rcv.body[0])
 	}
 }
+
+// TestSlowReceiverNeverDelaysScores: while a receiver holds every
+// delivery open, score events are still applied and answered: delivery
+// runs beside the score path, never in it.
+func TestSlowReceiverNeverDelaysScores(t *testing.T) {
+	t.Parallel()
+	clk := &skewed{t: time.Now().Add(-time.Hour).Truncate(time.Second)}
+	cfg := node.Config{Now: clk.now}
+	fastHooks(&cfg)
+	r := start(t, cfg)
+	entered, release := make(chan struct{}, 16), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-req.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	adm, game := token(t, "root", auth.Admin), token(t, "game", auth.Server)
+	t0 := clk.now()
+	if st, b := r.rest(t, "PUT", "/api/v1/boards/cup", adm, fmt.Sprintf(`{"ends_at":%q}`, t0.Add(time.Minute).UTC().Format(time.RFC3339))); st != 200 {
+		t.Fatalf("PUT board: %d %s", st, b)
+	}
+	if st, b := r.rest(t, "PUT", "/api/v1/webhooks/slow", adm, fmt.Sprintf(`{"url":%q,"secret":%q,"events":["board.final","board.state"]}`, srv.URL, hookSecret)); st != 200 {
+		t.Fatalf("PUT webhook: %d %s", st, b)
+	}
+	if st, b := r.rest(t, "PUT", "/api/v1/boards/other", adm, `{}`); st != 200 {
+		t.Fatalf("PUT board: %d %s", st, b)
+	}
+	clk.set(t0.Add(time.Minute))
+	select {
+	case <-entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no delivery reached the receiver")
+	}
+	for i := range 50 {
+		body := fmt.Sprintf(`[{"id":"%d","member":"m%d","delta":1}]`, i, i)
+		st, b := r.rest(t, "POST", "/api/v1/boards/other/scores", game, body)
+		if st != 200 || !strings.Contains(b, `"rank":`) {
+			t.Fatalf("score %d while the receiver holds a delivery: %d %s", i, st, b)
+		}
+	}
+	var log struct {
+		Deliveries []struct{ Status string } `json:"deliveries"`
+	}
+	_, b := r.rest(t, "GET", "/api/v1/webhooks/slow/deliveries", adm, "")
+	if err := json.Unmarshal([]byte(b), &log); err != nil || len(log.Deliveries) == 0 || log.Deliveries[len(log.Deliveries)-1].Status != "pending" {
+		t.Fatalf("deliveries %s: want the held one still pending", b)
+	}
+}
