@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/webhook"
 )
@@ -21,7 +22,8 @@ import (
 // The outboxWatch looks at all boards, not only the ones this node's live
 // engine ticks for its subscribers: a board nobody watches still ends.
 // A fact is news for RetryFor after it happened: a node that starts later
-// (or a webhook created later) does not hear of older ones.
+// does not report older ones; a webhook created while a fact is news and
+// no other webhook wanted it hears of it.
 
 // WebhooksConfig tunes the node's webhooks.
 type WebhooksConfig struct {
@@ -167,12 +169,24 @@ func (w *outboxWatch) tick(ctx context.Context) error {
 	w.mu.Unlock()
 	for _, b := range boards {
 		for _, f := range facts(b, now) {
+			if !wanted(hooks, f.event, b.ID) {
+				continue // not marked: a webhook created while it is news still hears of it
+			}
 			if err := w.append(ctx, b, f); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+func wanted(hooks []rank.Webhook, event, board string) bool {
+	for _, h := range hooks {
+		if h.Wants(event, board) {
+			return true
+		}
+	}
+	return false
 }
 
 // append writes f to the outbox unless this node already saw it written.
@@ -184,8 +198,9 @@ func (w *outboxWatch) append(ctx context.Context, b rank.Board, f fact) error {
 		return nil
 	}
 	var data any = map[string]string{"state": string(f.state)}
+	decimals := 0
 	if f.final {
-		d, err := w.standings(ctx, b, f)
+		d, dec, err := w.standings(ctx, b, f)
 		if err != nil {
 			return err
 		}
@@ -193,12 +208,13 @@ func (w *outboxWatch) append(ctx context.Context, b rank.Board, f fact) error {
 			w.remember(f)
 			return nil
 		}
-		data = d
+		data, decimals = d, dec
 	}
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return fmt.Errorf("node: webhook data of %s: %w", b.ID, err)
 	}
+	raw = proto.Decimalize(raw, decimals) // a hot board's scores, as REST prints them
 	appended, err := w.n.store.AppendOutbox(ctx, f.marker, markerKeep, rank.OutboxEvent{Event: f.event, Board: b.ID, TS: f.at, Data: raw})
 	if err != nil {
 		return fmt.Errorf("node: append %s of %s: %w", f.event, b.ID, err)
@@ -218,7 +234,7 @@ func (w *outboxWatch) remember(f fact) {
 }
 
 // standings reads a final period's standings and rewards.
-func (w *outboxWatch) standings(ctx context.Context, b rank.Board, f fact) (finalData, error) {
+func (w *outboxWatch) standings(ctx context.Context, b rank.Board, f fact) (finalData, int, error) {
 	var sel rank.PeriodSel
 	d := finalData{Standings: []rank.Entry{}, Rewards: []reward{}}
 	if b.Reset != rank.None {
@@ -227,7 +243,7 @@ func (w *outboxWatch) standings(ctx context.Context, b rank.Board, f fact) (fina
 	}
 	page, err := w.n.store.Top(ctx, b.ID, sel, 0, b.FinalReach())
 	if err != nil {
-		return finalData{}, fmt.Errorf("node: final standings of %s: %w", b.ID, err)
+		return finalData{}, 0, fmt.Errorf("node: final standings of %s: %w", b.ID, err)
 	}
 	w.n.profs.Decorate(ctx, page.Entries)
 	d.Total = page.Total
@@ -237,7 +253,7 @@ func (w *outboxWatch) standings(ctx context.Context, b rank.Board, f fact) (fina
 			d.Rewards = append(d.Rewards, reward{Member: e.Member, Reward: r})
 		}
 	}
-	return d, nil
+	return d, page.Decimals, nil
 }
 
 // runWebhooks runs the outboxWatch and the delivery loop until ctx ends.
