@@ -14,6 +14,8 @@ import (
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/node"
+	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/redisstore"
 	"github.com/wsgateway/wsgateway/webhook"
 )
 
@@ -223,5 +225,65 @@ func TestSlowReceiverNeverDelaysScores(t *testing.T) {
 	_, b := r.rest(t, "GET", "/api/v1/webhooks/slow/deliveries", adm, "")
 	if err := json.Unmarshal([]byte(b), &log); err != nil || len(log.Deliveries) == 0 || log.Deliveries[len(log.Deliveries)-1].Status != "pending" {
 		t.Fatalf("deliveries %s: want the held one still pending", b)
+	}
+}
+
+// TestThousandBoardsFinal: a thousand boards that end in the same second
+// are each told once, on both engines.
+func TestThousandBoardsFinal(t *testing.T) {
+	t.Parallel()
+	for _, engine := range []string{"memory", "redis"} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			clk := &skewed{t: time.Now().Add(-time.Hour).Truncate(time.Second)}
+			t0 := clk.now()
+			cfg := node.Config{Now: clk.now}
+			fastHooks(&cfg)
+			for i := range 1000 {
+				b := rank.DefaultBoard(fmt.Sprintf("b%04d", i))
+				b.EndsAt = rank.At(t0.Add(time.Minute))
+				cfg.Boards = append(cfg.Boards, b)
+			}
+			if engine == "redis" {
+				rd := testenv.StartRedis(t)
+				rc, err := redisstore.NewClient(rd.URL())
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.Redis = rc
+			}
+			r := start(t, cfg)
+			var mu sync.Mutex
+			byBoard, ids := map[string]int{}, map[string]bool{}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				var p struct{ ID, Board string }
+				_ = json.NewDecoder(req.Body).Decode(&p)
+				mu.Lock()
+				byBoard[p.Board]++
+				ids[p.ID] = true
+				mu.Unlock()
+			}))
+			defer srv.Close()
+			adm := token(t, "root", auth.Admin)
+			if st, b := r.rest(t, "PUT", "/api/v1/webhooks/all", adm, fmt.Sprintf(`{"url":%q,"secret":%q,"events":["board.final"]}`, srv.URL, hookSecret)); st != 200 {
+				t.Fatalf("PUT webhook: %d %s", st, b)
+			}
+			clk.set(t0.Add(time.Minute))
+			testenv.Until(t, 60*time.Second, "1000 board.final deliveries", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(byBoard) == 1000
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			for b, n := range byBoard {
+				if n != 1 {
+					t.Fatalf("board %s told %d times", b, n)
+				}
+			}
+			if len(ids) != 1000 {
+				t.Fatalf("%d distinct delivery ids, want 1000", len(ids))
+			}
+		})
 	}
 }
