@@ -37,6 +37,7 @@ import (
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/internal/clientaddr"
 	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/webhook"
 )
 
 // Check is one dependency /readyz asks, e.g. {"store", store.Ping}.
@@ -84,6 +85,9 @@ type Deps struct {
 	// Decorator gives the entries of top and member reads their profile
 	// fields (R20). nil: entries carry the stored names only.
 	Decorator rank.Decorator
+	// Resolver resolves webhook hosts to refuse private targets (nil:
+	// net.DefaultResolver).
+	Resolver webhook.Resolver
 }
 
 // Config tunes the REST app; every zero value is documented on its field.
@@ -119,6 +123,9 @@ type Config struct {
 	// server and admin tokens are not limited. Zero: DefaultRate (50, the
 	// WebSocket's --rate); negative: no limit.
 	Rate int
+	// WebhookAllowPrivate lets webhook URLs name loopback, private and
+	// link-local targets (--webhook-allow-private).
+	WebhookAllowPrivate bool
 	// Logger receives one line per request (method, route, status, duration)
 	// and internal errors; never a token. nil: discard.
 	Logger *slog.Logger
@@ -287,6 +294,7 @@ func (a *API) routes() {
 	add(fiber.MethodPost, b+"/:board/scores", a.authenticate, a.scores)
 	a.profileRoutes(add)
 	a.moderationRoutes(add)
+	a.webhookRoutes(add)
 	a.app.Use(a.notFound)
 }
 

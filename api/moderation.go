@@ -151,6 +151,7 @@ func (a *API) putBan(c *fiber.Ctx) error {
 		return fmt.Errorf("api: ban %s on %s: %w", m, id, err)
 	}
 	a.moderated(c, "ban", id, m, "reason", ban.Reason, "until", ban.Until)
+	a.memberBanned(ctx, id, ban)
 	return c.JSON(banJSON(ban))
 }
 
@@ -226,6 +227,7 @@ func (a *API) putGlobalBan(c *fiber.Ctx) error {
 		return fmt.Errorf("api: global ban %s: %w", m, err)
 	}
 	a.moderated(c, "global_ban", "", m, "reason", ban.Reason, "until", ban.Until)
+	a.memberBanned(ctx, "", ban)
 	return c.JSON(banJSON(ban))
 }
 

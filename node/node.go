@@ -123,6 +123,8 @@ type Config struct {
 	LiveRefresh time.Duration
 	// Viewers tunes the viewer counts (viewers.go).
 	Viewers ViewersConfig
+	// Webhooks tunes the outbox watcher and delivery (webhooks.go).
+	Webhooks WebhooksConfig
 	// Hub tunes the WebSocket endpoint. Its Node, TopInterval and Logger
 	// are this Config's ID, Interval and Logger: New refuses them set here.
 	Hub HubConfig
@@ -280,6 +282,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	ready := []api.Check{{Name: "store", Ping: n.store.Ping}, {Name: "bus", Ping: n.bus.Ping}}
 	acfg := cfg.API
 	acfg.DevSecret, acfg.Logger = cfg.DevSecret, cfg.Logger
+	acfg.WebhookAllowPrivate = cfg.Webhooks.AllowPrivate
 	n.api, err = api.New(api.Deps{
 		Store: n.store, Verifier: cfg.Verifier, Ready: ready, Registry: cfg.Registry,
 		// Moderation and PATCH change a board's reads: the API tells BoardChanged (R21).
@@ -436,8 +439,16 @@ func (n *Node) Hub() *hub.Hub { return n.hub }
 // Bus is the node's NATS link (its Stats and Ping feed metrics).
 func (n *Node) Bus() *bus.Bus { return n.bus }
 
-// Run computes live frames until ctx ends; it returns ctx's error.
-func (n *Node) Run(ctx context.Context) error { return n.live.Run(ctx) }
+// Run computes live frames, appends webhook events and delivers them
+// (webhooks.go) until ctx ends; it returns ctx's error.
+func (n *Node) Run(ctx context.Context) error {
+	wait, err := n.runWebhooks(ctx)
+	if err != nil {
+		return err
+	}
+	defer wait() // they end with ctx, as live does
+	return n.live.Run(ctx)
+}
 
 // Shutdown drains the WebSocket connections (R14): see hub.Hub.Shutdown.
 // The HTTP server is the caller's to shut down.

@@ -186,6 +186,11 @@ type Board struct {
 	// Source makes the board a read-only combination of other boards.
 	Group  string `json:"group"`
 	Source Source `json:"source,omitzero"`
+
+	// Final events (§13, webhook.go): the rewards by rank range, and how
+	// many entries a final event carries (0, absent, = DefaultStandings).
+	Rewards   Rewards `json:"rewards,omitzero"`
+	Standings int     `json:"standings,omitzero"`
 }
 
 // DefaultBoard is the config every field of which has the contract's default.
@@ -225,6 +230,9 @@ func ParseBoard(id string, body []byte) (Board, error) {
 	}
 	if dec.More() {
 		return Board{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidConfig)
+	}
+	if keys["standings"] && b.Standings == 0 { // as shards: an explicit 0 is not the default
+		return Board{}, fmt.Errorf("%w: field standings: 0 is not within 1..%d", ErrInvalidConfig, MaxStandings)
 	}
 	if keys["shards"] && b.Shards == 0 { // the zero value cannot tell "shards": 0 from absent
 		return Board{}, fmt.Errorf("%w: field shards: 0 is not within 1..%d", ErrInvalidConfig, MaxShards)
@@ -381,6 +389,12 @@ func (b Board) Validate() error {
 	}
 	if err := b.Source.validate(b.ID); err != nil {
 		return bad("source", "%v", err)
+	}
+	if b.Standings < 0 || b.Standings > MaxStandings {
+		return bad("standings", "%d is not within 1..%d", b.Standings, MaxStandings)
+	}
+	if err := validateRewards(b.Rewards); err != nil {
+		return bad("rewards", "%v", err)
 	}
 	// Derived, hot and sharded are three kinds of board: one each (§8, §9).
 	// A board that is hot or sharded is never a source either (derived.go),

@@ -151,6 +151,7 @@ type Store interface {
 	BoardCache
 	Profiles
 	Moderation
+	Outbox
 
 	// PutBoard creates or replaces a board config (validated). Changing the
 	// order, mode or tiebreak of a board that has data is allowed and takes

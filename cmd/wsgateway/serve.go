@@ -79,6 +79,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		Web:               node.WebConfig{FrameAncestors: o.FrameAncestors},
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		DrainTimeout:      o.DrainTimeout,
+		Webhooks:          node.WebhooksConfig{AllowPrivate: o.WebhookPrivate},
 		Registry:          reg,
 		MetricsElsewhere:  o.MetricsAddr != "",
 		Logger:            log,

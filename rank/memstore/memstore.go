@@ -62,6 +62,8 @@ type Store struct {
 	global map[string]rank.Ban // global bans by member (moderation.go), under mu
 
 	outcomes sync.Pool // *outcome, for Hooks.Complete (Apply)
+
+	*Outbox // webhooks and their deliveries (webhook.go)
 }
 
 var _ rank.Store = (*Store)(nil)
@@ -85,6 +87,10 @@ func New(hooks rank.Hooks, cfg Config) (*Store, error) {
 		boards: map[string]*board{},
 		global: map[string]rank.Ban{},
 	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.Outbox = NewOutbox(s.now)
 	s.outcomes.New = newOutcome
 	if s.now == nil {
 		s.now = time.Now

@@ -9,16 +9,18 @@ import (
 	"time"
 
 	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/memstore"
 )
 
 // model is a deliberately naive rank.Store (sort on every read, no expiry,
 // no periods) written from the contract alone, so that Differential against
 // it checks the tree engine rather than comparing it with itself.
 type model struct {
-	mu     sync.Mutex
-	boards map[string]*mboard
-	global map[string]rank.Ban // live global bans (model_moderation_test.go)
-	now    func() time.Time    // the store clock of bans; nil = time.Now
+	*memstore.Outbox // the outbox is not modelled: the memory engine's own stands in
+	mu               sync.Mutex
+	boards           map[string]*mboard
+	global           map[string]rank.Ban // live global bans (model_moderation_test.go)
+	now              func() time.Time    // the store clock of bans; nil = time.Now
 	// profiles by member; nil until the first PutProfile.
 	profiles map[string]rank.Profile
 }
@@ -48,7 +50,9 @@ type midem struct {
 
 var _ rank.Store = (*model)(nil)
 
-func newModel() *model { return &model{boards: map[string]*mboard{}, global: map[string]rank.Ban{}} }
+func newModel() *model {
+	return &model{Outbox: memstore.NewOutbox(nil), boards: map[string]*mboard{}, global: map[string]rank.Ban{}}
+}
 
 func (m *model) board(id string) (*mboard, error) {
 	if !rank.ValidBoardID(id) {

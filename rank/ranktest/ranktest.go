@@ -181,6 +181,10 @@ func Run(t *testing.T, f Factory) {
 		{"DerivedBuild", testDerivedBuild},
 		{"DerivedBuildConcurrent", testDerivedBuildConcurrent},
 		{"DerivedBans", testDerivedBans},
+		{"WebhookCRUD", testWebhookCRUD},
+		{"OutboxOnce", testOutboxOnce},
+		{"OutboxLease", testOutboxLease},
+		{"OutboxFails", testOutboxFails},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}
 	for _, tc := range tests {

@@ -1,0 +1,271 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/webhook"
+)
+
+// Webhooks (docs/webhooks.md): every node watches every board's schedule
+// on the store's clock and appends what became true to the store's outbox
+// (rank.Outbox), each fact guarded by a marker so that however many nodes
+// notice it, it is written once; and every node runs a webhook.Deliverer,
+// whose leases let one node attempt a delivery at a time.
+//
+// The outboxWatch looks at all boards, not only the ones this node's live
+// engine ticks for its subscribers: a board nobody watches still ends.
+// A fact is news for RetryFor after it happened: a node that starts later
+// does not report older ones; a webhook created while a fact is news and
+// no other webhook wanted it hears of it.
+
+// WebhooksConfig tunes the node's webhooks.
+type WebhooksConfig struct {
+	// AllowPrivate lets webhook URLs reach loopback, private and
+	// link-local addresses (--webhook-allow-private).
+	AllowPrivate bool
+	// Watch is how often the node looks for boards and periods that
+	// became final or changed state; zero = 1s.
+	Watch time.Duration
+	// Deliver tunes the delivery loop; Node and AllowPrivate are filled in.
+	Deliver webhook.Config
+}
+
+// markerKeep outlasts the span in which a fact is news, so a marker is
+// never gone while a node could still append its fact.
+const markerKeep = rank.RetryFor + time.Hour
+
+// maxPeriodsBack bounds the walk back to the latest final period: the
+// longest grace (24 h) over the shortest reset (1m).
+const maxPeriodsBack = 24*60 + 1
+
+// fact is one event the outboxWatch found true.
+type fact struct {
+	marker string
+	event  string
+	at     time.Time // when it became true
+	period int64
+	final  bool // carries standings: read them
+	// skipEmpty: a period nobody scored in is not news (and a new board's
+	// latest final period is one from before it existed).
+	skipEmpty bool
+	state     rank.State
+}
+
+// facts lists what became true on board b in the RetryFor before now.
+func facts(b rank.Board, now time.Time) []fact {
+	recent := func(t time.Time) bool { return !t.After(now) && now.Sub(t) < rank.RetryFor }
+	var out []fact
+	state := func(st rank.State, at time.Time) {
+		if recent(at) {
+			out = append(out, fact{marker: fmt.Sprintf("state|%s|%s|%d", b.ID, st, at.UnixMilli()),
+				event: rank.EventBoardState, at: at, state: st})
+		}
+	}
+	if !b.StartsAt.IsZero() {
+		state(rank.Open, b.StartsAt.Time)
+	}
+	if !b.EndsAt.IsZero() {
+		if b.Grace > 0 {
+			state(rank.Closing, b.EndsAt.Time)
+		}
+		fin := b.FinalAt()
+		state(rank.Final, fin)
+		if recent(fin) {
+			last := rank.PeriodAt(b, b.EndsAt.Add(-time.Millisecond))
+			out = append(out, fact{marker: fmt.Sprintf("final|%s|%d", b.ID, fin.UnixMilli()),
+				event: rank.EventBoardFinal, at: fin, period: last.Index, final: true})
+		}
+	}
+	if b.Reset == rank.None || b.StateAt(now) == rank.Final {
+		return out // a final board's last period is its board.final
+	}
+	// The latest period past its grace; a grace longer than a period makes
+	// it one before the last.
+	p := rank.PeriodAt(b, now)
+	for range maxPeriodsBack {
+		p = p.Previous(b)
+		if !now.Before(p.End.Add(time.Duration(b.Grace))) {
+			break
+		}
+	}
+	fin := p.End.Add(time.Duration(b.Grace))
+	if recent(fin) && !now.Before(fin) && (b.StartsAt.IsZero() || p.End.After(b.StartsAt.Time)) {
+		out = append(out, fact{marker: fmt.Sprintf("period|%s|%d", b.ID, p.Index),
+			event: rank.EventPeriodFinal, at: fin, period: p.Index, final: true, skipEmpty: true})
+	}
+	return out
+}
+
+// reward is one member's reward in a final event.
+type reward struct {
+	Member string `json:"member"`
+	Reward string `json:"reward"`
+}
+
+// finalData is a final event's data (§13).
+type finalData struct {
+	Period    *int64       `json:"period,omitempty"`
+	Standings []rank.Entry `json:"standings"`
+	Total     int64        `json:"total"`
+	Rewards   []reward     `json:"rewards"`
+}
+
+// outboxWatch appends facts to the outbox.
+type outboxWatch struct {
+	n    *Node
+	mu   sync.Mutex           // guards done
+	done map[string]time.Time // markers this node has found written, and when they stop mattering
+}
+
+// watch runs the outboxWatch until ctx ends.
+func (n *Node) watchWebhooks(ctx context.Context) {
+	w := &outboxWatch{n: n, done: map[string]time.Time{}}
+	every := n.cfg.Webhooks.Watch
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := w.tick(ctx); err != nil && ctx.Err() == nil {
+			n.log.Warn("node: webhook watch", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// tick looks at every board once.
+func (w *outboxWatch) tick(ctx context.Context) error {
+	s := w.n.store
+	hooks, err := s.Webhooks(ctx)
+	if err != nil || len(hooks) == 0 {
+		return err // no webhook: nothing to tell, nothing to read
+	}
+	now, err := s.Now(ctx)
+	if err != nil {
+		return err
+	}
+	boards, err := s.Boards(ctx)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	for m, until := range w.done {
+		if now.After(until) {
+			delete(w.done, m)
+		}
+	}
+	w.mu.Unlock()
+	for _, b := range boards {
+		for _, f := range facts(b, now) {
+			if !wanted(hooks, f.event, b.ID) {
+				continue // not marked: a webhook created while it is news still hears of it
+			}
+			if err := w.append(ctx, b, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func wanted(hooks []rank.Webhook, event, board string) bool {
+	for _, h := range hooks {
+		if h.Wants(event, board) {
+			return true
+		}
+	}
+	return false
+}
+
+// append writes f to the outbox unless this node already saw it written.
+func (w *outboxWatch) append(ctx context.Context, b rank.Board, f fact) error {
+	w.mu.Lock()
+	_, seen := w.done[f.marker]
+	w.mu.Unlock()
+	if seen {
+		return nil
+	}
+	var data any = map[string]string{"state": string(f.state)}
+	decimals := 0
+	if f.final {
+		d, dec, err := w.standings(ctx, b, f)
+		if err != nil {
+			return err
+		}
+		if f.skipEmpty && d.Total == 0 {
+			w.remember(f)
+			return nil
+		}
+		data, decimals = d, dec
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("node: webhook data of %s: %w", b.ID, err)
+	}
+	raw = proto.Decimalize(raw, decimals) // a hot board's scores, as REST prints them
+	appended, err := w.n.store.AppendOutbox(ctx, f.marker, markerKeep, rank.OutboxEvent{Event: f.event, Board: b.ID, TS: f.at, Data: raw})
+	if err != nil {
+		return fmt.Errorf("node: append %s of %s: %w", f.event, b.ID, err)
+	}
+	if appended {
+		w.n.log.Info("node: webhook event", "event", f.event, "board", b.ID)
+	}
+	w.remember(f)
+	return nil
+}
+
+// remember keeps f's marker as done for as long as it could matter.
+func (w *outboxWatch) remember(f fact) {
+	w.mu.Lock()
+	w.done[f.marker] = f.at.Add(markerKeep)
+	w.mu.Unlock()
+}
+
+// standings reads a final period's standings and rewards.
+func (w *outboxWatch) standings(ctx context.Context, b rank.Board, f fact) (finalData, int, error) {
+	var sel rank.PeriodSel
+	d := finalData{Standings: []rank.Entry{}, Rewards: []reward{}}
+	if b.Reset != rank.None {
+		sel = rank.PeriodSel(strconv.FormatInt(f.period, 10))
+		d.Period = &f.period
+	}
+	page, err := w.n.store.Top(ctx, b.ID, sel, 0, b.FinalReach())
+	if err != nil {
+		return finalData{}, 0, fmt.Errorf("node: final standings of %s: %w", b.ID, err)
+	}
+	w.n.profs.Decorate(ctx, page.Entries)
+	d.Total = page.Total
+	d.Standings = append(d.Standings, page.Entries[:min(len(page.Entries), b.StandingsCount())]...)
+	for _, e := range page.Entries {
+		if r := b.RewardFor(e.Rank); r != "" {
+			d.Rewards = append(d.Rewards, reward{Member: e.Member, Reward: r})
+		}
+	}
+	return d, page.Decimals, nil
+}
+
+// runWebhooks runs the outboxWatch and the delivery loop until ctx ends.
+func (n *Node) runWebhooks(ctx context.Context) (wait func(), err error) {
+	dcfg := n.cfg.Webhooks.Deliver
+	dcfg.Node, dcfg.AllowPrivate = n.cfg.ID, n.cfg.Webhooks.AllowPrivate
+	d, err := webhook.New(n.store, n.log, dcfg)
+	if err != nil {
+		return nil, fmt.Errorf("node: webhooks: %w", err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { n.watchWebhooks(ctx) })
+	wg.Go(func() { _ = d.Run(ctx) })
+	return wg.Wait, nil
+}

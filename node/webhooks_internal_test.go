@@ -1,0 +1,61 @@
+package node
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+func factNames(fs []fact) string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.marker)
+	}
+	return strings.Join(out, " ")
+}
+
+// TestFacts: what the watch finds true, and for how long it is news.
+func TestFacts(t *testing.T) {
+	t0 := time.Date(2031, 3, 1, 12, 0, 0, 0, time.UTC)
+	cup := rank.DefaultBoard("cup")
+	cup.StartsAt, cup.EndsAt, cup.Grace = rank.At(t0), rank.At(t0.Add(time.Hour)), rank.Duration(time.Minute)
+	ms := func(d time.Duration) string { return strconv.FormatInt(t0.Add(d).UnixMilli(), 10) }
+	open, closing := "state|cup|open|"+ms(0), "state|cup|closing|"+ms(time.Hour)
+	final := "state|cup|final|" + ms(time.Hour+time.Minute) + " final|cup|" + ms(time.Hour+time.Minute)
+	for _, c := range []struct {
+		at   time.Duration
+		want string
+	}{
+		{-time.Second, ""},
+		{0, open},
+		{time.Hour, open + " " + closing},
+		{time.Hour + time.Minute, open + " " + closing + " " + final},
+		{25 * time.Hour, final},
+		{26 * time.Hour, ""},
+	} {
+		if got := factNames(facts(cup, t0.Add(c.at))); got != c.want {
+			t.Errorf("cup at %s: %q, want %q", c.at, got, c.want)
+		}
+	}
+
+	daily := rank.DefaultBoard("daily")
+	daily.Reset, daily.Grace = rank.Daily, rank.Duration(2*time.Hour)
+	day := time.Date(2031, 3, 2, 0, 0, 0, 0, time.UTC)
+	yesterday := rank.PeriodAt(daily, day.Add(-time.Hour)).Index
+	before := rank.PeriodAt(daily, day.Add(-25*time.Hour)).Index
+	for _, c := range []struct {
+		at   time.Duration
+		want int64
+	}{
+		{time.Hour, before}, // yesterday is still in its grace
+		{2 * time.Hour, yesterday},
+	} {
+		fs := facts(daily, day.Add(c.at))
+		if len(fs) != 1 || fs[0].event != rank.EventPeriodFinal || fs[0].period != c.want || !fs[0].skipEmpty {
+			t.Errorf("daily at +%s: %+v, want period.final of %d", c.at, fs, c.want)
+		}
+	}
+}
