@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"time"
+
+	"github.com/wsgateway/wsgateway/internal/meta"
 )
 
 // Op says which number an event carries.
@@ -39,6 +41,9 @@ type Event struct {
 	// payload. Callers that leave it zero share one submitter; two that
 	// happen to share a number are only kept in order together.
 	Submitter uint64
+	// Meta is the event's metadata (§11), "" for none: kept with the
+	// score it sets, in the same atomic step (R26).
+	Meta meta.Meta
 }
 
 // PayloadHash identifies what an event asks for, so a repeated request id with
@@ -57,6 +62,12 @@ func (e Event) PayloadHash() uint64 {
 		binary.BigEndian.PutUint64(b[1:], uint64(e.At.UnixMilli()))
 		b[0] = '@'
 		h.Write(b[:])
+	}
+	if e.Meta != "" {
+		// Likewise only when sent: another meta under the same id is
+		// another request, not a retry.
+		h.Write([]byte{'#'})
+		h.Write([]byte(e.Meta))
 	}
 	return h.Sum64()
 }
@@ -87,6 +98,8 @@ type Entry struct {
 	// Avatar and Country come from the member's profile (R20).
 	Avatar  string `json:"avatar,omitempty"`
 	Country string `json:"country,omitempty"`
+	// Meta is that of the event that set the score (§11), "" for none.
+	Meta meta.Meta `json:"meta,omitempty"`
 }
 
 // Page is a slice of a board in rank order.
@@ -240,6 +253,14 @@ func (e Event) Check(b Board) error {
 	}
 	if b.MaxDelta > 0 && (e.Amount > b.MaxDelta || e.Amount < -b.MaxDelta) {
 		return ErrDeltaTooLarge
+	}
+	if e.Meta != "" {
+		if b.Hot() {
+			return fmt.Errorf("%w: board %s is hot: its scores carry no meta", ErrBadRequest, b.ID)
+		}
+		if !e.Meta.Valid() {
+			return fmt.Errorf("%w: %w", ErrBadRequest, meta.ErrInvalid)
+		}
 	}
 	return nil
 }

@@ -181,6 +181,7 @@ func Run(t *testing.T, f Factory) {
 		{"DerivedBuild", testDerivedBuild},
 		{"DerivedBuildConcurrent", testDerivedBuildConcurrent},
 		{"DerivedBans", testDerivedBans},
+		{"Meta", testMeta},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}
 	for _, tc := range tests {

@@ -40,6 +40,11 @@ func (s *Store) xkey(board string, idx int64) string {
 	return s.key(board, "x:"+strconv.FormatInt(idx, 10))
 }
 
+// metaKey is a period's hash of members' meta (§11).
+func (s *Store) metaKey(board string, idx int64) string {
+	return s.key(board, "meta:"+strconv.FormatInt(idx, 10))
+}
+
 // gbansKey is the hash of global bans (outside every hash tag).
 func (s *Store) gbansKey() string { return s.cfg.Prefix + ":gbans" }
 

@@ -185,6 +185,7 @@ type periodKeys struct {
 	sl                     slots
 	za, ma, zb, mb, zp, mp string
 	cp, ca, cb             string // R18's count hashes of P, A and B
+	ep, ea, eb             string // the meta hashes of P, A and B (§11)
 	args                   [7]any // start, bound, end, a, b, expireA, expireB
 	pargs                  [3]any // start of P, P, expireP
 
@@ -231,6 +232,7 @@ func (s *Store) periodKeys(c cachedBoard, now time.Time) *periodKeys {
 		za: s.zkey(board, sl.a), ma: s.mkey(board, sl.a), zb: s.zkey(board, sl.b), mb: s.mkey(board, sl.b),
 		zp: s.zkey(board, sl.p), mp: s.mkey(board, sl.p),
 		cp: s.ckey(board, sl.p), ca: s.ckey(board, sl.a), cb: s.ckey(board, sl.b),
+		ep: s.metaKey(board, sl.p), ea: s.metaKey(board, sl.a), eb: s.metaKey(board, sl.b),
 		args:  [7]any{sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB},
 		pargs: [3]any{sl.pstart, sl.p, sl.expireP},
 	}
