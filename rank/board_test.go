@@ -305,13 +305,17 @@ func TestOneKindPerBoard(t *testing.T) {
 		{`{` + decay + `,"shards":4}`, "shards"},
 		{`{` + decay + `,"group":"g"}`, "group"},
 		{`{"shards":4,"group":"g"}`, "group"},
+		// History (§11) is for boards that apply events themselves.
+		{`{` + union + `,"group":"g","history":1}`, "history"},
+		{`{` + decay + `,"history":1}`, "history"},
+		{`{"history":101}`, "history"},
 	} {
 		_, err := ParseBoard("x", []byte(tc.body))
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "field "+tc.field+":") {
 			t.Errorf("%s: %v, want ErrInvalidConfig naming %s", tc.body, err, tc.field)
 		}
 	}
-	for _, ok := range []string{`{` + decay + `}`, `{"shards":4}`, `{` + union + `,"group":"g"}`, `{"group":"g"}`} {
+	for _, ok := range []string{`{` + decay + `}`, `{"shards":4}`, `{` + union + `,"group":"g"}`, `{"group":"g"}`, `{"shards":4,"history":100}`} {
 		if _, err := ParseBoard("x", []byte(ok)); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}

@@ -126,6 +126,18 @@ type MemberRank struct {
 	Around []Entry
 }
 
+// HistoryEvent is one applied event as a board with history keeps it
+// (§11): its request id, number, the member's score after it, its time
+// (unix ms) and meta.
+type HistoryEvent struct {
+	ID     string
+	Op     Op
+	Amount int64
+	Score  int64
+	At     int64
+	Meta   meta.Meta
+}
+
 // Ranks is a consistent snapshot of several members of one board.
 type Ranks struct {
 	Board   string
@@ -206,6 +218,10 @@ type Store interface {
 	Top(ctx context.Context, board string, period PeriodSel, offset, limit int) (Page, error)
 	// Ranks reads several members with `around` neighbours each in one snapshot.
 	Ranks(ctx context.Context, board string, period PeriodSel, members []string, around int) (Ranks, error)
+	// History reads a member's last applied events in a period, newest
+	// first (§11): empty on a board without history or for a member
+	// without events there.
+	History(ctx context.Context, board string, period PeriodSel, member string) ([]HistoryEvent, error)
 
 	// Now is the store's clock, the one that decides periods and board
 	// states (§6): a node follows it, never its own.

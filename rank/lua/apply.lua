@@ -23,6 +23,9 @@
 -- KEYS[15]   <p>:{b}:meta:<P>  hash: member id -> meta (§11), slot P
 -- KEYS[16]   <p>:{b}:meta:<A>  the same for A
 -- KEYS[17]   <p>:{b}:meta:<B>  the same for B
+-- then, on a board with history (ARGV[21] > 0), three per event i at
+-- k = 17 + 3*(i-1): KEYS[k+1..k+3] <p>:{b}:h:<P|A|B>:<member>, lists of
+-- the member's last applied events in P, A and B (§11), newest first
 --            The idempotency records are fields "<m>|<id>" (member m's
 --            request id; R4 v1.1) of the bucket hashes <p>:{b}:r:<W>.<k>
 --            (prelude's records, which also use the cfg hash's fields rw,
@@ -48,7 +51,8 @@
 -- ARGV[18] ends_at in unix ms, "" = none
 -- ARGV[19] grace in ms
 -- ARGV[20] max_submissions, 0 = unlimited
--- then eight per event i, at j = 20 + 8*(i-1):
+-- ARGV[21] history: events kept per member and period, 0 = none
+-- then eight per event i, at j = 21 + 8*(i-1):
 -- ARGV[j+1] member id
 -- ARGV[j+2] display name ("" keeps the stored one)
 -- ARGV[j+3] op: 1 = delta, 2 = value
@@ -139,7 +143,10 @@ if ssub(tie, -2) == '@t' then tie, sharded = ssub(tie, 1, -3), true end
 local window = tonumber(ARGV[13])
 local dk, da = tonumber(ARGV[#ARGV]), tonumber(ARGV[#ARGV - 1]) -- derived boards
 if not dk or not da then return redis.error_reply('LB bad_request') end
-local n = (#ARGV - 22 - da) / 8
+local n = (#ARGV - 23 - da) / 8
+local hist = tonumber(ARGV[21])
+local hk = 0 -- history keys
+if hist and hist > 0 then hk = 3 * n end
 local startsAt, endsAt = tonumber(ARGV[17]), tonumber(ARGV[18])
 local grace, maxSubs = tonumber(ARGV[19]), tonumber(ARGV[20])
 if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
@@ -147,7 +154,7 @@ if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
   or (tie ~= 'first' and tie ~= 'last' and tie ~= 'shared')
   or not window or window < 1 or not grace or grace < 0 or not maxSubs
   or (ARGV[17] ~= '' and not startsAt) or (ARGV[18] ~= '' and not endsAt)
-  or n < 1 or n % 1 ~= 0 or #KEYS ~= 17 + dk then
+  or not hist or n < 1 or n % 1 ~= 0 or #KEYS ~= 17 + hk + dk then
   return redis.error_reply('LB bad_request')
 end
 
@@ -169,7 +176,7 @@ if boundary > 0 then
 end
 if bans and banDue(bkey, now) then return redis.error_reply('LB expired') end
 
-local R = recordsOpen(meta, window, now, 20, 8, n)
+local R = recordsOpen(meta, window, now, 21, 8, n)
 
 -- The call's writes of hash fields (prelude's batch B): the names, and
 -- the member hash of the clock's slot (where nearly every event lands).
@@ -182,7 +189,7 @@ local pm = slots[cur].m
 local pmv
 do
   local ms = {}
-  for i = 1, n do ms[i] = ARGV[20 + 8 * (i - 1) + 1] end
+  for i = 1, n do ms[i] = ARGV[21 + 8 * (i - 1) + 1] end
   pmv = call('HMGET', pm, unpack(ms))
 end
 local function memberZ(mkey, member, i)
@@ -335,7 +342,7 @@ local padHi, padHiOf
 
 -- one applies event i and returns its reply string.
 local function one(i)
-  local j = 20 + 8 * (i - 1)
+  local j = 21 + 8 * (i - 1)
   local member, name, op = ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
   local rec = recordGet(R, i)
   if rec then return '1' .. rec end
@@ -450,6 +457,17 @@ local function one(i)
   -- The meta of the event that set the score: a best board's event that
   -- did not improve it leaves the one that did.
   if mode ~= 'best' or not had or new ~= old then keepMeta(sl, member, ARGV[j + 8]) end
+  if hk > 0 then
+    -- {"id","delta"|"value","score","at","meta"} (§11); request ids need
+    -- no escaping ([A-Za-z0-9_.:-]) and meta is a JSON object.
+    local h = KEYS[17 + 3 * (i - 1) + s + 1]
+    local ev = '{"id":"' .. ARGV[j + 7] .. (op == '1' and '","delta":' or '","value":') .. fmt('%d', amount)
+      .. ',"score":' .. ns .. ',"at":' .. fmt('%d', t)
+    if ARGV[j + 8] ~= '' then ev = ev .. ',"meta":' .. ARGV[j + 8] end
+    local len = call('LPUSH', h, ev .. '}')
+    if len > hist then call('LTRIM', h, 0, hist - 1) end
+    if len == 1 and expat > now then call('PEXPIRE', h, expat - now) end
+  end
   if name ~= '' then batchSet(B, KEYS[3], member, name) end
   if #deps > 0 then maintain(s, member, name, new - old, had) end -- derived boards
 

@@ -51,6 +51,9 @@ type zset struct {
 	// meta is each member's meta (§11), made by the first event that
 	// carries one: a board whose events carry none spends nothing on it.
 	meta map[string]meta.Meta
+	// history holds each member's last applied events, oldest first, on a
+	// board with history (§11); nil on others.
+	history map[string][]rank.HistoryEvent
 }
 
 // idemKey is what a request id is unique within on a board (R4 v1.1): the
@@ -274,6 +277,9 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	if b.cfg.MaxSubmissions > 0 {
 		z.counts[e.Member]++
 	}
+	if b.cfg.History > 0 {
+		b.keepHistory(z, e, score, t)
+	}
 	// The record is written last, as in the Lua script.
 	exp := nowNs + int64(time.Duration(b.cfg.IdempotencyWindow))
 	b.idem[key] = record{
@@ -295,6 +301,22 @@ func (b *board) setMeta(z *zset, member string, m meta.Meta) {
 	case z.meta != nil:
 		delete(z.meta, member)
 	}
+}
+
+// keepHistory notes the applied event e, which left the member at score,
+// in its history, dropping the oldest past the board's history. b.mu held
+// for writing.
+func (b *board) keepHistory(z *zset, e rank.Event, score int64, t time.Time) {
+	if z.history == nil {
+		z.history = map[string][]rank.HistoryEvent{}
+	}
+	h := z.history[e.Member]
+	if n := len(h) - b.cfg.History + 1; n > 0 {
+		h = h[:copy(h, h[n:])]
+	}
+	z.history[e.Member] = append(h, rank.HistoryEvent{
+		ID: e.ID, Op: e.Op, Amount: e.Amount, Score: score, At: t.UnixMilli(), Meta: e.Meta,
+	})
 }
 
 // period is the period at now, reusing the last one while now is inside

@@ -236,6 +236,7 @@ func (s *Store) RemoveMember(ctx context.Context, id, member string, sel rank.Pe
 			}
 			if removed {
 				delete(z.meta, member)
+				delete(z.history, member)
 			}
 			if removed && b.hot != nil {
 				delete(b.hot.sums, member)

@@ -182,6 +182,7 @@ func Run(t *testing.T, f Factory) {
 		{"DerivedBuildConcurrent", testDerivedBuildConcurrent},
 		{"DerivedBans", testDerivedBans},
 		{"Meta", testMeta},
+		{"History", testHistory},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}
 	for _, tc := range tests {
