@@ -351,3 +351,24 @@ func TestOneKindPerBoard(t *testing.T) {
 		}
 	}
 }
+
+// TestPayloadHashMeta: meta is part of an event's payload (R4) when sent,
+// hashed without allocating; an event without it keeps its old hash. Not
+// parallel: AllocsPerRun needs the test alone.
+func TestPayloadHashMeta(t *testing.T) {
+	e := Event{Member: "m", Op: OpDelta, Amount: 5}
+	plain := e.PayloadHash()
+	e.Meta = `{"a":1}`
+	withA := e.PayloadHash()
+	e.Meta = `{"a":2}`
+	withB := e.PayloadHash()
+	if plain == withA || withA == withB {
+		t.Fatalf("hashes %x %x %x: meta must tell payloads apart", plain, withA, withB)
+	}
+	if n := testing.AllocsPerRun(100, func() { e.PayloadHash() }); n != 0 {
+		t.Errorf("PayloadHash with meta: %.0f allocations", n)
+	}
+	if (Event{Member: "m", Op: OpDelta, Amount: 5}).PayloadHash() != plain {
+		t.Error("the hash of an event without meta changed")
+	}
+}
