@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,5 +138,109 @@ func testHistory(t *testing.T, f Factory) {
 	}
 	if _, err := s.History(t.Context(), "rt-hist-absent", "", "ann"); !errors.Is(err, rank.ErrUnknownBoard) {
 		t.Errorf("History of an unknown board: %v", err)
+	}
+}
+
+// testMetaHistoryAtomic: R26 under concurrency. Writers set scores whose
+// meta names the value; readers racing them never see an entry whose meta
+// names another value, and afterwards every acknowledged event is in its
+// member's history (up to N) and nothing else is.
+func testMetaHistoryAtomic(t *testing.T, f Factory) {
+	s := f(t, nil)
+	for _, mode := range []rank.Mode{rank.Set, rank.Best} {
+		b := put(t, s, board("rt-r26-"+string(mode), func(b *rank.Board) { b.Mode = mode; b.History = 100 }))
+		const writers, per = 4, 40
+		members := []string{"ann", "bob"}
+		var wg sync.WaitGroup
+		acked := make([][]string, writers)
+		errs := make(chan error, writers+2)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range per {
+					v := int64(w*1000 + i)
+					m := members[(w+i)%len(members)]
+					e := value(b.ID, fmt.Sprintf("w%d-%d", w, i), m, v)
+					e.Meta = meta.Meta(fmt.Sprintf(`{"v":%d}`, v))
+					e.Submitter = uint64(w + 1)
+					if _, err := rank.ApplyWait(t.Context(), s, e); err != nil {
+						errs <- err
+						return
+					}
+					acked[w] = append(acked[w], m+"/"+e.ID)
+				}
+			}()
+		}
+		done := make(chan struct{})
+		var readers sync.WaitGroup
+		check := func(es []rank.Entry) error {
+			for _, e := range es {
+				if want := meta.Meta(fmt.Sprintf(`{"v":%d}`, e.Score)); e.Meta != want {
+					return fmt.Errorf("%s board: %s has score %d with meta %s", mode, e.Member, e.Score, e.Meta)
+				}
+			}
+			return nil
+		}
+		for range 2 {
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					pg, err := s.Top(t.Context(), b.ID, "", 0, 10)
+					if err == nil {
+						err = check(pg.Entries)
+					}
+					if err == nil {
+						var rs rank.Ranks
+						rs, err = s.Ranks(t.Context(), b.ID, "", members, 1)
+						for _, mr := range rs.Members {
+							if err == nil {
+								err = check(mr.Around)
+							}
+						}
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(done)
+		readers.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		want := map[string]bool{}
+		for _, a := range acked {
+			for _, k := range a {
+				want[k] = true
+			}
+		}
+		got := map[string]bool{}
+		for _, m := range members {
+			for _, e := range history(t, s, b.ID, "", m) {
+				if got[m+"/"+e.ID] {
+					t.Fatalf("%s board: %s/%s twice in the history", mode, m, e.ID)
+				}
+				got[m+"/"+e.ID] = true
+			}
+		}
+		if len(got) != len(want) || len(want) != writers*per {
+			t.Fatalf("%s board: %d events in the histories, %d acknowledged, want %d", mode, len(got), len(want), writers*per)
+		}
+		for k := range want {
+			if !got[k] {
+				t.Fatalf("%s board: acknowledged %s is not in the history", mode, k)
+			}
+		}
 	}
 }

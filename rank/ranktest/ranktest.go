@@ -183,6 +183,7 @@ func Run(t *testing.T, f Factory) {
 		{"DerivedBans", testDerivedBans},
 		{"Meta", testMeta},
 		{"History", testHistory},
+		{"MetaHistoryAtomic", testMetaHistoryAtomic},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}
 	for _, tc := range tests {
