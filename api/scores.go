@@ -278,7 +278,7 @@ func decodeScore(b rank.Board, raw json.RawMessage) scoreItem {
 		it.err = err
 		return it
 	}
-	ev := rank.Event{Board: b.ID, ID: s.ID, Member: s.Member, Op: rankOp(s.Op), Amount: s.Amount}
+	ev := rank.Event{Board: b.ID, ID: s.ID, Member: s.Member, Op: rankOp(s.Op), Amount: s.Amount, Meta: s.Meta}
 	if s.HasAt {
 		ev.At = time.UnixMilli(s.At) // only server and admin tokens reach here
 	}

@@ -117,7 +117,7 @@ func TestScoresArray(t *testing.T) {
 		}
 		var p page
 		e.do("GET", "/api/v1/boards/s/top", serverToken(t), "").json(t, &p)
-		if fmt.Sprint(p.Entries) != "[{1 bob 20   } {2 alice 20   } {3 carol 20   }]" {
+		if fmt.Sprint(p.Entries) != "[{1 bob 20    } {2 alice 20    } {3 carol 20    }]" {
 			t.Errorf("board after the array: %v", p.Entries)
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/wsgateway/wsgateway/internal/meta"
 	"github.com/wsgateway/wsgateway/proto"
 )
 
@@ -161,6 +162,10 @@ type ScoreReq struct {
 	// ID keys idempotency on the board (R4); "" assigns a fresh one. Sending
 	// the same ID again is always safe: it is applied at most once.
 	ID string
+	// Meta is kept with the score it sets and read back on entries
+	// (Entry.Meta; docs/lists.md): a JSON object of at most 512 bytes, nil
+	// for none. The gateway refuses anything else with bad_request.
+	Meta json.RawMessage
 }
 
 // Score sends a score event and returns its ack. A lost connection does not
@@ -175,13 +180,18 @@ func (c *Client) Score(ctx context.Context, r ScoreReq) (proto.Ack, error) {
 	if id == "" {
 		id = c.nextID()
 	}
+	if r.Meta != nil {
+		if _, err := meta.Parse(r.Meta); err != nil {
+			return proto.Ack{}, fmt.Errorf("client: score: %w", err)
+		}
+	}
 	key, v := "delta", r.Delta
 	if v == nil {
 		key, v = "value", r.Value
 	}
 	cl := c.newCall()
 	cl.id, cl.kind, cl.retry, cl.board, cl.member = id, proto.TypeScore, true, r.Board, r.Member
-	cl.frame = appendScoreReq(cl.frame[:0], id, r.Board, r.Member, key, *v)
+	cl.frame = appendScoreReq(cl.frame[:0], id, r.Board, r.Member, key, *v, r.Meta)
 	res, err := c.roundTrip(ctx, cl)
 	if err != nil {
 		return proto.Ack{}, err // cl may still be completed: not recycled

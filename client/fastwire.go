@@ -122,9 +122,10 @@ func (p *wireParser) int(out *int64) bool {
 }
 
 // appendScoreReq appends the score request json.Marshal(proto.Request)
-// would write, byte for byte (board and member omitted when empty; key is
-// "delta" or "value").
-func appendScoreReq(b []byte, id, board, member, key string, v int64) []byte {
+// would write, byte for byte for a compact meta (board, member and meta
+// omitted when empty; key is "delta" or "value"; meta a checked JSON
+// object).
+func appendScoreReq(b []byte, id, board, member, key string, v int64, meta []byte) []byte {
 	b = append(b, `{"type":"score","id":`...)
 	b = proto.AppendJSONString(b, id)
 	if board != "" {
@@ -139,5 +140,9 @@ func appendScoreReq(b []byte, id, board, member, key string, v int64) []byte {
 	b = append(b, key...)
 	b = append(b, '"', ':')
 	b = strconv.AppendInt(b, v, 10)
+	if len(meta) > 0 {
+		b = append(b, `,"meta":`...)
+		b = append(b, meta...)
+	}
 	return append(b, '}')
 }

@@ -130,13 +130,18 @@ func TestAppendScoreReq(t *testing.T) {
 		id, board, member string
 		delta             bool
 		v                 int64
+		meta              string
 	}{
-		{"p-1", "b", "m", true, 5},
-		{"p-2", "b", "", false, -7},
-		{"p-3", "", "", true, math.MinInt64},
-		{"weird \"id\" <&> é\x01", "b\\", "m\u2028", false, math.MaxInt64},
+		{"p-1", "b", "m", true, 5, ""},
+		{"p-2", "b", "", false, -7, ""},
+		{"p-3", "", "", true, math.MinInt64, ""},
+		{"weird \"id\" <&> é\x01", "b\\", "m\u2028", false, math.MaxInt64, ""},
+		{"p-4", "b", "m", false, 9, `{"replay":"https://r.example/1","k":[1,{"x":null}]}`},
 	} {
 		req := proto.Request{Type: proto.TypeScore, ID: tc.id, Board: tc.board, Member: tc.member}
+		if tc.meta != "" {
+			req.Meta = json.RawMessage(tc.meta)
+		}
 		key := "value"
 		n := json.RawMessage([]byte(jsonInt(tc.v)))
 		if tc.delta {
@@ -148,7 +153,7 @@ func TestAppendScoreReq(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendScoreReq([]byte("junk")[:0], tc.id, tc.board, tc.member, key, tc.v); string(got) != string(want) {
+		if got := appendScoreReq([]byte("junk")[:0], tc.id, tc.board, tc.member, key, tc.v, []byte(tc.meta)); string(got) != string(want) {
 			t.Errorf("appendScoreReq = %s, json.Marshal %s", got, want)
 		}
 	}

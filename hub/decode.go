@@ -2,6 +2,7 @@ package hub
 
 import (
 	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/internal/meta"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -37,7 +38,8 @@ type request struct {
 	Limit  int
 	Period string
 	Token  string
-	At     int64 // score: unix ms when has&proto.FieldAt
+	At     int64     // score: unix ms when has&proto.FieldAt
+	Meta   meta.Meta // score: "" when absent
 	has    field
 }
 
@@ -61,6 +63,7 @@ func decode(b []byte) (request, error) {
 		Period: m.Period,
 		Token:  m.Token,
 		At:     m.At,
+		Meta:   m.Meta,
 		has:    m.Has,
 	}, err
 }

@@ -188,7 +188,7 @@ func (c *conn) score(ctx context.Context, req request, now time.Time) error {
 			return &retryError{fmt.Errorf("%w: at most %d score events per second per player, across its connections", errRateLimited, c.h.cfg.MemberScoreRate), d}
 		}
 	}
-	e := rank.Event{Board: req.Board, ID: req.ID, Member: member, Op: req.Op, Amount: req.Amount}
+	e := rank.Event{Board: req.Board, ID: req.ID, Member: member, Op: req.Op, Amount: req.Amount, Meta: req.Meta}
 	if req.has&proto.FieldAt != 0 {
 		e.At = time.UnixMilli(req.At)
 	}

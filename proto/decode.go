@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/wsgateway/wsgateway/internal/meta"
 )
 
 // Fault is a message the contract refuses for its shape, before anything
@@ -69,11 +71,12 @@ const (
 	FieldLimit
 	FieldPeriod
 	FieldToken
-	FieldAt // score: the event's time in unix ms (v1.1, §6)
+	FieldAt   // score: the event's time in unix ms (v1.1, §6)
+	FieldMeta // score: a JSON object kept with the score (v1.2, §11)
 
-	allFields = FieldAt<<1 - 1
+	allFields = FieldMeta<<1 - 1
 	// scoreFields are the fields of a REST score event.
-	scoreFields = FieldID | FieldMember | FieldDelta | FieldValue | FieldAt
+	scoreFields = FieldID | FieldMember | FieldDelta | FieldValue | FieldAt | FieldMeta
 )
 
 // fieldOf maps an exact (case-sensitive) wire name to its field.
@@ -105,11 +108,13 @@ func fieldOf(name string) (Field, bool) {
 		return FieldToken, true
 	case "at":
 		return FieldAt, true
+	case "meta":
+		return FieldMeta, true
 	}
 	return 0, false
 }
 
-var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at"}
+var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta"}
 
 // String is the field's wire name.
 func (f Field) String() string {
@@ -125,7 +130,7 @@ func (f Field) String() string {
 func fieldsOf(typ string) (allowed, required Field, ok bool) {
 	switch typ {
 	case TypeScore:
-		return FieldBoard | FieldMember | FieldDelta | FieldValue | FieldAt, FieldBoard, true
+		return FieldBoard | FieldMember | FieldDelta | FieldValue | FieldAt | FieldMeta, FieldBoard, true
 	case TypeSubscribe:
 		return FieldBoard | FieldMember | FieldTop | FieldAround, FieldBoard, true
 	case TypeUnsubscribe:
@@ -155,7 +160,8 @@ type Message struct {
 	Limit  int // page: 10 when absent
 	Period string
 	Token  string
-	At     int64 // score: unix ms when Has&FieldAt (who may send it is the caller's rule)
+	At     int64     // score: unix ms when Has&FieldAt (who may send it is the caller's rule)
+	Meta   meta.Meta // score: "" when absent
 	Has    Field
 }
 
@@ -168,6 +174,7 @@ type Score struct {
 	Amount int64
 	At     int64 // unix ms when HasAt
 	HasAt  bool
+	Meta   meta.Meta // "" when absent
 }
 
 // DecodeMessage parses one WebSocket client frame strictly (§4, R6, R10):
@@ -240,7 +247,10 @@ func DecodeMessage(b []byte) (m Message, err error) {
 		if m.Op, m.Amount, err = scoreNumber(&raw); err != nil {
 			return m, err
 		}
-		m.At, err = atField(&raw)
+		if m.At, err = atField(&raw); err != nil {
+			return m, err
+		}
+		m.Meta, err = metaField(&raw)
 	}
 	return m, err
 }
@@ -273,6 +283,9 @@ func DecodeScore(b []byte) (s Score, err error) {
 		return s, err
 	}
 	s.HasAt = raw.has&FieldAt != 0
+	if s.Meta, err = metaField(&raw); err != nil {
+		return s, err
+	}
 	// Checked last, where the hub checks a server's member: after the
 	// message's shape, so an event with several faults names the same one
 	// on both paths.
@@ -329,6 +342,19 @@ func atField(raw *rawFields) (int64, error) {
 		return 0, BadRequest("field at must be a JSON integer of unix milliseconds")
 	}
 	return n, nil
+}
+
+// metaField reads a score's optional meta (§11): a JSON object whose
+// encoding is at most meta.Max bytes, copied out of the frame.
+func metaField(raw *rawFields) (meta.Meta, error) {
+	if raw.has&FieldMeta == 0 {
+		return "", nil
+	}
+	m, err := meta.Parse(raw.get(FieldMeta))
+	if err != nil {
+		return "", BadRequest("field meta must be a JSON object of at most 512 bytes")
+	}
+	return m, nil
 }
 
 // rawFields holds the raw JSON value of each field present.

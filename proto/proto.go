@@ -8,6 +8,8 @@ package proto
 import (
 	"encoding/json"
 	"errors"
+
+	"github.com/wsgateway/wsgateway/internal/meta"
 )
 
 // Subprotocol is the WebSocket subprotocol the gateway speaks.
@@ -121,6 +123,8 @@ type Entry struct {
 	// Avatar and Country come from the member's profile (R20).
 	Avatar  string `json:"avatar,omitempty"`
 	Country string `json:"country,omitempty"`
+	// Meta is that of the event that set the score (§11).
+	Meta meta.Meta `json:"meta,omitempty"`
 }
 
 // EntryShape is satisfied by a type with exactly Entry's fields and tags:
@@ -136,6 +140,8 @@ type EntryShape interface {
 		// Avatar and Country come from the member's profile (R20).
 		Avatar  string `json:"avatar,omitempty"`
 		Country string `json:"country,omitempty"`
+		// Meta is that of the event that set the score (§11).
+		Meta meta.Meta `json:"meta,omitempty"`
 	}
 }
 
@@ -151,6 +157,15 @@ func EntriesOf[E EntryShape](es []E) []Entry {
 		out[i] = Entry(e)
 	}
 	return out
+}
+
+// WithoutMeta clears the meta of es in place: top and view frames carry it
+// only for a subscription that asked (§11).
+func WithoutMeta(es []Entry) []Entry {
+	for i := range es {
+		es[i].Meta = ""
+	}
+	return es
 }
 
 // Request is any client message, as a client encodes it. Optional numbers
@@ -169,6 +184,7 @@ type Request struct {
 	Limit  *int            `json:"limit,omitempty"`
 	Period string          `json:"period,omitempty"`
 	Token  string          `json:"token,omitempty"`
+	Meta   json.RawMessage `json:"meta,omitempty"` // score: a JSON object (§11)
 }
 
 // Limits are announced in welcome.

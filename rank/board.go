@@ -72,6 +72,8 @@ const (
 	MaxRetain     = 400
 	// MaxSubmissionsLimit bounds max_submissions; any real cap is far below.
 	MaxSubmissionsLimit = 1_000_000_000
+	// MaxHistory bounds history: the events kept per member and period.
+	MaxHistory = 100
 )
 
 // ValidBoardID reports whether id is a legal board id (R15):
@@ -171,6 +173,9 @@ type Board struct {
 	MaxSubmissions int `json:"max_submissions"`
 	// Retain is how many past periods stay readable (and are kept).
 	Retain int `json:"retain"`
+	// History is how many of each member's last applied events a period
+	// keeps (§11); 0 (absent) keeps none.
+	History int `json:"history,omitzero"`
 
 	// Tiers name bands of the ranking for the pages (tiers.go; an
 	// extension of the contract). Optional.
@@ -370,6 +375,14 @@ func (b Board) Validate() error {
 	}
 	if b.Retain < 1 || b.Retain > MaxRetain {
 		return bad("retain", "%d is not within 1..%d", b.Retain, MaxRetain)
+	}
+	switch {
+	case b.History < 0 || b.History > MaxHistory:
+		return bad("history", "%d is not within 0..%d", b.History, MaxHistory)
+	case b.History > 0 && b.Derived():
+		return bad("history", "a board with source applies no events, so it keeps no history")
+	case b.History > 0 && b.Hot():
+		return bad("history", "a board with decay keeps no history")
 	}
 	if err := validateTiers(b.Tiers); err != nil {
 		return bad("tiers", "%v", err)

@@ -305,13 +305,17 @@ func TestOneKindPerBoard(t *testing.T) {
 		{`{` + decay + `,"shards":4}`, "shards"},
 		{`{` + decay + `,"group":"g"}`, "group"},
 		{`{"shards":4,"group":"g"}`, "group"},
+		// History (§11) is for boards that apply events themselves.
+		{`{` + union + `,"group":"g","history":1}`, "history"},
+		{`{` + decay + `,"history":1}`, "history"},
+		{`{"history":101}`, "history"},
 	} {
 		_, err := ParseBoard("x", []byte(tc.body))
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "field "+tc.field+":") {
 			t.Errorf("%s: %v, want ErrInvalidConfig naming %s", tc.body, err, tc.field)
 		}
 	}
-	for _, ok := range []string{`{` + decay + `}`, `{"shards":4}`, `{` + union + `,"group":"g"}`, `{"group":"g"}`} {
+	for _, ok := range []string{`{` + decay + `}`, `{"shards":4}`, `{` + union + `,"group":"g"}`, `{"group":"g"}`, `{"shards":4,"history":100}`} {
 		if _, err := ParseBoard("x", []byte(ok)); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
@@ -345,5 +349,26 @@ func TestOneKindPerBoard(t *testing.T) {
 		if _, err := ResolveDerived(u, Board{}, get); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "field source:") || !strings.Contains(err.Error(), src.ID) {
 			t.Errorf("a union over %s: %v, want ErrInvalidConfig naming source and the board", src.ID, err)
 		}
+	}
+}
+
+// TestPayloadHashMeta: meta is part of an event's payload (R4) when sent,
+// hashed without allocating; an event without it keeps its old hash. Not
+// parallel: AllocsPerRun needs the test alone.
+func TestPayloadHashMeta(t *testing.T) {
+	e := Event{Member: "m", Op: OpDelta, Amount: 5}
+	plain := e.PayloadHash()
+	e.Meta = `{"a":1}`
+	withA := e.PayloadHash()
+	e.Meta = `{"a":2}`
+	withB := e.PayloadHash()
+	if plain == withA || withA == withB {
+		t.Fatalf("hashes %x %x %x: meta must tell payloads apart", plain, withA, withB)
+	}
+	if n := testing.AllocsPerRun(100, func() { e.PayloadHash() }); n != 0 {
+		t.Errorf("PayloadHash with meta: %.0f allocations", n)
+	}
+	if (Event{Member: "m", Op: OpDelta, Amount: 5}).PayloadHash() != plain {
+		t.Error("the hash of an event without meta changed")
 	}
 }

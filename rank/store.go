@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"time"
+
+	"github.com/wsgateway/wsgateway/internal/meta"
 )
 
 // Op says which number an event carries.
@@ -39,6 +41,9 @@ type Event struct {
 	// payload. Callers that leave it zero share one submitter; two that
 	// happen to share a number are only kept in order together.
 	Submitter uint64
+	// Meta is the event's metadata (§11), "" for none: kept with the
+	// score it sets, in the same atomic step (R26).
+	Meta meta.Meta
 }
 
 // PayloadHash identifies what an event asks for, so a repeated request id with
@@ -58,7 +63,18 @@ func (e Event) PayloadHash() uint64 {
 		b[0] = '@'
 		h.Write(b[:])
 	}
-	return h.Sum64()
+	x := h.Sum64()
+	if e.Meta != "" {
+		// Likewise only when sent: another meta under the same id is
+		// another request, not a retry. FNV-1a goes on over "#" and the
+		// meta by hand: a Write of the string's bytes would allocate.
+		const prime = 1099511628211
+		x = (x ^ '#') * prime
+		for i := 0; i < len(e.Meta); i++ {
+			x = (x ^ uint64(e.Meta[i])) * prime
+		}
+	}
+	return x
 }
 
 // Result is what applying an event produced, read in the same atomic step as
@@ -87,6 +103,8 @@ type Entry struct {
 	// Avatar and Country come from the member's profile (R20).
 	Avatar  string `json:"avatar,omitempty"`
 	Country string `json:"country,omitempty"`
+	// Meta is that of the event that set the score (§11), "" for none.
+	Meta meta.Meta `json:"meta,omitempty"`
 }
 
 // Page is a slice of a board in rank order.
@@ -111,6 +129,18 @@ type MemberRank struct {
 	// Around holds up to `around` entries above and below the member, the
 	// member's own entry included, in rank order. Empty when not found.
 	Around []Entry
+}
+
+// HistoryEvent is one applied event as a board with history keeps it
+// (§11): its request id, number, the member's score after it, its time
+// (unix ms) and meta.
+type HistoryEvent struct {
+	ID     string
+	Op     Op
+	Amount int64
+	Score  int64
+	At     int64
+	Meta   meta.Meta
 }
 
 // Ranks is a consistent snapshot of several members of one board.
@@ -194,6 +224,10 @@ type Store interface {
 	Top(ctx context.Context, board string, period PeriodSel, offset, limit int) (Page, error)
 	// Ranks reads several members with `around` neighbours each in one snapshot.
 	Ranks(ctx context.Context, board string, period PeriodSel, members []string, around int) (Ranks, error)
+	// History reads a member's last applied events in a period, newest
+	// first (§11): empty on a board without history or for a member
+	// without events there.
+	History(ctx context.Context, board string, period PeriodSel, member string) ([]HistoryEvent, error)
 
 	// Now is the store's clock, the one that decides periods and board
 	// states (§6): a node follows it, never its own.
@@ -241,6 +275,14 @@ func (e Event) Check(b Board) error {
 	}
 	if b.MaxDelta > 0 && (e.Amount > b.MaxDelta || e.Amount < -b.MaxDelta) {
 		return ErrDeltaTooLarge
+	}
+	if e.Meta != "" {
+		if b.Hot() {
+			return fmt.Errorf("%w: board %s is hot: its scores carry no meta", ErrBadRequest, b.ID)
+		}
+		if !e.Meta.Valid() {
+			return fmt.Errorf("%w: %w", ErrBadRequest, meta.ErrInvalid)
+		}
 	}
 	return nil
 }

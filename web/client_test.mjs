@@ -576,6 +576,16 @@ test('score passes at through (server tokens, v1.1)', async () => {
   assert.deepEqual(server.last().take(), [{ type: 'score', board: 'cup', delta: 2, member: 'bob', at: 1_700_000_000_123, id: 'e1' }]);
 });
 
+test('score passes meta through; a meta that is not a small object is refused before sending', async () => {
+  const { server, lb } = await connected();
+  lb.score('cup', { value: 9, id: 'e2', meta: { replay: 'https://r.test/1', k: [1, 2] } });
+  assert.deepEqual(server.last().take(), [{ type: 'score', board: 'cup', value: 9, meta: { replay: 'https://r.test/1', k: [1, 2] }, id: 'e2' }]);
+  for (const bad of [[1], 'x', null, 7, { r: 'é'.repeat(253) }]) {
+    await assert.rejects(lb.score('cup', { value: 1, meta: bad }), { code: 'bad_request' }, JSON.stringify(bad));
+  }
+  assert.deepEqual(server.last().take(), []);
+});
+
 test('avatarURL takes https only; flagEmoji maps ISO codes', () => {
   assert.equal(avatarURL({ avatar: 'https://cdn.test/a.png' }), 'https://cdn.test/a.png');
   for (const bad of ['http://cdn.test/a.png', 'javascript:alert(1)', 'data:image/png;base64,AA', '/a.png', 'https://x.test/' + 'a'.repeat(250), 7, undefined]) {

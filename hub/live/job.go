@@ -376,7 +376,7 @@ func (e *Engine) encodeTop(board string, f *topFrame, ts int64) []byte {
 	// Marshal cannot fail for these plain types.
 	b, _ := json.Marshal(proto.Top{
 		Type: proto.TypeTop, Board: board, Seq: f.seq,
-		Entries: proto.EntriesOf(f.entries), Total: f.total, TS: ts,
+		Entries: proto.WithoutMeta(proto.EntriesOf(f.entries)), Total: f.total, TS: ts,
 		Final: f.final.is, Period: f.final.period,
 	})
 	return proto.Decimalize(b, f.decimals)
@@ -388,7 +388,7 @@ func (e *Engine) encodeView(board, member string, r *viewResult, ts int64) []byt
 	e.encoded.Add(1)
 	f := proto.View{
 		Type: proto.TypeView, Board: board, Member: member,
-		Around: proto.EntriesOf(r.mr.Around), Seq: r.seq, TS: ts,
+		Around: proto.WithoutMeta(proto.EntriesOf(r.mr.Around)), Seq: r.seq, TS: ts,
 	}
 	if r.mr.Found {
 		rk, sc := r.mr.Rank, r.mr.Score

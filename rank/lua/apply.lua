@@ -20,6 +20,12 @@
 -- KEYS[14]   <p>:{b}:guard   a key never written: on Redis Cluster a call
 --            that names a missing key never runs while its slot migrates
 --            (rank/redisstore/cluster.go)
+-- KEYS[15]   <p>:{b}:meta:<P>  hash: member id -> meta (§11), slot P
+-- KEYS[16]   <p>:{b}:meta:<A>  the same for A
+-- KEYS[17]   <p>:{b}:meta:<B>  the same for B
+-- then, on a board with history (ARGV[21] > 0), three per event i at
+-- k = 17 + 3*(i-1): KEYS[k+1..k+3] <p>:{b}:h:<P|A|B>:<member>, lists of
+-- the member's last applied events in P, A and B (§11), newest first
 --            The idempotency records are fields "<m>|<id>" (member m's
 --            request id; R4 v1.1) of the bucket hashes <p>:{b}:r:<W>.<k>
 --            (prelude's records, which also use the cfg hash's fields rw,
@@ -45,7 +51,8 @@
 -- ARGV[18] ends_at in unix ms, "" = none
 -- ARGV[19] grace in ms
 -- ARGV[20] max_submissions, 0 = unlimited
--- then seven per event i, at j = 20 + 7*(i-1):
+-- ARGV[21] history: events kept per member and period, 0 = none
+-- then eight per event i, at j = 21 + 8*(i-1):
 -- ARGV[j+1] member id
 -- ARGV[j+2] display name ("" keeps the stored one)
 -- ARGV[j+3] op: 1 = delta, 2 = value
@@ -54,6 +61,7 @@
 --           hash for conflicts and the token to tell its own write from a duplicate)
 -- ARGV[j+6] the event's time `at` in unix ms, "" = the clock
 -- ARGV[j+7] the event's request id
+-- ARGV[j+8] the event's meta, a JSON object, "" = none
 --
 -- Derived boards (docs/protocol.md §8; the block "derived boards" below): the
 -- board's dependants follow the idempotency keys and the events' arguments.
@@ -135,7 +143,10 @@ if ssub(tie, -2) == '@t' then tie, sharded = ssub(tie, 1, -3), true end
 local window = tonumber(ARGV[13])
 local dk, da = tonumber(ARGV[#ARGV]), tonumber(ARGV[#ARGV - 1]) -- derived boards
 if not dk or not da then return redis.error_reply('LB bad_request') end
-local n = (#ARGV - 22 - da) / 7
+local n = (#ARGV - 23 - da) / 8
+local hist = tonumber(ARGV[21])
+local hk = 0 -- history keys
+if hist and hist > 0 then hk = 3 * n end
 local startsAt, endsAt = tonumber(ARGV[17]), tonumber(ARGV[18])
 local grace, maxSubs = tonumber(ARGV[19]), tonumber(ARGV[20])
 if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
@@ -143,16 +154,16 @@ if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
   or (tie ~= 'first' and tie ~= 'last' and tie ~= 'shared')
   or not window or window < 1 or not grace or grace < 0 or not maxSubs
   or (ARGV[17] ~= '' and not startsAt) or (ARGV[18] ~= '' and not endsAt)
-  or n < 1 or n % 1 ~= 0 or #KEYS ~= 14 + dk then
+  or not hist or n < 1 or n % 1 ~= 0 or #KEYS ~= 17 + hk + dk then
   return redis.error_reply('LB bad_request')
 end
 
 -- The period slots: 0 = P, 1 = A, 2 = B (see the header).
 local boundary = tonumber(ARGV[4])
 local slots = {
-  [0] = {z = KEYS[8], m = KEYS[9], c = KEYS[10], from = tonumber(ARGV[14]), to = tonumber(ARGV[3]), idx = ARGV[15], exp = tonumber(ARGV[16])},
-  [1] = {z = KEYS[4], m = KEYS[5], c = KEYS[11], from = tonumber(ARGV[3]), to = boundary, idx = ARGV[6], exp = tonumber(ARGV[8])},
-  [2] = {z = KEYS[6], m = KEYS[7], c = KEYS[12], from = boundary, to = tonumber(ARGV[5]), idx = ARGV[7], exp = tonumber(ARGV[9])},
+  [0] = {z = KEYS[8], m = KEYS[9], c = KEYS[10], e = KEYS[15], from = tonumber(ARGV[14]), to = tonumber(ARGV[3]), idx = ARGV[15], exp = tonumber(ARGV[16])},
+  [1] = {z = KEYS[4], m = KEYS[5], c = KEYS[11], e = KEYS[16], from = tonumber(ARGV[3]), to = boundary, idx = ARGV[6], exp = tonumber(ARGV[8])},
+  [2] = {z = KEYS[6], m = KEYS[7], c = KEYS[12], e = KEYS[17], from = boundary, to = tonumber(ARGV[5]), idx = ARGV[7], exp = tonumber(ARGV[9])},
 }
 
 -- The clock is read once per call (the records' bucket depends on it).
@@ -165,7 +176,7 @@ if boundary > 0 then
 end
 if bans and banDue(bkey, now) then return redis.error_reply('LB expired') end
 
-local R = recordsOpen(meta, window, now, 20, n)
+local R = recordsOpen(meta, window, now, 21, 8, n)
 
 -- The call's writes of hash fields (prelude's batch B): the names, and
 -- the member hash of the clock's slot (where nearly every event lands).
@@ -178,7 +189,7 @@ local pm = slots[cur].m
 local pmv
 do
   local ms = {}
-  for i = 1, n do ms[i] = ARGV[20 + 7 * (i - 1) + 1] end
+  for i = 1, n do ms[i] = ARGV[21 + 8 * (i - 1) + 1] end
   pmv = call('HMGET', pm, unpack(ms))
 end
 local function memberZ(mkey, member, i)
@@ -309,12 +320,29 @@ local function tieTime()
   return us
 end
 
+-- keepMeta writes event meta mt as member's meta in slot sl ("" drops
+-- it), in the event's own step (R26). Whether a slot's meta hash exists is
+-- asked once per call, so a board whose events carry no meta pays one
+-- EXISTS per call for it, not a write per event.
+local function keepMeta(sl, member, mt)
+  if sl.hasE == nil then sl.hasE = call('EXISTS', sl.e) == 1 end
+  if mt ~= '' then
+    call('HSET', sl.e, member, mt)
+    if not sl.hasE then
+      sl.hasE = true
+      if sl.exp > now then call('PEXPIRE', sl.e, sl.exp - now) end
+    end
+  elseif sl.hasE then
+    call('HDEL', sl.e, member)
+  end
+end
+
 -- The first 8 digits of tiebreak first's pad, and the seq / 1e8 they are of.
 local padHi, padHiOf
 
 -- one applies event i and returns its reply string.
 local function one(i)
-  local j = 20 + 7 * (i - 1)
+  local j = 21 + 8 * (i - 1)
   local member, name, op = ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
   local rec = recordGet(R, i)
   if rec then return '1' .. rec end
@@ -426,6 +454,20 @@ local function one(i)
     call('PEXPIRE', sl.c, expat - now)
   end
 
+  -- The meta of the event that set the score: a best board's event that
+  -- did not improve it leaves the one that did.
+  if mode ~= 'best' or not had or new ~= old then keepMeta(sl, member, ARGV[j + 8]) end
+  if hk > 0 then
+    -- {"id","delta"|"value","score","at","meta"} (§11); request ids need
+    -- no escaping ([A-Za-z0-9_.:-]) and meta is a JSON object.
+    local h = KEYS[17 + 3 * (i - 1) + s + 1]
+    local ev = '{"id":"' .. ARGV[j + 7] .. (op == '1' and '","delta":' or '","value":') .. fmt('%d', amount)
+      .. ',"score":' .. ns .. ',"at":' .. fmt('%d', t)
+    if ARGV[j + 8] ~= '' then ev = ev .. ',"meta":' .. ARGV[j + 8] end
+    local len = call('LPUSH', h, ev .. '}')
+    if len > hist then call('LTRIM', h, 0, hist - 1) end
+    if len == 1 and expat > now then call('PEXPIRE', h, expat - now) end
+  end
   if name ~= '' then batchSet(B, KEYS[3], member, name) end
   if #deps > 0 then maintain(s, member, name, new - old, had) end -- derived boards
 

@@ -268,7 +268,7 @@ if (order ~= 'desc' and order ~= 'asc') or not window or window < 1 or not grace
 end
 local bans = redis.call('EXISTS', bkey) == 1
 if bans and banDue(bkey, now) then return redis.error_reply('LB expired') end
-local R = recordsOpen(meta, window, now, 12, n)
+local R = recordsOpen(meta, window, now, 12, 7, n)
 local B = batchNew() -- the names (prelude's batched hash writes)
 
 local function one(i)

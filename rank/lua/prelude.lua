@@ -55,6 +55,20 @@ local function idsNames(r)
   return ids, names
 end
 
+-- metasOf reads the meta (§11) of member ids from hash ekey, "" when none,
+-- in chunks as idsNames does.
+local function metasOf(ekey, ids)
+  local out = {}
+  if #ids == 0 or redis.call('EXISTS', ekey) == 0 then
+    for i = 1, #ids do out[i] = '' end
+    return out
+  end
+  for i = 1, #ids, 500 do
+    local part = redis.call('HMGET', ekey, unpack(ids, i, math.min(i + 499, #ids)))
+    for j = 1, #part do out[i + j - 1] = part[j] or '' end
+  end
+  return out
+end
 
 -- clockMs is the clock in unix ms: ARGV[2], else the server's TIME.
 local function clockMs()
@@ -98,9 +112,9 @@ end
 --
 -- recordsOpen starts a call's records: meta is the cfg hash's HMGET of
 -- 'v', 'rw', 'rs', 'ro', 'rb'; event i's member id and request id are
--- ARGV[a0 + 7(i-1) + 1] and ARGV[a0 + 7(i-1) + 7] (apply.lua's and
+-- ARGV[a0 + k(i-1) + 1] and ARGV[a0 + k(i-1) + 7] (apply.lua's eight and
 -- hot.lua's seven arguments per event).
-local function recordsOpen(meta, window, now, a0, n)
+local function recordsOpen(meta, window, now, a0, k, n)
   local base = string.sub(KEYS[1], 1, -4) .. 'r:' -- KEYS[1] ends in "cfg"
   local rw, rs, ro = tonumber(meta[2]), tonumber(meta[3]) or 0, meta[4] or 'n'
   if rw ~= window then
@@ -121,7 +135,7 @@ local function recordsOpen(meta, window, now, a0, n)
     end
   end
   for i = 1, n do
-    local j = a0 + 7 * (i - 1)
+    local j = a0 + k * (i - 1)
     R.fields[i] = ARGV[j + 1] .. '|' .. ARGV[j + 7]
   end
   R.got = redis.call('HMGET', R.cur, unpack(R.fields))

@@ -10,6 +10,8 @@
 -- KEYS[6] <p>:{b}:z:<B>  sorted set of period slot B (the period after A)
 -- KEYS[7] <p>:{b}:m:<B>  hash of slot B
 -- KEYS[8] <p>:{b}:ban    hash: the board's bans (see ban.lua)
+-- KEYS[9] <p>:{b}:meta:<A> hash: member id -> meta (§11), slot A
+-- KEYS[10] <p>:{b}:meta:<B> the same for B
 --
 -- ARGV[1]  config version the caller resolved the keys with
 -- ARGV[2]  now in unix ms, or "" to read the server's TIME
@@ -21,10 +23,10 @@
 -- ARGV[8…] member ids
 --
 -- Returns {slot, total, seq, then per member: found, rank, start, first_rank,
--- n, followed by n triples id, score, name}: the member's window in rank
+-- n, followed by n quadruples id, score, name, meta}: the member's window in rank
 -- order, its own entry included; start is the 0-based position of the
 -- window's first entry and first_rank its rank; scores as stored (negated on
--- asc boards); name "" when none. found 0 means absent (all numbers 0).
+-- asc boards); name and meta "" when none. found 0 means absent (all numbers 0).
 -- Errors "LB <code>": unknown_board, stale, clock, expired (a ban's until
 -- has passed: ban.lua lifts it and the caller reads again).
 
@@ -34,8 +36,8 @@ if banDue(KEYS[8]) then return redis.error_reply('LB expired') end
 
 local slot = slotNow()
 if not slot then return redis.error_reply('LB clock') end
-local zkey, mkey = KEYS[4], KEYS[5]
-if slot == 2 then zkey, mkey = KEYS[6], KEYS[7] end
+local zkey, mkey, ekey = KEYS[4], KEYS[5], KEYS[9]
+if slot == 2 then zkey, mkey, ekey = KEYS[6], KEYS[7], KEYS[10] end
 
 local shared = ARGV[6] == 'shared'
 local around = tonumber(ARGV[7])
@@ -57,6 +59,7 @@ for a = 8, #ARGV do
       first = redis.call('ZCOUNT', zkey, '(' .. r[2], '+inf') + 1
     end
     local ids, names = idsNames(r)
+    local metas = metasOf(ekey, ids)
     out[#out + 1] = 1
     out[#out + 1] = rank
     out[#out + 1] = start
@@ -66,6 +69,7 @@ for a = 8, #ARGV do
       out[#out + 1] = ids[i]
       out[#out + 1] = r[2 * i]
       out[#out + 1] = names[i]
+      out[#out + 1] = metas[i]
     end
   end
 end

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wsgateway/wsgateway/internal/meta"
 	"github.com/wsgateway/wsgateway/rank"
 )
 
@@ -47,6 +48,12 @@ type zset struct {
 	expireAt time.Time      // zero: never
 	// hidden holds the nodes of banned members, out of tr, keys intact.
 	hidden map[string]*node
+	// meta is each member's meta (§11), made by the first event that
+	// carries one: a board whose events carry none spends nothing on it.
+	meta map[string]meta.Meta
+	// history holds each member's last applied events, oldest first, on a
+	// board with history (§11); nil on others.
+	history map[string][]rank.HistoryEvent
 }
 
 // idemKey is what a request id is unique within on a board (R4 v1.1): the
@@ -262,8 +269,16 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	if e.Name != "" {
 		b.names[e.Member] = e.Name
 	}
+	// The meta is the event's whose score the member now holds: a best
+	// board's event that did not improve it leaves the one that did (R26).
+	if b.cfg.Mode != rank.Best || r.PrevRank == 0 || score != old {
+		b.setMeta(z, e.Member, e.Meta)
+	}
 	if b.cfg.MaxSubmissions > 0 {
 		z.counts[e.Member]++
+	}
+	if b.cfg.History > 0 {
+		b.keepHistory(z, e, score, t)
 	}
 	// The record is written last, as in the Lua script.
 	exp := nowNs + int64(time.Duration(b.cfg.IdempotencyWindow))
@@ -273,6 +288,35 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	}
 	b.queue.push(key, exp)
 	return r, nil
+}
+
+// setMeta keeps m as member's meta in z ("" drops it). b.mu held for writing.
+func (b *board) setMeta(z *zset, member string, m meta.Meta) {
+	switch {
+	case m != "":
+		if z.meta == nil {
+			z.meta = map[string]meta.Meta{}
+		}
+		z.meta[member] = m
+	case z.meta != nil:
+		delete(z.meta, member)
+	}
+}
+
+// keepHistory notes the applied event e, which left the member at score,
+// in its history, dropping the oldest past the board's history. b.mu held
+// for writing.
+func (b *board) keepHistory(z *zset, e rank.Event, score int64, t time.Time) {
+	if z.history == nil {
+		z.history = map[string][]rank.HistoryEvent{}
+	}
+	h := z.history[e.Member]
+	if n := len(h) - b.cfg.History + 1; n > 0 {
+		h = h[:copy(h, h[n:])]
+	}
+	z.history[e.Member] = append(h, rank.HistoryEvent{
+		ID: e.ID, Op: e.Op, Amount: e.Amount, Score: score, At: t.UnixMilli(), Meta: e.Meta,
+	})
 }
 
 // period is the period at now, reusing the last one while now is inside
@@ -365,7 +409,7 @@ func (b *board) entries(z *zset, start, limit int) []rank.Entry {
 		case n.s != prev.s:
 			rk = pos
 		}
-		out = append(out, rank.Entry{Rank: rk, Member: n.m, Score: n.score, Name: b.names[n.m]})
+		out = append(out, rank.Entry{Rank: rk, Member: n.m, Score: n.score, Name: b.names[n.m], Meta: z.meta[n.m]})
 		prev = n
 	}
 	return out

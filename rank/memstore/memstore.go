@@ -473,6 +473,34 @@ func (s *Store) Ranks(ctx context.Context, id string, sel rank.PeriodSel, member
 	return out, nil
 }
 
+// History reads a member's last applied events in a period, newest first.
+func (s *Store) History(ctx context.Context, id string, sel rank.PeriodSel, member string) ([]rank.HistoryEvent, error) {
+	b, err := s.lookup(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("memstore: history %s: %w", id, err)
+	}
+	if err := rank.CheckMemberID(member); err != nil {
+		return nil, fmt.Errorf("memstore: history %s: %w", id, err)
+	}
+	now := s.rlock(b)
+	defer b.mu.RUnlock()
+	if b.deleted {
+		return nil, fmt.Errorf("memstore: history %s: %w", id, rank.ErrUnknownBoard)
+	}
+	idx, err := sel.Resolve(b.cfg, now)
+	if err != nil {
+		return nil, fmt.Errorf("memstore: history %s: %w", id, err)
+	}
+	out := []rank.HistoryEvent{}
+	if z := b.readable(idx, now); z != nil {
+		h := z.history[member]
+		for i := len(h) - 1; i >= 0; i-- {
+			out = append(out, h[i])
+		}
+	}
+	return out, nil
+}
+
 // Now is the store's clock.
 func (s *Store) Now(context.Context) (time.Time, error) {
 	if s.closed.Load() {

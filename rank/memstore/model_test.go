@@ -2,6 +2,7 @@ package memstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -290,6 +291,11 @@ func (m *model) Ranks(_ context.Context, id string, sel rank.PeriodSel, members 
 
 // CachedBoard holds nothing at hand: callers ask Board.
 func (m *model) CachedBoard(string) (*rank.Board, bool) { return nil, false }
+
+// History is outside what the model checks (the conformance suite does).
+func (m *model) History(context.Context, string, rank.PeriodSel, string) ([]rank.HistoryEvent, error) {
+	return nil, errors.ErrUnsupported
+}
 
 // The model keeps profiles in a map: Differential does not compare them,
 // the conformance suite does.

@@ -234,6 +234,10 @@ func (s *Store) RemoveMember(ctx context.Context, id, member string, sel rank.Pe
 				delete(z.hidden, member)
 				removed = true
 			}
+			if removed {
+				delete(z.meta, member)
+				delete(z.history, member)
+			}
 			if removed && b.hot != nil {
 				delete(b.hot.sums, member)
 			}

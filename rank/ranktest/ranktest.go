@@ -185,6 +185,9 @@ func Run(t *testing.T, f Factory) {
 		{"OutboxOnce", testOutboxOnce},
 		{"OutboxLease", testOutboxLease},
 		{"OutboxFails", testOutboxFails},
+		{"Meta", testMeta},
+		{"History", testHistory},
+		{"MetaHistoryAtomic", testMetaHistoryAtomic},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}
 	for _, tc := range tests {

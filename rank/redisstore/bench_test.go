@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wsgateway/wsgateway/internal/meta"
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -128,6 +129,49 @@ func BenchmarkRanks(b *testing.B) {
 					b.Fatalf("Ranks(%s) = %+v, %v", m, r, err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkApplyMeta: the score path of one 10k-member board, pipelined
+// (parallel), without meta, with a 60-byte meta on every event, and with
+// that meta on a board that keeps history 10, in one run so the three
+// compare (docs/performance.md).
+func BenchmarkApplyMeta(b *testing.B) {
+	srv := testenv.StartRedis(b)
+	s := newStore(b, srv, Config{})
+	const n = 10_000
+	const m = `{"replay":"https://replays.example/r/0123456789","car":"red"}`
+	var ids atomic.Int64
+	for _, tc := range []struct {
+		name    string
+		meta    string
+		history int
+	}{{"plain", "", 0}, {"meta", m, 0}, {"meta+history10", m, 10}} {
+		id := "meta-" + strings.ReplaceAll(tc.name, "+", "-")
+		populate(b, s, id, n)
+		if tc.history > 0 {
+			cfg := rank.DefaultBoard(id)
+			cfg.History = tc.history
+			if _, err := s.PutBoard(context.Background(), cfg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetParallelism(32)
+			b.ReportAllocs()
+			cpu := redisCPU(b, s)
+			defer func() { b.ReportMetric((redisCPU(b, s)-cpu)*1e6/float64(b.N), "redis-cpu-µs/op") }()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					e := rank.Event{Board: id, ID: "b" + strconv.FormatInt(ids.Add(1), 36), Member: "m" + strconv.Itoa(rand.IntN(n)),
+						Op: rank.OpDelta, Amount: int64(rand.IntN(100)), Meta: meta.Meta(tc.meta)}
+					if _, err := rank.ApplyWait(context.Background(), s, e); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
 		})
 	}
 }

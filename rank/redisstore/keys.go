@@ -40,6 +40,16 @@ func (s *Store) xkey(board string, idx int64) string {
 	return s.key(board, "x:"+strconv.FormatInt(idx, 10))
 }
 
+// metaKey is a period's hash of members' meta (§11).
+func (s *Store) metaKey(board string, idx int64) string {
+	return s.key(board, "meta:"+strconv.FormatInt(idx, 10))
+}
+
+// historyKey is member's list of last applied events in a period (§11).
+func (s *Store) historyKey(board string, idx int64, member string) string {
+	return s.key(board, "h:"+strconv.FormatInt(idx, 10)+":"+member)
+}
+
 // gbansKey is the hash of global bans (outside every hash tag).
 func (s *Store) gbansKey() string { return s.cfg.Prefix + ":gbans" }
 

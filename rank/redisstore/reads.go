@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/wsgateway/wsgateway/internal/meta"
 	"github.com/wsgateway/wsgateway/rank"
 )
 
@@ -38,7 +39,7 @@ func (s *Store) page(ctx context.Context, op, board string, period rank.PeriodSe
 		return rank.Page{}, err
 	}
 	a, _ := v.([]any)
-	if len(a) < 4 || (len(a)-4)%3 != 0 {
+	if len(a) < 4 || (len(a)-4)%4 != 0 {
 		return rank.Page{}, fmt.Errorf("redisstore: %s %s: unexpected reply %v", op, board, v)
 	}
 	p := rank.Page{Board: board, Period: sl.pick(num(a[0])), Offset: offset, Total: num(a[1]), Seq: num(a[2]), Decimals: c.b.Decimals()}
@@ -117,6 +118,7 @@ func (s *Store) read(ctx context.Context, op, board string, sel rank.PeriodSel, 
 		} else {
 			keys = []string{c.keys.cfg, c.keys.seq, c.keys.n, s.zkey(board, sl.a), s.zkey(board, sl.b), c.keys.ban}
 		}
+		keys = append(keys, s.metaKey(board, sl.a), s.metaKey(board, sl.b))
 		args := append([]any{c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak)}, extra...)
 		v, err := sc.run(ctx, s.client, keys, args...)
 		if err != nil {
@@ -146,14 +148,14 @@ func parseRanks(v any, members []string, b rank.Board) (rank.Ranks, error) {
 		found, rk, start, first, n := num(a[0]), num(a[1]), num(a[2]), num(a[3]), int(num(a[4]))
 		a = a[5:]
 		if found == 1 {
-			if n < 0 || len(a) < 3*n {
+			if n < 0 || len(a) < 4*n {
 				return rank.Ranks{}, bad
 			}
-			es, err := entries(a[:3*n], start, first, b)
+			es, err := entries(a[:4*n], start, first, b)
 			if err != nil {
 				return rank.Ranks{}, err
 			}
-			a = a[3*n:]
+			a = a[4*n:]
 			mr.Found, mr.Rank, mr.Around = true, rk, es
 			for _, e := range es {
 				if e.Member == m {
@@ -166,17 +168,18 @@ func parseRanks(v any, members []string, b rank.Board) (rank.Ranks, error) {
 	return r, nil
 }
 
-// entries decodes id, stored score, name triples listed from 0-based
+// entries decodes id, stored score, name, meta quadruples listed from 0-based
 // position start, the first of which has rank first.
 func entries(a []any, start, first int64, b rank.Board) ([]rank.Entry, error) {
 	if len(a) == 0 {
 		return []rank.Entry{}, nil
 	}
-	out := make([]rank.Entry, 0, len(a)/3)
-	for i := 0; i+2 < len(a); i += 3 {
+	out := make([]rank.Entry, 0, len(a)/4)
+	for i := 0; i+3 < len(a); i += 4 {
 		id, _ := a[i].(string)
 		raw, _ := a[i+1].(string)
 		name, _ := a[i+2].(string)
+		mt, _ := a[i+3].(string)
 		sc, err := parseScore(raw)
 		if err != nil {
 			return nil, err
@@ -194,7 +197,7 @@ func entries(a []any, start, first int64, b rank.Board) ([]rank.Entry, error) {
 				rk = start + k + 1
 			}
 		}
-		out = append(out, rank.Entry{Rank: rk, Member: id, Score: sc, Name: name})
+		out = append(out, rank.Entry{Rank: rk, Member: id, Score: sc, Name: name, Meta: meta.Meta(mt)})
 	}
 	return out, nil
 }

@@ -176,6 +176,7 @@ type applyKeys struct {
 	// The lifecycle's arguments (§6): starts_at and ends_at ("" = none),
 	// grace in ms, max_submissions.
 	startsAt, endsAt, grace, maxSubs any
+	history                          any // events kept per member and period (§11)
 	last                             atomic.Pointer[periodKeys]
 }
 
@@ -185,6 +186,8 @@ type periodKeys struct {
 	sl                     slots
 	za, ma, zb, mb, zp, mp string
 	cp, ca, cb             string // R18's count hashes of P, A and B
+	ep, ea, eb             string // the meta hashes of P, A and B (§11)
+	hp, ha, hb             string // the history lists' names of P, A and B, but for the member id (§11)
 	args                   [7]any // start, bound, end, a, b, expireA, expireB
 	pargs                  [3]any // start of P, P, expireP
 
@@ -206,6 +209,7 @@ func (s *Store) cachedOne(b rank.Board, ver string) cachedBoard {
 		window:   time.Duration(b.IdempotencyWindow).Milliseconds(),
 		startsAt: msArg(b.StartsAt), endsAt: msArg(b.EndsAt),
 		grace: time.Duration(b.Grace).Milliseconds(), maxSubs: b.MaxSubmissions,
+		history: b.History,
 	}}
 }
 
@@ -231,6 +235,8 @@ func (s *Store) periodKeys(c cachedBoard, now time.Time) *periodKeys {
 		za: s.zkey(board, sl.a), ma: s.mkey(board, sl.a), zb: s.zkey(board, sl.b), mb: s.mkey(board, sl.b),
 		zp: s.zkey(board, sl.p), mp: s.mkey(board, sl.p),
 		cp: s.ckey(board, sl.p), ca: s.ckey(board, sl.a), cb: s.ckey(board, sl.b),
+		ep: s.metaKey(board, sl.p), ea: s.metaKey(board, sl.a), eb: s.metaKey(board, sl.b),
+		hp: s.historyKey(board, sl.p, ""), ha: s.historyKey(board, sl.a, ""), hb: s.historyKey(board, sl.b, ""),
 		args:  [7]any{sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB},
 		pargs: [3]any{sl.pstart, sl.p, sl.expireP},
 	}

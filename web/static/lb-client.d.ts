@@ -8,6 +8,8 @@ export interface Entry {
   name?: string;
   avatar?: string;
   country?: string;
+  /** The meta of the event that set the score (docs/lists.md), when it had one. */
+  meta?: Record<string, unknown>;
 }
 
 export interface Welcome {
@@ -159,7 +161,7 @@ export class LBClient {
   close(): void;
   reconnectNow(): void;
   request(fields: Record<string, unknown>): Promise<any>;
-  score(board: string, opts: { delta?: number; value?: number; member?: string; id?: string; at?: number }): Promise<Ack>;
+  score(board: string, opts: { delta?: number; value?: number; member?: string; id?: string; at?: number; meta?: Record<string, unknown> }): Promise<Ack>;
   subscribe(board: string, opts?: { top?: number; around?: number; member?: string }): Promise<{ type: 'subscribed'; id: string; board: string }>;
   unsubscribe(board: string): Promise<{ type: 'unsubscribed'; id: string; board: string }>;
   page(board: string, opts?: { offset?: number; limit?: number; period?: number | 'previous' }): Promise<Page>;

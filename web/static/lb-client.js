@@ -32,6 +32,17 @@ const SUBSCRIBE_FINAL = new Set(['forbidden', 'unknown_board', 'invalid_board', 
 // 32-bit timer and fires at once or at some wrong time, so longer waits are
 // made of several timers (docs/protocol.md R31).
 export const MAX_TIMER_MS = 2 ** 31 - 1;
+// The largest JSON encoding of a score's meta, in bytes (docs/lists.md).
+const MAX_META = 512;
+
+// validMeta: a plain object whose JSON fits MAX_META bytes (the server
+// answers anything else with bad_request).
+function validMeta(m) {
+  if (m === null || typeof m !== 'object' || Array.isArray(m)) return false;
+  let s;
+  try { s = JSON.stringify(m); } catch { return false; }
+  return new TextEncoder().encode(s).length <= MAX_META;
+}
 
 /**
  * Error codes of the contract (docs/protocol.md §4, v1.1) with a short text a page
@@ -605,20 +616,26 @@ export class LBClient {
   /**
    * Sends a score event: {delta} for incr boards, {value} for best/set;
    * {member} for server/admin tokens; {id} to choose the idempotency key;
-   * {at} (unix ms, server/admin only) when the scored thing happened (v1.1).
+   * {at} (unix ms, server/admin only) when the scored thing happened (v1.1);
+   * {meta} an object kept with the score and read back on entries (a
+   * replay link, a loadout; at most 512 bytes of JSON, docs/lists.md).
    * Kept until answered, re-sent with the same id after a reconnect.
    * Resolves with the ack ({score, rank, prev_rank, duplicate, seq}).
    */
-  score(board, { delta, value, member, id, at } = {}) {
+  score(board, { delta, value, member, id, at, meta } = {}) {
     const n = delta !== undefined ? delta : value;
     if ((delta === undefined) === (value === undefined) || !Number.isSafeInteger(n)) {
       return Promise.reject(new LBError('invalid_score', 'lb-client: give exactly one of delta or value, a safe integer'));
+    }
+    if (meta !== undefined && !validMeta(meta)) {
+      return Promise.reject(new LBError('bad_request', 'lb-client: meta must be an object whose JSON is at most 512 bytes'));
     }
     const fields = { type: 'score', board };
     if (delta !== undefined) fields.delta = delta;
     else fields.value = value;
     if (member) fields.member = member;
     if (at !== undefined) fields.at = at;
+    if (meta !== undefined) fields.meta = meta;
     if (id) fields.id = id;
     return this._request(fields);
   }
