@@ -1,0 +1,119 @@
+package web
+
+// Viewer counts on the spectator page and the overlay (docs/protocol.md §14,
+// docs/overlay.md): against the real gateway, and against the scripted one
+// for the wording, which the real one reaches only slowly.
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/wsgateway/wsgateway/internal/testenv"
+)
+
+// viewersWithin bounds the wait for a count: a node looks at a board's
+// viewers every 5 s from its first subscription there, so a change shows
+// within two looks; the rest is slack for a loaded machine.
+const viewersWithin = 20 * time.Second
+
+// TestViewersLive: a spectator page and an overlay with &viewers=1 on the
+// same board of a --dev gateway both come to read "2 people watching"; an
+// overlay without the parameter shows no count even once the gateway has
+// sent it one; and a page that leaves brings the count back down.
+func TestViewersLive(t *testing.T) {
+	testenv.Long(t)
+	chrome := testenv.Chromium(t)
+	bin, err := testenv.BuildGateway(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := startGateway(t, bin, testenv.FreePort(t))
+	b := newBrowser(t, chrome)
+	admin := gw.token(t, "ops", "admin")
+	gw.score(t, admin, "watched", map[string]int64{"alice": 30, "bob": 20})
+
+	spectator := b.tab(t)
+	spectator.run(t, chromedp.Navigate(gw.url+"/?board=watched"))
+	spectator.waitFor(t, 10*time.Second, "the spectator page live", `members() === "alice,bob" && attr("#conn", "data-status") === "open"`)
+
+	counted := b.tab(t)
+	counted.run(t, chromedp.Navigate(gw.url+"/overlay?board=watched&viewers=1"))
+	counted.waitFor(t, 10*time.Second, "the counting overlay live", `members() === "alice,bob" && attr("#conn", "data-state") === "live"`)
+
+	spectator.waitFor(t, viewersWithin, "two watching on the spectator page",
+		`text("#viewers") === "2 people watching" && !q("#viewers").hidden && q("#viewers").closest("#lifecycle") !== null`)
+	counted.waitFor(t, viewersWithin, "two watching on the overlay", `text("#viewers") === "2 people watching" && !q("#viewers").hidden`)
+
+	// A third subscriber, in a subtest whose end closes its tab: once the
+	// others read 3, the gateway has sent it the count too, and without
+	// &viewers=1 it must not show it.
+	t.Run("without the parameter", func(t *testing.T) {
+		plain := b.tab(t)
+		plain.run(t, chromedp.Navigate(gw.url+"/overlay?board=watched"))
+		plain.waitFor(t, 10*time.Second, "the plain overlay live", `members() === "alice,bob" && attr("#conn", "data-state") === "live"`)
+		spectator.waitFor(t, viewersWithin, "three watching", `text("#viewers") === "3 people watching"`)
+		counted.waitFor(t, viewersWithin, "three watching on the overlay", `text("#viewers") === "3 people watching"`)
+		plain.waitFor(t, time.Second, "no count without &viewers=1", `q("#viewers").hidden && text("#viewers") === ""`)
+		plain.checkNoErrors(t)
+	})
+
+	// Its tab closed, the count comes down again.
+	spectator.waitFor(t, viewersWithin, "two watching after one left", `text("#viewers") === "2 people watching"`)
+	counted.waitFor(t, viewersWithin, "two watching on the overlay after one left", `text("#viewers") === "2 people watching"`)
+
+	spectator.checkNoErrors(t)
+	counted.checkNoErrors(t)
+}
+
+// TestViewersWording: the scripted gateway's board frames drive the count:
+// hidden while unknown (its GET has no viewers, a frame without them says
+// nothing), one person, many people with the digits grouped, the last count
+// kept through a frame without one, and gone with a deleted board.
+func TestViewersWording(t *testing.T) {
+	testenv.Long(t)
+	chrome := testenv.Chromium(t)
+	b := newBrowser(t, chrome)
+	gw := newFakeGW(t)
+	gw.setBoard("cup", map[string]any{"title": "Spring Cup", "reset": "none"})
+
+	spectator := b.tab(t)
+	spectator.run(t, chromedp.Navigate(gw.srv.URL+"/?board=cup"))
+	counted := b.tab(t)
+	counted.run(t, chromedp.Navigate(gw.srv.URL+"/overlay?board=cup&viewers=1"))
+	plain := b.tab(t)
+	plain.run(t, chromedp.Navigate(gw.srv.URL+"/overlay?board=cup"))
+	testenv.Until(t, 10*time.Second, "three subscriptions", func() bool { return gw.subscribed("cup") == 3 })
+	tabs := []*tab{spectator, counted, plain}
+
+	now := gw.now()
+	gw.push(map[string]any{"type": "board", "board": "cup", "state": "open", "starts_at": now})
+	gw.push(map[string]any{"type": "top", "board": "cup", "seq": 1, "entries": []map[string]any{entry(1, "alice", 10, "", "", "")}, "total": 1})
+	for _, tb := range tabs {
+		tb.waitFor(t, 5*time.Second, "live, no count yet", `members() === "alice" && q("#viewers").hidden && text("#viewers") === ""`)
+	}
+
+	gw.push(map[string]any{"type": "board", "board": "cup", "state": "open", "starts_at": now, "viewers": 1})
+	spectator.waitFor(t, 5*time.Second, "one person", `text("#viewers") === "1 person watching" && !q("#viewers").hidden`)
+	counted.waitFor(t, 5*time.Second, "one person on the overlay", `text("#viewers") === "1 person watching" && !q("#viewers").hidden`)
+
+	gw.push(map[string]any{"type": "board", "board": "cup", "state": "open", "starts_at": now, "viewers": 1234})
+	spectator.waitFor(t, 5*time.Second, "many people", `text("#viewers") === "1,234 people watching"`)
+	counted.waitFor(t, 5*time.Second, "many people on the overlay", `text("#viewers") === "1,234 people watching"`)
+
+	// A lifecycle frame without viewers keeps the count; the plain overlay
+	// has shown none of them.
+	gw.push(map[string]any{"type": "board", "board": "cup", "state": "closing", "starts_at": now, "ends_at": now, "final_at": now + 60_000})
+	spectator.waitFor(t, 5*time.Second, "the count kept through a frame without it",
+		`attr("#conn", "data-state") === "closing" && text("#viewers") === "1,234 people watching"`)
+	counted.waitFor(t, 5*time.Second, "the overlay's count kept", `text("#viewers") === "1,234 people watching"`)
+	plain.waitFor(t, 5*time.Second, "no count without &viewers=1", `attr("#conn", "data-state") === "closing" && q("#viewers").hidden && text("#viewers") === ""`)
+
+	gw.push(map[string]any{"type": "board", "board": "cup", "state": "deleted"})
+	spectator.waitFor(t, 5*time.Second, "no count on a deleted board", `attr("#conn", "data-state") === "deleted" && q("#viewers").hidden`)
+	counted.waitFor(t, 5*time.Second, "no count on the overlay of a deleted board", `q("#viewers").hidden`)
+	for _, tb := range tabs {
+		tb.checkNoErrors(t)
+	}
+}
