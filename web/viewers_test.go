@@ -21,7 +21,8 @@ const viewersWithin = 20 * time.Second
 // TestViewersLive: a spectator page and an overlay with &viewers=1 on the
 // same board of a --dev gateway both come to read "2 people watching"; an
 // overlay without the parameter shows no count even once the gateway has
-// sent it one; and a page that leaves brings the count back down.
+// sent it one; a closed tab and a page navigated away from (kept in the
+// back/forward cache) bring the count back down.
 func TestViewersLive(t *testing.T) {
 	testenv.Long(t)
 	chrome := testenv.Chromium(t)
@@ -62,6 +63,15 @@ func TestViewersLive(t *testing.T) {
 	// Its tab closed, the count comes down again.
 	spectator.waitFor(t, viewersWithin, "two watching after one left", `text("#viewers") === "2 people watching"`)
 	counted.waitFor(t, viewersWithin, "two watching on the overlay after one left", `text("#viewers") === "2 people watching"`)
+
+	// A page left for another stops counting, though the browser keeps it
+	// in its back/forward cache; back on it, it counts again.
+	spectator.run(t, chromedp.Navigate("about:blank"))
+	counted.waitFor(t, viewersWithin, "one watching once the spectator left", `text("#viewers") === "1 person watching"`)
+	spectator.js(t, `history.back()`)
+	spectator.waitFor(t, 10*time.Second, "the spectator page back, live", `members() === "alice,bob" && attr("#conn", "data-status") === "open"`)
+	counted.waitFor(t, viewersWithin, "two watching again", `text("#viewers") === "2 people watching"`)
+	spectator.waitFor(t, viewersWithin, "two watching on the page come back", `text("#viewers") === "2 people watching"`)
 
 	spectator.checkNoErrors(t)
 	counted.checkNoErrors(t)

@@ -230,6 +230,21 @@ export async function boardConfig(id, token) {
   }
 }
 
+/**
+ * Closes lb while the page sits in the back/forward cache and connects it
+ * again when the page comes back: a cached page keeps its WebSocket open,
+ * so it would still count as a viewer of its boards (docs/protocol.md §14)
+ * and be sent frames nobody sees.
+ */
+export function closeWhileCached(lb) {
+  addEventListener('pagehide', (e) => {
+    if (e.persisted) lb.close();
+  });
+  addEventListener('pageshow', (e) => {
+    if (e.persisted) lb.connect();
+  });
+}
+
 /** Whether /healthz answers: tells "gateway down" from "token refused". */
 export async function gatewayUp() {
   try {

@@ -4,7 +4,7 @@
 // come from the URL (docs/overlay.md).
 import { LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
-import { BoardStatus, boardConfig, boardParam, lifecycle, randomTag, tokenSource, useBoardDecimals, viewersText } from './common.js';
+import { BoardStatus, boardConfig, closeWhileCached, boardParam, lifecycle, randomTag, tokenSource, useBoardDecimals, viewersText } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const q = new URLSearchParams(location.search);
@@ -197,6 +197,7 @@ async function start() {
     if (!status.fail(err)) notice(`${err.code}: ${err.message}`);
   });
   lb.connect();
+  closeWhileCached(lb);
   cfg = await boardConfig(board, await tokens({}).catch(() => ''));
   if (cfg?.absent) status.markAbsent();
   if (cfg?.viewers !== undefined && !viewersFramed) showViewers(cfg.viewers);

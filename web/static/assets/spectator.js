@@ -4,7 +4,7 @@
 import { LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
-  BoardStatus, NO_TOKEN_HINT, errorText, setBig, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num, scoreText,
+  BoardStatus, NO_TOKEN_HINT, closeWhileCached, errorText, setBig, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num, scoreText,
   useBoardDecimals, randomTag, tokenSource, validBoard, viewersText,
 } from './common.js';
 
@@ -231,6 +231,7 @@ function showBoard(id) {
   if (followed) $('follow-input').value = followed;
   subscribe();
   lb.connect();
+  closeWhileCached(lb);
   setInterval(() => {
     showAge();
     tick();
