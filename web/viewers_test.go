@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/wsgateway/wsgateway/internal/testenv"
@@ -124,6 +125,34 @@ func TestViewersWording(t *testing.T) {
 	spectator.waitFor(t, 5*time.Second, "no count on a deleted board", `attr("#conn", "data-state") === "deleted" && q("#viewers").hidden`)
 	counted.waitFor(t, 5*time.Second, "no count on the overlay of a deleted board", `q("#viewers").hidden`)
 	for _, tb := range tabs {
+		tb.checkNoErrors(t)
+	}
+}
+
+// TestViewersFromGET: before any board frame tells the viewers, the pages
+// show the count of GET /api/v1/boards/{board} at load. The scripted
+// gateway's GET has no viewers, so the test adds them to its answer in the
+// page's fetch, installed before the page's own scripts.
+func TestViewersFromGET(t *testing.T) {
+	testenv.Long(t)
+	chrome := testenv.Chromium(t)
+	b := newBrowser(t, chrome)
+	gw := newFakeGW(t)
+	gw.setBoard("gala", map[string]any{"title": "Gala", "reset": "none"})
+	const addViewers = `const fetch0 = window.fetch;
+window.fetch = async (url, opts) => {
+  const r = await fetch0(url, opts);
+  if (!String(url).endsWith("/api/v1/boards/gala") || !r.ok) return r;
+  const j = await r.json();
+  return new Response(JSON.stringify({ ...j, viewers: 7 }), { status: r.status, headers: r.headers });
+};`
+	for _, path := range []string{"/?board=gala", "/overlay?board=gala&viewers=1"} {
+		tb := b.tab(t)
+		if _, err := chromedp.Call(tb.ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: addViewers}); err != nil {
+			t.Fatal(err)
+		}
+		tb.run(t, chromedp.Navigate(gw.srv.URL+path))
+		tb.waitFor(t, 10*time.Second, path+": the GET's count", `text("#viewers") === "7 people watching" && !q("#viewers").hidden`)
 		tb.checkNoErrors(t)
 	}
 }
