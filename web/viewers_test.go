@@ -31,6 +31,11 @@ func TestViewersLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := testOut(t, root)
 	gw := startGateway(t, bin, testenv.FreePort(t))
 	b := newBrowser(t, chrome)
 	admin := gw.token(t, "ops", "admin")
@@ -47,6 +52,8 @@ func TestViewersLive(t *testing.T) {
 	spectator.waitFor(t, viewersWithin, "two watching on the spectator page",
 		`text("#viewers") === "2 people watching" && !q("#viewers").hidden && q("#viewers").closest("#lifecycle") !== null`)
 	counted.waitFor(t, viewersWithin, "two watching on the overlay", `text("#viewers") === "2 people watching" && !q("#viewers").hidden`)
+	spectator.shot(t, out, "viewers-spectator")
+	counted.shot(t, out, "viewers-overlay")
 
 	// A third subscriber, in a subtest whose end closes its tab: once the
 	// others read 3, the gateway has sent it the count too, and without
