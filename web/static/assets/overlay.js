@@ -4,7 +4,7 @@
 // come from the URL (docs/overlay.md).
 import { LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
-import { BoardStatus, boardConfig, closeWhileCached, boardParam, lifecycle, randomTag, tokenSource, useBoardDecimals, viewersText } from './common.js';
+import { BoardStatus, boardConfig, boardParam, closeWhileCached, lifecycle, randomTag, tokenSource, useBoardDecimals, viewersText } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const q = new URLSearchParams(location.search);
