@@ -163,6 +163,16 @@ export function num(n) {
   return n === null || n === undefined ? '—' : fmt.format(n);
 }
 
+/**
+ * "1 person watching", "2 people watching" for a board's viewers
+ * (docs/protocol.md §14); '' when the count is not a positive number, since
+ * a page asking is itself subscribed and a 0 only means it is not counted yet.
+ */
+export function viewersText(n) {
+  if (typeof n !== 'number' || !(n > 0)) return '';
+  return `${num(n)} ${n === 1 ? 'person' : 'people'} watching`;
+}
+
 // A hot board's scores have 3 decimals on the wire (docs/protocol.md R22), which
 // JSON.parse drops from 5.000: the page learns them from the board's config.
 const fmt3 = new Intl.NumberFormat(undefined, { minimumFractionDigits: 3, maximumFractionDigits: 3 });
@@ -218,6 +228,21 @@ export async function boardConfig(id, token) {
   } catch {
     return null;
   }
+}
+
+/**
+ * Closes lb while the page sits in the back/forward cache and connects it
+ * again when the page comes back: a cached page keeps its WebSocket open,
+ * so it would still count as a viewer of its boards (docs/protocol.md §14)
+ * and be sent frames nobody sees.
+ */
+export function closeWhileCached(lb) {
+  addEventListener('pagehide', (e) => {
+    if (e.persisted) lb.close();
+  });
+  addEventListener('pageshow', (e) => {
+    if (e.persisted) lb.connect();
+  });
 }
 
 /** Whether /healthz answers: tells "gateway down" from "token refused". */

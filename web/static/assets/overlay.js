@@ -4,7 +4,7 @@
 // come from the URL (docs/overlay.md).
 import { LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
-import { BoardStatus, boardConfig, boardParam, lifecycle, randomTag, tokenSource, useBoardDecimals } from './common.js';
+import { BoardStatus, boardConfig, boardParam, closeWhileCached, lifecycle, randomTag, tokenSource, useBoardDecimals, viewersText } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const q = new URLSearchParams(location.search);
@@ -13,6 +13,7 @@ const rows = clampInt(q.get('rows'), 1, 25, 10);
 const cols = new Set((q.get('cols') ?? 'avatar,flag').split(',').map((s) => s.trim()));
 const holdMS = clampInt(q.get('hold'), 0, 3600, 10) * 1000;
 const motion = q.get('motion') !== '0';
+const viewers = q.get('viewers') === '1'; // a line with the viewer count, off unless asked for
 
 function clampInt(v, min, max, def) {
   const n = parseInt(v, 10);
@@ -159,7 +160,19 @@ async function start() {
     if (pending) show(pending);
     pending = null;
   }
+  // The count comes from the GET at load, then from the board frames that
+  // carry one (docs/protocol.md §14), which are newer.
+  let viewersFramed = false;
+  const showViewers = (n) => {
+    const text = viewers ? viewersText(n) : '';
+    $('viewers').textContent = text;
+    $('viewers').hidden = !text;
+  };
   lb.on('board', (f) => {
+    if (f.viewers !== undefined) {
+      viewersFramed = true;
+      showViewers(f.viewers);
+    }
     if (f.state === 'final') {
       holdUntil = Infinity;
       clearTimeout(holdTimer);
@@ -169,6 +182,7 @@ async function start() {
     if (f.state === 'deleted') {
       table.update([]);
       $('empty').hidden = true;
+      showViewers(0); // its subscriptions are gone with it
     }
   });
 
@@ -183,8 +197,10 @@ async function start() {
     if (!status.fail(err)) notice(`${err.code}: ${err.message}`);
   });
   lb.connect();
+  closeWhileCached(lb);
   cfg = await boardConfig(board, await tokens({}).catch(() => ''));
   if (cfg?.absent) status.markAbsent();
+  if (cfg?.viewers !== undefined && !viewersFramed) showViewers(cfg.viewers);
   if (useBoardDecimals(cfg?.board)) table.rescore();
   if (cfg?.board?.title && !q.get('title')) {
     $('title').textContent = cfg.board.title;

@@ -1,10 +1,11 @@
 // The spectator page: a board picker without ?board=, else the board's live
-// top-N, its member count, the connection status and a followed member's view.
+// top-N, its member and viewer counts, the connection status and a followed
+// member's view.
 import { LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
-  BoardStatus, NO_TOKEN_HINT, errorText, setBig, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num, scoreText,
-  useBoardDecimals, randomTag, tokenSource, validBoard,
+  BoardStatus, NO_TOKEN_HINT, closeWhileCached, errorText, setBig, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num, scoreText,
+  useBoardDecimals, randomTag, tokenSource, validBoard, viewersText,
 } from './common.js';
 
 const $ = (id) => document.getElementById(id);
@@ -101,6 +102,7 @@ function showBoard(id) {
     onChange: () => tick(),
   });
   let followed = new URLSearchParams(location.search).get('follow') || '';
+  let viewersFramed = false; // a board frame has told the viewers: newer than any GET
 
   const table = new RankTable($('rows'), { onPick: (m) => follow(m) });
   const viewTable = new RankTable($('view-rows'));
@@ -134,13 +136,27 @@ function showBoard(id) {
   });
   lb.on('board', (f) => {
     showAge();
+    // Only some board frames carry viewers (docs/protocol.md §14): the
+    // others leave the last count shown.
+    if (f.viewers !== undefined) {
+      viewersFramed = true;
+      showViewers(f.viewers);
+    }
     if (f.state === 'final') $('last').hidden = true;
     if (f.state === 'deleted') {
       table.update([]);
       $('empty').hidden = true;
+      showViewers(0); // its subscriptions are gone with it
     }
     tick();
   });
+
+  // showViewers writes the count near the board's state, hidden when unknown.
+  function showViewers(n) {
+    const text = viewersText(n);
+    $('viewers').textContent = text;
+    $('viewers').hidden = !text;
+  }
 
   // showLast shows a past period's final standings under the live table;
   // on a final board the live table holds them already.
@@ -215,6 +231,7 @@ function showBoard(id) {
   if (followed) $('follow-input').value = followed;
   subscribe();
   lb.connect();
+  closeWhileCached(lb);
   setInterval(() => {
     showAge();
     tick();
@@ -226,6 +243,8 @@ function showBoard(id) {
   async function loadConfig() {
     cfg = await boardConfig(id, await tokens({}).catch(() => ''));
     if (cfg?.absent) status.markAbsent();
+    // The GET's count holds until a board frame brings a newer one.
+    if (cfg?.viewers !== undefined && !viewersFramed) showViewers(cfg.viewers);
     const b = cfg?.board;
     if (useBoardDecimals(b)) for (const t of [table, viewTable, lastTable]) t.rescore();
     if (!b) return;
