@@ -28,8 +28,8 @@ type RedisSentinel struct {
 
 // StartRedisSentinel starts a master, replicas replicas of it and
 // sentinels Sentinels with a quorum of a majority, then waits until every
-// Sentinel knows the replicas and the other Sentinels and every replica is
-// in sync. The Sentinels call a master down after a second without an
+// replica's link is up and every Sentinel knows the replicas and the other
+// Sentinels. With sentinels = 0 it is a master and its replicas alone. The Sentinels call a master down after a second without an
 // answer, so a failover completes within a few seconds. extra are
 // redis-server arguments for the master and the replicas.
 func StartRedisSentinel(t testing.TB, replicas, sentinels int, extra ...string) *RedisSentinel {
@@ -136,8 +136,8 @@ func (rs *RedisSentinel) WaitPromoted(t testing.TB, old *Redis, within time.Dura
 	return got
 }
 
-// WaitReplicas waits until the current master has n replicas online and
-// caught up with its replication offset.
+// WaitReplicas waits until the current master has n replicas online
+// (their initial sync done).
 func (rs *RedisSentinel) WaitReplicas(t testing.TB, n int, within time.Duration) {
 	t.Helper()
 	master := rs.Redis[0]
