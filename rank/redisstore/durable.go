@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -58,13 +59,15 @@ type replicaWait struct {
 	n       int
 	timeout time.Duration
 	ms      int64
+	log     *slog.Logger
+	warned  time.Time // the last warning; lane only
 }
 
-func newReplicaWait(cfg Config) *replicaWait {
+func newReplicaWait(cfg Config, log *slog.Logger) *replicaWait {
 	if cfg.Replicas <= 0 {
 		return nil
 	}
-	return &replicaWait{n: cfg.Replicas, timeout: cfg.ReplicaTimeout, ms: max(cfg.ReplicaTimeout.Milliseconds(), 1)}
+	return &replicaWait{n: cfg.Replicas, timeout: cfg.ReplicaTimeout, ms: max(cfg.ReplicaTimeout.Milliseconds(), 1), log: log}
 }
 
 // append adds the WAIT to pipe, after the commands it confirms.
@@ -76,16 +79,23 @@ func (w *replicaWait) append(ctx context.Context, pipe redis.Pipeliner) *redis.C
 }
 
 // check turns a WAIT's answer into nil (confirmed) or an error wrapping
-// rank.ErrUnavailable.
+// rank.ErrUnavailable, warning at most once a second: while replicas are
+// missing every pipeline fails so, and the operator needs to hear it once.
 func (w *replicaWait) check(cmd *redis.Cmd) error {
 	got, err := cmd.Int64()
-	if err != nil {
-		return fmt.Errorf("%w: waiting for %d replicas: %v", rank.ErrUnavailable, w.n, err)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w: waiting for %d replicas: %v", rank.ErrUnavailable, w.n, err)
+	case got < int64(w.n):
+		err = fmt.Errorf("%w: the write reached %d of %d replicas within %s", rank.ErrUnavailable, got, w.n, w.timeout)
+	default:
+		return nil
 	}
-	if got < int64(w.n) {
-		return fmt.Errorf("%w: the write reached %d of %d replicas within %s", rank.ErrUnavailable, got, w.n, w.timeout)
+	if now := time.Now(); w.log != nil && now.Sub(w.warned) >= time.Second {
+		w.warned = now
+		w.log.Warn("redisstore: writes not confirmed on enough replicas; their events are answered unavailable", "err", err)
 	}
-	return nil
+	return err
 }
 
 // confirmEarlier confirms, once per lane round, the writes the round's

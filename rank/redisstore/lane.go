@@ -98,7 +98,7 @@ func newLane(client redis.UniversalClient, sc *script, cfg Config, hooks rank.Ho
 		max:    cfg.MaxBatch,
 		log:    log,
 		work:   work,
-		wait:   newReplicaWait(cfg),
+		wait:   newReplicaWait(cfg, log),
 		quit:   make(chan struct{}),
 		async:  make(chan *call, cfg.MaxBatch),
 		idle:   make(chan *batch, batchBuffers),
