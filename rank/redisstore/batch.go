@@ -37,6 +37,11 @@ type call struct {
 	// Config.Replicas replicas (durable.go). The sink still hears of the
 	// change, which did happen on the master; the caller hears unavailable.
 	unsynced bool
+	// found: the script found the event's record already written (a
+	// duplicate, or this call's own write seen again after go-redis re-sent
+	// the pipeline on a new connection), so the write may be on another
+	// connection than the one whose WAIT answered (durable.go).
+	found bool
 
 	// On a sharded board (shard.go): the shard's keys, the board's config,
 	// the sorted-set members apply.lua reported (new, old) and the bucket

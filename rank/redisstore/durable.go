@@ -9,11 +9,12 @@ package redisstore
 // is safe (R4). Appended to the pipeline, the WAIT costs no round trip of
 // its own, only the time the replica takes to acknowledge.
 //
-// WAIT covers the writes of its own connection only. A duplicate (an
-// event whose first send wrote it, maybe on another pooled connection,
-// maybe unconfirmed) and a sharded board's record rewrite (another
-// pipeline) are not covered by their pipeline's WAIT; for those, lanes
-// send one PUBLISH (which Redis replicates, so it moves the connection's
+// WAIT covers the writes of its own connection only. An event answered
+// from a record already written (a duplicate whose first send wrote it,
+// maybe on another pooled connection, maybe unconfirmed; or a pipeline
+// go-redis re-sent on a new connection) and a sharded board's record
+// rewrite (another pipeline) are not covered by their pipeline's WAIT; for
+// those, lanes send one PUBLISH (which Redis replicates, so it moves the connection's
 // replication offset to the master's current one) followed by WAIT.
 
 import (
@@ -98,17 +99,25 @@ func (w *replicaWait) check(cmd *redis.Cmd) error {
 	return err
 }
 
+// uncovered reports whether c was answered from a write its pipeline's
+// WAIT may not cover: a record found already written (a duplicate, or the
+// call's own first write when go-redis re-sent the pipeline on a new
+// connection), or a sharded event, whose record shardFollowUp rewrote in
+// a pipeline of its own.
+func uncovered(c *call) bool {
+	return c.err == nil && (c.found || c.shard != nil)
+}
+
 // confirmEarlier confirms, once per lane round, the writes the round's
-// pipeline WAITs do not cover (see the file comment): the duplicates
-// answered and the sharded events (whose records shardFollowUp rewrote in
-// a pipeline of its own). Unconfirmed, they fail unavailable like the rest.
+// pipeline WAITs do not cover (uncovered). Unconfirmed, they fail
+// unavailable like the rest.
 func (w *replicaWait) confirmEarlier(ctx context.Context, client redis.UniversalClient, calls []*call) {
 	if w == nil {
 		return
 	}
 	need := false
 	for _, c := range calls {
-		if c.err == nil && (c.r.Duplicate || c.shard != nil) {
+		if uncovered(c) {
 			need = true
 			break
 		}
@@ -125,7 +134,7 @@ func (w *replicaWait) confirmEarlier(ctx context.Context, client redis.Universal
 		return
 	}
 	for _, c := range calls {
-		if c.err == nil && (c.r.Duplicate || c.shard != nil) {
+		if uncovered(c) {
 			c.err, c.unsynced = fmt.Errorf("redisstore: apply %s: %w", c.e.Board, err), !c.r.Duplicate
 		}
 	}
