@@ -79,6 +79,10 @@ type Config struct {
 	// RedisLanes is the Redis engine's apply lanes (redisstore.Config.Lanes);
 	// zero = its default.
 	RedisLanes int
+	// RedisReplicas and RedisReplicaTimeout are the Redis engine's durable
+	// acknowledgements (redisstore.Config.Replicas, .ReplicaTimeout).
+	RedisReplicas       int
+	RedisReplicaTimeout time.Duration
 	// Now overrides the store clock (tests of periods and lifecycle only);
 	// nil = the store's own (Redis TIME, or time.Now in memory).
 	Now func() time.Time
@@ -322,6 +326,7 @@ func (n *Node) openStore(ctx context.Context) error {
 	if cfg.Redis != nil {
 		rs, err := redisstore.New(ctx, cfg.Redis, hooks, redisstore.Config{
 			Timeout: cfg.StoreTimeout, Lanes: cfg.RedisLanes, Now: cfg.Now, Logger: cfg.Logger,
+			Replicas: cfg.RedisReplicas, ReplicaTimeout: cfg.RedisReplicaTimeout,
 		})
 		if err != nil {
 			cfg.Redis.Close()

@@ -145,6 +145,8 @@ type serveOptions struct {
 	Addr            string
 	RedisURL        string
 	RedisLanes      int
+	RedisReplicas   int
+	RedisReplicaTO  time.Duration
 	NATSURL         string
 	JWTSecret       string
 	JWTPublicKey    string
@@ -185,8 +187,10 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Int(&o.MemberScoreRate, "member-score-rate", 0, "score events per second per player across its connections on this node (burst 2x); 0 = --rate, -1 = no limit")
 	f.Int(&o.DevBoards, "dev-boards", rank.DefaultAutoCreateCap, "with --dev: the most boards created on first use (a first write past it gets limit_reached)")
 	f.String(&o.Addr, "addr", ":8080", "listen address (HTTP, WebSocket, REST, pages); with --dev and no --addr: 127.0.0.1:8080")
-	f.Secret(&o.RedisURL, "redis-url", "redis://[:pass@]host:port/db, rediss://…, h1:p1,h2:p2 or redis-cluster://h1:p1,h2:p2; empty = in-memory engine")
+	f.Secret(&o.RedisURL, "redis-url", "redis://[:pass@]host:port/db, rediss://…, h1:p1,h2:p2, redis-cluster://h1:p1,h2:p2 or redis-sentinel://h1:p1,h2:p2/<master-name>[/db]; empty = in-memory engine")
 	f.Int(&o.RedisLanes, "redis-lanes", redisstore.DefaultLanes, "pipelines in flight to Redis, each one lane of score events; a connection's events keep one lane")
+	f.Int(&o.RedisReplicas, "redis-replicas", 0, "acknowledge an event only after its write reached this many replicas (Redis WAIT, once per pipeline)")
+	f.Duration(&o.RedisReplicaTO, "redis-replica-timeout", time.Second, "past it, the events of a pipeline whose write did not reach --redis-replicas replicas get unavailable")
 	f.Secret(&o.NATSURL, "nats-url", "NATS servers, comma-separated; empty = in-process server")
 	f.Secret(&o.JWTSecret, "jwt-secret", "HS256 key (at least 32 bytes)")
 	f.String(&o.JWTPublicKey, "jwt-public-key", "", "PEM file with an RS256, ES256 or EdDSA public key")
@@ -233,6 +237,9 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	}
 	if o.RedisLanes < 1 {
 		return o, fmt.Errorf("--redis-lanes must be at least 1")
+	}
+	if o.RedisReplicas < 0 || o.RedisReplicaTO <= 0 {
+		return o, fmt.Errorf("--redis-replicas must not be negative and --redis-replica-timeout must be positive")
 	}
 	if o.RESTRate < 0 || o.MaxConns < 0 {
 		return o, fmt.Errorf("--rest-rate and --max-conns must not be negative")

@@ -54,16 +54,18 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	n, err := node.New(ctx, node.Config{
-		ID:         o.NodeID,
-		Dev:        o.Dev,
-		DevBoards:  o.DevBoards,
-		Redis:      redis,
-		RedisLanes: o.RedisLanes,
-		Boards:     boards,
-		NATSURL:    o.NATSURL,
-		Verifier:   verifier,
-		DevSecret:  devSecret,
-		Interval:   o.TopInterval,
+		ID:                  o.NodeID,
+		Dev:                 o.Dev,
+		DevBoards:           o.DevBoards,
+		Redis:               redis,
+		RedisLanes:          o.RedisLanes,
+		Boards:              boards,
+		NATSURL:             o.NATSURL,
+		Verifier:            verifier,
+		DevSecret:           devSecret,
+		Interval:            o.TopInterval,
+		RedisReplicas:       o.RedisReplicas,
+		RedisReplicaTimeout: o.RedisReplicaTO,
 		Hub: node.HubConfig{
 			MaxMessage:        o.MaxMessage,
 			Rate:              o.Rate,

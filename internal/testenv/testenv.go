@@ -1,6 +1,6 @@
 // Package testenv starts the real servers tests talk to — redis-server and
-// nats-server, alone or as a Redis Cluster and a NATS cluster (cluster.go)
-// — on free loopback ports, owned and stopped by the test. It never
+// nats-server, alone, as a Redis Cluster and a NATS cluster (cluster.go) or
+// as a master with replicas and Sentinels (sentinel.go) — on free loopback ports, owned and stopped by the test. It never
 // touches a server it did not start (nor ports 6379 and 4222).
 //
 // A missing binary skips the test, except under LB_REQUIRE_ALL=1 (set by

@@ -104,6 +104,7 @@ func (s *Store) work(b *lane, bt *batch) {
 		pause = min(2*pause, maxBusyPause)
 	}
 	s.shardFollowUp(ctx, bt.calls)
+	b.wait.confirmEarlier(ctx, b.client, bt.calls)
 	clear(bt.send)
 	bt.send = bt.send[:0]
 }
@@ -271,6 +272,10 @@ func (s *Store) settle(ctx context.Context, m *cmd, attempt int, again []*call) 
 		}
 		c.r, c.err = applyResult(c.e, rep, c.hash, c.token, m.cfg)
 		c.r.Decimals = m.decimals
+		c.found = strings.HasPrefix(rep, "1")
+		if c.err == nil && m.unsynced != nil {
+			c.err, c.unsynced = fmt.Errorf("redisstore: apply %s: %w", board, m.unsynced), true
+		}
 	}
 	return again
 }

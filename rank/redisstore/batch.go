@@ -32,6 +32,16 @@ type call struct {
 	// The outcome, set by the lane.
 	r   rank.Result
 	err error
+	// unsynced: r is the event's applied result, but err is
+	// rank.ErrUnavailable because the write was not confirmed on
+	// Config.Replicas replicas (durable.go). The sink still hears of the
+	// change, which did happen on the master; the caller hears unavailable.
+	unsynced bool
+	// found: the script found the event's record already written (a
+	// duplicate, or this call's own write seen again after go-redis re-sent
+	// the pipeline on a new connection), so the write may be on another
+	// connection than the one whose WAIT answered (durable.go).
+	found bool
 
 	// On a sharded board (shard.go): the shard's keys, the board's config,
 	// the sorted-set members apply.lua reported (new, old) and the bucket
@@ -83,6 +93,9 @@ type cmd struct {
 	// cfg is the config the command was built with (its group's, valid
 	// for the lane round), for the times of a board_closed reason.
 	cfg *rank.Board
+	// unsynced is set when the pipeline's WAIT did not confirm its writes
+	// on Config.Replicas replicas (durable.go); nil otherwise.
+	unsynced error
 }
 
 // evalArgs is EVALSHA sha with keys and args as one argument list. Unlike

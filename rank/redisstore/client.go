@@ -28,6 +28,9 @@ const (
 //	host:port                                       one node
 //	h1:p1,h2:p2  or  redis://h1:p1,h2:p2            Redis Cluster, seed addresses
 //	redis-cluster://[:pass@]h1:p1,h2:p2             Redis Cluster
+//	redis-sentinel://[:pass@]h1:p1,h2:p2/name[/db]  the master "name" found through
+//	                                                these Sentinels and followed
+//	                                                through failovers (rediss-sentinel = TLS)
 //
 // Query parameters are go-redis's (dial_timeout, pool_size, ...). Timeouts
 // not given default to short values and ContextTimeoutEnabled is set, so a
@@ -45,8 +48,12 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 	if cluster {
 		scheme = strings.TrimSuffix(scheme, "-cluster")
 	}
+	sentinel := scheme == "redis-sentinel" || scheme == "rediss-sentinel"
+	if sentinel {
+		scheme = strings.TrimSuffix(scheme, "-sentinel")
+	}
 	if scheme != "redis" && scheme != "rediss" {
-		return nil, fmt.Errorf("redisstore: redis url scheme %q: want redis, rediss or redis-cluster", scheme)
+		return nil, fmt.Errorf("redisstore: redis url scheme %q: want redis, rediss, redis-cluster or redis-sentinel", scheme)
 	}
 	// Several full urls ("redis://h1:p1,redis://h2:p2") are seed lists too.
 	for _, sep := range []string{", ", ",rediss://", ",redis://"} {
@@ -69,6 +76,9 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("redisstore: redis url %q: empty address", redact(rawURL))
 		}
 		hosts = append(hosts, h)
+	}
+	if sentinel {
+		return newFailover(rawURL, scheme, userinfo, hosts, tail)
 	}
 	if len(hosts) > 1 {
 		cluster = true
@@ -102,6 +112,50 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 	opt.ContextTimeoutEnabled = true
 	fillDefaults(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries)
 	return redis.NewClusterClient(opt), nil
+}
+
+// newFailover is NewClient for a redis-sentinel:// URL: tail is
+// "/<master-name>[/db][?query]". The URL's password is the master's (and
+// its replicas'); Sentinels that require one of their own take it from the
+// sentinel_password query parameter, so a password never goes to a server
+// that was not configured with it.
+func newFailover(rawURL, scheme, userinfo string, sentinels []string, tail string) (redis.UniversalClient, error) {
+	path, query, _ := strings.Cut(tail, "?")
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if parts[0] == "" || len(parts) > 2 {
+		return nil, fmt.Errorf("redisstore: redis url %q: want redis-sentinel://host:port[,host:port...]/<master-name>[/db]", redact(rawURL))
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: redis url %q: %w", redact(rawURL), err)
+	}
+	sentinelPassword := q.Get("sentinel_password")
+	q.Del("sentinel_password")
+	q.Set("master_name", parts[0])
+	if len(parts) == 2 {
+		q.Set("db", parts[1])
+	}
+	for _, h := range sentinels[1:] {
+		q.Add("addr", h)
+	}
+	// The parser takes the URL's userinfo as the Sentinels' credentials;
+	// they are the master's here, set below.
+	opt, err := redis.ParseFailoverURL(scheme + "://" + sentinels[0] + "?" + q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: redis url %q: %w", redact(rawURL), err)
+	}
+	if userinfo != "" {
+		u, err := url.Parse(scheme + "://" + userinfo + "x")
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: redis url %q: %w", redact(rawURL), err)
+		}
+		opt.Username = u.User.Username()
+		opt.Password, _ = u.User.Password()
+	}
+	opt.SentinelPassword = sentinelPassword
+	opt.ContextTimeoutEnabled = true
+	fillDefaults(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries)
+	return redis.NewFailoverClient(opt), nil
 }
 
 // fillDefaults sets the fields a URL left at zero, for both client kinds

@@ -21,7 +21,7 @@ func (cp *completer) run() {
 	for bt := range cp.in {
 		if sink := cp.hooks.Sink; sink != nil {
 			for _, c := range bt.calls {
-				if c.err != nil {
+				if c.err != nil && !c.unsynced {
 					continue
 				}
 				if ch, ok := rank.ChangeOf(c.e, c.r); ok {

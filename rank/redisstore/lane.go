@@ -43,6 +43,9 @@ type lane struct {
 	// work does one batch's Redis work, setting every call's outcome
 	// (Store.work).
 	work func(*lane, *batch)
+	// wait is the WAIT that ends each pipeline when Config.Replicas is
+	// set (durable.go); nil otherwise.
+	wait *replicaWait
 	// down is the lane's slots whose master is unreachable (cluster.go);
 	// nil off a cluster.
 	down *downSlots
@@ -95,6 +98,7 @@ func newLane(client redis.UniversalClient, sc *script, cfg Config, hooks rank.Ho
 		max:    cfg.MaxBatch,
 		log:    log,
 		work:   work,
+		wait:   newReplicaWait(cfg, log),
 		quit:   make(chan struct{}),
 		async:  make(chan *call, cfg.MaxBatch),
 		idle:   make(chan *batch, batchBuffers),
@@ -280,7 +284,7 @@ func (b *lane) exec(ctx context.Context, cmds []cmd) {
 	}
 	b.pipeline(ctx, resend)
 	for k, i := range again {
-		cmds[i].res = resend[k].res
+		cmds[i].res, cmds[i].unsynced = resend[k].res, resend[k].unsynced
 	}
 }
 
@@ -294,5 +298,12 @@ func (b *lane) pipeline(ctx context.Context, cmds []cmd) {
 		m.res = pipe.Do(ctx, evalArgs(b.script(m).sha, m.keys, m.args)...)
 		m.res.SetFirstKeyPos(3) // as EvalSha: a cluster routes by the first key
 	}
+	w := b.wait.append(ctx, pipe)
 	_, _ = pipe.Exec(ctx) // each command carries its own error
+	if w != nil {
+		err := b.wait.check(w)
+		for i := range cmds {
+			cmds[i].unsynced = err
+		}
+	}
 }

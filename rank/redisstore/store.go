@@ -83,6 +83,15 @@ type Config struct {
 	Lanes int
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
+	// Replicas makes an event's acknowledgement wait until its write
+	// reached this many replicas (Redis WAIT at the end of its pipeline,
+	// durable.go; docs/protocol.md §10); 0 acknowledges at the master's
+	// answer. Not available on a Cluster client yet.
+	Replicas int
+	// ReplicaTimeout bounds that wait; default 1s, and shorter than
+	// Timeout. Past it the pipeline's events fail with rank.ErrUnavailable
+	// (they may have been applied; a re-send with the same id is safe).
+	ReplicaTimeout time.Duration
 	// HotInterval is how often the keeper builds hot boards' next views
 	// ahead of their boundaries (hot.go); default 250ms. Negative: no
 	// keeper (tests drive the steps; boundaries are then done by whoever
@@ -291,8 +300,15 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 	if cfg.Lanes == 0 {
 		cfg.Lanes = DefaultLanes
 	}
-	if cfg.Timeout < 0 || cfg.MaxBatch < 0 || cfg.Lanes < 0 {
-		return nil, errors.New("redisstore: Config.Timeout, MaxBatch and Lanes must not be negative")
+	if cfg.ReplicaTimeout == 0 {
+		cfg.ReplicaTimeout = defaultReplicaTimeout
+	}
+	if cfg.Timeout < 0 || cfg.MaxBatch < 0 || cfg.Lanes < 0 || cfg.Replicas < 0 || cfg.ReplicaTimeout < 0 {
+		return nil, errors.New("redisstore: Config.Timeout, MaxBatch, Lanes, Replicas and ReplicaTimeout must not be negative")
+	}
+	_, cluster := client.(*redis.ClusterClient)
+	if err := checkReplicas(cfg, cluster); err != nil {
+		return nil, err
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -332,7 +348,6 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 	if err := s.clock.sync(ctx, s.client); err != nil {
 		return nil, s.fail("new", "", err)
 	}
-	_, cluster := client.(*redis.ClusterClient)
 	for range cfg.Lanes {
 		b := newLane(s.client, s.apply, cfg, hooks, log, s.work)
 		if cluster {
