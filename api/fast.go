@@ -254,14 +254,6 @@ func (a *API) handOver(ctx *fasthttp.RequestCtx, hand func(net.Conn, []byte)) {
 	})
 }
 
-func knownMethodBytes(m []byte) bool {
-	switch string(m) {
-	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE":
-		return true
-	}
-	return false
-}
-
 // fastLogger sends fasthttp's own messages (accept errors and the like)
 // to the API's log.
 type fastLogger struct{ log *slog.Logger }

@@ -149,14 +149,6 @@ func cleanEnv() []string {
 	return env
 }
 
-// Restart starts a stopped gateway again on the same address.
-func (g *gateway) Restart() {
-	g.t.Helper()
-	if err := g.start(); err != nil {
-		g.t.Fatalf("e2e: restart %s: %v\n%s", g.opts.Node, err, g.logTail())
-	}
-}
-
 // URL is the WebSocket endpoint.
 func (g *gateway) URL() string { return "ws://" + g.Addr + "/ws" }
 

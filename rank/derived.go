@@ -214,31 +214,6 @@ func FanIn(deps []Dep, self string) int {
 	return n
 }
 
-// DepsOf lists the dependants of board id among all, sorted by id.
-func DepsOf(all []Board, id string) []Dep {
-	var out []Dep
-	for _, d := range all {
-		if !d.Derived() {
-			continue
-		}
-		for i, src := range d.Source.boards[:d.Source.n] {
-			if src == id {
-				out = append(out, Dep{Board: d.ID, Weight: d.Source.weights[i], Span: d.Source.Span()})
-			}
-		}
-	}
-	slices.SortFunc(out, func(x, y Dep) int {
-		switch {
-		case x.Board < y.Board:
-			return -1
-		case x.Board > y.Board:
-			return 1
-		}
-		return 0
-	})
-	return out
-}
-
 // ResolveDerived checks a derived board against its sources (found by get,
 // with their dependants: ok false = no such board) and returns it with the
 // fields it takes from them: order, reset and tz of the sources, tiebreak
@@ -336,21 +311,8 @@ func CheckSourceChange(old, b Board, deps []Dep) error {
 // from it, while derived boards depend on it.
 var ErrHasDependants = fmt.Errorf("%w: the board is a source of derived boards", ErrBadRequest)
 
-// Views lists the indexes of the n consecutive periods of b from p on: the
-// views of a derived board an event of period p lands in (n = Span).
-func Views(b Board, p Period, n int) []int64 {
-	if b.Reset == None || b.Reset == "" {
-		return []int64{0}
-	}
-	out := make([]int64, 0, n)
-	for range n {
-		out = append(out, p.Index)
-		p = PeriodAt(b, p.End)
-	}
-	return out
-}
-
-// ViewPeriods is Views with the periods themselves.
+// ViewPeriods lists the n consecutive periods of b from p on: the views
+// of a derived board an event of period p lands in (n = Span).
 func ViewPeriods(b Board, p Period, n int) []Period {
 	if b.Reset == None || b.Reset == "" {
 		return []Period{p}

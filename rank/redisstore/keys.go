@@ -32,9 +32,6 @@ func (s *Store) mkey(board string, idx int64) string {
 	return s.key(board, "m:"+strconv.FormatInt(idx, 10))
 }
 
-// bkey is the board's ban hash (ban.lua).
-func (s *Store) bkey(board string) string { return s.key(board, "ban") }
-
 // xkey is a period's sorted set of banned members' hidden entries.
 func (s *Store) xkey(board string, idx int64) string {
 	return s.key(board, "x:"+strconv.FormatInt(idx, 10))
