@@ -11,8 +11,6 @@ type ring[T any] struct {
 
 func newRing[T any](max int) ring[T] { return ring[T]{max: max} }
 
-func (r *ring[T]) len() int { return r.n }
-
 // push appends v; when the ring is full it first removes the oldest item and
 // returns it with true.
 func (r *ring[T]) push(v T) (dropped T, ok bool) {

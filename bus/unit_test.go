@@ -132,3 +132,5 @@ func TestRedactURL(t *testing.T) {
 		t.Errorf("redactURL lost a host: %q", got)
 	}
 }
+
+func (r *ring[T]) len() int { return r.n }

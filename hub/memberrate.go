@@ -83,18 +83,6 @@ func (r *memberRates) take(member string, now time.Time) time.Duration {
 	return wait(lim, now)
 }
 
-// held is how many members have a budget remembered (tests).
-func (r *memberRates) held() int {
-	n := 0
-	for i := range r.shards {
-		s := &r.shards[i]
-		s.mu.Lock()
-		n += len(s.m)
-		s.mu.Unlock()
-	}
-	return n
-}
-
 // wait is how long until lim allows one more event at now; zero: it
 // allows it now (and the event is counted).
 func wait(lim *rate.Limiter, now time.Time) time.Duration {

@@ -61,3 +61,15 @@ func TestMemberBudgetsForgottenWhenFull(t *testing.T) {
 		t.Fatalf("%d budgets held after the first members' refill time, want only the %d new ones", h, n)
 	}
 }
+
+// held is how many members have a budget remembered.
+func (r *memberRates) held() int {
+	n := 0
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		n += len(s.m)
+		s.mu.Unlock()
+	}
+	return n
+}

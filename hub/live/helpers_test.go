@@ -303,3 +303,39 @@ func (h *harness) subscribe(r *reader, board string, top int, member string, aro
 		h.t.Fatal(err)
 	}
 }
+
+// Test-only helpers of the Outbox.
+
+// NewOutbox returns an empty Outbox. interval is the minimum gap between two
+// frames of one key (zero: no throttle); now is the clock Take uses when
+// given a zero time (nil: time.Now).
+func NewOutbox(interval time.Duration, now func() time.Time) *Outbox {
+	return NewOutboxSignal(interval, now, make(chan struct{}, 1))
+}
+
+// offer puts frame in the slot of k if the slot belongs to subscription gen
+// and the frame is not older than what the slot holds or has sent. It
+// reports whether the frame was accepted. The frame counts as arrived now.
+func (o *Outbox) offer(k slotKey, gen uint64, seq int64, frame []byte) bool {
+	return o.offerAt(k, gen, seq, frame, time.Time{})
+}
+
+// pending is the number of slots holding a frame (for tests).
+func (o *Outbox) pending() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, s := range o.order {
+		if s.frame != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// keys is the number of open slots (for tests).
+func (o *Outbox) keys() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.slots)
+}

@@ -106,16 +106,11 @@ func (o *Outbox) SetDirect(w DirectWriter) {
 	o.mu.Unlock()
 }
 
-// NewOutbox returns an empty Outbox. interval is the minimum gap between two
-// frames of one key (zero: no throttle); now is the clock Take uses when
-// given a zero time (nil: time.Now).
-func NewOutbox(interval time.Duration, now func() time.Time) *Outbox {
-	return NewOutboxSignal(interval, now, make(chan struct{}, 1))
-}
-
-// NewOutboxSignal is NewOutbox signalling ready (capacity 1) instead of a
-// channel of its own, so that a writer with several sources of work can
-// wait on one channel for all of them.
+// NewOutboxSignal returns an empty Outbox that signals ready (capacity 1)
+// when a frame is due, so that a writer with several sources of work can
+// wait on one channel for all of them. interval is the minimum gap between
+// two frames of one key (zero: no throttle); now is the clock Take uses
+// when given a zero time (nil: time.Now).
 func NewOutboxSignal(interval time.Duration, now func() time.Time, ready chan struct{}) *Outbox {
 	if now == nil {
 		now = time.Now
@@ -271,16 +266,11 @@ func (o *Outbox) floor(k slotKey) int64 {
 	return 0
 }
 
-// offer puts frame in the slot of k if the slot belongs to subscription gen
-// and the frame is not older than what the slot holds or has sent. It
-// reports whether the frame was accepted. The frame counts as arrived now.
-func (o *Outbox) offer(k slotKey, gen uint64, seq int64, frame []byte) bool {
-	return o.offerAt(k, gen, seq, frame, time.Time{})
-}
-
-// offerAt is offer for a frame that counts as arrived at at (zero: now): the
-// schedule point of the board read that made it (schedule.go), never later
-// than now. The throttle then counts a subscriber's interval from the
+// offerAt puts frame in the slot of k if the slot belongs to subscription
+// gen and the frame is not older than what the slot holds or has sent; it
+// reports whether the frame was accepted. The frame counts as arrived at at
+// (zero: now): the schedule point of the board read that made it
+// (schedule.go), never later than now. The throttle then counts a subscriber's interval from the
 // board's points rather than from when the fan-out got to this outbox, so
 // the next point's frame is due when it arrives.
 func (o *Outbox) offerAt(k slotKey, gen uint64, seq int64, frame []byte, at time.Time) bool {
@@ -375,26 +365,6 @@ func (o *Outbox) event(frame []byte, stale *slotKey) {
 	case o.ready <- struct{}{}:
 	default:
 	}
-}
-
-// pending is the number of slots holding a frame (for tests).
-func (o *Outbox) pending() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	n := 0
-	for _, s := range o.order {
-		if s.frame != nil {
-			n++
-		}
-	}
-	return n
-}
-
-// keys is the number of open slots (for tests).
-func (o *Outbox) keys() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.slots)
 }
 
 // target is one subscriber slot a frame goes to.
