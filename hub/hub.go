@@ -517,87 +517,11 @@ func (h *Hub) board(ctx context.Context, id string) (boardConf, error) {
 	if b, ok := h.deps.Store.CachedBoard(id); ok {
 		return confOf(b), nil
 	}
-	lt := newLazyTimeout(ctx, h.cfg.StoreTimeout)
-	defer lt.release()
-	b, err := h.deps.Store.Board(lt, id)
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.StoreTimeout)
+	defer cancel()
+	b, err := h.deps.Store.Board(ctx, id)
 	if err != nil {
 		return boardConf{}, err
 	}
 	return confOf(&b), nil
-}
-
-// lazyTimeout is context.WithTimeout(parent, d) whose timer is set only
-// when someone asks for Done. Every score reads its board's config, which
-// a store without a BoardCache (or missing it there) may still answer from
-// memory without looking at the context; the timer and AfterFunc of a
-// context.WithTimeout per score showed in the Redis path's profile. A store that does go to its backend asks for Done (go-redis does),
-// and gets the same bound as before.
-type lazyTimeout struct {
-	parent   context.Context
-	deadline time.Time
-
-	mu       sync.Mutex
-	ctx      context.Context // once armed: WithDeadline(parent, deadline)
-	cancel   context.CancelFunc
-	released bool
-}
-
-var _ context.Context = (*lazyTimeout)(nil)
-
-func newLazyTimeout(parent context.Context, d time.Duration) *lazyTimeout {
-	dl := time.Now().Add(d)
-	if pd, ok := parent.Deadline(); ok && pd.Before(dl) {
-		dl = pd
-	}
-	return &lazyTimeout{parent: parent, deadline: dl}
-}
-
-func (l *lazyTimeout) Deadline() (time.Time, bool) { return l.deadline, true }
-func (l *lazyTimeout) Value(key any) any           { return l.parent.Value(key) }
-
-func (l *lazyTimeout) Done() <-chan struct{} { return l.armed().Done() }
-
-func (l *lazyTimeout) Err() error {
-	l.mu.Lock()
-	ctx, released := l.ctx, l.released
-	l.mu.Unlock()
-	if ctx != nil {
-		return ctx.Err()
-	}
-	if released {
-		return context.Canceled
-	}
-	if err := l.parent.Err(); err != nil {
-		return err
-	}
-	if !time.Now().Before(l.deadline) {
-		return context.DeadlineExceeded
-	}
-	return nil
-}
-
-// armed is the real context, made on first use; after release it is an
-// ended one (a store that kept the context past its call sees it ended, as
-// it would have after WithTimeout's cancel).
-func (l *lazyTimeout) armed() context.Context {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ctx == nil {
-		l.ctx, l.cancel = context.WithDeadline(l.parent, l.deadline)
-		if l.released {
-			l.cancel()
-		}
-	}
-	return l.ctx
-}
-
-// release is WithTimeout's cancel.
-func (l *lazyTimeout) release() {
-	l.mu.Lock()
-	l.released = true
-	cancel := l.cancel
-	l.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
 }
