@@ -2,6 +2,7 @@
 // into redis-benchmark arguments: the same EVALSHA with a random member
 // (m__rand_int__, spread by redis-benchmark -r) and a random request id
 // (two placeholders: ids never repeat, so no call is an idempotent replay).
+// Its layout follows rank/lua/apply.lua's header: change both together.
 // The capture makes the ceiling run the project's own script with the exact
 // keys and arguments the gateway sends. With -events N the call carries N
 // such events (apply.lua takes a board's events of one pipeline in one
@@ -21,12 +22,13 @@ import (
 )
 
 // The layout of a one-event apply.lua call on a board without derived
-// boards (rank/lua/apply.lua's header): EVALSHA sha numkeys, 13 board keys
-// and the event's record key, 20 board arguments, the event's 6, and the
-// dependants' two counts (DA, DK: "0" "0").
+// boards and without history (rank/lua/apply.lua's header): EVALSHA sha
+// numkeys, 17 board keys, 21 board arguments, the event's 8 (member first,
+// request id seventh), and the dependants' two counts (DA, DK: "0" "0").
 const (
-	boardKeys, boardArgs, eventArgs, trailer = 13, 20, 6, 2
-	oneEventFields                           = 3 + boardKeys + 1 + boardArgs + eventArgs + trailer
+	boardKeys, boardArgs, eventArgs, trailer = 17, 21, 8, 2
+	oneEventFields                           = 3 + boardKeys + boardArgs + eventArgs + trailer
+	evMember, evID                           = 0, 6
 )
 
 func main() {
@@ -37,19 +39,13 @@ func main() {
 	for sc.Scan() {
 		args, err := fields(sc.Text())
 		if err != nil || len(args) != oneEventFields || !strings.EqualFold(args[0], "EVALSHA") ||
-			args[2] != strconv.Itoa(boardKeys+1) || !strings.Contains(args[3+boardKeys], ":i:") {
+			args[2] != strconv.Itoa(boardKeys) {
 			continue
 		}
-		rec := args[3+boardKeys]
-		rec = rec[:strings.LastIndex(rec, ":i:")+3] + "m__rand_int__|__rand_int____rand_int__"
-		ev := args[3+boardKeys+1+boardArgs : len(args)-trailer]
-		ev[0] = "m__rand_int__" // the member; the record key's is another random one: same cost
-		out := append([]string{}, args[0], args[1], strconv.Itoa(boardKeys+*events))
-		out = append(out, args[3:3+boardKeys]...)
-		for range *events {
-			out = append(out, rec)
-		}
-		out = append(out, args[3+boardKeys+1:3+boardKeys+1+boardArgs]...)
+		ev := args[3+boardKeys+boardArgs : len(args)-trailer]
+		ev[evMember] = "m__rand_int__"
+		ev[evID] = "__rand_int____rand_int__" // ids never repeat: no call is a replay
+		out := append([]string{}, args[:3+boardKeys+boardArgs]...)
 		for range *events {
 			out = append(out, ev...)
 		}
@@ -59,7 +55,7 @@ func main() {
 		}
 		return
 	}
-	fmt.Fprintln(os.Stderr, "ceiling: no one-event apply.lua EVALSHA (14 keys, an :i: key) in the MONITOR output")
+	fmt.Fprintln(os.Stderr, "ceiling: no one-event apply.lua EVALSHA (17 keys) in the MONITOR output")
 	os.Exit(1)
 }
 
