@@ -81,6 +81,13 @@ start_gateway() {
 	URL="ws://127.0.0.1:$GP/ws"
 }
 stop_gateway() { kill "$GW_PID"; wait "$GW_PID" 2>/dev/null || true; }
+# put_board NAME: creates board NAME with the default config on the gateway
+# started last (`wsgateway load` refuses a board that does not exist).
+put_board() {
+	local admin
+	admin=$("$WORK/wsgateway" token --secret "$SECRET" --sub bench --role admin --ttl 1h)
+	curl -fsS -o /dev/null -X PUT -H "Authorization: Bearer $admin" -d '{}' "http://127.0.0.1:$GP/api/v1/boards/$1"
+}
 
 # capture_call: one real apply.lua call of board "ceil" (created here), as
 # the gateway at URL sends it to the redis-server on RP, captured with

@@ -243,7 +243,7 @@ if part ingest-memory; then
 	say "gateway, memory engine"
 	start_gateway --dev
 	say "ingest, memory engine: max"
-	ingest ingest-memory --board ingest --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT"
+	ingest ingest-memory --board ingest --create --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT"
 	HALF=$(( $("$WORK/table" -rate "$OUT/ingest-memory.json") / 2 ))
 	say "ingest, memory engine: half rate ($HALF/s)"
 	ingest ingest-memory-half --board ingest --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT" --rate "$HALF"
@@ -298,6 +298,7 @@ fi
 if part idle; then
 	say "memory per idle connection ($SPECTATORS), gateway"
 	start_gateway --dev
+	put_board idle
 	base=$(rss_kb "$GW_PID")
 	"${LOAD[@]}" --url "$URL" --board idle --players 0 --watchers 0 --spectators "$SPECTATORS" --duration 4s >"$OUT/idle-gateway.txt" &
 	L=$!
@@ -326,6 +327,7 @@ fanout() {
 	local n=$1
 	say "fan-out: $n spectators, gateway (memory engine, 100 events/s over 20 members)"
 	start_gateway --dev
+	put_board fan
 	local before prof
 	before=$(cpu_ticks "$GW_PID")
 	# The profile starts once every spectator is connected (the dials of
@@ -430,6 +432,7 @@ bare_frames() {
 if part fanout-plain; then
 	say "fan-out against the plain broadcast server: $PLAIN_N spectators, 10 frames/s, gateway (memory engine, top $PLAIN_TOP)"
 	start_gateway --dev
+	put_board plain
 	rss0=$(rss_kb "$GW_PID")
 	plain_spectators "$GP" fanout-plain-gateway
 	plain_measure "$GW_PID" fanout-plain-gateway "$rss0" gateway_frames

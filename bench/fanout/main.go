@@ -66,12 +66,17 @@ func main() {
 			s.broadcast(bctx, *interval, *top)
 		}()
 	}
-	// `wsgateway load` asks GET /api/v1/boards once before it dials (its
-	// preflight); answer it as the gateway would, with no boards.
+	// `wsgateway load` asks GET /api/v1/boards and GET /api/v1/boards/{board}
+	// before it dials (its preflight); answer as a gateway whose every board
+	// exists.
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/boards", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"boards":[]}`)
+	})
+	mux.HandleFunc("GET /api/v1/boards/{board}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"board":{"id":%q},"members":0}`, r.PathValue("board"))
 	})
 	mux.Handle("/", h)
 	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
