@@ -335,7 +335,12 @@ func (n *Node) openStore(ctx context.Context) error {
 		n.engine = rs
 		n.m.lane = rs.LaneStats
 	} else {
-		ms, err := memstore.New(hooks, memstore.Config{Now: cfg.Now, Logger: cfg.Logger})
+		// The memory engine completes each event inline, on the goroutine
+		// that applied it (a batch of one): a batch end there would write
+		// each ack with a write(2) of its own, where the connection's writer,
+		// woken, writes all the acks queued meanwhile in one
+		// (docs/performance.md, "The completer writes the acks").
+		ms, err := memstore.New(rank.Hooks{Sink: n.applied}, memstore.Config{Now: cfg.Now, Logger: cfg.Logger})
 		if err != nil {
 			return err
 		}
