@@ -119,9 +119,10 @@ type finalData struct {
 
 // outboxWatch appends facts to the outbox.
 type outboxWatch struct {
-	n    *Node
-	mu   sync.Mutex           // guards done
-	done map[string]time.Time // markers this node has found written, and when they stop mattering
+	n *Node
+	// done is the markers this node has found written, and when they stop
+	// mattering. Owned by the watcher's goroutine (watchWebhooks).
+	done map[string]time.Time
 }
 
 // watch runs the outboxWatch until ctx ends.
@@ -160,13 +161,11 @@ func (w *outboxWatch) tick(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w.mu.Lock()
 	for m, until := range w.done {
 		if now.After(until) {
 			delete(w.done, m)
 		}
 	}
-	w.mu.Unlock()
 	for _, b := range boards {
 		for _, f := range facts(b, now) {
 			if !wanted(hooks, f.event, b.ID) {
@@ -191,10 +190,7 @@ func wanted(hooks []rank.Webhook, event, board string) bool {
 
 // append writes f to the outbox unless this node already saw it written.
 func (w *outboxWatch) append(ctx context.Context, b rank.Board, f fact) error {
-	w.mu.Lock()
-	_, seen := w.done[f.marker]
-	w.mu.Unlock()
-	if seen {
+	if _, seen := w.done[f.marker]; seen {
 		return nil
 	}
 	var data any = map[string]string{"state": string(f.state)}
@@ -228,9 +224,7 @@ func (w *outboxWatch) append(ctx context.Context, b rank.Board, f fact) error {
 
 // remember keeps f's marker as done for as long as it could matter.
 func (w *outboxWatch) remember(f fact) {
-	w.mu.Lock()
 	w.done[f.marker] = f.at.Add(markerKeep)
-	w.mu.Unlock()
 }
 
 // standings reads a final period's standings and rewards.
