@@ -56,6 +56,14 @@ func (a *API) readyz(c *fiber.Ctx) error {
 	return c.JSON(statusBody{Status: "ready"})
 }
 
+// Failing names the readiness checks that failed in a round at most
+// readyCacheFor old: /metrics reports the round /readyz answers from, so
+// neither a flood of probes nor of scrapes pings the store more often.
+func (a *API) Failing() []string {
+	failing, _ := a.readiness()
+	return failing
+}
+
 // readiness is the failing checks and their reasons, from a round at
 // most readyCacheFor old.
 func (a *API) readiness() ([]string, map[string]string) {

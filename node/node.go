@@ -295,7 +295,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.Registry.Register(newOpsCollector(n.bus.Stats, ready)); err != nil {
+	if err := cfg.Registry.Register(newOpsCollector(n.bus.Stats, ready, n.api.Failing)); err != nil {
 		return nil, fmt.Errorf("node: metrics: %w", err)
 	}
 

@@ -1,9 +1,7 @@
 package node
 
 import (
-	"context"
-	"sync"
-	"time"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,21 +12,24 @@ import (
 // opsCollector exports what an operator alerts on and no other package
 // counts in Prometheus terms: the bus's NATS counters and the readiness
 // checks' outcome (so "store unavailable" is a series, not a log line). It
-// reads both at scrape time, so nothing is kept twice.
+// reads both at scrape time, so nothing is kept twice; the checks are
+// /readyz's last round (api.Failing), not pinged again per scrape.
 type opsCollector struct {
-	stats  func() bus.Stats
-	checks []api.Check
+	stats   func() bus.Stats
+	checks  []api.Check
+	failing func() []string
 
 	reconnects, resyncs, dropped, published, received, checkOK *prometheus.Desc
 }
 
-func newOpsCollector(stats func() bus.Stats, checks []api.Check) *opsCollector {
+func newOpsCollector(stats func() bus.Stats, checks []api.Check, failing func() []string) *opsCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &opsCollector{
 		stats:      stats,
 		checks:     checks,
+		failing:    failing,
 		reconnects: d("wsgateway_nats_reconnects_total", "Reconnects to NATS."),
 		resyncs:    d("wsgateway_nats_resyncs_total", "Times live frames were re-read from the store because change events may have been missed (reconnects, drops)."),
 		dropped:    d("wsgateway_nats_dropped_total", "Change and board events not published to NATS (queue overflow, publish error)."),
@@ -44,10 +45,6 @@ func (c *opsCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// checkTimeout keeps a scrape well inside Prometheus's default 10s timeout
-// when a dependency hangs.
-const checkTimeout = time.Second
-
 func (c *opsCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.stats()
 	for _, m := range []struct {
@@ -56,19 +53,12 @@ func (c *opsCollector) Collect(ch chan<- prometheus.Metric) {
 	}{{c.reconnects, s.Reconnects}, {c.resyncs, s.Resyncs}, {c.dropped, s.Dropped}, {c.published, s.Published}, {c.received, s.Received}} {
 		ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.v))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
-	defer cancel()
-	ok := make([]float64, len(c.checks))
-	var wg sync.WaitGroup
-	for i, chk := range c.checks {
-		wg.Go(func() {
-			if chk.Ping(ctx) == nil {
-				ok[i] = 1
-			}
-		})
-	}
-	wg.Wait()
-	for i, chk := range c.checks {
-		ch <- prometheus.MustNewConstMetric(c.checkOK, prometheus.GaugeValue, ok[i], chk.Name)
+	failing := c.failing()
+	for _, chk := range c.checks {
+		ok := 1.0
+		if slices.Contains(failing, chk.Name) {
+			ok = 0
+		}
+		ch <- prometheus.MustNewConstMetric(c.checkOK, prometheus.GaugeValue, ok, chk.Name)
 	}
 }
