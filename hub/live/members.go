@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -90,10 +91,54 @@ func checkMembers(board string, ids []string) error {
 }
 
 // memberLists is a board's members subscriptions. Guarded by Engine.mu.
+//
+// The union is a slice of positions, so that a read's answer is cut into
+// frames by index, with no map lookup per listed entry: each list holds
+// the positions of its ids, fixed for its life; a position nobody lists
+// any more is freed ("") and reused.
 type memberLists struct {
 	lists map[string]*memberList // by listKey
-	union map[string]int         // id → number of lists holding it
+	ids   []string               // the union by position; "" is a free position
+	pos   map[string]int32       // id → position in ids
+	refs  []int32                // lists holding each position
+	free  []int32                // free positions
 	dirty bool                   // the board changed since the lists' last read
+}
+
+// watching is how many of the board's lists hold id.
+func (ml *memberLists) watching(id string) int {
+	if p, ok := ml.pos[id]; ok {
+		return int(ml.refs[p])
+	}
+	return 0
+}
+
+// add takes a reference on id's position, giving it one if it has none.
+func (ml *memberLists) add(id string) int32 {
+	p, ok := ml.pos[id]
+	if !ok {
+		if n := len(ml.free); n > 0 {
+			p, ml.free = ml.free[n-1], ml.free[:n-1]
+			ml.ids[p] = id
+		} else {
+			p = int32(len(ml.ids))
+			ml.ids = append(ml.ids, id)
+			ml.refs = append(ml.refs, 0)
+		}
+		ml.pos[id] = p
+	}
+	ml.refs[p]++
+	return p
+}
+
+// release drops a reference on position p, freeing it at the last.
+func (ml *memberLists) release(p int32) {
+	if ml.refs[p]--; ml.refs[p] > 0 {
+		return
+	}
+	delete(ml.pos, ml.ids[p])
+	ml.ids[p] = ""
+	ml.free = append(ml.free, p)
 }
 
 // memberList is one distinct list of ids, watched by one or more
@@ -101,6 +146,7 @@ type memberLists struct {
 type memberList struct {
 	key      string
 	ids      []string // sorted, no repeats
+	pos      []int32  // each id's position in the board's union
 	watchers *subscribers
 	removed  bool
 	res      *listResult // nil until the first read; replaced, never mutated
@@ -117,11 +163,13 @@ type listResult struct {
 	bytes    []byte
 }
 
-// listsJob is the members part of a job: the ids to read and the lists to
-// cut from them.
+// listsJob is the members part of a job: the ids to read (by position; ""
+// is skipped) and the lists to cut from them, each with its ids'
+// positions.
 type listsJob struct {
 	ids    []string
 	lists  []*memberList
+	pos    [][]int32
 	prev   []*listResult // each list's res when the job started
 	next   []*listResult // set when the read succeeded
 	period int64
@@ -148,7 +196,7 @@ func (e *Engine) markLists(b *board) {
 // changed is listed (R20 makes a rename a change). Lock held.
 func (e *Engine) listsProfiles(b *board, changed map[string]struct{}) {
 	for m := range changed {
-		if b.ml.union[m] > 0 {
+		if b.ml.watching(m) > 0 {
 			e.markLists(b)
 			return
 		}
@@ -171,14 +219,14 @@ func (e *Engine) subscribeList(b *board, o *Outbox, s *sub, ids []string, j *job
 	ml := &b.ml
 	if ml.lists == nil {
 		ml.lists = make(map[string]*memberList)
-		ml.union = make(map[string]int)
+		ml.pos = make(map[string]int32)
 	}
 	l := ml.lists[key]
 	if l == nil {
-		l = &memberList{key: key, ids: sorted, watchers: newSubscribers()}
+		l = &memberList{key: key, ids: sorted, pos: make([]int32, len(sorted)), watchers: newSubscribers()}
 		ml.lists[key] = l
-		for _, id := range sorted {
-			ml.union[id]++
+		for i, id := range sorted {
+			l.pos[i] = ml.add(id)
 		}
 	}
 	l.watchers.set(o, s.mlGen)
@@ -186,7 +234,12 @@ func (e *Engine) subscribeList(b *board, o *Outbox, s *sub, ids []string, j *job
 	if r := l.res; r != nil && !ml.dirty && r.seq >= o.floor(listSlot(b.id)) {
 		return append(out, delivery{listSlot(b.id), r.seq, r.bytes, []target{{o, s.mlGen}}, time.Time{}})
 	}
-	j.ml = &listsJob{ids: l.ids, lists: []*memberList{l}, prev: []*listResult{l.res}}
+	// The list alone, read in the order of its ids.
+	own := make([]int32, len(l.ids))
+	for i := range own {
+		own[i] = int32(i)
+	}
+	j.ml = &listsJob{ids: l.ids, lists: []*memberList{l}, pos: [][]int32{own}, prev: []*listResult{l.res}}
 	return out
 }
 
@@ -217,13 +270,11 @@ func (e *Engine) dropList(b *board, o *Outbox, s *sub) {
 	}
 	l.removed = true
 	delete(b.ml.lists, l.key)
-	for _, id := range l.ids {
-		if b.ml.union[id]--; b.ml.union[id] <= 0 {
-			delete(b.ml.union, id)
-		}
+	for _, p := range l.pos {
+		b.ml.release(p)
 	}
 	if len(b.ml.lists) == 0 {
-		b.ml.dirty = false
+		b.ml = memberLists{}
 	}
 }
 
@@ -234,12 +285,12 @@ func (ml *memberLists) snapshot() *listsJob {
 		return nil
 	}
 	ml.dirty = false
-	j := &listsJob{ids: make([]string, 0, len(ml.union))}
-	for id := range ml.union {
-		j.ids = append(j.ids, id)
-	}
+	// A copy: positions freed and reused while the job reads must not
+	// change what its lists' positions mean.
+	j := &listsJob{ids: slices.Clone(ml.ids)}
 	for _, l := range ml.lists {
 		j.lists = append(j.lists, l)
+		j.pos = append(j.pos, l.pos)
 		j.prev = append(j.prev, l.res)
 	}
 	return j
@@ -257,15 +308,25 @@ func (e *Engine) readLists(ctx context.Context, j *job, failed error) error {
 	if failed != nil {
 		return failed
 	}
-	var found []rank.Entry
+	ask := make([]string, 0, len(lj.ids))
+	at := make([]int32, 0, len(lj.ids)) // position of each asked id
+	for p, id := range lj.ids {
+		if id != "" {
+			ask = append(ask, id)
+			at = append(at, int32(p))
+		}
+	}
+	var hits []rank.Entry // the found members' entries
+	var hitPos []int32    // and their positions
 	var total int64
 	decimals := 0
-	for lo := 0; lo < len(lj.ids); lo += listChunk {
-		r, err := e.readRanks(ctx, j.b.id, j.final.sel, lj.ids[lo:min(lo+listChunk, len(lj.ids))], 0)
+	for lo := 0; lo < len(ask); lo += listChunk {
+		hi := min(lo+listChunk, len(ask))
+		r, err := e.readRanks(ctx, j.b.id, j.final.sel, ask[lo:hi], 0)
 		if err != nil {
 			return err
 		}
-		for _, mr := range r.Members {
+		for i, mr := range r.Members {
 			if !mr.Found {
 				continue
 			}
@@ -273,7 +334,8 @@ func (e *Engine) readLists(ctx context.Context, j *job, failed error) error {
 			// meta included.
 			for _, x := range mr.Around {
 				if x.Member == mr.Member {
-					found = append(found, x)
+					hits = append(hits, x)
+					hitPos = append(hitPos, at[lo+i])
 				}
 			}
 		}
@@ -281,26 +343,46 @@ func (e *Engine) readLists(ctx context.Context, j *job, failed error) error {
 			lj.seq, total, lj.period, decimals = r.Seq, r.Total, r.Period, r.Decimals
 		}
 	}
-	e.decorate(ctx, found)
-	byID := make(map[string]rank.Entry, len(found))
-	for _, x := range found {
-		byID[x.Member] = x
+	e.decorate(ctx, hits)
+	// Hits in rank order (shared ranks: by id), so each list's entries
+	// are in rank order when its hit indices are.
+	order := make([]int32, len(hits))
+	for i := range order {
+		order[i] = int32(i)
 	}
+	slices.SortFunc(order, func(x, y int32) int {
+		return cmp.Or(cmp.Compare(hits[x].Rank, hits[y].Rank), strings.Compare(hits[x].Member, hits[y].Member))
+	})
+	hitAt := make([]int32, len(lj.ids)) // position → 1 + its place in order; 0: not found
+	for k, h := range order {
+		hitAt[hitPos[h]] = int32(k) + 1
+	}
+	// Lists overlap: each entry is encoded once per read, and each frame
+	// is those encodings put together.
+	enc := make([][]byte, len(hits))
+	var idx []int32
 	ts := e.now().UnixMilli()
 	lj.next = make([]*listResult, len(lj.lists))
-	for i, l := range lj.lists {
-		next := &listResult{entries: make([]rank.Entry, 0, len(l.ids)), total: total, seq: lj.seq, decimals: decimals}
-		for _, id := range l.ids {
-			if x, ok := byID[id]; ok {
-				next.entries = append(next.entries, x)
+	for i := range lj.lists {
+		idx = idx[:0]
+		for _, p := range lj.pos[i] {
+			if k := hitAt[p]; k > 0 {
+				idx = append(idx, k-1)
 			}
 		}
-		slices.SortFunc(next.entries, func(x, y rank.Entry) int {
-			// Shared ranks (tiebreak shared): a stable order by id.
-			return cmp.Or(cmp.Compare(x.Rank, y.Rank), strings.Compare(x.Member, y.Member))
-		})
+		slices.Sort(idx)
+		next := &listResult{entries: make([]rank.Entry, len(idx)), total: total, seq: lj.seq, decimals: decimals}
+		for n, k := range idx {
+			next.entries[n] = hits[order[k]]
+		}
 		if p := lj.prev[i]; j.sub || p == nil || !slices.Equal(p.entries, next.entries) {
-			next.bytes = e.encodeMembers(j.b.id, next, ts)
+			next.bytes = e.appendMembers(j.b.id, next, ts, func(n int) []byte {
+				k := idx[n]
+				if enc[k] == nil {
+					enc[k], _ = json.Marshal(proto.Entry(next.entries[n]))
+				}
+				return enc[k]
+			})
 		}
 		lj.next[i] = next
 	}
@@ -354,6 +436,32 @@ func (e *Engine) installLists(b *board, j *job, out []delivery) []delivery {
 		out = append(out, delivery{k, next.seq, next.bytes, l.watchers.targets(), j.at})
 	}
 	return out
+}
+
+// appendMembers is encodeMembers from its entries' encodings (entry(n)
+// is the n-th entry's, made once per read and shared by every list that
+// shows it): the same bytes, as TestMembersEncoding checks.
+func (e *Engine) appendMembers(board string, r *listResult, ts int64, entry func(n int) []byte) []byte {
+	e.encoded.Add(1)
+	boardJSON, _ := json.Marshal(board)
+	out := make([]byte, 0, 96+len(boardJSON)+len(r.entries)*96)
+	out = append(out, `{"type":"members","board":`...)
+	out = append(out, boardJSON...)
+	out = append(out, `,"entries":[`...)
+	for n := range r.entries {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, entry(n)...)
+	}
+	out = append(out, `],"total":`...)
+	out = strconv.AppendInt(out, r.total, 10)
+	out = append(out, `,"seq":`...)
+	out = strconv.AppendInt(out, r.seq, 10)
+	out = append(out, `,"ts":`...)
+	out = strconv.AppendInt(out, ts, 10)
+	out = append(out, '}')
+	return proto.Decimalize(out, r.decimals)
 }
 
 // encodeMembers is the exact JSON of a proto.Members frame.

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -149,8 +150,8 @@ func TestMembersReplace(t *testing.T) {
 			t.Fatalf("g after a fell: %s, want the second list's members", g)
 		}
 		b := h.e.boards["g"]
-		if len(b.ml.lists) != 1 || b.ml.union["a"] != 0 || b.ml.union["b"] != 1 {
-			t.Fatalf("g's lists after the replacement: %d lists, union %v", len(b.ml.lists), b.ml.union)
+		if len(b.ml.lists) != 1 || b.ml.watching("a") != 0 || b.ml.watching("b") != 1 {
+			t.Fatalf("g's lists after the replacement: %d lists, union %v", len(b.ml.lists), b.ml.ids)
 		}
 	})
 }
@@ -176,8 +177,8 @@ func TestMembersBadRequest(t *testing.T) {
 			t.Fatalf("an invalid id: %v, want invalid_member", err)
 		}
 		b := h.e.boards["g"]
-		if len(b.ml.lists) != 1 || b.ml.union["a"] != 1 {
-			t.Fatalf("a refused subscribe changed the lists: %v", b.ml.union)
+		if len(b.ml.lists) != 1 || b.ml.watching("a") != 1 {
+			t.Fatalf("a refused subscribe changed the lists: %v", b.ml.ids)
 		}
 	})
 }
@@ -337,4 +338,29 @@ func TestSubscribeMeta(t *testing.T) {
 			t.Fatalf("meta view frame %+v", got)
 		}
 	})
+}
+
+// TestMembersEncoding: a members frame put together from entries encoded
+// once per read is the exact JSON of its proto.Members, names, meta that
+// needs escaping and hot boards' decimals included.
+func TestMembersEncoding(t *testing.T) {
+	e, err := New(Config{Store: &countingStore{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*listResult{
+		{entries: []rank.Entry{}, total: 0, seq: 1},
+		{entries: []rank.Entry{
+			{Rank: 1, Member: "a", Score: 120, Name: "<Ann & \"co\">", Avatar: "https://a.example/x.png", Country: "FR", Meta: `{"replay":"https://r.example/a?x=1&y=<2>"}`},
+			{Rank: 7, Member: "b", Score: -5},
+		}, total: 12, seq: 99, decimals: 3},
+	} {
+		got := e.appendMembers("g.1", r, 1234, func(n int) []byte {
+			b, _ := json.Marshal(proto.Entry(r.entries[n]))
+			return b
+		})
+		if want := e.encodeMembers("g.1", r, 1234); string(got) != string(want) {
+			t.Errorf("appended\n %s\nencoded\n %s", got, want)
+		}
+	}
 }
