@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/proto"
 )
 
@@ -69,12 +70,17 @@ func TestMembersSubscription(t *testing.T) {
 			t.Fatalf("first frame %s, want members a then c, total 3", m)
 		}
 
+		// A listed member's change first: the node has then seen the
+		// board's change stream, so what follows is not a first sight's
+		// whole re-read.
+		srv.score("fr", "a", 1)
+		p.untilMembers("a:1:101 c:3:80")
 		srv.score("fr", "z", 85) // not listed; overtakes c
-		p.untilMembers("a:1:100 c:4:80")
+		p.untilMembers("a:1:101 c:4:80")
 		srv.expectOK(proto.TypeAck, proto.TypeScore, map[string]any{
 			"board": "fr", "member": "a", "delta": 0, "meta": map[string]any{"replay": "https://r.example/a"},
 		})
-		f := p.untilMembers("a:1:100 c:4:80")
+		f := p.untilMembers("a:1:101 c:4:80")
 		if f.Entries[0].Meta != `{"replay":"https://r.example/a"}` {
 			t.Fatalf("members frame after a meta change: %+v", f.Entries)
 		}
@@ -98,7 +104,7 @@ func TestMembersSubscription(t *testing.T) {
 		// The refused subscribes changed nothing: the first list still
 		// follows the board.
 		srv.score("fr", "c", 30)
-		p.untilMembers("c:1:110 a:2:100")
+		p.untilMembers("c:1:110 a:2:101")
 
 		p.expectOK(proto.TypeUnsubscribed, proto.TypeUnsubscribe, map[string]any{"board": "fr"})
 		srv.score("fr", "c", 100)
@@ -155,4 +161,28 @@ func TestSubscribeMetaFrames(t *testing.T) {
 			t.Fatalf("%s does not name meta", e)
 		}
 	})
+}
+
+// TestMembersMultiNode (§11, R9): a members subscription on node B follows
+// an overtake applied through node A (one Redis, one nats-server).
+func TestMembersMultiNode(t *testing.T) {
+	testenv.Long(t)
+	t.Parallel()
+	in := newInfra(t, redisKind)
+	a := in.gateway(t, gwOptions{node: "a"})
+	b := in.gateway(t, gwOptions{node: "b"})
+	a.board("mfr", nil)
+	onA := a.dial(in.token(t, "srv-a", auth.Server))
+	for i, m := range []string{"ann", "bob", "cat"} {
+		onA.score("mfr", m, int64(100-10*i))
+	}
+	p := b.dial(in.token(t, "cat", auth.Player))
+	p.expectOK(proto.TypeSubscribed, proto.TypeSubscribe, map[string]any{"board": "mfr", "members": []string{"cat", "ann"}})
+	p.untilMembers("ann:1:100 cat:3:80")
+	onA.score("mfr", "cat", 1) // a listed change first, as in TestMembersSubscription
+	p.untilMembers("ann:1:100 cat:3:81")
+	onA.score("mfr", "zed", 95) // not listed: ann keeps rank 1, cat falls to 4
+	p.untilMembers("ann:1:100 cat:4:81")
+	onA.score("mfr", "zed", 10)
+	p.untilMembers("ann:2:100 cat:4:81")
 }
