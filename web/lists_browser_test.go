@@ -12,7 +12,7 @@ import (
 // testReplayLinks (docs/lists.md): the spectator page shows a "Replay" link
 // on an entry whose meta has an https replay URL, and no link for any
 // other scheme (javascript:, http:) or a replay that is not a URL.
-func testReplayLinks(t *testing.T, b *browser, gw *gateway) {
+func testReplayLinks(t *testing.T, b *browser, gw *gateway, out string) {
 	admin := gw.token(t, "ops", "admin")
 	replays := map[string]string{
 		"ann": "https://replays.example/ann-81",
@@ -52,12 +52,13 @@ func testReplayLinks(t *testing.T, b *browser, gw *gateway) {
 	}}, &results)
 	tab.waitFor(t, 5*time.Second, "dan's new run and its link",
 		`members() === "dan,ann,bob,cat" && text('#rows tr[data-member="dan"] td.replay') === "Replay"`)
+	tab.shot(t, out, "spectator-5-replays")
 	tab.checkNoErrors(t)
 }
 
 // testLastRuns (docs/lists.md): on a board with history the player page
 // lists "Your last runs", newest first, and adds each new run.
-func testLastRuns(t *testing.T, b *browser, gw *gateway) {
+func testLastRuns(t *testing.T, b *browser, gw *gateway, out string) {
 	admin := gw.token(t, "ops", "admin")
 	var stored map[string]any
 	gw.put(t, "/api/v1/boards/runs", admin, map[string]any{"history": 3}, &stored)
@@ -78,6 +79,7 @@ func testLastRuns(t *testing.T, b *browser, gw *gateway) {
 	want := []string{"+10 → 121", "+1 → 111", "+100 → 110"}
 	tab.waitFor(t, 5*time.Second, "the last three runs, newest first",
 		`[...document.querySelectorAll("#runs-list li")].map(li => li.textContent.split(" · ")[0]).join("|") === "`+strings.Join(want, "|")+`" && q("#runs-empty").hidden`)
+	tab.shot(t, out, "player-3-last-runs")
 	tab.checkNoErrors(t)
 
 	// A board without history shows no list.

@@ -197,7 +197,11 @@ export function replayURL(entry) {
 function fillReplay(cell, e) {
   const url = replayURL(e);
   if ((cell.firstChild?.href || '') === url) return;
-  cell.replaceChildren(url ? el('a', { href: url, target: '_blank', rel: 'noopener noreferrer', title: 'Watch ' + (e.name || e.member) + "'s run" }, 'Replay') : '');
+  if (!url) {
+    cell.replaceChildren();
+    return;
+  }
+  cell.replaceChildren(el('a', { href: url, target: '_blank', rel: 'noopener noreferrer', title: 'Watch ' + (e.name || e.member) + "'s run" }, 'Replay'));
 }
 
 // setScore writes a score cell and its length, which sizes it (app.css).
