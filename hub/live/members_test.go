@@ -123,7 +123,8 @@ func TestMembersFrames(t *testing.T) {
 }
 
 // TestMembersReplace: a second members subscription of one board on one
-// connection replaces the first; lists of several boards coexist.
+// connection replaces the first; lists of several boards coexist; a list
+// may come with top frames.
 func TestMembersReplace(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -149,6 +150,14 @@ func TestMembersReplace(t *testing.T) {
 		if g := fmt.Sprint(listed(r.members["g"])); g != "[b:1:90 c:2:80]" {
 			t.Fatalf("g after a fell: %s, want the second list's members", g)
 		}
+		// A list with top frames: both kinds, each in its own slot.
+		both := newReader(t)
+		h.subscribeSpec(both, Spec{Board: "g", Top: 2, Members: []string{"c"}})
+		both.drain()
+		if top, m := both.top["g"], both.members["g"]; len(top.Entries) != 2 || fmt.Sprint(listed(m)) != "[c:2:80]" {
+			t.Fatalf("top %+v and members %v, want both", top.Entries, listed(m))
+		}
+		h.e.Unsubscribe(both.o, "g")
 		b := h.e.boards["g"]
 		if len(b.ml.lists) != 1 || b.ml.watching("a") != 0 || b.ml.watching("b") != 1 {
 			t.Fatalf("g's lists after the replacement: %d lists, union %v", len(b.ml.lists), b.ml.ids)
