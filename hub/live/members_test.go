@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -372,4 +373,51 @@ func TestMembersEncoding(t *testing.T) {
 			t.Errorf("appended\n %s\nencoded\n %s", got, want)
 		}
 	}
+}
+
+// TestMembersChunkedUnion: a union larger than one Ranks call is read in
+// calls of listChunk ids, and every list's frame is still the store's.
+func TestMembersChunkedUnion(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Config{Refresh: -1}, nil)
+		h.board(rank.DefaultBoard("g"))
+		const members, per = 1500, 50
+		for i := range members {
+			h.apply("g", fmt.Sprintf("p%04d", i), int64(i+1), false)
+		}
+		readers := make([]*reader, members/per)
+		lists := make([][]string, len(readers))
+		for i := range readers {
+			readers[i] = newReader(t)
+			for k := range per {
+				lists[i] = append(lists[i], fmt.Sprintf("p%04d", i*per+k))
+			}
+			h.subscribeSpec(readers[i], Spec{Board: "g", Members: lists[i]})
+		}
+		h.settle()
+		_, ranks := h.reads()
+		h.apply("g", "lead", 1e6, true)
+		h.settle()
+		if _, after := h.reads(); after-ranks != int64((members+listChunk-1)/listChunk) {
+			t.Fatalf("%d Ranks reads for a union of %d", after-ranks, members)
+		}
+		for i, r := range readers {
+			r.drain()
+			rs, err := h.st.Store.Ranks(context.Background(), "g", "", lists[i], 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := r.members["g"]
+			if got.Total != members+1 || len(got.Entries) != per {
+				t.Fatalf("list %d: total %d, %d entries", i, got.Total, len(got.Entries))
+			}
+			for _, e := range got.Entries {
+				k := slices.Index(lists[i], e.Member)
+				if mr := rs.Members[k]; e.Rank != mr.Rank || e.Score != mr.Score {
+					t.Fatalf("list %d: %+v, store says rank %d score %d", i, e, mr.Rank, mr.Score)
+				}
+			}
+		}
+	})
 }
