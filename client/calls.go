@@ -217,6 +217,12 @@ type SubOpts struct {
 	Around int
 	// Member is whose view; "" means the token's own member.
 	Member string
+	// Members, when set (1–100 ids), asks for members frames of these
+	// members instead of a view (Subscription.Members); Top 0 then means
+	// no top frames.
+	Members []string
+	// Meta asks for the entries' meta on top and view frames.
+	Meta bool
 }
 
 // Subscribe subscribes to board's live frames, or changes the options of an

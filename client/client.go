@@ -46,6 +46,8 @@ type Options struct {
 	// they must return quickly, since replies wait behind them.
 	OnTop  func(proto.Top)
 	OnView func(proto.View)
+	// OnMembers receives every members frame, as OnTop (§11).
+	OnMembers func(proto.Members)
 	// OnBoard receives every board frame (R19), likewise.
 	OnBoard func(proto.Board)
 	// OnState is told every state change, from the client's own goroutine

@@ -130,6 +130,9 @@ func (c *Client) dispatch(data []byte) {
 			c.opts.OnView(v)
 		}
 		return
+	case proto.TypeMembers:
+		c.dispatchMembers(f.members())
+		return
 	case proto.TypeBoard:
 		b := f.board()
 		if s := c.sub(b.Board); s != nil {

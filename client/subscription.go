@@ -15,6 +15,7 @@ type Subscription struct {
 	top   chan proto.Top
 	view  chan proto.View
 	state chan proto.Board
+	list  chan proto.Members
 
 	// mu guards opts and closed, and orders offers against close.
 	mu     sync.Mutex
@@ -24,7 +25,7 @@ type Subscription struct {
 
 func newSubscription(board string, o SubOpts) *Subscription {
 	return &Subscription{board: board, opts: o, top: make(chan proto.Top, 1), view: make(chan proto.View, 1),
-		state: make(chan proto.Board, 1)}
+		state: make(chan proto.Board, 1), list: make(chan proto.Members, 1)}
 }
 
 // Board is the subscribed board.
@@ -63,6 +64,7 @@ func (s *Subscription) req(id string) *proto.Request {
 	if o.Around > 0 {
 		r.Around = new(o.Around)
 	}
+	o.listReq(r)
 	return r
 }
 
@@ -126,5 +128,6 @@ func (s *Subscription) close() {
 		close(s.top)
 		close(s.view)
 		close(s.state)
+		close(s.list)
 	}
 }

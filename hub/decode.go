@@ -40,7 +40,10 @@ type request struct {
 	Token  string
 	At     int64     // score: unix ms when has&proto.FieldAt
 	Meta   meta.Meta // score: "" when absent
-	has    field
+	// Members and WithMeta: subscribe's member list and "meta": true.
+	Members  []string
+	WithMeta bool
+	has      field
 }
 
 // decode parses one client frame strictly with proto.DecodeMessage, the
@@ -65,6 +68,9 @@ func decode(b []byte) (request, error) {
 		At:     m.At,
 		Meta:   m.Meta,
 		has:    m.Has,
+
+		Members:  m.Members,
+		WithMeta: m.WithMeta,
 	}, err
 }
 

@@ -203,7 +203,7 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 	if err := c.access(ctx, req.Board); err != nil {
 		return err
 	}
-	member, err := c.member(req)
+	sp, err := c.subscribeSpec(req)
 	if err != nil {
 		return err
 	}
@@ -211,9 +211,8 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 	if err != nil {
 		return err
 	}
-	top := req.Top
-	if top < 0 {
-		top = b.top
+	if sp.Top < 0 {
+		sp.Top = b.top
 	}
 	c.subsMu.Lock()
 	_, again := c.subs[req.Board]
@@ -230,7 +229,7 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 		c.poke()
 	}()
 	sctx, cancel := c.storeCtx(ctx)
-	err = c.h.deps.Live.Subscribe(sctx, c.out, req.Board, top, member, req.Around)
+	err = c.h.deps.Live.SubscribeSpec(sctx, c.out, sp)
 	cancel()
 	if err != nil {
 		return err

@@ -354,7 +354,9 @@ func (c *wsClient) next() msg {
 	return m
 }
 
-func isFrame(m msg) bool { return m.Type == proto.TypeTop || m.Type == proto.TypeView }
+func isFrame(m msg) bool {
+	return m.Type == proto.TypeTop || m.Type == proto.TypeView || m.Type == proto.TypeMembers
+}
 
 // reply reads until the reply to id, keeping frames met on the way; any
 // other reply first is a failure (R2).

@@ -71,10 +71,11 @@ const (
 	FieldLimit
 	FieldPeriod
 	FieldToken
-	FieldAt   // score: the event's time in unix ms (v1.1, §6)
-	FieldMeta // score: a JSON object kept with the score (v1.2, §11)
+	FieldAt      // score: the event's time in unix ms (v1.1, §6)
+	FieldMeta    // score: a JSON object kept with the score; subscribe: a boolean (v1.2, §11)
+	FieldMembers // subscribe: a member list (v1.2, §11)
 
-	allFields = FieldMeta<<1 - 1
+	allFields = FieldMembers<<1 - 1
 	// scoreFields are the fields of a REST score event.
 	scoreFields = FieldID | FieldMember | FieldDelta | FieldValue | FieldAt | FieldMeta
 )
@@ -110,11 +111,13 @@ func fieldOf(name string) (Field, bool) {
 		return FieldAt, true
 	case "meta":
 		return FieldMeta, true
+	case "members":
+		return FieldMembers, true
 	}
 	return 0, false
 }
 
-var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta"}
+var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta", "members"}
 
 // String is the field's wire name.
 func (f Field) String() string {
@@ -132,7 +135,7 @@ func fieldsOf(typ string) (allowed, required Field, ok bool) {
 	case TypeScore:
 		return FieldBoard | FieldMember | FieldDelta | FieldValue | FieldAt | FieldMeta, FieldBoard, true
 	case TypeSubscribe:
-		return FieldBoard | FieldMember | FieldTop | FieldAround, FieldBoard, true
+		return FieldBoard | FieldMember | FieldTop | FieldAround | FieldMembers | FieldMeta, FieldBoard, true
 	case TypeUnsubscribe:
 		return FieldBoard, FieldBoard, true
 	case TypePage:
@@ -162,7 +165,10 @@ type Message struct {
 	Token  string
 	At     int64     // score: unix ms when Has&FieldAt (who may send it is the caller's rule)
 	Meta   meta.Meta // score: "" when absent
-	Has    Field
+	// Members and WithMeta: subscribe's member list and "meta": true (§11).
+	Members  []string
+	WithMeta bool
+	Has      Field
 }
 
 // Score is one decoded REST score event: an element of the array POSTed to
@@ -251,6 +257,9 @@ func DecodeMessage(b []byte) (m Message, err error) {
 			return m, err
 		}
 		m.Meta, err = metaField(&raw)
+	}
+	if typ == TypeSubscribe {
+		m.Members, m.WithMeta, err = subscribeFields(&raw)
 	}
 	return m, err
 }

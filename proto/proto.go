@@ -184,7 +184,9 @@ type Request struct {
 	Limit  *int            `json:"limit,omitempty"`
 	Period string          `json:"period,omitempty"`
 	Token  string          `json:"token,omitempty"`
-	Meta   json.RawMessage `json:"meta,omitempty"` // score: a JSON object (§11)
+	Meta   json.RawMessage `json:"meta,omitempty"` // score: a JSON object; subscribe: true (§11)
+	// Members is subscribe's member list (§11).
+	Members []string `json:"members,omitempty"`
 }
 
 // Limits are announced in welcome.

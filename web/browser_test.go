@@ -48,6 +48,8 @@ func TestBrowser(t *testing.T) {
 	t.Run("player", func(t *testing.T) { testPlayer(t, b, gw, out) })
 	t.Run("player tiers", func(t *testing.T) { testPlayerTiers(t, b, gw) })
 	t.Run("player on best and set boards", func(t *testing.T) { testPlayerValueModes(t, b, gw) })
+	t.Run("replay links", func(t *testing.T) { testReplayLinks(t, b, gw, out) })
+	t.Run("last runs", func(t *testing.T) { testLastRuns(t, b, gw, out) })
 	t.Run("board list", func(t *testing.T) { testBoardList(t, b, gw, out) })
 	t.Run("honest states", func(t *testing.T) { testHonestStates(t, b, gw, bin) })
 	t.Run("embedding", func(t *testing.T) { testEmbedding(t, b, gw, bin) })

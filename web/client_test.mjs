@@ -586,6 +586,30 @@ test('score passes meta through; a meta that is not a small object is refused be
   assert.deepEqual(server.last().take(), []);
 });
 
+test('subscribe passes members and meta: true through; members frames are emitted and re-subscribed', async () => {
+  const { clock, server, lb } = await connected();
+  const lists = [];
+  lb.on('members', (f) => lists.push(f));
+  const ws1 = server.last();
+  const sub = lb.subscribe('friends', { members: ['ann', 'bob'], meta: true });
+  const [req] = ws1.take();
+  assert.deepEqual(req, { type: 'subscribe', board: 'friends', members: ['ann', 'bob'], meta: true, id: req.id });
+  ws1.push({ type: 'subscribed', id: req.id, board: 'friends' });
+  await sub;
+  const frame = { type: 'members', board: 'friends', entries: [{ rank: 4, member: 'bob', score: 9, meta: { replay: 'https://r.test/b' } }], total: 7, seq: 3, ts: 1 };
+  ws1.push(frame);
+  ws1.push({ ...frame, board: 'other' }); // not subscribed: ignored
+  assert.deepEqual(lists, [frame]);
+  ws1.drop();
+  await clock.advance(1000);
+  const ws2 = server.last();
+  ws2.accept();
+  const [again] = ws2.take();
+  assert.deepEqual({ ...again, id: undefined }, { type: 'subscribe', board: 'friends', members: ['ann', 'bob'], meta: true, id: undefined });
+  lb.subscribe('plain', { top: 3, meta: false });
+  assert.deepEqual({ ...ws2.take()[0], id: undefined }, { type: 'subscribe', board: 'plain', top: 3, id: undefined });
+});
+
 test('avatarURL takes https only; flagEmoji maps ISO codes', () => {
   assert.equal(avatarURL({ avatar: 'https://cdn.test/a.png' }), 'https://cdn.test/a.png');
   for (const bad of ['http://cdn.test/a.png', 'javascript:alert(1)', 'data:image/png;base64,AA', '/a.png', 'https://x.test/' + 'a'.repeat(250), 7, undefined]) {

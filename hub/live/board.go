@@ -61,6 +61,9 @@ type board struct {
 	dirty    []*view // views with dirty set, in marking order (may hold removed views)
 	index    rangeIndex
 
+	// members frames (members.go)
+	ml memberLists
+
 	// While reads are in flight, changes are logged so that a view installed
 	// from a read at seq S can be checked against changes after S that were
 	// tested against its previous window (see replay).
@@ -91,11 +94,14 @@ type topFrame struct {
 	// unsent: a Subscribe's read installed it and it has not been offered
 	// to the other subscribers yet; the next scheduled read does that.
 	unsent bool
+	// meta: the entries carry their meta (a "meta": true subscription).
+	meta bool
 }
 
 type viewKey struct {
 	member string
 	around int
+	meta   bool // the subscription said "meta": true
 }
 
 // view is one (board, member, around) watched by one or more connections.
@@ -138,7 +144,9 @@ func newBoard(id string) *board {
 	}
 }
 
-func (b *board) empty() bool { return len(b.topSubs) == 0 && len(b.views) == 0 }
+func (b *board) empty() bool {
+	return len(b.topSubs) == 0 && len(b.views) == 0 && len(b.ml.lists) == 0
+}
 
 // goodness maps a score so that higher always ranks higher.
 func (b *board) goodness(score int64) int64 {
@@ -150,7 +158,7 @@ func (b *board) goodness(score int64) int64 {
 
 func (b *board) needsRead(now time.Time) bool {
 	return !b.cfgOK || now.Sub(b.cfgAt) >= cfgTTL || b.probe ||
-		(b.topDirty && b.maxN > 0) || len(b.dirty) > 0
+		(b.topDirty && b.maxN > 0) || len(b.dirty) > 0 || b.ml.dirty
 }
 
 // setCfg installs a config read at now. It reports whether the change
@@ -191,6 +199,7 @@ func (e *Engine) markAll(b *board) {
 	for _, v := range b.views {
 		e.markView(b, v)
 	}
+	e.markLists(b)
 }
 
 // gap gives up on the missing seqs below ahead: the store will be re-read.
@@ -269,6 +278,7 @@ func (e *Engine) Changed(changes []rank.Change) {
 		if n := int64(b.maxN); n > 0 && (c.Old == nil || c.Rank <= n || (c.PrevRank > 0 && c.PrevRank <= n)) {
 			e.markTop(b)
 		}
+		e.markLists(b) // any change may move a listed member's rank
 		if len(b.views) == 0 {
 			continue
 		}

@@ -126,6 +126,8 @@ type sub struct {
 	topGen  uint64
 	v       *view // nil: no view frames
 	viewGen uint64
+	ml      *memberList // nil: no members frames (members.go)
+	mlGen   uint64
 }
 
 // New validates cfg, fills defaults and returns an Engine.
@@ -395,6 +397,11 @@ func (e *Engine) BoardStats() []BoardStat {
 		}
 		for _, v := range b.views {
 			for o := range v.watchers.m {
+				subs[o] = struct{}{}
+			}
+		}
+		for _, l := range b.ml.lists {
+			for o := range l.watchers.m {
 				subs[o] = struct{}{}
 			}
 		}

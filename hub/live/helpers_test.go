@@ -151,8 +151,10 @@ type reader struct {
 	o    *Outbox
 	top  map[string]proto.Top
 	view map[string]proto.View
-	raw  map[string][]byte // latest raw frame per "top/board" and "view/board"
-	n    int
+	// members is the latest members frame per board (§11).
+	members map[string]proto.Members
+	raw     map[string][]byte // latest raw frame per "top/board" and "view/board"
+	n       int
 	// boards and finals are every board frame and final top frame, in
 	// order, per board (R19).
 	boards map[string][]proto.Board
@@ -160,7 +162,7 @@ type reader struct {
 }
 
 func newReader(t *testing.T) *reader {
-	return &reader{t: t, o: NewOutbox(testInterval, nil), top: map[string]proto.Top{}, view: map[string]proto.View{}, raw: map[string][]byte{},
+	return &reader{t: t, o: NewOutbox(testInterval, nil), top: map[string]proto.Top{}, view: map[string]proto.View{}, members: map[string]proto.Members{}, raw: map[string][]byte{},
 		boards: map[string][]proto.Board{}, finals: map[string][]proto.Top{}}
 }
 
@@ -204,6 +206,13 @@ func (r *reader) drain() (retryIn time.Duration) {
 				r.t.Errorf("view seq of %s went down: %d after %d", m.Board, m.Seq, p.Seq)
 			}
 			r.view[m.Board] = m
+		case proto.TypeMembers:
+			var m proto.Members
+			mustStrict(r.t, f, &m)
+			if p, ok := r.members[m.Board]; ok && m.Seq < p.Seq {
+				r.t.Errorf("members seq of %s went down: %d after %d", m.Board, m.Seq, p.Seq)
+			}
+			r.members[m.Board] = m
 		default:
 			r.t.Errorf("unexpected frame %s", f)
 		}

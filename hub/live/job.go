@@ -33,6 +33,7 @@ type job struct {
 	logPos  int64             // the board's change log position at the start
 	profGen uint64            // the board's profGen at the start (profiles.go)
 	newTop  map[int]*topFrame // set when the top read succeeded
+	ml      *listsJob         // members frames to read (members.go)
 	viewErr map[int]error     // per around group
 }
 
@@ -122,6 +123,7 @@ func (e *Engine) snapshot(b *board, now, at time.Time) *job {
 	}
 	clear(b.dirty)
 	b.dirty = b.dirty[:0]
+	j.ml = b.ml.snapshot()
 	e.startJob(b, j)
 	return j
 }
@@ -156,7 +158,7 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 		if topErr == nil {
 			j.newTop = make(map[int]*topFrame, len(j.ns))
 			for _, n := range j.ns {
-				f := &topFrame{entries: page.Entries[:min(n, len(page.Entries))], total: page.Total, seq: page.Seq, decimals: page.Decimals, final: j.final}
+				f := &topFrame{entries: page.Entries[:min(topCount(n), len(page.Entries))], total: page.Total, seq: page.Seq, decimals: page.Decimals, final: j.final, meta: topMeta(n)}
 				if p := j.prevTop[n]; j.sub || p == nil || !sameTop(p, f) {
 					f.bytes = e.encodeTop(b.id, f, topTS)
 				}
@@ -185,7 +187,7 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 				for i := range vjs {
 					next := &viewResult{mr: r.Members[i], seq: r.Seq, decimals: r.Decimals}
 					if p := vjs[i].prev; j.sub || p == nil || !sameView(p.mr, next.mr) {
-						next.bytes = e.encodeView(b.id, vjs[i].v.key.member, next, ts)
+						next.bytes = e.encodeView(b.id, vjs[i].v.key, next, ts)
 					}
 					vjs[i].next = next
 				}
@@ -200,6 +202,9 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 				firstErr = err
 			}
 		}
+	}
+	if err := e.readLists(ctx, j, cfgErr); firstErr == nil {
+		firstErr = err
 	}
 
 	now := e.now()
@@ -261,6 +266,7 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 			out = append(out, delivery{slotKey{b.id, true}, r.seq, r.bytes, v.watchers.targets(), j.at})
 		}
 	}
+	out = e.installLists(b, j, out)
 	if minSeq >= 0 {
 		e.replay(b, j, minSeq, installed)
 	}
@@ -329,7 +335,7 @@ func (e *Engine) installView(b *board, vj viewJob) bool {
 		return false
 	}
 	if next.bytes == nil {
-		next.bytes = e.encodeView(b.id, v.key.member, next, e.now().UnixMilli())
+		next.bytes = e.encodeView(b.id, v.key, next, e.now().UnixMilli())
 	}
 	v.res = next
 	b.setRange(v)
@@ -376,7 +382,7 @@ func (e *Engine) encodeTop(board string, f *topFrame, ts int64) []byte {
 	// Marshal cannot fail for these plain types.
 	b, _ := json.Marshal(proto.Top{
 		Type: proto.TypeTop, Board: board, Seq: f.seq,
-		Entries: proto.WithoutMeta(proto.EntriesOf(f.entries)), Total: f.total, TS: ts,
+		Entries: frameEntries(f.entries, f.meta), Total: f.total, TS: ts,
 		Final: f.final.is, Period: f.final.period,
 	})
 	return proto.Decimalize(b, f.decimals)
@@ -384,11 +390,11 @@ func (e *Engine) encodeTop(board string, f *topFrame, ts int64) []byte {
 
 // encodeView is the exact JSON of a proto.View frame; an absent member has
 // rank and score null and around [].
-func (e *Engine) encodeView(board, member string, r *viewResult, ts int64) []byte {
+func (e *Engine) encodeView(board string, k viewKey, r *viewResult, ts int64) []byte {
 	e.encoded.Add(1)
 	f := proto.View{
-		Type: proto.TypeView, Board: board, Member: member,
-		Around: proto.WithoutMeta(proto.EntriesOf(r.mr.Around)), Seq: r.seq, TS: ts,
+		Type: proto.TypeView, Board: board, Member: k.member,
+		Around: frameEntries(r.mr.Around, k.meta), Seq: r.seq, TS: ts,
 	}
 	if r.mr.Found {
 		rk, sc := r.mr.Rank, r.mr.Score

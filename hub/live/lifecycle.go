@@ -105,6 +105,9 @@ func (b *board) outboxes() []*Outbox {
 	for _, v := range b.views {
 		add(v.watchers)
 	}
+	for _, l := range b.ml.lists {
+		add(l.watchers)
+	}
 	return out
 }
 
@@ -192,8 +195,8 @@ func (e *Engine) runFinal(ctx context.Context, j *finalJob, ts time.Time) {
 	key := slotKey{j.board, false}
 	for n, to := range j.ns {
 		frame := e.encodeTop(j.board, &topFrame{
-			entries: page.Entries[:min(n, len(page.Entries))], total: page.Total, seq: page.Seq,
-			decimals: page.Decimals, final: j.read,
+			entries: page.Entries[:min(topCount(n), len(page.Entries))], total: page.Total, seq: page.Seq,
+			decimals: page.Decimals, final: j.read, meta: topMeta(n),
 		}, ts.UnixMilli())
 		for _, t := range to {
 			t.o.event(frame, &key)
@@ -232,6 +235,7 @@ func (e *Engine) BoardDeleted(board string) {
 	for _, o := range os {
 		o.close(slotKey{board, false})
 		o.close(slotKey{board, true})
+		o.close(listSlot(board))
 		o.event(frame, nil)
 	}
 }

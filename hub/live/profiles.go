@@ -76,6 +76,7 @@ func (e *Engine) ProfilesChanged(members []string) {
 				e.markView(b, v)
 			}
 		}
+		e.listsProfiles(b, set)
 	}
 	e.unlock()
 }

@@ -24,6 +24,15 @@ const (
 // Any error (an invalid argument, an unknown board, a failed first read)
 // leaves o with no subscription to board at all, the previous one included.
 func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int, member string, around int) error {
+	return e.SubscribeSpec(ctx, o, Spec{Board: board, Top: top, Member: member, Around: around})
+}
+
+// SubscribeSpec is Subscribe with every option of a subscribe (members.go).
+func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
+	board, top, member, around := sp.Board, sp.Top, sp.Member, sp.Around
+	if err := checkMembers(board, sp.Members); err != nil {
+		return err
+	}
 	switch {
 	case !rank.ValidBoardID(board):
 		return fmt.Errorf("live: subscribe %q: %w", board, rank.ErrInvalidBoard)
@@ -34,7 +43,7 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 	case around > 0 && !rank.ValidMemberID(member):
 		return fmt.Errorf("live: subscribe %s: %w", board, rank.ErrInvalidMember)
 	}
-	if top == 0 && around == 0 {
+	if top == 0 && around == 0 && len(sp.Members) == 0 {
 		e.Unsubscribe(o, board)
 		return nil
 	}
@@ -55,7 +64,9 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 
 	sn, _ := e.storeNow(ctx)
 	tk, vk := slotKey{board, false}, slotKey{board, true}
+	top = topKey(top, sp.Meta)
 	s := &sub{top: top}
+	e.openList(o, s, board, len(sp.Members) > 0)
 	if top > 0 {
 		s.topGen = o.open(tk)
 	} else {
@@ -104,16 +115,16 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 			b.topSubs[top] = n
 		}
 		n.set(o, s.topGen)
-		b.maxN = max(b.maxN, top)
+		b.maxN = max(b.maxN, topCount(top))
 		if f := b.frames[top]; f != nil && !b.topDirty && f.seq >= o.floor(tk) {
 			out = append(out, delivery{tk, f.seq, f.bytes, []target{{o, s.topGen}}, time.Time{}})
 		} else {
-			j.topN, j.ns = top, []int{top}
+			j.topN, j.ns = topCount(top), []int{top}
 			j.prevTop = map[int]*topFrame{top: f}
 		}
 	}
 	if around > 0 {
-		k := viewKey{member, around}
+		k := viewKey{member, around, sp.Meta}
 		v := b.views[k]
 		if v == nil {
 			e.nextID++
@@ -130,13 +141,16 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 			j.groups = map[int][]viewJob{around: {{v: v, prev: r}}}
 		}
 	}
-	if j.topN > 0 || j.groups != nil {
+	if len(sp.Members) > 0 {
+		out = e.subscribeList(b, o, s, sp.Members, j, out)
+	}
+	if j.topN > 0 || j.groups != nil || j.ml != nil {
 		e.startJob(b, j)
 	}
 	e.unlock()
 
 	var err error
-	if j.topN > 0 || j.groups != nil {
+	if j.topN > 0 || j.groups != nil || j.ml != nil {
 		err = e.runJob(ctx, j)
 		// The subscriber's own first frames: the board's newest if it is not
 		// older than what this connection already had, else this read's.
@@ -160,6 +174,7 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 				out = append(out, delivery{vk, r.seq, r.bytes, []target{{o, s.viewGen}}, time.Time{}})
 			}
 		}
+		out = e.ownList(j, o, s, out)
 		e.mu.Unlock()
 	}
 	if err != nil {
@@ -182,6 +197,7 @@ func (e *Engine) Unsubscribe(o *Outbox, board string) {
 	e.mu.Unlock()
 	o.close(slotKey{board, false})
 	o.close(slotKey{board, true})
+	o.close(listSlot(board))
 }
 
 // Drop forgets every subscription of o (its connection is gone).
@@ -192,7 +208,7 @@ func (e *Engine) Drop(o *Outbox) {
 		if b := e.boards[id]; b != nil {
 			e.unregister(o, b)
 		}
-		keys = append(keys, slotKey{id, false}, slotKey{id, true})
+		keys = append(keys, slotKey{id, false}, slotKey{id, true}, listSlot(id))
 	}
 	delete(e.conns, o)
 	e.mu.Unlock()
@@ -220,7 +236,7 @@ func (e *Engine) unregister(o *Outbox, b *board) {
 			delete(b.frames, s.top)
 			b.maxN = 0
 			for k := range b.topSubs {
-				b.maxN = max(b.maxN, k)
+				b.maxN = max(b.maxN, topCount(k))
 			}
 		}
 	}
@@ -241,6 +257,7 @@ func (e *Engine) unregister(o *Outbox, b *board) {
 			}
 		}
 	}
+	e.dropList(b, o, s)
 	if b.empty() && e.boards[b.id] == b {
 		e.dropBoard(b.id)
 	}

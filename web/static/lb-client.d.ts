@@ -58,6 +58,26 @@ export interface ViewFrame {
   ts: number;
 }
 
+/** v1.2 (§11): the listed members that have an entry, in rank order, with their global ranks and meta. */
+export interface MembersFrame {
+  type: 'members';
+  board: string;
+  entries: Entry[];
+  total: number;
+  seq: number;
+  ts: number;
+}
+
+/** One history event of GET …/members/{member}/history (docs/lists.md), newest first. */
+export interface HistoryEvent {
+  id: string;
+  delta?: number;
+  value?: number;
+  score: number;
+  at: number;
+  meta?: Record<string, unknown>;
+}
+
 export type BoardState = 'scheduled' | 'open' | 'closing' | 'final' | 'deleted';
 
 /** v1.1 (R19): a board's lifecycle; times are the server's unix ms. */
@@ -138,6 +158,7 @@ export interface Events {
   welcome: Welcome;
   top: TopFrame;
   view: ViewFrame;
+  members: MembersFrame;
   board: BoardFrame;
   final: TopFrame;
   error: LBError;
@@ -162,7 +183,7 @@ export class LBClient {
   reconnectNow(): void;
   request(fields: Record<string, unknown>): Promise<any>;
   score(board: string, opts: { delta?: number; value?: number; member?: string; id?: string; at?: number; meta?: Record<string, unknown> }): Promise<Ack>;
-  subscribe(board: string, opts?: { top?: number; around?: number; member?: string }): Promise<{ type: 'subscribed'; id: string; board: string }>;
+  subscribe(board: string, opts?: { top?: number; around?: number; member?: string; members?: string[]; meta?: boolean }): Promise<{ type: 'subscribed'; id: string; board: string }>;
   unsubscribe(board: string): Promise<{ type: 'unsubscribed'; id: string; board: string }>;
   page(board: string, opts?: { offset?: number; limit?: number; period?: number | 'previous' }): Promise<Page>;
   rank(board: string, member: string, opts?: { around?: number; period?: number | 'previous' }): Promise<RankReply>;

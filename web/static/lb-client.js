@@ -222,7 +222,7 @@ export class LBClient {
   }
 
   /**
-   * Listen to an event: 'status' (string), 'welcome', 'top', 'view',
+   * Listen to an event: 'status' (string), 'welcome', 'top', 'view', 'members',
    * 'board' (lifecycle frames, R19), 'final' (a top frame with final: true,
    * also emitted as 'top'), 'error'
    * (errors not tied to a pending request), 'close' ({code, reason, welcomed}),
@@ -433,6 +433,7 @@ export class LBClient {
         return this._onWelcome(msg);
       case 'top':
       case 'view':
+      case 'members':
         this.lastFrameAt = this._now();
         if (!this._subs.has(msg.board)) return;
         if (msg.type === 'top' && msg.final === true) {
@@ -641,15 +642,19 @@ export class LBClient {
   }
 
   /**
-   * Subscribes to a board's live frames ({top, around, member} as in the
-   * protocol); a second call for the same board replaces the first. Kept
-   * across reconnects. 'top' and 'view' events carry the frames.
+   * Subscribes to a board's live frames ({top, around, member, members,
+   * meta} as in the protocol); a second call for the same board replaces
+   * the first. Kept across reconnects. 'top', 'view' and 'members' events
+   * carry the frames: members (1-100 ids) asks for members frames instead
+   * of a view, meta: true for the entries' meta on top and view frames.
    */
-  subscribe(board, { top, around, member } = {}) {
+  subscribe(board, { top, around, member, members, meta } = {}) {
     const fields = {};
     if (top !== undefined) fields.top = top;
     if (around !== undefined) fields.around = around;
     if (member) fields.member = member;
+    if (members !== undefined) fields.members = members;
+    if (meta === true) fields.meta = true;
     this._subs.set(board, fields);
     return this._request({ type: 'subscribe', board, ...fields }, fields);
   }

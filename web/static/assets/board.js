@@ -18,11 +18,12 @@ export class RankTable {
    * @param {boolean} [opts.flag=true] the country's flag before the name, when known
    * @param {boolean} [opts.delta=false] a column with the member's last score change
    * @param {boolean} [opts.motion=true] animate moves (off as well under prefers-reduced-motion)
+   * @param {boolean} [opts.replay=false] a "Replay" link when the entry's meta has an https replay URL
    */
-  constructor(tbody, { me = '', onPick = null, avatar = true, flag = true, delta = false, motion = true } = {}) {
+  constructor(tbody, { me = '', onPick = null, avatar = true, flag = true, delta = false, motion = true, replay = false } = {}) {
     this.tbody = tbody;
     this.me = me;
-    this.cols = { avatar, flag, delta };
+    this.cols = { avatar, flag, delta, replay };
     this.motion = motion;
     this.followed = '';
     this.onPick = onPick;
@@ -101,10 +102,11 @@ export class RankTable {
     }
     const score = el('td', { class: 'score num' });
     const delta = this.cols.delta ? el('td', { class: 'delta num' }) : null;
-    const tr = el('tr', { dataset: { member: e.member } }, rank, move, who, score, delta);
+    const replay = this.cols.replay ? el('td', { class: 'replay' }) : null;
+    const tr = el('tr', { dataset: { member: e.member } }, rank, move, who, score, delta, replay);
     tr.classList.toggle('me', e.member === this.me);
     tr.classList.toggle('followed', e.member === this.followed);
-    return { tr, rank: null, score: null, pic: null, cells: { rank, move, arrow, name, id, score, pic, flag, delta } };
+    return { tr, rank: null, score: null, pic: null, cells: { rank, move, arrow, name, id, score, pic, flag, delta, replay } };
   }
 
   // _picture shows the avatar, or the name's initial when there is none or
@@ -141,6 +143,7 @@ export class RankTable {
       c.flag.title = f ? e.country.toUpperCase() : '';
       c.flag.hidden = !f;
     }
+    if (c.replay) fillReplay(c.replay, e);
     if (r.rank !== e.rank) {
       if (r.rank !== null) {
         const up = e.rank < r.rank;
@@ -172,6 +175,33 @@ export class RankTable {
       r.score = e.score;
     }
   }
+}
+
+/**
+ * The replay URL of an entry's meta (docs/lists.md): an absolute https: URL
+ * only, so that a score's meta can never make the page follow javascript:,
+ * data: or a plain-http link.
+ */
+export function replayURL(entry) {
+  const r = entry?.meta?.replay;
+  if (typeof r !== 'string' || r.length > 512) return '';
+  try {
+    const u = new URL(r);
+    return u.protocol === 'https:' ? u.href : '';
+  } catch {
+    return '';
+  }
+}
+
+// fillReplay shows the entry's replay link in its cell, or nothing.
+function fillReplay(cell, e) {
+  const url = replayURL(e);
+  if ((cell.firstChild?.href || '') === url) return;
+  if (!url) {
+    cell.replaceChildren();
+    return;
+  }
+  cell.replaceChildren(el('a', { href: url, target: '_blank', rel: 'noopener noreferrer', title: 'Watch ' + (e.name || e.member) + "'s run" }, 'Replay'));
 }
 
 // setScore writes a score cell and its length, which sizes it (app.css).

@@ -4,7 +4,7 @@
 import { LBClient, tierOf } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
-  BoardStatus, NO_TOKEN_HINT, errorText, setBig, boardConfig, boardParam, dev, fragmentToken, lifecycle, link, num, randomTag, scoreText, useBoardDecimals, tokenSource,
+  BoardStatus, NO_TOKEN_HINT, errorText, setBig, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, num, randomTag, scoreText, useBoardDecimals, tokenSource,
   validBoard,
 } from './common.js';
 
@@ -215,6 +215,7 @@ function start(id, name) {
       (ack) => {
         if (!ack.duplicate) used++;
         showAttempts();
+        showRuns();
         $('ack-rank').textContent = '#' + num(ack.rank);
         $('ack-score').textContent = scoreText(ack.score);
         const was = ack.prev_rank === null ? 'new on the board' : `was #${num(ack.prev_rank)}`;
@@ -260,5 +261,41 @@ function start(id, name) {
       document.title = cfg.board.title + ' · Play';
     }
     tick();
+    showRuns();
   });
+
+  // showRuns lists the member's last runs on a board with history
+  // (docs/lists.md), newest first; it runs again after each ack.
+  let runsAsked = 0;
+  async function showRuns() {
+    if (!(cfg?.board?.history > 0) || !me) return;
+    const n = ++runsAsked;
+    const events = await lastRuns(id, me, await tokens({}).catch(() => ''));
+    if (!events || n !== runsAsked) return; // a later call shows a newer list
+    $('runs').hidden = false;
+    $('runs-empty').hidden = events.length > 0;
+    $('runs-list').replaceChildren(...events.map((e) => el('li', {}, runText(e))));
+  }
+}
+
+// lastRuns reads GET …/members/{member}/history; null when it fails.
+async function lastRuns(board, member, token) {
+  try {
+    const r = await fetch(`/api/v1/boards/${encodeURIComponent(board)}/members/${encodeURIComponent(member)}/history`, {
+      headers: token ? { Authorization: 'Bearer ' + token } : {},
+      cache: 'no-store',
+    });
+    if (!r.ok) return null;
+    const j = await r.json();
+    return Array.isArray(j?.events) ? j.events : null;
+  } catch {
+    return null;
+  }
+}
+
+// runText is one run, as text (never markup): "+10 → 120 · 14:03:07".
+function runText(e) {
+  const what = e.delta !== undefined ? `${e.delta > 0 ? '+' : ''}${scoreText(e.delta)}` : scoreText(e.value);
+  const at = new Date(e.at).toLocaleTimeString();
+  return `${what} → ${scoreText(e.score)} · ${at}`;
 }

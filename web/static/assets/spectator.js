@@ -104,7 +104,7 @@ function showBoard(id) {
   let followed = new URLSearchParams(location.search).get('follow') || '';
   let viewersFramed = false; // a board frame has told the viewers: newer than any GET
 
-  const table = new RankTable($('rows'), { onPick: (m) => follow(m) });
+  const table = new RankTable($('rows'), { onPick: (m) => follow(m), replay: true });
   const viewTable = new RankTable($('view-rows'));
   const lastTable = new RankTable($('last-rows'), { onPick: (m) => follow(m) });
 
@@ -196,7 +196,8 @@ function showBoard(id) {
   });
 
   function subscribe() {
-    const opts = followed ? { top: topN, around: 3, member: followed } : { top: topN };
+    // meta: true brings each entry's meta, for the replay links (§11).
+    const opts = followed ? { top: topN, around: 3, member: followed, meta: true } : { top: topN, meta: true };
     lb.subscribe(id, opts).catch((err) => {
       if (!status.fail(err)) notice(errorText(err), false);
     });

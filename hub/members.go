@@ -1,0 +1,34 @@
+package hub
+
+import (
+	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// The decoder's bound on a member list and the live engine's must agree
+// (each line fails to compile when they differ).
+const (
+	_ = uint(proto.MaxMembers-live.MaxMembers) + uint(live.MaxMembers-proto.MaxMembers)
+)
+
+// subscribeSpec is what a subscribe asks of the live engine (docs/protocol.md
+// §4, §11). Top stays -1 when absent (the board's default applies), except
+// with members: a list subscription gets members frames, and top frames
+// only when it asks for them.
+func (c *conn) subscribeSpec(req request) (live.Spec, error) {
+	sp := live.Spec{Board: req.Board, Top: req.Top, Around: req.Around, Meta: req.WithMeta}
+	if req.has&proto.FieldMembers == 0 {
+		m, err := c.member(req)
+		sp.Member = m
+		return sp, err
+	}
+	for _, id := range req.Members {
+		if err := rank.CheckMemberID(id); err != nil {
+			return sp, err
+		}
+	}
+	sp.Members = req.Members
+	sp.Top = max(sp.Top, 0)
+	return sp, nil
+}
