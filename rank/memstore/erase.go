@@ -1,0 +1,113 @@
+package memstore
+
+// Erasure and export of a member (docs/protocol.md §13, R29). A board's
+// data about a member lives in its own maps, so erasing is a walk over every
+// board under its lock, then the global bans and the profile.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// Erase implements rank.Eraser.
+func (s *Store) Erase(ctx context.Context, member string) (rank.Erasure, error) {
+	out := rank.Erasure{Boards: []string{}}
+	if !rank.ValidMemberID(member) {
+		return out, fmt.Errorf("memstore: erase: %w", rank.ErrInvalidMember)
+	}
+	if s.closed.Load() {
+		return out, errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("memstore: erase: %w", err)
+	}
+	s.mu.Lock()
+	delete(s.global, member)
+	bs := make([]*board, 0, len(s.boards))
+	for _, b := range s.boards {
+		bs = append(bs, b)
+	}
+	s.mu.Unlock()
+	for _, b := range bs {
+		b.mu.Lock()
+		entries, touched := b.erase(member)
+		id := b.cfg.ID
+		b.mu.Unlock()
+		out.Entries += entries
+		if touched {
+			out.Boards = append(out.Boards, id)
+		}
+	}
+	slices.Sort(out.Boards)
+	t := &s.profiles
+	t.mu.Lock()
+	delete(t.m, member)
+	t.mu.Unlock()
+	return out, nil
+}
+
+// erase removes member from every period b holds, its name, bans, hot
+// sums and idempotency records; it returns the entries removed (shown or
+// hidden) and whether anything was. b.mu is held for writing.
+func (b *board) erase(member string) (entries int64, touched bool) {
+	if b.deleted {
+		return 0, false
+	}
+	for _, z := range b.periods {
+		if n := z.members[member]; n != nil {
+			z.tr.remove(n)
+			delete(z.members, member)
+			entries++
+		} else if z.hidden[member] != nil {
+			delete(z.hidden, member)
+			entries++
+		}
+		for _, had := range []bool{hasKey(z.counts, member), hasKey(z.meta, member), hasKey(z.history, member)} {
+			touched = touched || had
+		}
+		delete(z.counts, member)
+		delete(z.meta, member)
+		delete(z.history, member)
+	}
+	touched = touched || entries > 0 || hasKey(b.names, member) || hasKey(b.bans, member) || hasKey(b.gbans, member)
+	delete(b.names, member)
+	if hasKey(b.bans, member) || hasKey(b.gbans, member) {
+		delete(b.bans, member)
+		delete(b.gbans, member)
+		b.resetBanExp()
+	}
+	if b.hot != nil && hasKey(b.hot.sums, member) {
+		delete(b.hot.sums, member)
+		touched = true
+	}
+	// The records are keyed by member and request id: forgetting them is
+	// what lets an old id be applied anew (R29). The expiry queue keeps
+	// its keys; a sweep drops only records that expired.
+	for k := range b.idem {
+		if k.member == member {
+			delete(b.idem, k)
+			touched = true
+		}
+	}
+	if touched {
+		b.seq++ // reads changed, as a removal moves it
+	}
+	return entries, touched
+}
+
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// Export implements rank.Eraser.
+func (s *Store) Export(ctx context.Context, member string) (rank.Export, error) {
+	x, err := rank.ExportOf(ctx, s, member)
+	if err != nil {
+		return rank.Export{}, fmt.Errorf("memstore: export: %w", err)
+	}
+	return x, nil
+}
