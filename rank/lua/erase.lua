@@ -3,9 +3,7 @@
 -- passed is in one slot, so the erasure of that key space is one atomic
 -- step (docs/protocol.md §13, R29).
 --
--- KEYS[1]  <p>:{b}..:cfg  hash: the idempotency records' bookkeeping (rw, ro;
---          prelude's records), whose bucket hashes <p>:{b}..:r:<W>.<k> are
---          built from this key's prefix, as apply.lua builds them
+-- KEYS[1]  <p>:{b}..:cfg  hash: the config (unused here)
 -- KEYS[2]  the key space's change seq, moved by one when anything was
 --          removed (a removal changes reads, as in ban.lua); a shard's seq
 --          is its tie clock, so a shard passes its cfg here and the caller
@@ -18,7 +16,7 @@
 --          set the member
 --
 -- ARGV[1] unused ("")
--- ARGV[2] now in unix ms, or "" to read the server's TIME
+-- ARGV[2] unused ("")
 -- ARGV[3] unused (0)
 -- ARGV[4] unused (0)
 -- ARGV[5] unused (0)
@@ -30,11 +28,10 @@
 -- A sorted set of tiebreak first or last holds "<16 digits>|<member>"; the
 -- member's hashes that map it to that form (m:<i>) are read before any
 -- field goes, and every form found is removed from every sorted set.
--- The records are the fields "<member>|<id>" of the bucket hashes that may
--- still exist at now (the current bucket and the three before it, of the
--- window and of the previous window): found with HSCAN MATCH, so this step
--- costs a pass over those hashes, records of every member of the board
--- within two windows.
+-- The idempotency records are not erased here: finding a member's fields
+-- in a bucket hash is a pass over every member's records, which the Go
+-- side makes in HSCAN steps (rank/redisstore/erase.go), so no one call
+-- holds Redis for the length of the pass.
 --
 -- Returns {entries removed, keys changed}.
 
@@ -67,28 +64,6 @@ for i = 3, #KEYS do
     n = redis.call('SREM', k, m)
   end
   if n > 0 then changed = changed + 1 end
-end
-
--- The idempotency records (prelude's records): fields "<m>|<id>".
-local glob = string.gsub(m, '[%*%?%[%]\\]', '\\%0') .. '|*'
-local base = string.sub(KEYS[1], 1, -4) .. 'r:' -- KEYS[1] ends in "cfg"
-local now = clockMs()
-local cfg = redis.call('HMGET', KEYS[1], 'rw', 'ro')
-for _, w in ipairs(cfg) do
-  local W = tonumber(w)
-  if W and W > 0 then
-    local b = math.floor(now / W)
-    for k = b - 3, b + 1 do
-      local key = base .. string.format('%d', W) .. '.' .. string.format('%d', k)
-      local cursor, gone = '0', 0
-      repeat
-        local r = redis.call('HSCAN', key, cursor, 'MATCH', glob, 'COUNT', 1000)
-        cursor = r[1]
-        for j = 1, #r[2], 2 do gone = gone + redis.call('HDEL', key, r[2][j]) end
-      until cursor == '0'
-      if gone > 0 then changed = changed + 1 end
-    end
-  end
 end
 
 if changed > 0 and ARGV[9] == '1' then redis.call('INCR', KEYS[2]) end

@@ -51,7 +51,8 @@ func (s *Store) Erase(ctx context.Context, member string) (rank.Erasure, error) 
 
 // erase removes member from every period b holds, its name, bans, hot
 // sums and idempotency records; it returns the entries removed (shown or
-// hidden) and whether anything was. b.mu is held for writing.
+// hidden) and whether anything was. b.mu is held for writing. A new map of
+// a board or period keyed by member is one more delete here.
 func (b *board) erase(member string) (entries int64, touched bool) {
 	if b.deleted {
 		return 0, false

@@ -12,14 +12,15 @@ package redisstore
 // once over that key space's keys, which share one slot, so each key
 // space loses the member in one atomic step. The keys are computable: the
 // board's own keys, and per period it keeps (keptPeriods) the period's
-// keys and the member's history list; the idempotency records are found
-// by erase.lua in the bucket hashes that may still exist.
+// keys and the member's history list. The idempotency records follow, in
+// HSCAN steps over the bucket hashes that may still exist (eraseRecords).
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/lua"
@@ -85,7 +86,7 @@ func (s *Store) Erase(ctx context.Context, member string) (rank.Erasure, error) 
 	sc := newScript(lua.Erase)
 	now := s.clock.now(ctx, s.client)
 	for _, b := range boards {
-		entries, changed, err := s.eraseBoard(ctx, sc, b, member, keptPeriods(b, now))
+		entries, changed, err := s.eraseBoard(ctx, sc, b, member, now)
 		if err != nil {
 			return out, s.fail("erase", b.ID, err)
 		}
@@ -107,20 +108,21 @@ func (s *Store) Erase(ctx context.Context, member string) (rank.Erasure, error) 
 }
 
 // eraseBoard runs erase.lua over each key space of board b.
-func (s *Store) eraseBoard(ctx context.Context, sc *script, b rank.Board, member string, kept []int64) (int64, bool, error) {
+func (s *Store) eraseBoard(ctx context.Context, sc *script, b rank.Board, member string, now time.Time) (int64, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	g, err := s.groupOfBoard(ctx, b.ID)
 	if err != nil {
 		return 0, false, err
 	}
+	kept := keptPeriods(b, now)
 	run := func(g, id, seq string) (int64, bool, error) {
 		keys, e, o := s.eraseKeys(g, id, seq, kept, member)
 		move := 0
 		if seq != "" {
 			move = 1
 		}
-		v, err := sc.run(ctx, s.client, keys, "", s.nowArg(), 0, 0, 0, member, e, o, move)
+		v, err := sc.run(ctx, s.client, keys, "", "", 0, 0, 0, member, e, o, move)
 		if err != nil {
 			return 0, false, err
 		}
@@ -130,7 +132,8 @@ func (s *Store) eraseBoard(ctx context.Context, sc *script, b rank.Board, member
 		}
 		entries, _ := r[0].(int64)
 		changed, _ := r[1].(int64)
-		return entries, changed > 0, nil
+		forgot, err := s.eraseRecords(ctx, g, id, member, now)
+		return entries, changed > 0 || forgot, err
 	}
 	if !b.Sharded() {
 		return run(g, b.ID, s.keyIn(g, b.ID, "seq"))
@@ -152,6 +155,52 @@ func (s *Store) eraseBoard(ctx context.Context, sc *script, b rank.Board, member
 		}
 	}
 	return entries, changed, nil
+}
+
+// eraseRecords deletes member's idempotency records (the fields
+// "<member>|<id>" of prelude.lua's bucket hashes) in key space id of group
+// g, so its old request ids are applied anew (R29). The buckets that may
+// exist at now are the current one and the three before it (a bucket
+// lives until a quarter window past the next one's end) and the next (the
+// store's clock here is an estimate of the scripts' one), of the window
+// and of the one before a window change. Each HSCAN step is one short
+// command: a bucket holds every member's records of its window.
+func (s *Store) eraseRecords(ctx context.Context, g, id, member string, now time.Time) (bool, error) {
+	ws, err := s.client.HMGet(ctx, s.keyIn(g, id, "cfg"), "rw", "ro").Result()
+	if err != nil {
+		return false, err
+	}
+	glob := escapeGlob(member) + "|*"
+	forgot := false
+	for _, w := range ws {
+		ms, _ := strconv.ParseInt(fmt.Sprint(w), 10, 64)
+		if ms <= 0 {
+			continue
+		}
+		k0 := now.UnixMilli() / ms
+		for k := k0 - 3; k <= k0+1; k++ {
+			key := s.keyIn(g, id, "r:"+strconv.FormatInt(ms, 10)+"."+strconv.FormatInt(k, 10))
+			var cursor uint64
+			for {
+				fields, next, err := s.client.HScan(ctx, key, cursor, glob, 1000).Result()
+				if err != nil {
+					return forgot, err
+				}
+				for i := 0; i < len(fields); i += 2 { // field, value pairs
+					n, err := s.client.HDel(ctx, key, fields[i]).Result()
+					if err != nil {
+						return forgot, err
+					}
+					forgot = forgot || n > 0
+				}
+				if next == 0 {
+					break
+				}
+				cursor = next
+			}
+		}
+	}
+	return forgot, nil
 }
 
 // Export implements rank.Eraser.
