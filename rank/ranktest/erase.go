@@ -39,6 +39,8 @@ const (
 	erSrcA    = "rt-er-a"     // sources of the union rt-er-u
 	erSrcB    = "rt-er-b"
 	erUnion   = "rt-er-u"
+	erWinSrc  = "rt-er-wd"    // daily, the source of the window rt-er-w
+	erWin     = "rt-er-w"     // a window of two periods
 	erOther   = "rt-er-other" // only Other scores here
 )
 
@@ -48,8 +50,9 @@ func EraseAnchor() time.Time { return hotAnchor() }
 
 // SetupErasure fills s (clock clk, which it moves) with member on a plain daily board with history and meta in two
 // periods, a board that bans it, a sharded board, a hot board, two
-// sources of a union, and a board where only other scores, plus a
-// profile and a global ban. Every board holds other too.
+// sources of a union, a daily source of a two-period window (two periods),
+// and a board where only other scores, plus a profile and a global ban.
+// Every board holds other too.
 func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) EraseFixture {
 	t.Helper()
 	ctx := t.Context()
@@ -67,33 +70,46 @@ func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) 
 	})); err != nil {
 		t.Fatalf("PutBoard(%s): %v", erUnion, err)
 	}
+	put(t, s, board(erWinSrc, func(b *rank.Board) { grp(b); b.Reset = rank.Daily }))
+	if _, err := s.PutBoard(ctx, board(erWin, func(b *rank.Board) {
+		grp(b)
+		b.Source = rank.WindowOf(erWinSrc, 2)
+	})); err != nil {
+		t.Fatalf("PutBoard(%s): %v", erWin, err)
+	}
 	put(t, s, board(erOther, nil))
-	fx.Boards = []string{erSrcA, erSrcB, erBanned, erDaily, erHot, erOther, erSharded, erUnion}
+	fx.Boards = []string{erSrcA, erSrcB, erBanned, erDaily, erHot, erOther, erSharded, erUnion, erWin, erWinSrc}
 	slices.Sort(fx.Boards)
 
 	anchor := clk.Now()
 	cur := rank.PeriodAt(board(erDaily, func(b *rank.Board) { b.Reset = rank.Daily }), anchor)
 	clk.Set(cur.Start.Add(-time.Minute)) // the previous period
 	apply(t, s, withMeta(named(delta(erDaily, "old-prev", member, 4), "Eve"), meta.Meta(`{"car":"red"}`)))
+	apply(t, s, delta(erWinSrc, "old-wprev", member, 4))
 	// Ten minutes into the day, so the hot board's hour buckets start on
 	// the hour, and the previous period's event is still within its
 	// idempotency window as it would be on a real clock.
 	clk.Set(cur.Start.Add(10 * time.Minute))
 	apply(t, s, withMeta(named(delta(erDaily, "old-day", member, 6), "Eve"), meta.Meta(`{"car":"blue"}`)))
 	fx.Old[erDaily] = "old-day"
-	for i, id := range []string{erBanned, erSharded, erHot, erSrcA, erSrcB} {
+	for i, id := range []string{erBanned, erSharded, erHot, erSrcA, erSrcB, erWinSrc} {
 		apply(t, s, named(delta(id, "old-"+id, member, int64(10+i)), "Eve"))
 		fx.Old[id] = "old-" + id
 	}
-	fx.Entries = 2 + 5 + 1 // the daily board's two periods, five boards, the union
+	// The daily board's two periods, five boards, the union, the window's
+	// source's two periods and three of the window's views: the previous
+	// period's, the current one's and the next one's, which already holds
+	// the current period's event.
+	fx.Entries = 2 + 5 + 1 + 2 + 3
 	for i, id := range fx.Boards {
-		if id == erUnion {
+		if id == erUnion || id == erWin {
 			continue
 		}
 		apply(t, s, named(delta(id, "o-"+id, other, int64(100+i)), "Bob"))
 		fx.OtherScores[id] = int64(100 + i)
 	}
 	fx.OtherScores[erUnion] = fx.OtherScores[erSrcA] + fx.OtherScores[erSrcB]
+	fx.OtherScores[erWin] = fx.OtherScores[erWinSrc]
 	if _, err := s.BanMember(ctx, erBanned, rank.Ban{Member: member, Reason: "cheat"}); err != nil {
 		t.Fatalf("BanMember: %v", err)
 	}
@@ -183,6 +199,9 @@ func (fx EraseFixture) CheckErased(t *testing.T, s rank.Store) {
 	if r := ranks(t, s, erUnion, "", 0, m); !r.Members[0].Found || r.Members[0].Score != 6 {
 		t.Fatalf("union after the old ids came again: %+v, want 6 (3 + 3, from zero)", r.Members[0])
 	}
+	if r := ranks(t, s, erWin, "", 0, m); !r.Members[0].Found || r.Members[0].Score != 3 {
+		t.Fatalf("window after the old id came again: %+v, want 3 (the previous period's 4 erased)", r.Members[0])
+	}
 }
 
 func ms(t *testing.T, s rank.Store) int64 {
@@ -245,12 +264,9 @@ func testExport(t *testing.T, f Factory) {
 	b := board(erDaily, func(b *rank.Board) { b.Reset = rank.Daily })
 	cur := rank.PeriodAt(b, clk.Now()).Index
 	key := func(e rank.ExportEntry) string {
-		p := fmt.Sprint(e.Period)
-		switch {
-		case e.Board == erDaily && e.Period == cur:
-			p = "cur"
-		case e.Board == erDaily && e.Period == cur-1:
-			p = "prev"
+		p := "0"
+		if e.Period != 0 {
+			p = fmt.Sprintf("%+d", e.Period-cur)
 		}
 		return e.Board + "/" + p + "/" + string(e.Meta)
 	}
@@ -263,8 +279,9 @@ func testExport(t *testing.T, f Factory) {
 	}
 	slices.Sort(got)
 	// Not the banned board's entry: hidden, it has no rank.
-	want := []string{erSrcA + "/0/", erSrcB + "/0/", erDaily + "/prev/" + `{"car":"red"}`,
-		erDaily + "/cur/" + `{"car":"blue"}`, erHot + "/0/", erSharded + "/0/", erUnion + "/0/"}
+	want := []string{erSrcA + "/0/", erSrcB + "/0/", erDaily + "/-1/" + `{"car":"red"}`,
+		erDaily + "/+0/" + `{"car":"blue"}`, erHot + "/0/", erSharded + "/0/", erUnion + "/0/",
+		erWinSrc + "/-1/", erWinSrc + "/+0/", erWin + "/-1/", erWin + "/+0/", erWin + "/+1/"}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("Export entries %q, want %q", got, want)

@@ -85,9 +85,10 @@ func mentions(t *testing.T, c redis.UniversalClient, text string) []string {
 
 // testEraseScan: R29 on Redis: after an erasure of a member that was on a
 // plain board with history and meta over two periods, a banned one, a
-// sharded one, a hot one, the sources of a union and the union, with a
-// profile and a global ban, no key, field, member, element or value of the
-// store holds its id, and its old request ids are applied anew.
+// sharded one, a hot one, the sources of a union and the union, a window
+// and its source, with a profile and a global ban, no key, field, member,
+// element or value of the store holds its id, and its old request ids are
+// applied anew.
 func testEraseScan(t *testing.T, s *Store, clk *ranktest.Clock) {
 	fx := ranktest.SetupErasure(t, s, clk, eraseMember, "bob")
 	fx.GlobalBan(t, s)
