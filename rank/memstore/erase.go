@@ -85,18 +85,39 @@ func (b *board) erase(member string) (entries int64, touched bool) {
 		touched = true
 	}
 	// The records are keyed by member and request id: forgetting them is
-	// what lets an old id be applied anew (R29). The expiry queue keeps
-	// its keys; a sweep drops only records that expired.
+	// what lets an old id be applied anew (R29).
+	forgot := false
 	for k := range b.idem {
 		if k.member == member {
 			delete(b.idem, k)
-			touched = true
+			forgot = true
 		}
+	}
+	if forgot {
+		b.queue.forget(member)
+		touched = true
 	}
 	if touched {
 		b.seq++ // reads changed, as a removal moves it
 	}
 	return entries, touched
+}
+
+// forget blanks member's keys in the queue, so it holds no trace of the
+// member: the sweep pops a blank key as any other and finds no record
+// under it. O(records queued), once per erasure of a member with records.
+func (q *expiryQueue) forget(member string) {
+	for b, i := q.head, q.hi; b != nil; b, i = b.next, 0 {
+		end := queueBlockLen
+		if b == q.tail {
+			end = q.ti
+		}
+		for ; i < end; i++ {
+			if b.items[i].key.member == member {
+				b.items[i].key = idemKey{}
+			}
+		}
+	}
 }
 
 func hasKey[V any](m map[string]V, k string) bool {
