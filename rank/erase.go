@@ -1,10 +1,12 @@
 package rank
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/wsgateway/wsgateway/internal/meta"
@@ -49,8 +51,10 @@ type ExportEntry struct {
 	Board  string    `json:"board"`
 	Period int64     `json:"period"` // the period index; 0 on a board without periods
 	Score  int64     `json:"score"`
-	Rank   int64     `json:"rank"`
+	Rank   int64     `json:"rank"` // 0 when Hidden
 	Meta   meta.Meta `json:"meta,omitempty"`
+	// Hidden: a ban hides the entry (R21); it has no rank.
+	Hidden bool `json:"hidden,omitempty"`
 	// Decimals: as Result.Decimals (3 on hot boards); the API prints the
 	// score with that many decimals.
 	Decimals int `json:"-"`
@@ -79,7 +83,8 @@ type ExportBan struct {
 // ExportOf reads member's data through the Store's own reads, the same on
 // both engines: every kept period of every board (rank.KeptPeriods), its
 // history there, its bans and its profile. An entry hidden by a ban has
-// no rank to read, so it is not listed; the ban is.
+// no rank to read, so reads do not show it: each engine adds those itself
+// (AddHidden).
 func ExportOf(ctx context.Context, s Store, member string) (Export, error) {
 	if !ValidMemberID(member) {
 		return Export{}, ErrInvalidMember
@@ -169,6 +174,21 @@ func exportBoard(ctx context.Context, s Store, b Board, member string, now time.
 		}
 	}
 	return nil
+}
+
+// AddHidden adds entries a ban hides to x, keeping the entries in board
+// and period order.
+func (x *Export) AddHidden(es ...ExportEntry) {
+	for _, e := range es {
+		e.Hidden, e.Rank = true, 0
+		x.Entries = append(x.Entries, e)
+	}
+	slices.SortStableFunc(x.Entries, func(a, b ExportEntry) int {
+		if a.Board != b.Board {
+			return strings.Compare(a.Board, b.Board)
+		}
+		return cmp.Compare(a.Period, b.Period)
+	})
 }
 
 func exportBan(board string, b Ban) ExportBan {

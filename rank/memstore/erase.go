@@ -125,11 +125,32 @@ func hasKey[V any](m map[string]V, k string) bool {
 	return ok
 }
 
-// Export implements rank.Eraser.
+// Export implements rank.Eraser: the reads' export, and the entries bans
+// hide in the periods each board keeps.
 func (s *Store) Export(ctx context.Context, member string) (rank.Export, error) {
 	x, err := rank.ExportOf(ctx, s, member)
 	if err != nil {
 		return rank.Export{}, fmt.Errorf("memstore: export: %w", err)
+	}
+	s.mu.RLock()
+	bs := make([]*board, 0, len(s.boards))
+	for _, b := range s.boards {
+		bs = append(bs, b)
+	}
+	s.mu.RUnlock()
+	for _, b := range bs {
+		b.mu.RLock()
+		if !b.deleted {
+			for _, idx := range rank.KeptPeriods(b.cfg, s.now()) {
+				z := b.periods[idx]
+				if z == nil || z.hidden[member] == nil {
+					continue
+				}
+				n := z.hidden[member]
+				x.AddHidden(rank.ExportEntry{Board: b.cfg.ID, Period: idx, Score: n.score, Meta: z.meta[member], Decimals: b.cfg.Decimals()})
+			}
+		}
+		b.mu.RUnlock()
 	}
 	return x, nil
 }

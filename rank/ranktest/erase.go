@@ -263,27 +263,40 @@ func testExport(t *testing.T, f Factory) {
 	}
 	b := board(erDaily, func(b *rank.Board) { b.Reset = rank.Daily })
 	cur := rank.PeriodAt(b, clk.Now()).Index
-	key := func(e rank.ExportEntry) string {
-		p := "0"
-		if e.Period != 0 {
-			p = fmt.Sprintf("%+d", e.Period-cur)
+	// entries lists x's entries as board/period/meta[/hidden], the period
+	// relative to the current one, and checks the daily board's current
+	// entry.
+	entries := func(x rank.Export) []string {
+		var got []string
+		for _, e := range x.Entries {
+			p := "0"
+			if e.Period != 0 {
+				p = fmt.Sprintf("%+d", e.Period-cur)
+			}
+			k := e.Board + "/" + p + "/" + string(e.Meta)
+			if e.Hidden {
+				k += "/hidden"
+				if e.Rank != 0 {
+					t.Fatalf("hidden entry %+v has a rank", e)
+				}
+			}
+			got = append(got, k)
+			if e.Board == erDaily && e.Period == cur && (e.Score != 6 || (!e.Hidden && e.Rank != 2)) {
+				t.Fatalf("Export entry %+v: want score 6, rank 2 (bob has more)", e)
+			}
+			if e.Board == erHot && e.Score != 12_000 {
+				t.Fatalf("Export entry %+v: want score 12.000 (thousandths)", e)
+			}
 		}
-		return e.Board + "/" + p + "/" + string(e.Meta)
+		slices.Sort(got)
+		return got
 	}
-	var got []string
-	for _, e := range x.Entries {
-		got = append(got, key(e))
-		if e.Board == erDaily && e.Period == cur && (e.Score != 6 || e.Rank != 2) {
-			t.Fatalf("Export entry %+v: want score 6, rank 2 (bob has more)", e)
-		}
-	}
-	slices.Sort(got)
-	// Not the banned board's entry: hidden, it has no rank.
-	want := []string{erSrcA + "/0/", erSrcB + "/0/", erDaily + "/-1/" + `{"car":"red"}`,
+	visible := []string{erSrcA + "/0/", erSrcB + "/0/", erDaily + "/-1/" + `{"car":"red"}`,
 		erDaily + "/+0/" + `{"car":"blue"}`, erHot + "/0/", erSharded + "/0/", erUnion + "/0/",
 		erWinSrc + "/-1/", erWinSrc + "/+0/", erWin + "/-1/", erWin + "/+0/", erWin + "/+1/"}
+	want := append(slices.Clone(visible), erBanned+"/0//hidden") // the banned board's, without a rank
 	slices.Sort(want)
-	if !slices.Equal(got, want) {
+	if got := entries(x); !slices.Equal(got, want) {
 		t.Fatalf("Export entries %q, want %q", got, want)
 	}
 	if len(x.History) != 2 || x.History[0].ID == x.History[1].ID {
@@ -295,6 +308,15 @@ func testExport(t *testing.T, f Factory) {
 	fx.GlobalBan(t, s)
 	if x, err = s.Export(ctx, "eve"); err != nil || len(x.Bans) != 2 {
 		t.Fatalf("Export after a global ban: bans %+v, %v; want the board's and the global one", x.Bans, err)
+	}
+	// Every entry hidden now, each with its score and meta.
+	want = []string{erBanned + "/0//hidden"}
+	for _, v := range visible {
+		want = append(want, v+"/hidden")
+	}
+	slices.Sort(want)
+	if got := entries(x); !slices.Equal(got, want) {
+		t.Fatalf("Export entries after a global ban %q, want %q", got, want)
 	}
 	if x, err = s.Export(ctx, "nobody"); err != nil || x.Profile != nil || len(x.Entries)+len(x.History)+len(x.Bans) != 0 {
 		t.Fatalf("Export(nobody) = %+v, %v; want empty", x, err)

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/wsgateway/wsgateway/internal/meta"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/lua"
 )
@@ -203,11 +204,73 @@ func (s *Store) eraseRecords(ctx context.Context, g, id, member string, now time
 	return forgot, nil
 }
 
-// Export implements rank.Eraser.
+// Export implements rank.Eraser: the reads' export, and the entries bans
+// hide (x:<i>, on the member's shard of a sharded board) in the periods
+// each board keeps.
 func (s *Store) Export(ctx context.Context, member string) (rank.Export, error) {
 	x, err := rank.ExportOf(ctx, s, member)
 	if err != nil {
 		return rank.Export{}, fmt.Errorf("redisstore: export: %w", err)
 	}
+	boards, err := s.Boards(ctx)
+	if err != nil {
+		return rank.Export{}, err
+	}
+	now := s.clock.now(ctx, s.client)
+	for _, b := range boards {
+		hidden, err := s.hiddenEntries(ctx, b, member, now)
+		if err != nil {
+			return rank.Export{}, s.fail("export", b.ID, err)
+		}
+		x.AddHidden(hidden...)
+	}
 	return x, nil
+}
+
+// hiddenEntries reads member's entries of board b that a ban hides.
+func (s *Store) hiddenEntries(ctx context.Context, b rank.Board, member string, now time.Time) ([]rank.ExportEntry, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	g, err := s.groupOfBoard(ctx, b.ID)
+	if err != nil {
+		return nil, err
+	}
+	id := b.ID
+	if b.Sharded() {
+		id = shardID(b.ID, rank.ShardOf(member, b.Shards))
+		g = id
+	}
+	bans, err := s.client.HMGet(ctx, s.keyIn(g, id, "ban"), member, globalField(member)).Result()
+	if err != nil || (bans[0] == nil && bans[1] == nil) {
+		return nil, err
+	}
+	var out []rank.ExportEntry
+	kept := keptPeriods(b, now)
+	slices.Sort(kept)
+	for _, idx := range slices.Compact(kept) {
+		i := strconv.FormatInt(idx, 10)
+		form := member
+		if f, err := s.client.HGet(ctx, s.keyIn(g, id, "m:"+i), member).Result(); err == nil {
+			form = f
+		} else if !isNil(err) {
+			return nil, err
+		}
+		sc, err := s.client.ZScore(ctx, s.keyIn(g, id, "x:"+i), form).Result()
+		if isNil(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		score := int64(sc)
+		if b.Order == rank.Asc {
+			score = -score // stored negated (apply.lua)
+		}
+		m, err := s.client.HGet(ctx, s.keyIn(g, id, "meta:"+i), member).Result()
+		if err != nil && !isNil(err) {
+			return nil, err
+		}
+		out = append(out, rank.ExportEntry{Board: b.ID, Period: idx, Score: score, Meta: meta.Meta(m), Decimals: b.Decimals()})
+	}
+	return out, nil
 }
