@@ -117,6 +117,8 @@ func (s *Store) eraseBoard(ctx context.Context, sc *script, b rank.Board, member
 		return 0, false, err
 	}
 	kept := keptPeriods(b, now)
+	slices.Sort(kept)
+	kept = slices.Compact(kept)
 	run := func(g, id, seq string) (int64, bool, error) {
 		keys, e, o := s.eraseKeys(g, id, seq, kept, member)
 		move := 0
