@@ -297,6 +297,7 @@ func (a *API) routes() {
 	a.profileRoutes(add)
 	a.moderationRoutes(add)
 	a.webhookRoutes(add)
+	a.eraseRoutes(add)
 	a.app.Use(a.notFound)
 }
 

@@ -16,10 +16,11 @@ const (
 	EventBoardFinal   = "board.final"
 	EventBoardState   = "board.state"
 	EventMemberBanned = "member.banned"
+	EventMemberErased = "member.erased"
 )
 
 // webhookEvents are the events a webhook may ask for.
-var webhookEvents = []string{EventPeriodFinal, EventBoardFinal, EventBoardState, EventMemberBanned}
+var webhookEvents = []string{EventPeriodFinal, EventBoardFinal, EventBoardState, EventMemberBanned, EventMemberErased}
 
 // Limits of a webhook and of its outbox.
 const (

@@ -198,7 +198,8 @@ func testConsoleBoards(t *testing.T, b *browser, gw *gateway) {
 // testConsoleModeration: the standings show profiles; a member found by id
 // is banned (with a reason) and vanishes from the standings, and is back
 // when the ban is lifted; a profile edited shows in the standings; a member
-// removed from the period is gone; a spectator watching shows as a viewer.
+// removed from the period is gone; a member erased is gone everywhere; a
+// spectator watching shows as a viewer.
 func testConsoleModeration(t *testing.T, b *browser, gw *gateway, out string) {
 	admin := gw.token(t, "ops", "admin")
 	gw.score(t, admin, "league", map[string]int64{"alice": 30, "bob": 20, "carol": 10})
@@ -249,6 +250,20 @@ func testConsoleModeration(t *testing.T, b *browser, gw *gateway, out string) {
 	tab.waitFor(t, 5*time.Second, "carol gone", `members() === "alice,bob" && text("#member-rank").includes("no visible entry")`)
 	if total := gw.get(t, "/api/v1/boards/league/top", admin)["total"]; total != float64(2) {
 		t.Fatalf("total %v after the removal, want 2", total)
+	}
+
+	// Erased everywhere, after a confirmation: gone from the standings,
+	// for spectators too, and from the store (its export is empty).
+	tab.fill(t, "Member id", "alice")
+	tab.click(t, "Find")
+	tab.waitFor(t, 5*time.Second, "alice found", `text("#member-rank").includes("#1")`)
+	tab.click(t, "Erase")
+	tab.waitFor(t, 5*time.Second, "the confirmation asked", `text("#member-done").includes("Confirm erase") && members() === "alice,bob"`)
+	tab.click(t, "Confirm erase")
+	tab.waitFor(t, 5*time.Second, "alice erased", `members() === "bob" && text("#member-done") === "alice is erased: 1 removed from 1 boards."`)
+	watch.waitFor(t, 5*time.Second, "alice gone for spectators too", `members() === "bob"`)
+	if x := gw.get(t, "/api/v1/members/alice/export", admin); len(x["entries"].([]any)) != 0 {
+		t.Fatalf("export after the erasure: %v", x)
 	}
 	tab.checkNoErrors(t)
 	watch.checkNoErrors(t)

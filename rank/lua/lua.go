@@ -36,6 +36,9 @@ const (
 
 	Build = "build.lua" // derived boards: recompute members of a derived board
 	Deps  = "deps.lua"  // derived boards: a source's list of dependants
+
+	// Erase removes one member from one key space (§13, R29).
+	Erase = "erase.lua"
 )
 
 // prelude is the file Source puts before every script.
@@ -59,5 +62,5 @@ func file(name string) string {
 
 // Names lists every embedded script.
 func Names() []string {
-	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, Build, Deps}
+	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, Build, Deps, Erase}
 }

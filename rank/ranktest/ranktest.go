@@ -188,6 +188,8 @@ func Run(t *testing.T, f Factory) {
 		{"Meta", testMeta},
 		{"History", testHistory},
 		{"MetaHistoryAtomic", testMetaHistoryAtomic},
+		{"Erase", testErase},
+		{"Export", testExport},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}
 	for _, tc := range tests {

@@ -2,7 +2,7 @@
 // viewers and joins per second; create a board and edit its settings (saved
 // with PATCH, so what the form does not show keeps its value); a board's
 // standings; find a member, edit the profile, ban, lift, remove from a
-// period. Built on the REST API only, with the admin token of the URL
+// period, erase everywhere. Built on the REST API only, with the admin token of the URL
 // fragment (never sent anywhere but in the Authorization header).
 import { dev, devToken, el, errorText, fragmentToken, initial, num, validBoard } from './common.js';
 
@@ -351,7 +351,8 @@ async function findMember(ev) {
   member = m;
   $('member').hidden = false;
   $('member-done').textContent = '';
-  for (const id of ['profile-err', 'ban-err', 'remove-err']) $(id).textContent = '';
+  for (const id of ['profile-err', 'ban-err', 'remove-err', 'erase-err']) $(id).textContent = '';
+  disarmErase();
   clearErrors($('profile-form'));
   await Promise.all([showMemberRank(), showProfile(), refreshBans().catch(() => {})]);
 }
@@ -384,7 +385,7 @@ async function memberAction(errSlot, run, done) {
   $('member-done').textContent = '';
   try {
     await run();
-    $('member-done').textContent = done;
+    $('member-done').textContent = typeof done === 'function' ? done() : done;
   } catch (e) {
     $(errSlot).textContent = errorText(e);
     return;
@@ -431,6 +432,31 @@ function removeEntry(ev) {
   const q = period ? '?period=' + enc(period) : '';
   return memberAction('remove-err', () => api('DELETE', `${boardPath(current)}/members/${enc(member)}${q}`),
     `The entry of ${member} is removed from ${period ? 'period ' + period : 'the current period'}.`);
+}
+
+// Erasing takes two clicks: the first arms the button for the member
+// shown, the second erases it (it cannot be undone).
+function disarmErase() {
+  delete $('erase').dataset.armed;
+  $('erase').textContent = 'Erase';
+}
+
+function erase(ev) {
+  ev.preventDefault();
+  const btn = $('erase');
+  if (btn.dataset.armed !== member) {
+    btn.dataset.armed = member;
+    btn.textContent = 'Confirm erase';
+    $('member-done').textContent = `Click "Confirm erase" to erase ${member} from every board.`;
+    return undefined;
+  }
+  disarmErase();
+  const m = member;
+  let r = null;
+  return memberAction('erase-err', async () => {
+    r = await api('DELETE', `/api/v1/members/${enc(m)}`);
+    await showProfile();
+  }, () => `${m} is erased: ${num(r.entries)} removed from ${num(r.boards)} boards.`);
 }
 
 // --- wiring ---
@@ -498,6 +524,7 @@ async function start() {
   $('ban-form').addEventListener('submit', ban);
   $('lift').addEventListener('click', () => lift());
   $('remove-form').addEventListener('submit', removeEntry);
+  $('erase-form').addEventListener('submit', erase);
   const b = fragment().get('board');
   if (b) showBoard(b);
   every(refreshBoards, true);

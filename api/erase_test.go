@@ -1,0 +1,99 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// TestEraseMember: DELETE /api/v1/members/{member} erases the member from
+// every board, answers the boards and entries removed, re-reads the boards
+// that changed, tells member.erased, and answers zeros for a member it
+// does not know (our reading: erasure is idempotent). Only an admin with a
+// token for every board may.
+func TestEraseMember(t *testing.T) {
+	t.Parallel()
+	forEngines(t, func(t *testing.T, eng engine) {
+		store := eng.new(t)
+		e := newEnv(t, store, func(c *setup) { c.WebhookAllowPrivate = true })
+		adm, srv := adminToken(t), serverToken(t)
+		e.putBoard("b1", `{}`)
+		e.putBoard("b2", `{"reset":"daily","history":5}`)
+		e.putBoard("b3", `{}`)
+		e.do("PUT", "/api/v1/webhooks/gone", adm, `{"url":"http://127.0.0.1:9/","secret":"0123456789abcdef","events":["member.erased"]}`).wantStatus(t, 200)
+		e.scores("b1", `[{"member":"eve","delta":5,"id":"e1"},{"member":"bob","delta":9,"id":"b1"}]`)
+		e.scores("b2", `[{"member":"eve","delta":7,"id":"e2","meta":{"car":"red"}}]`)
+		e.scores("b3", `[{"member":"bob","delta":1,"id":"b3"}]`)
+		e.do("PUT", "/api/v1/members/eve/profile", srv, `{"name":"Eve"}`).wantStatus(t, 200)
+
+		x := e.do("GET", "/api/v1/members/eve/export", adm, "")
+		x.wantStatus(t, 200)
+		var ex struct {
+			Member  string
+			Profile *rank.Profile
+			Entries []struct {
+				Board string
+				Score int64
+				Rank  int64
+				Meta  json.RawMessage
+			}
+			History []map[string]any
+			Bans    []any
+		}
+		if err := json.Unmarshal(x.body, &ex); err != nil || ex.Member != "eve" || ex.Profile == nil || ex.Profile.Name != "Eve" ||
+			len(ex.Entries) != 2 || len(ex.History) != 1 || ex.History[0]["id"] != "e2" || ex.Bans == nil {
+			t.Fatalf("export %s: %v", x.body, err)
+		}
+
+		before := len(e.boardEvents())
+		r := e.do("DELETE", "/api/v1/members/eve", adm, "")
+		r.wantStatus(t, 200)
+		if string(r.body) != `{"boards":2,"entries":2}` {
+			t.Fatalf("erase answered %s, want boards 2, entries 2", r.body)
+		}
+		var changed []string
+		for _, be := range e.boardEvents()[before:] {
+			changed = append(changed, be.board)
+		}
+		slices.Sort(changed)
+		if !slices.Equal(changed, []string{"b1", "b2"}) {
+			t.Fatalf("boards re-read after the erasure: %v, want b1 and b2", changed)
+		}
+		ds, err := store.Deliveries(context.Background(), "gone")
+		if err != nil || len(ds) != 1 || ds[0].Event != rank.EventMemberErased || ds[0].Board != "" || string(ds[0].Data) != `{"member":"eve"}` {
+			t.Fatalf("deliveries %+v, %v", ds, err)
+		}
+		e.do("GET", "/api/v1/members/eve/profile", adm, "").wantError(t, 404, "not_found")
+		x = e.do("GET", "/api/v1/members/eve/export", adm, "")
+		if x.status != 200 || string(x.body) != `{"bans":[],"entries":[],"history":[],"member":"eve","profile":null}` {
+			t.Fatalf("export after the erasure: %d %s", x.status, x.body)
+		}
+		// Its old id is applied anew, from zero.
+		acks := e.scores("b1", `[{"member":"eve","delta":2,"id":"e1"}]`)
+		if len(acks) != 1 || acks[0].Duplicate || acks[0].Score != 2 {
+			t.Fatalf("old id after the erasure: %+v", acks)
+		}
+
+		e.do("DELETE", "/api/v1/members/nobody", adm, "").wantStatus(t, 200)
+		if r := e.do("DELETE", "/api/v1/members/nobody", adm, ""); string(r.body) != `{"boards":0,"entries":0}` {
+			t.Fatalf("erase of an unknown member: %d %s", r.status, r.body)
+		}
+		e.do("DELETE", "/api/v1/members/bad%20id", adm, "").wantError(t, 400, "invalid_member")
+		for _, p := range []string{"/api/v1/members/bob", "/api/v1/members/bob/export"} {
+			method := "DELETE"
+			if p != "/api/v1/members/bob" {
+				method = "GET"
+			}
+			e.do(method, p, "", "").wantError(t, 401, "unauthorized")
+			e.do(method, p, srv, "").wantError(t, 403, "forbidden")
+			e.do(method, p, token(t, "mod", auth.Admin, []string{"b1"}), "").wantError(t, 403, "forbidden")
+		}
+		if r := e.do("GET", "/api/v1/boards/b1/members/bob", adm, ""); r.status != 200 {
+			t.Fatalf("bob after refused erasures: %d %s", r.status, r.body)
+		}
+	})
+}

@@ -1,0 +1,62 @@
+package memstore
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/ranktest"
+)
+
+// TestEraseBlanksQueuedKeys: after an erasure the records' expiry queue
+// (more than one block of it) holds no key of the member, keeps the
+// others' in order, and the sweep still drains it.
+func TestEraseBlanksQueuedKeys(t *testing.T) {
+	t.Parallel()
+	clk := ranktest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := mustStore(t, Config{Now: clk.Now, SweepInterval: -1})
+	cfg := rank.DefaultBoard("erq")
+	cfg.IdempotencyWindow = rank.Duration(time.Second)
+	if _, err := s.PutBoard(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	n := 3 * queueBlockLen
+	for i := range n {
+		m := "bob"
+		if i%3 == 0 {
+			m = "eve"
+		}
+		mustApply(t, s, incr(cfg.ID, fmt.Sprintf("r%d", i), m, 1))
+	}
+	if _, err := s.Erase(t.Context(), "eve"); err != nil {
+		t.Fatal(err)
+	}
+	s.peek(cfg.ID, func(b *board) {
+		bobs := 0
+		for bl, i := b.queue.head, b.queue.hi; bl != nil; bl, i = bl.next, 0 {
+			end := queueBlockLen
+			if bl == b.queue.tail {
+				end = b.queue.ti
+			}
+			for ; i < end; i++ {
+				switch k := bl.items[i].key; k.member {
+				case "eve":
+					t.Fatalf("queue item %d still names eve: %+v", i, k)
+				case "bob":
+					bobs++
+				}
+			}
+		}
+		if b.queue.len() != n || bobs != 2*queueBlockLen || len(b.idem) != 2*queueBlockLen {
+			t.Fatalf("queue %d (bob %d), records %d; want %d queued, bob's %d kept", b.queue.len(), bobs, len(b.idem), n, 2*queueBlockLen)
+		}
+	})
+	clk.Advance(2 * time.Second)
+	s.Sweep()
+	s.peek(cfg.ID, func(b *board) {
+		if len(b.idem) != 0 || b.queue.len() != 0 {
+			t.Fatalf("after Sweep: %d records, %d queued", len(b.idem), b.queue.len())
+		}
+	})
+}

@@ -1,0 +1,116 @@
+package redisstore
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wsgateway/wsgateway/internal/testenv"
+	"github.com/wsgateway/wsgateway/rank/ranktest"
+)
+
+// eraseMember is the id the scans look for: no other test writes it.
+const eraseMember = "gdpr-erase-me"
+
+// mentions scans every key of the server (every master of a cluster)
+// and lists where the text occurs: in a key's name, a hash field or
+// value, a set or sorted-set member, a list element or a string value.
+// The webhook outbox ({wh}) is left out: a delivery names the member it
+// tells of, member.erased included (docs/operations.md, "Erasure").
+func mentions(t *testing.T, c redis.UniversalClient, text string) []string {
+	t.Helper()
+	ctx := t.Context()
+	var found []string
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, "*", 1000).Result()
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if strings.Contains(k, ":{wh}:") {
+					continue
+				}
+				if strings.Contains(k, text) {
+					found = append(found, "key "+k)
+				}
+				var vals []string
+				switch typ, _ := c.Type(ctx, k).Result(); typ {
+				case "hash":
+					m, _ := c.HGetAll(ctx, k).Result()
+					for f, v := range m {
+						vals = append(vals, f, v)
+					}
+				case "set":
+					vals, _ = c.SMembers(ctx, k).Result()
+				case "zset":
+					vals, _ = c.ZRange(ctx, k, 0, -1).Result()
+				case "list":
+					vals, _ = c.LRange(ctx, k, 0, -1).Result()
+				case "string":
+					v, _ := c.Get(ctx, k).Result()
+					vals = []string{v}
+				}
+				for _, v := range vals {
+					if strings.Contains(v, text) {
+						found = append(found, k+" holds "+v)
+					}
+				}
+			}
+			if next == 0 {
+				return nil
+			}
+			cursor = next
+		}
+	}
+	var err error
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		mu := make(chan struct{}, 1) // one master's scan appends at a time
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			mu <- struct{}{}
+			defer func() { <-mu }()
+			return scan(ctx, m)
+		})
+	} else {
+		err = scan(ctx, c)
+	}
+	if err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	return found
+}
+
+// testEraseScan: R29 on Redis: after an erasure of a member that was on a
+// plain board with history and meta over two periods, a banned one, a
+// sharded one, a hot one, the sources of a union and the union, a window
+// and its source, with a profile and a global ban, no key, field, member,
+// element or value of the store holds its id, and its old request ids are
+// applied anew.
+func testEraseScan(t *testing.T, s *Store, clk *ranktest.Clock) {
+	fx := ranktest.SetupErasure(t, s, clk, eraseMember, "bob")
+	fx.GlobalBan(t, s)
+	if got := mentions(t, s.client, eraseMember); len(got) < 20 {
+		t.Fatalf("before the erasure the scan finds the member in %d places, want it everywhere: %q", len(got), got)
+	}
+	e, err := s.Erase(t.Context(), eraseMember)
+	if err != nil {
+		t.Fatalf("Erase: %v", err)
+	}
+	if e.Entries != fx.Entries || len(e.Boards) != len(fx.Boards) {
+		t.Fatalf("Erase = %+v, want %d entries on %v", e, fx.Entries, fx.Boards)
+	}
+	if got := mentions(t, s.client, eraseMember); len(got) != 0 {
+		t.Fatalf("after the erasure the member is still in:\n%s", strings.Join(got, "\n"))
+	}
+	fx.CheckErased(t, s)
+}
+
+func TestEraseScan(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	clk := ranktest.NewClock(ranktest.EraseAnchor())
+	testEraseScan(t, newStore(t, srv, Config{Now: clk.Now, HotInterval: -1}), clk)
+}
