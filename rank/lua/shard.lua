@@ -16,10 +16,12 @@
 -- ARGV[5] unused (0)
 -- ARGV[6] op
 -- ARGV[7] the op's first argument, more follow:
---   count: ARGV[7..] pairs (stored score, sorted-set member or "") ->
---          per pair the entries strictly better: a better score, or (unless
---          the member is "") the same score and a greater member (the REV
---          order of Redis, which is the board's order of ties)
+--   count: ARGV[7..] triples (stored score, sorted-set member or "",
+--          "s" | "e" | "") -> per triple the entries strictly better: a
+--          better score, or (unless the member is "") the same score and a
+--          greater member (the REV order of Redis, which is the board's
+--          order of ties); the third says where among the score's entries
+--          the member most likely falls (see better)
 --   find:  ARGV[7..] member ids -> {total, then per member found, score,
 --          raw member}
 --   win:   ARGV[7] around, ARGV[8..] pairs (stored score, raw member) -> per
@@ -44,15 +46,60 @@ local function gt(a, b)
   return #a > #b
 end
 
-local function better(sc, z)
-  local c = redis.call('ZCOUNT', zkey, '(' .. sc, '+inf')
-  if z == '' then return c end
-  local e = redis.call('ZCOUNT', zkey, sc, sc)
-  local lo, hi = 0, e
+-- better is the entries strictly better than (sc, z): those of a better
+-- score, then (unless z is "") those of score sc whose member is greater
+-- than z, found by bisection over their positions. A count call asks for
+-- a lane round's scores, often equal ones on a board whose scores bunch
+-- up, so what it reads is kept for the call: per score its counts, per
+-- position its entry. Counts are taken from below (ZCOUNT -inf ..),
+-- which walks the sorted set half as far as from above. first, when
+-- given, is where z most likely falls among the ties ("s": before them
+-- all, "e": after them all; a fresh score's place): one entry read there
+-- settles it, with one count instead of two.
+local card
+local scores, at = {}, {}
+local function entryAt(pos)
+  local e = at[pos]
+  if not e then
+    e = redis.call('ZREVRANGE', zkey, pos, pos, 'WITHSCORES')
+    at[pos] = e
+  end
+  return e[1], tonumber(e[2])
+end
+local function above(s, sc) -- entries of a better score than sc
+  if not s.gt then s.gt = card - redis.call('ZCOUNT', zkey, '-inf', sc) end
+  return s.gt
+end
+local function atLeast(s, sc) -- entries of score sc or better
+  if not s.ge then s.ge = card - redis.call('ZCOUNT', zkey, '-inf', '(' .. sc) end
+  return s.ge
+end
+local function better(sc, z, first)
+  card = card or redis.call('ZCARD', zkey)
+  local s = scores[sc]
+  if not s then
+    s = {}
+    scores[sc] = s
+  end
+  if z == '' then return above(s, sc) end
+  local lo, hi = 0, nil
+  if first == 'e' then
+    local ge = atLeast(s, sc)
+    if ge == 0 then return 0 end
+    local m, v = entryAt(ge - 1)
+    if v ~= tonumber(sc) or gt(m, z) then return ge end
+    hi = -1 -- that last tie is not better
+  elseif first == 's' then
+    local c = above(s, sc)
+    local m, v = entryAt(c)
+    if not m or v ~= tonumber(sc) or not gt(m, z) then return c end
+    lo = 1 -- that first tie is better
+  end
+  local c = above(s, sc)
+  hi = atLeast(s, sc) - c + (hi or 0)
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    local m = redis.call('ZREVRANGE', zkey, c + mid, c + mid)[1]
-    if gt(m, z) then lo = mid + 1 else hi = mid end
+    if gt(entryAt(c + mid), z) then lo = mid + 1 else hi = mid end
   end
   return c + lo
 end
@@ -69,7 +116,7 @@ end
 
 if op == 'count' then
   local out = {}
-  for a = 7, #ARGV, 2 do out[#out + 1] = better(ARGV[a], ARGV[a + 1]) end
+  for a = 7, #ARGV, 3 do out[#out + 1] = better(ARGV[a], ARGV[a + 1], ARGV[a + 2]) end
   return out
 end
 
@@ -100,7 +147,7 @@ elseif op == 'win' then
     local sc, z = ARGV[a], ARGV[a + 1]
     local c = better(sc, z)
     out[#out + 1] = c
-    out[#out + 1] = redis.call('ZCOUNT', zkey, '(' .. sc, '+inf')
+    out[#out + 1] = better(sc, '')
     local up = {}
     if c > 0 and around > 0 then
       up = redis.call('ZREVRANGE', zkey, math.max(0, c - around), c - 1, 'WITHSCORES')

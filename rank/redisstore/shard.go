@@ -9,12 +9,13 @@ package redisstore
 // nothing else.
 //
 // After the atomic step on the member's shard, a pipelined follow-up
-// (shardFollowUp) makes the result global: rank and prev_rank add the
-// entries strictly better on the other shards (read right after, so events
-// on other shards meanwhile may be counted, as R24 allows), the board's seq
-// moves by the batch's applied events (INCRBY on the board's key, one per
-// board per batch), and the idempotency record is rewritten with that
-// result so a duplicate answers it. Reads (shardPage, shardRanks) read the
+// (shardFollowUp, shard_write.go) makes the lane round's results global:
+// rank and prev_rank add the entries strictly better on the other shards
+// (read right after, so events on other shards meanwhile may be counted,
+// as R24 allows; one count call per other shard for the whole round), the
+// board's seq moves by the round's applied events (one INCRBY on the
+// board's key), and the idempotency records are rewritten with those
+// results, so a duplicate answers them (one call per bucket hash). Reads (shardPage, shardRanks) read the
 // board's seq first, then every shard in one pipeline (go-redis splits it
 // per master on a cluster), and merge: a seq a read returns covers every
 // event whose seq is at most it, as on an unsharded board, because an
