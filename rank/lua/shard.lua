@@ -16,12 +16,11 @@
 -- ARGV[5] unused (0)
 -- ARGV[6] op
 -- ARGV[7] the op's first argument, more follow:
---   count: ARGV[7..] triples (stored score, sorted-set member or "",
---          "s" | "e" | "") -> per triple the entries strictly better: a
---          better score, or (unless the member is "") the same score and a
---          greater member (the REV order of Redis, which is the board's
---          order of ties); the third says where among the score's entries
---          the member most likely falls (see better)
+--   count: ARGV[7..] pairs (stored score, sorted-set member or "") ->
+--          per pair the entries strictly better: a better score, or (unless
+--          the member is "") the same score and a greater member (the REV
+--          order of Redis, which is the board's order of ties); a member
+--          is another shard's, placed for a moment (see placed)
 --   find:  ARGV[7..] member ids -> {total, then per member found, score,
 --          raw member}
 --   win:   ARGV[7] around, ARGV[8..] pairs (stored score, raw member) -> per
@@ -46,18 +45,6 @@ local function gt(a, b)
   return #a > #b
 end
 
--- better is the entries strictly better than (sc, z): those of a better
--- score, then (unless z is "") those of score sc whose member is greater
--- than z, found by bisection over their positions. A count call asks for
--- a lane round's scores, often equal ones on a board whose scores bunch
--- up, so what it reads is kept for the call: per score its counts, per
--- position its entry. Counts are taken from below (ZCOUNT -inf ..),
--- which walks the sorted set half as far as from above. first, when
--- given, is where z most likely falls among the ties ("s": before them
--- all, "e": after them all; a fresh score's place): one entry read there
--- settles it, with one count instead of two.
-local card
-local scores, at = {}, {}
 -- keyOf is the tie key of a first/last sorted-set member "<16 digits>|<id>"
 -- as two numbers (8 digits each: exact), which order such members as gt
 -- does at a fraction of its cost; nil for another form.
@@ -75,58 +62,62 @@ local function after(a, ka, b, kb)
   end
   return gt(a, b)
 end
-local function entryAt(pos) -- member, score, key (nil, nil past the end)
+
+-- better is the entries strictly better than (sc, z): those of a better
+-- score, then (unless z is "") those of score sc whose member is greater
+-- than z, found by bisection over their positions. What it reads is kept
+-- for the call: per score its counts, per position its entry. Counts are
+-- taken from below (ZCOUNT -inf ..), which walks the sorted set half as
+-- far as from above.
+local card
+local scores, at = {}, {}
+local function entryAt(pos) -- member, key (nil past the end)
   local e = at[pos]
   if not e then
-    e = redis.call('ZREVRANGE', zkey, pos, pos, 'WITHSCORES')
-    if e[1] then e[3] = keyOf(e[1]) end
+    e = redis.call('ZREVRANGE', zkey, pos, pos)
+    if e[1] then e[2] = keyOf(e[1]) end
     at[pos] = e
   end
-  return e[1], tonumber(e[2]), e[3]
+  return e[1], e[2]
 end
--- betterAt reports whether the entry at pos is greater than member z
--- (key kz).
-local function betterAt(pos, z, kz)
-  local m, _, k = entryAt(pos)
-  return after(m, k, z, kz)
-end
-local function above(s, sc) -- entries of a better score than sc
-  if not s.gt then s.gt = card - redis.call('ZCOUNT', zkey, '-inf', sc) end
-  return s.gt
-end
-local function atLeast(s, sc) -- entries of score sc or better
-  if not s.ge then s.ge = card - redis.call('ZCOUNT', zkey, '-inf', '(' .. sc) end
-  return s.ge
-end
-local function better(sc, z, first)
+local function better(sc, z)
   card = card or redis.call('ZCARD', zkey)
   local s = scores[sc]
   if not s then
-    s = {}
+    s = {gt = card - redis.call('ZCOUNT', zkey, '-inf', sc)}
     scores[sc] = s
   end
-  if z == '' then return above(s, sc) end
+  if z == '' then return s.gt end
+  if not s.ge then s.ge = card - redis.call('ZCOUNT', zkey, '-inf', '(' .. sc) end
   local kz = keyOf(z)
-  local lo, hi = 0, nil
-  if first == 'e' then
-    local ge = atLeast(s, sc)
-    if ge == 0 then return 0 end
-    local m, v, k = entryAt(ge - 1)
-    if v ~= tonumber(sc) or after(m, k, z, kz) then return ge end
-    hi = -1 -- that last tie is not better
-  elseif first == 's' then
-    local c = above(s, sc)
-    local m, v, k = entryAt(c)
-    if not m or v ~= tonumber(sc) or not after(m, k, z, kz) then return c end
-    lo = 1 -- that first tie is better
-  end
-  local c = above(s, sc)
-  hi = atLeast(s, sc) - c + (hi or 0)
+  local c, lo, hi = s.gt, 0, s.ge - s.gt
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    if betterAt(c + mid, z, kz) then lo = mid + 1 else hi = mid end
+    local m, k = entryAt(c + mid)
+    if after(m, k, z, kz) then lo = mid + 1 else hi = mid end
   end
   return c + lo
+end
+
+-- placed is better for a member z that is not in the sorted set (another
+-- shard's): z is added at sc, its ZREVRANK is the answer, and it is
+-- removed again, three commands where bisecting among many entries of
+-- one score takes many. Neither write reaches replicas or the AOF
+-- (set_repl), and the call leaves the set as it found it. Where Redis
+-- refuses the write (maxmemory, min-replicas-to-write) or z is there
+-- after all, better answers.
+local quiet = false
+local function placed(sc, z)
+  if z == '' then return better(sc, z) end
+  if not quiet then
+    redis.set_repl(redis.REPL_NONE)
+    quiet = true
+  end
+  local added = redis.pcall('ZADD', zkey, 'NX', sc, z)
+  if added ~= 1 then return better(sc, z) end
+  local r = redis.call('ZREVRANK', zkey, z)
+  redis.call('ZREM', zkey, z)
+  return r
 end
 
 -- triples appends raw member, score, name of a WITHSCORES reply to out.
@@ -141,7 +132,7 @@ end
 
 if op == 'count' then
   local out = {}
-  for a = 7, #ARGV, 3 do out[#out + 1] = better(ARGV[a], ARGV[a + 1], ARGV[a + 2]) end
+  for a = 7, #ARGV, 2 do out[#out + 1] = placed(ARGV[a], ARGV[a + 1]) end
   return out
 end
 

@@ -483,7 +483,7 @@ func (s *Store) shardRanks(ctx context.Context, board string, sel rank.PeriodSel
 			var q []any
 			for _, w := range ws {
 				if w != nil {
-					q = append(q, strconv.FormatInt(append(w.above, w.below...)[0].score, 10), "", "")
+					q = append(q, strconv.FormatInt(append(w.above, w.below...)[0].score, 10), "")
 				}
 			}
 			_, counts, err := s.shardRun(ctx, c, idx, nowArg, "count", nil, false, func(int) []any { return q })

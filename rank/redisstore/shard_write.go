@@ -70,30 +70,17 @@ type countPart struct {
 	seen  map[string]int // "<score> <member>" -> its pair
 }
 
-// ask adds the query (stored score sc, tie member z, where among its
-// ties to look first: shard.lua's count) whose answer goes into *ref.
-func (p *countPart) ask(sc, z, first string, ref *int64) {
+// ask adds the query (stored score sc, tie member z) whose answer goes
+// into *ref.
+func (p *countPart) ask(sc, z string, ref *int64) {
 	k := sc + " " + z
 	if i, ok := p.seen[k]; ok {
 		p.refs[i] = append(p.refs[i], ref)
 		return
 	}
 	p.seen[k] = len(p.refs)
-	p.args = append(p.args, sc, z, first)
+	p.args = append(p.args, sc, z)
 	p.refs = append(p.refs, []*int64{ref})
-}
-
-// freshAt is where among the entries of its score on another shard a
-// score reached just now most likely falls: last on a first board (the
-// others reached it earlier), first on a last board.
-func freshAt(b rank.Board) string {
-	switch b.Tiebreak {
-	case rank.First:
-		return "e"
-	case rank.Last:
-		return "s"
-	}
-	return ""
 }
 
 // shardFollowUp makes the results of calls applied on shards global (see
@@ -127,7 +114,7 @@ func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
 	for _, c := range todo {
 		b := c.board.b
 		own := rank.ShardOf(c.e.Member, b.Shards)
-		newSc, newZ, fresh := stored(b, c.r.Score), tieArg(b, c.newZ), freshAt(b)
+		newSc, newZ := stored(b, c.r.Score), tieArg(b, c.newZ)
 		// A member whose entry did not move (a best board's lower score, a
 		// zero delta) has its rank before equal to its rank after.
 		samePrev := c.r.PrevRank > 0 && c.r.PrevScore == c.r.Score && c.oldZ == c.newZ
@@ -142,12 +129,12 @@ func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
 				byKey[k] = p
 				parts = append(parts, p)
 			}
-			p.ask(newSc, newZ, fresh, &c.r.Rank)
+			p.ask(newSc, newZ, &c.r.Rank)
 			switch {
 			case samePrev:
-				p.ask(newSc, newZ, fresh, &c.r.PrevRank)
+				p.ask(newSc, newZ, &c.r.PrevRank)
 			case c.r.PrevRank > 0:
-				p.ask(stored(b, c.r.PrevScore), tieArg(b, c.oldZ), "", &c.r.PrevRank)
+				p.ask(stored(b, c.r.PrevScore), tieArg(b, c.oldZ), &c.r.PrevRank)
 			}
 		}
 		if seqs[b.ID] == nil {

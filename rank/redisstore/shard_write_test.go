@@ -88,3 +88,76 @@ func TestShardFollowUpPerRound(t *testing.T) {
 		}
 	}
 }
+
+// A count call places another shard's member in the sorted set for the
+// moment of a ZREVRANK: it answers the entries strictly better, ties by
+// member, and leaves the set as it was, with nothing written to the AOF
+// (so nothing sent to replicas either).
+func TestShardCountLeavesNoTrace(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	s := newStore(t, srv, Config{Prefix: "trace"})
+	const id = "trace"
+	b := rank.DefaultBoard(id)
+	b.Shards = 2
+	mustPut(t, s, b)
+	var mine []string // members of shard 0
+	for i := 0; len(mine) < 5; i++ {
+		if m := "t" + strconv.Itoa(i); rank.ShardOf(m, 2) == 0 {
+			mine = append(mine, m)
+		}
+	}
+	for i, m := range mine {
+		mustApply(t, s, incr(id, "e"+m, m, int64(10*(i%3)))) // 0, 10, 20, 0, 10
+	}
+	cb, err := s.board(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := cb.shards[0]
+	zkey := s.zkey(sh.b.ID, 0)
+	before, err := s.client.ZRangeWithScores(t.Context(), zkey, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	aof := func() string {
+		info, err := s.client.Info(t.Context(), "persistence").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "aof_current_size:"); ok {
+				return v
+			}
+		}
+		t.Fatal("no aof_current_size")
+		return ""
+	}
+	size := aof()
+	// Another shard's member at 10 reaching it earlier than both members
+	// there (a greater tie key), and later (a smaller one); at 20 earlier
+	// than the one there; at 5; at 10 on a shared board (no tie key).
+	args := []any{cb.ver, "", 0, 0, 0, "count",
+		"10", "9999999999999999|x", "10", "0000000000000000|x", "20", "9999999999999999|x", "5", "5555555555555555|x", "10", ""}
+	v, err := s.shard.run(t.Context(), s.client, s.shardKeys(sh, 0), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(v); got != "[1 3 0 3 1]" {
+		t.Errorf("count = %s, want [1 3 0 3 1]", got)
+	}
+	after, err := s.client.ZRangeWithScores(t.Context(), zkey, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("the shard's set changed: %v, was %v", after, before)
+	}
+	if got := aof(); got != size {
+		t.Errorf("AOF grew from %s to %s bytes on a count call", size, got)
+	}
+	mustApply(t, s, incr(id, "later", mine[0], 1))
+	if aof() == size {
+		t.Error("the AOF did not grow on an apply either: the check above proves nothing")
+	}
+}
