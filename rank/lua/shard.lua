@@ -1,6 +1,7 @@
 -- shard.lua: reads of one shard of a sharded board (docs/protocol.md §9, R24);
 -- the engine merges the shards' answers. A shard's keys are those of a
--- board whose hash tag is {<board>#<i>}, so every call runs on one slot.
+-- board whose hash tag is the shard's, {<board>#<i>} or {<board>#<i>.<k>}
+-- (b#i below; rank/redisstore/shard.go), so every call runs on one slot.
 --
 -- KEYS[1] <p>:{b#i}:cfg    hash: v = config version (a copy of the board's)
 -- KEYS[2] <p>:{b#i}:seq    string (unused here)

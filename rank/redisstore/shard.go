@@ -1,10 +1,11 @@
 package redisstore
 
 // Sharded boards (docs/protocol.md §9, R24). Shard i of board b is a key space
-// of its own, the keys of a board whose hash tag is {b#i} ('#' never occurs
-// in a board id): its config version copy, tie clock, names, period sets,
-// counts, bans and idempotency records, so apply.lua runs on the member's
-// shard unchanged but for its tie key (the store's time in µs, "@t").
+// of its own, the keys of a board whose hash tag is {b#i} or {b#i.k}
+// (shardID; '#' never occurs in a board id): its config version copy, tie
+// clock, names, period sets, counts, bans and idempotency records, so
+// apply.lua runs on the member's shard unchanged but for its tie key (the
+// store's time in µs, "@t").
 // The board's own key space keeps the config, the board's change seq and
 // nothing else.
 //
