@@ -68,8 +68,8 @@ end
 -- score, then (unless z is "") those of score sc whose member is greater
 -- than z, found by bisection over their positions. What it reads is kept
 -- for the call: per score its counts, per position its entry. Counts are
--- taken from below (ZCOUNT -inf ..), which walks the sorted set half as
--- far as from above.
+-- taken from below (ZCOUNT -inf ..): one end of that range is the skip
+-- list's head, found without a search.
 local card
 local scores, at = {}, {}
 local function entryAt(pos) -- member, key (nil past the end)
