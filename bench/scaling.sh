@@ -16,7 +16,8 @@
 #     /varz; out counts one delivery per subscribed gateway).
 #
 # Knobs (env): SCALE_SHARDS (1; > 1 needs sharded boards, contract §9
-# `shards`), SCALE_MASTERS (3), SCALE_GATEWAYS (2), SCALE_DURATION (10s),
+# `shards`), SCALE_TIEBREAK (the board's tiebreak; unset: the default,
+# first), SCALE_MASTERS (3), SCALE_GATEWAYS (2), SCALE_DURATION (10s),
 # SCALE_PLAYERS (16 per gateway), SCALE_INFLIGHT (16), SCALE_MEMBERS
 # (100000), SCALE_RATE (0 = as fast as acks come back; else events/s per
 # gateway), SCALE_OUT (bench/out), SCALE_GATEWAY (a wsgateway binary to
@@ -26,6 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SHARDS=${SCALE_SHARDS:-1}
+TIEBREAK=${SCALE_TIEBREAK:-}
 MASTERS=${SCALE_MASTERS:-3}
 GATEWAYS=${SCALE_GATEWAYS:-2}
 DUR=${SCALE_DURATION:-10s}
@@ -131,8 +133,10 @@ for i in $(seq "$GATEWAYS"); do
 done
 
 ADMIN=$("$WORK/wsgateway" token --secret "$SECRET" --sub admin --role admin)
-BODY="{\"id\":\"$BOARD\"}"
-[ "$SHARDS" -gt 1 ] && BODY="{\"id\":\"$BOARD\",\"shards\":$SHARDS}"
+BODY="{\"id\":\"$BOARD\""
+[ "$SHARDS" -gt 1 ] && BODY="$BODY,\"shards\":$SHARDS"
+[ -n "$TIEBREAK" ] && BODY="$BODY,\"tiebreak\":\"$TIEBREAK\""
+BODY="$BODY}"
 code=$(curl -sS -o "$WORK/put.txt" -w '%{http_code}' -X PUT -H "Authorization: Bearer $ADMIN" \
 	-H 'Content-Type: application/json' -d "$BODY" "http://127.0.0.1:${GPORTS[0]}/api/v1/boards/$BOARD")
 if [ "${code:0:1}" != 2 ]; then
@@ -173,6 +177,7 @@ for i in "${!GPORTS[@]}"; do
 	SECS=$(awk -v a="$SECS" -v b="$s" 'BEGIN {print (b > a) ? b : a}')
 done
 measure shards "$SHARDS"
+measure tiebreak "${TIEBREAK:-first}"
 measure masters "$MASTERS"
 measure gateways "$GATEWAYS"
 measure acked "$ACKED"
@@ -190,6 +195,9 @@ for i in "${!RPIDS[@]}"; do
 	measure "master${i}_cpu_share" "$(awk -v a="${RS[$i]}" -v t="$TOTAL" 'BEGIN {printf "%.2f", (t > 0) ? a / t : 0}')"
 	measure "master${i}_cpu_us_per_event" "$(awk -v a="${RS[$i]}" -v n="$ACKED" 'BEGIN {printf "%.1f", (n > 0) ? a * 1e6 / n : 0}')"
 done
+BUSIEST=0
+for i in "${!RPIDS[@]}"; do BUSIEST=$(awk -v a="$BUSIEST" -v b="${RS[$i]}" 'BEGIN {print (b > a) ? b : a}'); done
+measure busiest_master_share "$(awk -v a="$BUSIEST" -v t="$TOTAL" 'BEGIN {printf "%.2f", (t > 0) ? a / t : 0}')"
 measure redis_cpu_us_per_event "$(awk -v a="$TOTAL" -v n="$ACKED" 'BEGIN {printf "%.1f", (n > 0) ? a * 1e6 / n : 0}')"
 GT=0
 for i in "${!GPIDS[@]}"; do

@@ -1,20 +1,31 @@
--- rerecord.lua: replace an idempotency record that exists, as SET XX did
--- for a key per record (a sharded board's follow-up writes the global
--- result into the record its shard wrote; rank/redisstore/shard.go). A
--- record gone meanwhile (its bucket expired) is not written again, so no
--- bucket hash is ever left without its expiry. It uses none of the
--- prelude's helpers, whose KEYS[1] is a cfg hash.
+-- rerecord.lua: replace idempotency records that exist, as SET XX did for
+-- a key per record (a sharded board's follow-up writes the global results
+-- into the records its shard wrote, all of a lane round's records of one
+-- bucket hash in one call; rank/redisstore/shard_write.go). A record gone
+-- meanwhile (its bucket expired) is not written again, so no bucket hash
+-- is ever left without its expiry. It uses none of the prelude's helpers,
+-- whose KEYS[1] is a cfg hash.
 --
--- KEYS[1] <p>:{b#s}:r:<W>.<k>  the record's bucket hash (prelude's records)
+-- KEYS[1] <p>:{b#s}:r:<W>.<k>  the records' bucket hash (prelude's records)
 -- KEYS[3] unused (the prelude names it; not passed)
--- ARGV[1] the record's field "<m>|<id>"
--- ARGV[2] the new record
--- ARGV[3] unused (the prelude names ARGV[3..5]; not passed)
--- ARGV[4] unused
--- ARGV[5] unused
+-- ARGV[1] a record's field "<m>|<id>"
+-- ARGV[2] its new record
+-- ARGV[3] the second record's field
+-- ARGV[4] its new record
+-- ARGV[5] the third record's field, and so on in pairs (the prelude's
+--         meanings of ARGV[3..5] do not apply: none of its helpers runs)
 --
--- Returns 1 when the record was replaced, 0 when there was none.
+-- Returns how many records were replaced.
 
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-return 1
+local fields = {}
+for i = 1, #ARGV, 2 do fields[#fields + 1] = ARGV[i] end
+local had = redis.call('HMGET', KEYS[1], unpack(fields))
+local fv = {}
+for i, v in ipairs(fields) do
+  if had[i] then
+    fv[#fv + 1] = v
+    fv[#fv + 1] = ARGV[2 * i]
+  end
+end
+if #fv > 0 then redis.call('HSET', KEYS[1], unpack(fv)) end
+return #fv / 2

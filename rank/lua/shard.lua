@@ -1,6 +1,7 @@
 -- shard.lua: reads of one shard of a sharded board (docs/protocol.md §9, R24);
 -- the engine merges the shards' answers. A shard's keys are those of a
--- board whose hash tag is {<board>#<i>}, so every call runs on one slot.
+-- board whose hash tag is the shard's, {<board>#<i>} or {<board>#<i>.<k>}
+-- (b#i below; rank/redisstore/shard.go), so every call runs on one slot.
 --
 -- KEYS[1] <p>:{b#i}:cfg    hash: v = config version (a copy of the board's)
 -- KEYS[2] <p>:{b#i}:seq    string (unused here)
@@ -19,7 +20,8 @@
 --   count: ARGV[7..] pairs (stored score, sorted-set member or "") ->
 --          per pair the entries strictly better: a better score, or (unless
 --          the member is "") the same score and a greater member (the REV
---          order of Redis, which is the board's order of ties)
+--          order of Redis, which is the board's order of ties); a member
+--          is another shard's, placed for a moment (see placed)
 --   find:  ARGV[7..] member ids -> {total, then per member found, score,
 --          raw member}
 --   win:   ARGV[7] around, ARGV[8..] pairs (stored score, raw member) -> per
@@ -44,17 +46,79 @@ local function gt(a, b)
   return #a > #b
 end
 
+-- keyOf is the tie key of a first/last sorted-set member "<16 digits>|<id>"
+-- as two numbers (8 digits each: exact), which order such members as gt
+-- does at a fraction of its cost; nil for another form.
+local function keyOf(z)
+  if string.sub(z, 17, 17) ~= '|' then return nil end
+  local hi, lo = tonumber(string.sub(z, 1, 8)), tonumber(string.sub(z, 9, 16))
+  if not hi or not lo then return nil end
+  return {hi, lo}
+end
+-- after is gt(a, b) for members a and b with keys ka and kb (keyOf).
+local function after(a, ka, b, kb)
+  if ka and kb then
+    if ka[1] ~= kb[1] then return ka[1] > kb[1] end
+    if ka[2] ~= kb[2] then return ka[2] > kb[2] end
+  end
+  return gt(a, b)
+end
+
+-- better is the entries strictly better than (sc, z): those of a better
+-- score, then (unless z is "") those of score sc whose member is greater
+-- than z, found by bisection over their positions. What it reads is kept
+-- for the call: per score its counts, per position its entry. Counts are
+-- taken from below (ZCOUNT -inf ..): one end of that range is the skip
+-- list's head, found without a search.
+local card
+local scores, at = {}, {}
+local function entryAt(pos) -- member, key (nil past the end)
+  local e = at[pos]
+  if not e then
+    e = redis.call('ZREVRANGE', zkey, pos, pos)
+    if e[1] then e[2] = keyOf(e[1]) end
+    at[pos] = e
+  end
+  return e[1], e[2]
+end
 local function better(sc, z)
-  local c = redis.call('ZCOUNT', zkey, '(' .. sc, '+inf')
-  if z == '' then return c end
-  local e = redis.call('ZCOUNT', zkey, sc, sc)
-  local lo, hi = 0, e
+  card = card or redis.call('ZCARD', zkey)
+  local s = scores[sc]
+  if not s then
+    s = {gt = card - redis.call('ZCOUNT', zkey, '-inf', sc)}
+    scores[sc] = s
+  end
+  if z == '' then return s.gt end
+  if not s.ge then s.ge = card - redis.call('ZCOUNT', zkey, '-inf', '(' .. sc) end
+  local kz = keyOf(z)
+  local c, lo, hi = s.gt, 0, s.ge - s.gt
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    local m = redis.call('ZREVRANGE', zkey, c + mid, c + mid)[1]
-    if gt(m, z) then lo = mid + 1 else hi = mid end
+    local m, k = entryAt(c + mid)
+    if after(m, k, z, kz) then lo = mid + 1 else hi = mid end
   end
   return c + lo
+end
+
+-- placed is better for a member z that is not in the sorted set (another
+-- shard's): z is added at sc, its ZREVRANK is the answer, and it is
+-- removed again, three commands where bisecting among many entries of
+-- one score takes many. Neither write reaches replicas or the AOF
+-- (set_repl), and the call leaves the set as it found it. Where Redis
+-- refuses the write (maxmemory, min-replicas-to-write) or z is there
+-- after all, better answers.
+local quiet = false
+local function placed(sc, z)
+  if z == '' then return better(sc, z) end
+  if not quiet then
+    redis.set_repl(redis.REPL_NONE)
+    quiet = true
+  end
+  local added = redis.pcall('ZADD', zkey, 'NX', sc, z)
+  if added ~= 1 then return better(sc, z) end
+  local r = redis.call('ZREVRANK', zkey, z)
+  redis.call('ZREM', zkey, z)
+  return r
 end
 
 -- triples appends raw member, score, name of a WITHSCORES reply to out.
@@ -69,7 +133,7 @@ end
 
 if op == 'count' then
   local out = {}
-  for a = 7, #ARGV, 2 do out[#out + 1] = better(ARGV[a], ARGV[a + 1]) end
+  for a = 7, #ARGV, 2 do out[#out + 1] = placed(ARGV[a], ARGV[a + 1]) end
   return out
 end
 
@@ -100,7 +164,7 @@ elseif op == 'win' then
     local sc, z = ARGV[a], ARGV[a + 1]
     local c = better(sc, z)
     out[#out + 1] = c
-    out[#out + 1] = redis.call('ZCOUNT', zkey, '(' .. sc, '+inf')
+    out[#out + 1] = better(sc, '')
     local up = {}
     if c > 0 and around > 0 then
       up = redis.call('ZREVRANGE', zkey, math.max(0, c - around), c - 1, 'WITHSCORES')

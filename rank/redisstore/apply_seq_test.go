@@ -147,7 +147,7 @@ func TestShardCallTieKeys(t *testing.T) {
 			t.Errorf("%s: rank %d, want %d (ties in arrival order)", members[r.i], r.r.Rank, r.i+1)
 		}
 	}
-	last, err := s.client.Get(context.Background(), s.key(shardID(id, 0), "seq")).Int64()
+	last, err := s.client.Get(context.Background(), s.key(shardID(id, 2, 0), "seq")).Int64()
 	if err != nil {
 		t.Fatal(err)
 	}

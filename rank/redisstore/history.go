@@ -46,7 +46,7 @@ func (s *Store) History(ctx context.Context, board string, sel rank.PeriodSel, m
 	}
 	id := board
 	if c.b.Sharded() {
-		id = shardID(board, rank.ShardOf(member, c.b.Shards)) // the member's shard's slot
+		id = c.shards[rank.ShardOf(member, c.b.Shards)].b.ID // the member's shard's slot
 	}
 	raw, err := s.client.LRange(ctx, s.historyKey(id, idx, member), 0, int64(c.b.History)-1).Result()
 	if err != nil {

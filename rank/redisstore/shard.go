@@ -1,20 +1,22 @@
 package redisstore
 
 // Sharded boards (docs/protocol.md §9, R24). Shard i of board b is a key space
-// of its own, the keys of a board whose hash tag is {b#i} ('#' never occurs
-// in a board id): its config version copy, tie clock, names, period sets,
-// counts, bans and idempotency records, so apply.lua runs on the member's
-// shard unchanged but for its tie key (the store's time in µs, "@t").
+// of its own, the keys of a board whose hash tag is {b#i} or {b#i.k}
+// (shardID; '#' never occurs in a board id): its config version copy, tie
+// clock, names, period sets, counts, bans and idempotency records, so
+// apply.lua runs on the member's shard unchanged but for its tie key (the
+// store's time in µs, "@t").
 // The board's own key space keeps the config, the board's change seq and
 // nothing else.
 //
 // After the atomic step on the member's shard, a pipelined follow-up
-// (shardFollowUp) makes the result global: rank and prev_rank add the
-// entries strictly better on the other shards (read right after, so events
-// on other shards meanwhile may be counted, as R24 allows), the board's seq
-// moves by the batch's applied events (INCRBY on the board's key, one per
-// board per batch), and the idempotency record is rewritten with that
-// result so a duplicate answers it. Reads (shardPage, shardRanks) read the
+// (shardFollowUp, shard_write.go) makes the lane round's results global:
+// rank and prev_rank add the entries strictly better on the other shards
+// (read right after, so events on other shards meanwhile may be counted,
+// as R24 allows; one count call per other shard for the whole round), the
+// board's seq moves by the round's applied events (one INCRBY on the
+// board's key), and the idempotency records are rewritten with those
+// results, so a duplicate answers them (one call per bucket hash). Reads (shardPage, shardRanks) read the
 // board's seq first, then every shard in one pipeline (go-redis splits it
 // per master on a cluster), and merge: a seq a read returns covers every
 // event whose seq is at most it, as on an unsharded board, because an
@@ -30,8 +32,56 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// shardID is the key-space id of shard i of board b.
-func shardID(board string, i int) string { return board + "#" + strconv.Itoa(i) }
+// clusterSlots is how many hash slots a Redis Cluster has.
+const clusterSlots = 16384
+
+// shardID is the key-space id, and so the hash tag, of shard i of a board
+// of n shards: "<b>#<i>", or "<b>#<i>.<k>" for the least k >= 1 that puts
+// the tag's Cluster slot in the middle half of the i-th of n equal slot
+// ranges ("<b>#<i>" itself when it already lies there). A cluster of m
+// masters owning equal ranges in order (redis-cli --cluster create) so
+// holds n/m shards on each when m divides n (one per master when shards =
+// masters), and never two more on one master than on another otherwise;
+// the middle half keeps that when the masters' edges are a few slots off
+// the ranges'. The search is deterministic, so every node names a shard
+// alike; it takes about 2n tries (docs/scaling.md, "Where the shards
+// live").
+func shardID(board string, n, i int) string {
+	base := board + "#" + strconv.Itoa(i)
+	if n < 2 {
+		return base
+	}
+	lo, hi := i*clusterSlots/n, (i+1)*clusterSlots/n
+	lo, hi = lo+(hi-lo)/4, hi-(hi-lo)/4
+	buf := []byte(base)
+	for k := 0; k < 1<<20; k++ {
+		tag := buf
+		if k > 0 {
+			tag = strconv.AppendInt(append(buf, '.'), int64(k), 10)
+		}
+		if s := int(crc16(tag)) % clusterSlots; s >= lo && s < hi {
+			return string(tag)
+		}
+	}
+	return base // unreachable in practice: each try hits with odds 1/(2n)
+}
+
+// crc16 is Redis Cluster's key hash (CRC-16/XMODEM); the slot of a hash
+// tag t is crc16(t) mod 16384.
+func crc16(b []byte) uint16 {
+	var c uint16
+	for _, x := range b {
+		c ^= uint16(x) << 8
+		for range 8 {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+	}
+	return c
+}
 
 // checkShards refuses a change of shards on an existing board
 // (rank.CheckShardsChange).
@@ -50,7 +100,7 @@ func (s *Store) cachedShards(b rank.Board, ver string) []cachedBoard {
 	out := make([]cachedBoard, b.Shards)
 	for i := range out {
 		sub := b
-		sub.ID, sub.Shards, sub.Group = shardID(b.ID, i), 0, "" // a shard's keys are its own slot
+		sub.ID, sub.Shards, sub.Group = shardID(b.ID, b.Shards, i), 0, "" // a shard's keys are its own slot
 		out[i] = s.cachedOne(sub, ver)
 		out[i].keys.tiebreak = string(b.Tiebreak) + "@t"
 	}
@@ -67,7 +117,7 @@ func (s *Store) putShardVersions(ctx context.Context, b rank.Board, ver string) 
 	}
 	pipe := s.client.Pipeline()
 	for i := range b.Shards {
-		pipe.HSet(ctx, s.key(shardID(b.ID, i), "cfg"), "v", ver)
+		pipe.HSet(ctx, s.key(shardID(b.ID, b.Shards, i), "cfg"), "v", ver)
 	}
 	_, err := pipe.Exec(ctx)
 	return err
@@ -81,13 +131,13 @@ func (s *Store) deleteShards(ctx context.Context, b rank.Board) error {
 	}
 	pipe := s.client.Pipeline()
 	for i := range b.Shards {
-		pipe.Del(ctx, s.key(shardID(b.ID, i), "cfg"))
+		pipe.Del(ctx, s.key(shardID(b.ID, b.Shards, i), "cfg"))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
 	for i := range b.Shards {
-		if err := s.deleteKeys(ctx, escapeGlob(s.cfg.Prefix)+":{"+escapeGlob(shardID(b.ID, i))+"}:*"); err != nil {
+		if err := s.deleteKeys(ctx, escapeGlob(s.cfg.Prefix)+":{"+escapeGlob(shardID(b.ID, b.Shards, i))+"}:*"); err != nil {
 			return err
 		}
 	}

@@ -34,7 +34,7 @@ func populateSharded(b *testing.B, s *Store, id string, shards, n int) {
 			m := "m" + strconv.Itoa(i)
 			ks := id
 			if shards > 1 {
-				ks = shardID(id, rank.ShardOf(m, shards))
+				ks = shardID(id, shards, rank.ShardOf(m, shards))
 			}
 			z := fmt.Sprintf("%016d|%s", int64(9999999999999999)-int64(i+1), m)
 			pipe.ZAdd(ctx, s.zkey(ks, 0), redis.Z{Score: float64(rng.IntN(1_000_000)), Member: z})

@@ -3,6 +3,9 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -61,4 +64,71 @@ func testShardsSpread(t *testing.T, s *Store) {
 		t.Fatalf("members per master %v, want 3 masters holding 200", perMaster)
 	}
 	t.Logf("members per master: %v", perMaster)
+
+	// With as many shards as masters, one shard per master (shardID).
+	three := rank.DefaultBoard("three")
+	three.Shards = 3
+	if _, err := s.PutBoard(ctx, three); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		e := rank.Event{Board: three.ID, ID: "e", Member: fmt.Sprintf("m%03d", i), Op: rank.OpDelta, Amount: int64(i)}
+		if _, err := rank.ApplyWait(ctx, s, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var shardsPer []int
+	err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		keys, err := c.Keys(ctx, escapeGlob(s.cfg.Prefix)+":{three#*}:z:*").Result()
+		mu.Lock()
+		shardsPer = append(shardsPer, len(keys))
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(shardsPer) != "[1 1 1]" {
+		t.Errorf("3 shards' sorted sets per master: %v, want one on each", shardsPer)
+	}
+}
+
+// TestShardPlacement: shard i's hash tag lies in the middle half of the
+// i-th of n equal slot ranges, so masters owning equal ranges hold n/m
+// shards each when their number m divides n (one each when shards =
+// masters), and never two more on one than on another otherwise; the
+// tags are distinct, stable and start "<board>#<i>".
+func TestShardPlacement(t *testing.T) {
+	if got := crc16([]byte("123456789")); got != 0x31c3 {
+		t.Fatalf("crc16(123456789) = %#x, want 0x31c3 (Redis Cluster spec)", got)
+	}
+	slot := func(tag string) int { return int(crc16([]byte(tag))) % clusterSlots }
+	for _, board := range []string{"hot", "b", "a-long.board_id-0123456789"} {
+		for n := 2; n <= rank.MaxShards; n++ {
+			seen := map[string]bool{}
+			for i := range n {
+				tag := shardID(board, n, i)
+				lo, hi := i*clusterSlots/n, (i+1)*clusterSlots/n
+				if sl := slot(tag); sl < lo+(hi-lo)/4 || sl >= hi-(hi-lo)/4 {
+					t.Fatalf("%s, %d shards: shard %d's tag %q in slot %d, outside the middle of [%d, %d)", board, n, i, tag, sl, lo, hi)
+				}
+				if seen[tag] || !strings.HasPrefix(tag, board+"#"+strconv.Itoa(i)) || shardID(board, n, i) != tag {
+					t.Fatalf("%s, %d shards: shard %d's tag %q repeated, unstable or misnamed", board, n, i, tag)
+				}
+				seen[tag] = true
+			}
+		}
+		for _, m := range []int{2, 3, 4, 5} {
+			for _, n := range []int{m, 2 * m, 16, rank.MaxShards} {
+				per := make([]int, m)
+				for i := range n {
+					per[slot(shardID(board, n, i))*m/clusterSlots]++
+				}
+				even := slices.Max(per) == n/m && slices.Min(per) == n/m
+				if n%m == 0 && !even || slices.Max(per)-slices.Min(per) > 2 {
+					t.Errorf("%s: %d shards on %d masters of equal ranges: %v per master", board, n, m, per)
+				}
+			}
+		}
+	}
 }

@@ -5,7 +5,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -58,10 +57,41 @@ func tieArg(b rank.Board, z string) string {
 	return z
 }
 
+// countPart is one count call of a follow-up: the queries of a lane
+// round's events to one other shard of a board, in one period. Equal
+// queries are asked once; each answer is added to every result field
+// that asked it.
+type countPart struct {
+	board *cachedBoard
+	shard int
+	idx   int64
+	args  []any          // shard.lua's count pairs
+	refs  [][]*int64     // per pair, the fields its answer is added to
+	seen  map[string]int // "<score> <member>" -> its pair
+}
+
+// ask adds the query (stored score sc, tie member z) whose answer goes
+// into *ref.
+func (p *countPart) ask(sc, z string, ref *int64) {
+	k := sc + " " + z
+	if i, ok := p.seen[k]; ok {
+		p.refs[i] = append(p.refs[i], ref)
+		return
+	}
+	p.seen[k] = len(p.refs)
+	p.args = append(p.args, sc, z)
+	p.refs = append(p.refs, []*int64{ref})
+}
+
 // shardFollowUp makes the results of calls applied on shards global (see
-// the file comment). A call whose follow-up fails gets the failure: it was
-// applied, and re-sending it is safe (R4), as after any unavailable.
-// Lane only.
+// the file comment) in two pipelines per lane round, whatever the round's
+// number of events: first one count call per (board, period, other shard)
+// holding all the round's queries to that shard, and one INCRBY per
+// board; then one rerecord.lua call per bucket hash holding all the
+// records written in it. Every record is rewritten: its seq is the board's
+// global one, which only the follow-up knows. A call whose follow-up fails
+// gets the failure: it was applied, and re-sending it is safe (R4), as
+// after any unavailable. Lane only.
 func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
 	var todo []*call
 	for _, c := range calls {
@@ -72,16 +102,8 @@ func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
 	if len(todo) == 0 {
 		return
 	}
-	// One count call per (board, period, other shard), one INCRBY per board.
-	type part struct {
-		board *cachedBoard
-		shard int
-		idx   int64
-		args  []any
-		refs  []*int64 // where each answer is added
-	}
-	var parts []*part
-	byKey := map[string]*part{}
+	var parts []*countPart
+	byKey := map[string]*countPart{}
 	seqs := map[string]*redis.IntCmd{}
 	var order []string
 	n := map[string]int64{}
@@ -92,6 +114,10 @@ func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
 	for _, c := range todo {
 		b := c.board.b
 		own := rank.ShardOf(c.e.Member, b.Shards)
+		newSc, newZ := stored(b, c.r.Score), tieArg(b, c.newZ)
+		// A member whose entry did not move (a best board's lower score, a
+		// zero delta) has its rank before equal to its rank after.
+		samePrev := c.r.PrevRank > 0 && c.r.PrevScore == c.r.Score && c.oldZ == c.newZ
 		for j := range b.Shards {
 			if j == own {
 				continue
@@ -99,15 +125,16 @@ func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
 			k := b.ID + "\x00" + strconv.Itoa(j) + "\x00" + strconv.FormatInt(c.r.Period, 10)
 			p := byKey[k]
 			if p == nil {
-				p = &part{board: c.board, shard: j, idx: c.r.Period}
+				p = &countPart{board: c.board, shard: j, idx: c.r.Period, seen: map[string]int{}}
 				byKey[k] = p
 				parts = append(parts, p)
 			}
-			p.args = append(p.args, stored(b, c.r.Score), tieArg(b, c.newZ))
-			p.refs = append(p.refs, &c.r.Rank)
-			if c.r.PrevRank > 0 {
-				p.args = append(p.args, stored(b, c.r.PrevScore), tieArg(b, c.oldZ))
-				p.refs = append(p.refs, &c.r.PrevRank)
+			p.ask(newSc, newZ, &c.r.Rank)
+			switch {
+			case samePrev:
+				p.ask(newSc, newZ, &c.r.PrevRank)
+			case c.r.PrevRank > 0:
+				p.ask(stored(b, c.r.PrevScore), tieArg(b, c.oldZ), &c.r.PrevRank)
 			}
 		}
 		if seqs[b.ID] == nil {
@@ -115,30 +142,22 @@ func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
 			seqs[b.ID] = pipe.IncrBy(ctx, s.key(b.ID, "seq"), n[b.ID])
 		}
 	}
-	cmds := make([]*redis.Cmd, len(parts))
+	counts := make([]scriptCall, len(parts))
 	for i, p := range parts {
-		cmds[i] = pipe.EvalSha(ctx, s.shard.sha, s.shardKeys(p.board.shards[p.shard], p.idx), append([]any{p.board.ver, "", 0, 0, 0, "count"}, p.args...)...)
+		counts[i] = scriptCall{keys: s.shardKeys(p.board.shards[p.shard], p.idx), args: append([]any{p.board.ver, "", 0, 0, 0, "count"}, p.args...)}
 	}
-	_, err := pipe.Exec(ctx)
-	if err != nil && isNoScript(err) {
-		if err = s.shard.load(ctx, s.client); err == nil {
-			for i, p := range parts {
-				cmds[i] = s.client.EvalSha(ctx, s.shard.sha, s.shardKeys(p.board.shards[p.shard], p.idx), append([]any{p.board.ver, "", 0, 0, 0, "count"}, p.args...)...)
-				if err = cmds[i].Err(); err != nil {
-					break
-				}
-			}
-		}
-	}
+	err := s.evalPipe(ctx, pipe, s.shard, counts)
 	if err == nil {
 		for i, p := range parts {
-			a, _ := cmds[i].Val().([]any)
+			a, _ := counts[i].res.Val().([]any)
 			if len(a) != len(p.refs) {
-				err = fmt.Errorf("unexpected count reply %v", cmds[i].Val())
+				err = fmt.Errorf("unexpected count reply %v", counts[i].res.Val())
 				break
 			}
-			for k, ref := range p.refs {
-				*ref += num(a[k])
+			for k, refs := range p.refs {
+				for _, ref := range refs {
+					*ref += num(a[k])
+				}
 			}
 		}
 	}
@@ -152,26 +171,71 @@ func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
 	for _, id := range order {
 		next[id] = seqs[id].Val() - n[id]
 	}
-	rw := s.client.Pipeline()
-	recs := make([]string, len(todo))
-	for i, c := range todo {
+	var rewrites []scriptCall
+	inHash := map[string]int{} // bucket hash -> its rewrite
+	for _, c := range todo {
 		next[c.e.Board]++
 		c.r.Seq = next[c.e.Board]
-		recs[i] = fmt.Sprintf("%s,%d,%d,%d,%d,%d,%d", c.rec, c.r.Score, c.r.Rank, c.r.PrevRank, c.r.PrevScore, c.r.Seq, c.r.Period)
-		rw.EvalSha(ctx, s.rerecord.sha, []string{c.recH}, c.e.Member+"|"+c.e.ID, recs[i])
-	}
-	_, err = rw.Exec(ctx)
-	if err != nil && isNoScript(err) {
-		// The script was lost (restart, failover): run loads it again.
-		for i, c := range todo {
-			if _, err = s.rerecord.run(ctx, s.client, []string{c.recH}, c.e.Member+"|"+c.e.ID, recs[i]); err != nil && !errors.Is(err, redis.Nil) {
-				break
-			}
+		i, ok := inHash[c.recH]
+		if !ok || len(rewrites[i].args) >= 2*maxPerRerecord {
+			i = len(rewrites)
+			inHash[c.recH] = i
+			rewrites = append(rewrites, scriptCall{keys: []string{c.recH}})
 		}
+		rewrites[i].args = append(rewrites[i].args, c.e.Member+"|"+c.e.ID,
+			fmt.Sprintf("%s,%d,%d,%d,%d,%d,%d", c.rec, c.r.Score, c.r.Rank, c.r.PrevRank, c.r.PrevScore, c.r.Seq, c.r.Period))
 	}
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err := s.evalPipe(ctx, s.client.Pipeline(), s.rerecord, rewrites); err != nil {
 		// The events stand; a retry of one would answer its shard's
 		// result rather than the global one.
 		s.log.Warn("redisstore: rewriting sharded idempotency records", "err", err)
 	}
+}
+
+// maxPerRerecord caps the records of one rerecord.lua call, whose HMGET
+// and HSET unpack them (Lua's stack limit).
+const maxPerRerecord = 1000
+
+// scriptCall is one EVALSHA of evalPipe and its reply.
+type scriptCall struct {
+	keys []string
+	args []any
+	res  *redis.Cmd
+}
+
+// evalPipe sends pipe, with sc run once per call of calls added after
+// what pipe holds, and returns its first error. When the server had lost
+// the script (restart, failover), it loads it and runs the calls that met
+// NOSCRIPT again, one by one: none of them had run.
+func (s *Store) evalPipe(ctx context.Context, pipe redis.Pipeliner, sc *script, calls []scriptCall) error {
+	for i := range calls {
+		calls[i].res = pipe.EvalSha(ctx, sc.sha, calls[i].keys, calls[i].args...)
+	}
+	sent, err := pipe.Exec(ctx)
+	if err == nil || !isNoScript(err) {
+		return err
+	}
+	for _, c := range sent {
+		if err := c.Err(); err != nil && !isNoScript(err) {
+			return err
+		}
+	}
+	loaded := false
+	for i := range calls {
+		c := &calls[i]
+		if !isNoScript(c.res.Err()) {
+			continue
+		}
+		if !loaded {
+			if err := sc.load(ctx, s.client); err != nil {
+				return err
+			}
+			loaded = true
+		}
+		c.res = s.client.EvalSha(ctx, sc.sha, c.keys, c.args...)
+		if err := c.res.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

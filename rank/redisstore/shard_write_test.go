@@ -1,0 +1,163 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsgateway/wsgateway/internal/testenv"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// A lane round's events on a sharded board cost a fixed number of script
+// calls, whatever their number: per shard one apply.lua, one count call
+// (the other shards' events' queries, all in one) and one rerecord.lua
+// (all its records), and one INCRBY for the board's seq. Each event's ack
+// still holds its global rank, which a read right after agrees with, and
+// a seq of its own.
+func TestShardFollowUpPerRound(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	at := time.UnixMilli(1_900_000_000_000)
+	s := newStore(t, srv, Config{Prefix: "fround", Now: func() time.Time { return at }})
+	const id, shards, events = "fround", 4, 60
+	b := rank.DefaultBoard(id)
+	b.Shards = shards
+	mustPut(t, s, b)
+	// Every member already on the board, so each event asks two counts
+	// (its rank and its rank before) of every other shard.
+	for i := range events {
+		mustApply(t, s, incr(id, "warm"+strconv.Itoa(i), "m"+strconv.Itoa(i), int64(1000+10*i)))
+	}
+	evalsha := func() int {
+		info, err := s.client.Info(t.Context(), "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+				n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+				return n
+			}
+		}
+		return 0
+	}
+	before := evalsha()
+	bt := newBatch(events)
+	for i := range events {
+		c := &call{ctx: context.Background(), deadline: time.Now().Add(time.Minute)}
+		// The odd ones move, none past another: every rank stays.
+		c.e = incr(id, "r"+strconv.Itoa(i), "m"+strconv.Itoa(i), int64(i%2*(1+i%9)))
+		c.setRecord(c.e, "test-", uint64(i))
+		bt.calls = append(bt.calls, c)
+	}
+	s.work(s.lanes[0], bt)
+	if got, most := evalsha()-before, 3*shards; got > most {
+		t.Errorf("%d EVALSHA for a round of %d events on %d shards, want at most %d", got, events, shards, most)
+	}
+	seqs := map[int64]bool{}
+	for _, c := range bt.calls {
+		if c.err != nil {
+			t.Fatalf("%s: %v", c.e.Member, c.err)
+		}
+		seqs[c.r.Seq] = true
+		r, err := s.Ranks(t.Context(), id, "", []string{c.e.Member}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := r.Members[0]; m.Rank != c.r.Rank || m.Score != c.r.Score {
+			t.Errorf("%s: ack rank %d score %d, read %d %d", c.e.Member, c.r.Rank, c.r.Score, m.Rank, m.Score)
+		}
+	}
+	if len(seqs) != events {
+		t.Errorf("%d distinct seqs for %d events", len(seqs), events)
+	}
+	for i, c := range bt.calls {
+		if want := int64(events - i); c.r.Rank != want || c.r.PrevRank != want {
+			t.Errorf("%s: rank %d, before %d; want %d", c.e.Member, c.r.Rank, c.r.PrevRank, want)
+		}
+	}
+	// A duplicate answers the global result (the rewritten record).
+	for _, c := range bt.calls[:5] {
+		got := mustApply(t, s, c.e)
+		if !got.Duplicate || got.Rank != c.r.Rank || got.Seq != c.r.Seq || got.PrevRank != c.r.PrevRank {
+			t.Errorf("duplicate of %s: %+v, want %s", c.e.Member, got, fmt.Sprintf("%+v", c.r))
+		}
+	}
+}
+
+// A count call places another shard's member in the sorted set for the
+// moment of a ZREVRANK: it answers the entries strictly better, ties by
+// member, and leaves the set as it was, with nothing written to the AOF
+// (so nothing sent to replicas either).
+func TestShardCountLeavesNoTrace(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	s := newStore(t, srv, Config{Prefix: "trace"})
+	const id = "trace"
+	b := rank.DefaultBoard(id)
+	b.Shards = 2
+	mustPut(t, s, b)
+	var mine []string // members of shard 0
+	for i := 0; len(mine) < 5; i++ {
+		if m := "t" + strconv.Itoa(i); rank.ShardOf(m, 2) == 0 {
+			mine = append(mine, m)
+		}
+	}
+	for i, m := range mine {
+		mustApply(t, s, incr(id, "e"+m, m, int64(10*(i%3)))) // 0, 10, 20, 0, 10
+	}
+	cb, err := s.board(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := cb.shards[0]
+	zkey := s.zkey(sh.b.ID, 0)
+	before, err := s.client.ZRangeWithScores(t.Context(), zkey, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	aof := func() string {
+		info, err := s.client.Info(t.Context(), "persistence").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "aof_current_size:"); ok {
+				return v
+			}
+		}
+		t.Fatal("no aof_current_size")
+		return ""
+	}
+	size := aof()
+	// Another shard's member at 10 reaching it earlier than both members
+	// there (a greater tie key), and later (a smaller one); at 20 earlier
+	// than the one there; at 5; at 10 on a shared board (no tie key).
+	args := []any{cb.ver, "", 0, 0, 0, "count",
+		"10", "9999999999999999|x", "10", "0000000000000000|x", "20", "9999999999999999|x", "5", "5555555555555555|x", "10", ""}
+	v, err := s.shard.run(t.Context(), s.client, s.shardKeys(sh, 0), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(v); got != "[1 3 0 3 1]" {
+		t.Errorf("count = %s, want [1 3 0 3 1]", got)
+	}
+	after, err := s.client.ZRangeWithScores(t.Context(), zkey, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("the shard's set changed: %v, was %v", after, before)
+	}
+	if got := aof(); got != size {
+		t.Errorf("AOF grew from %s to %s bytes on a count call", size, got)
+	}
+	mustApply(t, s, incr(id, "later", mine[0], 1))
+	if aof() == size {
+		t.Error("the AOF did not grow on an apply either: the check above proves nothing")
+	}
+}
