@@ -144,7 +144,7 @@ func (s *Store) eraseBoard(ctx context.Context, sc *script, b rank.Board, member
 	var entries int64
 	var changed bool
 	for i := range b.Shards {
-		id := shardID(b.ID, i)
+		id := shardID(b.ID, b.Shards, i)
 		n, c, err := run(id, id, "")
 		if err != nil {
 			return 0, false, err
@@ -239,7 +239,7 @@ func (s *Store) hiddenEntries(ctx context.Context, b rank.Board, member string, 
 	}
 	id := b.ID
 	if b.Sharded() {
-		id = shardID(b.ID, rank.ShardOf(member, b.Shards))
+		id = shardID(b.ID, b.Shards, rank.ShardOf(member, b.Shards))
 		g = id
 	}
 	bans, err := s.client.HMGet(ctx, s.keyIn(g, id, "ban"), member, globalField(member)).Result()
