@@ -307,7 +307,7 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 		return nil, errors.New("redisstore: Config.Timeout, MaxBatch, Lanes, Replicas and ReplicaTimeout must not be negative")
 	}
 	_, cluster := client.(*redis.ClusterClient)
-	if err := checkReplicas(cfg, cluster); err != nil {
+	if err := checkReplicas(cfg); err != nil {
 		return nil, err
 	}
 	log := cfg.Logger
@@ -350,6 +350,7 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 	}
 	for range cfg.Lanes {
 		b := newLane(s.client, s.apply, cfg, hooks, log, s.work)
+		b.wait.setTags(s.syncTags)
 		if cluster {
 			b.down = newDownSlots()
 		}
