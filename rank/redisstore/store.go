@@ -306,7 +306,6 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 	if cfg.Timeout < 0 || cfg.MaxBatch < 0 || cfg.Lanes < 0 || cfg.Replicas < 0 || cfg.ReplicaTimeout < 0 {
 		return nil, errors.New("redisstore: Config.Timeout, MaxBatch, Lanes, Replicas and ReplicaTimeout must not be negative")
 	}
-	_, cluster := client.(*redis.ClusterClient)
 	if err := checkReplicas(cfg); err != nil {
 		return nil, err
 	}
@@ -351,8 +350,8 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 	for range cfg.Lanes {
 		b := newLane(s.client, s.apply, cfg, hooks, log, s.work)
 		b.wait.setTags(s.syncTags)
-		if cluster {
-			b.down = newDownSlots()
+		if cc, ok := client.(*redis.ClusterClient); ok {
+			b.down = newDownSlots(cc)
 		}
 		s.lanes = append(s.lanes, b)
 	}
