@@ -156,7 +156,8 @@ start_sentinel_redis() {
 	for i in 1 2; do
 		p="REDIS_R$i"
 		mkdir -p "$DIR/redis-r$i"
-		start "redis-r$i" redis-server "$DEPLOY/redis/redis.conf" --port "${!p}" --bind 127.0.0.1 --protected-mode yes \
+		cp "$DEPLOY/redis/redis.conf" "$DIR/redis-r$i/redis.conf"
+		start "redis-r$i" redis-server "$DIR/redis-r$i/redis.conf" --port "${!p}" --bind 127.0.0.1 --protected-mode yes \
 			--dir "$DIR/redis-r$i" --replicaof 127.0.0.1 "$REDIS"
 	done
 	for i in 1 2 3; do
@@ -221,7 +222,14 @@ up() {
 	# shellcheck disable=SC1091
 	. "$DIR/ports.env"
 
-	start redis redis-server "$DEPLOY/redis/redis.conf" --port "$REDIS" --bind 127.0.0.1 --protected-mode yes --dir "$DIR/redis"
+	# Under Sentinel every node runs on its own copy of redis.conf: Sentinel
+	# reconfigures nodes with CONFIG REWRITE, which writes to that file.
+	local conf="$DEPLOY/redis/redis.conf"
+	if [ "$CLUSTER_REDIS" = sentinel ]; then
+		conf="$DIR/redis/redis.conf"
+		cp "$DEPLOY/redis/redis.conf" "$conf"
+	fi
+	start redis redis-server "$conf" --port "$REDIS" --bind 127.0.0.1 --protected-mode yes --dir "$DIR/redis"
 	for i in 1 2 3; do
 		start "nats$i" env $(nats_env "$i") "$NATS_SERVER" -c "$DEPLOY/nats/nats.conf"
 	done
