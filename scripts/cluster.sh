@@ -198,6 +198,7 @@ up() {
 	gateway_env
 	{
 		pick_port; echo "REDIS=$PORT"
+		local master=$PORT
 		if [ "$CLUSTER_REDIS" = sentinel ]; then
 			for i in 1 2; do pick_port; echo "REDIS_R$i=$PORT"; done
 			s=()
@@ -205,7 +206,7 @@ up() {
 			echo "REDIS_URL=redis-sentinel://$(IFS=,; echo "${s[*]}")/lbmaster"
 			echo "REDIS_REPLICAS=1"
 		else
-			echo "REDIS_URL=redis://127.0.0.1:$REDIS/0"
+			echo "REDIS_URL=redis://127.0.0.1:$master/0"
 			echo "REDIS_REPLICAS=0"
 		fi
 		for i in 1 2 3; do

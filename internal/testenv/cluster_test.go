@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,9 +69,29 @@ func TestRedisClusterReplicas(t *testing.T) {
 	if _, err := RedisDo(c.Nodes[owner].Addr(), "SET", key, "1"); err != nil {
 		t.Fatalf("SET on the owner: %v", err)
 	}
-	if _, err := RedisDo(c.Nodes[owner].Addr(), "WAIT", "1", "5000"); err != nil {
-		t.Fatalf("WAIT: %v", err)
+	// WAIT would have to share the SET's connection; RedisDo dials anew,
+	// so the replica's offset is compared with the master's instead.
+	offset := func(addr, field string) int64 {
+		v, err := RedisDo(addr, "INFO", "replication")
+		if err != nil {
+			t.Fatalf("INFO replication on %s: %v", addr, err)
+		}
+		for _, line := range strings.Split(fmt.Sprint(v), "\n") {
+			if n, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+				off, _ := strconv.ParseInt(n, 10, 64)
+				return off
+			}
+		}
+		return -1
 	}
+	written := offset(c.Nodes[owner].Addr(), "master_repl_offset")
+	replica := slices.Index(c.ReplicaOf, owner)
+	Eventually(t, 10*time.Second, "the replica has the write", func() error {
+		if got := offset(c.Nodes[replica].Addr(), "slave_repl_offset"); got < written {
+			return fmt.Errorf("replica at offset %d, master wrote to %d", got, written)
+		}
+		return nil
+	})
 	c.Nodes[owner].Kill()
 	promoted := c.WaitPromoted(t, owner, 30*time.Second)
 	if c.ReplicaOf[promoted] != owner {
