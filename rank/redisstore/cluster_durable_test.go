@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -119,5 +120,54 @@ func TestClusterReplicaWait(t *testing.T) {
 	got, err := rc.ZRangeWithScores(t.Context(), "crw:{"+frozen+"}:z:0", 0, -1).Result()
 	if err != nil || len(got) != 1 || got[0].Score != 12 {
 		t.Fatalf("replica's standings %v, %v; want m at 12", got, err)
+	}
+}
+
+// The hook ends a part with a WAIT of its own and notes which of the
+// part's commands got an answer; a part go-redis sends again (after a
+// broken connection) brings the earlier attempt's WAIT along, which is
+// dropped rather than sent; a part of nothing but such a WAIT is not sent.
+// Without the round in the context the hook passes the part through.
+func TestWaitHookParts(t *testing.T) {
+	t.Parallel()
+	h := &waitHook{w: &replicaWait{n: 1, ms: 5}}
+	var sent [][]redis.Cmder
+	next := func(ctx context.Context, cmds []redis.Cmder) error {
+		sent = append(sent, cmds)
+		cmds[1].SetErr(errors.New("refused")) // the second script fails
+		return nil
+	}
+	hook := h.ProcessPipelineHook(next)
+	ctx := t.Context()
+	a, b := redis.NewCmd(ctx, "evalsha", "x", 0), redis.NewCmd(ctx, "evalsha", "y", 0)
+
+	if err := hook(ctx, []redis.Cmder{a, b}); err != nil || len(sent) != 1 || len(sent[0]) != 2 {
+		t.Fatalf("without a round: %v, sent %v; want the part as it was", err, sent)
+	}
+	sent = nil
+	r := &waitRound{waits: map[redis.Cmder]bool{}}
+	rctx := context.WithValue(ctx, h, r)
+	if err := hook(rctx, []redis.Cmder{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 1 || len(sent[0]) != 3 || sent[0][2].Name() != "wait" || fmt.Sprint(sent[0][2].Args()) != "[wait 1 5]" {
+		t.Fatalf("sent %v, want the part and WAIT 1 5 last", sent)
+	}
+	first := sent[0][2]
+	if len(r.parts) != 1 || len(r.parts[0].ran) != 1 || r.parts[0].ran[0] != a || r.parts[0].wait != first {
+		t.Fatalf("parts %+v, want the one that got an answer, with its WAIT", r.parts)
+	}
+	// go-redis re-sends the part with the WAIT it carried.
+	sent = nil
+	b.SetErr(nil)
+	if err := hook(rctx, []redis.Cmder{a, b, first}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 1 || len(sent[0]) != 3 || sent[0][0] != a || sent[0][1] != b || sent[0][2] == first || sent[0][2].Name() != "wait" {
+		t.Fatalf("re-sent part %v, want the two scripts and a new WAIT only", sent)
+	}
+	sent = nil
+	if err := hook(rctx, []redis.Cmder{first}); err != nil || len(sent) != 0 {
+		t.Fatalf("a part of an old WAIT alone: %v, sent %v; want nothing sent", err, sent)
 	}
 }
