@@ -20,14 +20,19 @@
 #   6. fan-out against the plain broadcast server (fanout-plain): memory per
 #      subscribed spectator, CPU per frame and frame lag p99, each as a
 #      ratio gateway/plain, at 4,000 spectators and 10 frames/s of 1.4 KB;
-#   7. CPU profiles of the gateway (pprof via --metrics-addr).
+#   7. CPU profiles of the gateway (pprof via --metrics-addr);
+#   8. durable acks (part ingest-replicas): the Redis engine's ingest with
+#      a replica attached to the run's Redis, `--redis-replicas 1` against
+#      0, alternated BENCH_REPLICA_ROUNDS times (2), each at the max rate,
+#      then both at half of the first round's rate without WAIT, for the
+#      ack latency at one offered load.
 #
 # Knobs (env): BENCH_DURATION (10s), BENCH_SPECTATORS (10000),
 # BENCH_PLAYERS (32), BENCH_INFLIGHT (16), BENCH_CEIL_N (300000),
 # BENCH_FANOUT_SIZES ("1000 $BENCH_SPECTATORS"), BENCH_OUT (bench/out),
 # BENCH_PLAIN_SPECTATORS (4000), BENCH_PLAIN_TOP (36: the gateway's top-N) and
 # BENCH_PLAIN_BARE_TOP (32: the plain server's), which give both ~1.4 KB frames,
-# BENCH_PARTS ("ref ceiling ingest-redis ingest-memory rest idle fanout fanout-plain gobench": run only
+# BENCH_PARTS ("ref ceiling ingest-redis ingest-replicas ingest-memory rest idle fanout fanout-plain gobench": run only
 # some; the table leaves out rows whose run is missing), BENCH_GATEWAY (a
 # wsgateway binary to measure instead of this tree's, e.g. an older commit's
 # for a before/after in one session), BENCH_LOAD (a wsgateway binary whose
@@ -47,7 +52,8 @@ PLAYERS=${BENCH_PLAYERS:-32}
 INFLIGHT=${BENCH_INFLIGHT:-16}
 CEIL_N=${BENCH_CEIL_N:-300000}
 OUT=${BENCH_OUT:-bench/out}
-PARTS=" ${BENCH_PARTS:-ref ceiling ingest-redis ingest-memory rest idle fanout fanout-plain gobench} "
+PARTS=" ${BENCH_PARTS:-ref ceiling ingest-redis ingest-replicas ingest-memory rest idle fanout fanout-plain gobench} "
+REPLICA_ROUNDS=${BENCH_REPLICA_ROUNDS:-2}
 part() { [[ $PARTS == *" $1 "* ]]; }
 SECRET=bench-secret-0123456789abcdef0123456789
 mkdir -p "$OUT"
@@ -238,6 +244,46 @@ if part ingest-redis; then
 	ingest ingest-redis-half --board ingest --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT" --rate "$HALF"
 fi
 stop_gateway
+
+if part ingest-replicas; then
+	# One replica of the run's Redis, so both runs pay for replication and
+	# only the WAIT differs; alternated, so a shared machine's drift from
+	# one minute to the next falls on both.
+	say "a replica of the run's Redis"
+	REPLICA_PORT=$(freeport)
+	redis-server --port "$REPLICA_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" --daemonize no --protected-mode no \
+		--replicaof 127.0.0.1 "$RP" >"$WORK/replica.log" 2>&1 &
+	REPLICA_PID=$!
+	PIDS+=("$REPLICA_PID")
+	for _ in $(seq 100); do
+		redis-cli -p "$REPLICA_PORT" info replication 2>/dev/null | grep -q '^master_link_status:up' && break
+		sleep 0.1
+	done
+	redis-cli -p "$REPLICA_PORT" info replication | grep -q '^master_link_status:up' || { echo "bench: the replica did not sync" >&2; exit 1; }
+	create=--create
+	for round in $(seq "$REPLICA_ROUNDS"); do
+		for n in 0 1; do
+			say "ingest, Redis engine with a replica, --redis-replicas $n: max (round $round)"
+			start_gateway --redis-url "redis://127.0.0.1:$RP/0" --redis-replicas "$n"
+			ingest "ingest-replicas$n-$round" --board replicas $create --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT"
+			create=
+			stop_gateway
+		done
+	done
+	HALF=$(( $("$WORK/table" -rate "$OUT/ingest-replicas0-1.json") / 2 ))
+	for n in 0 1; do
+		say "ingest, Redis engine with a replica, --redis-replicas $n: half rate ($HALF/s)"
+		start_gateway --redis-url "redis://127.0.0.1:$RP/0" --redis-replicas "$n"
+		ingest "ingest-replicas$n-half" --board replicas --members 100000 --players "$PLAYERS" --inflight "$INFLIGHT" --rate "$HALF"
+		stop_gateway
+	done
+	kill "$REPLICA_PID" # the later parts measure Redis without a replica
+	say "durable acks (events/s; ack ms p50 p99), rounds alternated:"
+	for f in "$OUT"/ingest-replicas*.txt; do
+		[[ $(basename "$f") == *.*.txt ]] && continue # commandstats, profiles
+		printf '%-28s %s\n' "$(basename "$f" .txt)" "$(awk '/^events/ {r = $(NF - 2)} /^ack \(ms\)/ {p50 = $4; p99 = $8} END {print r, p50, p99}' "$f")" >&2
+	done
+fi
 
 if part ingest-memory; then
 	say "gateway, memory engine"

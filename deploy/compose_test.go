@@ -88,8 +88,11 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("%s: LB_NODE_ID %q is empty or repeated", name, id)
 		}
 		nodes[id] = true
-		if !strings.HasPrefix(s.Environment["LB_REDIS_URL"], "redis://redis:") || strings.Count(s.Environment["LB_NATS_URL"], "nats://") != 3 {
-			t.Errorf("%s: LB_REDIS_URL %q, LB_NATS_URL %q", name, s.Environment["LB_REDIS_URL"], s.Environment["LB_NATS_URL"])
+		// The Redis address and the replicas to wait for default to the
+		// single redis; deploy/sentinel.env sets both for the Sentinel profile.
+		if !strings.HasPrefix(s.Environment["LB_REDIS_URL"], "${LB_REDIS_URL:-redis://redis:") || strings.Count(s.Environment["LB_NATS_URL"], "nats://") != 3 ||
+			s.Environment["LB_REDIS_REPLICAS"] != "${LB_REDIS_REPLICAS:-0}" {
+			t.Errorf("%s: LB_REDIS_URL %q, LB_REDIS_REPLICAS %q, LB_NATS_URL %q", name, s.Environment["LB_REDIS_URL"], s.Environment["LB_REDIS_REPLICAS"], s.Environment["LB_NATS_URL"])
 		}
 	}
 	if !strings.Contains(strings.Join(c.Services["haproxy"].Ports, " "), "8080:8080") {
@@ -162,7 +165,8 @@ func TestComposeFile(t *testing.T) {
 		if out, err := exec.Command("cp", filepath.Join(tree, "deploy", "gateway.env.example"), filepath.Join(tree, "deploy", "gateway.env")).CombinedOutput(); err != nil {
 			t.Fatalf("cp: %v %s", err, out)
 		}
-		for _, args := range [][]string{{"config", "-q"}, {"--profile", "redis-cluster", "config", "-q"}} {
+		for _, args := range [][]string{{"config", "-q"}, {"--profile", "redis-cluster", "config", "-q"},
+			{"--env-file", "deploy/sentinel.env", "--profile", "redis-sentinel", "config", "-q"}} {
 			cmd := exec.Command("docker-compose", args...)
 			cmd.Dir = tree
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -171,6 +175,57 @@ func TestComposeFile(t *testing.T) {
 		}
 	} else {
 		t.Log("docker-compose not installed: `docker-compose config` not run")
+	}
+}
+
+// TestComposeSentinel: the redis-sentinel profile is a master, two
+// replicas of it and three Sentinels monitoring it with a quorum of two,
+// each with a healthcheck; the replicas and Sentinels name the master the
+// Sentinel config monitors; deploy/sentinel.env points the gateways at
+// every Sentinel with the monitored master's name and durable acks on.
+func TestComposeSentinel(t *testing.T) {
+	t.Parallel()
+	root := repoRoot(t)
+	c := readCompose(t, root)
+	for _, name := range []string{"redis-m", "redis-r1", "redis-r2", "sentinel1", "sentinel2", "sentinel3"} {
+		s, ok := c.Services[name]
+		if !ok {
+			t.Errorf("service %s missing", name)
+			continue
+		}
+		if len(s.Profiles) != 1 || s.Profiles[0] != "redis-sentinel" {
+			t.Errorf("service %s profiles %v, want [redis-sentinel]", name, s.Profiles)
+		}
+		if s.Healthcheck == nil || len(s.Healthcheck.Test) == 0 {
+			t.Errorf("service %s has no healthcheck", name)
+		}
+		cmd := strings.Join(s.Command, " ")
+		switch {
+		case strings.HasPrefix(name, "redis-r") && !strings.Contains(cmd, "--replicaof redis-m 6379"):
+			t.Errorf("%s: command %q does not replicate redis-m", name, cmd)
+		case strings.HasPrefix(name, "sentinel") && (!strings.Contains(cmd, "--sentinel") || !strings.Contains(cmd, "announce-ip "+name)):
+			t.Errorf("%s: command %q is not a Sentinel announcing itself", name, cmd)
+		}
+	}
+	conf, err := os.ReadFile(filepath.Join(root, "deploy", "redis", "sentinel.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(conf), "\nsentinel monitor lbmaster redis-m 6379 2\n") {
+		t.Error("deploy/redis/sentinel.conf does not monitor redis-m as lbmaster with a quorum of 2")
+	}
+	env, err := os.ReadFile(filepath.Join(root, "deploy", "sentinel.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"\nLB_REDIS_URL=redis-sentinel://sentinel1:26379,sentinel2:26379,sentinel3:26379/lbmaster\n",
+		"\nLB_REDIS_REPLICAS=1\n",
+		"\nCOMPOSE_PROFILES=redis-sentinel\n",
+	} {
+		if !strings.Contains("\n"+string(env), want) {
+			t.Errorf("deploy/sentinel.env lacks %q", strings.TrimSpace(want))
+		}
 	}
 }
 

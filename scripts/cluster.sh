@@ -11,6 +11,10 @@
 #
 # Environment:
 #   CLUSTER_DIR    state: ports.env, pids/, logs/, data (default: .cluster in the repository)
+#   CLUSTER_REDIS  single (default): one redis-server; sentinel: the redis-sentinel profile,
+#                  a master, two replicas and three Sentinels (deploy/redis/sentinel.conf),
+#                  the gateways on redis-sentinel:// with LB_REDIS_REPLICAS=1
+#                  (deploy/sentinel.env); `up` only, later commands read ports.env
 #   WSGATEWAY_BIN  a built gateway (default: go build ./cmd/wsgateway into CLUSTER_DIR)
 #   GATEWAY_ENV    the gateways' shared environment (default: deploy/gateway.env if
 #                  present, else deploy/gateway.env.example with a random key made
@@ -25,6 +29,10 @@ DEPLOY="$ROOT/deploy"
 DIR="${CLUSTER_DIR:-$ROOT/.cluster}"
 GATEWAY_ENV="${GATEWAY_ENV:-}"
 NATS_SERVER="${NATS_SERVER:-nats-server}"
+CLUSTER_REDIS="${CLUSTER_REDIS:-single}"
+# Every process up may start, in the order down stops them: gateways first
+# (they drain), then the proxy, then what they use.
+NAMES="gateway1 gateway2 gateway3 haproxy prometheus nats1 nats2 nats3 sentinel1 sentinel2 sentinel3 redis-r1 redis-r2 redis"
 
 die() { echo "cluster: $*" >&2; exit 1; }
 
@@ -108,7 +116,7 @@ start_gateway() {
 	# The shared env file first, then what compose sets per service (and the
 	# proxy's loopback address instead of its compose network address).
 	start "gateway$i" env $(grep -E '^[A-Z_]+=' "$DIR/gateway.env" | tr '\n' ' ') \
-		LB_ADDR="127.0.0.1:$port" LB_NODE_ID="gateway$i" LB_REDIS_URL="redis://127.0.0.1:$REDIS/0" \
+		LB_ADDR="127.0.0.1:$port" LB_NODE_ID="gateway$i" LB_REDIS_URL="$REDIS_URL" LB_REDIS_REPLICAS="$REDIS_REPLICAS" \
 		LB_NATS_URL="$nats" LB_TRUSTED_PROXIES=127.0.0.1/32 "$BIN"
 	# A gateway that refuses its configuration exits at once: say why now
 	# rather than after the whole wait.
@@ -138,14 +146,69 @@ gateway_env() {
 	)
 }
 
+# start_sentinel_redis: the redis-sentinel profile of docker-compose.yml on
+# loopback: replicas of the master on $REDIS, then Sentinels running on
+# copies of deploy/redis/sentinel.conf with loopback addresses for its
+# service names; waits until the replicas are in sync and every Sentinel
+# knows them and the other Sentinels.
+start_sentinel_redis() {
+	local i p s
+	for i in 1 2; do
+		p="REDIS_R$i"
+		mkdir -p "$DIR/redis-r$i"
+		cp "$DEPLOY/redis/redis.conf" "$DIR/redis-r$i/redis.conf"
+		start "redis-r$i" redis-server "$DIR/redis-r$i/redis.conf" --port "${!p}" --bind 127.0.0.1 --protected-mode yes \
+			--dir "$DIR/redis-r$i" --replicaof 127.0.0.1 "$REDIS"
+	done
+	for i in 1 2 3; do
+		p="SENTINEL$i"
+		mkdir -p "$DIR/sentinel$i"
+		sed -e "s/^port .*/port ${!p}/" -e "s/^sentinel monitor lbmaster redis-m 6379 /sentinel monitor lbmaster 127.0.0.1 $REDIS /" \
+			"$DEPLOY/redis/sentinel.conf" >"$DIR/sentinel$i/sentinel.conf"
+		printf 'bind 127.0.0.1\ndir %s\n' "$DIR/sentinel$i" >>"$DIR/sentinel$i/sentinel.conf"
+		start "sentinel$i" redis-server "$DIR/sentinel$i/sentinel.conf" --sentinel
+	done
+	wait_for "the replicas' sync" 60 replicas_online 2
+	for i in 1 2 3; do
+		s="SENTINEL$i"
+		wait_for "sentinel$i" 60 sentinel_knows "${!s}"
+	done
+}
+
+# replicas_online N: the master on $REDIS has N replicas in sync.
+replicas_online() { [ "$(redis-cli -p "$REDIS" info replication | grep -c 'state=online')" -ge "$1" ]; }
+
+# sentinel_knows PORT: that Sentinel knows both replicas and two other Sentinels.
+sentinel_knows() {
+	local m
+	m=$(redis-cli -p "$1" sentinel master lbmaster | tr -d '\r' | paste - - | awk '$1 == "num-slaves" || $1 == "num-other-sentinels" {print $1 "=" $2}' | tr '\n' ' ')
+	[[ $m == *"num-slaves=2"* && $m == *"num-other-sentinels=2"* ]]
+}
+
 up() {
 	need
+	case "$CLUSTER_REDIS" in
+	single | sentinel) ;;
+	*) die "CLUSTER_REDIS=$CLUSTER_REDIS: want single or sentinel" ;;
+	esac
+	[ "$CLUSTER_REDIS" = single ] || command -v redis-cli >/dev/null || die "missing redis-cli (apt-get install redis-tools)"
 	[ -f "$DIR/ports.env" ] && running haproxy && die "already up ($DIR); run down first"
 	mkdir -p "$DIR/pids" "$DIR/logs" "$DIR/redis" "$DIR/prometheus/targets" "$DIR/prometheus/data"
 	gateway_bin
 	gateway_env
 	{
 		pick_port; echo "REDIS=$PORT"
+		local master=$PORT
+		if [ "$CLUSTER_REDIS" = sentinel ]; then
+			for i in 1 2; do pick_port; echo "REDIS_R$i=$PORT"; done
+			s=()
+			for i in 1 2 3; do pick_port; echo "SENTINEL$i=$PORT"; s+=("127.0.0.1:$PORT"); done
+			echo "REDIS_URL=redis-sentinel://$(IFS=,; echo "${s[*]}")/lbmaster"
+			echo "REDIS_REPLICAS=1"
+		else
+			echo "REDIS_URL=redis://127.0.0.1:$master/0"
+			echo "REDIS_REPLICAS=0"
+		fi
 		for i in 1 2 3; do
 			pick_port; echo "NATS${i}_CLIENT=$PORT"
 			pick_port; echo "NATS${i}_MONITOR=$PORT"
@@ -160,11 +223,19 @@ up() {
 	# shellcheck disable=SC1091
 	. "$DIR/ports.env"
 
-	start redis redis-server "$DEPLOY/redis/redis.conf" --port "$REDIS" --bind 127.0.0.1 --protected-mode yes --dir "$DIR/redis"
+	# Under Sentinel every node runs on its own copy of redis.conf: Sentinel
+	# reconfigures nodes with CONFIG REWRITE, which writes to that file.
+	local conf="$DEPLOY/redis/redis.conf"
+	if [ "$CLUSTER_REDIS" = sentinel ]; then
+		conf="$DIR/redis/redis.conf"
+		cp "$DEPLOY/redis/redis.conf" "$conf"
+	fi
+	start redis redis-server "$conf" --port "$REDIS" --bind 127.0.0.1 --protected-mode yes --dir "$DIR/redis"
 	for i in 1 2 3; do
 		start "nats$i" env $(nats_env "$i") "$NATS_SERVER" -c "$DEPLOY/nats/nats.conf"
 	done
 	wait_for redis 15 tcp_open "$REDIS"
+	[ "$CLUSTER_REDIS" = single ] || start_sentinel_redis
 	for i in 1 2 3; do
 		m="NATS${i}_MONITOR"
 		# Generous: on a loaded 2-core CI box a start can take seconds.
@@ -201,14 +272,13 @@ up() {
 down() {
 	[ -d "$DIR/pids" ] || return 0
 	local f pid
-	# Gateways first (they drain), then the proxy, then what they use.
-	for name in gateway1 gateway2 gateway3 haproxy prometheus nats1 nats2 nats3 redis; do
+	for name in $NAMES; do
 		f="$DIR/pids/$name.pid"
 		[ -f "$f" ] || continue
 		pid="$(cat "$f")"
 		kill -TERM "$pid" 2>/dev/null || true
 	done
-	for name in gateway1 gateway2 gateway3 haproxy prometheus nats1 nats2 nats3 redis; do
+	for name in $NAMES; do
 		f="$DIR/pids/$name.pid"
 		[ -f "$f" ] || continue
 		pid="$(cat "$f")"
@@ -233,6 +303,11 @@ status() {
 	}
 	echo "cluster in $DIR"
 	row redis "127.0.0.1:$REDIS" ""
+	if [ -n "${SENTINEL1:-}" ]; then
+		for i in 1 2; do v="REDIS_R$i"; row "redis-r$i" "127.0.0.1:${!v}" ""; done
+		for i in 1 2 3; do v="SENTINEL$i"; row "sentinel$i" "127.0.0.1:${!v}" ""; done
+		echo "  redis url   $REDIS_URL (LB_REDIS_REPLICAS=$REDIS_REPLICAS)"
+	fi
 	for i in 1 2 3; do m="NATS${i}_MONITOR"; c="NATS${i}_CLIENT"; row "nats$i" "127.0.0.1:${!c}" ""; done
 	for i in 1 2 3; do v="GW$i"; row "gateway$i" "127.0.0.1:${!v}" /readyz; done
 	row haproxy "127.0.0.1:$LB" /healthz

@@ -18,12 +18,17 @@ import (
 	"time"
 )
 
-// RedisCluster is a Redis Cluster of masters without replicas, started for
-// one test. Each master is a Proc: Kill and Start it to inject a fault (it
-// keeps its nodes.conf, so it rejoins with its id and slots).
+// RedisCluster is a Redis Cluster started for one test: masters, and
+// replicas of them when started by StartRedisClusterReplicas. Each node is
+// a Proc: Kill and Start it to inject a fault (it keeps its nodes.conf, so
+// it rejoins with its id, and a master with its slots unless a replica was
+// promoted meanwhile: then it rejoins as that replica's replica).
 type RedisCluster struct {
 	Nodes []*Redis
 	IDs   []string // CLUSTER MYID of each node, in Nodes order
+	// ReplicaOf is, for each node, the index in Nodes of the master it
+	// was started as a replica of, or -1 for a master.
+	ReplicaOf []int
 }
 
 // clusterSlots is how many hash slots Redis Cluster has.
@@ -37,13 +42,30 @@ const clusterSlots = 16384
 // production cluster without replicas would be configured to.
 func StartRedisCluster(t testing.TB, masters int, extra ...string) *RedisCluster {
 	t.Helper()
-	if masters < 1 {
-		t.Fatalf("testenv: a Redis Cluster of %d masters", masters)
+	return startRedisCluster(t, masters, 0, "2000", extra)
+}
+
+// StartRedisClusterReplicas starts a Redis Cluster of masters masters
+// with replicas replicas each (redis-cli --cluster create
+// --cluster-replicas): Nodes holds the masters first, then the replicas,
+// master by master. A master's failure is detected within a second
+// (cluster-node-timeout 1000), and its replica then promoted.
+func StartRedisClusterReplicas(t testing.TB, masters, replicas int, extra ...string) *RedisCluster {
+	t.Helper()
+	c := startRedisCluster(t, masters, replicas, "1000", extra)
+	c.WaitReplicas(t, 30*time.Second)
+	return c
+}
+
+func startRedisCluster(t testing.TB, masters, replicas int, nodeTimeout string, extra []string) *RedisCluster {
+	t.Helper()
+	if masters < 1 || replicas < 0 {
+		t.Fatalf("testenv: a Redis Cluster of %d masters with %d replicas each", masters, replicas)
 	}
-	args := append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", "2000",
+	args := append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", nodeTimeout,
 		"--cluster-require-full-coverage", "no", "--cluster-config-file", "nodes.conf"}, extra...)
 	c := &RedisCluster{}
-	for range masters {
+	for i := range masters * (1 + replicas) {
 		// The bus port is port+10000: a node whose bus port is out of
 		// range or taken exits at start, and testenv picks another port.
 		n := StartRedis(t, args...)
@@ -53,11 +75,18 @@ func StartRedisCluster(t testing.TB, masters int, extra ...string) *RedisCluster
 		}
 		c.Nodes = append(c.Nodes, n)
 		c.IDs = append(c.IDs, id.(string))
+		of := -1
+		if i >= masters {
+			of = (i - masters) / replicas
+		}
+		c.ReplicaOf = append(c.ReplicaOf, of)
 	}
 	for i, n := range c.Nodes {
-		lo, hi := i*clusterSlots/masters, (i+1)*clusterSlots/masters-1
-		if _, err := RedisDo(n.Addr(), "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil {
-			t.Fatalf("testenv: CLUSTER ADDSLOTSRANGE on %s: %v", n.Addr(), err)
+		if i < masters {
+			lo, hi := i*clusterSlots/masters, (i+1)*clusterSlots/masters-1
+			if _, err := RedisDo(n.Addr(), "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil {
+				t.Fatalf("testenv: CLUSTER ADDSLOTSRANGE on %s: %v", n.Addr(), err)
+			}
 		}
 		if i > 0 {
 			if _, err := RedisDo(c.Nodes[0].Addr(), "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(n.Port)); err != nil {
@@ -66,7 +95,116 @@ func StartRedisCluster(t testing.TB, masters int, extra ...string) *RedisCluster
 		}
 	}
 	c.WaitOK(t, 30*time.Second)
+	for i, of := range c.ReplicaOf {
+		if of < 0 {
+			continue
+		}
+		// A replica must know its master first: gossip may take a moment
+		// to bring every node to every other.
+		Eventually(t, 30*time.Second, "CLUSTER REPLICATE", func() error {
+			_, err := RedisDo(c.Nodes[i].Addr(), "CLUSTER", "REPLICATE", c.IDs[of])
+			return err
+		})
+	}
+	c.WaitOK(t, 30*time.Second)
 	return c
+}
+
+// WaitReplicas waits until every master serving slots has as many
+// replicas online (their initial sync done) as it was started with.
+func (c *RedisCluster) WaitReplicas(t testing.TB, within time.Duration) {
+	t.Helper()
+	want := 0
+	for _, of := range c.ReplicaOf {
+		if of == 0 {
+			want++
+		}
+	}
+	Eventually(t, within, fmt.Sprintf("%d replicas online on every master", want), func() error {
+		for _, port := range c.masterPorts() {
+			v, err := RedisDo("127.0.0.1:"+strconv.Itoa(port), "INFO", "replication")
+			if err != nil {
+				return err
+			}
+			if got := strings.Count(fmt.Sprint(v), "state=online"); got < want {
+				return fmt.Errorf("master on port %d has %d replicas online", port, got)
+			}
+		}
+		return nil
+	})
+}
+
+// masterPorts is the ports of the masters serving slots, as the first
+// node that answers sees them.
+func (c *RedisCluster) masterPorts() []int {
+	for _, n := range c.Nodes {
+		v, err := RedisDo(n.Addr(), "CLUSTER", "SLOTS")
+		if err != nil {
+			continue
+		}
+		var ports []int
+		for _, r := range v.([]any) {
+			port := int(r.([]any)[2].([]any)[1].(int64))
+			if !slices.Contains(ports, port) {
+				ports = append(ports, port)
+			}
+		}
+		return ports
+	}
+	return nil
+}
+
+// WaitPromoted waits, after master dead was killed, until a replica
+// serves its slots: every other node reports cluster_state:ok and agrees
+// on the slots' owners, none of them dead. It returns the index of the
+// node that serves them now.
+func (c *RedisCluster) WaitPromoted(t testing.TB, dead int, within time.Duration) int {
+	t.Helper()
+	if c.ReplicaOf[dead] >= 0 {
+		t.Fatalf("testenv: node %d was not started as a master", dead)
+	}
+	slot := dead * clusterSlots / c.masters() // the first slot it was given
+	gone := ":" + strconv.Itoa(c.Nodes[dead].Port)
+	Eventually(t, within, fmt.Sprintf("a replica serving the slots of killed master %d", dead), func() error {
+		var first string
+		for i, n := range c.Nodes {
+			if i == dead {
+				continue
+			}
+			info, err := RedisDo(n.Addr(), "CLUSTER", "INFO")
+			if err != nil {
+				return err
+			}
+			if s := info.(string); !strings.Contains(s, "cluster_state:ok") {
+				return fmt.Errorf("node %d: %q", i, s)
+			}
+			owners, err := c.owners(n.Addr())
+			if err != nil {
+				return err
+			}
+			if strings.Contains(owners+" ", gone+" ") {
+				return fmt.Errorf("node %d still sees %s serving slots: %s", i, gone, owners)
+			}
+			if first == "" {
+				first = owners
+			} else if owners != first {
+				return fmt.Errorf("node %d sees slots %s, another %s", i, owners, first)
+			}
+		}
+		return nil
+	})
+	return c.Owner(t, slot)
+}
+
+// masters is how many nodes were started as masters.
+func (c *RedisCluster) masters() int {
+	n := 0
+	for _, of := range c.ReplicaOf {
+		if of < 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // WaitOK waits until every running node reports cluster_state:ok, knows

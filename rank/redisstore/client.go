@@ -20,6 +20,13 @@ const (
 	poolTimeout  = time.Second
 	maxRetries   = 1
 	dialAttempts = 1
+	// clusterReload is how old a Redis Cluster client's slot map may get
+	// before a command has it read again (one CLUSTER SLOTS, in the
+	// background). go-redis reads it again on MOVED but not when a master
+	// stops answering, so after a failover the promoted replica would stay
+	// unknown for its default minute, and every read of the dead master's
+	// boards (a board config, a top) would keep dialing the dead address.
+	clusterReload = time.Second
 )
 
 // NewClient turns a --redis-url (docs/protocol.md §1) into a client:
@@ -111,6 +118,7 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 	}
 	opt.ContextTimeoutEnabled = true
 	fillDefaults(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries)
+	opt.ClusterStateReloadInterval = or(opt.ClusterStateReloadInterval, clusterReload)
 	return redis.NewClusterClient(opt), nil
 }
 

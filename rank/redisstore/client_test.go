@@ -55,7 +55,8 @@ func TestNewClient(t *testing.T) {
 		case *redis.ClusterClient:
 			o := c.Options()
 			if !tc.cluster || !slices.Equal(o.Addrs, tc.addrs) || o.Password != tc.password ||
-				(o.TLSConfig != nil) != tc.tls || !o.ContextTimeoutEnabled || o.MaxRetries != maxRetries || o.DialTimeout != dial {
+				(o.TLSConfig != nil) != tc.tls || !o.ContextTimeoutEnabled || o.MaxRetries != maxRetries || o.DialTimeout != dial ||
+				o.ClusterStateReloadInterval != clusterReload {
 				t.Errorf("NewClient(%q): cluster %+v, want %+v", tc.url, o, tc)
 			}
 		default:

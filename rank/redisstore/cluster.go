@@ -55,11 +55,21 @@ const maxDownSlots = 1024
 // attempts (100–300 ms), and the events of every other board in the round
 // wait with it. With it, they wait once per downFor. Lane only; a nil
 // *downSlots (one Redis node) does nothing.
+//
+// A down period also has the client reload the cluster's slot map, for
+// go-redis does not on a dial failure: only on MOVED, or every
+// ClusterStateReloadInterval (a minute). Without it, once the cluster has
+// promoted the dead master's replica, the lane would keep dialing the dead
+// address for up to that minute; with it, the next probe after the
+// promotion finds the new master.
 type downSlots struct {
-	until map[string]time.Time // hash tag -> end of its down period
+	until  map[string]time.Time // hash tag -> end of its down period
+	reload func()               // has the slot map read again, asynchronously
 }
 
-func newDownSlots() *downSlots { return &downSlots{until: make(map[string]time.Time)} }
+func newDownSlots(cc *redis.ClusterClient) *downSlots {
+	return &downSlots{until: make(map[string]time.Time), reload: func() { cc.ReloadState(context.Background()) }}
+}
 
 // hashTag is the part of key between its first '{' and the next '}'
 // (the Redis Cluster rule), or the whole key.
@@ -109,6 +119,7 @@ func (d *downSlots) note(m *cmd) {
 		delete(d.until, tag)
 		return
 	}
+	d.reload() // go-redis reloads once at a time, at most every 200 ms
 	now := time.Now()
 	if len(d.until) >= maxDownSlots {
 		for k, until := range d.until {

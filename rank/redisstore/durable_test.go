@@ -97,18 +97,16 @@ func TestReplicaWait(t *testing.T) {
 func TestReplicaConfig(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		cfg     Config
-		cluster bool
-		want    string
+		cfg  Config
+		want string
 	}{
-		{Config{Replicas: 1, ReplicaTimeout: time.Second, Timeout: 2 * time.Second}, false, ""},
-		{Config{Replicas: 0}, true, ""},
-		{Config{Replicas: 1, ReplicaTimeout: time.Second, Timeout: 2 * time.Second}, true, "Cluster"},
-		{Config{Replicas: 1, ReplicaTimeout: 2 * time.Second, Timeout: 2 * time.Second}, false, "shorter"},
+		{Config{Replicas: 1, ReplicaTimeout: time.Second, Timeout: 2 * time.Second}, ""},
+		{Config{Replicas: 0}, ""},
+		{Config{Replicas: 1, ReplicaTimeout: 2 * time.Second, Timeout: 2 * time.Second}, "shorter"},
 	} {
-		err := checkReplicas(tc.cfg, tc.cluster)
+		err := checkReplicas(tc.cfg)
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("checkReplicas(%+v, cluster %v) = %v, want %q", tc.cfg, tc.cluster, err, tc.want)
+			t.Errorf("checkReplicas(%+v) = %v, want %q", tc.cfg, err, tc.want)
 		}
 	}
 	if err := (&replicaWait{n: 2, timeout: time.Second}).check(redis.NewCmdResult(int64(1), nil)); !errors.Is(err, rank.ErrUnavailable) {

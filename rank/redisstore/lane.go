@@ -98,7 +98,7 @@ func newLane(client redis.UniversalClient, sc *script, cfg Config, hooks rank.Ho
 		max:    cfg.MaxBatch,
 		log:    log,
 		work:   work,
-		wait:   newReplicaWait(cfg, log),
+		wait:   newReplicaWait(cfg, client, log),
 		quit:   make(chan struct{}),
 		async:  make(chan *call, cfg.MaxBatch),
 		idle:   make(chan *batch, batchBuffers),
@@ -298,12 +298,5 @@ func (b *lane) pipeline(ctx context.Context, cmds []cmd) {
 		m.res = pipe.Do(ctx, evalArgs(b.script(m).sha, m.keys, m.args)...)
 		m.res.SetFirstKeyPos(3) // as EvalSha: a cluster routes by the first key
 	}
-	w := b.wait.append(ctx, pipe)
-	_, _ = pipe.Exec(ctx) // each command carries its own error
-	if w != nil {
-		err := b.wait.check(w)
-		for i := range cmds {
-			cmds[i].unsynced = err
-		}
-	}
+	b.wait.exec(ctx, pipe, cmds) // with the WAIT that ends it (durable.go)
 }

@@ -306,8 +306,7 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 	if cfg.Timeout < 0 || cfg.MaxBatch < 0 || cfg.Lanes < 0 || cfg.Replicas < 0 || cfg.ReplicaTimeout < 0 {
 		return nil, errors.New("redisstore: Config.Timeout, MaxBatch, Lanes, Replicas and ReplicaTimeout must not be negative")
 	}
-	_, cluster := client.(*redis.ClusterClient)
-	if err := checkReplicas(cfg, cluster); err != nil {
+	if err := checkReplicas(cfg); err != nil {
 		return nil, err
 	}
 	log := cfg.Logger
@@ -350,8 +349,9 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 	}
 	for range cfg.Lanes {
 		b := newLane(s.client, s.apply, cfg, hooks, log, s.work)
-		if cluster {
-			b.down = newDownSlots()
+		b.wait.setTags(s.syncTags)
+		if cc, ok := client.(*redis.ClusterClient); ok {
+			b.down = newDownSlots(cc)
 		}
 		s.lanes = append(s.lanes, b)
 	}
