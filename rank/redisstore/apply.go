@@ -2,7 +2,8 @@ package redisstore
 
 // Apply's way: an event goes to its submitter's lane (lane.go), which
 // groups a round's events by board (build), sends one apply.lua or hot.lua
-// call per board and maxPerScript events, and reads each event's outcome
+// call per board (or shard) and round, of at most maxPerScript events, and
+// reads each event's outcome
 // from the reply (settle); the completer (completer.go) then runs the
 // Done callbacks.
 
@@ -94,7 +95,14 @@ func (s *Store) work(b *lane, bt *batch) {
 			bt.memo = bt.memo[:0]
 		}
 		if busy == 0 {
-			attempt++
+			if len(bt.send) > 0 {
+				attempt++
+			}
+			// A board's events past maxPerScript go in the next round,
+			// after this round's retries: order holds.
+			bt.send = append(bt.send, bt.later...)
+			clear(bt.later)
+			bt.later = bt.later[:0]
 			continue
 		}
 		s.log.Debug("redisstore: slot busy (migrating); applying again", "scripts", busy, "pause", pause)
@@ -110,9 +118,12 @@ func (s *Store) work(b *lane, bt *batch) {
 }
 
 // maxPerScript caps the events of one apply.lua call, so one script stays
-// short (Redis runs nothing else meanwhile); a board's further events go
-// in the next call of the same pipeline.
-const maxPerScript = 64
+// short (Redis runs nothing else meanwhile). A board's further events go
+// in the next round, not in a second call of the same pipeline: when the
+// server has lost the script, another client may load it between two
+// calls of one pipeline, so the first could meet NOSCRIPT (and be sent
+// again) after the second was applied, out of order.
+const maxPerScript = 128
 
 // group is one board's events in a lane round.
 type group struct {
@@ -123,8 +134,8 @@ type group struct {
 }
 
 // build fills bt.cmds with the commands applying bt.send: each board's
-// events, in submission order, in as few apply.lua calls as maxPerScript
-// allows. A call that cannot be sent (its board is unknown, Redis is down,
+// events, in submission order, in one apply.lua call of at most
+// maxPerScript (the rest to bt.later, for the next round). A call that cannot be sent (its board is unknown, Redis is down,
 // the event fails Check) gets its error here. Lane only.
 func (s *Store) build(ctx context.Context, bt *batch) {
 	clear(bt.groupOf)
@@ -149,6 +160,11 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 			bt.groups = append(bt.groups, gr)
 		}
 		gr := &bt.groups[g]
+		if gr.err == nil && gr.n == maxPerScript {
+			bt.later = append(bt.later, c) // the next round's (work)
+			bt.order = append(bt.order, -1)
+			continue
+		}
 		err := gr.err
 		if err == nil {
 			if cerr := c.e.Check(gr.cb.b); cerr != nil {
@@ -184,28 +200,18 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 	bt.cmds = bt.cmds[:0]
 	for g := range bt.groups {
 		gr := &bt.groups[g]
-		evs := bt.grouped[gr.off : gr.off+gr.n]
+		evs := bt.grouped[gr.off : gr.off+gr.n : gr.off+gr.n]
 		if len(evs) == 0 {
 			continue
 		}
 		now, nowArg := s.now(ctx, gr.cb.b)
 		if gr.cb.b.Hot() {
 			_, nowArg = s.hotNow(ctx)
-			for len(evs) > 0 {
-				k := min(len(evs), maxPerScript)
-				bt.cmds = append(bt.cmds, s.hotApplyCmd(gr.cb, nowArg, evs[:k:k]))
-				bt.cmds[len(bt.cmds)-1].cfg = &gr.cb.b
-				evs = evs[k:]
-			}
-			continue
+			bt.cmds = append(bt.cmds, s.hotApplyCmd(gr.cb, nowArg, evs))
+		} else {
+			bt.cmds = append(bt.cmds, applyCmd(gr.cb, nowArg, s.periodKeys(gr.cb, now), evs))
 		}
-		pk := s.periodKeys(gr.cb, now)
-		for len(evs) > 0 {
-			k := min(len(evs), maxPerScript)
-			bt.cmds = append(bt.cmds, applyCmd(gr.cb, nowArg, pk, evs[:k:k]))
-			bt.cmds[len(bt.cmds)-1].cfg = &gr.cb.b
-			evs = evs[k:]
-		}
+		bt.cmds[len(bt.cmds)-1].cfg = &gr.cb.b
 	}
 }
 

@@ -65,6 +65,7 @@ type batch struct {
 
 	// The lane's scratch space (Store.work, Store.build).
 	send    []*call        // calls still to send
+	later   []*call        // calls of this round's full groups, for the next round (Store.build)
 	memo    []boardMemo    // the configs of this round (Store.memoBoard)
 	groupOf map[string]int // board -> group index (Store.build)
 	cmds    []cmd          // the pipeline being built
