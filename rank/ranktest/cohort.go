@@ -673,3 +673,73 @@ func sortedCopyBy(ms, ref []string) []string {
 	slices.SortFunc(out, func(x, y string) int { return slices.Index(ref, x) - slices.Index(ref, y) })
 	return out
 }
+
+// testCohortBans: a banned member leaves its cohort's reads and comes back
+// to the same place when the ban is lifted (R21); a removed entry leaves
+// the cohort, and the member's next event brings it back to the same
+// cohort; a member hidden when a league period's moves are made is not in
+// the standings they follow, so it keeps its tier.
+func testCohortBans(t *testing.T, f Factory) {
+	clk := NewClock(skewedAnchor())
+	s := f(t, clk.Now)
+	ctx := t.Context()
+	b := put(t, s, cohortBoard("rt-cob", 3))
+	var g ids
+	for i, m := range []string{"a", "b", "c", "d"} {
+		apply(t, s, delta(b.ID, g.next(), m, int64(30-10*i)))
+	}
+	if _, err := s.BanMember(ctx, b.ID, rank.Ban{Member: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	pg := cohortTop(t, s, b.ID, "", "1", 0, 10)
+	wantEntries(t, "cohort 1, a banned", pg.Entries, ent(1, "b", 20), ent(2, "c", 10))
+	if pg.Total != 2 {
+		t.Fatalf("cohort 1 total %d with a banned, want 2", pg.Total)
+	}
+	if r := ranks(t, s, b.ID, "", 1, "a", "c").Members; r[0].Found || r[1].Rank != 2 {
+		t.Fatalf("a banned: %+v", r)
+	} else {
+		wantEntries(t, "around c", r[1].Around, ent(1, "b", 20), ent(2, "c", 10))
+	}
+	if err := s.LiftBan(ctx, b.ID, "a"); err != nil {
+		t.Fatal(err)
+	}
+	wantEntries(t, "cohort 1, a back", cohortTop(t, s, b.ID, "", "1", 0, 10).Entries,
+		ent(1, "a", 30), ent(2, "b", 20), ent(3, "c", 10))
+	if err := s.RemoveMember(ctx, b.ID, "b", ""); err != nil {
+		t.Fatal(err)
+	}
+	wantEntries(t, "cohort 1, b removed", cohortTop(t, s, b.ID, "", "1", 0, 10).Entries,
+		ent(1, "a", 30), ent(2, "c", 10))
+	if r := apply(t, s, delta(b.ID, g.next(), "b", 15)); r.Cohort != "1" || r.Rank != 2 || r.PrevRank != 0 {
+		t.Fatalf("b after its removal: %+v, want cohort 1 rank 2", r)
+	}
+	if r := apply(t, s, delta(b.ID, g.next(), "e", 1)); r.Cohort != "2" {
+		t.Fatalf("e: %+v, want cohort 2 (1 stays full)", r)
+	}
+
+	lg := put(t, s, leagueBoard("rt-cob-lg", 2, 1, 1, "bronze", "silver"))
+	p := rank.PeriodAt(lg, clk.Now())
+	clk.Set(p.Start.Add(time.Second))
+	apply(t, s, delta(lg.ID, g.next(), "x", 10))
+	apply(t, s, delta(lg.ID, g.next(), "y", 5))
+	if _, err := s.BanMember(ctx, lg.ID, rank.Ban{Member: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(p.End.Add(time.Second))
+	for m, want := range map[string]string{"x": "bronze", "y": "silver"} {
+		if got := memberTier(t, s, lg.ID, "", m); got != want {
+			t.Errorf("before play: %s in %q, want %q (x was hidden when the period ended)", m, got, want)
+		}
+	}
+	if r := apply(t, s, delta(lg.ID, g.next(), "y", 1)); r.Tier != "silver" {
+		t.Fatalf("y: %+v, want silver", r)
+	}
+	// The moves are made: lifting the ban now changes no tier.
+	if err := s.LiftBan(ctx, lg.ID, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if r := apply(t, s, delta(lg.ID, g.next(), "x", 1)); r.Tier != "bronze" {
+		t.Fatalf("x: %+v, want bronze", r)
+	}
+}
