@@ -743,3 +743,81 @@ func testCohortBans(t *testing.T, f Factory) {
 		t.Fatalf("x: %+v, want bronze", r)
 	}
 }
+
+// testCohortChanges: on a cohort board the sink hears each change with
+// the member's cohort, its ranks within it (so live frames route per
+// cohort), as the ack says.
+func testCohortChanges(t *testing.T, f HooksFactory) {
+	rec := newRecorder()
+	s := f(t, rank.Hooks{Sink: rec.sink})
+	b := put(t, s, cohortBoard("rt-cochg", 2))
+	out := submitAll(t, s, rec, t.Context(), []rank.Event{
+		delta(b.ID, "1", "a", 5), delta(b.ID, "1", "b", 7), delta(b.ID, "1", "c", 1), delta(b.ID, "2", "a", 5),
+	})
+	want := []struct {
+		cohort         string
+		rank, prevRank int64
+	}{{"1", 1, 0}, {"1", 1, 0}, {"2", 1, 0}, {"1", 1, 2}}
+	for i, o := range out {
+		if o.err != nil || !o.seen {
+			t.Fatalf("event %d: %+v", i, o)
+		}
+		w := want[i]
+		if o.r.Cohort != w.cohort || o.r.Rank != w.rank || o.r.PrevRank != w.prevRank {
+			t.Errorf("event %d's ack: %+v, want cohort %s rank %d prev %d", i, o.r, w.cohort, w.rank, w.prevRank)
+		}
+		if c := o.change; c.Cohort != w.cohort || c.Rank != w.rank || c.PrevRank != w.prevRank {
+			t.Errorf("event %d's change: %+v, want cohort %s rank %d prev %d", i, c, w.cohort, w.rank, w.prevRank)
+		}
+	}
+}
+
+// LeagueRealPeriods plays a league board of s over two real boundaries of
+// 1-minute periods on the store's own clock (a node's view of time plays
+// no part): the moves of each period show in the next one's first acks.
+// It waits for the boundaries (up to about two and a half minutes), so
+// callers run it in parallel with the rest and skip it in -short runs.
+func LeagueRealPeriods(t *testing.T, s rank.Store) {
+	ctx := t.Context()
+	b := put(t, s, leagueBoard("rt-real", 2, 1, 1, "bronze", "silver", "gold"))
+	now := func() time.Time {
+		t.Helper()
+		n, err := s.Now(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// waitFor polls the store's clock until it reaches at.
+	waitFor := func(at time.Time) {
+		t.Helper()
+		deadline := time.Now().Add(at.Sub(now()) + 10*time.Second)
+		for now().Before(at) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the store's clock did not reach %s", at)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	p := rank.PeriodAt(b, now())
+	if p.End.Sub(now()) < 10*time.Second {
+		waitFor(p.End) // room for the first period's events
+		p = rank.PeriodAt(b, p.End)
+	}
+	var g ids
+	play := func(m string, sc int64, cohort string) {
+		t.Helper()
+		if r := apply(t, s, delta(b.ID, g.next(), m, sc)); r.Cohort != cohort {
+			t.Fatalf("%s: %+v, want %s", m, r, cohort)
+		}
+	}
+	play("w", 10, "bronze-1")
+	play("l", 5, "bronze-1")
+	waitFor(p.End)
+	// w won its cohort, l lost it at the floor; each then alone in its tier.
+	play("w", 1, "silver-1")
+	play("l", 1, "bronze-1")
+	waitFor(rank.PeriodAt(b, p.End).End)
+	play("l", 1, "silver-1")
+	play("w", 1, "gold-1")
+}
