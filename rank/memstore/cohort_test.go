@@ -1,12 +1,10 @@
 package memstore_test
 
 import (
+	"testing"
 	"time"
 
 	"github.com/wsgateway/wsgateway/internal/testenv"
-
-	"testing"
-
 	"github.com/wsgateway/wsgateway/rank/ranktest"
 )
 

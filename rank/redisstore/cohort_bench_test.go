@@ -2,12 +2,11 @@ package redisstore
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"math/rand/v2"
 
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
