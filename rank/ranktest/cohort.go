@@ -215,6 +215,37 @@ func testCohortArrival(t *testing.T, f Factory) {
 // (R-ties): shared ranks and the first/last tiebreak hold within a cohort.
 func testCohortTies(t *testing.T, f Factory) {
 	s := f(t, nil)
+	// check holds each cohort's page and member reads to the board's own
+	// order restricted to the cohort, ranks recounted.
+	check := func(b rank.Board) {
+		t.Helper()
+		global := all(t, s, b.ID, "").Entries
+		for _, c := range []string{"1", "2"} {
+			pg := cohortTop(t, s, b.ID, "", c, 0, 10)
+			in := map[string]bool{}
+			for _, e := range pg.Entries {
+				in[e.Member] = true
+			}
+			var want []rank.Entry
+			for _, e := range global {
+				if in[e.Member] {
+					want = append(want, e)
+				}
+			}
+			for i := range want {
+				want[i].Rank = int64(i + 1)
+				if b.Tiebreak == rank.Shared && i > 0 && want[i].Score == want[i-1].Score {
+					want[i].Rank = want[i-1].Rank
+				}
+			}
+			wantEntries(t, fmt.Sprintf("%s (%s) cohort %s", b.ID, b.Tiebreak, c), pg.Entries, want...)
+			for _, e := range want {
+				if m := one(t, s, b.ID, e.Member, 0); m.Rank != e.Rank || m.Cohort != c {
+					t.Fatalf("%s %s: %+v, want rank %d in %s", b.ID, e.Member, m, e.Rank, c)
+				}
+			}
+		}
+	}
 	for _, tie := range []rank.Tiebreak{rank.First, rank.Last, rank.Shared} {
 		for _, order := range []rank.Order{rank.Desc, rank.Asc} {
 			b := put(t, s, board(fmt.Sprintf("rt-cot-%s-%s", tie, order), func(b *rank.Board) {
@@ -225,33 +256,15 @@ func testCohortTies(t *testing.T, f Factory) {
 				apply(t, s, delta(b.ID, g.next(), fmt.Sprintf("m%d", i), sc))
 			}
 			apply(t, s, delta(b.ID, g.next(), "m0", 0)) // unchanged: keeps its place
-			global := all(t, s, b.ID, "").Entries
-			for _, c := range []string{"1", "2"} {
-				pg := cohortTop(t, s, b.ID, "", c, 0, 10)
-				in := map[string]bool{}
-				for _, e := range pg.Entries {
-					in[e.Member] = true
-				}
-				var want []rank.Entry
-				for _, e := range global {
-					if in[e.Member] {
-						want = append(want, e)
-					}
-				}
-				// The cohort's order is the board's; ranks are recounted.
-				for i := range want {
-					want[i].Rank = int64(i + 1)
-					if tie == rank.Shared && i > 0 && want[i].Score == want[i-1].Score {
-						want[i].Rank = want[i-1].Rank
-					}
-				}
-				wantEntries(t, fmt.Sprintf("%s cohort %s", b.ID, c), pg.Entries, want...)
-				for _, e := range want {
-					if m := one(t, s, b.ID, e.Member, 0); m.Rank != e.Rank || m.Cohort != c {
-						t.Fatalf("%s %s: %+v, want rank %d in %s", b.ID, e.Member, m, e.Rank, c)
-					}
-				}
-			}
+			check(b)
+			// Another tiebreak takes effect for later events, in the
+			// cohorts as on the board.
+			b.Tiebreak = map[rank.Tiebreak]rank.Tiebreak{rank.First: rank.Last, rank.Last: rank.Shared, rank.Shared: rank.First}[tie]
+			put(t, s, b)
+			apply(t, s, delta(b.ID, g.next(), "m6", 2))
+			apply(t, s, delta(b.ID, g.next(), "m1", 2))
+			apply(t, s, delta(b.ID, g.next(), "m3", 0))
+			check(b)
 		}
 	}
 }
