@@ -71,10 +71,11 @@ const (
 	FieldLimit
 	FieldPeriod
 	FieldToken
-	FieldAt   // score: the event's time in unix ms (v1.1, §6)
-	FieldMeta // score: a JSON object kept with the score (v1.2, §11)
+	FieldAt     // score: the event's time in unix ms (v1.1, §6)
+	FieldMeta   // score: a JSON object kept with the score (v1.2, §11)
+	FieldCohort // subscribe: the cohort whose top frames to send (v1.2, §12)
 
-	allFields = FieldMeta<<1 - 1
+	allFields = FieldCohort<<1 - 1
 	// scoreFields are the fields of a REST score event.
 	scoreFields = FieldID | FieldMember | FieldDelta | FieldValue | FieldAt | FieldMeta
 )
@@ -110,11 +111,13 @@ func fieldOf(name string) (Field, bool) {
 		return FieldAt, true
 	case "meta":
 		return FieldMeta, true
+	case "cohort":
+		return FieldCohort, true
 	}
 	return 0, false
 }
 
-var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta"}
+var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta", "cohort"}
 
 // String is the field's wire name.
 func (f Field) String() string {
@@ -132,7 +135,7 @@ func fieldsOf(typ string) (allowed, required Field, ok bool) {
 	case TypeScore:
 		return FieldBoard | FieldMember | FieldDelta | FieldValue | FieldAt | FieldMeta, FieldBoard, true
 	case TypeSubscribe:
-		return FieldBoard | FieldMember | FieldTop | FieldAround, FieldBoard, true
+		return FieldBoard | FieldMember | FieldTop | FieldAround | FieldCohort, FieldBoard, true
 	case TypeUnsubscribe:
 		return FieldBoard, FieldBoard, true
 	case TypePage:
@@ -162,6 +165,7 @@ type Message struct {
 	Token  string
 	At     int64     // score: unix ms when Has&FieldAt (who may send it is the caller's rule)
 	Meta   meta.Meta // score: "" when absent
+	Cohort string    // subscribe: "" when absent (the board's own top frames)
 	Has    Field
 }
 
@@ -224,6 +228,9 @@ func DecodeMessage(b []byte) (m Message, err error) {
 		return m, err
 	}
 	if m.Token, err = stringField(&raw, FieldToken); err != nil {
+		return m, err
+	}
+	if m.Cohort, err = stringField(&raw, FieldCohort); err != nil {
 		return m, err
 	}
 	if has&FieldPeriod != 0 {

@@ -184,7 +184,8 @@ type Request struct {
 	Limit  *int            `json:"limit,omitempty"`
 	Period string          `json:"period,omitempty"`
 	Token  string          `json:"token,omitempty"`
-	Meta   json.RawMessage `json:"meta,omitempty"` // score: a JSON object (§11)
+	Meta   json.RawMessage `json:"meta,omitempty"`   // score: a JSON object (§11)
+	Cohort string          `json:"cohort,omitempty"` // subscribe: that cohort's top frames (§12)
 }
 
 // Limits are announced in welcome.
@@ -216,6 +217,10 @@ type Ack struct {
 	Duplicate bool   `json:"duplicate"`
 	Seq       int64  `json:"seq"`
 	Period    int64  `json:"period,omitempty"` // the period written to (R17); boards with reset only
+	// Cohort is the member's cohort on a cohort board, and Rank and
+	// PrevRank are then within it; Tier is its tier on a league board (§12).
+	Cohort string `json:"cohort,omitempty"`
+	Tier   string `json:"tier,omitempty"`
 	// Decimals: Score is in units of 10^-Decimals and is written with that
 	// many decimals (hot boards: 3, R22). Not a field of the wire.
 	Decimals int `json:"-"`
@@ -269,6 +274,8 @@ type Top struct {
 	// final (R19); Period is that period (boards with reset only).
 	Final  bool  `json:"final,omitempty"`
 	Period int64 `json:"period,omitempty"`
+	// Cohort: the frame is that cohort's standings, not the board's (§12).
+	Cohort string `json:"cohort,omitempty"`
 	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
 	// the gateway writes them with that many decimals. Not a wire field.
 	Decimals int `json:"-"`
