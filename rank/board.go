@@ -184,6 +184,11 @@ type Board struct {
 	// Shards spreads the members over this many sorted sets (§9, R24;
 	// shard.go), fixed at creation; 0 (absent) = 1.
 	Shards int `json:"shards,omitzero"`
+	// Cohort makes the board compete in groups (§12, R27; cohort.go),
+	// League moves members between tiers each period; both fixed at
+	// creation.
+	Cohort Cohort `json:"cohort,omitzero"`
+	League League `json:"league,omitzero"`
 	// Decay makes the board hot (§8, R22; decay.go). Optional.
 	Decay Decay `json:"decay,omitzero"`
 	// Derived boards (§8, v1.1; derived.go). Group is the Redis Cluster
@@ -389,7 +394,9 @@ func (b Board) Validate() error {
 	}
 	if err := b.validateShards(); err != nil {
 		return err
-
+	}
+	if err := b.validateCohort(); err != nil {
+		return err
 	}
 	if err := validateDecay(b); err != nil {
 		return bad("decay", "%v", err)

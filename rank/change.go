@@ -16,6 +16,9 @@ type Change struct {
 	PrevRank int64  `json:"prev_rank"` // 0 when new
 	Period   int64  `json:"period,omitempty"`
 	Name     string `json:"name,omitempty"`
+	// Cohort is the member's cohort on a cohort board (§12), so live
+	// frames can route per cohort: Rank and PrevRank are then within it.
+	Cohort string `json:"cohort,omitempty"`
 }
 
 // ChangeOf is the change that applying e produced with result r; ok is
@@ -33,6 +36,7 @@ func ChangeOf(e Event, r Result) (c Change, ok bool) {
 		PrevRank: r.PrevRank,
 		Period:   r.Period,
 		Name:     e.Name,
+		Cohort:   r.Cohort,
 	}
 	if r.PrevRank > 0 {
 		old := r.PrevScore

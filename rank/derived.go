@@ -255,6 +255,9 @@ func ResolveDerived(b, old Board, get func(id string) (Board, []Dep, bool)) (Boa
 		if src.Hot() || src.Sharded() {
 			return Board{}, bad("source", "board %s is hot or sharded: a source must be a plain board", id)
 		}
+		if src.Cohorted() {
+			return Board{}, bad("source", "board %s has a cohort: a source must be a plain board", id)
+		}
 		if src.GroupID() != b.Group {
 			return Board{}, bad("source", "board %s is in group %q, this board in %q: combined boards must share a group", id, src.GroupID(), b.Group)
 		}

@@ -92,6 +92,11 @@ type Result struct {
 	// Decimals says the scores are in units of 10^-Decimals (Board.Decimals:
 	// 3 on hot boards, else 0); the wire prints them with that many decimals.
 	Decimals int
+	// Cohort is the id of the member's cohort on a cohort board (§12),
+	// where Rank and PrevRank are ranks within it; Tier its tier on a
+	// league board.
+	Cohort string
+	Tier   string
 }
 
 // Entry is one ranked member.
@@ -129,6 +134,10 @@ type MemberRank struct {
 	// Around holds up to `around` entries above and below the member, the
 	// member's own entry included, in rank order. Empty when not found.
 	Around []Entry
+	// Cohort is the member's cohort on a cohort board (§12), where Rank
+	// and Around are within it; Tier its tier on a league board.
+	Cohort string
+	Tier   string
 }
 
 // HistoryEvent is one applied event as a board with history keeps it
@@ -228,6 +237,17 @@ type Store interface {
 	// first (§11): empty on a board without history or for a member
 	// without events there.
 	History(ctx context.Context, board string, period PeriodSel, member string) ([]HistoryEvent, error)
+	// CohortTop reads entries [offset, offset+limit) of one cohort of a
+	// period (§12): ErrUnknownBoard for no board; ErrBadRequest naming the
+	// cohort on a board without cohorts or for a malformed cohort id; an
+	// empty Page (Total 0) for a well-formed cohort nobody is in. The
+	// page's Total is the cohort's member count.
+	CohortTop(ctx context.Context, board string, period PeriodSel, cohort string, offset, limit int) (Page, error)
+	// MemberTier is the member's tier on a league board in the period
+	// (§12): the tier it was placed in when it has an entry there, else
+	// the tier it would be placed in by an event (a member never seen is
+	// in the lowest tier); "" on a board without a league.
+	MemberTier(ctx context.Context, board string, period PeriodSel, member string) (string, error)
 
 	// Now is the store's clock, the one that decides periods and board
 	// states (§6): a node follows it, never its own.

@@ -297,6 +297,15 @@ func (m *model) History(context.Context, string, rank.PeriodSel, string) ([]rank
 	return nil, errors.ErrUnsupported
 }
 
+// Cohorts are outside what this model checks (ranktest's cohort model does).
+func (m *model) CohortTop(context.Context, string, rank.PeriodSel, string, int, int) (rank.Page, error) {
+	return rank.Page{}, errors.ErrUnsupported
+}
+
+func (m *model) MemberTier(context.Context, string, rank.PeriodSel, string) (string, error) {
+	return "", errors.ErrUnsupported
+}
+
 // The model keeps profiles in a map: Differential does not compare them,
 // the conformance suite does.
 func (m *model) PutProfile(_ context.Context, member string, p rank.Profile) error {
