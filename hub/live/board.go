@@ -54,6 +54,10 @@ type board struct {
 	maxN     int
 	topDirty bool
 	frames   map[int]*topFrame // latest frame per N that has subscribers
+	// cohort top frames (cohort.go), by cohort id; dirtyCohorts are those
+	// marked, in marking order
+	cohorts      map[string]*cohortTops
+	dirtyCohorts []*cohortTops
 
 	// view frames
 	views    map[viewKey]*view
@@ -76,7 +80,8 @@ type board struct {
 type logged struct {
 	seq    int64
 	member string
-	lo, hi int64 // the change's span in goodness space
+	cohort string // the change's cohort on a cohort board (§12)
+	lo, hi int64  // the change's span in goodness space
 }
 
 type topFrame struct {
@@ -91,6 +96,8 @@ type topFrame struct {
 	// unsent: a Subscribe's read installed it and it has not been offered
 	// to the other subscribers yet; the next scheduled read does that.
 	unsent bool
+	// cohort: the frame is that cohort's standings (cohort.go).
+	cohort string
 }
 
 type viewKey struct {
@@ -138,7 +145,7 @@ func newBoard(id string) *board {
 	}
 }
 
-func (b *board) empty() bool { return len(b.topSubs) == 0 && len(b.views) == 0 }
+func (b *board) empty() bool { return len(b.topSubs) == 0 && len(b.views) == 0 && len(b.cohorts) == 0 }
 
 // goodness maps a score so that higher always ranks higher.
 func (b *board) goodness(score int64) int64 {
@@ -150,7 +157,7 @@ func (b *board) goodness(score int64) int64 {
 
 func (b *board) needsRead(now time.Time) bool {
 	return !b.cfgOK || now.Sub(b.cfgAt) >= cfgTTL || b.probe ||
-		(b.topDirty && b.maxN > 0) || len(b.dirty) > 0
+		(b.topDirty && b.maxN > 0) || len(b.dirty) > 0 || len(b.dirtyCohorts) > 0
 }
 
 // setCfg installs a config read at now. It reports whether the change
@@ -188,6 +195,9 @@ func (e *Engine) markView(b *board, v *view) {
 // markAll marks the whole board dirty. Lock held.
 func (e *Engine) markAll(b *board) {
 	e.markTop(b)
+	for _, ct := range b.cohorts {
+		e.markCohort(b, ct)
+	}
 	for _, v := range b.views {
 		e.markView(b, v)
 	}
@@ -265,10 +275,13 @@ func (e *Engine) Changed(changes []rank.Change) {
 			e.markAll(b) // the store rolled over to a new period
 		}
 		// Top: only a change that touches the first maxN ranks, or adds a
-		// member (total), can change a top frame.
+		// member (total), can change a top frame. On a cohort board the
+		// change's ranks are within its cohort, never worse than the
+		// board's, so the test still marks every change that matters.
 		if n := int64(b.maxN); n > 0 && (c.Old == nil || c.Rank <= n || (c.PrevRank > 0 && c.PrevRank <= n)) {
 			e.markTop(b)
 		}
+		e.cohortChanged(b, c)
 		if len(b.views) == 0 {
 			continue
 		}
@@ -276,7 +289,7 @@ func (e *Engine) Changed(changes []rank.Change) {
 			e.markAll(b) // no order known: cannot place the change
 			continue
 		}
-		l := logged{seq: c.Seq, member: c.Member, lo: math.MinInt64, hi: b.goodness(c.New)}
+		l := logged{seq: c.Seq, member: c.Member, cohort: c.Cohort, lo: math.MinInt64, hi: b.goodness(c.New)}
 		if c.Old != nil { // else: a new member comes from "worst possible"
 			o := b.goodness(*c.Old)
 			l.lo, l.hi = min(o, l.hi), max(o, l.hi)
@@ -296,12 +309,17 @@ func (e *Engine) Changed(changes []rank.Change) {
 // touchViews marks the views a change may affect: the changed member's own,
 // and every found view whose window range intersects the change's span
 // (the span crosses or enters the window, so a rank, score or neighbour
-// moves). Lock held.
+// moves). On a cohort board a view's window is within its member's cohort,
+// which a change in another cohort cannot move (sameCohort). Lock held.
 func (e *Engine) touchViews(b *board, l logged) {
 	for _, v := range b.byMember[l.member] {
 		e.markView(b, v)
 	}
-	b.index.stab(l.lo, l.hi, func(v *view) { e.markView(b, v) })
+	b.index.stab(l.lo, l.hi, func(v *view) {
+		if sameCohort(v, l) {
+			e.markView(b, v)
+		}
+	})
 }
 
 // Resync marks a board ("" = every board) dirty and its config stale: the

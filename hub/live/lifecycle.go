@@ -102,6 +102,11 @@ func (b *board) outboxes() []*Outbox {
 	for _, s := range b.topSubs {
 		add(s)
 	}
+	for _, ct := range b.cohorts {
+		for _, s := range ct.subs {
+			add(s)
+		}
+	}
 	for _, v := range b.views {
 		add(v.watchers)
 	}
@@ -167,6 +172,9 @@ func (e *Engine) lifecycleTick(b *board, now time.Time) *finalJob {
 		return nil
 	}
 	lc.final, lc.hasFin = final, true
+	for _, ct := range b.cohorts {
+		e.markCohort(b, ct) // their next frame is the final standings (sameCohortTop)
+	}
 	if b.maxN == 0 {
 		return nil
 	}

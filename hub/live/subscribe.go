@@ -24,6 +24,12 @@ const (
 // Any error (an invalid argument, an unknown board, a failed first read)
 // leaves o with no subscription to board at all, the previous one included.
 func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int, member string, around int) error {
+	return e.subscribe(ctx, o, board, "", top, member, around)
+}
+
+// subscribe is Subscribe, with top frames of one cohort's standings instead
+// of the board's when cohort is set (SubscribeCohort).
+func (e *Engine) subscribe(ctx context.Context, o *Outbox, board, cohort string, top int, member string, around int) error {
 	switch {
 	case !rank.ValidBoardID(board):
 		return fmt.Errorf("live: subscribe %q: %w", board, rank.ErrInvalidBoard)
@@ -55,7 +61,7 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 
 	sn, _ := e.storeNow(ctx)
 	tk, vk := slotKey{board, false}, slotKey{board, true}
-	s := &sub{top: top}
+	s := &sub{top: top, cohort: cohort}
 	if top > 0 {
 		s.topGen = o.open(tk)
 	} else {
@@ -97,7 +103,9 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 
 	j := &job{b: b, sub: true, o: o, final: finalOf(b)}
 	var out []delivery
-	if top > 0 {
+	if top > 0 && cohort != "" {
+		out = e.subscribeCohort(b, o, s, j, out)
+	} else if top > 0 {
 		n := b.topSubs[top]
 		if n == nil {
 			n = newSubscribers()
@@ -130,18 +138,20 @@ func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int
 			j.groups = map[int][]viewJob{around: {{v: v, prev: r}}}
 		}
 	}
-	if j.topN > 0 || j.groups != nil {
+	if j.topN > 0 || j.groups != nil || j.cohorts != nil {
 		e.startJob(b, j)
 	}
 	e.unlock()
 
 	var err error
-	if j.topN > 0 || j.groups != nil {
+	if j.topN > 0 || j.groups != nil || j.cohorts != nil {
 		err = e.runJob(ctx, j)
 		// The subscriber's own first frames: the board's newest if it is not
 		// older than what this connection already had, else this read's.
 		e.mu.Lock()
-		if top > 0 && j.newTop != nil {
+		if top > 0 && cohort != "" {
+			out = e.firstCohortFrame(b, o, s, j, out)
+		} else if top > 0 && j.newTop != nil {
 			f := b.frames[top]
 			if f == nil || f.seq < o.floor(tk) {
 				f = j.newTop[top]
@@ -213,7 +223,9 @@ func (e *Engine) unregister(o *Outbox, b *board) {
 	if len(subs) == 0 {
 		delete(e.conns, o)
 	}
-	if n := b.topSubs[s.top]; n != nil {
+	if s.cohort != "" {
+		e.unregisterCohort(o, b, s)
+	} else if n := b.topSubs[s.top]; n != nil {
 		n.del(o)
 		if n.len() == 0 {
 			delete(b.topSubs, s.top)
