@@ -40,6 +40,7 @@ type request struct {
 	Token  string
 	At     int64     // score: unix ms when has&proto.FieldAt
 	Meta   meta.Meta // score: "" when absent
+	Cohort string    // subscribe: "" for the board's own top frames (§12)
 	has    field
 }
 
@@ -64,6 +65,7 @@ func decode(b []byte) (request, error) {
 		Token:  m.Token,
 		At:     m.At,
 		Meta:   m.Meta,
+		Cohort: m.Cohort,
 		has:    m.Has,
 	}, err
 }

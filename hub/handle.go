@@ -230,7 +230,11 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 		c.poke()
 	}()
 	sctx, cancel := c.storeCtx(ctx)
-	err = c.h.deps.Live.Subscribe(sctx, c.out, req.Board, top, member, req.Around)
+	if req.has&proto.FieldCohort != 0 {
+		err = c.h.deps.Live.SubscribeCohort(sctx, c.out, req.Board, req.Cohort, top, member, req.Around)
+	} else {
+		err = c.h.deps.Live.Subscribe(sctx, c.out, req.Board, top, member, req.Around)
+	}
 	cancel()
 	if err != nil {
 		return err
