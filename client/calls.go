@@ -217,6 +217,9 @@ type SubOpts struct {
 	Around int
 	// Member is whose view; "" means the token's own member.
 	Member string
+	// Cohort, on a cohort board, makes the top frames that cohort's
+	// standings (proto.Top.Cohort names it) instead of the board's (§12).
+	Cohort string
 }
 
 // Subscribe subscribes to board's live frames, or changes the options of an
