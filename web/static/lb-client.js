@@ -641,15 +641,17 @@ export class LBClient {
   }
 
   /**
-   * Subscribes to a board's live frames ({top, around, member} as in the
-   * protocol); a second call for the same board replaces the first. Kept
+   * Subscribes to a board's live frames ({top, around, member, cohort} as in
+   * the protocol; with cohort, the top frames are that cohort's standings and
+   * name it); a second call for the same board replaces the first. Kept
    * across reconnects. 'top' and 'view' events carry the frames.
    */
-  subscribe(board, { top, around, member } = {}) {
+  subscribe(board, { top, around, member, cohort } = {}) {
     const fields = {};
     if (top !== undefined) fields.top = top;
     if (around !== undefined) fields.around = around;
     if (member) fields.member = member;
+    if (cohort !== undefined) fields.cohort = cohort;
     this._subs.set(board, fields);
     return this._request({ type: 'subscribe', board, ...fields }, fields);
   }
