@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Cohorts and leagues (docs/protocol.md §12, R27).
@@ -173,6 +174,10 @@ func (b Board) validateCohort() error {
 		return bad("league", "a league needs cohort")
 	case b.Reset == None:
 		return bad("league", "a league needs a reset other than none")
+	case b.Grace != 0:
+		// The moves of a period are decided when the next one is first
+		// played; with grace a late event could still change the period.
+		return bad("league", "a league board takes no grace (the moves of a period are made when the next one starts), not %s", time.Duration(b.Grace))
 	case l.Tiers.Len() < MinLeagueTiers:
 		return bad("league", "%d tiers, want %d..%d", l.Tiers.Len(), MinLeagueTiers, MaxLeagueTiers)
 	case l.Promote < 0 || l.Promote >= b.Cohort.Size:
@@ -248,25 +253,21 @@ func (b Board) ParseCohortID(id string) (tier string, n int64, err error) {
 // placed in a tier and period joins: cohorts fill in order of arrival.
 func (b Board) CohortOf(n int64) int64 { return n/int64(b.Cohort.Size) + 1 }
 
-// LeagueMoves computes the tier moves of one final cohort: ranked is the
-// cohort's members, best first, and the result is each one's tier step
-// (+1 up, -1 down, 0 stays) before clamping at the ends. The best Promote
-// move up and the worst Demote move down; Promote + Demote ≤ Size keeps
-// the two ends apart, and a cohort smaller than both gives promotion first.
-func (l League) LeagueMoves(count int) []int {
-	out := make([]int, count)
-	for i := range out {
-		switch {
-		case i < l.Promote:
-			out[i] = 1
-		case i >= count-l.Demote:
-			out[i] = -1
-		}
+// Step is the tier move of the member at 1-based position pos of a final
+// cohort of count members: +1 for the best Promote, -1 for the worst
+// Demote, else 0. Promote + Demote ≤ Size keeps the two ends apart in a
+// full cohort; in a smaller one the best go up first.
+func (l League) Step(pos, count int) int {
+	switch {
+	case pos <= l.Promote:
+		return 1
+	case pos > count-l.Demote:
+		return -1
 	}
-	return out
+	return 0
 }
 
-// MoveTier is tier index t moved by step, clamped to the league's tiers.
+// MoveTier is tier index t moved by step, kept within the league's tiers.
 func (l League) MoveTier(t, step int) int {
 	return min(max(t+step, 0), l.Tiers.Len()-1)
 }

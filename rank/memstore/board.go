@@ -38,6 +38,8 @@ type board struct {
 	// deps are the derived boards over this one (derived.go), changed
 	// under Store.mu and b.mu both.
 	deps []dep
+	// league holds a league board's tiers (cohort.go); nil on others.
+	league *leagueState
 }
 
 // zset is one period's ranking.
@@ -54,6 +56,8 @@ type zset struct {
 	// history holds each member's last applied events, oldest first, on a
 	// board with history (§11); nil on others.
 	history map[string][]rank.HistoryEvent
+	// co holds a cohort board's cohorts (cohort.go); nil on others.
+	co *cohorts
 }
 
 // idemKey is what a request id is unique within on a board (R4 v1.1): the
@@ -73,6 +77,7 @@ type record struct {
 	prevScore int64
 	seq       int64
 	period    int64
+	cohort    cohortKey // on a cohort board
 }
 
 // boardView is what GetBoard reads of a board, published whole.
@@ -95,6 +100,9 @@ func newBoard(cfg rank.Board) *board {
 	}
 	if cfg.Hot() {
 		b.hot = newHot()
+	}
+	if cfg.Leagued() {
+		b.league = &leagueState{tier: map[string]int{}}
 	}
 	b.publish()
 	return b
@@ -150,6 +158,7 @@ func (b *board) reconfigure(cfg rank.Board) {
 		return
 	}
 	for _, z := range b.periods {
+		co := cohortNodes(z)
 		nodes := make([]*node, 0, z.tr.len())
 		for c := z.tr.at(1); c.ok(); c.next() {
 			nodes = append(nodes, c.node())
@@ -162,6 +171,7 @@ func (b *board) reconfigure(cfg rank.Board) {
 		for _, n := range z.hidden {
 			b.setKey(n, n.score, n.reached)
 		}
+		rekeyCohorts(z, co)
 	}
 }
 
@@ -189,11 +199,15 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		if rec.hash != hash {
 			return rank.Result{}, rank.ErrIdempotencyConflict
 		}
-		return rank.Result{
+		r := rank.Result{
 			Board: e.Board, Member: e.Member, Score: rec.score, Rank: rec.rank, PrevRank: rec.prevRank,
 			PrevScore: rec.prevScore, Duplicate: true, Seq: rec.seq, Period: rec.period,
 			Decimals: b.cfg.Decimals(),
-		}, nil
+		}
+		if b.cfg.Cohorted() {
+			r.Cohort, r.Tier = b.cohortName(rec.cohort), b.tierName(rec.cohort.tier)
+		}
+		return r, nil
 	}
 
 	// R21: after the duplicate check, so a retry of an event applied
@@ -248,6 +262,14 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	}
 	b.seq++
 	r := rank.Result{Board: e.Board, Member: e.Member, Score: score, Seq: b.seq, Period: p.Index, Decimals: b.cfg.Decimals()}
+	// On a cohort board (cohort.go) the member's cohort tree moves with
+	// the period's, and the ranks answered are within the cohort.
+	var ck cohortKey
+	var ct *tree
+	if z.co != nil {
+		ck, ct = b.cohortJoin(z, p, e.Member)
+		r.Cohort, r.Tier = b.cohortName(ck), b.tierName(ck.tier)
+	}
 	switch {
 	case n == nil:
 		n = &node{}
@@ -256,15 +278,28 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		pos := z.tr.insert(n)
 		z.members[e.Member] = n
 		r.Rank = b.rankIn(z, n, pos)
+		if ct != nil {
+			r.Rank = b.rankInTree(ct, n, ct.insert(n))
+		}
 	case score == old:
 		// The member keeps its place among equal scores.
-		r.Rank = b.rankIn(z, n, z.tr.rankOf(&n.key))
+		if ct != nil {
+			r.Rank = b.rankInTree(ct, n, ct.rankOf(&n.key))
+		} else {
+			r.Rank = b.rankIn(z, n, z.tr.rankOf(&n.key))
+		}
 		r.PrevRank, r.PrevScore = r.Rank, old
 	default:
 		pos := z.tr.remove(n)
 		r.PrevRank, r.PrevScore = b.rankIn(z, n, pos), old
+		if ct != nil {
+			r.PrevRank = b.rankInTree(ct, n, ct.remove(n))
+		}
 		b.setKey(n, score, b.seq)
 		r.Rank = b.rankIn(z, n, z.tr.insert(n))
+		if ct != nil {
+			r.Rank = b.rankInTree(ct, n, ct.insert(n))
+		}
 	}
 	if e.Name != "" {
 		b.names[e.Member] = e.Name
@@ -284,7 +319,7 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	exp := nowNs + int64(time.Duration(b.cfg.IdempotencyWindow))
 	b.idem[key] = record{
 		hash: hash, expires: exp, score: r.Score, rank: r.Rank, prevRank: r.PrevRank,
-		prevScore: r.PrevScore, seq: r.Seq, period: r.Period,
+		prevScore: r.PrevScore, seq: r.Seq, period: r.Period, cohort: ck,
 	}
 	b.queue.push(key, exp)
 	return r, nil
@@ -337,6 +372,9 @@ func (b *board) newPeriod(p rank.Period, now time.Time) *zset {
 		members:  map[string]*node{},
 		counts:   map[string]int{},
 		expireAt: p.ExpireAt(b.cfg.Retained()),
+	}
+	if b.cfg.Cohorted() {
+		z.co = newCohorts()
 	}
 	b.periods[p.Index] = z
 	return z

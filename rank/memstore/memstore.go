@@ -204,6 +204,9 @@ func (s *Store) PutBoard(ctx context.Context, cfg rank.Board) (rank.Board, error
 		if err := rank.CheckDecayChange(b.cfg, cfg); err != nil {
 			return rank.Board{}, fmt.Errorf("memstore: put board %s: %w", cfg.ID, err)
 		}
+		if err := rank.CheckCohortChange(b.cfg, cfg); err != nil {
+			return rank.Board{}, fmt.Errorf("memstore: put board %s: %w", cfg.ID, err)
+		}
 		b.reconfigure(cfg)
 		return cfg, nil
 	}
@@ -456,6 +459,10 @@ func (s *Store) Ranks(ctx context.Context, id string, sel rank.PeriodSel, member
 		}
 		n := z.members[m]
 		if n == nil {
+			continue
+		}
+		if z.co != nil {
+			out.Members[i] = b.cohortRank(z, n, around)
 			continue
 		}
 		pos := z.tr.rankOf(&n.key)

@@ -1,0 +1,26 @@
+package memstore_test
+
+import (
+	"time"
+
+	"github.com/wsgateway/wsgateway/rank"
+
+	"testing"
+
+	"github.com/wsgateway/wsgateway/rank/ranktest"
+)
+
+// The memory engine is one node: R27's placement and league fold under
+// concurrent applies on one store (ranktest.CohortNodes with the store
+// passed as both nodes).
+func TestCohortNodes(t *testing.T) {
+	t.Parallel()
+	clk := ranktest.NewClock(time.Now())
+	s := newStore(t, clk.Now)
+	ranktest.CohortNodes(t, clk, s, s)
+}
+
+func TestCohorts(t *testing.T) {
+	t.Parallel()
+	ranktest.RunCohorts(t, func(t *testing.T, now func() time.Time) rank.Store { return newStore(t, now) })
+}
