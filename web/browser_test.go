@@ -47,6 +47,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("spectator", func(t *testing.T) { testSpectator(t, b, gw, out) })
 	t.Run("player", func(t *testing.T) { testPlayer(t, b, gw, out) })
 	t.Run("player tiers", func(t *testing.T) { testPlayerTiers(t, b, gw) })
+	t.Run("cohorts and leagues", func(t *testing.T) { testCohorts(t, b, gw, out) })
 	t.Run("player on best and set boards", func(t *testing.T) { testPlayerValueModes(t, b, gw) })
 	t.Run("board list", func(t *testing.T) { testBoardList(t, b, gw, out) })
 	t.Run("honest states", func(t *testing.T) { testHonestStates(t, b, gw, bin) })

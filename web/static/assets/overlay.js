@@ -107,7 +107,9 @@ if (!board) {
 }
 
 // titled is a title with the cohort's name after it, on a cohort overlay.
-const titled = (t) => (cohort ? `${t} · ${cohortName(cohort)}` : t);
+function titled(t) {
+  return cohort ? `${t} · ${cohortName(cohort)}` : t;
+}
 
 async function start() {
   $('title').textContent = q.get('title') || titled(board);
