@@ -41,12 +41,13 @@ type cohortRead struct {
 
 // SubscribeCohort is Subscribe with top frames of one cohort of board (a
 // cohort board, §12) instead of the board's own: type top, with "cohort"
-// in the frame. A board without cohorts, or a malformed cohort id, is a
-// bad request (the store's, from the first read, which then leaves o with
-// no subscription to board, as Subscribe's failed reads do).
+// in the frame. A board without cohorts, or a cohort id that is not one of
+// the board's (rank.Board.ParseCohortID), is a bad request with nothing
+// sent; one the store refuses at the first read leaves o with no
+// subscription to board, as Subscribe's failed reads do.
 func (e *Engine) SubscribeCohort(ctx context.Context, o *Outbox, board, cohort string, top int, member string, around int) error {
-	if !rank.ValidBoardID(cohort) { // cohort ids are board-id-like tokens ("3", "silver-3")
-		return fmt.Errorf("live: subscribe %s: %w: malformed cohort id", board, rank.ErrBadRequest)
+	if cohort == "" {
+		return fmt.Errorf("live: subscribe %s: %w: empty cohort id", board, rank.ErrBadRequest)
 	}
 	return e.subscribe(ctx, o, board, cohort, top, member, around)
 }

@@ -103,7 +103,10 @@ func newCohortHarness(t *testing.T) (*harness, *cohortStore) {
 	done := make(chan struct{})
 	go func() { defer close(done); h.e.Run(t.Context()) }()
 	t.Cleanup(func() { <-done })
-	h.board(rank.DefaultBoard("g"))
+	b := rank.DefaultBoard("g")
+	b.Cohort = rank.Cohort{Size: rank.MaxCohortSize} // valid cohort ids; the fake places members itself
+	h.board(b)
+	h.board(rank.DefaultBoard("plain"))
 	for i := range 30 {
 		h.apply("g", member(i), int64(3000-100*i), false)
 	}
@@ -244,17 +247,25 @@ func TestCohortDirtyFilter(t *testing.T) {
 	})
 }
 
-// TestSubscribeCohortRefused: a cohort the store refuses, or a malformed
-// id, is a bad request and leaves no subscription behind.
+// TestSubscribeCohortRefused: a cohort the store refuses, a malformed id
+// or a board without cohorts is a bad request and leaves no subscription
+// behind.
 func TestSubscribeCohortRefused(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		h, _ := newCohortHarness(t)
 		r := newReader(t)
-		for _, c := range []string{"9", "", "a b"} {
-			err := h.e.SubscribeCohort(context.Background(), r.o, "g", c, 5, "", 0)
+		// Not a cohort of the board: refused before anything is sent; then
+		// one the store refuses at the first read.
+		for i, c := range []struct{ board, cohort string }{{"g", ""}, {"g", "a b"}, {"g", "0"}, {"plain", "1"}, {"g", "9"}} {
+			if i == 4 {
+				if n := r.o.pending(); n != 0 || len(r.o.events) != 0 {
+					t.Errorf("refused subscribes left frames behind: %d pending, %d events", n, len(r.o.events))
+				}
+			}
+			err := h.e.SubscribeCohort(context.Background(), r.o, c.board, c.cohort, 5, "", 0)
 			if !errors.Is(err, rank.ErrBadRequest) {
-				t.Errorf("cohort %q: %v, want a bad request", c, err)
+				t.Errorf("cohort %q of %s: %v, want a bad request", c.cohort, c.board, err)
 			}
 		}
 		if s := h.e.Stats(); s.Boards != 0 || s.TopSubs != 0 {

@@ -44,11 +44,14 @@ func (e *Engine) subscribe(ctx context.Context, o *Outbox, board, cohort string,
 		e.Unsubscribe(o, board)
 		return nil
 	}
+	var cfg rank.Board
 	e.mu.Lock()
 	b := e.boards[board]
 	haveCfg := b != nil && b.cfgOK
+	if haveCfg {
+		cfg = b.cfg
+	}
 	e.mu.Unlock()
-	var cfg rank.Board
 	if !haveCfg {
 		// The config gives the order, needed to place view windows; it also
 		// turns an unknown board into an error before anything is kept.
@@ -57,6 +60,12 @@ func (e *Engine) subscribe(ctx context.Context, o *Outbox, board, cohort string,
 			return fmt.Errorf("live: subscribe: %w", err)
 		}
 		cfg = c
+	}
+	if cohort != "" {
+		// Refused before anything is sent (a board frame) or read.
+		if _, _, err := cfg.ParseCohortID(cohort); err != nil {
+			return fmt.Errorf("live: subscribe %s: %w", board, err)
+		}
 	}
 
 	sn, _ := e.storeNow(ctx)
