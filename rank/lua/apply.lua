@@ -30,6 +30,8 @@
 --            request id; R4 v1.1) of the bucket hashes <p>:{b}:r:<W>.<k>
 --            (prelude's records, which also use the cfg hash's fields rw,
 --            rs, ro, rb).
+--            A cohort board's keys are built here too (see "cohorts" below;
+--            the cfg hash's field co is its cohort config).
 --
 -- ARGV[1]  config version the caller validated the events against
 -- ARGV[2]  now in unix ms, or "" to read the server's TIME (the one clock)
@@ -81,7 +83,8 @@
 -- reply contains "\n"). Each is "0" .. record when it was applied,
 -- "1" .. record when its id was already applied (nothing changed), or
 -- "!" .. code when it failed, where record is
--- "hash.token,score,rank,prev_rank,prev_score,seq,period". Codes:
+-- "hash.token,score,rank,prev_rank,prev_score,seq,period" (and ",<cohort>"
+-- on a cohort board, whose ranks are then within it; see "cohorts"). Codes:
 -- invalid_score, bad_request, out_of_range, board_closed:<reason> (R30:
 -- not_started, ended or period_over), limit_reached,
 -- at_ahead, banned (that event changed nothing; the next ones still run). A
@@ -127,9 +130,10 @@ local call, fmt, sfind, ssub = redis.call, string.format, string.find, string.su
 
 -- The config version check (prelude's refused) with the fields the
 -- records (prelude's recordsOpen) and the raw-entry lookup read, in one call.
-local meta = call('HMGET', KEYS[1], 'v', 'rw', 'rs', 'ro', 'rb')
+local meta = call('HMGET', KEYS[1], 'v', 'rw', 'rs', 'ro', 'rb', 'co')
 if not meta[1] then return redis.error_reply('LB unknown_board') end
 if meta[1] ~= ARGV[1] then return redis.error_reply('LB stale') end
+if meta[6] and not string.match(meta[6], '^%d+%.%d+%.%d+%.%d+$') then return redis.error_reply('LB bad_request') end
 
 local mode, order, tie = ARGV[10], ARGV[11], ARGV[12]
 -- A shard of a sharded board (R24) passes its tiebreak with the suffix
@@ -337,6 +341,95 @@ local function keepMeta(sl, member, mt)
   end
 end
 
+-- ---- cohorts (docs/protocol.md §12, R27) ----
+-- A cohort board's cfg hash holds co = "<size>.<tiers>.<promote>.<demote>"
+-- (tiers 0 without a league), written with the config at its creation
+-- (putboard.lua) and never changed after. Which cohort a member joins is
+-- decided here, so its keys are built from KEYS[1]'s prefix, as the
+-- records' are (same hash tag): per period <i>, the hash k:<i> (member ->
+-- "<tier>.<n>", tier an index from 0 and n the cohort from 1), the hash
+-- k:<i>/n (tier -> members placed) and each cohort's sorted set
+-- k:<i>/<tier>.<n>, whose members are the board's own (so ties order as on
+-- the board); per league board the hash lg: member -> the tier of its next
+-- placement (absent: the lowest), '#open' = the last period placed in and
+-- '#exp' = when that period's keys expire. A league's period keys get no
+-- expiry until its moves are made (leagueOpen), however late that is.
+local co
+if meta[6] then
+  local sz, nt, pr, dm = string.match(meta[6], '^(%d+)%.(%d+)%.(%d+)%.(%d+)$')
+  co = {size = tonumber(sz), tiers = tonumber(nt), promote = tonumber(pr), demote = tonumber(dm),
+    base = ssub(KEYS[1], 1, -4)} -- KEYS[1] ends in "cfg"
+end
+
+-- expireIn gives key the ms left until exp, or drops it when none are.
+local function expireIn(key, exp)
+  if exp > now then call('PEXPIRE', key, exp - now) else call('UNLINK', key) end
+end
+
+-- leagueOpen makes the moves of the last period placed in when the first
+-- member is placed in a later period idx (R27): in each of its cohorts,
+-- by final order, the best promote move one tier up and the worst demote
+-- one down (promotion first in a cohort too small for both), within the
+-- tiers. The others keep their tier, as does a member with no entry in
+-- that period: the tier it last had. The marker '#open' is written in
+-- this same step, so the moves are made once, whichever node places
+-- first; periods nobody played have no moves, so one fold covers any gap.
+local function leagueOpen(idx, exp)
+  local lg = co.base .. 'lg'
+  local o = call('HMGET', lg, '#open', '#exp')
+  if o[1] and tonumber(o[1]) >= tonumber(idx) then return end
+  if o[1] then
+    local pk, oexp = co.base .. 'k:' .. o[1], tonumber(o[2])
+    local cnt = call('HGETALL', pk .. '/n')
+    for c = 1, #cnt, 2 do
+      local t = tonumber(cnt[c])
+      for n = 1, math.ceil(tonumber(cnt[c + 1]) / co.size) do
+        local ck = pk .. '/' .. cnt[c] .. '.' .. fmt('%d', n)
+        local ms = call('ZREVRANGE', ck, 0, -1)
+        for i = 1, #ms do
+          local step = 0
+          if i <= co.promote then step = 1 elseif i > #ms - co.demote then step = -1 end
+          local nt = math.min(math.max(t + step, 0), co.tiers - 1)
+          if nt ~= t then
+            local id = ms[i]
+            if ssub(id, 17, 17) == '|' then id = ssub(id, 18) end
+            call('HSET', lg, id, fmt('%d', nt))
+          end
+        end
+        expireIn(ck, oexp)
+      end
+    end
+    expireIn(pk .. '/n', oexp)
+    expireIn(pk, oexp)
+  end
+  call('HSET', lg, '#open', idx, '#exp', fmt('%d', exp))
+end
+
+-- cohortJoin is member's cohort in slot sl, placing it when it has none:
+-- the next place of its tier, one HINCRBY in this atomic step (R27: two
+-- nodes placing at once never overfill a cohort). It returns the cohort,
+-- the period's k key, and whether the cohort is new (its set still to be
+-- made).
+local function cohortJoin(sl, member)
+  local pk = co.base .. 'k:' .. sl.idx
+  local c = call('HGET', pk, member)
+  if c then return c, pk, false end
+  local t = '0'
+  if co.tiers > 0 then
+    leagueOpen(sl.idx, sl.exp)
+    t = call('HGET', co.base .. 'lg', member) or '0'
+  end
+  local k = call('HINCRBY', pk .. '/n', t, 1) - 1
+  c = t .. '.' .. fmt('%d', (k - k % co.size) / co.size + 1)
+  call('HSET', pk, member, c)
+  if co.tiers == 0 and k == 0 and sl.exp > now then
+    call('PEXPIRE', pk .. '/n', sl.exp - now)
+    call('PEXPIRE', pk, sl.exp - now)
+  end
+  return c, pk, k % co.size == 0
+end
+-- ---- end of cohorts ----
+
 -- The first 8 digits of tiebreak first's pad, and the seq / 1e8 they are of.
 local padHi, padHiOf
 
@@ -450,6 +543,24 @@ local function one(i)
       end
     end
   end
+  -- A cohort board's acks rank within the member's cohort, whose set
+  -- follows the board's (its prev_rank read before its own write).
+  local cid
+  if co then
+    local pk, fresh
+    cid, pk, fresh = cohortJoin(sl, member)
+    local ck = pk .. '/' .. cid
+    if had then prev = rankOf(ck, oldz, olds) end
+    rank = prev
+    if not (had and new == old) then
+      if had and newz ~= oldz then call('ZREM', ck, oldz) end
+      local sc = ns
+      if order == 'asc' then sc = fmt('%d', -new) end
+      call('ZADD', ck, sc, newz)
+      if fresh and co.tiers == 0 and expat > now then call('PEXPIRE', ck, expat - now) end
+      rank = rankOf(ck, newz, sc)
+    end
+  end
   if maxSubs > 0 and call('HINCRBY', sl.c, member, 1) == 1 and expat > now then
     call('PEXPIRE', sl.c, expat - now)
   end
@@ -475,6 +586,7 @@ local function one(i)
   -- Redis does not roll a script back, and a record written before a
   -- failing write would turn every retry into a false duplicate.
   rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d', rank, prev, prevscore, seq) .. ',' .. period
+  if cid then rec = rec .. ',' .. cid end -- a cohort board's: "<tier>.<n>"
   recordPut(R, i, rec)
   if sharded then
     return '0' .. rec .. ';' .. newz .. ';' .. oldz .. ';' .. R.cur

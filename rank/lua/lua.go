@@ -2,8 +2,10 @@
 // starts with a header listing every KEYS[i] and ARGV[i]; every key a script
 // touches carries the board's {hash tag}, so each script runs on one Redis
 // Cluster slot. Every key arrives in KEYS but the idempotency records'
-// bucket hashes (prelude.lua), whose names depend on the script's clock:
-// they are built from KEYS[1]'s prefix, so they share its slot. prelude.lua holds what every script shares
+// bucket hashes (prelude.lua), whose names depend on the script's clock,
+// and a cohort board's keys (apply.lua), whose names depend on where the
+// script places a member: they are built from KEYS[1]'s prefix, so they
+// share its slot. prelude.lua holds what every script shares
 // (the config version check, the period clock, member ids and names); Source
 // puts it before each script, so the text sent to Redis, and its SHA1, is
 // one self-contained script.
@@ -36,6 +38,10 @@ const (
 
 	Build = "build.lua" // derived boards: recompute members of a derived board
 	Deps  = "deps.lua"  // derived boards: a source's list of dependants
+
+	// Cohort boards (§12): member reads within cohorts, a league tier.
+	CohortRanks = "cohortranks.lua"
+	CohortTier  = "cohorttier.lua"
 )
 
 // prelude is the file Source puts before every script.
@@ -59,5 +65,5 @@ func file(name string) string {
 
 // Names lists every embedded script.
 func Names() []string {
-	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, Build, Deps}
+	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, Build, Deps, CohortRanks, CohortTier}
 }

@@ -15,6 +15,9 @@
 -- ARGV[6] "1": the config is of a derived board still to be built over its
 --         sources' data (field b, cleared by the build; rank/redisstore/derived.go),
 --         "" or absent: nothing more
+-- ARGV[7] a cohort board's cohort config (§12) as apply.lua reads it from
+--         field co, "<size>.<tiers>.<promote>.<demote>" (tiers 0 without a
+--         league); "" or absent: none. Fixed at creation, so written as is.
 --
 -- Errors: "LB stale" when the stored version is not ARGV[1] (the caller
 -- reads the config again and retries), "LB board_closed" when the stored
@@ -28,5 +31,6 @@ if ARGV[3] ~= '' and clockMs() >= tonumber(ARGV[3]) then
 end
 redis.call('HSET', KEYS[1], 'v', ARGV[4], 'j', ARGV[5])
 if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'b', '1') end
+if ARGV[7] and ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'co', ARGV[7]) end
 if cur then return 0 end
 return 1

@@ -3,8 +3,6 @@ package memstore_test
 import (
 	"time"
 
-	"github.com/wsgateway/wsgateway/rank"
-
 	"testing"
 
 	"github.com/wsgateway/wsgateway/rank/ranktest"
@@ -18,9 +16,4 @@ func TestCohortNodes(t *testing.T) {
 	clk := ranktest.NewClock(time.Now())
 	s := newStore(t, clk.Now)
 	ranktest.CohortNodes(t, clk, s, s)
-}
-
-func TestCohorts(t *testing.T) {
-	t.Parallel()
-	ranktest.RunCohorts(t, func(t *testing.T, now func() time.Time) rank.Store { return newStore(t, now) })
 }

@@ -18,28 +18,6 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// RunCohorts is the cohort part of the suite, on its own while one
-// engine has no cohorts yet.
-func RunCohorts(t *testing.T, f Factory) {
-	for _, tc := range []struct {
-		name string
-		fn   func(t *testing.T, f Factory)
-	}{
-		{"CohortValidation", testCohortValidation},
-		{"CohortArrival", testCohortArrival},
-		{"CohortTies", testCohortTies},
-		{"CohortPeriods", testCohortPeriods},
-		{"CohortConcurrent", testCohortConcurrent},
-		{"LeagueMoves", testLeagueMoves},
-		{"LeagueDifferential", testLeagueDifferential},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, f)
-		})
-	}
-}
-
 func cohortBoard(id string, size int) rank.Board {
 	return board(id, func(b *rank.Board) { b.Cohort = rank.Cohort{Size: size} })
 }

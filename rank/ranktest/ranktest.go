@@ -188,6 +188,13 @@ func Run(t *testing.T, f Factory) {
 		{"Meta", testMeta},
 		{"History", testHistory},
 		{"MetaHistoryAtomic", testMetaHistoryAtomic},
+		{"CohortValidation", testCohortValidation},
+		{"CohortArrival", testCohortArrival},
+		{"CohortTies", testCohortTies},
+		{"CohortPeriods", testCohortPeriods},
+		{"CohortConcurrent", testCohortConcurrent},
+		{"LeagueMoves", testLeagueMoves},
+		{"LeagueDifferential", testLeagueDifferential},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}
 	for _, tc := range tests {

@@ -321,7 +321,11 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 		}
 		return rank.Result{}, fmt.Errorf("redisstore: apply %s: script error %q", e.Board, code)
 	case strings.HasPrefix(rep, "0"), strings.HasPrefix(rep, "1"):
-		r, err = parseRecord(rep[0] == '1', rep[1:], hash, token)
+		var cohort string
+		r, cohort, err = parseRecord(rep[0] == '1', rep[1:], hash, token)
+		if err == nil && cohort != "" && cfg != nil {
+			r.Cohort, r.Tier, err = cohortName(*cfg, cohort)
+		}
 	default:
 		err = fmt.Errorf("unexpected reply %q", rep)
 	}
@@ -335,16 +339,18 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 // parseRecord decodes an idempotency record. Its first field is
 // "<payload hash>.<attempt token>": another hash is a conflict; the same
 // hash with this call's own token is this call's result, not a duplicate.
-func parseRecord(dup bool, rec string, hash, token string) (rank.Result, error) {
-	// rec is "hash,score,rank,prev_rank,prev_score,seq,period"; cut in place
-	// rather than strings.Split, which allocates per event.
-	if strings.Count(rec, ",") != 6 {
-		return rank.Result{}, fmt.Errorf("unexpected record %q", rec)
+// A cohort board's record ends in the member's cohort as the script
+// names it ("<tier>.<n>"), returned apart.
+func parseRecord(dup bool, rec string, hash, token string) (rank.Result, string, error) {
+	// rec is "hash,score,rank,prev_rank,prev_score,seq,period[,cohort]"; cut
+	// in place rather than strings.Split, which allocates per event.
+	if c := strings.Count(rec, ","); c != 6 && c != 7 {
+		return rank.Result{}, "", fmt.Errorf("unexpected record %q", rec)
 	}
 	h, rest, _ := strings.Cut(rec, ",")
 	h, recToken, _ := strings.Cut(h, ".")
 	if h != hash {
-		return rank.Result{}, rank.ErrIdempotencyConflict
+		return rank.Result{}, "", rank.ErrIdempotencyConflict
 	}
 	var n [6]int64
 	for i := range n {
@@ -352,12 +358,12 @@ func parseRecord(dup bool, rec string, hash, token string) (rank.Result, error) 
 		f, rest, _ = strings.Cut(rest, ",")
 		x, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
-			return rank.Result{}, fmt.Errorf("unexpected record %q", rec)
+			return rank.Result{}, "", fmt.Errorf("unexpected record %q", rec)
 		}
 		n[i] = x
 	}
 	return rank.Result{
 		Score: n[0], Rank: n[1], PrevRank: n[2], PrevScore: n[3], Seq: n[4], Period: n[5],
 		Duplicate: dup && recToken != token,
-	}, nil
+	}, rest, nil
 }

@@ -65,6 +65,9 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 			if err := rank.CheckDecayChange(old.b, b); err != nil {
 				return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
 			}
+			if err := rank.CheckCohortChange(old.b, b); err != nil {
+				return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
+			}
 			oldVer = old.ver
 			if f := old.b.FinalAt(); !f.IsZero() {
 				finalAt = strconv.FormatInt(f.UnixMilli(), 10)
@@ -96,7 +99,7 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 			building = "1"
 		}
 		s.forget(b.ID)
-		v, err := putBoardScript.run(ctx, s.client, []string{s.keyIn(nb.GroupID(), nb.ID, "cfg")}, oldVer, s.nowArg(), finalAt, ver, j, building)
+		v, err := putBoardScript.run(ctx, s.client, []string{s.keyIn(nb.GroupID(), nb.ID, "cfg")}, oldVer, s.nowArg(), finalAt, ver, j, building, cohortSpec(nb))
 		if scriptError(err) == "stale" && attempt < maxPutAttempts {
 			continue
 		}

@@ -53,6 +53,10 @@ func TestCluster(t *testing.T) {
 	t.Run("Differential", func(t *testing.T) {
 		ranktest.Differential(t, newMem(t), factory(t, nil), 7, 1500)
 	})
+	t.Run("CohortNodes", func(t *testing.T) {
+		clk := ranktest.NewClock(time.Now())
+		ranktest.CohortNodes(t, clk, factory(t, clk.Now), factory(t, clk.Now)) // one prefix: two nodes
+	})
 }
 
 // Applies keep flowing while the board's slot moves to another master:

@@ -1,19 +1,222 @@
 package redisstore
 
+// Cohort boards (docs/protocol.md §12, R27). apply.lua places a member in
+// its cohort in the step that writes its first entry of a period and keeps
+// each cohort in a sorted set of its own next to the period's (its keys are
+// in the script's "cohorts" section); league moves are made by the same
+// script when a period is first placed in. The reads here are one script
+// each over those keys.
+
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/lua"
 )
 
-// CohortTop reads one cohort of a period (§12). Cohort placement lands in
-// the engine next; until then no board has cohorts to read.
-func (s *Store) CohortTop(ctx context.Context, board string, period rank.PeriodSel, cohort string, offset, limit int) (rank.Page, error) {
-	return rank.Page{}, fmt.Errorf("redisstore: cohort top %s: %w: cohorts are not supported yet", board, rank.ErrBadRequest)
+var (
+	cohortRanksScript = newScript(lua.CohortRanks)
+	cohortTierScript  = newScript(lua.CohortTier)
+)
+
+// cohortSpec is a cohort board's config as apply.lua reads it from the cfg
+// hash's field co: "<size>.<tiers>.<promote>.<demote>", tiers 0 without a
+// league; "" for a board without cohorts.
+func cohortSpec(b rank.Board) string {
+	if !b.Cohorted() {
+		return ""
+	}
+	l := b.League
+	return fmt.Sprintf("%d.%d.%d.%d", b.Cohort.Size, l.Tiers.Len(), l.Promote, l.Demote)
 }
 
-// MemberTier is a member's tier on a league board (§12).
+// cohortName turns a script's cohort ("<tier index>.<n>") into the
+// cohort's id and its tier's name ("" without a league).
+func cohortName(b rank.Board, c string) (id, tier string, err error) {
+	ts, ns, ok := strings.Cut(c, ".")
+	t, terr := strconv.Atoi(ts)
+	n, nerr := strconv.ParseInt(ns, 10, 64)
+	if !ok || terr != nil || nerr != nil || t < 0 || n < 1 || (t > 0 && t >= b.League.Tiers.Len()) {
+		return "", "", fmt.Errorf("unexpected cohort %q", c)
+	}
+	if b.Leagued() {
+		tier = b.League.Tiers.At(t)
+	}
+	return rank.CohortID(tier, n), tier, nil
+}
+
+// cohortSuffix is the script's name ("<tier index>.<n>") of cohort id on
+// board b: rank.ErrBadRequest for a malformed id or a board without cohorts.
+func cohortSuffix(b rank.Board, id string) (string, error) {
+	tier, n, err := b.ParseCohortID(id)
+	if err != nil {
+		return "", err
+	}
+	t := 0
+	if tier != "" {
+		t = b.League.Tiers.Index(tier)
+	}
+	return strconv.Itoa(t) + "." + strconv.FormatInt(n, 10), nil
+}
+
+// kkey is a cohort board's period hash of members' cohorts; its cohorts'
+// sorted sets are named after it (apply.lua).
+func (s *Store) kkey(board string, idx int64) string {
+	return s.key(board, "k:"+strconv.FormatInt(idx, 10))
+}
+
+// cohortRun runs a read script on board, again after a stale config,
+// clock or expired ban; build gives its keys and arguments for the config
+// and the slots of sel. Errors are wrapped.
+func (s *Store) cohortRun(ctx context.Context, op, board string, sel rank.PeriodSel, sc *script,
+	build func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error)) (cachedBoard, slots, any, error) {
+	if s.closed.Load() {
+		return cachedBoard{}, slots{}, nil, ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		c, err := s.board(ctx, board)
+		if err != nil {
+			return cachedBoard{}, slots{}, nil, s.fail(op, board, err)
+		}
+		now, nowArg := s.now(ctx, c.b)
+		sl, err := slotsFor(c.b, sel, now)
+		if err != nil {
+			return cachedBoard{}, slots{}, nil, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
+		}
+		keys, args, err := build(c, sl, nowArg)
+		if err != nil {
+			return cachedBoard{}, slots{}, nil, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
+		}
+		if keys == nil {
+			return c, sl, nil, nil // nothing to read
+		}
+		v, err := sc.run(ctx, s.client, keys, args...)
+		if err != nil {
+			if s.retryable(ctx, board, err, attempt) {
+				continue
+			}
+			return cachedBoard{}, slots{}, nil, s.fail(op, board, err)
+		}
+		return c, sl, v, nil
+	}
+}
+
+// CohortTop reads entries [offset, offset+limit) of one cohort of a period
+// (top.lua over the cohort's sorted set).
+func (s *Store) CohortTop(ctx context.Context, board string, period rank.PeriodSel, cohort string, offset, limit int) (rank.Page, error) {
+	const op = "cohort top"
+	if !rank.ValidBoardID(board) {
+		return rank.Page{}, fmt.Errorf("redisstore: %s %q: %w", op, board, rank.ErrInvalidBoard)
+	}
+	if offset < 0 || limit < 0 {
+		return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w: offset and limit must not be negative", op, board, rank.ErrBadRequest)
+	}
+	c, sl, v, err := s.cohortRun(ctx, op, board, period, s.top, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
+		suffix, err := cohortSuffix(c.b, cohort)
+		if err != nil {
+			return nil, nil, err
+		}
+		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n,
+			s.kkey(board, sl.a) + "/" + suffix, s.kkey(board, sl.b) + "/" + suffix, c.keys.ban,
+			s.metaKey(board, sl.a), s.metaKey(board, sl.b)}
+		return keys, []any{c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak), offset, limit}, nil
+	})
+	if err != nil {
+		return rank.Page{}, err
+	}
+	a, _ := v.([]any)
+	if len(a) < 4 || (len(a)-4)%4 != 0 {
+		return rank.Page{}, fmt.Errorf("redisstore: %s %s: unexpected reply %v", op, board, v)
+	}
+	p := rank.Page{Board: board, Period: sl.pick(num(a[0])), Offset: offset, Total: num(a[1]), Seq: num(a[2]), Decimals: c.b.Decimals()}
+	if p.Entries, err = entries(a[4:], int64(offset), num(a[3]), c.b); err != nil {
+		return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
+	}
+	return p, nil
+}
+
+// cohorted reports whether board competes in cohorts.
+func (s *Store) cohorted(ctx context.Context, board string) bool {
+	c, err := s.board(ctx, board)
+	return err == nil && c.b.Cohorted()
+}
+
+// cohortRanks is Ranks on a cohort board: each member within its cohort
+// (cohortranks.lua). Arguments are checked by Ranks.
+func (s *Store) cohortRanks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
+	c, sl, v, err := s.cohortRun(ctx, "ranks", board, period, cohortRanksScript, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
+		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n,
+			s.zkey(board, sl.a), s.mkey(board, sl.a), s.zkey(board, sl.b), s.mkey(board, sl.b), c.keys.ban,
+			s.metaKey(board, sl.a), s.metaKey(board, sl.b), s.kkey(board, sl.a), s.kkey(board, sl.b)}
+		args := make([]any, 0, 7+len(members))
+		args = append(args, c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak), around)
+		for _, m := range members {
+			args = append(args, m)
+		}
+		return keys, args, nil
+	})
+	if err != nil {
+		return rank.Ranks{}, err
+	}
+	a, _ := v.([]any)
+	if len(a) < 3+len(members) {
+		return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: unexpected reply %v", board, v)
+	}
+	cohorts := a[3 : 3+len(members)]
+	rest := append(append(make([]any, 0, len(a)-len(members)), a[:3]...), a[3+len(members):]...)
+	r, err := parseRanks(rest, members, c.b)
+	if err != nil {
+		return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, err)
+	}
+	for i := range r.Members {
+		if co, _ := cohorts[i].(string); co != "" && r.Members[i].Found {
+			if r.Members[i].Cohort, r.Members[i].Tier, err = cohortName(c.b, co); err != nil {
+				return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, err)
+			}
+		}
+	}
+	r.Board, r.Period, r.Decimals = board, sl.pick(r.Period), c.b.Decimals()
+	return r, nil
+}
+
+// MemberTier is a member's tier in a period of a league board
+// (cohorttier.lua): its cohort's there, else that of its next placement.
 func (s *Store) MemberTier(ctx context.Context, board string, period rank.PeriodSel, member string) (string, error) {
-	return "", fmt.Errorf("redisstore: member tier %s: %w: cohorts are not supported yet", board, rank.ErrBadRequest)
+	const op = "member tier"
+	if !rank.ValidBoardID(board) {
+		return "", fmt.Errorf("redisstore: %s %q: %w", op, board, rank.ErrInvalidBoard)
+	}
+	if err := rank.CheckMemberID(member); err != nil {
+		return "", fmt.Errorf("redisstore: %s %s: %w", op, board, err)
+	}
+	c, _, v, err := s.cohortRun(ctx, op, board, "", cohortTierScript, func(c cachedBoard, cur slots, nowArg string) ([]string, []any, error) {
+		now, _ := s.now(ctx, c.b)
+		idx, err := period.Resolve(c.b, now)
+		if err != nil || !c.b.Leagued() {
+			return nil, nil, err
+		}
+		sel := ""
+		switch {
+		case period == "previous":
+			sel = "p"
+		case period != "" && period != "current" && !c.b.Retains(idx, now):
+			sel = "-1" // past retain: no period's keys, as the other reads
+		case period != "" && period != "current":
+			sel = strconv.FormatInt(idx, 10)
+		}
+		return []string{c.keys.cfg}, []any{c.ver, nowArg, cur.start, cur.bound, cur.end, cur.a, cur.b, sel, cur.p, member}, nil
+	})
+	if err != nil || v == nil {
+		return "", err
+	}
+	t, ok := v.(int64)
+	if !ok || t < 0 || int(t) >= c.b.League.Tiers.Len() {
+		return "", fmt.Errorf("redisstore: %s %s: unexpected reply %v", op, board, v)
+	}
+	return c.b.League.Tiers.At(int(t)), nil
 }

@@ -67,6 +67,9 @@ func (s *Store) Ranks(ctx context.Context, board string, period rank.PeriodSel, 
 	if s.sharded(ctx, board) {
 		return s.shardRanks(ctx, board, period, members, around)
 	}
+	if s.cohorted(ctx, board) {
+		return s.cohortRanks(ctx, board, period, members, around) // within cohorts (cohort.go)
+	}
 	extra := make([]any, 0, 1+len(members))
 	extra = append(extra, around)
 	for _, m := range members {
