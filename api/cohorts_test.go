@@ -11,7 +11,7 @@ import (
 // the whole board's; a bad cohort id or a board without cohorts is a 400.
 func TestCohorts(t *testing.T) {
 	t.Parallel()
-	forCohortEngines(t, func(t *testing.T, eng engine) {
+	forEngines(t, func(t *testing.T, eng engine) {
 		e := newEnv(t, eng.new(t))
 		e.putBoard("grp", `{"mode":"best","cohort":{"size":2}}`)
 		e.putBoard("plain", `{}`)
@@ -64,7 +64,7 @@ func TestCohorts(t *testing.T) {
 // the board gives the tier its first event would place it in.
 func TestLeagueTiers(t *testing.T) {
 	t.Parallel()
-	forCohortEngines(t, func(t *testing.T, eng engine) {
+	forEngines(t, func(t *testing.T, eng engine) {
 		e := newEnv(t, eng.new(t))
 		e.putBoard("lg", `{"reset":"daily","cohort":{"size":2},"league":{"tiers":["bronze","silver"],"promote":1,"demote":1}}`)
 		r := e.do("POST", "/api/v1/boards/lg/scores", serverToken(t), `[{"id":"l1","member":"x","delta":5}]`)
@@ -92,15 +92,4 @@ func TestLeagueTiers(t *testing.T) {
 		e.do("GET", "/api/v1/boards/lg/cohorts/1/top", tok, "").wantError(t, 400, "bad_request")
 		e.do("GET", "/api/v1/boards/lg/cohorts/gold-1/top", tok, "").wantError(t, 400, "bad_request")
 	})
-}
-
-// forCohortEngines is forEngines over the engines that place cohorts.
-func forCohortEngines(t *testing.T, f func(t *testing.T, e engine)) {
-	t.Helper()
-	for _, e := range []engine{memEngine()} {
-		t.Run(e.name, func(t *testing.T) {
-			t.Parallel()
-			f(t, e)
-		})
-	}
 }

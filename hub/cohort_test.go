@@ -17,7 +17,7 @@ import (
 // or an empty id is a bad_request.
 func TestCohortSubscribe(t *testing.T) {
 	t.Parallel()
-	forCohortSetups(t, func(t *testing.T, kind string) {
+	forEachSetup(t, func(t *testing.T, kind string) {
 		in := newInfra(t, kind)
 		g := in.gateway(t, gwOptions{})
 		g.board("grp", func(b *rank.Board) { b.Cohort = rank.Cohort{Size: 2} })
@@ -70,16 +70,4 @@ func TestCohortSubscribe(t *testing.T) {
 			w.expectError(proto.CodeBadRequest, proto.TypeSubscribe, f)
 		}
 	})
-}
-
-// forCohortSetups is forEachSetup over the setups whose engine places
-// cohorts.
-func forCohortSetups(t *testing.T, fn func(t *testing.T, kind string)) {
-	t.Helper()
-	for _, kind := range []string{memoryKind} {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			fn(t, kind)
-		})
-	}
 }
