@@ -91,7 +91,8 @@ func (f *frame) page() proto.PageReply {
 }
 
 func (f *frame) rankReply() proto.RankReply {
-	return proto.RankReply{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Period: f.Period, Decimals: f.decimals}
+	return proto.RankReply{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Period: f.Period,
+		Cohort: f.Cohort, Tier: f.Tier, Decimals: f.decimals}
 }
 
 func (f *frame) top() proto.Top {

@@ -10,8 +10,8 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// TestCohortSubscribe (§12) over real sockets: acks carry the cohort and a
-// rank within it; `subscribe` with `cohort` gets that cohort's `top`
+// TestCohortSubscribe (§12) over real sockets: acks and `rank` replies
+// carry the cohort and a rank within it; `subscribe` with `cohort` gets that cohort's `top`
 // frames, naming it, and they follow its changes; a player's `view` is
 // within its cohort; a malformed cohort, one of a board without cohorts,
 // or an empty id is a bad_request.
@@ -55,6 +55,11 @@ func TestCohortSubscribe(t *testing.T) {
 		waitTop(`"entries":[{"rank":1,"member":"b","score":30},{"rank":2,"member":"a","score":10}],"total":2,"ts":`)
 		c.score("grp", "a", 25)
 		waitTop(`"entries":[{"rank":1,"member":"a","score":35},{"rank":2,"member":"b","score":30}],"total":2,"ts":`)
+
+		rk := c.call(proto.TypeRank, map[string]any{"board": "grp", "member": "a", "around": 1})
+		if !strings.Contains(rk.String(), `"rank":1,"score":35,"around":[{"rank":1,"member":"a","score":35},{"rank":2,"member":"b","score":30}],"cohort":"1"}`) {
+			t.Fatalf("rank of a: %s, want rank 1 of cohort 1", rk)
+		}
 
 		p := g.dial(in.token(t, "c", auth.Player))
 		p.expectOK(proto.TypeSubscribed, proto.TypeSubscribe, map[string]any{"board": "grp", "top": 0, "around": 2})

@@ -307,6 +307,7 @@ func (c *conn) rank(ctx context.Context, req request) error {
 		r, s := m.Rank, m.Score
 		reply.Rank, reply.Score = &r, &s
 		reply.Around = proto.EntriesOf(m.Around)
+		reply.Cohort, reply.Tier = m.Cohort, m.Tier
 	}
 	c.sendJSON(reply)
 	return nil

@@ -257,6 +257,10 @@ type RankReply struct {
 	Score  *int64  `json:"score"` // null when absent
 	Around []Entry `json:"around"`
 	Period int64   `json:"period,omitempty"`
+	// Cohort and Tier: the member's on a cohort or league board, where
+	// Rank and Around are within the cohort (§12).
+	Cohort string `json:"cohort,omitempty"`
+	Tier   string `json:"tier,omitempty"`
 	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
 	// the gateway writes them with that many decimals. Not a wire field.
 	Decimals int `json:"-"`

@@ -97,6 +97,9 @@ export interface RankReply {
   rank: number | null;
   score: number | null;
   around: Entry[];
+  /** v1.2 (§12): on a cohort board, the member's cohort (rank and around are within it) and, on a league board, its tier. */
+  cohort?: string;
+  tier?: string;
 }
 
 export type Status = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed';
