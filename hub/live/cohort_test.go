@@ -140,8 +140,8 @@ func (h *harness) subscribeCohort(r *reader, cohort string, top int, m string, a
 
 // cohortTopMatches compares the reader's latest top frame with cohort c's
 // first n entries in the store.
-func cohortTopMatches(cs *cohortStore, r *reader, c string, n int) error {
-	p, err := cs.CohortTop(context.Background(), "g", "", c, 0, n)
+func cohortTopMatches(st rank.Store, r *reader, c string, n int) error {
+	p, err := st.CohortTop(context.Background(), "g", "", c, 0, n)
 	if err != nil {
 		return err
 	}
@@ -275,6 +275,70 @@ func TestSubscribeCohortRefused(t *testing.T) {
 		h.e.Unsubscribe(r.o, "g")
 		if s := h.e.Stats(); s.Boards != 0 || s.TopSubs != 0 {
 			t.Errorf("after unsubscribe: %+v, want nothing", s)
+		}
+	})
+}
+
+// TestCohortFramesRealStore is TestCohortFramesFollowStore on the memory
+// engine's own cohort placement: cohorts of 4 filling as members arrive,
+// changes reported as the engine makes them (cohort ranks, the cohort).
+func TestCohortFramesRealStore(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Config{Refresh: -1}, nil)
+		b := rank.DefaultBoard("g")
+		b.Cohort = rank.Cohort{Size: 4}
+		h.board(b)
+		rng := rand.New(rand.NewPCG(5, 50))
+		report := func(m string, d int64) {
+			r := h.apply("g", m, d, false)
+			c := changeOf(r)
+			c.Cohort = r.Cohort
+			h.e.Changed([]rank.Change{c})
+		}
+		for i := range 10 {
+			report(member(i), rng.Int64N(100))
+		}
+		type watch struct {
+			r      *reader
+			cohort string
+			top    int
+			member string
+		}
+		ws := []watch{{newReader(t), "1", 3, ""}, {newReader(t), "2", 4, member(5)}, {newReader(t), "3", 2, ""}, {newReader(t), "", 0, member(9)}}
+		for _, w := range ws {
+			around := 0
+			if w.member != "" {
+				around = 1
+			}
+			var err error
+			if w.cohort != "" {
+				err = h.e.SubscribeCohort(context.Background(), w.r.o, "g", w.cohort, w.top, w.member, around)
+			} else {
+				err = h.e.Subscribe(context.Background(), w.r.o, "g", 0, w.member, around)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		for round := range 30 {
+			for range 1 + rng.IntN(5) {
+				report(member(rng.IntN(14)), rng.Int64N(120)-40) // m010..m013 arrive later: cohorts 3 and 4
+			}
+			h.settle()
+			for _, w := range ws {
+				w.r.drain()
+				if w.cohort != "" {
+					if err := cohortTopMatches(h.st, w.r, w.cohort, w.top); err != nil {
+						t.Fatalf("round %d: %v", round, err)
+					}
+				}
+				if w.member != "" {
+					if err := viewMatches(h.st, w.r, "g", w.member, 1); err != nil {
+						t.Fatalf("round %d: %v", round, err)
+					}
+				}
+			}
 		}
 	})
 }
