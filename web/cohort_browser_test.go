@@ -9,7 +9,8 @@ import (
 
 // testCohorts (§12, docs/leagues.md): on a league board of groups of two,
 // a player sees its group's standings (not the board's) and its tier, both
-// live; the spectator page and the overlay show one cohort by ?cohort=.
+// live, and again when it comes back; the spectator page and the overlay
+// show one cohort by ?cohort=.
 func testCohorts(t *testing.T, b *browser, gw *gateway, out string) {
 	admin := gw.token(t, "ops", "admin")
 	var stored map[string]any
@@ -44,6 +45,17 @@ func testCohorts(t *testing.T, b *browser, gw *gateway, out string) {
 	tab.waitFor(t, 5*time.Second, "the group's standings follow", `members("#top-rows") === "dan,carol" && text("#my-rank") === "#1"`)
 	tab.shot(t, out, "player-group")
 	tab.checkNoErrors(t)
+
+	// Back later in the period: the group and tier come from a member
+	// read, before any score.
+	again := b.tab(t)
+	again.run(t, chromedp.Navigate(gw.url+"/play?board=groups"))
+	again.run(t, chromedp.WaitVisible(chromedp.CSS(`#name-input`)))
+	again.waitFor(t, time.Second, "the remembered name", `q("#name-input").value === "Dan"`)
+	again.run(t, chromedp.Click(chromedp.CSS(`#join-btn`)))
+	again.waitFor(t, 10*time.Second, "your group and tier without a score",
+		`text("#top-h") === "Your group · bronze-2" && members("#top-rows") === "dan,carol" && text("#group-tier") === "bronze tier" && text("#my-rank") === "#1"`)
+	again.checkNoErrors(t)
 
 	spec := b.tab(t)
 	spec.run(t, chromedp.Navigate(gw.url+"/?board=groups&cohort=bronze-1"))

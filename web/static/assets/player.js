@@ -135,6 +135,9 @@ function start(id, name) {
   // member is in one (an ack or a member read says which), and the league
   // tier shows above them.
   let group = '';
+  // acked counts the acks that named a group: a member read sent before
+  // one of them is older news than it, and is dropped.
+  let acked = 0;
   function showGroup(cohort, tier) {
     const t = $('group-tier');
     t.textContent = tier ? `${tier} tier` : ''; // text, never markup
@@ -149,6 +152,7 @@ function start(id, name) {
   // loadGroup reads the member's cohort and tier on a cohort board.
   async function loadGroup() {
     if (!cfg?.board?.cohort || !me) return;
+    const seen = acked;
     try {
       const token = await tokens({});
       const r = await fetch(`/api/v1/boards/${encodeURIComponent(id)}/members/${encodeURIComponent(me)}?around=0`, {
@@ -157,7 +161,7 @@ function start(id, name) {
       });
       if (!r.ok) return;
       const j = await r.json();
-      showGroup(j.cohort || '', j.tier || '');
+      if (seen === acked) showGroup(j.cohort || '', j.tier || '');
     } catch {
       // the next ack says it too
     }
@@ -260,7 +264,10 @@ function start(id, name) {
     p.then(
       (ack) => {
         if (!ack.duplicate) used++;
-        if (ack.cohort) showGroup(ack.cohort, ack.tier || '');
+        if (ack.cohort) {
+          acked++;
+          showGroup(ack.cohort, ack.tier || '');
+        }
         showAttempts();
         $('ack-rank').textContent = '#' + num(ack.rank);
         $('ack-score').textContent = scoreText(ack.score);
