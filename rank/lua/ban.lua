@@ -30,6 +30,9 @@
 -- member's entry of every period passed from z to x, keeping its score and
 -- tie prefix; showing moves it back, only when no live ban is left. An
 -- emptied key loses its TTL, so the moved-to key takes the moved-from one's.
+-- On a cohort board (apply.lua's "cohorts") the entry leaves its cohort's
+-- sorted set with it and comes back to it; a removal drops it there too.
+-- Those keys are named after the period's as apply.lua names them.
 -- Errors "LB <code>": unknown_board, stale, bad_request.
 
 local err = refused()
@@ -51,6 +54,17 @@ local function banned(m)
   return (r[1] and live(r[1])) or (r[2] and live(r[2])) or false
 end
 
+-- cohortSet is member m's cohort's sorted set in the period of sorted set
+-- zkey (<p>:{b}:z:<i>), or nil when the board has no cohorts or m no cohort.
+local base = string.sub(KEYS[1], 1, -4) -- KEYS[1] ends in "cfg"
+-- A league's cohort sets expire only once its moves are made (apply.lua).
+local league = string.match(redis.call('HGET', KEYS[1], 'co') or '', '^%d+%.[1-9]') ~= nil
+local function cohortSet(zkey, m)
+  local kk = base .. 'k:' .. string.sub(zkey, #base + 3)
+  local c = redis.call('HGET', kk, m)
+  return c and kk .. '/' .. c
+end
+
 local function move(m, hide)
   for k = 5, #KEYS, 3 do
     local from, to = KEYS[k], KEYS[k + 2]
@@ -63,6 +77,14 @@ local function move(m, hide)
       local fresh = redis.call('EXISTS', to) == 0
       redis.call('ZADD', to, sc, zm)
       if fresh and ttl > 0 then redis.call('PEXPIRE', to, ttl) end
+      local cs = cohortSet(KEYS[k], m)
+      if cs and hide then
+        redis.call('ZREM', cs, zm)
+      elseif cs then
+        local cfresh = redis.call('EXISTS', cs) == 0
+        redis.call('ZADD', cs, sc, zm)
+        if cfresh and ttl > 0 and not league then redis.call('PEXPIRE', cs, ttl) end
+      end
     end
   end
 end
@@ -134,6 +156,8 @@ elseif op == 'remove' then
   if redis.call('ZREM', z, zm) + redis.call('ZREM', x, zm) == 0 then
     result = 0
   else
+    local cs = cohortSet(z, member)
+    if cs then redis.call('ZREM', cs, zm) end
     redis.call('HDEL', mh, member)
     bump = true
   end

@@ -33,6 +33,28 @@ func newCohorts() *cohorts {
 	return &cohorts{of: map[string]cohortKey{}, sets: map[cohortKey]*tree{}, placed: map[int]int64{}}
 }
 
+// leave takes n out of its cohort's tree (a ban hides it, a removal
+// drops it); its placement stays, so it comes back to the same cohort.
+// Nothing on a board without cohorts (c nil).
+func (c *cohorts) leave(n *node) {
+	if c == nil {
+		return
+	}
+	if k, ok := c.of[n.m]; ok {
+		c.sets[k].remove(n)
+	}
+}
+
+// enter puts n back in its cohort's tree (a ban lifted).
+func (c *cohorts) enter(n *node) {
+	if c == nil {
+		return
+	}
+	if k, ok := c.of[n.m]; ok {
+		c.sets[k].insert(n)
+	}
+}
+
 // leagueState is a league board's tiers across periods. The moves of a
 // period are folded into tier once, when the first member is placed in a
 // later period: open names the last period placed in, and openZ keeps its
@@ -283,6 +305,10 @@ func (b *board) nextTier(member string, cur int64) int {
 	if n == nil || ct == nil {
 		return t
 	}
+	pos := ct.rankOf(&n.key)
+	if pos == 0 {
+		return t // hidden by a ban: not in the standings the moves follow
+	}
 	lg := b.cfg.League
-	return lg.MoveTier(c.tier, lg.Step(ct.rankOf(&n.key), ct.length))
+	return lg.MoveTier(c.tier, lg.Step(pos, ct.length))
 }

@@ -1,10 +1,10 @@
 package memstore_test
 
 import (
+	"testing"
 	"time"
 
-	"testing"
-
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank/ranktest"
 )
 
@@ -16,4 +16,11 @@ func TestCohortNodes(t *testing.T) {
 	clk := ranktest.NewClock(time.Now())
 	s := newStore(t, clk.Now)
 	ranktest.CohortNodes(t, clk, s, s)
+}
+
+// League moves over two real period boundaries (the store's real clock).
+func TestLeagueRealPeriods(t *testing.T) {
+	testenv.Long(t)
+	t.Parallel()
+	ranktest.LeagueRealPeriods(t, newStore(t, nil))
 }

@@ -34,6 +34,7 @@ func (b *board) hide(member string) {
 			continue
 		}
 		z.tr.remove(n)
+		z.co.leave(n) // a cohort board's cohort hides it too
 		delete(z.members, member)
 		if z.hidden == nil {
 			z.hidden = map[string]*node{}
@@ -57,6 +58,7 @@ func (b *board) show(member string, now time.Time) bool {
 		delete(z.hidden, member)
 		z.members[member] = n
 		z.tr.insert(n)
+		z.co.enter(n)
 	}
 	return true
 }
@@ -228,6 +230,7 @@ func (s *Store) RemoveMember(ctx context.Context, id, member string, sel rank.Pe
 		if z != nil {
 			if n := z.members[member]; n != nil {
 				z.tr.remove(n)
+				z.co.leave(n)
 				delete(z.members, member)
 				removed = true
 			} else if z.hidden[member] != nil {

@@ -33,6 +33,7 @@ func RunApply(t *testing.T, f HooksFactory) {
 		{"ManyInFlight", testManyInFlight},
 		{"Submitters", testSubmitters},
 		{"CancelledBeforeSending", testCancelledBeforeSending},
+		{"CohortChanges", testCohortChanges},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

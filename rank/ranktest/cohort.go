@@ -215,6 +215,37 @@ func testCohortArrival(t *testing.T, f Factory) {
 // (R-ties): shared ranks and the first/last tiebreak hold within a cohort.
 func testCohortTies(t *testing.T, f Factory) {
 	s := f(t, nil)
+	// check holds each cohort's page and member reads to the board's own
+	// order restricted to the cohort, ranks recounted.
+	check := func(b rank.Board) {
+		t.Helper()
+		global := all(t, s, b.ID, "").Entries
+		for _, c := range []string{"1", "2"} {
+			pg := cohortTop(t, s, b.ID, "", c, 0, 10)
+			in := map[string]bool{}
+			for _, e := range pg.Entries {
+				in[e.Member] = true
+			}
+			var want []rank.Entry
+			for _, e := range global {
+				if in[e.Member] {
+					want = append(want, e)
+				}
+			}
+			for i := range want {
+				want[i].Rank = int64(i + 1)
+				if b.Tiebreak == rank.Shared && i > 0 && want[i].Score == want[i-1].Score {
+					want[i].Rank = want[i-1].Rank
+				}
+			}
+			wantEntries(t, fmt.Sprintf("%s (%s) cohort %s", b.ID, b.Tiebreak, c), pg.Entries, want...)
+			for _, e := range want {
+				if m := one(t, s, b.ID, e.Member, 0); m.Rank != e.Rank || m.Cohort != c {
+					t.Fatalf("%s %s: %+v, want rank %d in %s", b.ID, e.Member, m, e.Rank, c)
+				}
+			}
+		}
+	}
 	for _, tie := range []rank.Tiebreak{rank.First, rank.Last, rank.Shared} {
 		for _, order := range []rank.Order{rank.Desc, rank.Asc} {
 			b := put(t, s, board(fmt.Sprintf("rt-cot-%s-%s", tie, order), func(b *rank.Board) {
@@ -225,33 +256,15 @@ func testCohortTies(t *testing.T, f Factory) {
 				apply(t, s, delta(b.ID, g.next(), fmt.Sprintf("m%d", i), sc))
 			}
 			apply(t, s, delta(b.ID, g.next(), "m0", 0)) // unchanged: keeps its place
-			global := all(t, s, b.ID, "").Entries
-			for _, c := range []string{"1", "2"} {
-				pg := cohortTop(t, s, b.ID, "", c, 0, 10)
-				in := map[string]bool{}
-				for _, e := range pg.Entries {
-					in[e.Member] = true
-				}
-				var want []rank.Entry
-				for _, e := range global {
-					if in[e.Member] {
-						want = append(want, e)
-					}
-				}
-				// The cohort's order is the board's; ranks are recounted.
-				for i := range want {
-					want[i].Rank = int64(i + 1)
-					if tie == rank.Shared && i > 0 && want[i].Score == want[i-1].Score {
-						want[i].Rank = want[i-1].Rank
-					}
-				}
-				wantEntries(t, fmt.Sprintf("%s cohort %s", b.ID, c), pg.Entries, want...)
-				for _, e := range want {
-					if m := one(t, s, b.ID, e.Member, 0); m.Rank != e.Rank || m.Cohort != c {
-						t.Fatalf("%s %s: %+v, want rank %d in %s", b.ID, e.Member, m, e.Rank, c)
-					}
-				}
-			}
+			check(b)
+			// Another tiebreak takes effect for later events, in the
+			// cohorts as on the board.
+			b.Tiebreak = map[rank.Tiebreak]rank.Tiebreak{rank.First: rank.Last, rank.Last: rank.Shared, rank.Shared: rank.First}[tie]
+			put(t, s, b)
+			apply(t, s, delta(b.ID, g.next(), "m6", 2))
+			apply(t, s, delta(b.ID, g.next(), "m1", 2))
+			apply(t, s, delta(b.ID, g.next(), "m3", 0))
+			check(b)
 		}
 	}
 }
@@ -672,4 +685,152 @@ func sortedCopyBy(ms, ref []string) []string {
 	out := slices.Clone(ms)
 	slices.SortFunc(out, func(x, y string) int { return slices.Index(ref, x) - slices.Index(ref, y) })
 	return out
+}
+
+// testCohortBans: a banned member leaves its cohort's reads and comes back
+// to the same place when the ban is lifted (R21); a removed entry leaves
+// the cohort, and the member's next event brings it back to the same
+// cohort; a member hidden when a league period's moves are made is not in
+// the standings they follow, so it keeps its tier.
+func testCohortBans(t *testing.T, f Factory) {
+	clk := NewClock(skewedAnchor())
+	s := f(t, clk.Now)
+	ctx := t.Context()
+	b := put(t, s, cohortBoard("rt-cob", 3))
+	var g ids
+	for i, m := range []string{"a", "b", "c", "d"} {
+		apply(t, s, delta(b.ID, g.next(), m, int64(30-10*i)))
+	}
+	if _, err := s.BanMember(ctx, b.ID, rank.Ban{Member: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	pg := cohortTop(t, s, b.ID, "", "1", 0, 10)
+	wantEntries(t, "cohort 1, a banned", pg.Entries, ent(1, "b", 20), ent(2, "c", 10))
+	if pg.Total != 2 {
+		t.Fatalf("cohort 1 total %d with a banned, want 2", pg.Total)
+	}
+	if r := ranks(t, s, b.ID, "", 1, "a", "c").Members; r[0].Found || r[1].Rank != 2 {
+		t.Fatalf("a banned: %+v", r)
+	} else {
+		wantEntries(t, "around c", r[1].Around, ent(1, "b", 20), ent(2, "c", 10))
+	}
+	if err := s.LiftBan(ctx, b.ID, "a"); err != nil {
+		t.Fatal(err)
+	}
+	wantEntries(t, "cohort 1, a back", cohortTop(t, s, b.ID, "", "1", 0, 10).Entries,
+		ent(1, "a", 30), ent(2, "b", 20), ent(3, "c", 10))
+	if err := s.RemoveMember(ctx, b.ID, "b", ""); err != nil {
+		t.Fatal(err)
+	}
+	wantEntries(t, "cohort 1, b removed", cohortTop(t, s, b.ID, "", "1", 0, 10).Entries,
+		ent(1, "a", 30), ent(2, "c", 10))
+	if r := apply(t, s, delta(b.ID, g.next(), "b", 15)); r.Cohort != "1" || r.Rank != 2 || r.PrevRank != 0 {
+		t.Fatalf("b after its removal: %+v, want cohort 1 rank 2", r)
+	}
+	if r := apply(t, s, delta(b.ID, g.next(), "e", 1)); r.Cohort != "2" {
+		t.Fatalf("e: %+v, want cohort 2 (1 stays full)", r)
+	}
+
+	lg := put(t, s, leagueBoard("rt-cob-lg", 2, 1, 1, "bronze", "silver"))
+	p := rank.PeriodAt(lg, clk.Now())
+	clk.Set(p.Start.Add(time.Second))
+	apply(t, s, delta(lg.ID, g.next(), "x", 10))
+	apply(t, s, delta(lg.ID, g.next(), "y", 5))
+	if _, err := s.BanMember(ctx, lg.ID, rank.Ban{Member: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(p.End.Add(time.Second))
+	for m, want := range map[string]string{"x": "bronze", "y": "silver"} {
+		if got := memberTier(t, s, lg.ID, "", m); got != want {
+			t.Errorf("before play: %s in %q, want %q (x was hidden when the period ended)", m, got, want)
+		}
+	}
+	if r := apply(t, s, delta(lg.ID, g.next(), "y", 1)); r.Tier != "silver" {
+		t.Fatalf("y: %+v, want silver", r)
+	}
+	// The moves are made: lifting the ban now changes no tier.
+	if err := s.LiftBan(ctx, lg.ID, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if r := apply(t, s, delta(lg.ID, g.next(), "x", 1)); r.Tier != "bronze" {
+		t.Fatalf("x: %+v, want bronze", r)
+	}
+}
+
+// testCohortChanges: on a cohort board the sink hears each change with
+// the member's cohort, its ranks within it (so live frames route per
+// cohort), as the ack says.
+func testCohortChanges(t *testing.T, f HooksFactory) {
+	rec := newRecorder()
+	s := f(t, rank.Hooks{Sink: rec.sink})
+	b := put(t, s, cohortBoard("rt-cochg", 2))
+	out := submitAll(t, s, rec, t.Context(), []rank.Event{
+		delta(b.ID, "1", "a", 5), delta(b.ID, "1", "b", 7), delta(b.ID, "1", "c", 1), delta(b.ID, "2", "a", 5),
+	})
+	want := []struct {
+		cohort         string
+		rank, prevRank int64
+	}{{"1", 1, 0}, {"1", 1, 0}, {"2", 1, 0}, {"1", 1, 2}}
+	for i, o := range out {
+		if o.err != nil || !o.seen {
+			t.Fatalf("event %d: %+v", i, o)
+		}
+		w := want[i]
+		if o.r.Cohort != w.cohort || o.r.Rank != w.rank || o.r.PrevRank != w.prevRank {
+			t.Errorf("event %d's ack: %+v, want cohort %s rank %d prev %d", i, o.r, w.cohort, w.rank, w.prevRank)
+		}
+		if c := o.change; c.Cohort != w.cohort || c.Rank != w.rank || c.PrevRank != w.prevRank {
+			t.Errorf("event %d's change: %+v, want cohort %s rank %d prev %d", i, c, w.cohort, w.rank, w.prevRank)
+		}
+	}
+}
+
+// LeagueRealPeriods plays a league board of s over two real boundaries of
+// 1-minute periods on the store's own clock (a node's view of time plays
+// no part): the moves of each period show in the next one's first acks.
+// It waits for the boundaries (up to about two and a half minutes), so
+// callers run it in parallel with the rest and skip it in -short runs.
+func LeagueRealPeriods(t *testing.T, s rank.Store) {
+	ctx := t.Context()
+	b := put(t, s, leagueBoard("rt-real", 2, 1, 1, "bronze", "silver", "gold"))
+	now := func() time.Time {
+		t.Helper()
+		n, err := s.Now(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// waitFor polls the store's clock until it reaches at.
+	waitFor := func(at time.Time) {
+		t.Helper()
+		deadline := time.Now().Add(at.Sub(now()) + 10*time.Second)
+		for now().Before(at) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the store's clock did not reach %s", at)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	p := rank.PeriodAt(b, now())
+	if p.End.Sub(now()) < 10*time.Second {
+		waitFor(p.End) // room for the first period's events
+		p = rank.PeriodAt(b, p.End)
+	}
+	var g ids
+	play := func(m string, sc int64, cohort string) {
+		t.Helper()
+		if r := apply(t, s, delta(b.ID, g.next(), m, sc)); r.Cohort != cohort {
+			t.Fatalf("%s: %+v, want %s", m, r, cohort)
+		}
+	}
+	play("w", 10, "bronze-1")
+	play("l", 5, "bronze-1")
+	waitFor(p.End)
+	// w won its cohort, l lost it at the floor; each then alone in its tier.
+	play("w", 1, "silver-1")
+	play("l", 1, "bronze-1")
+	waitFor(rank.PeriodAt(b, p.End).End)
+	play("l", 1, "silver-1")
+	play("w", 1, "gold-1")
 }

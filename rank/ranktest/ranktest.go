@@ -193,6 +193,7 @@ func Run(t *testing.T, f Factory) {
 		{"CohortTies", testCohortTies},
 		{"CohortPeriods", testCohortPeriods},
 		{"CohortConcurrent", testCohortConcurrent},
+		{"CohortBans", testCohortBans},
 		{"LeagueMoves", testLeagueMoves},
 		{"LeagueDifferential", testLeagueDifferential},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},

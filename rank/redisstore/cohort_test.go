@@ -19,3 +19,10 @@ func TestCohortNodes(t *testing.T) {
 	b := newStore(t, srv, Config{Now: clk.Now, Prefix: "nodes"})
 	ranktest.CohortNodes(t, clk, a, b)
 }
+
+// League moves over two real period boundaries (Redis's own clock).
+func TestLeagueRealPeriods(t *testing.T) {
+	testenv.Long(t)
+	t.Parallel()
+	ranktest.LeagueRealPeriods(t, newStore(t, testenv.StartRedis(t), Config{}))
+}
