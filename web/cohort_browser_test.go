@@ -28,8 +28,9 @@ func testCohorts(t *testing.T, b *browser, gw *gateway, out string) {
 
 	tab := b.tab(t)
 	tab.run(t, chromedp.Navigate(gw.url+"/play?board=groups"))
+	tab.run(t, chromedp.WaitVisible(chromedp.CSS(`#name-input`)))
+	tab.js(t, `document.querySelector("#name-input").value = ""`) // not the name an earlier test left
 	tab.run(t,
-		chromedp.WaitVisible(chromedp.CSS(`#name-input`)),
 		chromedp.SendKeys(chromedp.CSS(`#name-input`), "Dan"),
 		chromedp.Click(chromedp.CSS(`#join-btn`)),
 	)
