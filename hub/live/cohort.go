@@ -213,7 +213,7 @@ func (e *Engine) readCohorts(ctx context.Context, j *job, cfgErr error) error {
 					entries: page.Entries[:min(n, len(page.Entries))], total: page.Total, seq: page.Seq,
 					decimals: page.Decimals, final: j.final, cohort: id,
 				}
-				if p := r.prev[n]; j.sub || p == nil || !sameCohortTop(p, f) {
+				if p := r.prev[n]; j.sub || p == nil || !sameTop(p, f) {
 					f.bytes = e.encodeTop(j.b.id, f, r.ts)
 				}
 				next[n] = f
@@ -260,7 +260,7 @@ func (e *Engine) installCohorts(b *board, j *job, out []delivery) []delivery {
 			if subs == nil {
 				continue
 			}
-			if cur != nil && (cur.seq > f.seq || sameCohortTop(cur, f)) {
+			if cur != nil && (cur.seq > f.seq || sameTop(cur, f)) {
 				if !j.sub && cur.unsent {
 					cur.unsent = false
 					out = append(out, delivery{tk, cur.seq, cur.bytes, subs.targets(), j.at})
@@ -283,7 +283,48 @@ func (e *Engine) installCohorts(b *board, j *job, out []delivery) []delivery {
 	return out
 }
 
-// sameCohortTop is sameTop that also tells a final frame from a live one:
-// a cohort's frames have no final frame of their own (runFinal sends the
-// board's), so the first read after the end carries "final".
-func sameCohortTop(a, b *topFrame) bool { return sameTop(a, b) && a.final == b.final }
+// finalCohort is one cohort's part of a finalJob: its subscribers by N.
+type finalCohort struct {
+	ns   map[int][]target
+	maxN int
+}
+
+// finalCohorts adds b's cohort top subscriptions to j, a period or the
+// board becoming final. Lock held.
+func finalCohorts(b *board, j *finalJob) {
+	for id, ct := range b.cohorts {
+		fc := &finalCohort{ns: make(map[int][]target, len(ct.subs)), maxN: ct.maxN}
+		for n, s := range ct.subs {
+			fc.ns[n] = s.targets()
+		}
+		if j.cohorts == nil {
+			j.cohorts = make(map[string]*finalCohort)
+		}
+		j.cohorts[id] = fc
+	}
+}
+
+// runFinalCohorts sends each cohort top subscriber of j its cohort's final
+// standings, as runFinal does the board's (R19): an event frame, with
+// "final" and the period, superseding a pending frame of the period that
+// ended. A cohort's id names another group in the next period, so this is
+// the last frame of the group the subscriber watched.
+func (e *Engine) runFinalCohorts(ctx context.Context, j *finalJob, ts time.Time) {
+	key := slotKey{j.board, false}
+	for id, fc := range j.cohorts {
+		page, err := e.readCohortTop(ctx, j.board, j.read.sel, id, fc.maxN)
+		if err != nil {
+			continue // logged; the live frames go on
+		}
+		e.decorate(ctx, page.Entries)
+		for n, to := range fc.ns {
+			frame := e.encodeTop(j.board, &topFrame{
+				entries: page.Entries[:min(n, len(page.Entries))], total: page.Total, seq: page.Seq,
+				decimals: page.Decimals, final: j.read, cohort: id,
+			}, ts.UnixMilli())
+			for _, t := range to {
+				t.o.event(frame, &key)
+			}
+		}
+	}
+}

@@ -342,3 +342,41 @@ func TestCohortFramesRealStore(t *testing.T) {
 		}
 	})
 }
+
+// TestCohortPeriodFinal: when a period of a cohort board becomes final, a
+// cohort's subscriber gets that cohort's final standings once, with the
+// period and the cohort, as the board's subscriber gets the board's (R19).
+func TestCohortPeriodFinal(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Config{}, nil)
+		time.Sleep(10 * time.Second) // past the grace of the period before the bubble's start
+		b := rank.DefaultBoard("rounds")
+		b.Reset = "1m"
+		b.Grace = rank.Duration(5 * time.Second)
+		b.Cohort = rank.Cohort{Size: 2}
+		h.board(b)
+		p0 := rank.PeriodAt(b, time.Now())
+		for i, m := range []string{"ann", "bob", "cid"} {
+			h.apply("rounds", m, int64(10+i), false) // ann and bob in cohort 1, cid in 2
+		}
+		c1, all := newReader(t), newReader(t)
+		if err := h.e.SubscribeCohort(context.Background(), c1.o, "rounds", "1", 5, "", 0); err != nil {
+			t.Fatal(err)
+		}
+		h.subscribe(all, "rounds", 5, "", 0)
+		time.Sleep(time.Until(p0.End.Add(5 * time.Second)))
+		h.settle()
+		h.settle()
+		c1.drain()
+		all.drain()
+		fs := c1.finals["rounds"]
+		if len(fs) != 1 || fs[0].Cohort != "1" || fs[0].Period != p0.Index || fs[0].Total != 2 ||
+			len(fs[0].Entries) != 2 || fs[0].Entries[0].Member != "bob" || fs[0].Entries[1].Member != "ann" {
+			t.Fatalf("cohort 1's final frames %+v", fs)
+		}
+		if fs := all.finals["rounds"]; len(fs) != 1 || fs[0].Cohort != "" || fs[0].Total != 3 {
+			t.Fatalf("the board's final frames %+v", fs)
+		}
+	})
+}
