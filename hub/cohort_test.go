@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -74,5 +75,43 @@ func TestCohortSubscribe(t *testing.T) {
 		} {
 			w.expectError(proto.CodeBadRequest, proto.TypeSubscribe, f)
 		}
+	})
+}
+
+// TestCohortMultiNode (R9 on a cohort board): a cohort's top frames and a
+// view within a cohort on node B follow events applied on node A, the
+// change reaching B over NATS with its cohort.
+func TestCohortMultiNode(t *testing.T) {
+	testenv.Long(t)
+	t.Parallel()
+	in := newInfra(t, redisKind)
+	a := in.gateway(t, gwOptions{node: "a"})
+	b := in.gateway(t, gwOptions{node: "b"})
+	a.board("cmn", func(b *rank.Board) { b.Cohort = rank.Cohort{Size: 2} })
+	onA := a.dial(in.token(t, "srv-a", auth.Server))
+	for i, m := range []string{"p1", "p2", "p3", "p4"} {
+		onA.score("cmn", m, int64(40-10*i)) // p1, p2 in cohort 1; p3, p4 in cohort 2
+	}
+	spec := b.dial(in.token(t, "spec", auth.Spectator))
+	spec.expectOK(proto.TypeSubscribed, proto.TypeSubscribe, map[string]any{"board": "cmn", "cohort": "2", "top": 2})
+	p4 := b.dial(in.token(t, "p4", auth.Player))
+	p4.expectOK(proto.TypeSubscribed, proto.TypeSubscribe, map[string]any{"board": "cmn", "top": 0, "around": 1})
+
+	onA.score("cmn", "p4", 15) // 25: overtakes p3 in cohort 2
+	testenv.Until(t, 5*time.Second, "B's frame of cohort 2 with p4 first", func() bool {
+		m, ok := spec.nextFrame(proto.TypeTop, 5*time.Second)
+		if !ok {
+			t.Fatal("no top frame on B")
+		}
+		f := as[proto.Top](t, m)
+		return f.Cohort == "2" && f.Total == 2 && len(f.Entries) == 2 && f.Entries[0].Member == "p4" && f.Entries[0].Score == 25
+	})
+	testenv.Until(t, 5*time.Second, "B's view of p4 at rank 1 of its cohort", func() bool {
+		m, ok := p4.nextFrame(proto.TypeView, 5*time.Second)
+		if !ok {
+			t.Fatal("no view frame on B")
+		}
+		v := as[proto.View](t, m)
+		return v.Rank != nil && *v.Rank == 1 && len(v.Around) == 2 && v.Around[1].Member == "p3"
 	})
 }
