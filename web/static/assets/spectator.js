@@ -263,8 +263,8 @@ function showBoard(id) {
       document.title = b.title + ' · Leaderboard';
     }
     tick();
-    // A cohort's previous period is another group: the page shows the
-    // board's only.
+    // A cohort id names another group each period: a cohort's page shows
+    // no previous period.
     if (b.reset && b.reset !== 'none' && !lb.finals.has(id) && !cohort) {
       lb.page(id, { period: 'previous', limit: Math.min(10, topN) }).then(
         (p) => {
