@@ -54,6 +54,9 @@ func TestCohorts(t *testing.T) {
 			e.do("GET", path, tok, "").wantError(t, 400, "bad_request")
 		}
 		e.do("GET", "/api/v1/boards/nope/cohorts/1/top", adminToken(t), "").wantError(t, 404, "unknown_board")
+		// Placement depends on the size: fixed at creation (§12, §14).
+		e.do("PATCH", "/api/v1/boards/grp", adminToken(t), `{"cohort":{"size":3}}`).wantError(t, 409, "read_only")
+		e.do("PUT", "/api/v1/boards/grp", adminToken(t), `{"mode":"best"}`).wantError(t, 409, "read_only")
 		e.do("GET", "/api/v1/boards/grp/cohorts/1/top", token(t, "a", "player", []string{"plain"}), "").wantError(t, 403, "forbidden")
 		e.do("GET", "/api/v1/boards/grp/cohorts/1/top", "", "").wantError(t, 401, "unauthorized")
 	})
