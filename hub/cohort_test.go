@@ -78,6 +78,44 @@ func TestCohortSubscribe(t *testing.T) {
 	})
 }
 
+// TestRankTier (§12): a `rank` reply carries the member's cohort and tier
+// on a league board, and the tier of a member not on it yet; a board
+// without a league carries neither.
+func TestRankTier(t *testing.T) {
+	t.Parallel()
+	forEachSetup(t, func(t *testing.T, kind string) {
+		in := newInfra(t, kind)
+		g := in.gateway(t, gwOptions{})
+		g.board("lg", func(b *rank.Board) {
+			b.Reset = rank.Daily
+			b.Cohort = rank.Cohort{Size: 2}
+			tiers, _ := rank.LeagueTiersOf("bronze", "silver")
+			b.League = rank.League{Tiers: tiers, Promote: 1, Demote: 1}
+		})
+		g.board("plain", nil)
+		c := g.dial(in.token(t, "ops", auth.Admin))
+		c.score("lg", "x", 5)
+		for _, tc := range []struct{ board, member, want string }{
+			{"lg", "x", `"rank":1,"score":5,"around":[{"rank":1,"member":"x","score":5}],"period":`},
+			{"lg", "nobody", `"rank":null,"score":null,"around":[],"period":`},
+			{"plain", "x", `"rank":null,"score":null,"around":[]}`},
+		} {
+			rk := c.call(proto.TypeRank, map[string]any{"board": tc.board, "member": tc.member})
+			if !strings.Contains(rk.String(), tc.want) {
+				t.Fatalf("rank of %s on %s: %s, want %s", tc.member, tc.board, rk, tc.want)
+			}
+			switch {
+			case tc.board == "plain" && strings.Contains(rk.String(), "tier"):
+				t.Fatalf("rank on a board without a league: %s", rk)
+			case tc.member == "x" && tc.board == "lg" && !strings.HasSuffix(rk.String(), `,"cohort":"bronze-1","tier":"bronze"}`):
+				t.Fatalf("rank of x: %s, want cohort bronze-1 and tier bronze", rk)
+			case tc.member == "nobody" && !strings.HasSuffix(rk.String(), `,"tier":"bronze"}`):
+				t.Fatalf("rank of a member not on the board: %s, want tier bronze", rk)
+			}
+		}
+	})
+}
+
 // TestCohortMultiNode (R9 on a cohort board): a cohort's top frames and a
 // view within a cohort on node B follow events applied on node A, the
 // change reaching B over NATS with its cohort.
