@@ -282,6 +282,10 @@ type rankBody struct {
 	Rank   *int64        `json:"rank"`
 	Score  *int64        `json:"score"`
 	Around []proto.Entry `json:"around"`
+	// Cohort and Tier: §12, on cohort and league boards (then Rank and
+	// Around are within the cohort).
+	Cohort string `json:"cohort,omitempty"`
+	Tier   string `json:"tier,omitempty"`
 }
 
 func (a *API) member(c *fiber.Ctx) error {
@@ -304,6 +308,16 @@ func (a *API) member(c *fiber.Ctx) error {
 		return fmt.Errorf("api: rank %s: %w", id, err)
 	}
 	out := rankBody{Board: id, Period: rs.Period, Member: m, Around: []proto.Entry{}}
+	if len(rs.Members) == 1 {
+		out.Cohort, out.Tier = rs.Members[0].Cohort, rs.Members[0].Tier
+	}
+	if out.Tier == "" {
+		// Not on the board in the period: on a league board its tier is
+		// still known, the one its first event would place it in.
+		if out.Tier, err = a.memberTier(ctx, id, rank.PeriodSel(c.Query("period")), m); err != nil {
+			return err
+		}
+	}
 	if len(rs.Members) == 1 && rs.Members[0].Found {
 		mr := rs.Members[0]
 		out.Rank, out.Score = &mr.Rank, &mr.Score

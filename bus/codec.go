@@ -17,7 +17,9 @@ import (
 //	message = 0x01 str(board) uvarint(count) change*count
 //	change  = flags uvarint(seq) str(member) [varint(old)] varint(new)
 //	          uvarint(rank) uvarint(prev_rank) [varint(period)] [str(name)]
-//	flags   = 1: old present, 2: period present, 4: name present
+//	          [str(cohort)]
+//	flags   = 1: old present, 2: period present, 4: name present,
+//	          8: cohort present (a cohort board's, §12: live frames route by it)
 //	str     = uvarint(len) bytes
 //
 // Integers that should be non-negative still round-trip when they are not
@@ -30,6 +32,7 @@ const (
 	flagOld     = 1
 	flagPeriod  = 2
 	flagName    = 4
+	flagCohort  = 8
 	minChangeSz = 6 // flags, seq, member length, new, rank, prev_rank
 )
 
@@ -52,6 +55,9 @@ func appendChanges(dst []byte, board string, batch []rank.Change) []byte {
 		if c.Name != "" {
 			flags |= flagName
 		}
+		if c.Cohort != "" {
+			flags |= flagCohort
+		}
 		dst = append(dst, flags)
 		dst = binary.AppendUvarint(dst, uint64(c.Seq))
 		dst = appendStr(dst, c.Member)
@@ -66,6 +72,9 @@ func appendChanges(dst []byte, board string, batch []rank.Change) []byte {
 		}
 		if c.Name != "" {
 			dst = appendStr(dst, c.Name)
+		}
+		if c.Cohort != "" {
+			dst = appendStr(dst, c.Cohort)
 		}
 	}
 	return dst
@@ -118,7 +127,10 @@ func decodeChanges(data []byte) ([]rank.Change, error) {
 		if flags&flagName != 0 {
 			c.Name = d.str()
 		}
-		if flags&^(flagOld|flagPeriod|flagName) != 0 {
+		if flags&flagCohort != 0 {
+			c.Cohort = d.str()
+		}
+		if flags&^(flagOld|flagPeriod|flagName|flagCohort) != 0 {
 			return nil, fmt.Errorf("unknown flags %#x", flags)
 		}
 	}

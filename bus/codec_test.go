@@ -17,7 +17,8 @@ func TestCodecRoundTrip(t *testing.T) {
 		batch []rank.Change
 	}{
 		{"new member", []rank.Change{{Seq: 1, Member: "alice", New: 10, Rank: 1}}},
-		{"every field", []rank.Change{{Seq: 99, Member: "bob@x:y", Old: ptr(-5), New: 1 << 53, Rank: 3, PrevRank: 4, Period: 2026, Name: "Bob ✓"}}},
+		{"every field", []rank.Change{{Seq: 99, Member: "bob@x:y", Old: ptr(-5), New: 1 << 53, Rank: 3, PrevRank: 4, Period: 2026, Name: "Bob ✓", Cohort: "silver-12"}}},
+		{"cohort alone", []rank.Change{{Seq: 3, Member: "c", New: 7, Rank: 2, Cohort: "4"}}},
 		{"extremes", []rank.Change{{Seq: math.MaxInt64, Member: strings.Repeat("m", 64), Old: ptr(math.MinInt64), New: -(1<<53 - 1), Rank: -1, PrevRank: math.MaxInt64, Period: -1}}},
 		{"old zero is not nil", []rank.Change{{Seq: 2, Member: "z", Old: ptr(0), New: 0, Rank: 1, PrevRank: 1}}},
 		{"many", func() []rank.Change {
@@ -77,7 +78,7 @@ func TestCodecRejects(t *testing.T) {
 }
 
 func FuzzDecodeChanges(f *testing.F) {
-	f.Add(appendChanges(nil, "run_hero", []rank.Change{{Seq: 1, Member: "a", Old: ptr(3), New: 4, Rank: 1, PrevRank: 2, Period: 7, Name: "A"}}))
+	f.Add(appendChanges(nil, "run_hero", []rank.Change{{Seq: 1, Member: "a", Old: ptr(3), New: 4, Rank: 1, PrevRank: 2, Period: 7, Name: "A", Cohort: "gold-1"}}))
 	f.Add([]byte(`[{"board":"x","seq":1,"member":"m","old":null,"new":1,"rank":1,"prev_rank":0}]`))
 	f.Add([]byte{codecV1, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -223,6 +223,9 @@ type SubOpts struct {
 	Members []string
 	// Meta asks for the entries' meta on top and view frames.
 	Meta bool
+	// Cohort, on a cohort board, makes the top frames that cohort's
+	// standings (proto.Top.Cohort names it) instead of the board's (§12).
+	Cohort string
 }
 
 // Subscribe subscribes to board's live frames, or changes the options of an

@@ -194,7 +194,8 @@ func (c *Client) dispatchAck(a *ackView) {
 		return // its caller gave up; a renewal wants no ack
 	}
 	ack := proto.Ack{Type: proto.TypeAck, ID: cl.id, Board: cl.board, Member: cl.member,
-		Score: a.score, Rank: a.rank, Duplicate: a.dup, Seq: a.seq, Period: a.period}
+		Score: a.score, Rank: a.rank, Duplicate: a.dup, Seq: a.seq, Period: a.period,
+		Cohort: string(a.cohort), Tier: string(a.tier)}
 	if string(a.board) != cl.board {
 		ack.Board = string(a.board)
 	}

@@ -24,7 +24,8 @@ func slowAck(b []byte) (proto.Ack, bool) {
 // the call's strings never matching, so the frame's own are used).
 func fastAck(a ackView) proto.Ack {
 	ack := proto.Ack{Type: proto.TypeAck, ID: string(a.id), Board: string(a.board), Member: string(a.member),
-		Score: a.score, Rank: a.rank, Duplicate: a.dup, Seq: a.seq, Period: a.period}
+		Score: a.score, Rank: a.rank, Duplicate: a.dup, Seq: a.seq, Period: a.period,
+		Cohort: string(a.cohort), Tier: string(a.tier)}
 	if a.hasPrevRank {
 		pr := a.prevRank
 		ack.PrevRank = &pr
@@ -45,6 +46,8 @@ func TestParseAck(t *testing.T) {
 		{Type: proto.TypeAck, ID: "r", Board: "b", Member: "m", Score: math.MaxInt64, Rank: math.MaxInt64, PrevRank: &pr, Seq: math.MaxInt64, Period: 3},
 		{Type: proto.TypeAck, ID: "r", Board: "b", Member: "m", Score: math.MinInt64, Rank: 0, Seq: 0},
 		{Type: proto.TypeAck, ID: "", Board: "", Member: "", Score: 0},
+		{Type: proto.TypeAck, ID: "c", Board: "groups", Member: "m", Score: 3, Rank: 2, Seq: 5, Cohort: "17"},
+		{Type: proto.TypeAck, ID: "l", Board: "league", Member: "m", Score: 3, Rank: 1, PrevRank: &pr, Seq: 6, Period: 4, Cohort: "gold-2", Tier: "gold"},
 	}
 	for _, a := range acks {
 		b := proto.AppendAck(nil, &a)
@@ -76,6 +79,9 @@ func TestParseAck(t *testing.T) {
 		`{"type":"ack","id":"r","board":"b","member":"a","score":9223372036854775808,"rank":1,"prev_rank":null,"duplicate":false,"seq":4}`,
 		`{"type":"ack","id":"r","board":"b","member":"a","score":-,"rank":1,"prev_rank":null,"duplicate":false,"seq":4}`,
 		`{"type":"ack","id":"r","board":"b","member":"a","score":1,"rank":1,"prev_rank":null,"duplicate":nope,"seq":4}`,
+		// cohort and tier out of order, or not strings
+		`{"type":"ack","id":"r","board":"b","member":"a","score":1,"rank":1,"prev_rank":null,"duplicate":false,"seq":4,"tier":"x","cohort":"x-1"}`,
+		`{"type":"ack","id":"r","board":"b","member":"a","score":1,"rank":1,"prev_rank":null,"duplicate":false,"seq":4,"cohort":3}`,
 		// every other frame of the gateway
 		`{"type":"error","id":"r","code":"rate_limited","message":"rate limited","retry_after_ms":120}`,
 		`{"type":"error","code":"bad_request","message":"not JSON"}`,

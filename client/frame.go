@@ -30,6 +30,8 @@ type frame struct {
 	TS        int64         `json:"ts"`
 	Period    int64         `json:"period"`
 	Exp       int64         `json:"exp"`
+	Cohort    string        `json:"cohort"` // ack and top frames of cohort boards (§12)
+	Tier      string        `json:"tier"`
 	// top (final) and board frames (R19)
 	Final    bool   `json:"final"`
 	State    string `json:"state"`
@@ -81,7 +83,7 @@ func (f *frame) welcome() proto.Welcome {
 
 func (f *frame) ack() proto.Ack {
 	return proto.Ack{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Score: deref(f.Score), Rank: deref(f.Rank),
-		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq, Period: f.Period, Decimals: f.decimals}
+		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq, Period: f.Period, Cohort: f.Cohort, Tier: f.Tier, Decimals: f.decimals}
 }
 
 func (f *frame) page() proto.PageReply {
@@ -89,12 +91,13 @@ func (f *frame) page() proto.PageReply {
 }
 
 func (f *frame) rankReply() proto.RankReply {
-	return proto.RankReply{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Period: f.Period, Decimals: f.decimals}
+	return proto.RankReply{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Period: f.Period,
+		Cohort: f.Cohort, Tier: f.Tier, Decimals: f.decimals}
 }
 
 func (f *frame) top() proto.Top {
 	return proto.Top{Type: f.Type, Board: f.Board, Seq: f.Seq, Entries: f.Entries, Total: f.Total, TS: f.TS,
-		Final: f.Final, Period: f.Period, Decimals: f.decimals}
+		Final: f.Final, Period: f.Period, Cohort: f.Cohort, Decimals: f.decimals}
 }
 
 func (f *frame) board() proto.Board {

@@ -43,6 +43,7 @@ type request struct {
 	// Members and WithMeta: subscribe's member list and "meta": true.
 	Members  []string
 	WithMeta bool
+	Cohort   string // subscribe: "" for the board's own top frames (§12)
 	has      field
 }
 
@@ -67,6 +68,7 @@ func decode(b []byte) (request, error) {
 		Token:  m.Token,
 		At:     m.At,
 		Meta:   m.Meta,
+		Cohort: m.Cohort,
 		has:    m.Has,
 
 		Members:  m.Members,

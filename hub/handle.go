@@ -302,9 +302,24 @@ func (c *conn) rank(ctx context.Context, req request) error {
 		r, s := m.Rank, m.Score
 		reply.Rank, reply.Score = &r, &s
 		reply.Around = proto.EntriesOf(m.Around)
+		reply.Cohort, reply.Tier = m.Cohort, m.Tier
+	} else if reply.Tier, err = c.tierOf(ctx, req, member); err != nil {
+		return err
 	}
 	c.sendJSON(reply)
 	return nil
+}
+
+// tierOf is the tier of a member not on a league board in the period
+// (§12): the one its first event would place it in; "" on other boards.
+func (c *conn) tierOf(ctx context.Context, req request, member string) (string, error) {
+	b, err := c.h.board(ctx, req.Board)
+	if err != nil || !b.leagued {
+		return "", err
+	}
+	sctx, cancel := c.storeCtx(ctx)
+	defer cancel()
+	return c.h.deps.Store.MemberTier(sctx, req.Board, rank.PeriodSel(req.Period), member)
 }
 
 // auth replaces the connection's token with a fresh one for the same member,

@@ -498,16 +498,17 @@ func (r *registry) all() []*conn {
 	return out
 }
 
-// boardConf is what the hub reads of a board's config: three fields of a
+// boardConf is what the hub reads of a board's config: four fields of a
 // struct of about 1 KB, copied out once.
 type boardConf struct {
 	public       bool
 	clientWrites bool
+	leagued      bool // §12: a member not on the board still has a tier
 	top          int
 }
 
 func confOf(b *rank.Board) boardConf {
-	return boardConf{public: b.Public, clientWrites: b.ClientWrites, top: b.Top}
+	return boardConf{public: b.Public, clientWrites: b.ClientWrites, leagued: b.Leagued(), top: b.Top}
 }
 
 // board returns the config of board id, an id the caller has checked (R15):

@@ -17,7 +17,10 @@ const (
 // with members: a list subscription gets members frames, and top frames
 // only when it asks for them.
 func (c *conn) subscribeSpec(req request) (live.Spec, error) {
-	sp := live.Spec{Board: req.Board, Top: req.Top, Around: req.Around, Meta: req.WithMeta}
+	sp := live.Spec{Board: req.Board, Top: req.Top, Around: req.Around, Meta: req.WithMeta, Cohort: req.Cohort}
+	if req.has&proto.FieldCohort != 0 && req.Cohort == "" {
+		return sp, badRequest("cohort: an empty id")
+	}
 	if req.has&proto.FieldMembers == 0 {
 		m, err := c.member(req)
 		sp.Member = m

@@ -183,6 +183,8 @@ func (c *conn) ackReply(id string, res rank.Result) *[]byte {
 		Duplicate: res.Duplicate,
 		Seq:       res.Seq,
 		Period:    res.Period,
+		Cohort:    res.Cohort,
+		Tier:      res.Tier,
 		Decimals:  res.Decimals,
 	}
 	if res.PrevRank > 0 {

@@ -56,7 +56,7 @@ const (
 )
 
 // Field is one known message field: a bit in Message.Has.
-type Field uint16
+type Field uint32
 
 const (
 	FieldType Field = 1 << iota
@@ -74,8 +74,9 @@ const (
 	FieldAt      // score: the event's time in unix ms (v1.1, §6)
 	FieldMeta    // score: a JSON object kept with the score; subscribe: a boolean (v1.2, §11)
 	FieldMembers // subscribe: a member list (v1.2, §11)
+	FieldCohort  // subscribe: the cohort whose top frames to send (v1.2, §12)
 
-	allFields = FieldMembers<<1 - 1
+	allFields = FieldCohort<<1 - 1
 	// scoreFields are the fields of a REST score event.
 	scoreFields = FieldID | FieldMember | FieldDelta | FieldValue | FieldAt | FieldMeta
 )
@@ -113,15 +114,17 @@ func fieldOf(name string) (Field, bool) {
 		return FieldMeta, true
 	case "members":
 		return FieldMembers, true
+	case "cohort":
+		return FieldCohort, true
 	}
 	return 0, false
 }
 
-var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta", "members"}
+var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta", "members", "cohort"}
 
 // String is the field's wire name.
 func (f Field) String() string {
-	if i := bits.TrailingZeros16(uint16(f)); i < len(fieldNames) {
+	if i := bits.TrailingZeros32(uint32(f)); i < len(fieldNames) {
 		return fieldNames[i]
 	}
 	return "?"
@@ -135,7 +138,7 @@ func fieldsOf(typ string) (allowed, required Field, ok bool) {
 	case TypeScore:
 		return FieldBoard | FieldMember | FieldDelta | FieldValue | FieldAt | FieldMeta, FieldBoard, true
 	case TypeSubscribe:
-		return FieldBoard | FieldMember | FieldTop | FieldAround | FieldMembers | FieldMeta, FieldBoard, true
+		return FieldBoard | FieldMember | FieldTop | FieldAround | FieldMembers | FieldMeta | FieldCohort, FieldBoard, true
 	case TypeUnsubscribe:
 		return FieldBoard, FieldBoard, true
 	case TypePage:
@@ -168,6 +171,7 @@ type Message struct {
 	// Members and WithMeta: subscribe's member list and "meta": true (§11).
 	Members  []string
 	WithMeta bool
+	Cohort   string // subscribe: "" when absent (the board's own top frames; §12)
 	Has      Field
 }
 
@@ -230,6 +234,9 @@ func DecodeMessage(b []byte) (m Message, err error) {
 		return m, err
 	}
 	if m.Token, err = stringField(&raw, FieldToken); err != nil {
+		return m, err
+	}
+	if m.Cohort, err = stringField(&raw, FieldCohort); err != nil {
 		return m, err
 	}
 	if has&FieldPeriod != 0 {
@@ -372,7 +379,7 @@ type rawFields struct {
 	raw [len(fieldNames)][]byte // by bit position of the field
 }
 
-func (r *rawFields) get(f Field) []byte { return r.raw[bits.TrailingZeros16(uint16(f))] }
+func (r *rawFields) get(f Field) []byte { return r.raw[bits.TrailingZeros32(uint32(f))] }
 
 // scanObject splits one JSON object into the raw values of its fields,
 // refusing anything but exactly one object, names outside known, and
@@ -415,7 +422,7 @@ func scanObject(b []byte, known Field, what string, out *rawFields) error {
 		vend := valueEnd(b, i)
 		if ok {
 			out.has |= f
-			out.raw[bits.TrailingZeros16(uint16(f))] = b[i:vend]
+			out.raw[bits.TrailingZeros32(uint32(f))] = b[i:vend]
 		}
 		i = skipSpace(b, vend)
 		if b[i] == '}' {

@@ -28,6 +28,10 @@ func TestDecodeMessage(t *testing.T) {
 		{`{"type":"subscribe","id":"a","board":"b","top":0,"around":0}`, "", "a"},
 		{`{"type":"unsubscribe","id":"a","board":"b"}`, "", "a"},
 		{`{"type":"auth","id":"a","token":"x.y.z"}`, "", "a"},
+		{`{"type":"subscribe","id":"a","board":"b","cohort":"silver-3","top":50}`, "", "a"},
+		{`{"type":"subscribe","id":"a","board":"b","cohort":3}`, CodeBadRequest, "a"},
+		{`{"type":"page","id":"a","board":"b","cohort":"1"}`, CodeBadRequest, "a"},
+		{`{"type":"score","id":"a","board":"b","delta":1,"cohort":"1"}`, CodeBadRequest, "a"},
 
 		{``, CodeBadRequest, ""},
 		{`[]`, CodeBadRequest, ""},
@@ -98,6 +102,10 @@ func TestDecodeMessageFields(t *testing.T) {
 	m, err = DecodeMessage([]byte(`{"type":"subscribe","id":"s","board":"b"}`))
 	if err != nil || m.Top != -1 || m.Around != 0 || m.Has&FieldMember != 0 {
 		t.Fatalf("defaults %+v %v", m, err)
+	}
+	m, err = DecodeMessage([]byte(`{"type":"subscribe","id":"s","board":"b","cohort":"gold-2"}`))
+	if err != nil || m.Cohort != "gold-2" || m.Has&FieldCohort == 0 {
+		t.Fatalf("cohort %+v %v", m, err)
 	}
 	m, err = DecodeMessage([]byte(`{"type":"page","id":"s","board":"b"}`))
 	if err != nil || m.Offset != 0 || m.Limit != 10 {

@@ -42,6 +42,14 @@ func AppendAck(b []byte, a *Ack) []byte {
 		b = append(b, `,"period":`...)
 		b = strconv.AppendInt(b, a.Period, 10)
 	}
+	if a.Cohort != "" {
+		b = append(b, `,"cohort":`...)
+		b = AppendJSONString(b, a.Cohort)
+	}
+	if a.Tier != "" {
+		b = append(b, `,"tier":`...)
+		b = AppendJSONString(b, a.Tier)
+	}
 	return append(b, '}')
 }
 

@@ -18,6 +18,8 @@ func TestAppendAckMatchesJSON(t *testing.T) {
 		{Type: TypeAck, ID: "e.1:x", Board: "b", Member: "m@x.io", Score: -9007199254740991, Rank: 3, PrevRank: &pr, Duplicate: true, Seq: 1 << 40},
 		{ID: "rest", Board: "b", Member: "m", PrevRank: &zero}, // REST shape: no type
 		{Type: TypeAck, ID: `q"uo\te`, Board: "<b>&", Member: "naïve\u2028\x01", Score: 9007199254740991},
+		{Type: TypeAck, ID: "c", Board: "league", Member: "m", Score: 3, Rank: 2, Seq: 4, Period: 9, Cohort: "silver-3", Tier: "silver"},
+		{ID: "c", Board: "groups", Member: "m", Cohort: "12"}, // a cohort board without a league: no tier
 		{},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -35,6 +37,9 @@ func TestAppendAckMatchesJSON(t *testing.T) {
 		if r.IntN(2) == 0 {
 			p := r.Int64()
 			a.PrevRank = &p
+		}
+		if r.IntN(2) == 0 {
+			a.Period, a.Cohort, a.Tier = r.Int64(), str(), str()
 		}
 		acks = append(acks, a)
 	}

@@ -184,7 +184,8 @@ type Request struct {
 	Limit  *int            `json:"limit,omitempty"`
 	Period string          `json:"period,omitempty"`
 	Token  string          `json:"token,omitempty"`
-	Meta   json.RawMessage `json:"meta,omitempty"` // score: a JSON object; subscribe: true (§11)
+	Meta   json.RawMessage `json:"meta,omitempty"`   // score: a JSON object; subscribe: true (§11)
+	Cohort string          `json:"cohort,omitempty"` // subscribe: that cohort's top frames (§12)
 	// Members is subscribe's member list (§11).
 	Members []string `json:"members,omitempty"`
 }
@@ -218,6 +219,10 @@ type Ack struct {
 	Duplicate bool   `json:"duplicate"`
 	Seq       int64  `json:"seq"`
 	Period    int64  `json:"period,omitempty"` // the period written to (R17); boards with reset only
+	// Cohort is the member's cohort on a cohort board, and Rank and
+	// PrevRank are then within it; Tier is its tier on a league board (§12).
+	Cohort string `json:"cohort,omitempty"`
+	Tier   string `json:"tier,omitempty"`
 	// Decimals: Score is in units of 10^-Decimals and is written with that
 	// many decimals (hot boards: 3, R22). Not a field of the wire.
 	Decimals int `json:"-"`
@@ -254,6 +259,10 @@ type RankReply struct {
 	Score  *int64  `json:"score"` // null when absent
 	Around []Entry `json:"around"`
 	Period int64   `json:"period,omitempty"`
+	// Cohort and Tier: the member's on a cohort or league board, where
+	// Rank and Around are within the cohort (§12).
+	Cohort string `json:"cohort,omitempty"`
+	Tier   string `json:"tier,omitempty"`
 	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
 	// the gateway writes them with that many decimals. Not a wire field.
 	Decimals int `json:"-"`
@@ -271,6 +280,8 @@ type Top struct {
 	// final (R19); Period is that period (boards with reset only).
 	Final  bool  `json:"final,omitempty"`
 	Period int64 `json:"period,omitempty"`
+	// Cohort: the frame is that cohort's standings, not the board's (§12).
+	Cohort string `json:"cohort,omitempty"`
 	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
 	// the gateway writes them with that many decimals. Not a wire field.
 	Decimals int `json:"-"`

@@ -262,6 +262,26 @@ test('subscriptions are re-sent after a reconnect; frames only for subscribed bo
   assert.ok(lb.lastFrameAt > 0);
 });
 
+test('subscribe with cohort sends it, and re-sends it after a reconnect (§12)', async () => {
+  const { clock, server, lb } = await connected();
+  const tops = [];
+  lb.on('top', (f) => tops.push(f));
+  const ws1 = server.last();
+  const sub = lb.subscribe('league', { top: 50, around: 2, cohort: 'silver-3' });
+  const [r] = ws1.take();
+  assert.deepEqual(r, { type: 'subscribe', board: 'league', top: 50, around: 2, cohort: 'silver-3', id: r.id });
+  ws1.push({ type: 'subscribed', id: r.id, board: 'league' });
+  await sub;
+  ws1.push({ type: 'top', board: 'league', cohort: 'silver-3', seq: 1, entries: [], total: 0, ts: 1 });
+  assert.deepEqual(tops.map((f) => f.cohort), ['silver-3']);
+  ws1.drop();
+  await clock.advance(1000);
+  const ws2 = server.last();
+  ws2.accept();
+  const [again] = ws2.take();
+  assert.deepEqual({ ...again, id: undefined }, { type: 'subscribe', board: 'league', top: 50, around: 2, cohort: 'silver-3', id: undefined });
+});
+
 test('a token function refreshes the token with auth before it expires', async () => {
   const calls = [];
   let n = 0;

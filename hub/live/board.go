@@ -54,6 +54,10 @@ type board struct {
 	maxN     int
 	topDirty bool
 	frames   map[int]*topFrame // latest frame per N that has subscribers
+	// cohort top frames (cohort.go), by cohort id; dirtyCohorts are those
+	// marked, in marking order
+	cohorts      map[string]*cohortTops
+	dirtyCohorts []*cohortTops
 
 	// view frames
 	views    map[viewKey]*view
@@ -79,7 +83,8 @@ type board struct {
 type logged struct {
 	seq    int64
 	member string
-	lo, hi int64 // the change's span in goodness space
+	cohort string // the change's cohort on a cohort board (§12)
+	lo, hi int64  // the change's span in goodness space
 }
 
 type topFrame struct {
@@ -96,6 +101,8 @@ type topFrame struct {
 	unsent bool
 	// meta: the entries carry their meta (a "meta": true subscription).
 	meta bool
+	// cohort: the frame is that cohort's standings (cohort.go).
+	cohort string
 }
 
 type viewKey struct {
@@ -145,7 +152,7 @@ func newBoard(id string) *board {
 }
 
 func (b *board) empty() bool {
-	return len(b.topSubs) == 0 && len(b.views) == 0 && len(b.ml.lists) == 0
+	return len(b.topSubs) == 0 && len(b.views) == 0 && len(b.ml.lists) == 0 && len(b.cohorts) == 0
 }
 
 // goodness maps a score so that higher always ranks higher.
@@ -158,7 +165,7 @@ func (b *board) goodness(score int64) int64 {
 
 func (b *board) needsRead(now time.Time) bool {
 	return !b.cfgOK || now.Sub(b.cfgAt) >= cfgTTL || b.probe ||
-		(b.topDirty && b.maxN > 0) || len(b.dirty) > 0 || b.ml.dirty
+		(b.topDirty && b.maxN > 0) || len(b.dirty) > 0 || b.ml.dirty || len(b.dirtyCohorts) > 0
 }
 
 // setCfg installs a config read at now. It reports whether the change
@@ -196,6 +203,9 @@ func (e *Engine) markView(b *board, v *view) {
 // markAll marks the whole board dirty. Lock held.
 func (e *Engine) markAll(b *board) {
 	e.markTop(b)
+	for _, ct := range b.cohorts {
+		e.markCohort(b, ct)
+	}
 	for _, v := range b.views {
 		e.markView(b, v)
 	}
@@ -274,11 +284,14 @@ func (e *Engine) Changed(changes []rank.Change) {
 			e.markAll(b) // the store rolled over to a new period
 		}
 		// Top: only a change that touches the first maxN ranks, or adds a
-		// member (total), can change a top frame.
+		// member (total), can change a top frame. On a cohort board the
+		// change's ranks are within its cohort, never worse than the
+		// board's, so the test still marks every change that matters.
 		if n := int64(b.maxN); n > 0 && (c.Old == nil || c.Rank <= n || (c.PrevRank > 0 && c.PrevRank <= n)) {
 			e.markTop(b)
 		}
 		e.markLists(b) // any change may move a listed member's rank
+		e.cohortChanged(b, c)
 		if len(b.views) == 0 {
 			continue
 		}
@@ -286,7 +299,7 @@ func (e *Engine) Changed(changes []rank.Change) {
 			e.markAll(b) // no order known: cannot place the change
 			continue
 		}
-		l := logged{seq: c.Seq, member: c.Member, lo: math.MinInt64, hi: b.goodness(c.New)}
+		l := logged{seq: c.Seq, member: c.Member, cohort: c.Cohort, lo: math.MinInt64, hi: b.goodness(c.New)}
 		if c.Old != nil { // else: a new member comes from "worst possible"
 			o := b.goodness(*c.Old)
 			l.lo, l.hi = min(o, l.hi), max(o, l.hi)
@@ -306,12 +319,17 @@ func (e *Engine) Changed(changes []rank.Change) {
 // touchViews marks the views a change may affect: the changed member's own,
 // and every found view whose window range intersects the change's span
 // (the span crosses or enters the window, so a rank, score or neighbour
-// moves). Lock held.
+// moves). On a cohort board a view's window is within its member's cohort,
+// which a change in another cohort cannot move (sameCohort). Lock held.
 func (e *Engine) touchViews(b *board, l logged) {
 	for _, v := range b.byMember[l.member] {
 		e.markView(b, v)
 	}
-	b.index.stab(l.lo, l.hi, func(v *view) { e.markView(b, v) })
+	b.index.stab(l.lo, l.hi, func(v *view) {
+		if sameCohort(v, l) {
+			e.markView(b, v)
+		}
+	})
 }
 
 // Resync marks a board ("" = every board) dirty and its config stale: the

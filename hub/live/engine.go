@@ -122,7 +122,8 @@ type Engine struct {
 
 // sub is one connection's subscription to one board.
 type sub struct {
-	top     int // 0: no top frames
+	top     int    // 0: no top frames
+	cohort  string // top frames of this cohort's standings (§12); "": the board's
 	topGen  uint64
 	v       *view // nil: no view frames
 	viewGen uint64
@@ -203,6 +204,11 @@ func (e *Engine) Stats() Stats {
 		s.Views += len(b.views)
 		for _, subs := range b.topSubs {
 			s.TopSubs += subs.len()
+		}
+		for _, ct := range b.cohorts {
+			for _, subs := range ct.subs {
+				s.TopSubs += subs.len()
+			}
 		}
 		for _, v := range b.views {
 			s.Watchers += v.watchers.len()
@@ -393,6 +399,13 @@ func (e *Engine) BoardStats() []BoardStat {
 		for _, s := range b.topSubs {
 			for o := range s.m {
 				subs[o] = struct{}{}
+			}
+		}
+		for _, ct := range b.cohorts {
+			for _, s := range ct.subs {
+				for o := range s.m {
+					subs[o] = struct{}{}
+				}
 			}
 		}
 		for _, v := range b.views {

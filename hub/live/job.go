@@ -28,13 +28,14 @@ type job struct {
 	final   finalRead // the board was final when the job began
 	topN    int       // entries to read; 0: no top read
 	ns      []int
-	prevTop map[int]*topFrame // frames per N when the job started
-	groups  map[int][]viewJob // around → views to read
-	logPos  int64             // the board's change log position at the start
-	profGen uint64            // the board's profGen at the start (profiles.go)
-	newTop  map[int]*topFrame // set when the top read succeeded
-	ml      *listsJob         // members frames to read (members.go)
-	viewErr map[int]error     // per around group
+	prevTop map[int]*topFrame      // frames per N when the job started
+	groups  map[int][]viewJob      // around → views to read
+	logPos  int64                  // the board's change log position at the start
+	profGen uint64                 // the board's profGen at the start (profiles.go)
+	newTop  map[int]*topFrame      // set when the top read succeeded
+	cohorts map[string]*cohortRead // cohort top frames to read (cohort.go)
+	ml      *listsJob              // members frames to read (members.go)
+	viewErr map[int]error          // per around group
 }
 
 type viewJob struct {
@@ -124,6 +125,7 @@ func (e *Engine) snapshot(b *board, now, at time.Time) *job {
 	clear(b.dirty)
 	b.dirty = b.dirty[:0]
 	j.ml = b.ml.snapshot()
+	e.snapshotCohorts(b, j)
 	e.startJob(b, j)
 	return j
 }
@@ -167,6 +169,9 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 		} else if firstErr == nil {
 			firstErr = topErr
 		}
+	}
+	if err := e.readCohorts(ctx, j, cfgErr); firstErr == nil {
+		firstErr = err
 	}
 	var seqs []int64
 	var ranksPeriod []int64
@@ -223,6 +228,7 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 			out = e.installTop(b, j, page, topTS, out)
 		}
 	}
+	out = e.installCohorts(b, j, out)
 	minSeq := int64(-1)
 	for _, s := range seqs {
 		if minSeq < 0 || s < minSeq {
@@ -383,7 +389,7 @@ func (e *Engine) encodeTop(board string, f *topFrame, ts int64) []byte {
 	b, _ := json.Marshal(proto.Top{
 		Type: proto.TypeTop, Board: board, Seq: f.seq,
 		Entries: frameEntries(f.entries, f.meta), Total: f.total, TS: ts,
-		Final: f.final.is, Period: f.final.period,
+		Final: f.final.is, Period: f.final.period, Cohort: f.cohort,
 	})
 	return proto.Decimalize(b, f.decimals)
 }

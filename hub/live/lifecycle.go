@@ -102,6 +102,11 @@ func (b *board) outboxes() []*Outbox {
 	for _, s := range b.topSubs {
 		add(s)
 	}
+	for _, ct := range b.cohorts {
+		for _, s := range ct.subs {
+			add(s)
+		}
+	}
 	for _, v := range b.views {
 		add(v.watchers)
 	}
@@ -147,6 +152,8 @@ type finalJob struct {
 	read  finalRead
 	ns    map[int][]target // top N -> its subscribers
 	maxN  int
+	// cohorts are the cohort top subscriptions' (cohort.go), by cohort.
+	cohorts map[string]*finalCohort
 }
 
 // lifecycleTick compares b's phase at store time now with what its
@@ -170,19 +177,24 @@ func (e *Engine) lifecycleTick(b *board, now time.Time) *finalJob {
 		return nil
 	}
 	lc.final, lc.hasFin = final, true
-	if b.maxN == 0 {
+	if b.maxN == 0 && len(b.cohorts) == 0 {
 		return nil
 	}
 	j := &finalJob{board: b.id, read: finalPeriod(b.cfg, final), maxN: b.maxN, ns: map[int][]target{}}
 	for n, s := range b.topSubs {
 		j.ns[n] = s.targets()
 	}
+	finalCohorts(b, j)
 	return j
 }
 
 // runFinal reads a final period's standings and sends each top subscriber
 // its final frame, superseding a pending frame of the period that ended.
 func (e *Engine) runFinal(ctx context.Context, j *finalJob, ts time.Time) {
+	e.runFinalCohorts(ctx, j, ts)
+	if j.maxN == 0 {
+		return
+	}
 	rctx, cancel := context.WithTimeout(ctx, e.readTimeout)
 	defer cancel()
 	e.reads.Add(1)

@@ -45,6 +45,9 @@ type Spec struct {
 	Members []string
 	// Meta: top and view frames carry their entries' meta.
 	Meta bool
+	// Cohort, on a cohort board, makes the top frames that cohort's
+	// standings instead of the board's (§12; cohort.go).
+	Cohort string
 }
 
 // metaTop offsets the topSubs key of a "meta": true top subscription: such

@@ -71,6 +71,14 @@ func (e *Engine) ProfilesChanged(members []string) {
 				break
 			}
 		}
+		for _, ct := range b.cohorts {
+			for _, f := range ct.frames {
+				if f != nil && shows(f.entries) {
+					e.markCohort(b, ct)
+					break
+				}
+			}
+		}
 		for _, v := range b.views {
 			if v.res != nil && shows(v.res.mr.Around) {
 				e.markView(b, v)

@@ -47,11 +47,14 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 		e.Unsubscribe(o, board)
 		return nil
 	}
+	var cfg rank.Board
 	e.mu.Lock()
 	b := e.boards[board]
 	haveCfg := b != nil && b.cfgOK
+	if haveCfg {
+		cfg = b.cfg
+	}
 	e.mu.Unlock()
-	var cfg rank.Board
 	if !haveCfg {
 		// The config gives the order, needed to place view windows; it also
 		// turns an unknown board into an error before anything is kept.
@@ -61,11 +64,18 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 		}
 		cfg = c
 	}
+	cohort := sp.Cohort
+	if cohort != "" {
+		// Refused before anything is sent (a board frame) or read.
+		if _, _, err := cfg.ParseCohortID(cohort); err != nil {
+			return fmt.Errorf("live: subscribe %s: %w", board, err)
+		}
+	}
 
 	sn, _ := e.storeNow(ctx)
 	tk, vk := slotKey{board, false}, slotKey{board, true}
 	top = topKey(top, sp.Meta)
-	s := &sub{top: top}
+	s := &sub{top: top, cohort: cohort}
 	e.openList(o, s, board, len(sp.Members) > 0)
 	if top > 0 {
 		s.topGen = o.open(tk)
@@ -108,7 +118,9 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 
 	j := &job{b: b, sub: true, o: o, final: finalOf(b)}
 	var out []delivery
-	if top > 0 {
+	if top > 0 && cohort != "" {
+		out = e.subscribeCohort(b, o, s, j, out)
+	} else if top > 0 {
 		n := b.topSubs[top]
 		if n == nil {
 			n = newSubscribers()
@@ -144,18 +156,20 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 	if len(sp.Members) > 0 {
 		out = e.subscribeList(b, o, s, sp.Members, j, out)
 	}
-	if j.topN > 0 || j.groups != nil || j.ml != nil {
+	if j.topN > 0 || j.groups != nil || j.ml != nil || j.cohorts != nil {
 		e.startJob(b, j)
 	}
 	e.unlock()
 
 	var err error
-	if j.topN > 0 || j.groups != nil || j.ml != nil {
+	if j.topN > 0 || j.groups != nil || j.ml != nil || j.cohorts != nil {
 		err = e.runJob(ctx, j)
 		// The subscriber's own first frames: the board's newest if it is not
 		// older than what this connection already had, else this read's.
 		e.mu.Lock()
-		if top > 0 && j.newTop != nil {
+		if top > 0 && cohort != "" {
+			out = e.firstCohortFrame(b, o, s, j, out)
+		} else if top > 0 && j.newTop != nil {
 			f := b.frames[top]
 			if f == nil || f.seq < o.floor(tk) {
 				f = j.newTop[top]

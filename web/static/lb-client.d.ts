@@ -1,4 +1,4 @@
-// TypeScript declarations of lb-client.js (docs/js-client.md), protocol lb.v1 (v1.1).
+// TypeScript declarations of lb-client.js (docs/js-client.md), protocol lb.v1 (v1.2).
 
 /** A ranked entry of top, view, page and rank answers; avatar and country come from profiles (v1.1). */
 export interface Entry {
@@ -33,6 +33,10 @@ export interface Ack {
   duplicate: boolean;
   seq: number;
   period?: number;
+  /** v1.2 (§12): the member's cohort on a cohort board; rank and prev_rank are then within it. */
+  cohort?: string;
+  /** v1.2 (§12): the member's tier on a league board. */
+  tier?: string;
 }
 
 export interface TopFrame {
@@ -45,6 +49,8 @@ export interface TopFrame {
   /** v1.1: the last frame of a period or board that became final. */
   final?: boolean;
   period?: number;
+  /** v1.2 (§12): the frame is this cohort's standings (a subscription with cohort). */
+  cohort?: string;
 }
 
 export interface ViewFrame {
@@ -111,6 +117,9 @@ export interface RankReply {
   rank: number | null;
   score: number | null;
   around: Entry[];
+  /** v1.2 (§12): on a cohort board, the member's cohort (rank and around are within it) and, on a league board, its tier. */
+  cohort?: string;
+  tier?: string;
 }
 
 export type Status = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed';
@@ -183,7 +192,7 @@ export class LBClient {
   reconnectNow(): void;
   request(fields: Record<string, unknown>): Promise<any>;
   score(board: string, opts: { delta?: number; value?: number; member?: string; id?: string; at?: number; meta?: Record<string, unknown> }): Promise<Ack>;
-  subscribe(board: string, opts?: { top?: number; around?: number; member?: string; members?: string[]; meta?: boolean }): Promise<{ type: 'subscribed'; id: string; board: string }>;
+  subscribe(board: string, opts?: { top?: number; around?: number; member?: string; members?: string[]; meta?: boolean; cohort?: string }): Promise<{ type: 'subscribed'; id: string; board: string }>;
   unsubscribe(board: string): Promise<{ type: 'unsubscribed'; id: string; board: string }>;
   page(board: string, opts?: { offset?: number; limit?: number; period?: number | 'previous' }): Promise<Page>;
   rank(board: string, member: string, opts?: { around?: number; period?: number | 'previous' }): Promise<RankReply>;

@@ -643,18 +643,21 @@ export class LBClient {
 
   /**
    * Subscribes to a board's live frames ({top, around, member, members,
-   * meta} as in the protocol); a second call for the same board replaces
-   * the first. Kept across reconnects. 'top', 'view' and 'members' events
-   * carry the frames: members (1-100 ids) asks for members frames instead
-   * of a view, meta: true for the entries' meta on top and view frames.
+   * meta, cohort} as in the protocol); a second call for the same board
+   * replaces the first. Kept across reconnects. 'top', 'view' and 'members'
+   * events carry the frames: members (1-100 ids) asks for members frames
+   * instead of a view, meta: true for the entries' meta on top and view
+   * frames, cohort for that cohort's standings as the top frames (named in
+   * them).
    */
-  subscribe(board, { top, around, member, members, meta } = {}) {
+  subscribe(board, { top, around, member, members, meta, cohort } = {}) {
     const fields = {};
     if (top !== undefined) fields.top = top;
     if (around !== undefined) fields.around = around;
     if (member) fields.member = member;
     if (members !== undefined) fields.members = members;
     if (meta === true) fields.meta = true;
+    if (cohort !== undefined) fields.cohort = cohort;
     this._subs.set(board, fields);
     return this._request({ type: 'subscribe', board, ...fields }, fields);
   }

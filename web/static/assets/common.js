@@ -21,6 +21,20 @@ export function validBoard(b) {
 }
 
 /**
+ * The ?cohort= of the page (docs/leagues.md): one cohort of a cohort board
+ * ("3", "silver-3"), '' when absent or not an id.
+ */
+export function cohortParam() {
+  const c = new URLSearchParams(location.search).get('cohort') || '';
+  return boardRE.test(c) ? c : '';
+}
+
+/** How a page names a cohort: "Group 3", "Group silver-3". */
+export function cohortName(c) {
+  return 'Group ' + c;
+}
+
+/**
  * An error for the page: the contract's short text, the code, and the
  * server's own message when it says more (which field, which limit).
  */

@@ -4,11 +4,14 @@
 // come from the URL (docs/overlay.md).
 import { LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
-import { BoardStatus, boardConfig, boardParam, closeWhileCached, lifecycle, randomTag, tokenSource, useBoardDecimals, viewersText } from './common.js';
+import {
+  BoardStatus, boardConfig, boardParam, closeWhileCached, cohortName, cohortParam, lifecycle, randomTag, tokenSource, useBoardDecimals, viewersText,
+} from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const q = new URLSearchParams(location.search);
 const board = boardParam();
+const cohort = board ? cohortParam() : ''; // one cohort's standings (§12, docs/leagues.md)
 const rows = clampInt(q.get('rows'), 1, 25, 10);
 const cols = new Set((q.get('cols') ?? 'avatar,flag').split(',').map((s) => s.trim()));
 const holdMS = clampInt(q.get('hold'), 0, 3600, 10) * 1000;
@@ -103,8 +106,13 @@ if (!board) {
   start();
 }
 
+// titled is a title with the cohort's name after it, on a cohort overlay.
+function titled(t) {
+  return cohort ? `${t} · ${cohortName(cohort)}` : t;
+}
+
 async function start() {
-  $('title').textContent = q.get('title') || board;
+  $('title').textContent = q.get('title') || titled(board);
   document.title = board + ' · Overlay';
   const tokens = tokenSource({ sub: 'overlay-' + randomTag(6), role: 'spectator', name: 'Overlay' });
   const lb = new LBClient({ token: tokens });
@@ -135,6 +143,7 @@ async function start() {
     post(status?.state);
   };
   lb.on('top', (f) => {
+    if ((f.cohort || '') !== cohort) return;
     if (f.final) {
       const ended = lb.boards.get(board)?.state === 'final';
       $('final-text').textContent = ended || f.period === undefined ? 'Final standings' : 'Round over · final standings';
@@ -193,7 +202,7 @@ async function start() {
   }
   setInterval(tick, 250);
 
-  lb.subscribe(board, { top: rows }).catch((err) => {
+  lb.subscribe(board, cohort ? { top: rows, cohort } : { top: rows }).catch((err) => {
     if (!status.fail(err)) notice(`${err.code}: ${err.message}`);
   });
   lb.connect();
@@ -203,7 +212,7 @@ async function start() {
   if (cfg?.viewers !== undefined && !viewersFramed) showViewers(cfg.viewers);
   if (useBoardDecimals(cfg?.board)) table.rescore();
   if (cfg?.board?.title && !q.get('title')) {
-    $('title').textContent = cfg.board.title;
+    $('title').textContent = titled(cfg.board.title);
     document.title = cfg.board.title + ' · Overlay';
   }
   tick();

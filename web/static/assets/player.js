@@ -1,6 +1,8 @@
 // The player page: choose a name (dev token) or bring a token (#token=…),
 // score with buttons, see the ack's rank, the live view around you, the top
-// 10, and a notice when someone overtakes you.
+// 10, and a notice when someone overtakes you. On a cohort board the top
+// 10 gives way to "Your group", the standings of your cohort, and your
+// league tier (docs/leagues.md).
 import { LBClient, tierOf } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
@@ -97,6 +99,7 @@ function start(id, name) {
       me = w.member;
       top.me = around.me = me;
       $('you-name').textContent = me;
+      loadGroup();
     }
   });
   lb.on('error', (err) => {
@@ -104,6 +107,7 @@ function start(id, name) {
   });
   let total = 0;
   lb.on('top', (f) => {
+    if ((f.cohort || '') !== group) return; // a frame of the subscription this one replaced
     total = f.total;
     top.update(f.entries);
     $('top-empty').hidden = f.entries.length > 0;
@@ -117,12 +121,58 @@ function start(id, name) {
   let period;
   lb.on('board', (f) => {
     if (f.period !== period) {
+      // A new period: a new group (formed at the first score) and, on a
+      // league, maybe a new tier.
+      if (period !== undefined) loadGroup();
       period = f.period;
       used = 0;
       limitHit = false;
     }
     tick();
   });
+
+  // Your group (§12): the cohort's standings replace the top 10 once the
+  // member is in one (an ack or a member read says which), and the league
+  // tier shows above them.
+  let group = '';
+  // acked counts the acks that named a group: a member read sent before
+  // one of them is older news than it, and is dropped.
+  let acked = 0;
+  function showGroup(cohort, tier) {
+    const t = $('group-tier');
+    t.textContent = tier ? `${tier} tier` : ''; // text, never markup
+    t.hidden = !tier;
+    if (cohort === group) return;
+    group = cohort;
+    top.update([]);
+    $('top-empty').hidden = false;
+    $('top-h').textContent = group ? `Your group · ${group}` : 'Top 10';
+    subscribe();
+  }
+  // loadGroup reads the member's cohort and tier on a cohort board.
+  async function loadGroup() {
+    if (!cfg?.board?.cohort || !me) return;
+    const seen = acked;
+    try {
+      const token = await tokens({});
+      const r = await fetch(`/api/v1/boards/${encodeURIComponent(id)}/members/${encodeURIComponent(me)}?around=0`, {
+        headers: { Authorization: 'Bearer ' + token },
+        cache: 'no-store',
+      });
+      if (!r.ok) return;
+      const j = await r.json();
+      if (seen === acked) showGroup(j.cohort || '', j.tier || '');
+    } catch {
+      // the next ack says it too
+    }
+  }
+  function subscribe() {
+    // A group's standings: the whole cohort up to 100 rows.
+    const opts = group ? { top: Math.min(100, cfg?.board?.cohort?.size || 10), around: 3, cohort: group } : { top: 10, around: 3 };
+    lb.subscribe(id, opts).catch((err) => {
+      if (!status.fail(err)) notice(errorText(err), false);
+    });
+  }
   function showAttempts() {
     const max = cfg?.board?.max_submissions;
     const box = $('attempts');
@@ -214,6 +264,10 @@ function start(id, name) {
     p.then(
       (ack) => {
         if (!ack.duplicate) used++;
+        if (ack.cohort) {
+          acked++;
+          showGroup(ack.cohort, ack.tier || '');
+        }
         showAttempts();
         showRuns();
         $('ack-rank').textContent = '#' + num(ack.rank);
@@ -247,9 +301,7 @@ function start(id, name) {
     if (delta && !byValue) send(delta);
   });
 
-  lb.subscribe(id, { top: 10, around: 3 }).catch((err) => {
-    if (!status.fail(err)) notice(errorText(err), false);
-  });
+  subscribe();
   lb.connect();
   document.querySelector('.pad button').focus();
   tokens({}).then((t) => boardConfig(id, t), () => null).then((c) => {
@@ -262,6 +314,7 @@ function start(id, name) {
     }
     tick();
     showRuns();
+    loadGroup();
   });
 
   // showRuns lists the member's last runs on a board with history

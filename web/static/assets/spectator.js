@@ -4,12 +4,14 @@
 import { LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
-  BoardStatus, NO_TOKEN_HINT, closeWhileCached, errorText, setBig, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num, scoreText,
+  BoardStatus, NO_TOKEN_HINT, closeWhileCached, cohortName, cohortParam, errorText, setBig, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num, scoreText,
   useBoardDecimals, randomTag, tokenSource, validBoard, viewersText,
 } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const board = boardParam();
+// One cohort of a cohort board (§12): its standings instead of the board's.
+const cohort = board ? cohortParam() : '';
 const topN = Math.min(100, Math.max(1, parseInt(new URLSearchParams(location.search).get('top'), 10) || 10));
 const tokens = tokenSource({ sub: 'spectator-' + randomTag(6), role: 'spectator', name: 'Spectator' });
 
@@ -87,7 +89,13 @@ function showBoard(id) {
   $('title').textContent = id;
   document.title = id + ' · Leaderboard';
   $('play-link').href = link('/play', { board: id });
-  $('overlay-link').href = link('/overlay', { board: id });
+  $('overlay-link').href = link('/overlay', cohort ? { board: id, cohort } : { board: id });
+  if (cohort) {
+    $('cohort').textContent = cohortName(cohort);
+    $('cohort').hidden = false;
+    $('top-h').textContent = cohortName(cohort);
+    $('total-label').textContent = 'In this group';
+  }
   $('all-boards').href = link('/', {});
   const debug = new URLSearchParams(location.search).get('debug') === '1';
   $('ops').hidden = !debug;
@@ -120,6 +128,7 @@ function showBoard(id) {
   };
   lb.on('top', (f) => {
     showAge();
+    if ((f.cohort || '') !== cohort) return; // a frame of the subscription this one replaced
     if (f.final) {
       showLast(f);
       if (lb.boards.get(id)?.state !== 'final') return; // the live table moves on to the next period
@@ -198,6 +207,7 @@ function showBoard(id) {
   function subscribe() {
     // meta: true brings each entry's meta, for the replay links (§11).
     const opts = followed ? { top: topN, around: 3, member: followed, meta: true } : { top: topN, meta: true };
+    if (cohort) opts.cohort = cohort;
     lb.subscribe(id, opts).catch((err) => {
       if (!status.fail(err)) notice(errorText(err), false);
     });
@@ -254,7 +264,9 @@ function showBoard(id) {
       document.title = b.title + ' · Leaderboard';
     }
     tick();
-    if (b.reset && b.reset !== 'none' && !lb.finals.has(id)) {
+    // A cohort id names another group each period: a cohort's page shows
+    // no previous period.
+    if (b.reset && b.reset !== 'none' && !lb.finals.has(id) && !cohort) {
       lb.page(id, { period: 'previous', limit: Math.min(10, topN) }).then(
         (p) => {
           if (!lb.finals.has(id) && p.entries.length) showLast({ entries: p.entries, period: 'previous' });
