@@ -243,7 +243,9 @@ func (e *Engine) unregister(o *Outbox, b *board) {
 	if len(subs) == 0 {
 		delete(e.conns, o)
 	}
-	if n := b.topSubs[s.top]; n != nil {
+	if s.cohort != "" {
+		e.unregisterCohort(o, b, s)
+	} else if n := b.topSubs[s.top]; n != nil {
 		n.del(o)
 		if n.len() == 0 {
 			delete(b.topSubs, s.top)
