@@ -121,8 +121,8 @@ type finalData struct {
 // standings and rewards of each cohort, ranks within it.
 type cohortFinalData struct {
 	Period  *int64        `json:"period,omitempty"`
-	Cohorts []cohortFinal `json:"cohorts"`
 	Total   int64         `json:"total"`
+	Cohorts []cohortFinal `json:"cohorts"`
 }
 
 type cohortFinal struct {
