@@ -366,7 +366,8 @@ func cohortFinal(t *testing.T, rcv *hookReceiver) string {
 
 // TestCohortBoardFinalWebhook: a cohort board's board.final carries each
 // cohort's standings (the configured count) and rewards by rank within
-// the cohort, and the board's total, on both engines.
+// the cohort, and the board's total, on both engines; a cohort whose only
+// member was removed is left out.
 func TestCohortBoardFinalWebhook(t *testing.T) {
 	t.Parallel()
 	for _, engine := range []string{"memory", "redis"} {
@@ -387,16 +388,21 @@ func TestCohortBoardFinalWebhook(t *testing.T) {
 			if st, b := r.rest(t, "PUT", "/api/v1/webhooks/w", adm, fmt.Sprintf(`{"url":%q,"secret":%q,"events":["board.final"]}`, srv.URL, hookSecret)); st != 200 {
 				t.Fatalf("PUT webhook: %d %s", st, b)
 			}
-			// Cohort 1 is a b c, cohort 2 d e; globally e leads and a is 4th.
+			// Cohort 1 is a b c, cohort 2 d e f, cohort 3 g; globally e
+			// leads and a is 4th.
 			scores := `[{"id":"1","member":"a","delta":10},{"id":"2","member":"b","delta":30},{"id":"3","member":"c","delta":20},` +
-				`{"id":"4","member":"d","delta":5},{"id":"5","member":"e","delta":50}]`
+				`{"id":"4","member":"d","delta":5},{"id":"5","member":"e","delta":50},{"id":"6","member":"f","delta":1},{"id":"7","member":"g","delta":9}]`
 			if st, b := r.rest(t, "POST", "/api/v1/boards/cup/scores", token(t, "game", auth.Server), scores); st != 200 {
 				t.Fatalf("scores: %d %s", st, b)
 			}
+			// g removed, cohort 3 has nobody to report.
+			if st, b := r.rest(t, "DELETE", "/api/v1/boards/cup/members/g", adm, ""); st != 204 {
+				t.Fatalf("remove g: %d %s", st, b)
+			}
 			clk.set(t0.Add(time.Minute))
-			want := "board.final cup period=none total=5" +
+			want := "board.final cup period=none total=6" +
 				"\n1 [{Rank:1 Member:b Score:30} {Rank:2 Member:c Score:20}] [{Member:b Reward:gold} {Member:c Reward:silver} {Member:a Reward:silver}]" +
-				"\n2 [{Rank:1 Member:e Score:50} {Rank:2 Member:d Score:5}] [{Member:e Reward:gold} {Member:d Reward:silver}]"
+				"\n2 [{Rank:1 Member:e Score:50} {Rank:2 Member:d Score:5}] [{Member:e Reward:gold} {Member:d Reward:silver} {Member:f Reward:silver}]"
 			if got := cohortFinal(t, rcv); got != want {
 				t.Fatalf("data:\n got %s\nwant %s", got, want)
 			}
