@@ -117,6 +117,20 @@ type finalData struct {
 	Rewards   []reward     `json:"rewards"`
 }
 
+// cohortFinalData is a final event's data on a cohort board (§13): the
+// standings and rewards of each cohort, ranks within it.
+type cohortFinalData struct {
+	Period  *int64        `json:"period,omitempty"`
+	Total   int64         `json:"total"`
+	Cohorts []cohortFinal `json:"cohorts"`
+}
+
+type cohortFinal struct {
+	Cohort    string       `json:"cohort"`
+	Standings []rank.Entry `json:"standings"`
+	Rewards   []reward     `json:"rewards"`
+}
+
 // outboxWatch appends facts to the outbox.
 type outboxWatch struct {
 	n *Node
@@ -196,11 +210,11 @@ func (w *outboxWatch) append(ctx context.Context, b rank.Board, f fact) error {
 	var data any = map[string]string{"state": string(f.state)}
 	decimals := 0
 	if f.final {
-		d, dec, err := w.standings(ctx, b, f)
+		d, total, dec, err := w.standings(ctx, b, f)
 		if err != nil {
 			return err
 		}
-		if f.skipEmpty && d.Total == 0 {
+		if f.skipEmpty && total == 0 {
 			w.remember(f)
 			return nil
 		}
@@ -227,27 +241,74 @@ func (w *outboxWatch) remember(f fact) {
 	w.done[f.marker] = f.at.Add(markerKeep)
 }
 
-// standings reads a final period's standings and rewards.
-func (w *outboxWatch) standings(ctx context.Context, b rank.Board, f fact) (finalData, int, error) {
+// standings reads a final period's standings and rewards: the board's,
+// or on a cohort board each cohort's. It returns the data, the board's
+// total and the scores' decimals.
+func (w *outboxWatch) standings(ctx context.Context, b rank.Board, f fact) (any, int64, int, error) {
 	var sel rank.PeriodSel
-	d := finalData{Standings: []rank.Entry{}, Rewards: []reward{}}
+	var period *int64
 	if b.Reset != rank.None {
 		sel = rank.PeriodSel(strconv.FormatInt(f.period, 10))
-		d.Period = &f.period
+		period = &f.period
+	}
+	if b.Cohorted() {
+		return w.cohortStandings(ctx, b, sel, period)
 	}
 	page, err := w.n.store.Top(ctx, b.ID, sel, 0, b.FinalReach())
 	if err != nil {
-		return finalData{}, 0, fmt.Errorf("node: final standings of %s: %w", b.ID, err)
+		return nil, 0, 0, fmt.Errorf("node: final standings of %s: %w", b.ID, err)
 	}
 	w.n.profs.Decorate(ctx, page.Entries)
-	d.Total = page.Total
-	d.Standings = append(d.Standings, page.Entries[:min(len(page.Entries), b.StandingsCount())]...)
-	for _, e := range page.Entries {
+	d := finalData{Period: period, Total: page.Total}
+	d.Standings, d.Rewards = ranked(b, page.Entries)
+	return d, page.Total, page.Decimals, nil
+}
+
+// cohortStandings reads the final standings of each cohort of a period
+// (sel, explicit on a board with periods). A league's tier moves of the
+// period are made when the next one is first played (rank/cohort.go), and
+// they change only members' next placements, never this period's cohorts
+// or their order: this read is the same before and after them. A cohort
+// whose members were all banned or removed has nothing to report and is
+// left out.
+func (w *outboxWatch) cohortStandings(ctx context.Context, b rank.Board, sel rank.PeriodSel, period *int64) (any, int64, int, error) {
+	s := w.n.store
+	all, err := s.Top(ctx, b.ID, sel, 0, 0)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("node: final standings of %s: %w", b.ID, err)
+	}
+	ids, err := s.Cohorts(ctx, b.ID, sel)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("node: final cohorts of %s: %w", b.ID, err)
+	}
+	d := cohortFinalData{Period: period, Cohorts: []cohortFinal{}, Total: all.Total}
+	for _, id := range ids {
+		page, err := s.CohortTop(ctx, b.ID, sel, id, 0, b.FinalReach())
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("node: final standings of %s cohort %s: %w", b.ID, id, err)
+		}
+		if page.Total == 0 {
+			continue
+		}
+		w.n.profs.Decorate(ctx, page.Entries)
+		c := cohortFinal{Cohort: id}
+		c.Standings, c.Rewards = ranked(b, page.Entries)
+		d.Cohorts = append(d.Cohorts, c)
+	}
+	return d, all.Total, all.Decimals, nil
+}
+
+// ranked cuts entries (the first FinalReach of a ranking) to the board's
+// standings count and lists the rewards their ranks earn.
+func ranked(b rank.Board, entries []rank.Entry) ([]rank.Entry, []reward) {
+	standings := append([]rank.Entry{}, entries[:min(len(entries), b.StandingsCount())]...)
+	rewards := []reward{}
+	for _, e := range entries {
 		if r := b.RewardFor(e.Rank); r != "" {
-			d.Rewards = append(d.Rewards, reward{Member: e.Member, Reward: r})
+			rewards = append(rewards, reward{Member: e.Member, Reward: r})
 		}
 	}
-	return d, page.Decimals, nil
+	return standings, rewards
 }
 
 // runWebhooks runs the outboxWatch and the delivery loop until ctx ends.

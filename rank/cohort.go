@@ -271,3 +271,25 @@ func (l League) Step(pos, count int) int {
 func (l League) MoveTier(t, step int) int {
 	return min(max(t+step, 0), l.Tiers.Len()-1)
 }
+
+// CohortIDs lists the cohorts of a period whose tiers have had placed[t]
+// members placed (t a tier index, 0 without a league), in order: each
+// tier's from the lowest, each in order of filling (Store.Cohorts).
+func (b Board) CohortIDs(placed map[int]int64) []string {
+	out := []string{}
+	if !b.Cohorted() {
+		return out
+	}
+	tiers := max(b.League.Tiers.Len(), 1)
+	size := int64(b.Cohort.Size)
+	for t := range tiers {
+		tier := ""
+		if b.Leagued() {
+			tier = b.League.Tiers.At(t)
+		}
+		for n := int64(1); n <= (placed[t]+size-1)/size; n++ {
+			out = append(out, CohortID(tier, n))
+		}
+	}
+	return out
+}

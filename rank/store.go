@@ -244,6 +244,13 @@ type Store interface {
 	// empty Page (Total 0) for a well-formed cohort nobody is in. The
 	// page's Total is the cohort's member count.
 	CohortTop(ctx context.Context, board string, period PeriodSel, cohort string, offset, limit int) (Page, error)
+	// Cohorts lists the cohorts of a period (§12) in order: "1", "2", … on
+	// a board without a league, else each tier's from the lowest
+	// ("bronze-1", "bronze-2", "silver-1", …); every cohort a member was
+	// placed in, so one whose members are all banned or removed is still
+	// listed. Empty on a board without cohorts or a period nobody played;
+	// ErrUnknownBoard for no board.
+	Cohorts(ctx context.Context, board string, period PeriodSel) ([]string, error)
 	// MemberTier is the member's tier on a league board in the period
 	// (§12): the tier it was placed in when it has an entry there, else
 	// the tier it would be placed in by an event (a member never seen is

@@ -42,6 +42,7 @@ const (
 	// Cohort boards (§12): member reads within cohorts, a league tier.
 	CohortRanks = "cohortranks.lua"
 	CohortTier  = "cohorttier.lua"
+	Cohorts     = "cohorts.lua" // a period's placement counters
 
 	// Erase removes one member from one key space (§13, R29).
 	Erase = "erase.lua"
@@ -68,5 +69,5 @@ func file(name string) string {
 
 // Names lists every embedded script.
 func Names() []string {
-	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, Build, Deps, CohortRanks, CohortTier, Erase}
+	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, Build, Deps, CohortRanks, CohortTier, Cohorts, Erase}
 }

@@ -312,3 +312,26 @@ func (b *board) nextTier(member string, cur int64) int {
 	lg := b.cfg.League
 	return lg.MoveTier(c.tier, lg.Step(pos, ct.length))
 }
+
+// Cohorts lists a period's cohorts from its placement counters
+// (rank.Store).
+func (s *Store) Cohorts(ctx context.Context, id string, sel rank.PeriodSel) ([]string, error) {
+	b, err := s.lookup(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("memstore: cohorts %s: %w", id, err)
+	}
+	now := s.rlock(b)
+	defer b.mu.RUnlock()
+	if b.deleted {
+		return nil, fmt.Errorf("memstore: cohorts %s: %w", id, rank.ErrUnknownBoard)
+	}
+	idx, err := sel.Resolve(b.cfg, now)
+	if err != nil {
+		return nil, fmt.Errorf("memstore: cohorts %s: %w", id, err)
+	}
+	var placed map[int]int64
+	if z := b.readable(idx, now); z != nil && z.co != nil {
+		placed = z.co.placed
+	}
+	return b.cfg.CohortIDs(placed), nil
+}

@@ -302,6 +302,10 @@ func (m *model) CohortTop(context.Context, string, rank.PeriodSel, string, int, 
 	return rank.Page{}, errors.ErrUnsupported
 }
 
+func (m *model) Cohorts(context.Context, string, rank.PeriodSel) ([]string, error) {
+	return nil, errors.ErrUnsupported
+}
+
 func (m *model) MemberTier(context.Context, string, rank.PeriodSel, string) (string, error) {
 	return "", errors.ErrUnsupported
 }

@@ -196,6 +196,7 @@ func Run(t *testing.T, f Factory) {
 		{"CohortBans", testCohortBans},
 		{"LeagueMoves", testLeagueMoves},
 		{"LeagueDifferential", testLeagueDifferential},
+		{"CohortsList", testCohortsList},
 		{"Erase", testErase},
 		{"Export", testExport},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},

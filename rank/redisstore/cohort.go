@@ -20,6 +20,7 @@ import (
 var (
 	cohortRanksScript = newScript(lua.CohortRanks)
 	cohortTierScript  = newScript(lua.CohortTier)
+	cohortsScript     = newScript(lua.Cohorts)
 )
 
 // cohortSpec is a cohort board's config as apply.lua reads it from the cfg
@@ -219,4 +220,39 @@ func (s *Store) MemberTier(ctx context.Context, board string, period rank.Period
 		return "", fmt.Errorf("redisstore: %s %s: unexpected reply %v", op, board, v)
 	}
 	return c.b.League.Tiers.At(int(t)), nil
+}
+
+// Cohorts lists a period's cohorts from apply.lua's placement counters
+// (cohorts.lua): a tier that has had n members placed has
+// ceil(n / size) cohorts.
+func (s *Store) Cohorts(ctx context.Context, board string, period rank.PeriodSel) ([]string, error) {
+	const op = "cohorts"
+	if !rank.ValidBoardID(board) {
+		return nil, fmt.Errorf("redisstore: %s %q: %w", op, board, rank.ErrInvalidBoard)
+	}
+	c, _, v, err := s.cohortRun(ctx, op, board, period, cohortsScript, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
+		if !c.b.Cohorted() {
+			return nil, nil, nil
+		}
+		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n, s.kkey(board, sl.a) + "/n", s.kkey(board, sl.b) + "/n"}
+		return keys, []any{c.ver, nowArg, sl.start, sl.bound, sl.end}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	a, _ := v.([]any)
+	if v != nil && (len(a) < 1 || (len(a)-1)%2 != 0) {
+		return nil, fmt.Errorf("redisstore: %s %s: unexpected reply %v", op, board, v)
+	}
+	placed := map[int]int64{}
+	for i := 1; i+1 < len(a); i += 2 {
+		ts, _ := a[i].(string)
+		t, terr := strconv.Atoi(ts)
+		n, nerr := strconv.ParseInt(fmt.Sprint(a[i+1]), 10, 64)
+		if terr != nil || nerr != nil || t < 0 || (t > 0 && t >= c.b.League.Tiers.Len()) {
+			return nil, fmt.Errorf("redisstore: %s %s: unexpected counter %v = %v", op, board, a[i], a[i+1])
+		}
+		placed[t] = n
+	}
+	return c.b.CohortIDs(placed), nil
 }
