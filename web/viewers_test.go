@@ -81,8 +81,26 @@ func TestViewersLive(t *testing.T) {
 	counted.waitFor(t, viewersWithin, "two watching again", `text("#viewers") === "2 people watching"`)
 	spectator.waitFor(t, viewersWithin, "two watching on the page come back", `text("#viewers") === "2 people watching"`)
 
+	// The player page too: it subscribes to its board, so it counts, and
+	// stops counting while it sits in the back/forward cache.
+	player := b.tab(t)
+	player.run(t, chromedp.Navigate(gw.url+"/play?board=watched"))
+	player.run(t,
+		chromedp.WaitVisible(chromedp.CSS(`#name-input`)),
+		chromedp.SendKeys(chromedp.CSS(`#name-input`), "Pat"),
+		chromedp.Click(chromedp.CSS(`#join-btn`)),
+	)
+	player.waitFor(t, 10*time.Second, "the player page connected", `attr("#conn", "data-status") === "open"`)
+	counted.waitFor(t, viewersWithin, "three watching with the player page", `text("#viewers") === "3 people watching"`)
+	player.run(t, chromedp.Navigate("about:blank"))
+	counted.waitFor(t, viewersWithin, "two watching once the player page left", `text("#viewers") === "2 people watching"`)
+	player.js(t, `history.back()`)
+	player.waitFor(t, 10*time.Second, "the player page back, connected", `attr("#conn", "data-status") === "open"`)
+	counted.waitFor(t, viewersWithin, "three watching with the player page back", `text("#viewers") === "3 people watching"`)
+
 	spectator.checkNoErrors(t)
 	counted.checkNoErrors(t)
+	player.checkNoErrors(t)
 }
 
 // TestViewersWording: the scripted gateway's board frames drive the count:

@@ -6,7 +6,7 @@
 import { LBClient, tierOf } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
-  BoardStatus, NO_TOKEN_HINT, errorText, setBig, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, num, randomTag, scoreText, useBoardDecimals, tokenSource,
+  BoardStatus, NO_TOKEN_HINT, closeWhileCached, errorText, setBig, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, num, randomTag, scoreText, useBoardDecimals, tokenSource,
   validBoard,
 } from './common.js';
 
@@ -302,6 +302,7 @@ function start(id, name) {
   });
 
   subscribe();
+  closeWhileCached(lb);
   lb.connect();
   document.querySelector('.pad button').focus();
   tokens({}).then((t) => boardConfig(id, t), () => null).then((c) => {
