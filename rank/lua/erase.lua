@@ -14,6 +14,14 @@
 -- then any number of other keys that may name it: a hash loses the fields
 --          <member> and g|<member> (a global ban's copy), a sorted set or a
 --          set the member
+-- the last K of which are a cohort board's period hashes k:<i> (member ->
+--          its cohort "<tier>.<n>", apply.lua's "cohorts"): the member also
+--          leaves the cohort's sorted set k:<i>/<tier>.<n>, as it does the
+--          open period's of a league (lg's '#open', kept past its retention
+--          until its moves are made). Its seat is not given back: k:<i>/n
+--          keeps counting it, so no cohort ever takes more than its size and
+--          the members placed after it keep their cohorts (R27); a later
+--          event of the member places it anew, in the next seat.
 --
 -- ARGV[1] unused ("")
 -- ARGV[2] unused ("")
@@ -24,6 +32,7 @@
 -- ARGV[7] E
 -- ARGV[8] O
 -- ARGV[9] 1 when KEYS[2] is a seq to move, else 0
+-- ARGV[10] K
 --
 -- A sorted set of tiebreak first or last holds "<16 digits>|<member>"; the
 -- member's hashes that map it to that form (m:<i>) are read before any
@@ -36,8 +45,8 @@
 -- Returns {entries removed, keys changed}.
 
 local m = ARGV[6]
-local E, O = tonumber(ARGV[7]), tonumber(ARGV[8])
-if not E or not O or #KEYS < 2 + E + O then return redis.error_reply('LB bad_request') end
+local E, O, K = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[10])
+if not E or not O or not K or #KEYS < 2 + E + O + K then return redis.error_reply('LB bad_request') end
 
 local forms = {m}
 local types = {}
@@ -51,6 +60,29 @@ for i = 3, #KEYS do
 end
 
 local entries, changed = 0, 0
+
+-- The cohort hashes, before the loop below drops their fields. The open
+-- period's key is built from KEYS[1]'s prefix, as apply.lua builds it (the
+-- same hash tag).
+if K > 0 then
+  local base = string.sub(KEYS[1], 1, -4) -- KEYS[1] ends in "cfg"
+  local hashes, seen = {}, {}
+  for i = #KEYS - K + 1, #KEYS do
+    hashes[#hashes + 1] = KEYS[i]
+    seen[KEYS[i]] = true
+  end
+  local open = redis.call('HGET', base .. 'lg', '#open')
+  if open and not seen[base .. 'k:' .. open] then
+    local h = base .. 'k:' .. open
+    hashes[#hashes + 1] = h
+    if redis.call('HDEL', h, m) > 0 then changed = changed + 1 end
+  end
+  for _, h in ipairs(hashes) do
+    local c = redis.call('HGET', h, m)
+    if c and redis.call('ZREM', h .. '/' .. c, unpack(forms)) > 0 then changed = changed + 1 end
+  end
+end
+
 for i = 3, #KEYS do
   local k, t, n = KEYS[i], types[i], 0
   if i > 2 + E and i <= 2 + E + O then

@@ -42,6 +42,8 @@ const (
 	erWinSrc  = "rt-er-wd"    // daily, the source of the window rt-er-w
 	erWin     = "rt-er-w"     // a window of two periods
 	erOther   = "rt-er-other" // only Other scores here
+	erCohort  = "rt-er-co"    // cohorts of 2: the member and Other in cohort 1
+	erLeague  = "rt-er-lg"    // daily league of cohorts of 2: the member promoted
 )
 
 // EraseAnchor is a store time for SetupErasure's clock, hours away from
@@ -51,6 +53,8 @@ func EraseAnchor() time.Time { return hotAnchor() }
 // SetupErasure fills s (clock clk, which it moves) with member on a plain daily board with history and meta in two
 // periods, a board that bans it, a sharded board, a hot board, two
 // sources of a union, a daily source of a two-period window (two periods),
+// a cohort board (member and other in cohort 1), a daily league board
+// (member promoted out of the previous period's cohort, in silver now),
 // and a board where only other scores, plus a profile and a global ban.
 // Every board holds other too.
 func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) EraseFixture {
@@ -78,7 +82,11 @@ func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) 
 		t.Fatalf("PutBoard(%s): %v", erWin, err)
 	}
 	put(t, s, board(erOther, nil))
-	fx.Boards = []string{erSrcA, erSrcB, erBanned, erDaily, erHot, erOther, erSharded, erUnion, erWin, erWinSrc}
+	put(t, s, cohortBoard(erCohort, 2))
+	lg := leagueBoard(erLeague, 2, 1, 1, "bronze", "silver")
+	lg.Reset = rank.Daily
+	put(t, s, lg)
+	fx.Boards = []string{erSrcA, erSrcB, erBanned, erCohort, erDaily, erHot, erLeague, erOther, erSharded, erUnion, erWin, erWinSrc}
 	slices.Sort(fx.Boards)
 
 	anchor := clk.Now()
@@ -86,21 +94,28 @@ func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) 
 	clk.Set(cur.Start.Add(-time.Minute)) // the previous period
 	apply(t, s, withMeta(named(delta(erDaily, "old-prev", member, 4), "Eve"), meta.Meta(`{"car":"red"}`)))
 	apply(t, s, delta(erWinSrc, "old-wprev", member, 4))
+	// The league's previous period: member first of bronze-1, so promoted.
+	apply(t, s, delta(erLeague, "old-lgprev", member, 5))
+	apply(t, s, delta(erLeague, "o-lgprev", other, 1))
 	// Ten minutes into the day, so the hot board's hour buckets start on
 	// the hour, and the previous period's event is still within its
 	// idempotency window as it would be on a real clock.
 	clk.Set(cur.Start.Add(10 * time.Minute))
 	apply(t, s, withMeta(named(delta(erDaily, "old-day", member, 6), "Eve"), meta.Meta(`{"car":"blue"}`)))
 	fx.Old[erDaily] = "old-day"
-	for i, id := range []string{erBanned, erSharded, erHot, erSrcA, erSrcB, erWinSrc} {
+	for i, id := range []string{erBanned, erSharded, erHot, erSrcA, erSrcB, erWinSrc, erCohort, erLeague} {
 		apply(t, s, named(delta(id, "old-"+id, member, int64(10+i)), "Eve"))
 		fx.Old[id] = "old-" + id
+	}
+	if r := ranks(t, s, erLeague, "", 0, member).Members[0]; r.Tier != "silver" {
+		t.Fatalf("%s on %s: tier %q, want silver (promoted)", member, erLeague, r.Tier)
 	}
 	// The daily board's two periods, five boards, the union, the window's
 	// source's two periods and three of the window's views: the previous
 	// period's, the current one's and the next one's, which already holds
-	// the current period's event.
-	fx.Entries = 2 + 5 + 1 + 2 + 3
+	// the current period's event; the cohort board, the league's two
+	// periods.
+	fx.Entries = 2 + 5 + 1 + 2 + 3 + 1 + 2
 	for i, id := range fx.Boards {
 		if id == erUnion || id == erWin {
 			continue
@@ -136,7 +151,7 @@ func (fx EraseFixture) CheckErased(t *testing.T, s rank.Store) {
 	m := fx.Member
 	for _, id := range fx.Boards {
 		for _, p := range []rank.PeriodSel{"", "previous"} {
-			if id != erDaily && p != "" {
+			if id != erDaily && id != erLeague && p != "" {
 				continue
 			}
 			r := ranks(t, s, id, p, 0, m, fx.Other)
@@ -195,12 +210,43 @@ func (fx EraseFixture) CheckErased(t *testing.T, s rank.Store) {
 			t.Fatalf("%s: the old id %s after the erasure: %+v, want applied anew with score %d", id, old, r, want)
 		}
 	}
+	fx.checkCohorts(t, s)
 	wantHistory(t, s, erDaily, "", m, rank.HistoryEvent{ID: fx.Old[erDaily], Op: rank.OpDelta, Amount: 3, Score: 3, At: ms(t, s)})
 	if r := ranks(t, s, erUnion, "", 0, m); !r.Members[0].Found || r.Members[0].Score != 6 {
 		t.Fatalf("union after the old ids came again: %+v, want 6 (3 + 3, from zero)", r.Members[0])
 	}
 	if r := ranks(t, s, erWin, "", 0, m); !r.Members[0].Found || r.Members[0].Score != 3 {
 		t.Fatalf("window after the old id came again: %+v, want 3 (the previous period's 4 erased)", r.Members[0])
+	}
+}
+
+// checkCohorts, after the old ids came again: the member's cohort seats
+// were erased, so it was placed anew, in a fresh seat (the one it had is
+// not reused: a cohort never takes more than its size, R27) and, on the
+// league, in the lowest tier (its promotion erased with it).
+func (fx EraseFixture) checkCohorts(t *testing.T, s rank.Store) {
+	t.Helper()
+	m := fx.Member
+	if r := ranks(t, s, erCohort, "", 0, m).Members[0]; r.Cohort != "2" {
+		t.Fatalf("%s on %s after the erasure: cohort %q, want 2 (a fresh seat)", m, erCohort, r.Cohort)
+	}
+	if r := apply(t, s, delta(erCohort, "er-co-cid", "cid", 1)); r.Cohort != "2" {
+		t.Fatalf("a new member after the erasure: cohort %q, want 2 (with %s)", r.Cohort, m)
+	}
+	for c, want := range map[string][]string{"1": {fx.Other}, "2": {m, "cid"}} {
+		var got []string
+		for _, e := range cohortTop(t, s, erCohort, "", c, 0, 10).Entries {
+			got = append(got, e.Member)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("cohort %s of %s after the erasure holds %v, want %v", c, erCohort, got, want)
+		}
+	}
+	if r := ranks(t, s, erLeague, "", 0, m).Members[0]; r.Tier != "bronze" || r.Cohort != "bronze-1" {
+		t.Fatalf("%s on %s after the erasure: tier %q cohort %q, want bronze-1 (placed anew)", m, erLeague, r.Tier, r.Cohort)
+	}
+	if got := cohortTop(t, s, erLeague, "", "silver-1", 0, 10); got.Total != 0 {
+		t.Fatalf("silver-1 of %s after the erasure: %+v, want it empty", erLeague, got.Entries)
 	}
 }
 
@@ -293,7 +339,8 @@ func testExport(t *testing.T, f Factory) {
 	}
 	visible := []string{erSrcA + "/0/", erSrcB + "/0/", erDaily + "/-1/" + `{"car":"red"}`,
 		erDaily + "/+0/" + `{"car":"blue"}`, erHot + "/0/", erSharded + "/0/", erUnion + "/0/",
-		erWinSrc + "/-1/", erWinSrc + "/+0/", erWin + "/-1/", erWin + "/+0/", erWin + "/+1/"}
+		erWinSrc + "/-1/", erWinSrc + "/+0/", erWin + "/-1/", erWin + "/+0/", erWin + "/+1/",
+		erCohort + "/0/", erLeague + "/-1/", erLeague + "/+0/"}
 	want := append(slices.Clone(visible), erBanned+"/0//hidden") // the banned board's, without a rank
 	slices.Sort(want)
 	if got := entries(x); !slices.Equal(got, want) {
