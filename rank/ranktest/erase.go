@@ -346,6 +346,21 @@ func testExport(t *testing.T, f Factory) {
 	if got := entries(x); !slices.Equal(got, want) {
 		t.Fatalf("Export entries %q, want %q", got, want)
 	}
+	// A cohort board's rank is within the cohort, which the entry names.
+	var cohorts []string
+	for _, e := range x.Entries {
+		if e.Cohort != "" || e.Tier != "" {
+			p := "0"
+			if e.Period != 0 {
+				p = fmt.Sprintf("%+d", e.Period-cur)
+			}
+			cohorts = append(cohorts, fmt.Sprintf("%s/%s/%s/%s/%d", e.Board, p, e.Cohort, e.Tier, e.Rank))
+		}
+	}
+	slices.Sort(cohorts)
+	if want := []string{erCohort + "/0/1//2", erLeague + "/+0/silver-1/silver/1", erLeague + "/-1/bronze-1/bronze/1"}; !slices.Equal(cohorts, want) {
+		t.Fatalf("Export cohorts %q, want %q", cohorts, want)
+	}
 	if len(x.History) != 2 || x.History[0].ID == x.History[1].ID {
 		t.Fatalf("Export history %+v, want the daily board's two events", x.History)
 	}
