@@ -16,9 +16,9 @@
 --          set the member
 -- the last K of which are a cohort board's period hashes k:<i> (member ->
 --          its cohort "<tier>.<n>", apply.lua's "cohorts"): the member also
---          leaves the cohort's sorted set k:<i>/<tier>.<n>, as it does the
---          open period's of a league (lg's '#open', kept past its retention
---          until its moves are made). Its seat is not given back: k:<i>/n
+--          leaves the cohort's sorted set k:<i>/<tier>.<n> (the cohort keys
+--          are built from the hash's name, as apply.lua builds them, in the
+--          same slot). Its seat is not given back: k:<i>/n
 --          keeps counting it, so no cohort ever takes more than its size and
 --          the members placed after it keep their cohorts (R27); a later
 --          event of the member places it anew, in the next seat.
@@ -61,26 +61,10 @@ end
 
 local entries, changed = 0, 0
 
--- The cohort hashes, before the loop below drops their fields. The open
--- period's key is built from KEYS[1]'s prefix, as apply.lua builds it (the
--- same hash tag).
-if K > 0 then
-  local base = string.sub(KEYS[1], 1, -4) -- KEYS[1] ends in "cfg"
-  local hashes, seen = {}, {}
-  for i = #KEYS - K + 1, #KEYS do
-    hashes[#hashes + 1] = KEYS[i]
-    seen[KEYS[i]] = true
-  end
-  local open = redis.call('HGET', base .. 'lg', '#open')
-  if open and not seen[base .. 'k:' .. open] then
-    local h = base .. 'k:' .. open
-    hashes[#hashes + 1] = h
-    if redis.call('HDEL', h, m) > 0 then changed = changed + 1 end
-  end
-  for _, h in ipairs(hashes) do
-    local c = redis.call('HGET', h, m)
-    if c and redis.call('ZREM', h .. '/' .. c, unpack(forms)) > 0 then changed = changed + 1 end
-  end
+-- The cohort hashes, before the loop below drops their fields.
+for i = #KEYS - K + 1, #KEYS do
+  local c = redis.call('HGET', KEYS[i], m)
+  if c and redis.call('ZREM', KEYS[i] .. '/' .. c, unpack(forms)) > 0 then changed = changed + 1 end
 end
 
 for i = 3, #KEYS do

@@ -293,6 +293,57 @@ func testErase(t *testing.T, f Factory) {
 	fx.CheckErased(t, s)
 }
 
+// testEraseLeagueOpen: a league keeps the last period placed in until a
+// later one is, however far past its retention, since its moves are still
+// to be made: an erasure removes the member from it too, so the member's
+// pending promotion goes with it (its next placement is in the lowest
+// tier) and no other member's moves change.
+func testEraseLeagueOpen(t *testing.T, f Factory) {
+	clk := NewClock(hotAnchor())
+	s := f(t, clk.Now)
+	ctx := t.Context()
+	lg := leagueBoard("rt-er-lgopen", 3, 1, 1, "bronze", "silver", "gold")
+	lg.Reset = rank.Daily
+	put(t, s, lg)
+	for i, m := range []string{"eve", "bob", "cid"} {
+		apply(t, s, delta(lg.ID, "e-"+m, m, int64(30-10*i)))
+	}
+	// Six days on, nobody having played since: the period is past the
+	// kept ones, its moves (eve up, cid down to stay bronze) still pending.
+	clk.Set(clk.Now().Add(6 * 24 * time.Hour))
+	if kept := rank.KeptPeriods(lg, clk.Now()); slices.Contains(kept, rank.PeriodAt(lg, clk.Now().Add(-6*24*time.Hour)).Index) {
+		t.Fatalf("the played period is still among the kept ones %v", kept)
+	}
+	tier := func(m string) string {
+		t.Helper()
+		tr, err := s.MemberTier(ctx, lg.ID, "", m)
+		if err != nil {
+			t.Fatalf("MemberTier(%s): %v", m, err)
+		}
+		return tr
+	}
+	if got := tier("eve"); got != "silver" {
+		t.Fatalf("eve's next tier before the erasure: %q, want silver", got)
+	}
+	if e, err := s.Erase(ctx, "eve"); err != nil || !slices.Equal(e.Boards, []string{lg.ID}) || e.Entries != 1 {
+		t.Fatalf("Erase = %+v, %v; want the board and its entry in the period kept for its moves", e, err)
+	}
+	if got := tier("eve"); got != "bronze" {
+		t.Fatalf("eve's next tier after the erasure: %q, want bronze (its promotion erased)", got)
+	}
+	// The others' moves are those of the standings without eve: bob first
+	// now, so up; cid last, staying in the lowest tier.
+	if got := tier("bob"); got != "silver" {
+		t.Fatalf("bob's next tier after eve's erasure: %q, want silver", got)
+	}
+	if r := apply(t, s, delta(lg.ID, "e2-eve", "eve", 1)); r.Tier != "bronze" {
+		t.Fatalf("eve placed after the erasure: %+v, want bronze", r)
+	}
+	if r := apply(t, s, delta(lg.ID, "e2-bob", "bob", 1)); r.Tier != "silver" {
+		t.Fatalf("bob placed after eve's erasure: %+v, want silver", r)
+	}
+}
+
 // testExport: a member's export holds its entries with rank and meta, its
 // history, bans and profile.
 func testExport(t *testing.T, f Factory) {

@@ -197,6 +197,7 @@ func Run(t *testing.T, f Factory) {
 		{"LeagueMoves", testLeagueMoves},
 		{"LeagueDifferential", testLeagueDifferential},
 		{"Erase", testErase},
+		{"EraseLeagueOpen", testEraseLeagueOpen},
 		{"Export", testExport},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}

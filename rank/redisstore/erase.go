@@ -121,6 +121,19 @@ func (s *Store) eraseBoard(ctx context.Context, sc *script, b rank.Board, member
 		return 0, false, err
 	}
 	kept := keptPeriods(b, now)
+	if b.Leagued() {
+		// The last period placed in keeps its keys past its retention
+		// until its moves are made (apply.lua's leagueOpen). Read before
+		// the script: if a placement in a later period makes the moves
+		// meanwhile, those keys get their period's expiry (past: dropped).
+		open, err := s.client.HGet(ctx, s.keyIn(g, b.ID, "lg"), "#open").Int64()
+		if err != nil && !isNil(err) {
+			return 0, false, err
+		}
+		if err == nil {
+			kept = append(kept, open)
+		}
+	}
 	slices.Sort(kept)
 	kept = slices.Compact(kept)
 	run := func(g, id, seq string) (int64, bool, error) {
