@@ -16,8 +16,11 @@ import (
 type Eraser interface {
 	// Erase removes everything the store holds about member (R29): its
 	// entries, hidden entries, names, meta, history and submission counts
-	// on every board (plain, derived, hot, sharded) and every period the
-	// board keeps, its bans (board and global), its profile, and its
+	// on every board (plain, derived, hot, sharded, cohort) and every
+	// period the board keeps, its cohort seats and league tier (a seat is
+	// not given back: a later event places it anew, in the next seat, so
+	// no cohort ever exceeds its size), its bans (board and global), its
+	// profile, and its
 	// idempotency records, so a later event with an old request id is
 	// applied anew. A member the store knows nothing of is erased too,
 	// with nothing removed: erasure is idempotent. ErrInvalidMember for a
@@ -53,6 +56,10 @@ type ExportEntry struct {
 	Score  int64     `json:"score"`
 	Rank   int64     `json:"rank"` // 0 when Hidden
 	Meta   meta.Meta `json:"meta,omitempty"`
+	// Cohort and Tier: on a cohort board (§12) the cohort Rank is within,
+	// and its league tier; without them such a rank reads as the board's.
+	Cohort string `json:"cohort,omitempty"`
+	Tier   string `json:"tier,omitempty"`
 	// Hidden: a ban hides the entry (R21); it has no rank.
 	Hidden bool `json:"hidden,omitempty"`
 	// Decimals: as Result.Decimals (3 on hot boards); the API prints the
@@ -138,7 +145,7 @@ func exportBoard(ctx context.Context, s Store, b Board, member string, now time.
 		}
 		if len(rs.Members) == 1 && rs.Members[0].Found {
 			mr := rs.Members[0]
-			e := ExportEntry{Board: b.ID, Period: rs.Period, Score: mr.Score, Rank: mr.Rank, Decimals: rs.Decimals}
+			e := ExportEntry{Board: b.ID, Period: rs.Period, Score: mr.Score, Rank: mr.Rank, Cohort: mr.Cohort, Tier: mr.Tier, Decimals: rs.Decimals}
 			for _, a := range mr.Around {
 				if a.Member == member {
 					e.Meta = a.Meta

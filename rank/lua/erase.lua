@@ -14,6 +14,14 @@
 -- then any number of other keys that may name it: a hash loses the fields
 --          <member> and g|<member> (a global ban's copy), a sorted set or a
 --          set the member
+-- the last K of which are a cohort board's period hashes k:<i> (member ->
+--          its cohort "<tier>.<n>", apply.lua's "cohorts"): the member also
+--          leaves the cohort's sorted set k:<i>/<tier>.<n> (the cohort keys
+--          are built from the hash's name, as apply.lua builds them, in the
+--          same slot). Its seat is not given back: k:<i>/n
+--          keeps counting it, so no cohort ever takes more than its size and
+--          the members placed after it keep their cohorts (R27); a later
+--          event of the member places it anew, in the next seat.
 --
 -- ARGV[1] unused ("")
 -- ARGV[2] unused ("")
@@ -24,6 +32,7 @@
 -- ARGV[7] E
 -- ARGV[8] O
 -- ARGV[9] 1 when KEYS[2] is a seq to move, else 0
+-- ARGV[10] K
 --
 -- A sorted set of tiebreak first or last holds "<16 digits>|<member>"; the
 -- member's hashes that map it to that form (m:<i>) are read before any
@@ -36,8 +45,8 @@
 -- Returns {entries removed, keys changed}.
 
 local m = ARGV[6]
-local E, O = tonumber(ARGV[7]), tonumber(ARGV[8])
-if not E or not O or #KEYS < 2 + E + O then return redis.error_reply('LB bad_request') end
+local E, O, K = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[10])
+if not E or not O or not K or #KEYS < 2 + E + O + K then return redis.error_reply('LB bad_request') end
 
 local forms = {m}
 local types = {}
@@ -51,6 +60,13 @@ for i = 3, #KEYS do
 end
 
 local entries, changed = 0, 0
+
+-- The cohort hashes, before the loop below drops their fields.
+for i = #KEYS - K + 1, #KEYS do
+  local c = redis.call('HGET', KEYS[i], m)
+  if c and redis.call('ZREM', KEYS[i] .. '/' .. c, unpack(forms)) > 0 then changed = changed + 1 end
+end
+
 for i = 3, #KEYS do
   local k, t, n = KEYS[i], types[i], 0
   if i > 2 + E and i <= 2 + E + O then

@@ -9,6 +9,7 @@
 -- KEYS[4] <p>:{b#i}:z:<k>  sorted set of the period read
 -- KEYS[5] <p>:{b#i}:m:<k>  hash: member id -> sorted-set member
 -- KEYS[6] <p>:{b#i}:ban    hash: the shard's bans (see ban.lua)
+-- KEYS[7] <p>:{b#i}:meta:<k> hash: member id -> meta (§11) of the period read
 --
 -- ARGV[1] config version the caller resolved the keys with
 -- ARGV[2] now in unix ms, or "" to read the server's TIME
@@ -22,14 +23,17 @@
 --          the member is "") the same score and a greater member (the REV
 --          order of Redis, which is the board's order of ties); a member
 --          is another shard's, placed for a moment (see placed)
+--   meta:  ARGV[7..] pairs (stored score, raw member) of entries a page
+--          read -> per pair {name, meta}, meta "" unless the member still
+--          has that score (the meta shown is the one of that score, R26)
 --   find:  ARGV[7..] member ids -> {total, then per member found, score,
 --          raw member}
 --   win:   ARGV[7] around, ARGV[8..] pairs (stored score, raw member) -> per
 --          pair {better, better_score, above, below, then above + below
---          triples}: better as for count, better_score the entries of a
+--          quadruples raw member, score, name, meta}: better as for count, better_score the entries of a
 --          strictly better score, then up to `around` entries before that
 --          position and up to around+1 from it, in rank order
--- Scores as stored (negated on asc boards); names "" when none. Errors
+-- Scores as stored (negated on asc boards); names and meta "" when none. Errors
 -- "LB <code>": unknown_board, stale, expired (a ban's until has passed),
 -- bad_request.
 
@@ -121,19 +125,36 @@ local function placed(sc, z)
   return r
 end
 
--- triples appends raw member, score, name of a WITHSCORES reply to out.
-local function triples(r, out)
+-- quads appends raw member, score, name and meta of a WITHSCORES reply
+-- to out: the meta read with the score, in this call (R26).
+local function quads(r, out)
   local ids, names = idsNames(r)
+  local metas = metasOf(KEYS[7], ids)
   for i = 1, #ids do
     out[#out + 1] = r[2 * i - 1]
     out[#out + 1] = r[2 * i]
     out[#out + 1] = names[i]
+    out[#out + 1] = metas[i]
   end
 end
 
 if op == 'count' then
   local out = {}
   for a = 7, #ARGV, 2 do out[#out + 1] = placed(ARGV[a], ARGV[a + 1]) end
+  return out
+end
+
+if op == 'meta' then
+  local out = {}
+  for a = 7, #ARGV, 2 do
+    local z = ARGV[a + 1]
+    local id = z
+    if string.sub(z, 17, 17) == '|' then id = string.sub(z, 18) end
+    out[#out + 1] = redis.call('HGET', KEYS[3], id) or ''
+    local mt = ''
+    if tonumber(redis.call('ZSCORE', zkey, z)) == tonumber(ARGV[a]) then mt = redis.call('HGET', KEYS[7], id) or '' end
+    out[#out + 1] = mt
+  end
   return out
 end
 
@@ -172,8 +193,8 @@ elseif op == 'win' then
     local down = redis.call('ZREVRANGE', zkey, c, c + around, 'WITHSCORES')
     out[#out + 1] = #up / 2
     out[#out + 1] = #down / 2
-    triples(up, out)
-    triples(down, out)
+    quads(up, out)
+    quads(down, out)
   end
   return out
 end

@@ -58,20 +58,19 @@ func (b *board) erase(member string) (entries int64, touched bool) {
 		return 0, false
 	}
 	for _, z := range b.periods {
-		if n := z.members[member]; n != nil {
-			z.tr.remove(n)
-			delete(z.members, member)
-			entries++
-		} else if z.hidden[member] != nil {
-			delete(z.hidden, member)
-			entries++
+		n, t := z.erase(member)
+		entries += n
+		touched = touched || t
+	}
+	if l := b.league; l != nil {
+		// The open period's data outlives its retention until its moves
+		// are made (leagueOpen): its entries are not counted, but erased.
+		if l.openZ != nil && b.periods[l.open] != l.openZ {
+			_, t := l.openZ.erase(member)
+			touched = touched || t
 		}
-		for _, had := range []bool{hasKey(z.counts, member), hasKey(z.meta, member), hasKey(z.history, member)} {
-			touched = touched || had
-		}
-		delete(z.counts, member)
-		delete(z.meta, member)
-		delete(z.history, member)
+		touched = touched || hasKey(l.tier, member)
+		delete(l.tier, member)
 	}
 	touched = touched || entries > 0 || hasKey(b.names, member) || hasKey(b.bans, member) || hasKey(b.gbans, member)
 	delete(b.names, member)
@@ -100,6 +99,35 @@ func (b *board) erase(member string) (entries int64, touched bool) {
 	if touched {
 		b.seq++ // reads changed, as a removal moves it
 	}
+	return entries, touched
+}
+
+// erase removes member from period z: its entry (shown or hidden), its
+// cohort seat, submissions, meta and history. The seat is not given back
+// (the tier's count of placed members stays), so the members placed after
+// it keep their cohorts and none ever holds more than its size (R27); a
+// later event of the member places it anew, in the next seat.
+func (z *zset) erase(member string) (entries int64, touched bool) {
+	if n := z.members[member]; n != nil {
+		z.co.leave(n)
+		z.tr.remove(n)
+		delete(z.members, member)
+		entries++
+	} else if z.hidden[member] != nil {
+		delete(z.hidden, member)
+		entries++
+	}
+	touched = entries > 0
+	if z.co != nil {
+		touched = touched || hasKey(z.co.of, member)
+		delete(z.co.of, member)
+	}
+	for _, had := range []bool{hasKey(z.counts, member), hasKey(z.meta, member), hasKey(z.history, member)} {
+		touched = touched || had
+	}
+	delete(z.counts, member)
+	delete(z.meta, member)
+	delete(z.history, member)
 	return entries, touched
 }
 

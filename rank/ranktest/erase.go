@@ -42,6 +42,8 @@ const (
 	erWinSrc  = "rt-er-wd"    // daily, the source of the window rt-er-w
 	erWin     = "rt-er-w"     // a window of two periods
 	erOther   = "rt-er-other" // only Other scores here
+	erCohort  = "rt-er-co"    // cohorts of 2: the member and Other in cohort 1
+	erLeague  = "rt-er-lg"    // daily league of cohorts of 2: the member promoted
 )
 
 // EraseAnchor is a store time for SetupErasure's clock, hours away from
@@ -51,6 +53,8 @@ func EraseAnchor() time.Time { return hotAnchor() }
 // SetupErasure fills s (clock clk, which it moves) with member on a plain daily board with history and meta in two
 // periods, a board that bans it, a sharded board, a hot board, two
 // sources of a union, a daily source of a two-period window (two periods),
+// a cohort board (member and other in cohort 1), a daily league board
+// (member promoted out of the previous period's cohort, in silver now),
 // and a board where only other scores, plus a profile and a global ban.
 // Every board holds other too.
 func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) EraseFixture {
@@ -78,7 +82,11 @@ func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) 
 		t.Fatalf("PutBoard(%s): %v", erWin, err)
 	}
 	put(t, s, board(erOther, nil))
-	fx.Boards = []string{erSrcA, erSrcB, erBanned, erDaily, erHot, erOther, erSharded, erUnion, erWin, erWinSrc}
+	put(t, s, cohortBoard(erCohort, 2))
+	lg := leagueBoard(erLeague, 2, 1, 1, "bronze", "silver")
+	lg.Reset = rank.Daily
+	put(t, s, lg)
+	fx.Boards = []string{erSrcA, erSrcB, erBanned, erCohort, erDaily, erHot, erLeague, erOther, erSharded, erUnion, erWin, erWinSrc}
 	slices.Sort(fx.Boards)
 
 	anchor := clk.Now()
@@ -86,21 +94,28 @@ func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) 
 	clk.Set(cur.Start.Add(-time.Minute)) // the previous period
 	apply(t, s, withMeta(named(delta(erDaily, "old-prev", member, 4), "Eve"), meta.Meta(`{"car":"red"}`)))
 	apply(t, s, delta(erWinSrc, "old-wprev", member, 4))
+	// The league's previous period: member first of bronze-1, so promoted.
+	apply(t, s, delta(erLeague, "old-lgprev", member, 5))
+	apply(t, s, delta(erLeague, "o-lgprev", other, 1))
 	// Ten minutes into the day, so the hot board's hour buckets start on
 	// the hour, and the previous period's event is still within its
 	// idempotency window as it would be on a real clock.
 	clk.Set(cur.Start.Add(10 * time.Minute))
 	apply(t, s, withMeta(named(delta(erDaily, "old-day", member, 6), "Eve"), meta.Meta(`{"car":"blue"}`)))
 	fx.Old[erDaily] = "old-day"
-	for i, id := range []string{erBanned, erSharded, erHot, erSrcA, erSrcB, erWinSrc} {
+	for i, id := range []string{erBanned, erSharded, erHot, erSrcA, erSrcB, erWinSrc, erCohort, erLeague} {
 		apply(t, s, named(delta(id, "old-"+id, member, int64(10+i)), "Eve"))
 		fx.Old[id] = "old-" + id
+	}
+	if r := ranks(t, s, erLeague, "", 0, member).Members[0]; r.Tier != "silver" {
+		t.Fatalf("%s on %s: tier %q, want silver (promoted)", member, erLeague, r.Tier)
 	}
 	// The daily board's two periods, five boards, the union, the window's
 	// source's two periods and three of the window's views: the previous
 	// period's, the current one's and the next one's, which already holds
-	// the current period's event.
-	fx.Entries = 2 + 5 + 1 + 2 + 3
+	// the current period's event; the cohort board, the league's two
+	// periods.
+	fx.Entries = 2 + 5 + 1 + 2 + 3 + 1 + 2
 	for i, id := range fx.Boards {
 		if id == erUnion || id == erWin {
 			continue
@@ -136,7 +151,7 @@ func (fx EraseFixture) CheckErased(t *testing.T, s rank.Store) {
 	m := fx.Member
 	for _, id := range fx.Boards {
 		for _, p := range []rank.PeriodSel{"", "previous"} {
-			if id != erDaily && p != "" {
+			if id != erDaily && id != erLeague && p != "" {
 				continue
 			}
 			r := ranks(t, s, id, p, 0, m, fx.Other)
@@ -195,12 +210,43 @@ func (fx EraseFixture) CheckErased(t *testing.T, s rank.Store) {
 			t.Fatalf("%s: the old id %s after the erasure: %+v, want applied anew with score %d", id, old, r, want)
 		}
 	}
+	fx.checkCohorts(t, s)
 	wantHistory(t, s, erDaily, "", m, rank.HistoryEvent{ID: fx.Old[erDaily], Op: rank.OpDelta, Amount: 3, Score: 3, At: ms(t, s)})
 	if r := ranks(t, s, erUnion, "", 0, m); !r.Members[0].Found || r.Members[0].Score != 6 {
 		t.Fatalf("union after the old ids came again: %+v, want 6 (3 + 3, from zero)", r.Members[0])
 	}
 	if r := ranks(t, s, erWin, "", 0, m); !r.Members[0].Found || r.Members[0].Score != 3 {
 		t.Fatalf("window after the old id came again: %+v, want 3 (the previous period's 4 erased)", r.Members[0])
+	}
+}
+
+// checkCohorts, after the old ids came again: the member's cohort seats
+// were erased, so it was placed anew, in a fresh seat (the one it had is
+// not reused: a cohort never takes more than its size, R27) and, on the
+// league, in the lowest tier (its promotion erased with it).
+func (fx EraseFixture) checkCohorts(t *testing.T, s rank.Store) {
+	t.Helper()
+	m := fx.Member
+	if r := ranks(t, s, erCohort, "", 0, m).Members[0]; r.Cohort != "2" {
+		t.Fatalf("%s on %s after the erasure: cohort %q, want 2 (a fresh seat)", m, erCohort, r.Cohort)
+	}
+	if r := apply(t, s, delta(erCohort, "er-co-cid", "cid", 1)); r.Cohort != "2" {
+		t.Fatalf("a new member after the erasure: cohort %q, want 2 (with %s)", r.Cohort, m)
+	}
+	for c, want := range map[string][]string{"1": {fx.Other}, "2": {m, "cid"}} {
+		var got []string
+		for _, e := range cohortTop(t, s, erCohort, "", c, 0, 10).Entries {
+			got = append(got, e.Member)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("cohort %s of %s after the erasure holds %v, want %v", c, erCohort, got, want)
+		}
+	}
+	if r := ranks(t, s, erLeague, "", 0, m).Members[0]; r.Tier != "bronze" || r.Cohort != "bronze-1" {
+		t.Fatalf("%s on %s after the erasure: tier %q cohort %q, want bronze-1 (placed anew)", m, erLeague, r.Tier, r.Cohort)
+	}
+	if got := cohortTop(t, s, erLeague, "", "silver-1", 0, 10); got.Total != 0 {
+		t.Fatalf("silver-1 of %s after the erasure: %+v, want it empty", erLeague, got.Entries)
 	}
 }
 
@@ -245,6 +291,57 @@ func testErase(t *testing.T, f Factory) {
 		t.Fatalf("Erase(bad member): %v, want ErrInvalidMember", err)
 	}
 	fx.CheckErased(t, s)
+}
+
+// testEraseLeagueOpen: a league keeps the last period placed in until a
+// later one is, however far past its retention, since its moves are still
+// to be made: an erasure removes the member from it too, so the member's
+// pending promotion goes with it (its next placement is in the lowest
+// tier) and no other member's moves change.
+func testEraseLeagueOpen(t *testing.T, f Factory) {
+	clk := NewClock(hotAnchor())
+	s := f(t, clk.Now)
+	ctx := t.Context()
+	lg := leagueBoard("rt-er-lgopen", 3, 1, 1, "bronze", "silver", "gold")
+	lg.Reset = rank.Daily
+	put(t, s, lg)
+	for i, m := range []string{"eve", "bob", "cid"} {
+		apply(t, s, delta(lg.ID, "e-"+m, m, int64(30-10*i)))
+	}
+	// Six days on, nobody having played since: the period is past the
+	// kept ones, its moves (eve up, cid down to stay bronze) still pending.
+	clk.Set(clk.Now().Add(6 * 24 * time.Hour))
+	if kept := rank.KeptPeriods(lg, clk.Now()); slices.Contains(kept, rank.PeriodAt(lg, clk.Now().Add(-6*24*time.Hour)).Index) {
+		t.Fatalf("the played period is still among the kept ones %v", kept)
+	}
+	tier := func(m string) string {
+		t.Helper()
+		tr, err := s.MemberTier(ctx, lg.ID, "", m)
+		if err != nil {
+			t.Fatalf("MemberTier(%s): %v", m, err)
+		}
+		return tr
+	}
+	if got := tier("eve"); got != "silver" {
+		t.Fatalf("eve's next tier before the erasure: %q, want silver", got)
+	}
+	if e, err := s.Erase(ctx, "eve"); err != nil || !slices.Equal(e.Boards, []string{lg.ID}) || e.Entries != 1 {
+		t.Fatalf("Erase = %+v, %v; want the board and its entry in the period kept for its moves", e, err)
+	}
+	if got := tier("eve"); got != "bronze" {
+		t.Fatalf("eve's next tier after the erasure: %q, want bronze (its promotion erased)", got)
+	}
+	// The others' moves are those of the standings without eve: bob first
+	// now, so up; cid last, staying in the lowest tier.
+	if got := tier("bob"); got != "silver" {
+		t.Fatalf("bob's next tier after eve's erasure: %q, want silver", got)
+	}
+	if r := apply(t, s, delta(lg.ID, "e2-eve", "eve", 1)); r.Tier != "bronze" {
+		t.Fatalf("eve placed after the erasure: %+v, want bronze", r)
+	}
+	if r := apply(t, s, delta(lg.ID, "e2-bob", "bob", 1)); r.Tier != "silver" {
+		t.Fatalf("bob placed after eve's erasure: %+v, want silver", r)
+	}
 }
 
 // testExport: a member's export holds its entries with rank and meta, its
@@ -293,11 +390,27 @@ func testExport(t *testing.T, f Factory) {
 	}
 	visible := []string{erSrcA + "/0/", erSrcB + "/0/", erDaily + "/-1/" + `{"car":"red"}`,
 		erDaily + "/+0/" + `{"car":"blue"}`, erHot + "/0/", erSharded + "/0/", erUnion + "/0/",
-		erWinSrc + "/-1/", erWinSrc + "/+0/", erWin + "/-1/", erWin + "/+0/", erWin + "/+1/"}
+		erWinSrc + "/-1/", erWinSrc + "/+0/", erWin + "/-1/", erWin + "/+0/", erWin + "/+1/",
+		erCohort + "/0/", erLeague + "/-1/", erLeague + "/+0/"}
 	want := append(slices.Clone(visible), erBanned+"/0//hidden") // the banned board's, without a rank
 	slices.Sort(want)
 	if got := entries(x); !slices.Equal(got, want) {
 		t.Fatalf("Export entries %q, want %q", got, want)
+	}
+	// A cohort board's rank is within the cohort, which the entry names.
+	var cohorts []string
+	for _, e := range x.Entries {
+		if e.Cohort != "" || e.Tier != "" {
+			p := "0"
+			if e.Period != 0 {
+				p = fmt.Sprintf("%+d", e.Period-cur)
+			}
+			cohorts = append(cohorts, fmt.Sprintf("%s/%s/%s/%s/%d", e.Board, p, e.Cohort, e.Tier, e.Rank))
+		}
+	}
+	slices.Sort(cohorts)
+	if want := []string{erCohort + "/0/1//2", erLeague + "/+0/silver-1/silver/1", erLeague + "/-1/bronze-1/bronze/1"}; !slices.Equal(cohorts, want) {
+		t.Fatalf("Export cohorts %q, want %q", cohorts, want)
 	}
 	if len(x.History) != 2 || x.History[0].ID == x.History[1].ID {
 		t.Fatalf("Export history %+v, want the daily board's two events", x.History)

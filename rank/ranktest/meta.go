@@ -101,6 +101,29 @@ func testMeta(t *testing.T, f Factory) {
 	apply(t, s, withMeta(value(set.ID, g.next(), "ann", 40), m2))
 	wantMeta(t, s, set.ID, "ann", m2)
 
+	// A sharded board keeps each member's meta in its shard: Top (a
+	// page merged from every shard) and Ranks (the around window, whose
+	// entries come from several shards) carry it as on a plain board.
+	sh := put(t, s, board("rt-meta-sharded", func(b *rank.Board) { b.Mode = rank.Best; b.Shards = 4 }))
+	shMeta := map[string]meta.Meta{}
+	for i, m := range []string{"ann", "bob", "cid", "dan", "eve", "fay", "gus", "hal"} {
+		var mt meta.Meta
+		if i%3 != 2 {
+			mt = meta.Meta(`{"replay":"https://r.example/` + m + `"}`)
+		}
+		apply(t, s, withMeta(value(sh.ID, g.next(), m, int64(10*(i+1))), mt))
+		shMeta[m] = mt
+	}
+	apply(t, s, withMeta(value(sh.ID, g.next(), "ann", 5), m2)) // worse: ann keeps its meta
+	for m, mt := range shMeta {
+		wantMeta(t, s, sh.ID, m, mt)
+	}
+	for _, e := range one(t, s, sh.ID, "dan", 3).Around {
+		if e.Meta != shMeta[e.Member] {
+			t.Fatalf("sharded around window: %s has meta %q, want %q", e.Member, e.Meta, shMeta[e.Member])
+		}
+	}
+
 	// A hot board keeps no meta: refused, nothing changes.
 	hot := put(t, s, hotBoard("rt-meta-hot", time.Hour, 3, 0.5))
 	applyErr(t, s, withMeta(delta(hot.ID, g.next(), "ann", 1), m1), rank.ErrBadRequest)

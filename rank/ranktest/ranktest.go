@@ -198,6 +198,7 @@ func Run(t *testing.T, f Factory) {
 		{"LeagueDifferential", testLeagueDifferential},
 		{"CohortsList", testCohortsList},
 		{"Erase", testErase},
+		{"EraseLeagueOpen", testEraseLeagueOpen},
 		{"Export", testExport},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}

@@ -51,8 +51,7 @@ func TestCluster(t *testing.T) {
 	t.Run("Conformance", func(t *testing.T) { ranktest.Run(t, factory) })
 	t.Run("ShardsSpread", func(t *testing.T) { testShardsSpread(t, factory(t, nil).(*Store)) })
 	t.Run("EraseScan", func(t *testing.T) {
-		clk := ranktest.NewClock(ranktest.EraseAnchor())
-		testEraseScan(t, factory(t, clk.Now).(*Store), clk)
+		testEraseScan(t, func(t *testing.T, now func() time.Time) *Store { return factory(t, now).(*Store) })
 	})
 	t.Run("Differential", func(t *testing.T) {
 		ranktest.Differential(t, newMem(t), factory(t, nil), 7, 1500)

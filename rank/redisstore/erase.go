@@ -30,13 +30,13 @@ import (
 var _ rank.Eraser = (*Store)(nil)
 
 // eraseKeys are erase.lua's KEYS for member in key space id of group g
-// over the periods kept, with E (the entry sorted sets) and O (the
-// member's own keys). seq is the key space's seq when erase.lua moves it,
+// over the periods kept, with E (the entry sorted sets), O (the member's
+// own keys) and K (the cohort hashes, last). seq is the key space's seq when erase.lua moves it,
 // else "" (a shard: its seq is its tie clock). A key family added to the
 // engine that may hold a member id goes in here, one line: board-wide
 // families in the list after "then every other key", per-period ones in
 // the loop below it.
-func (s *Store) eraseKeys(g, id, seq string, kept []int64, member string) (keys []string, e, o int) {
+func (s *Store) eraseKeys(g, id, seq string, kept []int64, member string) (keys []string, e, o, kc int) {
 	k := func(suffix string) string { return s.keyIn(g, id, suffix) }
 	if seq == "" {
 		seq = k("cfg")
@@ -57,6 +57,7 @@ func (s *Store) eraseKeys(g, id, seq string, kept []int64, member string) (keys 
 		k("h:nx"), // hot boards: the next view,
 		k("h:xn"), // its hidden entries,
 		k("h:s"),  // and the members' bucket sums
+		k("lg"),   // league tiers (§12)
 	)
 	for _, idx := range kept {
 		i := strconv.FormatInt(idx, 10)
@@ -66,7 +67,10 @@ func (s *Store) eraseKeys(g, id, seq string, kept []int64, member string) (keys 
 			k("c:"+i),    // submissions (R18)
 		)
 	}
-	return keys, e, o
+	for _, idx := range kept { // cohorts (§12): member -> its cohort's set
+		keys = append(keys, k("k:"+strconv.FormatInt(idx, 10)))
+	}
+	return keys, e, o, len(kept)
 }
 
 // Erase implements rank.Eraser. Each key space is its own atomic step: an
@@ -117,15 +121,28 @@ func (s *Store) eraseBoard(ctx context.Context, sc *script, b rank.Board, member
 		return 0, false, err
 	}
 	kept := keptPeriods(b, now)
+	if b.Leagued() {
+		// The last period placed in keeps its keys past its retention
+		// until its moves are made (apply.lua's leagueOpen). Read before
+		// the script: if a placement in a later period makes the moves
+		// meanwhile, those keys get their period's expiry (past: dropped).
+		open, err := s.client.HGet(ctx, s.keyIn(g, b.ID, "lg"), "#open").Int64()
+		if err != nil && !isNil(err) {
+			return 0, false, err
+		}
+		if err == nil {
+			kept = append(kept, open)
+		}
+	}
 	slices.Sort(kept)
 	kept = slices.Compact(kept)
 	run := func(g, id, seq string) (int64, bool, error) {
-		keys, e, o := s.eraseKeys(g, id, seq, kept, member)
+		keys, e, o, kc := s.eraseKeys(g, id, seq, kept, member)
 		move := 0
 		if seq != "" {
 			move = 1
 		}
-		v, err := sc.run(ctx, s.client, keys, "", "", 0, 0, 0, member, e, o, move)
+		v, err := sc.run(ctx, s.client, keys, "", "", 0, 0, 0, member, e, o, move, kc)
 		if err != nil {
 			return 0, false, err
 		}

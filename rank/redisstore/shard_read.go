@@ -13,13 +13,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wsgateway/wsgateway/internal/meta"
 	"github.com/wsgateway/wsgateway/rank"
 )
 
 // shardKeys are shard.lua's keys for shard sh, period idx.
 func (s *Store) shardKeys(sh cachedBoard, idx int64) []string {
 	id := sh.b.ID
-	return []string{sh.keys.cfg, sh.keys.seq, sh.keys.n, s.zkey(id, idx), s.mkey(id, idx), sh.keys.ban}
+	return []string{sh.keys.cfg, sh.keys.seq, sh.keys.n, s.zkey(id, idx), s.mkey(id, idx), sh.keys.ban, s.metaKey(id, idx)}
 }
 
 // shardPeriod is the period index a read of a sharded board reads (one
@@ -131,6 +132,7 @@ type shardEntry struct {
 	z     string // the sorted-set member: tie key and member id
 	score int64  // as stored
 	name  string
+	meta  meta.Meta
 	shard int
 }
 
@@ -151,18 +153,19 @@ func (x shardEntry) before(y shardEntry) bool {
 	return x.z > y.z
 }
 
-// shardEntries decodes raw member, score, name triples.
+// shardEntries decodes raw member, score, name, meta quadruples.
 func shardEntries(a []any) ([]shardEntry, error) {
-	out := make([]shardEntry, 0, len(a)/3)
-	for i := 0; i+2 < len(a); i += 3 {
+	out := make([]shardEntry, 0, len(a)/4)
+	for i := 0; i+3 < len(a); i += 4 {
 		z, _ := a[i].(string)
 		raw, _ := a[i+1].(string)
 		name, _ := a[i+2].(string)
+		mt, _ := a[i+3].(string)
 		sc, err := parseScore(raw)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, shardEntry{z: z, score: sc, name: name})
+		out = append(out, shardEntry{z: z, score: sc, name: name, meta: meta.Meta(mt)})
 	}
 	return out, nil
 }
@@ -194,7 +197,7 @@ func (e shardEntry) entry(b rank.Board, rk int64) rank.Entry {
 	if b.Order == rank.Asc {
 		sc = -sc
 	}
-	return rank.Entry{Rank: rk, Member: id, Score: sc, Name: e.name}
+	return rank.Entry{Rank: rk, Member: id, Score: sc, Name: e.name, Meta: e.meta}
 }
 
 // shardPage is Top and Count of a sharded board: the entries of every
@@ -269,6 +272,7 @@ func (s *Store) shardPageOnce(ctx context.Context, c cachedBoard, idx int64, now
 	cards := make([]*redis.IntCmd, n)
 	exps := make([]*redis.StringCmd, n)
 	ranges := make([]*redis.ZSliceCmd, n)
+	hasMeta := make([]*redis.IntCmd, n)
 	for i, sh := range c.shards {
 		z := s.zkey(sh.b.ID, idx)
 		cards[i] = pipe.ZCard(ctx, z)
@@ -276,6 +280,9 @@ func (s *Store) shardPageOnce(ctx context.Context, c cachedBoard, idx int64, now
 		if share > 0 {
 			ranges[i] = pipe.ZRevRangeWithScores(ctx, z, 0, int64(share-1))
 		}
+		// After the range (the same node runs a pipeline's commands in
+		// order): a shard without meta then held none for what it gave.
+		hasMeta[i] = pipe.Exists(ctx, s.metaKey(sh.b.ID, idx))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return rank.Page{}, false, err
@@ -308,6 +315,7 @@ func (s *Store) shardPageOnce(ctx context.Context, c cachedBoard, idx int64, now
 			if int64(len(l)) < cards[i].Val() && len(l) > 0 {
 				if pos, _ := slices.BinarySearchFunc(all, l[len(l)-1], cmpEntries); pos < win-1 {
 					again[i] = pipe.ZRevRangeWithScores(ctx, s.zkey(c.shards[i].b.ID, idx), 0, int64(win-1))
+					hasMeta[i] = pipe.Exists(ctx, s.metaKey(c.shards[i].b.ID, idx))
 				}
 			}
 		}
@@ -321,29 +329,63 @@ func (s *Store) shardPageOnce(ctx context.Context, c cachedBoard, idx int64, now
 			all = merge(lists...)
 		}
 	}
-	// Names of the page's entries, one HMGET per shard that has some.
+	// Names of the page's entries, one HMGET per shard that has some; on a
+	// shard that kept meta at the range read, shard.lua's meta op instead,
+	// which reads names and meta in one step and gives an entry's meta
+	// only if the entry still has the score the page shows (R26).
 	page := all[min(offset, len(all)):min(len(all), win)]
 	ids := make([][]string, n)
+	pairs := make([][]any, n)
 	for _, e := range page {
 		ids[e.shard] = append(ids[e.shard], e.id())
+		pairs[e.shard] = append(pairs[e.shard], strconv.FormatInt(e.score, 10), e.z)
 	}
-	names := make([]*redis.SliceCmd, n)
-	pipe = s.client.Pipeline()
-	for i, l := range ids {
-		if len(l) > 0 {
-			names[i] = pipe.HMGet(ctx, c.shards[i].keys.n, l...)
+	run := func() ([]*redis.SliceCmd, []*redis.Cmd, error) {
+		names := make([]*redis.SliceCmd, n)
+		metas := make([]*redis.Cmd, n)
+		pipe := s.client.Pipeline()
+		for i, l := range ids {
+			switch {
+			case len(l) == 0:
+			case hasMeta[i].Val() > 0:
+				metas[i] = pipe.EvalSha(ctx, s.shard.sha, s.shardKeys(c.shards[i], idx), append([]any{c.ver, "", 0, 0, 0, "meta"}, pairs[i]...)...)
+			default:
+				names[i] = pipe.HMGet(ctx, c.shards[i].keys.n, l...)
+			}
+		}
+		if len(page) == 0 {
+			return names, metas, nil
+		}
+		_, err := pipe.Exec(ctx)
+		if errors.Is(err, redis.Nil) {
+			err = nil
+		}
+		return names, metas, err
+	}
+	names, metas, err := run()
+	if err != nil && isNoScript(err) {
+		if err = s.shard.load(ctx, s.client); err == nil {
+			names, metas, err = run()
 		}
 	}
-	if len(page) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return rank.Page{}, false, err
-		}
+	if err != nil {
+		return rank.Page{}, false, err
 	}
 	next := make([]int, n)
 	for k, e := range page {
-		name, _ := names[e.shard].Val()[next[e.shard]].(string)
+		j := next[e.shard]
 		next[e.shard]++
-		e.name = name
+		if names[e.shard] != nil {
+			e.name, _ = names[e.shard].Val()[j].(string)
+		} else {
+			a, _ := metas[e.shard].Val().([]any)
+			if len(a) < 2*(j+1) {
+				return rank.Page{}, false, fmt.Errorf("unexpected meta reply %v", a)
+			}
+			e.name, _ = a[2*j].(string)
+			mt, _ := a[2*j+1].(string)
+			e.meta = meta.Meta(mt)
+		}
 		p.Entries = append(p.Entries, e.entry(c.b, sharedRank(c.b, all, offset+k)))
 	}
 	return p, false, nil
@@ -457,18 +499,18 @@ func (s *Store) shardRanks(ctx context.Context, board string, sel rank.PeriodSel
 				w.aheadScore += num(a[p+1])
 				nu, nd := int(num(a[p+2])), int(num(a[p+3]))
 				p += 4
-				if len(a) < p+3*(nu+nd) {
+				if len(a) < p+4*(nu+nd) {
 					return fmt.Errorf("unexpected win reply %v", a)
 				}
-				up, err := shardEntries(a[p : p+3*nu])
+				up, err := shardEntries(a[p : p+4*nu])
 				if err != nil {
 					return err
 				}
-				down, err := shardEntries(a[p+3*nu : p+3*(nu+nd)])
+				down, err := shardEntries(a[p+4*nu : p+4*(nu+nd)])
 				if err != nil {
 					return err
 				}
-				pos[i] = p + 3*(nu+nd)
+				pos[i] = p + 4*(nu+nd)
 				ups, downs = append(ups, up), append(downs, down)
 			}
 			above, below := merge(ups...), merge(downs...)

@@ -2,15 +2,18 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
 )
 
@@ -129,6 +132,59 @@ func TestShardPlacement(t *testing.T) {
 					t.Errorf("%s: %d shards on %d masters of equal ranges: %v per master", board, n, m, per)
 				}
 			}
+		}
+	}
+}
+
+// TestShardMetaScore: shard.lua's meta op, with which a sharded page reads
+// its entries' names and meta, gives an entry's meta only while the entry
+// has the score the page read (R26: never a score with another event's
+// meta), and its name either way.
+func TestShardMetaScore(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, testenv.StartRedis(t), Config{})
+	ctx := t.Context()
+	b := rank.DefaultBoard("shmeta")
+	b.Shards = 2
+	if _, err := s.PutBoard(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	const mt = `{"replay":"r1"}`
+	e := rank.Event{Board: b.ID, ID: "e1", Member: "ann", Name: "Ann", Op: rank.OpDelta, Amount: 7, Meta: mt}
+	if _, err := rank.ApplyWait(ctx, s, e); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.board(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, _, err := shardPeriod(c.b, "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := c.shards[rank.ShardOf("ann", b.Shards)]
+	z, err := s.client.HGet(ctx, s.mkey(sh.b.ID, idx), "ann").Result()
+	if errors.Is(err, redis.Nil) {
+		z = "ann"
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		score string
+		want  []any
+	}{
+		{"7", []any{"Ann", mt}},
+		{"6", []any{"Ann", ""}}, // the score moved since the page read it
+	} {
+		if err := s.shard.load(ctx, s.client); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.client.EvalSha(ctx, s.shard.sha, s.shardKeys(sh, idx), c.ver, "", 0, 0, 0, "meta", tc.score, z).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("meta op at score %s: %q, want %q", tc.score, got, tc.want)
 		}
 	}
 }
