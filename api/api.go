@@ -290,7 +290,7 @@ func (a *API) routes() {
 	add(fiber.MethodGet, b+"/:board", a.authenticate, a.getBoard)
 	add(fiber.MethodDelete, b+"/:board", a.authenticate, a.deleteBoard)
 	add(fiber.MethodGet, b+"/:board/top", a.authenticate, a.top)
-	add(fiber.MethodGet, b+"/:board/cohorts/:cohort/top", a.authenticate, a.cohortTop)
+	add(fiber.MethodGet, b+"/:board/cohorts/:cohort/top", a.authenticate, a.top)
 	add(fiber.MethodGet, b+"/:board/members", a.authenticate, a.memberList)
 	add(fiber.MethodGet, b+"/:board/members/:member", a.authenticate, a.member)
 	add(fiber.MethodGet, b+"/:board/members/:member/history", a.authenticate, a.history)

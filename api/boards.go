@@ -240,16 +240,20 @@ func (a *API) deleteBoard(c *fiber.Ctx) error {
 	return c.SendStatus(http.StatusNoContent)
 }
 
-// pageBody answers GET …/top: the WebSocket page reply without type and id.
-// Period is the period index read, present only for boards that reset.
+// pageBody answers GET …/top and GET …/cohorts/{cohort}/top: the
+// WebSocket page reply without type and id. Period is the period index
+// read, present only for boards that reset; Cohort names the cohort of a
+// cohort's page (§12), whose Total is the cohort's member count.
 type pageBody struct {
 	Board   string        `json:"board"`
+	Cohort  string        `json:"cohort,omitempty"`
 	Period  int64         `json:"period,omitempty"`
 	Offset  int           `json:"offset"`
 	Entries []proto.Entry `json:"entries"`
 	Total   int64         `json:"total"`
 }
 
+// top answers GET …/top, and a cohort's page when the route names one.
 func (a *API) top(c *fiber.Ctx) error {
 	id, err := boardParam(c)
 	if err != nil {
@@ -263,14 +267,21 @@ func (a *API) top(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	period := rank.PeriodSel(c.Query("period"))
+	cohort := c.Params("cohort") // its form is the board's (rank.Board.ParseCohortID): the store checks it
 	ctx, cancel := a.ctx()
 	defer cancel()
-	pg, err := a.deps.Store.Top(ctx, id, rank.PeriodSel(c.Query("period")), offset, limit)
+	var pg rank.Page
+	if cohort == "" {
+		pg, err = a.deps.Store.Top(ctx, id, period, offset, limit)
+	} else {
+		pg, err = a.deps.Store.CohortTop(ctx, id, period, cohort, offset, limit)
+	}
 	if err != nil {
 		return fmt.Errorf("api: top %s: %w", id, err)
 	}
 	a.decorate(ctx, pg.Entries)
-	return sendScores(c, pageBody{Board: id, Period: pg.Period, Offset: offset, Entries: proto.EntriesOf(pg.Entries), Total: pg.Total}, pg.Decimals)
+	return sendScores(c, pageBody{Board: id, Cohort: cohort, Period: pg.Period, Offset: offset, Entries: proto.EntriesOf(pg.Entries), Total: pg.Total}, pg.Decimals)
 }
 
 // rankBody answers GET …/members/{member}: the WebSocket rank reply without
