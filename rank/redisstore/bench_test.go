@@ -64,7 +64,7 @@ var sizes = []struct {
 }{{"10k", 10_000}, {"1M", 1_000_000}}
 
 // BenchmarkApply: serial is one caller (one round trip per event); parallel
-// is many callers, whose events the lanes pipeline. B/event is Redis
+// and deep are many callers, whose events the lanes pipeline. B/event is Redis
 // memory growth per applied event: mostly the idempotency record.
 func BenchmarkApply(b *testing.B) {
 	srv := testenv.StartRedis(b)
@@ -102,14 +102,21 @@ func BenchmarkApply(b *testing.B) {
 				Op: rank.OpDelta, Amount: int64(rand.IntN(100))}
 		}
 		b.Run(sz.name+"/serial", func(b *testing.B) { run(b, false, event) })
-		b.Run(sz.name+"/parallel", func(b *testing.B) {
-			b.SetParallelism(32)
-			p0, c0 := s.lanes[0].pipelines.Load(), s.lanes[0].calls.Load()
-			run(b, true, event)
-			if p := s.lanes[0].pipelines.Load() - p0; p > 0 {
-				b.ReportMetric(float64(s.lanes[0].calls.Load()-c0)/float64(p), "events/pipeline")
-			}
-		})
+		// parallel: batches below maxPerScript; deep: full batches, so a
+		// board's events take several rounds (one call per board and round).
+		for _, p := range []struct {
+			name string
+			n    int
+		}{{"parallel", 32}, {"deep", 256}} {
+			b.Run(sz.name+"/"+p.name, func(b *testing.B) {
+				b.SetParallelism(p.n)
+				p0, c0 := s.lanes[0].pipelines.Load(), s.lanes[0].calls.Load()
+				run(b, true, event)
+				if p := s.lanes[0].pipelines.Load() - p0; p > 0 {
+					b.ReportMetric(float64(s.lanes[0].calls.Load()-c0)/float64(p), "events/pipeline")
+				}
+			})
+		}
 	}
 }
 
