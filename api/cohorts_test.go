@@ -38,7 +38,9 @@ func TestCohorts(t *testing.T) {
 			"/api/v1/boards/grp/members/a?around=1":     `{"board":"grp","member":"a","rank":2,"score":10,"around":[{"rank":1,"member":"b","score":30},{"rank":2,"member":"a","score":10}],"cohort":"1"}`,
 			"/api/v1/boards/grp/members/c?around=1":     `{"board":"grp","member":"c","rank":1,"score":20,"around":[{"rank":1,"member":"c","score":20}],"cohort":"2"}`,
 			"/api/v1/boards/grp/members/nobody":         `{"board":"grp","member":"nobody","rank":null,"score":null,"around":[]}`,
-			"/api/v1/boards/plain/members/a":            `{"board":"plain","member":"a","rank":null,"score":null,"around":[]}`,
+			// A list ranks on the whole board (§11), not within cohorts.
+			"/api/v1/boards/grp/members?ids=a,c": `{"board":"grp","entries":[{"rank":2,"member":"c","score":20},{"rank":3,"member":"a","score":10}],"total":3}`,
+			"/api/v1/boards/plain/members/a":     `{"board":"plain","member":"a","rank":null,"score":null,"around":[]}`,
 		} {
 			r := e.do("GET", path, tok, "")
 			r.wantStatus(t, 200)

@@ -40,8 +40,9 @@ func (a *API) memberList(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	// One snapshot of every listed member: ranks, scores and meta agree.
-	rs, err := a.deps.Store.Ranks(ctx, id, rank.PeriodSel(c.Query("period")), ids, 0)
+	// One snapshot of every listed member: ranks, scores and meta agree;
+	// ranks on the whole board, cohort boards included (§11).
+	rs, err := a.deps.Store.Ranks(ctx, id, rank.PeriodSel(c.Query("period")), ids, rank.BoardRanks)
 	if err != nil {
 		return fmt.Errorf("api: members %s: %w", id, err)
 	}

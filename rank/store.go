@@ -182,6 +182,11 @@ func (h Hooks) Completes(run func()) {
 	h.Complete(run)
 }
 
+// BoardRanks, as Ranks' around, asks for each member's rank on the whole
+// board and no neighbours, on cohort boards too: member lists rank on the
+// whole board (§11), a member's own reads within its cohort (§12).
+const BoardRanks = -1
+
 // Store is a leaderboard engine: everything both engines implement, so a
 // wrapper that embeds it forwards every capability and none is found by
 // type assertion. All methods are safe for concurrent use. Errors are the
@@ -232,7 +237,9 @@ type Store interface {
 
 	// Top reads entries [offset, offset+limit) of a period.
 	Top(ctx context.Context, board string, period PeriodSel, offset, limit int) (Page, error)
-	// Ranks reads several members with `around` neighbours each in one snapshot.
+	// Ranks reads several members with `around` neighbours each in one
+	// snapshot; on a cohort board ranks and neighbours are within each
+	// member's cohort (§12), unless around is BoardRanks.
 	Ranks(ctx context.Context, board string, period PeriodSel, members []string, around int) (Ranks, error)
 	// History reads a member's last applied events in a period, newest
 	// first (§11): empty on a board without history or for a member

@@ -67,6 +67,9 @@ func (s *cohortStore) CohortTop(ctx context.Context, board string, p rank.Period
 }
 
 func (s *cohortStore) Ranks(ctx context.Context, board string, p rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
+	if around == rank.BoardRanks { // lists: the whole board's ranks
+		return s.countingStore.Ranks(ctx, board, p, members, around)
+	}
 	s.ranks.Add(1)
 	rs := rank.Ranks{Board: board}
 	for _, m := range members {

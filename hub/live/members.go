@@ -325,7 +325,7 @@ func (e *Engine) readLists(ctx context.Context, j *job, failed error) error {
 	decimals := 0
 	for lo := 0; lo < len(ask); lo += listChunk {
 		hi := min(lo+listChunk, len(ask))
-		r, err := e.readRanks(ctx, j.b.id, j.final.sel, ask[lo:hi], 0)
+		r, err := e.readRanks(ctx, j.b.id, j.final.sel, ask[lo:hi], rank.BoardRanks) // whole-board ranks (§11)
 		if err != nil {
 			return err
 		}

@@ -429,6 +429,10 @@ func (s *Store) Ranks(ctx context.Context, id string, sel rank.PeriodSel, member
 	if err != nil {
 		return rank.Ranks{}, fmt.Errorf("memstore: ranks %s: %w", id, err)
 	}
+	whole := around == rank.BoardRanks
+	if whole {
+		around = 0
+	}
 	if around < 0 {
 		return rank.Ranks{}, fmt.Errorf("memstore: ranks %s: %w: around %d is negative", id, rank.ErrBadRequest, around)
 	}
@@ -461,7 +465,7 @@ func (s *Store) Ranks(ctx context.Context, id string, sel rank.PeriodSel, member
 		if n == nil {
 			continue
 		}
-		if z.co != nil {
+		if z.co != nil && !whole {
 			out.Members[i] = b.cohortRank(z, n, around)
 			continue
 		}

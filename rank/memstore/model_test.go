@@ -264,6 +264,9 @@ func (m *model) Ranks(_ context.Context, id string, sel rank.PeriodSel, members 
 	if err != nil {
 		return rank.Ranks{}, err
 	}
+	if around == rank.BoardRanks { // the model has no cohorts: its ranks are the board's
+		around = 0
+	}
 	if around < 0 {
 		return rank.Ranks{}, rank.ErrBadRequest
 	}

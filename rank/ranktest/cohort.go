@@ -202,6 +202,16 @@ func testCohortArrival(t *testing.T, f Factory) {
 	} else {
 		wantEntries(t, "around m1", m1.Around, ent(1, "m1", 70), ent(2, "m0", 60))
 	}
+	// Member lists rank on the whole board (§11): BoardRanks.
+	list, err := s.Ranks(ctx, b.ID, "", []string{"m5", "m6", "nobody"}, rank.BoardRanks)
+	if err != nil {
+		t.Fatalf("Ranks(BoardRanks): %v", err)
+	}
+	if l := list.Members; !l[0].Found || l[0].Rank != 4 || l[0].Score != 50 || !l[1].Found || l[1].Rank != 6 || l[2].Found || list.Total != 7 {
+		t.Fatalf("whole-board ranks of m5, m6, nobody: %+v total %d, want 4, 6, absent of 7", l, list.Total)
+	} else {
+		wantEntries(t, "m5's own entry", l[0].Around, ent(4, "m5", 50))
+	}
 	// A later event keeps the member's cohort, whatever its score.
 	if r := apply(t, s, delta(b.ID, g.next(), "m6", 100)); r.Cohort != "3" || r.Rank != 1 || r.PrevRank != 1 {
 		t.Fatalf("m6 again: %+v", r)

@@ -125,8 +125,12 @@ func testRanksAround(t *testing.T, f Factory) {
 	if rs := ranks(t, s, b.ID, "", 2); rs.Total != 7 || len(rs.Members) != 0 {
 		t.Fatalf("Ranks with no members: %+v", rs)
 	}
-	if _, err := s.Ranks(ctx, b.ID, "", []string{"m1"}, -1); !errors.Is(err, rank.ErrBadRequest) {
-		t.Fatalf("Ranks around -1: %v, want ErrBadRequest", err)
+	if _, err := s.Ranks(ctx, b.ID, "", []string{"m1"}, rank.BoardRanks-1); !errors.Is(err, rank.ErrBadRequest) {
+		t.Fatalf("Ranks around %d: %v, want ErrBadRequest", rank.BoardRanks-1, err)
+	}
+	// BoardRanks on a plain board: around 0.
+	if rs, err := s.Ranks(ctx, b.ID, "", []string{"m2"}, rank.BoardRanks); err != nil || len(rs.Members) != 1 || !rs.Members[0].Found || len(rs.Members[0].Around) != 1 || rs.Members[0].Around[0].Member != "m2" {
+		t.Fatalf("Ranks with BoardRanks: %+v, %v; want m2 with its own entry alone", rs, err)
 	}
 	if _, err := s.Ranks(ctx, b.ID, "", []string{"m1", "bad member"}, 1); !errors.Is(err, rank.ErrInvalidMember) {
 		t.Fatalf("Ranks of an invalid member id: %v, want ErrInvalidMember", err)

@@ -56,6 +56,10 @@ func (s *Store) Ranks(ctx context.Context, board string, period rank.PeriodSel, 
 	if !rank.ValidBoardID(board) {
 		return rank.Ranks{}, fmt.Errorf("redisstore: ranks %q: %w", board, rank.ErrInvalidBoard)
 	}
+	whole := around == rank.BoardRanks
+	if whole {
+		around = 0
+	}
 	if around < 0 {
 		return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w: around must not be negative", board, rank.ErrBadRequest)
 	}
@@ -67,7 +71,7 @@ func (s *Store) Ranks(ctx context.Context, board string, period rank.PeriodSel, 
 	if s.sharded(ctx, board) {
 		return s.shardRanks(ctx, board, period, members, around)
 	}
-	if s.cohorted(ctx, board) {
+	if !whole && s.cohorted(ctx, board) {
 		return s.cohortRanks(ctx, board, period, members, around) // within cohorts (cohort.go)
 	}
 	extra := make([]any, 0, 1+len(members))
