@@ -69,44 +69,6 @@ func (s *Store) kkey(board string, idx int64) string {
 	return s.key(board, "k:"+strconv.FormatInt(idx, 10))
 }
 
-// cohortRun runs a read script on board, again after a stale config,
-// clock or expired ban; build gives its keys and arguments for the config
-// and the slots of sel. Errors are wrapped.
-func (s *Store) cohortRun(ctx context.Context, op, board string, sel rank.PeriodSel, sc *script,
-	build func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error)) (cachedBoard, slots, any, error) {
-	if s.closed.Load() {
-		return cachedBoard{}, slots{}, nil, ErrClosed
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
-	for attempt := 0; ; attempt++ {
-		c, err := s.board(ctx, board)
-		if err != nil {
-			return cachedBoard{}, slots{}, nil, s.fail(op, board, err)
-		}
-		now, nowArg := s.now(ctx, c.b)
-		sl, err := slotsFor(c.b, sel, now)
-		if err != nil {
-			return cachedBoard{}, slots{}, nil, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
-		}
-		keys, args, err := build(c, sl, nowArg)
-		if err != nil {
-			return cachedBoard{}, slots{}, nil, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
-		}
-		if keys == nil {
-			return c, sl, nil, nil // nothing to read
-		}
-		v, err := sc.run(ctx, s.client, keys, args...)
-		if err != nil {
-			if s.retryable(ctx, board, err, attempt) {
-				continue
-			}
-			return cachedBoard{}, slots{}, nil, s.fail(op, board, err)
-		}
-		return c, sl, v, nil
-	}
-}
-
 // CohortTop reads entries [offset, offset+limit) of one cohort of a period
 // (top.lua over the cohort's sorted set).
 func (s *Store) CohortTop(ctx context.Context, board string, period rank.PeriodSel, cohort string, offset, limit int) (rank.Page, error) {
@@ -117,7 +79,7 @@ func (s *Store) CohortTop(ctx context.Context, board string, period rank.PeriodS
 	if offset < 0 || limit < 0 {
 		return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w: offset and limit must not be negative", op, board, rank.ErrBadRequest)
 	}
-	c, sl, v, err := s.cohortRun(ctx, op, board, period, s.top, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
+	c, sl, v, err := s.readWith(ctx, op, board, period, s.top, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
 		suffix, err := cohortSuffix(c.b, cohort)
 		if err != nil {
 			return nil, nil, err
@@ -150,7 +112,7 @@ func (s *Store) cohorted(ctx context.Context, board string) bool {
 // cohortRanks is Ranks on a cohort board: each member within its cohort
 // (cohortranks.lua). Arguments are checked by Ranks.
 func (s *Store) cohortRanks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
-	c, sl, v, err := s.cohortRun(ctx, "ranks", board, period, cohortRanksScript, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
+	c, sl, v, err := s.readWith(ctx, "ranks", board, period, cohortRanksScript, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
 		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n,
 			s.zkey(board, sl.a), s.mkey(board, sl.a), s.zkey(board, sl.b), s.mkey(board, sl.b), c.keys.ban,
 			s.metaKey(board, sl.a), s.metaKey(board, sl.b), s.kkey(board, sl.a), s.kkey(board, sl.b)}
@@ -195,7 +157,7 @@ func (s *Store) MemberTier(ctx context.Context, board string, period rank.Period
 	if err := rank.CheckMemberID(member); err != nil {
 		return "", fmt.Errorf("redisstore: %s %s: %w", op, board, err)
 	}
-	c, _, v, err := s.cohortRun(ctx, op, board, "", cohortTierScript, func(c cachedBoard, cur slots, nowArg string) ([]string, []any, error) {
+	c, _, v, err := s.readWith(ctx, op, board, "", cohortTierScript, func(c cachedBoard, cur slots, nowArg string) ([]string, []any, error) {
 		now, _ := s.now(ctx, c.b)
 		idx, err := period.Resolve(c.b, now)
 		if err != nil || !c.b.Leagued() {
@@ -230,7 +192,7 @@ func (s *Store) Cohorts(ctx context.Context, board string, period rank.PeriodSel
 	if !rank.ValidBoardID(board) {
 		return nil, fmt.Errorf("redisstore: %s %q: %w", op, board, rank.ErrInvalidBoard)
 	}
-	c, _, v, err := s.cohortRun(ctx, op, board, period, cohortsScript, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
+	c, _, v, err := s.readWith(ctx, op, board, period, cohortsScript, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
 		if !c.b.Cohorted() {
 			return nil, nil, nil
 		}

@@ -91,12 +91,30 @@ func (s *Store) Ranks(ctx context.Context, board string, period rank.PeriodSel, 
 	return r, nil
 }
 
-// read runs a read script (top.lua, ranks.lua) on the period slots of sel,
-// again after a stale config or clock. Its keys are the board's cfg, seq
-// and names, then each slot's sorted set (and member hash when withMembers);
-// its arguments the config version, clock, slot bounds and tiebreak, then
-// extra. Errors are wrapped.
+// read runs a read script (top.lua, ranks.lua) on the period slots of sel
+// (readWith). Its keys are the board's cfg, seq and names, then each slot's
+// sorted set (and member hash when withMembers); its arguments the config
+// version, clock, slot bounds and tiebreak, then extra.
 func (s *Store) read(ctx context.Context, op, board string, sel rank.PeriodSel, sc *script, withMembers bool, extra ...any) (cachedBoard, slots, any, error) {
+	return s.readWith(ctx, op, board, sel, sc, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
+		var keys []string
+		if withMembers {
+			keys = []string{c.keys.cfg, c.keys.seq, c.keys.n,
+				s.zkey(board, sl.a), s.mkey(board, sl.a), s.zkey(board, sl.b), s.mkey(board, sl.b), c.keys.ban}
+		} else {
+			keys = []string{c.keys.cfg, c.keys.seq, c.keys.n, s.zkey(board, sl.a), s.zkey(board, sl.b), c.keys.ban}
+		}
+		keys = append(keys, s.metaKey(board, sl.a), s.metaKey(board, sl.b))
+		return keys, append([]any{c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak)}, extra...), nil
+	})
+}
+
+// readWith runs a read script on board, again after a stale config, clock
+// or expired ban: build gives its keys and arguments for the config and
+// the slots of sel (a hot board's current view's), nil keys for nothing to
+// read. Errors are wrapped.
+func (s *Store) readWith(ctx context.Context, op, board string, sel rank.PeriodSel, sc *script,
+	build func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error)) (cachedBoard, slots, any, error) {
 	if s.closed.Load() {
 		return cachedBoard{}, slots{}, nil, ErrClosed
 	}
@@ -118,15 +136,13 @@ func (s *Store) read(ctx context.Context, op, board string, sel rank.PeriodSel, 
 				return cachedBoard{}, slots{}, nil, s.fail(op, board, err)
 			}
 		}
-		var keys []string
-		if withMembers {
-			keys = []string{c.keys.cfg, c.keys.seq, c.keys.n,
-				s.zkey(board, sl.a), s.mkey(board, sl.a), s.zkey(board, sl.b), s.mkey(board, sl.b), c.keys.ban}
-		} else {
-			keys = []string{c.keys.cfg, c.keys.seq, c.keys.n, s.zkey(board, sl.a), s.zkey(board, sl.b), c.keys.ban}
+		keys, args, err := build(c, sl, nowArg)
+		if err != nil {
+			return cachedBoard{}, slots{}, nil, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
 		}
-		keys = append(keys, s.metaKey(board, sl.a), s.metaKey(board, sl.b))
-		args := append([]any{c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak)}, extra...)
+		if keys == nil {
+			return c, sl, nil, nil // nothing to read
+		}
 		v, err := sc.run(ctx, s.client, keys, args...)
 		if err != nil {
 			if s.retryable(ctx, board, err, attempt) {
