@@ -127,40 +127,8 @@ func scanFor(t *testing.T, addr, text string) []string {
 	ctx := t.Context()
 	rc := redis.NewClient(&redis.Options{Addr: addr})
 	defer rc.Close()
-	var found []string
-	iter := rc.Scan(ctx, 0, "*", 1000).Iterator()
-	for iter.Next(ctx) {
-		k := iter.Val()
-		if strings.Contains(k, ":{wh}:") {
-			continue
-		}
-		if strings.Contains(k, text) {
-			found = append(found, "key "+k)
-		}
-		var vals []string
-		switch typ, _ := rc.Type(ctx, k).Result(); typ {
-		case "hash":
-			m, _ := rc.HGetAll(ctx, k).Result()
-			for f, v := range m {
-				vals = append(vals, f, v)
-			}
-		case "set":
-			vals, _ = rc.SMembers(ctx, k).Result()
-		case "zset":
-			vals, _ = rc.ZRange(ctx, k, 0, -1).Result()
-		case "list":
-			vals, _ = rc.LRange(ctx, k, 0, -1).Result()
-		case "string":
-			v, _ := rc.Get(ctx, k).Result()
-			vals = []string{v}
-		}
-		for _, v := range vals {
-			if strings.Contains(v, text) {
-				found = append(found, k+" holds "+v)
-			}
-		}
-	}
-	if err := iter.Err(); err != nil {
+	found, err := testenv.KeysHolding(ctx, rc, "*", text)
+	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
 	return found

@@ -26,47 +26,9 @@ func mentions(t *testing.T, s *Store, text string) []string {
 	ctx := t.Context()
 	var found []string
 	scan := func(ctx context.Context, c redis.Cmdable) error {
-		var cursor uint64
-		for {
-			keys, next, err := c.Scan(ctx, cursor, match, 1000).Result()
-			if err != nil {
-				return err
-			}
-			for _, k := range keys {
-				if strings.Contains(k, ":{wh}:") {
-					continue
-				}
-				if strings.Contains(k, text) {
-					found = append(found, "key "+k)
-				}
-				var vals []string
-				switch typ, _ := c.Type(ctx, k).Result(); typ {
-				case "hash":
-					m, _ := c.HGetAll(ctx, k).Result()
-					for f, v := range m {
-						vals = append(vals, f, v)
-					}
-				case "set":
-					vals, _ = c.SMembers(ctx, k).Result()
-				case "zset":
-					vals, _ = c.ZRange(ctx, k, 0, -1).Result()
-				case "list":
-					vals, _ = c.LRange(ctx, k, 0, -1).Result()
-				case "string":
-					v, _ := c.Get(ctx, k).Result()
-					vals = []string{v}
-				}
-				for _, v := range vals {
-					if strings.Contains(v, text) {
-						found = append(found, k+" holds "+v)
-					}
-				}
-			}
-			if next == 0 {
-				return nil
-			}
-			cursor = next
-		}
+		f, err := testenv.KeysHolding(ctx, c, match, text)
+		found = append(found, f...)
+		return err
 	}
 	var err error
 	if cc, ok := c.(*redis.ClusterClient); ok {
