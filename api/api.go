@@ -1,23 +1,15 @@
 // Package api is the REST side of the gateway (docs/protocol.md §2): a fiber app
-// for /api/v1/..., plus /healthz, /readyz and /metrics, served two ways:
-// natively by fiber's own fasthttp server (ServeFast, fast.go) on the
-// connections that begin with an API request, and as a net/http handler
-// (Handler) that the gateway mounts beside /ws and the pages, for API
-// requests on the other connections.
-//
-// Fiber runs on fasthttp, which cannot hijack connections for coder/websocket,
-// so on net/http the app is mounted with adaptor.FiberApp. Both doors call
-// the same gates before fiber (gate.go): the token before the body, the
-// body limit (the v2 adaptor ignores fiber's BodyLimit), body slots and the
-// minimum upload rate.
+// for /api/v1/..., /healthz and /readyz, served by fiber's own fasthttp
+// server (Serve, fast.go), which is the gateway's one server: it hands the
+// other paths (the WebSocket, the pages, /metrics) to the node. The gates
+// run before fiber (gate.go): the token before the body, the body limit,
+// body slots and the minimum upload rate.
 package api
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -28,7 +20,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/cors"
 	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
@@ -142,21 +133,20 @@ const (
 	readyTimeout = time.Second
 )
 
-// API is the REST app. Its handler is safe for concurrent use.
+// API is the REST app. Its methods are safe for concurrent use.
 type API struct {
-	cfg     Config
-	deps    Deps
-	log     *slog.Logger
-	m       *metrics
-	app     *fiber.App
-	handler http.Handler
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+	m    *metrics
+	app  *fiber.App
 	// Rate limiters (ratelimit.go); nil when Config.Rate is negative.
 	members, anon *keyedLimiter
 	slots         *bodySlots             // Config.MaxBodyReads (gate.go)
 	proxies       clientaddr.Proxies     // Config.TrustedProxies
 	ready         readyCache             // /readyz's last round (health.go)
 	modActions    *prometheus.CounterVec // moderation actions by action
-	bodies        sync.Pool              // *[]byte request bodies of ServeFast (fast.go)
+	bodies        sync.Pool              // *[]byte request bodies (fast.go)
 	deadlines     *deadlines             // the store calls' contexts
 	submitters    atomic.Uint64          // numbers the scores requests for the store (applyAll)
 }
@@ -231,22 +221,18 @@ func New(d Deps, cfg Config) (*API, error) {
 	}
 	a.app = fiber.New(fiber.Config{
 		// Params, queries and headers outlive the request in the store (board
-		// ids, member ids); the adaptor releases fasthttp's buffers after it.
+		// ids, member ids); fasthttp reuses its buffers after it.
 		Immutable:             true,
 		CaseSensitive:         true,
 		DisableStartupMessage: true,
 		ErrorHandler:          a.errorHandler,
-		// Fiber's own limit does not apply behind the adaptor; this one
-		// documents the intent, the net/http wrapper enforces it.
+		// Serve reads bodies itself (readBody, after the token); this one
+		// documents the intent.
 		BodyLimit: int(cfg.MaxBody),
 	})
 	a.routes()
-	a.handler = a.wrap(adaptor.FiberApp(a.app), a.metricsHandler())
 	return a, nil
 }
-
-// Handler serves /api/v1/..., /healthz, /readyz and /metrics.
-func (a *API) Handler() http.Handler { return a.handler }
 
 // routeKey holds the matched route's pattern, the label of logs and metrics.
 const routeKey = "route"
@@ -302,12 +288,12 @@ func (a *API) routes() {
 	a.app.Use(a.notFound)
 }
 
-// metricsHandler serves /metrics: per board to clients on this machine or
+// Metrics serves /metrics: per board to clients on this machine or
 // a private network (a Prometheus beside the gateways), with the board
 // label summed under board="all" for everyone else (foldBoards), so that
 // an anonymous client on the Internet does not read board ids, private
 // ones included. The client address is the one --trusted-proxies defines.
-func (a *API) metricsHandler() http.Handler {
+func (a *API) Metrics() http.Handler {
 	full := promhttp.HandlerFor(a.deps.Registry, promhttp.HandlerOpts{})
 	folded := promhttp.HandlerFor(foldBoards{a.deps.Registry}, promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -318,68 +304,6 @@ func (a *API) metricsHandler() http.Handler {
 		}
 		folded.ServeHTTP(w, r)
 	})
-}
-
-// wrap is the net/http door: /metrics (promhttp serves it natively), then
-// the gates (gate.go), then fiber through the adaptor.
-func (a *API) wrap(app http.HandlerFunc, metricsH http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			metricsH.ServeHTTP(w, r)
-			return
-		}
-		start := time.Now()
-		length := r.ContentLength
-		if r.Body == nil || r.Body == http.NoBody {
-			length = 0
-		}
-		v := a.admit(door{
-			method: r.Method, path: r.URL.Path, auth: r.Header.Get("Authorization"), length: length,
-			client: func() string { return a.clientKey(r.RemoteAddr, r.Header.Values("X-Forwarded-For")) },
-			done:   r.Context().Done(),
-		})
-		if v.status != 0 {
-			a.answerHTTP(w, r.Method, start, v)
-			return
-		}
-		defer v.slot.release()
-		if length != 0 {
-			buf, status, msg := a.readBody(r.Body, length, readDeadline(w))
-			if status != 0 {
-				w.Header().Set("Connection", "close") // the rest of the body is not read
-				a.answerHTTP(w, r.Method, start, reject(status, msg))
-				return
-			}
-			defer a.putBody(buf)
-			r.Body = io.NopCloser(bytes.NewReader(*buf))
-			r.ContentLength = int64(len(*buf))
-		}
-		app(w, r)
-	})
-}
-
-// readDeadline sets the read deadline of w's connection; a writer that
-// has none (a handler mounted under a test recorder or a wrapper that
-// hides it) reads without.
-func readDeadline(w http.ResponseWriter) func(time.Time) error {
-	rc := http.NewResponseController(w)
-	return func(t time.Time) error {
-		if err := rc.SetReadDeadline(t); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
-		}
-		return nil
-	}
-}
-
-// answerHTTP writes a gate's answer on net/http.
-func (a *API) answerHTTP(w http.ResponseWriter, method string, start time.Time, v verdict) {
-	if v.status < 0 {
-		return // the client left
-	}
-	v.headers(w.Header().Set)
-	w.WriteHeader(v.status)
-	writeJSON(w, v.body())
-	a.account(method, start, v)
 }
 
 // account counts and logs a gate's answer.
@@ -445,10 +369,9 @@ func (a *API) observe(c *fiber.Ctx) error {
 	return nil
 }
 
-// ctx is the deadline of one store call. The adaptor does not carry the
-// net/http request's context into fiber, so the bound is a timeout, shared
-// by the calls that start within a few milliseconds (deadline.go); the
-// cancel func is a no-op kept for the callers' defer.
+// ctx is the deadline of one store call: a timeout shared by the calls
+// that start within a few milliseconds (deadline.go), no timer per call;
+// the cancel func is a no-op kept for the callers' defer.
 func (a *API) ctx() (context.Context, context.CancelFunc) {
 	return a.deadlines.get(), noCancel
 }

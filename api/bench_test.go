@@ -72,51 +72,37 @@ func BenchmarkTop(b *testing.B) {
 // connection, as the gateway serves it (fasthttp); bench/run.sh's rest part
 // measures the same path under 64 clients.
 func BenchmarkScoreOne(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		via  via
-	}{{"fasthttp", viaGateway}, {"adaptor", viaAdaptor}} {
-		b.Run(tc.name, func(b *testing.B) {
-			e := newEnvVia(b, tc.via, memEngine().new(b))
-			e.putBoard("bench", "")
-			tok := serverToken(b)
-			b.ReportAllocs()
-			for i := 0; b.Loop(); i++ {
-				body := fmt.Sprintf(`{"id":"e%d","member":"m%d","delta":1}`, i, i%1000)
-				if r := e.do("POST", "/api/v1/boards/bench/scores", tok, body); r.status != 200 {
-					b.Fatalf("status %d: %s", r.status, r.body)
-				}
-			}
-		})
+	e := newEnv(b, memEngine().new(b))
+	e.putBoard("bench", "")
+	tok := serverToken(b)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		body := fmt.Sprintf(`{"id":"e%d","member":"m%d","delta":1}`, i, i%1000)
+		if r := e.do("POST", "/api/v1/boards/bench/scores", tok, body); r.status != 200 {
+			b.Fatalf("status %d: %s", r.status, r.body)
+		}
 	}
 }
 
 // BenchmarkMemberRead reads a member with 5 neighbours each side.
 func BenchmarkMemberRead(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		via  via
-	}{{"fasthttp", viaGateway}, {"adaptor", viaAdaptor}} {
-		b.Run(tc.name, func(b *testing.B) {
-			e := newEnvVia(b, tc.via, memEngine().new(b))
-			e.putBoard("bench", "")
-			var sb strings.Builder
-			sb.WriteByte('[')
-			for j := range 1000 {
-				if j > 0 {
-					sb.WriteByte(',')
-				}
-				fmt.Fprintf(&sb, `{"id":"e%d","member":"m%d","delta":%d}`, j, j, j)
-			}
-			sb.WriteByte(']')
-			e.scores("bench", sb.String())
-			tok := serverToken(b)
-			b.ReportAllocs()
-			for b.Loop() {
-				if r := e.do("GET", "/api/v1/boards/bench/members/m7?around=5", tok, ""); r.status != 200 {
-					b.Fatalf("status %d: %s", r.status, r.body)
-				}
-			}
-		})
+	e := newEnv(b, memEngine().new(b))
+	e.putBoard("bench", "")
+	var sb strings.Builder
+	sb.WriteByte('[')
+	for j := range 1000 {
+		if j > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"id":"e%d","member":"m%d","delta":%d}`, j, j, j)
+	}
+	sb.WriteByte(']')
+	e.scores("bench", sb.String())
+	tok := serverToken(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := e.do("GET", "/api/v1/boards/bench/members/m7?around=5", tok, ""); r.status != 200 {
+			b.Fatalf("status %d: %s", r.status, r.body)
+		}
 	}
 }

@@ -41,12 +41,12 @@ func TestCORS(t *testing.T) {
 	on.do("PUT", "/api/v1/boards/cors", adm, `{"title":"CORS"}`)
 
 	// Off by default: no header for anyone.
-	res := corsRequest(t, "GET", off.srv.URL+"/api/v1/boards/cors/top", allowed, adm, false)
+	res := corsRequest(t, "GET", off.url+"/api/v1/boards/cors/top", allowed, adm, false)
 	if got := res.Header.Get("Access-Control-Allow-Origin"); got != "" || res.StatusCode != 200 {
 		t.Errorf("off: status %d, Allow-Origin %q", res.StatusCode, got)
 	}
 	// On: the listed origin may read, with the Authorization header.
-	res = corsRequest(t, "OPTIONS", on.srv.URL+"/api/v1/boards/cors/top", allowed, "", true)
+	res = corsRequest(t, "OPTIONS", on.url+"/api/v1/boards/cors/top", allowed, "", true)
 	if res.StatusCode != http.StatusNoContent || res.Header.Get("Access-Control-Allow-Origin") != allowed {
 		t.Errorf("preflight: status %d, Allow-Origin %q", res.StatusCode, res.Header.Get("Access-Control-Allow-Origin"))
 	}
@@ -56,17 +56,17 @@ func TestCORS(t *testing.T) {
 	if c := res.Header.Get("Access-Control-Allow-Credentials"); c != "" {
 		t.Errorf("preflight: Allow-Credentials %q: tokens travel in a header, cookies never", c)
 	}
-	res = corsRequest(t, "GET", on.srv.URL+"/api/v1/boards/cors/top", allowed, adm, false)
+	res = corsRequest(t, "GET", on.url+"/api/v1/boards/cors/top", allowed, adm, false)
 	if res.StatusCode != 200 || res.Header.Get("Access-Control-Allow-Origin") != allowed {
 		t.Errorf("GET: status %d, Allow-Origin %q", res.StatusCode, res.Header.Get("Access-Control-Allow-Origin"))
 	}
 	// Another origin gets no grant (the browser then hides the answer).
-	res = corsRequest(t, "GET", on.srv.URL+"/api/v1/boards/cors/top", other, adm, false)
+	res = corsRequest(t, "GET", on.url+"/api/v1/boards/cors/top", other, adm, false)
 	if got := res.Header.Get("Access-Control-Allow-Origin"); got != "" {
 		t.Errorf("other origin: Allow-Origin %q", got)
 	}
 	// Health checks stay outside.
-	res = corsRequest(t, "GET", on.srv.URL+"/healthz", allowed, "", false)
+	res = corsRequest(t, "GET", on.url+"/healthz", allowed, "", false)
 	if got := res.Header.Get("Access-Control-Allow-Origin"); got != "" {
 		t.Errorf("/healthz: Allow-Origin %q", got)
 	}

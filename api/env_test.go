@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/auth"
-	"github.com/wsgateway/wsgateway/internal/connsplit"
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
@@ -61,7 +62,8 @@ var testSecret = []byte("0123456789abcdef0123456789abcdef-api-tests")
 // env is one API over a real HTTP server.
 type env struct {
 	t      testing.TB
-	srv    *httptest.Server
+	url    string // http://host:port
+	client http.Client
 	store  rank.Store
 	reg    *prometheus.Registry
 	logs   *testenv.LogBuffer
@@ -82,27 +84,9 @@ type setup struct {
 
 type option func(*setup)
 
-// via is how an env serves the API.
-type via int
-
-const (
-	// viaGateway serves it as the gateway does: one listener split by
-	// each connection's first request (internal/connsplit), API
-	// connections on fiber's fasthttp server (ServeFast), every other on
-	// net/http through the adaptor (Handler). Every env request is for the
-	// API, so it reaches ServeFast.
-	viaGateway via = iota
-	// viaAdaptor serves Handler alone on net/http: how the API answers on
-	// a connection that began with a page or an upgrade.
-	viaAdaptor
-)
-
+// newEnv serves an API on a loopback port as the gateway does (Serve),
+// /metrics beside it; other paths are 404.
 func newEnv(t testing.TB, store rank.Store, opts ...option) *env {
-	t.Helper()
-	return newEnvVia(t, viaGateway, store, opts...)
-}
-
-func newEnvVia(t testing.TB, how via, store rank.Store, opts ...option) *env {
 	t.Helper()
 	v, err := auth.New(context.Background(), auth.Config{Secret: testSecret})
 	if err != nil {
@@ -120,29 +104,31 @@ func newEnvVia(t testing.TB, how via, store rank.Store, opts ...option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if how == viaAdaptor {
-		e.srv = httptest.NewServer(a.Handler())
-		t.Cleanup(e.srv.Close)
-		return e
-	}
-	e.srv = httptest.NewUnstartedServer(a.Handler())
-	split, err := connsplit.New(e.srv.Listener, connsplit.Config{First: api.Owns})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.srv.Listener = split.Second()
-	e.srv.Start()
+	e.url = "http://" + ln.Addr().String()
+	e.client.Transport = &http.Transport{}
+	metrics := fasthttpadaptor.NewFastHTTPHandler(a.Metrics())
+	other := func(ctx *fasthttp.RequestCtx) {
+		if string(ctx.Path()) != "/metrics" {
+			ctx.NotFound()
+			return
+		}
+		metrics(ctx)
+	}
 	served := make(chan error, 1)
-	go func() { served <- a.ServeFast(split.First(), api.FastConfig{Hand: split.Hand}) }()
+	go func() { served <- a.Serve(ln, api.ServeConfig{Other: other}) }()
 	t.Cleanup(func() {
-		e.srv.Close()
+		e.client.CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := a.ShutdownFast(ctx); err != nil {
-			t.Errorf("ShutdownFast: %v", err)
+		if err := a.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
 		}
 		if err := <-served; err != nil {
-			t.Errorf("ServeFast: %v", err)
+			t.Errorf("Serve: %v", err)
 		}
 	})
 	return e
@@ -213,7 +199,7 @@ func (e *env) do(method, path, tok, body string) resp {
 
 func (e *env) send(req *http.Request) resp {
 	e.t.Helper()
-	res, err := e.srv.Client().Do(req)
+	res, err := e.client.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -378,7 +364,7 @@ func newRequest(t testing.TB, e *env, method, path, body string) *http.Request {
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	req, err := http.NewRequest(method, e.url+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,21 +14,17 @@ import (
 	"github.com/wsgateway/wsgateway/proto"
 )
 
-// The REST routes are also served natively by fiber's own fasthttp server
-// (ServeFast), without the adaptor's per-request conversion between
-// net/http and fasthttp types, which cost more than the handlers. The
-// gateway hands that server the connections whose first request is for the
-// API (internal/connsplit); a connection that later asks for anything else
-// (a page, the WebSocket upgrade) is handed over to net/http with the bytes
-// fasthttp already read of it (Hand). Both servers answer REST requests
-// alike: they call the same gates (gate.go) before fiber sees the request.
+// The gateway's port has one server: fiber's own fasthttp server (Serve),
+// which answers the API's routes natively (no net/http conversion per
+// request) after the gates (gate.go), and hands every other request (the
+// WebSocket upgrade, the pages, /metrics) to ServeConfig.Other.
 
-// FastConfig configures ServeFast.
-type FastConfig struct {
-	// Hand takes a connection whose client asked for a path that is not
-	// the API's (Owns), with the bytes read of it so far, the request
-	// itself first. Required.
-	Hand func(c net.Conn, read []byte)
+// ServeConfig configures Serve.
+type ServeConfig struct {
+	// Other answers the requests for paths that are not the API's (Owns).
+	// It may hijack the connection (the WebSocket upgrade): the server then
+	// leaves it open, its hijacker's to close. Required.
+	Other fasthttp.RequestHandler
 	// ReadHeaderTimeout bounds reading a request's headers; zero: 10s.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a request's body once its headers are in;
@@ -45,8 +41,8 @@ type FastConfig struct {
 }
 
 // Owns reports whether a request-target (path and query as sent) is one of
-// the routes ServeFast answers itself: /api/…, /healthz and /readyz.
-// /metrics stays with net/http (promhttp).
+// the API's routes: /api/…, /healthz and /readyz. /metrics is promhttp's,
+// through ServeConfig.Other.
 func Owns(target []byte) bool {
 	if i := bytes.IndexByte(target, '?'); i >= 0 {
 		target = target[:i]
@@ -55,11 +51,11 @@ func Owns(target []byte) bool {
 		string(target) == "/healthz" || string(target) == "/readyz"
 }
 
-// ServeFast serves the API's routes on ln with fiber's fasthttp server
-// until ShutdownFast (or ln fails); it returns nil once shut down.
-func (a *API) ServeFast(ln net.Listener, cfg FastConfig) error {
-	if cfg.Hand == nil {
-		return errors.New("api: FastConfig.Hand is required")
+// Serve serves ln with fiber's fasthttp server until Shutdown (or ln
+// fails); it returns nil once shut down.
+func (a *API) Serve(ln net.Listener, cfg ServeConfig) error {
+	if cfg.Other == nil {
+		return errors.New("api: ServeConfig.Other is required")
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -75,7 +71,7 @@ func (a *API) ServeFast(ln net.Listener, cfg FastConfig) error {
 	}
 	srv := a.app.Server()
 	app := a.app.Handler() // builds the route tree, as app.Listener would
-	srv.Handler = func(ctx *fasthttp.RequestCtx) { a.serveFast(ctx, app, cfg.Hand) }
+	srv.Handler = func(ctx *fasthttp.RequestCtx) { a.serve(ctx, app, cfg.Other) }
 	// The body is read by serveFast, after the token (the gates' rule):
 	// fasthttp reads at most 8 KiB of it ahead of the handler.
 	srv.StreamRequestBody = true
@@ -97,24 +93,30 @@ func (a *API) ServeFast(ln net.Listener, cfg FastConfig) error {
 	srv.WriteTimeout = cfg.WriteTimeout
 	srv.IdleTimeout = cfg.IdleTimeout
 	srv.ReadBufferSize = cfg.MaxHeaderBytes
-	srv.KeepHijackedConns = true // a handed-over connection lives on in net/http
+	srv.KeepHijackedConns = true // an upgraded connection lives on in the hub
 	srv.CloseOnShutdown = true
 	srv.Logger = fastLogger{a.log}
 	return srv.Serve(ln)
 }
 
-// ShutdownFast stops ServeFast: no new connections, idle ones closed, the
+// Shutdown stops Serve: no new connections, idle ones closed, the
 // requests in flight answered (with Connection: close) until ctx ends.
-func (a *API) ShutdownFast(ctx context.Context) error {
+// Hijacked connections are their handlers' to close.
+func (a *API) Shutdown(ctx context.Context) error {
 	return a.app.Server().ShutdownWithContext(ctx)
 }
 
-// serveFast is the fasthttp door: a request for another path is handed
-// over to net/http; the API's own meet the gates (gate.go), then fiber.
-func (a *API) serveFast(ctx *fasthttp.RequestCtx, app fasthttp.RequestHandler, hand func(net.Conn, []byte)) {
+// serve is the server's handler: the API's routes meet the gates
+// (gate.go), then fiber; other paths go to other. None of those takes a
+// body, so one that comes with a body is answered 404 unread.
+func (a *API) serve(ctx *fasthttp.RequestCtx, app, other fasthttp.RequestHandler) {
 	h := &ctx.Request.Header
 	if !Owns(h.RequestURI()) {
-		a.handOver(ctx, hand)
+		if cl := h.ContentLength(); cl > 0 || cl == -1 {
+			a.answerFast(ctx, time.Now(), verdict{status: 404, route: "rejected", code: proto.CodeNotFound, msg: "not found"})
+			return
+		}
+		other(ctx)
 		return
 	}
 	start := time.Now()
@@ -124,11 +126,7 @@ func (a *API) serveFast(ctx *fasthttp.RequestCtx, app fasthttp.RequestHandler, h
 	if h.ContentLength() == -2 {
 		length = 0
 	}
-	v := a.admit(door{
-		method: string(h.Method()), path: string(ctx.Path()), auth: string(h.Peek("Authorization")), length: length,
-		client: func() string { return a.clientKey(ctx.RemoteAddr().String(), peekAll(h, "X-Forwarded-For")) },
-		done:   ctx.Done(),
-	})
+	v := a.admit(ctx, length)
 	if v.status != 0 {
 		a.answerFast(ctx, start, v)
 		return
@@ -162,7 +160,7 @@ func peekAll(h *fasthttp.RequestHeader, key string) []string {
 	return out
 }
 
-// mayContinue is ServeFast's ContinueHandler.
+// mayContinue is Serve's ContinueHandler.
 func (a *API) mayContinue(h *fasthttp.RequestHeader) bool {
 	if !Owns(h.RequestURI()) || bytes.HasPrefix(h.RequestURI(), []byte(devTokenPath)) {
 		return true
@@ -204,54 +202,6 @@ func (a *API) answerFast(ctx *fasthttp.RequestCtx, start time.Time, v verdict) {
 	ctx.SetStatusCode(v.status)
 	writeJSON(ctx, v.body())
 	a.account(string(ctx.Method()), start, v)
-}
-
-// handOver gives the connection to net/http: this request, re-serialized
-// from what fasthttp parsed (request line and raw headers), then whatever
-// fasthttp had already buffered after it. A request with a body is not
-// carried over (no page or upgrade has one): it is answered 404 and the
-// connection closed.
-func (a *API) handOver(ctx *fasthttp.RequestCtx, hand func(net.Conn, []byte)) {
-	h := &ctx.Request.Header
-	if cl := h.ContentLength(); cl > 0 || cl == -1 {
-		a.answerFast(ctx, time.Now(), verdict{status: 404, route: "rejected", code: proto.CodeNotFound, msg: "not found"})
-		return
-	}
-	raw := h.RawHeaders()
-	req := make([]byte, 0, len(raw)+len(h.RequestURI())+32)
-	req = append(req, h.Method()...)
-	req = append(req, ' ')
-	req = append(req, h.RequestURI()...)
-	req = append(req, ' ')
-	req = append(req, h.Protocol()...)
-	req = append(req, "\r\n"...)
-	req = append(req, raw...)
-	if len(raw) == 0 {
-		req = append(req, "\r\n"...)
-	}
-	conn := ctx.Conn()
-	ctx.HijackSetNoResponse(true)
-	ctx.Hijack(func(hc net.Conn) {
-		// hc reads fasthttp's buffer, then conn; a deadline in the past
-		// stops it at the end of what was already read from the socket.
-		if err := conn.SetReadDeadline(time.Unix(1, 0)); err != nil {
-			conn.Close()
-			return
-		}
-		var b [4096]byte
-		for {
-			n, err := hc.Read(b[:])
-			req = append(req, b[:n]...)
-			if err != nil {
-				break
-			}
-		}
-		if err := conn.SetReadDeadline(time.Time{}); err != nil {
-			conn.Close()
-			return
-		}
-		hand(conn, req)
-	})
 }
 
 // fastLogger sends fasthttp's own messages (accept errors and the like)

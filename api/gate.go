@@ -9,17 +9,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/proto"
 )
 
-// The gates in front of fiber, written once. REST has two doors on one
-// port (fast.go: fasthttp for connections that begin with an API request;
-// wrap: net/http, through fiber's adaptor, for API requests on the other
-// connections). Each door describes a request to admit and its body to
-// readBody, and only writes down what they decide; everything after them
-// (CORS, the per-address and per-member rate limits, routing) is fiber
-// middleware, which both doors run alike.
+// The gates in front of fiber (Serve calls them before fiber sees the
+// request); everything after them (CORS, the per-address and per-member
+// rate limits, routing) is fiber middleware.
 //
 // Before a byte of a body is read, its token must verify (except the dev
 // token route), else the request is answered 401 (or 429 by the
@@ -51,18 +49,6 @@ func (a *API) verifyEarly(header string) (auth.Principal, string, error) {
 		return auth.Principal{}, code, err
 	}
 	return p, "", nil
-}
-
-// door is what a front door knows of a request before its body.
-type door struct {
-	method, path string
-	auth         string // the Authorization header
-	// length is the declared body length: -1 unknown (chunked), 0 none.
-	length int64
-	// client is the request's client address key (API.clientKey), read
-	// only when a limit needs it.
-	client func() string
-	done   <-chan struct{} // the client left or the server shuts down
 }
 
 // verdict is admit's decision: status 0 admits the request (release its
@@ -99,22 +85,23 @@ func reject(status int, msg string) verdict {
 	return verdict{status: status, route: "rejected", code: proto.CodeBadRequest, msg: msg}
 }
 
-// admit runs the gates a request meets before fiber sees it.
-func (a *API) admit(d door) verdict {
-	if !knownMethod(d.method) {
-		return reject(405, "method "+d.method+" is not supported")
+// admit runs the gates a request meets before fiber sees it; length is
+// its declared body length: -1 unknown (chunked), 0 none.
+func (a *API) admit(ctx *fasthttp.RequestCtx, length int64) verdict {
+	if m := string(ctx.Method()); !knownMethod(m) {
+		return reject(405, "method "+m+" is not supported")
 	}
-	if d.length > a.cfg.MaxBody {
+	if length > a.cfg.MaxBody {
 		return reject(413, tooLargeMessage(a.cfg.MaxBody))
 	}
-	if d.length == 0 {
+	if length == 0 {
 		return verdict{}
 	}
 	var v verdict
-	if d.path != devTokenPath {
-		pr, code, err := a.verifyEarly(d.auth)
+	if string(ctx.Path()) != devTokenPath {
+		pr, code, err := a.verifyEarly(string(ctx.Request.Header.Peek("Authorization")))
 		if err != nil {
-			if v, limited := a.limitAddress(d.client()); limited {
+			if v, limited := a.limitAddress(a.clientKey(ctx)); limited {
 				return v
 			}
 			v := verdict{status: proto.HTTPStatus(code), route: "refused", code: code, msg: proto.PublicMessage(err)}
@@ -135,10 +122,10 @@ func (a *API) admit(d door) verdict {
 	case v.verified:
 		key = "m " + v.p.Member
 	default:
-		key = "a " + d.client()
+		key = "a " + a.clientKey(ctx)
 	}
 	var got slotResult
-	switch v.slot, got = a.slots.acquire(key, privileged, d.done); got {
+	switch v.slot, got = a.slots.acquire(key, privileged, ctx.Done()); got {
 	case slotGone:
 		return verdict{status: -1}
 	case slotShareUsed:
@@ -164,8 +151,8 @@ func (a *API) limitAddress(key string) (verdict, bool) {
 // --trusted-proxies defines it (clientaddr), loopback included (unlike
 // the WebSocket's connection caps, a local client's polling is limited),
 // IPv6 by its /64.
-func (a *API) clientKey(peer string, xff []string) string {
-	addr, garbled := a.proxies.Client(peer, xff)
+func (a *API) clientKey(ctx *fasthttp.RequestCtx) string {
+	addr, garbled := a.proxies.Client(ctx.RemoteAddr().String(), peekAll(&ctx.Request.Header, "X-Forwarded-For"))
 	switch {
 	case garbled:
 		return "via " + addr.String()

@@ -115,7 +115,7 @@ func isHealth(path string) bool { return path == "/healthz" || path == "/readyz"
 // cycling bad tokens is limited like one sending none.
 func (a *API) limitRefused(c *fiber.Ctx, err error, next func() error) error {
 	if a.anon != nil {
-		key := a.clientKey(c.Context().RemoteAddr().String(), peekAll(&c.Request().Header, fiber.HeaderXForwardedFor))
+		key := a.clientKey(c.Context())
 		if ok, d := a.anon.allow(key, time.Now()); !ok {
 			return rateLimited(c, d)
 		}

@@ -53,7 +53,7 @@ func TestScoresArrayStall(t *testing.T) {
 	e.putBoard("stall", `{"mode":"set"}`)
 	tok := serverToken(t)
 	post := func(body string) (int, []ack, error) {
-		req, err := http.NewRequest("POST", e.srv.URL+"/api/v1/boards/stall/scores", strings.NewReader(body))
+		req, err := http.NewRequest("POST", e.url+"/api/v1/boards/stall/scores", strings.NewReader(body))
 		if err != nil {
 			return 0, nil, err
 		}

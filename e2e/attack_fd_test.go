@@ -52,8 +52,8 @@ func (k *keepAlive) get(path string) (int, error) {
 func TestDescriptorExhaustion(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t, gwOpts{})
-	// Two keep-alive connections opened before the limit, one on each
-	// door (REST on fasthttp, a page on net/http).
+	// Two keep-alive connections opened before the limit, one for the
+	// API (fiber) and one for a page (net/http through the adaptor).
 	var held []*keepAlive
 	for _, p := range []string{"/healthz", "/"} {
 		k, err := dialKeepAlive(g.Addr)

@@ -31,11 +31,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/bus"
 	"github.com/wsgateway/wsgateway/hub"
 	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/internal/hijack"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/memstore"
 	"github.com/wsgateway/wsgateway/rank/redisstore"
@@ -138,7 +141,7 @@ type Config struct {
 	// Web tunes the pages. Its Dev is DevSecret != nil: New refuses it set
 	// here.
 	Web WebConfig
-	// ReadHeaderTimeout bounds a request's headers on Serve's servers, the
+	// ReadHeaderTimeout bounds a request's headers on Serve's server, the
 	// WebSocket's token included (slowloris, and the authentication
 	// deadline). Zero = 10s.
 	ReadHeaderTimeout time.Duration
@@ -149,7 +152,7 @@ type Config struct {
 	// Registry receives every part's collectors; nil = a new one. It is
 	// served on /metrics unless MetricsElsewhere.
 	Registry *prometheus.Registry
-	// MetricsElsewhere leaves /metrics out of Handler (the caller serves
+	// MetricsElsewhere leaves /metrics out of Serve (the caller serves
 	// Registry on a private address).
 	MetricsElsewhere bool
 	// Logger receives every part's logs; nil = discard.
@@ -169,9 +172,9 @@ type Node struct {
 	bus     *bus.Bus
 	hub     *hub.Hub
 	api     *api.API
-	handler http.Handler
-	derived derivedIndex // derived.go
-	viewers *viewers     // viewers.go
+	other   fasthttp.RequestHandler // all but the API's routes (api.ServeConfig.Other)
+	derived derivedIndex            // derived.go
+	viewers *viewers                // viewers.go
 }
 
 // New builds a node: the store (told to report applied changes to the
@@ -305,17 +308,23 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The API answers its own routes (api.Owns) on the port's one server;
+	// the rest is net/http's: the upgrade through hijack (it takes the
+	// connection), the pages and /metrics through fasthttp's adaptor.
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws", n.hub)
-	rest := n.api.Handler()
-	mux.Handle("/api/", rest)
-	mux.Handle("/healthz", rest)
-	mux.Handle("/readyz", rest)
 	if !cfg.MetricsElsewhere {
-		mux.Handle("/metrics", rest)
+		mux.Handle("GET /metrics", n.api.Metrics())
 	}
 	mux.Handle("/", pages.Handler())
-	n.handler = mux
+	upgrade, rest := hijack.Handler(mux), fasthttpadaptor.NewFastHTTPHandler(mux)
+	n.other = func(ctx *fasthttp.RequestCtx) {
+		if string(ctx.Path()) == "/ws" {
+			upgrade(ctx)
+			return
+		}
+		rest(ctx)
+	}
 	return n, nil
 }
 
@@ -430,14 +439,6 @@ func (n *Node) resync(board string) {
 	}
 	n.live.Resync(board)
 }
-
-// Handler serves /ws, /api/, /healthz, /readyz, /metrics (unless
-// MetricsElsewhere) and the pages.
-func (n *Node) Handler() http.Handler { return n.handler }
-
-// API is the node's REST app; the caller may also serve its routes on
-// fiber's own server (api.API.ServeFast) beside Handler.
-func (n *Node) API() *api.API { return n.api }
 
 // Store is the node's store as the hub and the API use it (for ledger
 // checks and tools).

@@ -5,25 +5,21 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/wsgateway/wsgateway/api"
-	"github.com/wsgateway/wsgateway/internal/connsplit"
 )
 
 // Serve serves the node on ln and computes its live frames until ctx ends,
 // then drains (R14) within DrainTimeout and returns. It closes ln.
 //
-// One port, two servers: a connection whose first request is for the API
-// is served by fiber's own fasthttp server (no net/http conversion per
-// request); every other (the WebSocket, pages, /metrics) by net/http,
-// which also answers API requests that follow on its connections. fasthttp
-// hands a connection over when it asks for something else. Both doors call
-// the same gates (api/gate.go).
+// The port has one server, fiber's fasthttp server (api.Serve): the API's
+// routes natively, the WebSocket upgrade, the pages and /metrics through
+// n.other.
 func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
 	cfg := n.cfg
 	if msg := n.hub.ExposureWarning(ln.Addr().String()); msg != "" {
@@ -36,69 +32,44 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
 	if err := cfg.Registry.Register(refused); err != nil {
 		return err
 	}
-	split, err := connsplit.New(ln, connsplit.Config{
-		First:   api.Owns,
-		Timeout: cfg.ReadHeaderTimeout,
-		Refused: func(error) { refused.Inc() },
-		Logger:  n.log,
-	})
-	if err != nil {
-		return err
-	}
-	fast := api.FastConfig{
-		Hand:              split.Hand,
-		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
-	srv := &http.Server{
-		Handler: n.handler,
-		// Slowloris, and the authentication deadline: the token travels in
-		// the headers and is verified before the upgrade, so a client that
-		// has not authenticated within this time is cut off.
-		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
-	}
-
+	rl := &retryListener{Listener: ln, refused: func(error) { refused.Inc() }, log: n.log, done: make(chan struct{})}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ignoreCancel(n.Run(gctx)) })
 	g.Go(func() error {
-		if err := srv.Serve(split.Second()); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
+		return n.api.Serve(rl, api.ServeConfig{
+			Other: n.other,
+			// Slowloris, and the authentication deadline: the token travels
+			// in the headers and is verified before the upgrade, so a client
+			// that has not authenticated within this time is cut off.
+			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      30 * time.Second,
+			IdleTimeout:       120 * time.Second,
+		})
 	})
-	g.Go(func() error { return n.api.ServeFast(split.First(), fast) })
 	g.Go(func() error {
 		<-gctx.Done()
-		err := n.drain(srv)
-		split.Close() // ServeFast returns even if it had not started when the drain began
+		err := n.drain()
+		rl.Close() // Serve returns even if it had not started when the drain began
 		return err
 	})
 	return g.Wait()
 }
 
 // drain is R14: stop accepting, answer what was received, close every
-// WebSocket with 1001 (http.Server.Shutdown does not close hijacked
-// connections, so the hub drains its own), all within the drain timeout.
-func (n *Node) drain(srv *http.Server) error {
+// WebSocket with 1001 (the server leaves hijacked connections alone, so
+// the hub drains its own), all within the drain timeout.
+func (n *Node) drain() error {
 	timeout := n.cfg.DrainTimeout
 	n.log.Info("draining", "timeout", timeout.String(), "connections", n.hub.Conns())
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	g := new(errgroup.Group)
 	g.Go(func() error { return n.Shutdown(ctx) })
-	g.Go(func() error { return srv.Shutdown(ctx) })
-	g.Go(func() error { return n.api.ShutdownFast(ctx) })
+	g.Go(func() error { return n.api.Shutdown(ctx) })
 	err := g.Wait()
 	n.log.Info("drained", "err", err)
 	if errors.Is(err, context.DeadlineExceeded) {
-		srv.Close()
 		return nil // the deadline is the contract's bound, not a failure
 	}
 	return err
@@ -109,4 +80,55 @@ func ignoreCancel(err error) error {
 		return nil
 	}
 	return err
+}
+
+// Accept back-off after a failure that is not the listener's end: like
+// net/http, 5 ms doubling to 1 s, so a node out of descriptors waits for
+// some to be freed instead of spinning or exiting (docs/protocol.md R32).
+// fasthttp would end Serve on such an error.
+const (
+	minBackoff = 5 * time.Millisecond
+	maxBackoff = time.Second
+	logEvery   = time.Second
+)
+
+// retryListener survives failed accepts (EMFILE, ENFILE, ENOBUFS,
+// ECONNABORTED, a timeout): the connection stays in the kernel's queue or
+// is dropped, and Accept tries again after a back-off. Only the server's
+// goroutine calls Accept.
+type retryListener struct {
+	net.Listener
+	refused  func(error) // counts each failure
+	log      *slog.Logger
+	done     chan struct{} // closed by Close
+	closing  sync.Once
+	lastLog  time.Time
+	unlogged int
+}
+
+func (l *retryListener) Accept() (net.Conn, error) {
+	var backoff time.Duration
+	for {
+		c, err := l.Listener.Accept()
+		if err == nil || errors.Is(err, net.ErrClosed) {
+			return c, err
+		}
+		l.refused(err)
+		l.unlogged++
+		if now := time.Now(); now.Sub(l.lastLog) >= logEvery {
+			l.log.Warn("accept failed; retrying", "err", err, "failures", l.unlogged)
+			l.lastLog, l.unlogged = now, 0
+		}
+		backoff = min(max(2*backoff, minBackoff), maxBackoff)
+		select {
+		case <-time.After(backoff):
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
+	}
+}
+
+func (l *retryListener) Close() error {
+	l.closing.Do(func() { close(l.done) })
+	return l.Listener.Close()
 }

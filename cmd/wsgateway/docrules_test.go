@@ -15,7 +15,7 @@ var testPackages = map[string]string{
 	"proto": "proto", "rank": "rank", "redisstore": "rank/redisstore", "memstore": "rank/memstore",
 	"node": "node", "bus": "bus", "client": "client", "e2e": "e2e", "web": "web",
 	"names": "internal/names", "cmd/wsgateway": "cmd/wsgateway", "loadgen": "loadgen",
-	"clientaddr": "internal/clientaddr", "connsplit": "internal/connsplit", "testenv": "internal/testenv",
+	"clientaddr": "internal/clientaddr", "hijack": "internal/hijack", "testenv": "internal/testenv",
 	"webhook": "webhook", "meta": "internal/meta",
 }
 

@@ -1,6 +1,6 @@
 // Package gwtest runs a gateway inside a test process: the node package's
-// gateway, wired by node.New as cmd/wsgateway wires it, on a loopback HTTP
-// server. It is the one test entry point of the packages that talk to a
+// gateway, wired by node.New as cmd/wsgateway wires it, served by
+// node.Serve on a loopback port. It is the one test entry point of the packages that talk to a
 // gateway over real sockets (client, loadgen, api, node, hub): the memory
 // engine and an in-process NATS by default, or whatever Options.Config
 // selects (a Redis engine, a nats-server, a fault-injecting store wrapper,
@@ -9,8 +9,9 @@ package gwtest
 
 import (
 	"context"
+	"errors"
 	"log/slog"
-	"net/http/httptest"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,9 @@ func start(opts Options) (g *Gateway, closeAll func() error, err error) {
 		Interval: opts.Interval,
 		Logger:   slog.New(slog.DiscardHandler),
 		Registry: prometheus.NewRegistry(),
+		// stop waits for the drain; a client that never answers the close
+		// holds it this long.
+		DrainTimeout: 5 * time.Second,
 	}
 	if opts.Config != nil {
 		opts.Config(&cfg)
@@ -106,21 +110,22 @@ func start(opts Options) (g *Gateway, closeAll func() error, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	done := make(chan struct{})
-	go func() { n.Run(ctx); close(done) }()
-	srv := httptest.NewServer(n.Handler())
-	closeAll = func() error {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		n.Shutdown(sctx)
-		scancel()
-		srv.Close()
-		cancel()
-		<-done
-		return n.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		n.Close()
+		return nil, nil, err
 	}
+	served := make(chan error, 1)
+	go func() { served <- n.Serve(ctx, ln) }()
+	closeAll = func() error {
+		cancel() // Serve drains: connections closed with 1001, the server stopped
+		err := <-served
+		return errors.Join(err, n.Close())
+	}
+	url := "http://" + ln.Addr().String()
 	return &Gateway{
-		URL:      "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws",
-		HTTP:     srv.URL,
+		URL:      "ws" + strings.TrimPrefix(url, "http") + "/ws",
+		HTTP:     url,
 		Store:    n.Store(),
 		Hub:      n.Hub(),
 		Node:     n,

@@ -1,0 +1,219 @@
+// Package hijack serves a net/http handler that may take over its
+// connection (coder/websocket's Accept hijacks it for the WebSocket) from a
+// fasthttp server, so that the gateway's port has one server.
+//
+// fasthttp lets a handler take a connection only after the handler has
+// returned, while net/http's Hijack hands it over during the call. So the
+// net/http handler runs on a goroutine of its own: when it answers without
+// hijacking, the answer is copied into fasthttp's response; when it calls
+// Hijack, the fasthttp handler returns with a hijack handler that passes
+// the connection back to it.
+package hijack
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// wait bounds how long Hijack waits for fasthttp to hand the connection
+// over: it does so right after the handler returns, unless the connection
+// failed meanwhile.
+const wait = 10 * time.Second
+
+// Handler serves h from fasthttp. h's request is a copy that outlives the
+// fasthttp request (the hijacked connection's handler may keep its
+// strings); it has no body, so Handler is for requests that carry none
+// (a WebSocket upgrade). Its context ends when h returns.
+func Handler(h http.Handler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		r, err := request(ctx)
+		if err != nil {
+			ctx.Error("bad request", fasthttp.StatusBadRequest)
+			return
+		}
+		w := &writer{header: http.Header{}, taking: make(chan struct{}), conn: make(chan net.Conn), gaveUp: make(chan struct{})}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			reqCtx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			h.ServeHTTP(w, r.WithContext(reqCtx))
+		}()
+		select {
+		case <-done:
+			w.answer(&ctx.Response)
+		case <-w.taking:
+			raw := ctx.Conn()
+			ctx.HijackSetNoResponse(true) // Hijack writes the head itself
+			ctx.Hijack(func(hc net.Conn) { w.hand(release(hc, raw)) })
+		}
+	}
+}
+
+// request copies what h needs of ctx's request.
+func request(ctx *fasthttp.RequestCtx) (*http.Request, error) {
+	uri := string(ctx.RequestURI())
+	u, err := url.ParseRequestURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	r := &http.Request{
+		Method:     string(ctx.Method()),
+		URL:        u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     make(http.Header),
+		Body:       http.NoBody,
+		Host:       string(ctx.Host()),
+		RemoteAddr: ctx.RemoteAddr().String(),
+		RequestURI: uri,
+	}
+	ctx.Request.Header.VisitAll(func(k, v []byte) {
+		r.Header.Add(string(k), string(v))
+	})
+	return r, nil
+}
+
+// release gives back the raw connection under fasthttp's hijacked one with
+// the bytes fasthttp had read past the request. fasthttp returns its read
+// buffer to a pool once the hijack handler returns, so the connection must
+// not be read through it afterwards; a deadline in the past stops the read
+// at the end of what was buffered, leaving what the kernel holds unread.
+func release(hc, raw net.Conn) net.Conn {
+	if err := raw.SetReadDeadline(time.Unix(1, 0)); err != nil {
+		raw.Close()
+		return nil
+	}
+	var read []byte
+	var b [1024]byte
+	for {
+		n, err := hc.Read(b[:])
+		read = append(read, b[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	if err := raw.SetReadDeadline(time.Time{}); err != nil {
+		raw.Close()
+		return nil
+	}
+	if len(read) == 0 {
+		return raw
+	}
+	return &replay{Conn: raw, read: read}
+}
+
+// replay is a connection that reads some bytes again first.
+type replay struct {
+	net.Conn
+	read []byte
+}
+
+func (c *replay) Read(p []byte) (int, error) {
+	if len(c.read) == 0 {
+		return c.Conn.Read(p)
+	}
+	n := copy(p, c.read)
+	c.read = c.read[n:]
+	return n, nil
+}
+
+// SyscallConn lets callers that write without parking (hub/sock) reach
+// the TCP connection's descriptor.
+func (c *replay) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.New("hijack: the connection has no file descriptor")
+}
+
+// writer is the net/http side's ResponseWriter.
+type writer struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+
+	taking chan struct{} // closed by Hijack
+	conn   chan net.Conn // the connection (nil: it failed), unless Hijack gave up
+	gaveUp chan struct{} // closed when Hijack stops waiting
+	taken  bool
+}
+
+// hand passes the connection to Hijack, or closes it if Hijack gave up.
+func (w *writer) hand(c net.Conn) {
+	select {
+	case w.conn <- c:
+	case <-w.gaveUp:
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+func (w *writer) Header() http.Header { return w.header }
+
+func (w *writer) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+func (w *writer) Write(p []byte) (int, error) {
+	if w.taken {
+		return 0, http.ErrHijacked
+	}
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(p)
+}
+
+// answer copies an answer given without hijacking into fasthttp's.
+func (w *writer) answer(resp *fasthttp.Response) {
+	w.WriteHeader(http.StatusOK)
+	for k, vs := range w.header {
+		for _, v := range vs {
+			resp.Header.Add(k, v)
+		}
+	}
+	resp.SetStatusCode(w.status)
+	resp.SetBody(w.body.Bytes())
+}
+
+// Hijack takes the connection, with a response head already written
+// (WriteHeader's status, the 101 of an upgrade) left in the returned
+// writer, as net/http leaves it.
+func (w *writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.taken {
+		return nil, nil, http.ErrHijacked
+	}
+	w.taken = true
+	close(w.taking)
+	var c net.Conn
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case c = <-w.conn:
+	case <-t.C:
+		close(w.gaveUp)
+	}
+	if c == nil {
+		return nil, nil, errors.New("hijack: the connection failed before it was handed over")
+	}
+	brw := bufio.NewReadWriter(bufio.NewReaderSize(c, 16), bufio.NewWriterSize(c, 512))
+	if w.status != 0 {
+		fmt.Fprintf(brw, "HTTP/1.1 %d %s\r\n", w.status, http.StatusText(w.status))
+		w.header.Write(brw)
+		brw.WriteString("\r\n")
+	}
+	return c, brw, nil
+}
