@@ -45,8 +45,8 @@ func BenchmarkScoresArray(b *testing.B) {
 	}
 }
 
-// BenchmarkTop reads a 10-entry page over HTTP.
-func BenchmarkTop(b *testing.B) {
+// benchBoard is an API whose board "bench" holds m0…m999.
+func benchBoard(b *testing.B) *env {
 	e := newEnv(b, memEngine().new(b))
 	e.putBoard("bench", "")
 	var sb strings.Builder
@@ -59,6 +59,12 @@ func BenchmarkTop(b *testing.B) {
 	}
 	sb.WriteByte(']')
 	e.scores("bench", sb.String())
+	return e
+}
+
+// BenchmarkTop reads a 10-entry page over HTTP.
+func BenchmarkTop(b *testing.B) {
+	e := benchBoard(b)
 	tok := serverToken(b)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -86,18 +92,7 @@ func BenchmarkScoreOne(b *testing.B) {
 
 // BenchmarkMemberRead reads a member with 5 neighbours each side.
 func BenchmarkMemberRead(b *testing.B) {
-	e := newEnv(b, memEngine().new(b))
-	e.putBoard("bench", "")
-	var sb strings.Builder
-	sb.WriteByte('[')
-	for j := range 1000 {
-		if j > 0 {
-			sb.WriteByte(',')
-		}
-		fmt.Fprintf(&sb, `{"id":"e%d","member":"m%d","delta":%d}`, j, j, j)
-	}
-	sb.WriteByte(']')
-	e.scores("bench", sb.String())
+	e := benchBoard(b)
 	tok := serverToken(b)
 	b.ReportAllocs()
 	for b.Loop() {
