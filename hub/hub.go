@@ -307,8 +307,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.m.connOpened(role, 1)
 	// The connection is served on a goroutine of its own, so that this
-	// handler returns and net/http lets go of the request and its read and
-	// write buffers, which it would otherwise hold for the connection's
+	// handler returns and the HTTP server lets go of the request and its read
+	// and write buffers, which it would otherwise hold for the connection's
 	// whole life. The reservation goes with it.
 	go h.serve(c, role, rv)
 	rv = reservation{h: h}

@@ -19,8 +19,8 @@ import (
 // the Conn's: a ping whose pong would be over budget is not answered.
 func Accept(w http.ResponseWriter, r *http.Request, opts websocket.AcceptOptions, timeout time.Duration, pool *sync.Pool) (*websocket.Conn, *Conn, error) {
 	// The library keeps OnPingReceived for the connection's life: it must
-	// not keep the hijacker, and with it net/http's response, request and
-	// buffers.
+	// not keep the hijacker, and with it the HTTP server's response, request
+	// and buffers.
 	p := &pinger{}
 	hw := &hijacker{ResponseWriter: w, timeout: timeout, pool: pool, ping: p}
 	opts.OnPingReceived = p.onPing
@@ -56,13 +56,13 @@ func (w *hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// The 101 response is still in net/http's writer.
+	// The 101 response is still in the server's writer.
 	if err := brw.Writer.Flush(); err != nil {
 		nc.Close()
 		return nil, nil, err
 	}
-	// What net/http read past the request passes the flood guard too. Its
-	// 4 KiB buffers are left behind for smaller ones (a buffer the
+	// What the server read past the request passes the flood guard too. Its
+	// buffers are left behind for smaller ones (a buffer the
 	// connection holds for life is paid once per spectator).
 	b, _ := brw.Reader.Peek(brw.Reader.Buffered())
 	w.c = New(nc, bytes.Clone(b), w.timeout, w.pool)
@@ -149,7 +149,7 @@ const (
 // reader is the read side of a Conn, the library's reader's alone but for
 // closed, flooded and onFlood (set before reads begin).
 type reader struct {
-	pre       []byte // what net/http read past the request
+	pre       []byte // what the HTTP server read past the request
 	scan      frameScanner
 	tokens    float64
 	last      time.Time
@@ -191,7 +191,7 @@ func (r *reader) observe(p []byte, now func() time.Time) bool {
 	return false
 }
 
-// Read reads through the flood guard: first what net/http had read, then
+// Read reads through the flood guard: first what the server had read, then
 // the socket.
 func (c *Conn) Read(p []byte) (int, error) {
 	r := &c.in
