@@ -175,6 +175,7 @@ type Node struct {
 	other   fasthttp.RequestHandler // all but the API's routes (api.ServeConfig.Other)
 	derived derivedIndex            // derived.go
 	viewers *viewers                // viewers.go
+	outbox  *outboxWatch            // webhooks.go
 }
 
 // New builds a node: the store (told to report applied changes to the
@@ -245,6 +246,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.profs = newProfileCache(profiles, cfg.ProfileCache, fetchTimeout,
 		func(members []string) { n.live.ProfilesChanged(members) }, cfg.Logger)
 	n.m.profs = n.profs
+	n.outbox = newOutboxWatch(n)
 
 	interest := cfg.Interest
 	if interest == nil {
@@ -291,7 +293,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	acfg.DevSecret, acfg.Logger = cfg.DevSecret, cfg.Logger
 	acfg.WebhookAllowPrivate = cfg.Webhooks.AllowPrivate
 	n.api, err = api.New(api.Deps{
-		Store: n.store, Verifier: cfg.Verifier, Ready: ready, Registry: cfg.Registry,
+		Store: hookStore{n.store, n.outbox}, Verifier: cfg.Verifier, Ready: ready, Registry: cfg.Registry,
 		// Moderation and PATCH change a board's reads: the API tells BoardChanged (R21).
 		Boards: n, Viewers: n.viewers, Profiles: profiles, ProfileChanges: n, Decorator: n.profs,
 	}, acfg)
@@ -390,6 +392,7 @@ func (n *Node) BoardChanged(board string, deleted bool) {
 	n.hub.BoardChanged(board)
 	n.live.Resync(board)
 	n.watch.refresh(board)
+	n.outbox.boardChanged(board)
 	n.bus.PublishBoard(bus.BoardEvent{Board: board, Deleted: deleted})
 }
 
@@ -400,6 +403,7 @@ func (n *Node) remoteBoard(e bus.BoardEvent) {
 	n.hub.BoardChanged(e.Board)
 	n.live.Resync(e.Board)
 	n.watch.refresh(e.Board)
+	n.outbox.boardChanged(e.Board)
 }
 
 // boardGone ends every subscription to a deleted board on this node: its
@@ -436,6 +440,7 @@ func (n *Node) remoteProfiles(e bus.ProfileEvent) {
 func (n *Node) resync(board string) {
 	if board == "" {
 		n.profs.Clear()
+		n.outbox.boardChanged("") // board events may be lost too
 	}
 	n.live.Resync(board)
 }

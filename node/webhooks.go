@@ -3,7 +3,9 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -30,12 +32,19 @@ type WebhooksConfig struct {
 	// AllowPrivate lets webhook URLs reach loopback, private and
 	// link-local addresses (--webhook-allow-private).
 	AllowPrivate bool
-	// Watch is how often the node looks for boards and periods that
-	// became final or changed state; zero = 1s.
+	// Watch bounds how long the outbox watcher sleeps between reads of
+	// the store: it wakes when the next board or period becomes final or
+	// changes state, when a board or webhook changes on this node or a
+	// board on another, and at least every Watch, when it re-reads the
+	// webhooks and lists every board again (a webhook created on another
+	// node, a board event the bus lost); zero = DefaultWebhookWatch.
 	Watch time.Duration
 	// Deliver tunes the delivery loop; Node and AllowPrivate are filled in.
 	Deliver webhook.Config
 }
+
+// DefaultWebhookWatch is WebhooksConfig.Watch's default.
+const DefaultWebhookWatch = time.Minute
 
 // markerKeep outlasts the span in which a fact is news, so a marker is
 // never gone while a node could still append its fact.
@@ -131,66 +140,247 @@ type cohortFinal struct {
 	Rewards   []reward     `json:"rewards"`
 }
 
-// outboxWatch appends facts to the outbox.
+// outboxWatch appends facts to the outbox. It keeps every board's config
+// and the moment the next fact can become true, and sleeps until then:
+// the store is read when a fact is due, when a board or a webhook changes,
+// and every Watch (the webhooks, and every board again, in case a board
+// event was lost), not once a tick per board.
 type outboxWatch struct {
-	n *Node
+	n     *Node
+	every time.Duration // Watch
+	wake  chan struct{} // a board or webhook changed; buffered, one pending wake
+	mu    sync.Mutex    // guards changed and relist
+	// changed is the boards created, changed or deleted since the last
+	// look, relist that board events may have been missed.
+	changed map[string]bool
+	relist  bool
+
+	// Owned by the watcher's goroutine (watchWebhooks):
 	// done is the markers this node has found written, and when they stop
-	// mattering. Owned by the watcher's goroutine (watchWebhooks).
-	done map[string]time.Time
+	// mattering.
+	done   map[string]time.Time
+	boards map[string]rank.Board // nil: to be listed
+	listed time.Time             // when boards was listed (this node's clock)
+	hooks  []rank.Webhook        // as of the last look
+	// due is the store-clock moment the next fact can become true; zero:
+	// look at every board at the next tick.
+	due time.Time
 }
 
-// watch runs the outboxWatch until ctx ends.
-func (n *Node) watchWebhooks(ctx context.Context) {
-	w := &outboxWatch{n: n, done: map[string]time.Time{}}
+// newOutboxWatch is n's watcher; it runs from Run on (watchWebhooks), and
+// hears of board changes from New on.
+func newOutboxWatch(n *Node) *outboxWatch {
 	every := n.cfg.Webhooks.Watch
 	if every <= 0 {
-		every = time.Second
+		every = DefaultWebhookWatch
 	}
-	t := time.NewTicker(every)
+	return &outboxWatch{n: n, every: every, wake: make(chan struct{}, 1),
+		changed: map[string]bool{}, done: map[string]time.Time{}}
+}
+
+// boardChanged is told of a board created, changed or deleted on this node
+// or another ("" = any board: the bus may have lost board events), so the
+// watcher re-reads it now rather than at its next relist.
+func (w *outboxWatch) boardChanged(board string) {
+	w.mark(board)
+	w.poke()
+}
+
+// mark notes board to be read again at the next look ("" = every board).
+func (w *outboxWatch) mark(board string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if board == "" {
+		w.relist = true
+	} else {
+		w.changed[board] = true
+	}
+}
+
+// poke wakes the watcher to look now.
+func (w *outboxWatch) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeChanged returns and clears what boardChanged was told.
+func (w *outboxWatch) takeChanged() (map[string]bool, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	changed, relist := w.changed, w.relist
+	w.changed, w.relist = map[string]bool{}, false
+	return changed, relist
+}
+
+// watchWebhooks runs the outboxWatch until ctx ends.
+func (n *Node) watchWebhooks(ctx context.Context) {
+	w := n.outbox
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		if err := w.tick(ctx); err != nil && ctx.Err() == nil {
-			n.log.Warn("node: webhook watch", "err", err)
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-w.wake:
 		}
+		wait, err := w.tick(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			n.log.Warn("node: webhook watch", "err", err)
+			wait = min(wait, outboxRetry)
+		}
+		t.Reset(wait)
 	}
 }
 
-// tick looks at every board once.
-func (w *outboxWatch) tick(ctx context.Context) error {
+// outboxRetry is how soon the outbox watcher tries again after a failed read or
+// append.
+const outboxRetry = time.Second
+
+// tick looks at what changed, and at every board when a fact is due, and
+// returns how long the watcher may sleep.
+func (w *outboxWatch) tick(ctx context.Context) (time.Duration, error) {
 	s := w.n.store
 	hooks, err := s.Webhooks(ctx)
-	if err != nil || len(hooks) == 0 {
-		return err // no webhook: nothing to tell, nothing to read
+	if err != nil {
+		return outboxRetry, err
+	}
+	if len(hooks) == 0 {
+		// Nothing to tell, nothing to read: the boards are listed afresh
+		// when a webhook appears.
+		w.boards, w.hooks = nil, nil
+		w.takeChanged()
+		return w.every, nil
 	}
 	now, err := s.Now(ctx)
 	if err != nil {
-		return err
+		return outboxRetry, err
 	}
-	boards, err := s.Boards(ctx)
-	if err != nil {
-		return err
+	if err := w.refresh(ctx); err != nil {
+		return outboxRetry, err
+	}
+	if !slices.EqualFunc(hooks, w.hooks, sameHook) {
+		w.due = time.Time{} // a new webhook hears of the facts still news
+	}
+	w.hooks = hooks
+	if !w.due.IsZero() && now.Before(w.due) {
+		return w.sleep(now), nil
 	}
 	for m, until := range w.done {
 		if now.After(until) {
 			delete(w.done, m)
 		}
 	}
-	for _, b := range boards {
+	w.due = time.Time{}
+	var due time.Time
+	for _, b := range w.boards {
 		for _, f := range facts(b, now) {
 			if !wanted(hooks, f.event, b.ID) {
 				continue // not marked: a webhook created while it is news still hears of it
 			}
 			if err := w.append(ctx, b, f); err != nil {
-				return err
+				return outboxRetry, err // due stays zero: every board is looked at again
 			}
+		}
+		if next := nextFact(b, now); !next.IsZero() && (due.IsZero() || next.Before(due)) {
+			due = next
+		}
+	}
+	w.due = due
+	return w.sleep(now), nil
+}
+
+// refresh brings w.boards up to date: every board when the list is
+// missing or Watch old or board events may have been lost, else the
+// boards boardChanged named. Any change makes every board looked at.
+func (w *outboxWatch) refresh(ctx context.Context) error {
+	s := w.n.store
+	changed, relist := w.takeChanged()
+	if w.boards == nil || relist || time.Since(w.listed) >= w.every {
+		listed := time.Now()
+		all, err := s.Boards(ctx)
+		if err != nil {
+			w.mark("") // listed again at the retry
+			return err
+		}
+		w.boards, w.listed, w.due = make(map[string]rank.Board, len(all)), listed, time.Time{}
+		for _, b := range all {
+			w.boards[b.ID] = b
+		}
+		return nil
+	}
+	for id := range changed {
+		w.due = time.Time{}
+		// GetBoard, not Board: the dev store's Board would create a
+		// deleted board again.
+		b, err := s.GetBoard(ctx, id)
+		switch {
+		case errors.Is(err, rank.ErrUnknownBoard):
+			delete(w.boards, id)
+		case err != nil:
+			for id := range changed {
+				w.mark(id) // read again at the retry
+			}
+			return err
+		default:
+			w.boards[id] = b
 		}
 	}
 	return nil
+}
+
+// sleep is how long the watcher may sleep at store time now: until the
+// next fact is due or the next relist, whichever is first.
+func (w *outboxWatch) sleep(now time.Time) time.Duration {
+	d := w.every - time.Since(w.listed)
+	if !w.due.IsZero() {
+		d = min(d, w.due.Sub(now))
+	}
+	return max(d, 0)
+}
+
+// sameHook: a and b want the same events of the same boards.
+func sameHook(a, b rank.Webhook) bool {
+	return a.ID == b.ID && slices.Equal(a.Events, b.Events) && slices.Equal(a.Boards, b.Boards)
+}
+
+// nextFact is the earliest moment after now at which facts(b, ·) can list
+// a fact it does not list at now; zero: none ever will.
+func nextFact(b rank.Board, now time.Time) time.Time {
+	var next time.Time
+	consider := func(t time.Time) {
+		if t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	if !b.StartsAt.IsZero() {
+		consider(b.StartsAt.Time)
+	}
+	if !b.EndsAt.IsZero() {
+		consider(b.EndsAt.Time)
+		consider(b.FinalAt())
+	}
+	if b.Reset == rank.None {
+		return next
+	}
+	// The current period's grace ends first unless a grace longer than a
+	// period leaves an earlier one's still running.
+	grace := time.Duration(b.Grace)
+	p := rank.PeriodAt(b, now)
+	for range maxPeriodsBack {
+		consider(p.End.Add(grace))
+		q := p.Previous(b)
+		if q.Index == p.Index || !q.End.Add(grace).After(now) {
+			break
+		}
+		p = q
+	}
+	return next
 }
 
 func wanted(hooks []rank.Webhook, event, board string) bool {
@@ -309,6 +499,22 @@ func ranked(b rank.Board, entries []rank.Entry) ([]rank.Entry, []reward) {
 		}
 	}
 	return standings, rewards
+}
+
+// hookStore is the store as the API uses it: a webhook put on this node
+// wakes the watcher, so the facts still news reach it at once rather than
+// at the next Watch.
+type hookStore struct {
+	rank.Store
+	w *outboxWatch
+}
+
+func (s hookStore) PutWebhook(ctx context.Context, h rank.Webhook) (rank.Webhook, error) {
+	out, err := s.Store.PutWebhook(ctx, h)
+	if err == nil {
+		s.w.poke()
+	}
+	return out, err
 }
 
 // runWebhooks runs the outboxWatch and the delivery loop until ctx ends.
