@@ -163,8 +163,10 @@ type outboxWatch struct {
 	listed time.Time             // when boards was listed (this node's clock)
 	hooks  []rank.Webhook        // as of the last look
 	// due is the store-clock moment the next fact can become true; zero:
-	// look at every board at the next tick.
-	due time.Time
+	// none will. stale: look at every board at the next tick anyway (the
+	// boards or webhooks changed, or an append failed).
+	due   time.Time
+	stale bool
 }
 
 // newOutboxWatch is n's watcher; it runs from Run on (watchWebhooks), and
@@ -265,10 +267,10 @@ func (w *outboxWatch) tick(ctx context.Context) (time.Duration, error) {
 		return outboxRetry, err
 	}
 	if !slices.EqualFunc(hooks, w.hooks, sameHook) {
-		w.due = time.Time{} // a new webhook hears of the facts still news
+		w.stale = true // a new webhook hears of the facts still news
 	}
 	w.hooks = hooks
-	if !w.due.IsZero() && now.Before(w.due) {
+	if !w.stale && (w.due.IsZero() || now.Before(w.due)) {
 		return w.sleep(now), nil
 	}
 	for m, until := range w.done {
@@ -276,7 +278,7 @@ func (w *outboxWatch) tick(ctx context.Context) (time.Duration, error) {
 			delete(w.done, m)
 		}
 	}
-	w.due = time.Time{}
+	w.stale = true // until every board was looked at
 	var due time.Time
 	for _, b := range w.boards {
 		for _, f := range facts(b, now) {
@@ -284,14 +286,14 @@ func (w *outboxWatch) tick(ctx context.Context) (time.Duration, error) {
 				continue // not marked: a webhook created while it is news still hears of it
 			}
 			if err := w.append(ctx, b, f); err != nil {
-				return outboxRetry, err // due stays zero: every board is looked at again
+				return outboxRetry, err
 			}
 		}
 		if next := nextFact(b, now); !next.IsZero() && (due.IsZero() || next.Before(due)) {
 			due = next
 		}
 	}
-	w.due = due
+	w.due, w.stale = due, false
 	return w.sleep(now), nil
 }
 
@@ -308,14 +310,14 @@ func (w *outboxWatch) refresh(ctx context.Context) error {
 			w.mark("") // listed again at the retry
 			return err
 		}
-		w.boards, w.listed, w.due = make(map[string]rank.Board, len(all)), listed, time.Time{}
+		w.boards, w.listed, w.stale = make(map[string]rank.Board, len(all)), listed, true
 		for _, b := range all {
 			w.boards[b.ID] = b
 		}
 		return nil
 	}
 	for id := range changed {
-		w.due = time.Time{}
+		w.stale = true
 		// GetBoard, not Board: the dev store's Board would create a
 		// deleted board again.
 		b, err := s.GetBoard(ctx, id)
@@ -369,11 +371,15 @@ func nextFact(b rank.Board, now time.Time) time.Time {
 		return next
 	}
 	// The current period's grace ends first unless a grace longer than a
-	// period leaves an earlier one's still running.
+	// period leaves an earlier one's still running. As in facts, no period
+	// ends before the board starts, nor once it is final.
 	grace := time.Duration(b.Grace)
 	p := rank.PeriodAt(b, now)
 	for range maxPeriodsBack {
-		consider(p.End.Add(grace))
+		fin := p.End.Add(grace)
+		if (b.StartsAt.IsZero() || p.End.After(b.StartsAt.Time)) && (b.EndsAt.IsZero() || fin.Before(b.FinalAt())) {
+			consider(fin)
+		}
 		q := p.Previous(b)
 		if q.Index == p.Index || !q.End.Add(grace).After(now) {
 			break

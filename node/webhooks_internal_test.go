@@ -59,3 +59,59 @@ func TestFacts(t *testing.T) {
 		}
 	}
 }
+
+// TestNextFact: the watcher's wake-up time is the first moment a fact it
+// has not seen can be listed: none appears before it, one does at it.
+func TestNextFact(t *testing.T) {
+	t0 := time.Date(2031, 3, 1, 12, 0, 0, 0, time.UTC)
+	cup := rank.DefaultBoard("cup")
+	cup.StartsAt, cup.EndsAt, cup.Grace = rank.At(t0), rank.At(t0.Add(time.Hour)), rank.Duration(time.Minute)
+	daily := rank.DefaultBoard("daily")
+	daily.Reset, daily.Grace = rank.Daily, rank.Duration(2*time.Hour)
+	long := rank.DefaultBoard("long") // a grace longer than its period
+	long.Reset, long.Grace = rank.Hourly, rank.Duration(150*time.Minute)
+	season := rank.DefaultBoard("season")
+	season.Reset, season.StartsAt, season.EndsAt = rank.Daily, rank.At(t0), rank.At(t0.Add(50*time.Hour))
+	set := func(fs []fact) map[string]bool {
+		m := map[string]bool{}
+		for _, f := range fs {
+			m[f.marker] = true
+		}
+		return m
+	}
+	for _, b := range []rank.Board{cup, daily, long, season} {
+		// Every 7 minutes, and from one next fact to the next.
+		var times []time.Time
+		for at := t0.Add(-2 * time.Hour); at.Before(t0.Add(60 * time.Hour)); at = at.Add(7 * time.Minute) {
+			times = append(times, at)
+		}
+		for at := t0.Add(-2 * time.Hour); !at.IsZero() && at.Before(t0.Add(60*time.Hour)); at = nextFact(b, at) {
+			times = append(times, at)
+		}
+		for _, at := range times {
+			next := nextFact(b, at)
+			if next.IsZero() {
+				if !b.EndsAt.IsZero() && at.Before(b.FinalAt()) {
+					t.Fatalf("%s at %s: no next fact before its end", b.ID, at)
+				}
+				continue
+			}
+			if !next.After(at) {
+				t.Fatalf("%s at %s: next %s not after", b.ID, at, next)
+			}
+			seen := set(facts(b, at))
+			for m := range set(facts(b, next.Add(-time.Millisecond))) {
+				if !seen[m] {
+					t.Fatalf("%s at %s: %s appeared before the next fact %s", b.ID, at, m, next)
+				}
+			}
+			fresh := false
+			for m := range set(facts(b, next)) {
+				fresh = fresh || !seen[m]
+			}
+			if !fresh {
+				t.Fatalf("%s at %s: nothing new at the next fact %s", b.ID, at, next)
+			}
+		}
+	}
+}
