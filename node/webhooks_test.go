@@ -458,3 +458,44 @@ func TestLeaguePeriodFinalWebhook(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookWatcherHearsBoards: with a Watch of an hour, the watcher
+// hears at once (the node wakes it), not at its next look, of a webhook
+// put through the API, which is told of a board opened a minute before,
+// and then of a board put, told as well, while the store clock stands
+// still.
+func TestWebhookWatcherHearsBoards(t *testing.T) {
+	t.Parallel()
+	clk := &skewed{t: time.Date(2031, 1, 1, 12, 0, 0, 0, time.UTC)}
+	cfg := node.Config{Now: clk.now}
+	fastHooks(&cfg)
+	cfg.Webhooks.Watch = time.Hour
+	r := start(t, cfg)
+	rcv := &hookReceiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	adm := token(t, "root", auth.Admin)
+	opened := func(board string) {
+		t.Helper()
+		body := fmt.Sprintf(`{"starts_at":%q}`, clk.now().Add(-time.Minute).Format(time.RFC3339))
+		if st, b := r.rest(t, "PUT", "/api/v1/boards/"+board, adm, body); st != 200 {
+			t.Fatalf("PUT board: %d %s", st, b)
+		}
+	}
+	told := func(n int, board string) {
+		t.Helper()
+		testenv.Until(t, 5*time.Second, board+"'s board.state", func() bool { return rcv.count() >= n })
+		rcv.mu.Lock()
+		defer rcv.mu.Unlock()
+		if b := string(rcv.body[n-1]); !strings.Contains(b, `"state":"open"`) || !strings.Contains(b, `"board":"`+board+`"`) {
+			t.Fatalf("body %s, want %s open", b, board)
+		}
+	}
+	opened("cup")
+	if st, b := r.rest(t, "PUT", "/api/v1/webhooks/w", adm, fmt.Sprintf(`{"url":%q,"secret":%q,"events":["board.state"]}`, srv.URL, hookSecret)); st != 200 {
+		t.Fatalf("PUT webhook: %d %s", st, b)
+	}
+	told(1, "cup")
+	opened("late")
+	told(2, "late")
+}
