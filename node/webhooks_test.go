@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -498,4 +499,45 @@ func TestWebhookWatcherHearsBoards(t *testing.T) {
 	told(1, "cup")
 	opened("late")
 	told(2, "late")
+}
+
+// noWatch is a store whose webhook list is empty: a node on it never
+// appends a state change or final event.
+type noWatch struct{ rank.Store }
+
+func (noWatch) Webhooks(context.Context) ([]rank.Webhook, error) { return nil, nil }
+
+// TestWebhookWatcherHearsOtherNodesBoards: a board put on another node
+// wakes the watcher at once (the bus's board event), not at its next
+// look: node a never appends (its store shows it no webhook), so b's
+// watcher, sleeping for an hour, tells of the board a opened.
+func TestWebhookWatcherHearsOtherNodesBoards(t *testing.T) {
+	testenv.Long(t)
+	t.Parallel()
+	clk := &skewed{t: time.Date(2031, 1, 1, 12, 0, 0, 0, time.UTC)}
+	nodes, _ := cluster(t, 0, []string{"a", "b"}, func(c *node.Config) {
+		c.Now = clk.now
+		fastHooks(c)
+		c.Webhooks.Watch = time.Hour
+		if c.ID == "a" {
+			c.WrapStore = func(s rank.Store) rank.Store { return noWatch{s} }
+		}
+	})
+	rcv := &hookReceiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	adm := token(t, "root", auth.Admin)
+	if st, b := nodes[1].rest(t, "PUT", "/api/v1/webhooks/w", adm, fmt.Sprintf(`{"url":%q,"secret":%q,"events":["board.state"]}`, srv.URL, hookSecret)); st != 200 {
+		t.Fatalf("PUT webhook: %d %s", st, b)
+	}
+	body := fmt.Sprintf(`{"starts_at":%q}`, clk.now().Add(-time.Minute).Format(time.RFC3339))
+	if st, b := nodes[0].rest(t, "PUT", "/api/v1/boards/cup", adm, body); st != 200 {
+		t.Fatalf("PUT board: %d %s", st, b)
+	}
+	testenv.Until(t, 5*time.Second, "cup's board.state", func() bool { return rcv.count() >= 1 })
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if b := string(rcv.body[0]); !strings.Contains(b, `"state":"open"`) || !strings.Contains(b, `"board":"cup"`) {
+		t.Fatalf("body %s", b)
+	}
 }
