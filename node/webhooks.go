@@ -151,7 +151,7 @@ type outboxWatch struct {
 	wake  chan struct{} // a board or webhook changed; buffered, one pending wake
 	mu    sync.Mutex    // guards changed and relist
 	// changed is the boards created, changed or deleted since the last
-	// look, relist that board events may have been missed.
+	// look; relist, that board events may have been lost.
 	changed map[string]bool
 	relist  bool
 
@@ -234,14 +234,13 @@ func (n *Node) watchWebhooks(ctx context.Context) {
 				return
 			}
 			n.log.Warn("node: webhook watch", "err", err)
-			wait = min(wait, outboxRetry)
 		}
 		t.Reset(wait)
 	}
 }
 
-// outboxRetry is how soon the outbox watcher tries again after a failed read or
-// append.
+// outboxRetry is how soon the outbox watcher tries again after a failed
+// read or append.
 const outboxRetry = time.Second
 
 // tick looks at what changed, and at every board when a fact is due, and
