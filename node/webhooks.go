@@ -321,8 +321,8 @@ func (w *outboxWatch) refresh(ctx context.Context) error {
 		// deleted board again.
 		b, err := s.GetBoard(ctx, id)
 		switch {
-		case errors.Is(err, rank.ErrUnknownBoard):
-			delete(w.boards, id)
+		case errors.Is(err, rank.ErrUnknownBoard), errors.Is(err, rank.ErrInvalidBoard):
+			delete(w.boards, id) // gone, or never a board: not read again
 		case err != nil:
 			for id := range changed {
 				w.mark(id) // read again at the retry

@@ -154,7 +154,8 @@ func TestWatchSleepsUntilDue(t *testing.T) {
 // TestWatchHearsBoardChanges: while the watcher sleeps, a board created,
 // one whose end is moved earlier and one deleted (what BoardChanged and
 // another node's board event tell it) are each read once and acted on at
-// their new times, with no list of every board.
+// their new times, with no list of every board; a name that is no board
+// is read once and dropped, not retried.
 func TestWatchHearsBoardChanges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newMemStore(t)
@@ -178,6 +179,7 @@ func TestWatchHearsBoardChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		n.outbox.boardChanged("gone")
+		n.outbox.boardChanged("no/such board") // never a board: read once, dropped
 		time.Sleep(2*time.Minute - time.Millisecond)
 		synctest.Wait()
 		if got := appended(t, s); len(got) != 0 {
@@ -193,7 +195,7 @@ func TestWatchHearsBoardChanges(t *testing.T) {
 		if got := appended(t, s); !slices.Equal(got, []string{"board.final cup", "board.final late"}) {
 			t.Fatalf("at late's end, past gone's: %v", got)
 		}
-		if cs.boards.Load() != 1 || cs.getBoard.Load() != 3 {
+		if cs.boards.Load() != 1 || cs.getBoard.Load() != 4 {
 			t.Fatalf("reads: %s; want one list and one read of each changed board", cs)
 		}
 	})
