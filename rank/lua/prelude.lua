@@ -70,6 +70,84 @@ local function metasOf(ekey, ids)
   return out
 end
 
+-- hmgetList is hash key's values of fields (false when none), read with
+-- HMGET in chunks as idsNames does.
+local function hmgetList(key, fields)
+  local out = {}
+  for i = 1, #fields, 500 do
+    local part = redis.call('HMGET', key, unpack(fields, i, math.min(i + 499, #fields)))
+    for j = 1, #part do out[i + j - 1] = part[j] end
+  end
+  return out
+end
+
+-- listRanks appends to out each listed member's found, rank, start,
+-- first_rank, n and window of n quadruples id, score, name, meta (ranks.lua's
+-- reply). L[i] is listed member i: {key = the sorted set it ranks in, z =
+-- its sorted-set member, id = its id, score = its stored score}, or false
+-- when it has no entry. Per member it costs one ZREVRANK (on a shared board
+-- one ZCOUNT more), plus one ZREVRANGE when around > 0: a window of the
+-- member alone is its own entry, whose score the caller read. Names and
+-- meta of every window are read together, one HMGET per hash per 500 ids,
+-- since a redis.call costs the script about as much as a small command.
+local function listRanks(out, L, around, shared, ekey)
+  local win, ids, scores = {}, {}, {}
+  for i = 1, #L do
+    local m = L[i]
+    local pos = m and redis.call('ZREVRANK', m.key, m.z)
+    if not pos then
+      win[i] = false
+    else
+      local rank = pos + 1
+      if shared then rank = redis.call('ZCOUNT', m.key, '(' .. m.score, '+inf') + 1 end
+      local w = {rank = rank, start = pos, first = rank, at = #ids + 1}
+      if around == 0 then
+        ids[#ids + 1] = m.id
+        scores[#scores + 1] = m.score
+      else
+        local start = pos - around
+        if start < 0 then start = 0 end
+        local r = redis.call('ZREVRANGE', m.key, start, pos + around, 'WITHSCORES')
+        w.start = start
+        if not shared then
+          w.first = start + 1
+        elseif r[2] ~= m.score then
+          w.first = redis.call('ZCOUNT', m.key, '(' .. r[2], '+inf') + 1
+        end
+        for j = 1, #r, 2 do
+          local id = r[j]
+          if string.sub(id, 17, 17) == '|' then id = string.sub(id, 18) end
+          ids[#ids + 1] = id
+          scores[#scores + 1] = r[j + 1]
+        end
+      end
+      w.n = #ids - w.at + 1
+      win[i] = w
+    end
+  end
+  local names = hmgetList(KEYS[3], ids)
+  local metas = metasOf(ekey, ids)
+  for i = 1, #L do
+    local w = win[i]
+    if not w then
+      for _ = 1, 5 do out[#out + 1] = 0 end
+    else
+      out[#out + 1] = 1
+      out[#out + 1] = w.rank
+      out[#out + 1] = w.start
+      out[#out + 1] = w.first
+      out[#out + 1] = w.n
+      for k = w.at, w.at + w.n - 1 do
+        out[#out + 1] = ids[k]
+        out[#out + 1] = scores[k]
+        out[#out + 1] = names[k] or ''
+        out[#out + 1] = metas[k]
+      end
+    end
+  end
+  return out
+end
+
 -- clockMs is the clock in unix ms: ARGV[2], else the server's TIME.
 local function clockMs()
   if ARGV[2] ~= '' then return tonumber(ARGV[2]) end

@@ -141,6 +141,7 @@ func Run(t *testing.T, f Factory) {
 		{"ExtremeScores", testExtremeScores},
 		{"TopPages", testTopPages},
 		{"RanksAround", testRanksAround},
+		{"RankLists", testRankLists},
 		{"Names", testNames},
 		{"Periods", testPeriods},
 		{"PeriodSelectors", testPeriodSelectors},
