@@ -43,13 +43,14 @@ if slot == 2 then zkey, mkey, ekey, kkey = KEYS[6], KEYS[7], KEYS[10], KEYS[12] 
 local out = {slot, redis.call('ZCARD', zkey), tonumber(redis.call('GET', KEYS[2]) or '0')}
 
 -- Every listed member's sorted-set member, score and cohort, one HMGET or
--- ZMSCORE per hash per 500 members; its cohort's set holds the same entry.
+-- ZMSCORE per hash per 500 members; its cohort's set holds the same entry
+-- with the same score.
 local ids = {}
 for a = 8, #ARGV do ids[a - 7] = ARGV[a] end
 local zs = hmgetList(mkey, ids)
 for i = 1, #ids do zs[i] = zs[i] or ids[i] end
 local cs = hmgetList(kkey, ids)
-local L, sets = {}, {}
+local keys, scores, sets = {}, {}, {}
 for i = 1, #ids, 500 do
   local part = redis.call('ZMSCORE', zkey, unpack(zs, i, math.min(i + 499, #zs)))
   for j = 1, #part do
@@ -58,10 +59,10 @@ for i = 1, #ids, 500 do
     out[#out + 1] = c or ''
     if c then
       sets[c] = sets[c] or kkey .. '/' .. c
-      L[k] = {key = sets[c], z = zs[k], id = ids[k], score = part[j]}
+      keys[k], scores[k] = sets[c], part[j]
     else
-      L[k] = false
+      scores[k] = false
     end
   end
 end
-return listRanks(out, L, tonumber(ARGV[7]), ARGV[6] == 'shared', ekey)
+return listRanks(out, keys, zs, ids, scores, tonumber(ARGV[7]), ARGV[6] == 'shared', ekey)

@@ -83,65 +83,62 @@ end
 
 -- listRanks appends to out each listed member's found, rank, start,
 -- first_rank, n and window of n quadruples id, score, name, meta (ranks.lua's
--- reply). L[i] is listed member i: {key = the sorted set it ranks in, z =
--- its sorted-set member, id = its id, score = its stored score}, or false
--- when it has no entry. Per member it costs one ZREVRANK (on a shared board
--- one ZCOUNT more), plus one ZREVRANGE when around > 0: a window of the
--- member alone is its own entry, whose score the caller read. Names and
--- meta of every window are read together, one HMGET per hash per 500 ids,
--- since a redis.call costs the script about as much as a small command.
-local function listRanks(out, L, around, shared, ekey)
-  local win, ids, scores = {}, {}, {}
-  for i = 1, #L do
-    local m = L[i]
-    local pos = m and redis.call('ZREVRANK', m.key, m.z)
+-- reply). Listed member i has id ids[i] and entry zs[i] in sorted set
+-- keys[i] with stored score scores[i] (false: no entry). Per member it
+-- costs one ZREVRANK (on a shared board one ZCOUNT more), plus a ZREVRANGE
+-- when around > 0: a window of the member alone is its own entry, whose
+-- score the caller read. Names and meta of every window are read together,
+-- one HMGET per hash per 500 ids, since a redis.call costs the script about
+-- as much as a small command; windows are kept in flat arrays, not a table
+-- per member, for the same reason.
+local function listRanks(out, keys, zs, ids, scores, around, shared, ekey)
+  local ranks, starts, firsts, ats, ends, wid, wsc = {}, {}, {}, {}, {}, {}, {}
+  for i = 1, #ids do
+    local sc, key = scores[i], keys[i]
+    local pos = sc and redis.call('ZREVRANK', key, zs[i])
     if not pos then
-      win[i] = false
+      ranks[i] = false
     else
       local rank = pos + 1
-      if shared then rank = redis.call('ZCOUNT', m.key, '(' .. m.score, '+inf') + 1 end
-      local w = {rank = rank, start = pos, first = rank, at = #ids + 1}
+      if shared then rank = redis.call('ZCOUNT', key, '(' .. sc, '+inf') + 1 end
+      ranks[i], starts[i], firsts[i], ats[i] = rank, pos, rank, #wid + 1
       if around == 0 then
-        ids[#ids + 1] = m.id
-        scores[#scores + 1] = m.score
+        wid[#wid + 1] = ids[i]
+        wsc[#wsc + 1] = sc
       else
         local start = pos - around
         if start < 0 then start = 0 end
-        local r = redis.call('ZREVRANGE', m.key, start, pos + around, 'WITHSCORES')
-        w.start = start
+        local r = redis.call('ZREVRANGE', key, start, pos + around, 'WITHSCORES')
+        starts[i] = start
         if not shared then
-          w.first = start + 1
-        elseif r[2] ~= m.score then
-          w.first = redis.call('ZCOUNT', m.key, '(' .. r[2], '+inf') + 1
+          firsts[i] = start + 1
+        elseif r[2] ~= sc then
+          firsts[i] = redis.call('ZCOUNT', key, '(' .. r[2], '+inf') + 1
         end
         for j = 1, #r, 2 do
           local id = r[j]
           if string.sub(id, 17, 17) == '|' then id = string.sub(id, 18) end
-          ids[#ids + 1] = id
-          scores[#scores + 1] = r[j + 1]
+          wid[#wid + 1] = id
+          wsc[#wsc + 1] = r[j + 1]
         end
       end
-      w.n = #ids - w.at + 1
-      win[i] = w
+      ends[i] = #wid
     end
   end
-  local names = hmgetList(KEYS[3], ids)
-  local metas = metasOf(ekey, ids)
-  for i = 1, #L do
-    local w = win[i]
-    if not w then
-      for _ = 1, 5 do out[#out + 1] = 0 end
+  local names = hmgetList(KEYS[3], wid)
+  local metas = metasOf(ekey, wid)
+  local o = #out
+  for i = 1, #ids do
+    if not ranks[i] then
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 0, 0, 0, 0, 0
+      o = o + 5
     else
-      out[#out + 1] = 1
-      out[#out + 1] = w.rank
-      out[#out + 1] = w.start
-      out[#out + 1] = w.first
-      out[#out + 1] = w.n
-      for k = w.at, w.at + w.n - 1 do
-        out[#out + 1] = ids[k]
-        out[#out + 1] = scores[k]
-        out[#out + 1] = names[k] or ''
-        out[#out + 1] = metas[k]
+      local from, to = ats[i], ends[i]
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 1, ranks[i], starts[i], firsts[i], to - from + 1
+      o = o + 5
+      for k = from, to do
+        out[o + 1], out[o + 2], out[o + 3], out[o + 4] = wid[k], wsc[k], names[k] or '', metas[k]
+        o = o + 4
       end
     end
   end

@@ -46,13 +46,13 @@ local out = {slot, redis.call('ZCARD', zkey), tonumber(redis.call('GET', KEYS[2]
 local ids = {}
 for a = 8, #ARGV do ids[a - 7] = ARGV[a] end
 local zs = hmgetList(mkey, ids)
-for i = 1, #ids do zs[i] = zs[i] or ids[i] end
-local L = {}
+local keys, scores = {}, {}
+for i = 1, #ids do
+  zs[i] = zs[i] or ids[i]
+  keys[i] = zkey
+end
 for i = 1, #ids, 500 do
   local part = redis.call('ZMSCORE', zkey, unpack(zs, i, math.min(i + 499, #zs)))
-  for j = 1, #part do
-    local k = i + j - 1
-    L[k] = part[j] and {key = zkey, z = zs[k], id = ids[k], score = part[j]}
-  end
+  for j = 1, #part do scores[i + j - 1] = part[j] end
 end
-return listRanks(out, L, tonumber(ARGV[7]), ARGV[6] == 'shared', ekey)
+return listRanks(out, keys, zs, ids, scores, tonumber(ARGV[7]), ARGV[6] == 'shared', ekey)
