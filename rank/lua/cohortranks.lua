@@ -26,10 +26,11 @@
 -- ARGV[8…] member ids
 --
 -- Returns {slot, total, seq, then each member's cohort ("" when absent),
--- then per member what ranks.lua returns: found, rank, start, first_rank,
--- n, followed by n quadruples id, score, name, meta}, positions and ranks
--- within the member's cohort. A member is found when it has an entry in
--- the period (a banned member's is hidden: not found). Errors as ranks.lua's.
+-- then per member what ranks.lua returns (with around 0 its shorter form):
+-- found, rank, start, first_rank, n, followed by n quadruples id, score,
+-- name, meta}, positions and ranks within the member's cohort. A member is
+-- found when it has an entry in the period (a banned member's is hidden:
+-- not found). Errors as ranks.lua's.
 
 local err = refused()
 if err then return err end

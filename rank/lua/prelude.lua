@@ -81,16 +81,15 @@ local function hmgetList(key, fields)
   return out
 end
 
--- listRanks appends to out each listed member's found, rank, start,
--- first_rank, n and window of n quadruples id, score, name, meta (ranks.lua's
--- reply). Listed member i has id ids[i] and entry zs[i] in sorted set
--- keys[i] with stored score scores[i] (false: no entry). Per member it
--- costs one ZREVRANK (on a shared board one ZCOUNT more), plus a ZREVRANGE
--- when around > 0: a window of the member alone is its own entry, whose
--- score the caller read. Names and meta of every window are read together,
--- one HMGET per hash per 500 ids, since a redis.call costs the script about
--- as much as a small command; windows are kept in flat arrays, not a table
--- per member, for the same reason.
+-- listRanks appends to out each listed member's rank and window as
+-- ranks.lua's header gives them. Listed member i has id ids[i] and entry
+-- zs[i] in sorted set keys[i] with stored score scores[i] (false: no
+-- entry). Per member it costs one ZREVRANK (on a shared board one ZCOUNT
+-- more), plus a ZREVRANGE when around > 0: a window of the member alone is
+-- its own entry, whose score the caller read. Names and meta of every
+-- window are read together, one HMGET per hash per 500 ids, since a
+-- redis.call costs the script about as much as a small command; windows
+-- are kept in flat arrays, not a table per member, for the same reason.
 local function listRanks(out, keys, zs, ids, scores, around, shared, ekey)
   local ranks, starts, firsts, ats, ends, wid, wsc = {}, {}, {}, {}, {}, {}, {}
   for i = 1, #ids do
@@ -129,11 +128,18 @@ local function listRanks(out, keys, zs, ids, scores, around, shared, ekey)
   local metas = metasOf(ekey, wid)
   local o = #out
   for i = 1, #ids do
+    local from, to = ats[i], ends[i]
     if not ranks[i] then
-      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 0, 0, 0, 0, 0
-      o = o + 5
+      out[o + 1] = 0
+      o = o + 1
+      if around > 0 then
+        out[o + 1], out[o + 2], out[o + 3], out[o + 4] = 0, 0, 0, 0
+        o = o + 4
+      end
+    elseif around == 0 then
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4] = ranks[i], wsc[from], names[from] or '', metas[from]
+      o = o + 4
     else
-      local from, to = ats[i], ends[i]
       out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 1, ranks[i], starts[i], firsts[i], to - from + 1
       o = o + 5
       for k = from, to do

@@ -27,6 +27,10 @@
 -- order, its own entry included; start is the 0-based position of the
 -- window's first entry and first_rank its rank; scores as stored (negated on
 -- asc boards); name and meta "" when none. found 0 means absent (all numbers 0).
+-- With around 0 (member lists, docs/protocol.md §11), each member is only
+-- its rank, 0 when absent, followed when present by its own entry's score,
+-- name and meta: its id, position and window are known to the caller, and
+-- a list of a thousand members would otherwise send five more values each.
 -- Errors "LB <code>": unknown_board, stale, clock, expired (a ban's until
 -- has passed: ban.lua lifts it and the caller reads again).
 
