@@ -142,6 +142,7 @@ func Run(t *testing.T, f Factory) {
 		{"TopPages", testTopPages},
 		{"RanksAround", testRanksAround},
 		{"RankLists", testRankLists},
+		{"RankListsLong", testRankListsLong},
 		{"Names", testNames},
 		{"Periods", testPeriods},
 		{"PeriodSelectors", testPeriodSelectors},
