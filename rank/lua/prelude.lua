@@ -38,46 +38,36 @@ local function slotNow()
   return 1, now
 end
 
--- idsNames splits a ZREVRANGE ... WITHSCORES reply into member ids (the
--- "<16 digits>|" tie prefix cut off) and their names ("" when none), read
--- with HMGET in chunks so no unpack grows past Lua's stack limit.
-local function idsNames(r)
-  local ids, names = {}, {}
-  for i = 1, #r, 2 do
-    local id = r[i]
-    if string.sub(id, 17, 17) == '|' then id = string.sub(id, 18) end
-    ids[#ids + 1] = id
-  end
-  for i = 1, #ids, 500 do
-    local part = redis.call('HMGET', KEYS[3], unpack(ids, i, math.min(i + 499, #ids)))
-    for j = 1, #part do names[i + j - 1] = part[j] or '' end
-  end
-  return ids, names
-end
-
--- metasOf reads the meta (§11) of member ids from hash ekey, "" when none,
--- in chunks as idsNames does.
-local function metasOf(ekey, ids)
-  local out = {}
-  if #ids == 0 or redis.call('EXISTS', ekey) == 0 then
-    for i = 1, #ids do out[i] = '' end
-    return out
-  end
-  for i = 1, #ids, 500 do
-    local part = redis.call('HMGET', ekey, unpack(ids, i, math.min(i + 499, #ids)))
-    for j = 1, #part do out[i + j - 1] = part[j] or '' end
-  end
-  return out
-end
-
 -- hmgetList is hash key's values of fields (false when none), read with
--- HMGET in chunks as idsNames does.
+-- HMGET in chunks so no unpack grows past Lua's stack limit.
 local function hmgetList(key, fields)
   local out = {}
   for i = 1, #fields, 500 do
     local part = redis.call('HMGET', key, unpack(fields, i, math.min(i + 499, #fields)))
     for j = 1, #part do out[i + j - 1] = part[j] end
   end
+  return out
+end
+
+-- idsNames splits a ZREVRANGE ... WITHSCORES reply into member ids (the
+-- "<16 digits>|" tie prefix cut off) and their names ("" when none).
+local function idsNames(r)
+  local ids = {}
+  for i = 1, #r, 2 do
+    local id = r[i]
+    if string.sub(id, 17, 17) == '|' then id = string.sub(id, 18) end
+    ids[#ids + 1] = id
+  end
+  local names = hmgetList(KEYS[3], ids)
+  for i = 1, #ids do names[i] = names[i] or '' end
+  return ids, names
+end
+
+-- metasOf reads the meta (§11) of member ids from hash ekey, "" when none.
+local function metasOf(ekey, ids)
+  local out = {}
+  if #ids > 0 and redis.call('EXISTS', ekey) == 1 then out = hmgetList(ekey, ids) end
+  for i = 1, #ids do out[i] = out[i] or '' end
   return out
 end
 
