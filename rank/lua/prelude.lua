@@ -73,13 +73,15 @@ end
 
 -- listRanks appends to out each listed member's rank and window as
 -- ranks.lua's header gives them. Listed member i has id ids[i] and entry
--- zs[i] in sorted set keys[i] with stored score scores[i] (false: no
--- entry). Per member it costs one ZREVRANK (on a shared board one ZCOUNT
--- more), plus a ZREVRANGE when around > 0: a window of the member alone is
--- its own entry, whose score the caller read. Names and meta of every
--- window are read together, one HMGET per hash per 500 ids, since a
--- redis.call costs the script about as much as a small command; windows
--- are kept in flat arrays, not a table per member, for the same reason.
+-- zs[i] in sorted set keys[i] with stored score scores[i]: false when it
+-- has no entry, true when not read (only around > 0 without shared ties
+-- can do without it: the window carries it). Per member it costs one
+-- ZREVRANK (on a shared board one ZCOUNT more), plus a ZREVRANGE when
+-- around > 0: a window of the member alone is its own entry, whose score
+-- the caller read. Names and meta of every window are read together, one
+-- HMGET per hash per 500 ids, since a redis.call costs the script about as
+-- much as a small command; windows are kept in flat arrays, not a table
+-- per member, for the same reason.
 local function listRanks(out, keys, zs, ids, scores, around, shared, ekey)
   local ranks, starts, firsts, ats, ends, wid, wsc = {}, {}, {}, {}, {}, {}, {}
   for i = 1, #ids do

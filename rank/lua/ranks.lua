@@ -46,7 +46,9 @@ if slot == 2 then zkey, mkey, ekey = KEYS[6], KEYS[7], KEYS[10] end
 local out = {slot, redis.call('ZCARD', zkey), tonumber(redis.call('GET', KEYS[2]) or '0')}
 
 -- Every listed member's sorted-set member and score, one HMGET and one
--- ZMSCORE per 500 members.
+-- ZMSCORE per 500 members. A window wider than the member carries its
+-- score, so without shared ties ZREVRANK alone tells who has no entry.
+local around, shared = tonumber(ARGV[7]), ARGV[6] == 'shared'
 local ids = {}
 for a = 8, #ARGV do ids[a - 7] = ARGV[a] end
 local zs = hmgetList(mkey, ids)
@@ -54,9 +56,12 @@ local keys, scores = {}, {}
 for i = 1, #ids do
   zs[i] = zs[i] or ids[i]
   keys[i] = zkey
+  scores[i] = true
 end
-for i = 1, #ids, 500 do
-  local part = redis.call('ZMSCORE', zkey, unpack(zs, i, math.min(i + 499, #zs)))
-  for j = 1, #part do scores[i + j - 1] = part[j] end
+if around == 0 or shared then
+  for i = 1, #ids, 500 do
+    local part = redis.call('ZMSCORE', zkey, unpack(zs, i, math.min(i + 499, #zs)))
+    for j = 1, #part do scores[i + j - 1] = part[j] end
+  end
 end
-return listRanks(out, keys, zs, ids, scores, tonumber(ARGV[7]), ARGV[6] == 'shared', ekey)
+return listRanks(out, keys, zs, ids, scores, around, shared, ekey)
