@@ -26,10 +26,11 @@
 -- ARGV[8…] member ids
 --
 -- Returns {slot, total, seq, then each member's cohort ("" when absent),
--- then per member what ranks.lua returns: found, rank, start, first_rank,
--- n, followed by n quadruples id, score, name, meta}, positions and ranks
--- within the member's cohort. A member is found when it has an entry in
--- the period (a banned member's is hidden: not found). Errors as ranks.lua's.
+-- then per member what ranks.lua returns (with around 0 its shorter form):
+-- found, rank, start, first_rank, n, followed by n quadruples id, score,
+-- name, meta}, positions and ranks within the member's cohort. A member is
+-- found when it has an entry in the period (a banned member's is hidden:
+-- not found). Errors as ranks.lua's.
 
 local err = refused()
 if err then return err end
@@ -40,47 +41,29 @@ if not slot then return redis.error_reply('LB clock') end
 local zkey, mkey, ekey, kkey = KEYS[4], KEYS[5], KEYS[9], KEYS[11]
 if slot == 2 then zkey, mkey, ekey, kkey = KEYS[6], KEYS[7], KEYS[10], KEYS[12] end
 
-local shared = ARGV[6] == 'shared'
-local around = tonumber(ARGV[7])
 local out = {slot, redis.call('ZCARD', zkey), tonumber(redis.call('GET', KEYS[2]) or '0')}
-local found = {}
-for a = 8, #ARGV do
-  local member = ARGV[a]
-  local z = redis.call('HGET', mkey, member) or member
-  local c = false
-  if redis.call('ZSCORE', zkey, z) then c = redis.call('HGET', kkey, member) end
-  found[a] = c and {z = z, ck = kkey .. '/' .. c} or false
-  out[#out + 1] = c or ''
-end
 
-for a = 8, #ARGV do
-  local f = found[a]
-  local pos = f and redis.call('ZREVRANK', f.ck, f.z)
-  if not pos then
-    for _ = 1, 5 do out[#out + 1] = 0 end
-  else
-    local ck = f.ck
-    local start = pos - around
-    if start < 0 then start = 0 end
-    local r = redis.call('ZREVRANGE', ck, start, pos + around, 'WITHSCORES')
-    local rank, first = pos + 1, start + 1
-    if shared then
-      rank = redis.call('ZCOUNT', ck, '(' .. redis.call('ZSCORE', ck, f.z), '+inf') + 1
-      first = redis.call('ZCOUNT', ck, '(' .. r[2], '+inf') + 1
-    end
-    local ids, names = idsNames(r)
-    local metas = metasOf(ekey, ids)
-    out[#out + 1] = 1
-    out[#out + 1] = rank
-    out[#out + 1] = start
-    out[#out + 1] = first
-    out[#out + 1] = #ids
-    for i = 1, #ids do
-      out[#out + 1] = ids[i]
-      out[#out + 1] = r[2 * i]
-      out[#out + 1] = names[i]
-      out[#out + 1] = metas[i]
+-- Every listed member's sorted-set member, score and cohort, one HMGET or
+-- ZMSCORE per hash per 500 members; its cohort's set holds the same entry
+-- with the same score.
+local ids = {}
+for a = 8, #ARGV do ids[a - 7] = ARGV[a] end
+local zs = hmgetList(mkey, ids)
+for i = 1, #ids do zs[i] = zs[i] or ids[i] end
+local cs = hmgetList(kkey, ids)
+local keys, scores, sets = {}, {}, {}
+for i = 1, #ids, 500 do
+  local part = redis.call('ZMSCORE', zkey, unpack(zs, i, math.min(i + 499, #zs)))
+  for j = 1, #part do
+    local k = i + j - 1
+    local c = part[j] and cs[k]
+    out[#out + 1] = c or ''
+    if c then
+      sets[c] = sets[c] or kkey .. '/' .. c
+      keys[k], scores[k] = sets[c], part[j]
+    else
+      scores[k] = false
     end
   end
 end
-return out
+return listRanks(out, keys, zs, ids, scores, tonumber(ARGV[7]), ARGV[6] == 'shared', ekey)

@@ -38,34 +38,107 @@ local function slotNow()
   return 1, now
 end
 
+-- hmgetList is hash key's values of fields (false when none), read with
+-- HMGET in chunks so no unpack grows past Lua's stack limit.
+local function hmgetList(key, fields)
+  local out = {}
+  for i = 1, #fields, 500 do
+    local part = redis.call('HMGET', key, unpack(fields, i, math.min(i + 499, #fields)))
+    for j = 1, #part do out[i + j - 1] = part[j] end
+  end
+  return out
+end
+
 -- idsNames splits a ZREVRANGE ... WITHSCORES reply into member ids (the
--- "<16 digits>|" tie prefix cut off) and their names ("" when none), read
--- with HMGET in chunks so no unpack grows past Lua's stack limit.
+-- "<16 digits>|" tie prefix cut off) and their names ("" when none).
 local function idsNames(r)
-  local ids, names = {}, {}
+  local ids = {}
   for i = 1, #r, 2 do
     local id = r[i]
     if string.sub(id, 17, 17) == '|' then id = string.sub(id, 18) end
     ids[#ids + 1] = id
   end
-  for i = 1, #ids, 500 do
-    local part = redis.call('HMGET', KEYS[3], unpack(ids, i, math.min(i + 499, #ids)))
-    for j = 1, #part do names[i + j - 1] = part[j] or '' end
-  end
+  local names = hmgetList(KEYS[3], ids)
+  for i = 1, #ids do names[i] = names[i] or '' end
   return ids, names
 end
 
--- metasOf reads the meta (§11) of member ids from hash ekey, "" when none,
--- in chunks as idsNames does.
+-- metasOf reads the meta (§11) of member ids from hash ekey, "" when none.
 local function metasOf(ekey, ids)
   local out = {}
-  if #ids == 0 or redis.call('EXISTS', ekey) == 0 then
-    for i = 1, #ids do out[i] = '' end
-    return out
+  if #ids > 0 and redis.call('EXISTS', ekey) == 1 then out = hmgetList(ekey, ids) end
+  for i = 1, #ids do out[i] = out[i] or '' end
+  return out
+end
+
+-- listRanks appends to out each listed member's rank and window as
+-- ranks.lua's header gives them. Listed member i has id ids[i] and entry
+-- zs[i] in sorted set keys[i] with stored score scores[i]: false when it
+-- has no entry, true when not read (only around > 0 without shared ties
+-- can do without it: the window carries it). Per member it costs one
+-- ZREVRANK (on a shared board one ZCOUNT more), plus a ZREVRANGE when
+-- around > 0: a window of the member alone is its own entry, whose score
+-- the caller read. Names and meta of every window are read together, one
+-- HMGET per hash per 500 ids, since a redis.call costs the script about as
+-- much as a small command; windows are kept in flat arrays, not a table
+-- per member, for the same reason.
+local function listRanks(out, keys, zs, ids, scores, around, shared, ekey)
+  local ranks, starts, firsts, ats, ends, wid, wsc = {}, {}, {}, {}, {}, {}, {}
+  for i = 1, #ids do
+    local sc, key = scores[i], keys[i]
+    local pos = sc and redis.call('ZREVRANK', key, zs[i])
+    if not pos then
+      ranks[i] = false
+    else
+      local rank = pos + 1
+      if shared then rank = redis.call('ZCOUNT', key, '(' .. sc, '+inf') + 1 end
+      ranks[i], starts[i], firsts[i], ats[i] = rank, pos, rank, #wid + 1
+      if around == 0 then
+        wid[#wid + 1] = ids[i]
+        wsc[#wsc + 1] = sc
+      else
+        local start = pos - around
+        if start < 0 then start = 0 end
+        local r = redis.call('ZREVRANGE', key, start, pos + around, 'WITHSCORES')
+        starts[i] = start
+        if not shared then
+          firsts[i] = start + 1
+        elseif r[2] ~= sc then
+          firsts[i] = redis.call('ZCOUNT', key, '(' .. r[2], '+inf') + 1
+        end
+        for j = 1, #r, 2 do
+          local id = r[j]
+          if string.sub(id, 17, 17) == '|' then id = string.sub(id, 18) end
+          wid[#wid + 1] = id
+          wsc[#wsc + 1] = r[j + 1]
+        end
+      end
+      ends[i] = #wid
+    end
   end
-  for i = 1, #ids, 500 do
-    local part = redis.call('HMGET', ekey, unpack(ids, i, math.min(i + 499, #ids)))
-    for j = 1, #part do out[i + j - 1] = part[j] or '' end
+  local names = hmgetList(KEYS[3], wid)
+  local metas = metasOf(ekey, wid)
+  local o = #out
+  for i = 1, #ids do
+    local from, to = ats[i], ends[i]
+    if not ranks[i] then
+      out[o + 1] = 0
+      o = o + 1
+      if around > 0 then
+        out[o + 1], out[o + 2], out[o + 3], out[o + 4] = 0, 0, 0, 0
+        o = o + 4
+      end
+    elseif around == 0 then
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4] = ranks[i], wsc[from], names[from] or '', metas[from]
+      o = o + 4
+    else
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 1, ranks[i], starts[i], firsts[i], to - from + 1
+      o = o + 5
+      for k = from, to do
+        out[o + 1], out[o + 2], out[o + 3], out[o + 4] = wid[k], wsc[k], names[k] or '', metas[k]
+        o = o + 4
+      end
+    end
   end
   return out
 end

@@ -27,6 +27,10 @@
 -- order, its own entry included; start is the 0-based position of the
 -- window's first entry and first_rank its rank; scores as stored (negated on
 -- asc boards); name and meta "" when none. found 0 means absent (all numbers 0).
+-- With around 0 (member lists, docs/protocol.md §11), each member is only
+-- its rank, 0 when absent, followed when present by its own entry's score,
+-- name and meta: its id, position and window are known to the caller, and
+-- a list of a thousand members would otherwise send five more values each.
 -- Errors "LB <code>": unknown_board, stale, clock, expired (a ban's until
 -- has passed: ban.lua lifts it and the caller reads again).
 
@@ -39,38 +43,25 @@ if not slot then return redis.error_reply('LB clock') end
 local zkey, mkey, ekey = KEYS[4], KEYS[5], KEYS[9]
 if slot == 2 then zkey, mkey, ekey = KEYS[6], KEYS[7], KEYS[10] end
 
-local shared = ARGV[6] == 'shared'
-local around = tonumber(ARGV[7])
 local out = {slot, redis.call('ZCARD', zkey), tonumber(redis.call('GET', KEYS[2]) or '0')}
 
-for a = 8, #ARGV do
-  local member = ARGV[a]
-  local z = redis.call('HGET', mkey, member) or member
-  local pos = redis.call('ZREVRANK', zkey, z)
-  if not pos then
-    for _ = 1, 5 do out[#out + 1] = 0 end
-  else
-    local start = pos - around
-    if start < 0 then start = 0 end
-    local r = redis.call('ZREVRANGE', zkey, start, pos + around, 'WITHSCORES')
-    local rank, first = pos + 1, start + 1
-    if shared then
-      rank = redis.call('ZCOUNT', zkey, '(' .. redis.call('ZSCORE', zkey, z), '+inf') + 1
-      first = redis.call('ZCOUNT', zkey, '(' .. r[2], '+inf') + 1
-    end
-    local ids, names = idsNames(r)
-    local metas = metasOf(ekey, ids)
-    out[#out + 1] = 1
-    out[#out + 1] = rank
-    out[#out + 1] = start
-    out[#out + 1] = first
-    out[#out + 1] = #ids
-    for i = 1, #ids do
-      out[#out + 1] = ids[i]
-      out[#out + 1] = r[2 * i]
-      out[#out + 1] = names[i]
-      out[#out + 1] = metas[i]
-    end
+-- Every listed member's sorted-set member and score, one HMGET and one
+-- ZMSCORE per 500 members. A window wider than the member carries its
+-- score, so without shared ties ZREVRANK alone tells who has no entry.
+local around, shared = tonumber(ARGV[7]), ARGV[6] == 'shared'
+local ids = {}
+for a = 8, #ARGV do ids[a - 7] = ARGV[a] end
+local zs = hmgetList(mkey, ids)
+local keys, scores = {}, {}
+for i = 1, #ids do
+  zs[i] = zs[i] or ids[i]
+  keys[i] = zkey
+  scores[i] = true
+end
+if around == 0 or shared then
+  for i = 1, #ids, 500 do
+    local part = redis.call('ZMSCORE', zkey, unpack(zs, i, math.min(i + 499, #zs)))
+    for j = 1, #part do scores[i + j - 1] = part[j] end
   end
 end
-return out
+return listRanks(out, keys, zs, ids, scores, around, shared, ekey)

@@ -141,6 +141,8 @@ func Run(t *testing.T, f Factory) {
 		{"ExtremeScores", testExtremeScores},
 		{"TopPages", testTopPages},
 		{"RanksAround", testRanksAround},
+		{"RankLists", testRankLists},
+		{"RankListsLong", testRankListsLong},
 		{"Names", testNames},
 		{"Periods", testPeriods},
 		{"PeriodSelectors", testPeriodSelectors},

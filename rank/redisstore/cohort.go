@@ -132,7 +132,7 @@ func (s *Store) cohortRanks(ctx context.Context, board string, period rank.Perio
 	}
 	cohorts := a[3 : 3+len(members)]
 	rest := append(append(make([]any, 0, len(a)-len(members)), a[:3]...), a[3+len(members):]...)
-	r, err := parseRanks(rest, members, c.b)
+	r, err := parseRanks(rest, members, around, c.b)
 	if err != nil {
 		return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, err)
 	}

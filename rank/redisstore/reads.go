@@ -83,7 +83,7 @@ func (s *Store) Ranks(ctx context.Context, board string, period rank.PeriodSel, 
 	if err != nil {
 		return rank.Ranks{}, err
 	}
-	r, err := parseRanks(v, members, c.b)
+	r, err := parseRanks(v, members, around, c.b)
 	if err != nil {
 		return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, err)
 	}
@@ -154,8 +154,9 @@ func (s *Store) readWith(ctx context.Context, op, board string, sel rank.PeriodS
 	}
 }
 
-// parseRanks decodes ranks.lua's reply; Period holds the slot number.
-func parseRanks(v any, members []string, b rank.Board) (rank.Ranks, error) {
+// parseRanks decodes ranks.lua's reply to a call with around; Period holds
+// the slot number.
+func parseRanks(v any, members []string, around int, b rank.Board) (rank.Ranks, error) {
 	a, _ := v.([]any)
 	bad := fmt.Errorf("unexpected reply %v", v)
 	if len(a) < 3 {
@@ -164,10 +165,33 @@ func parseRanks(v any, members []string, b rank.Board) (rank.Ranks, error) {
 	r := rank.Ranks{Period: num(a[0]), Total: num(a[1]), Seq: num(a[2]), Members: make([]rank.MemberRank, len(members))}
 	a = a[3:]
 	for i, m := range members {
+		mr := rank.MemberRank{Member: m}
+		if around == 0 {
+			// The rank, then the member's own entry when it has one.
+			if len(a) < 1 {
+				return rank.Ranks{}, bad
+			}
+			rk := num(a[0])
+			if rk == 0 {
+				a = a[1:]
+				r.Members[i] = mr
+				continue
+			}
+			if len(a) < 4 {
+				return rank.Ranks{}, bad
+			}
+			e, err := entry(m, a[1], a[2], a[3], rk, b)
+			if err != nil {
+				return rank.Ranks{}, err
+			}
+			a = a[4:]
+			mr.Found, mr.Rank, mr.Score, mr.Name, mr.Around = true, rk, e.Score, e.Name, []rank.Entry{e}
+			r.Members[i] = mr
+			continue
+		}
 		if len(a) < 5 {
 			return rank.Ranks{}, bad
 		}
-		mr := rank.MemberRank{Member: m}
 		found, rk, start, first, n := num(a[0]), num(a[1]), num(a[2]), num(a[3]), int(num(a[4]))
 		a = a[5:]
 		if found == 1 {
@@ -199,30 +223,38 @@ func entries(a []any, start, first int64, b rank.Board) ([]rank.Entry, error) {
 	}
 	out := make([]rank.Entry, 0, len(a)/4)
 	for i := 0; i+3 < len(a); i += 4 {
+		k := int64(len(out))
 		id, _ := a[i].(string)
-		raw, _ := a[i+1].(string)
-		name, _ := a[i+2].(string)
-		mt, _ := a[i+3].(string)
-		sc, err := parseScore(raw)
+		e, err := entry(id, a[i+1], a[i+2], a[i+3], first+k, b)
 		if err != nil {
 			return nil, err
 		}
-		if b.Order == rank.Asc {
-			sc = -sc
-		}
-		k := int64(len(out))
-		rk := first + k
 		if b.Tiebreak == rank.Shared && k > 0 {
 			// Equal scores share the rank; a new score's rank is its position.
-			if prev := out[k-1]; prev.Score == sc {
-				rk = prev.Rank
+			if prev := out[k-1]; prev.Score == e.Score {
+				e.Rank = prev.Rank
 			} else {
-				rk = start + k + 1
+				e.Rank = start + k + 1
 			}
 		}
-		out = append(out, rank.Entry{Rank: rk, Member: id, Score: sc, Name: name, Meta: meta.Meta(mt)})
+		out = append(out, e)
 	}
 	return out, nil
+}
+
+// entry decodes one id, stored score, name, meta quadruple at rank rk.
+func entry(id string, raw, name, mt any, rk int64, b rank.Board) (rank.Entry, error) {
+	raws, _ := raw.(string)
+	names, _ := name.(string)
+	mts, _ := mt.(string)
+	sc, err := parseScore(raws)
+	if err != nil {
+		return rank.Entry{}, err
+	}
+	if b.Order == rank.Asc {
+		sc = -sc
+	}
+	return rank.Entry{Rank: rk, Member: id, Score: sc, Name: names, Meta: meta.Meta(mts)}, nil
 }
 
 // parseScore reads a sorted-set score reply. Scores are integers within
