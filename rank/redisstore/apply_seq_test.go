@@ -40,7 +40,7 @@ func runCall(t *testing.T, s *Store, events ...rank.Event) []*call {
 
 func storedSeq(t *testing.T, s *Store, board string) int64 {
 	t.Helper()
-	v, err := s.client.Get(t.Context(), s.key(board, "seq")).Int64()
+	v, err := s.client.Get(t.Context(), s.idKey(board, "seq")).Int64()
 	if err != nil {
 		t.Fatalf("GET seq: %v", err)
 	}
@@ -147,7 +147,7 @@ func TestShardCallTieKeys(t *testing.T) {
 			t.Errorf("%s: rank %d, want %d (ties in arrival order)", members[r.i], r.r.Rank, r.i+1)
 		}
 	}
-	last, err := s.client.Get(context.Background(), s.key(shardID(id, 2, 0), "seq")).Int64()
+	last, err := s.client.Get(context.Background(), s.idKey(shardID(id, 2, 0), "seq")).Int64()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestApplyPadAcrossSeqBlock(t *testing.T) {
 		b := rank.DefaultBoard(board)
 		b.Tiebreak = tie
 		mustPut(t, s, b)
-		if err := s.client.Set(t.Context(), s.key(board, "seq"), 99999997, 0).Err(); err != nil {
+		if err := s.client.Set(t.Context(), s.idKey(board, "seq"), 99999997, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 		// a, b, c, d reach 5 with seqs 99999998 .. 100000001.
@@ -264,7 +264,7 @@ func TestApplyPadAcrossSeqBlock(t *testing.T) {
 			}
 		}
 		// The pads themselves: 16 digits of the seq, inverted for first.
-		zs, err := s.client.ZRange(t.Context(), s.zkey(board, 0), 0, -1).Result()
+		zs, err := s.client.ZRange(t.Context(), s.zkey(s.ref(board), 0), 0, -1).Result()
 		if err != nil {
 			t.Fatal(err)
 		}

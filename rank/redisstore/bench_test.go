@@ -31,14 +31,14 @@ func populate(b *testing.B, s *Store, id string, n int) {
 			seq := int64(i + 1)
 			m := "m" + strconv.Itoa(i)
 			z := fmt.Sprintf("%016d|%s", int64(9999999999999999)-seq, m)
-			pipe.ZAdd(ctx, s.zkey(id, 0), redis.Z{Score: float64(rand.IntN(1_000_000)), Member: z})
-			pipe.HSet(ctx, s.mkey(id, 0), m, z)
+			pipe.ZAdd(ctx, s.zkey(s.ref(id), 0), redis.Z{Score: float64(rand.IntN(1_000_000)), Member: z})
+			pipe.HSet(ctx, s.mkey(s.ref(id), 0), m, z)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := s.client.Set(ctx, s.key(id, "seq"), n, 0).Err(); err != nil {
+	if err := s.client.Set(ctx, s.idKey(id, "seq"), n, 0).Err(); err != nil {
 		b.Fatal(err)
 	}
 }

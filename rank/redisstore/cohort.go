@@ -65,8 +65,8 @@ func cohortSuffix(b rank.Board, id string) (string, error) {
 
 // kkey is a cohort board's period hash of members' cohorts; its cohorts'
 // sorted sets are named after it (apply.lua).
-func (s *Store) kkey(board string, idx int64) string {
-	return s.key(board, "k:"+strconv.FormatInt(idx, 10))
+func (s *Store) kkey(b *rank.Board, idx int64) string {
+	return s.key(b, "k:"+strconv.FormatInt(idx, 10))
 }
 
 // CohortTop reads entries [offset, offset+limit) of one cohort of a period
@@ -85,8 +85,8 @@ func (s *Store) CohortTop(ctx context.Context, board string, period rank.PeriodS
 			return nil, nil, err
 		}
 		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n,
-			s.kkey(board, sl.a) + "/" + suffix, s.kkey(board, sl.b) + "/" + suffix, c.keys.ban,
-			s.metaKey(board, sl.a), s.metaKey(board, sl.b)}
+			s.kkey(&c.b, sl.a) + "/" + suffix, s.kkey(&c.b, sl.b) + "/" + suffix, c.keys.ban,
+			s.metaKey(&c.b, sl.a), s.metaKey(&c.b, sl.b)}
 		return keys, []any{c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak), offset, limit}, nil
 	})
 	if err != nil {
@@ -114,8 +114,8 @@ func (s *Store) cohorted(ctx context.Context, board string) bool {
 func (s *Store) cohortRanks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
 	c, sl, v, err := s.readWith(ctx, "ranks", board, period, cohortRanksScript, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
 		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n,
-			s.zkey(board, sl.a), s.mkey(board, sl.a), s.zkey(board, sl.b), s.mkey(board, sl.b), c.keys.ban,
-			s.metaKey(board, sl.a), s.metaKey(board, sl.b), s.kkey(board, sl.a), s.kkey(board, sl.b)}
+			s.zkey(&c.b, sl.a), s.mkey(&c.b, sl.a), s.zkey(&c.b, sl.b), s.mkey(&c.b, sl.b), c.keys.ban,
+			s.metaKey(&c.b, sl.a), s.metaKey(&c.b, sl.b), s.kkey(&c.b, sl.a), s.kkey(&c.b, sl.b)}
 		args := make([]any, 0, 7+len(members))
 		args = append(args, c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak), around)
 		for _, m := range members {
@@ -196,7 +196,7 @@ func (s *Store) Cohorts(ctx context.Context, board string, period rank.PeriodSel
 		if !c.b.Cohorted() {
 			return nil, nil, nil
 		}
-		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n, s.kkey(board, sl.a) + "/n", s.kkey(board, sl.b) + "/n"}
+		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n, s.kkey(&c.b, sl.a) + "/n", s.kkey(&c.b, sl.b) + "/n"}
 		return keys, []any{c.ver, nowArg, sl.start, sl.bound, sl.end}, nil
 	})
 	if err != nil {

@@ -31,7 +31,7 @@ func TestDeferredNamesFail(t *testing.T) {
 	const id = "dnf"
 	mustPut(t, s, rank.DefaultBoard(id))
 	ctx := t.Context()
-	if err := s.client.Set(ctx, s.key(id, "n"), "not a hash", 0).Err(); err != nil {
+	if err := s.client.Set(ctx, s.idKey(id, "n"), "not a hash", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	events := []rank.Event{named(id, "e1", "a", 5), named(id, "e2", "b", 7), named(id, "e3", "a", 1)}
@@ -41,7 +41,7 @@ func TestDeferredNamesFail(t *testing.T) {
 		}
 	}
 	// Every event was applied once: a to 6, b to 7, each retry a duplicate.
-	if err := s.client.Del(ctx, s.key(id, "n")).Err(); err != nil {
+	if err := s.client.Del(ctx, s.idKey(id, "n")).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for i, e := range events {
@@ -79,7 +79,7 @@ func TestDeferredEventFails(t *testing.T) {
 	mustPut(t, s, b)
 	ctx := t.Context()
 	prevPeriod := rank.PeriodAt(b, hour.Add(-time.Minute)).Index
-	pz := s.zkey(id, prevPeriod)
+	pz := s.zkey(s.ref(id), prevPeriod)
 	if err := s.client.Set(ctx, pz, "not a sorted set", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -125,13 +125,13 @@ func TestDeferredHotNames(t *testing.T) {
 			t.Fatalf("event %d: %v", i, c.err)
 		}
 	}
-	if names, err := s.client.HGetAll(ctx, s.key("hn", "n")).Result(); err != nil || len(names) != 2 ||
+	if names, err := s.client.HGetAll(ctx, s.idKey("hn", "n")).Result(); err != nil || len(names) != 2 ||
 		names["a"] != "Player a" || names["b"] != "Player b" {
 		t.Fatalf("names = %v, %v; want a and b named", names, err)
 	}
 
 	mustPut(t, s, hotTestBoard("hb"))
-	if err := s.client.Set(ctx, s.key("hb", "n"), "not a hash", 0).Err(); err != nil {
+	if err := s.client.Set(ctx, s.idKey("hb", "n"), "not a hash", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	events := []rank.Event{named("hb", "e1", "a", 5), named("hb", "e2", "a", 2)}
@@ -140,7 +140,7 @@ func TestDeferredHotNames(t *testing.T) {
 			t.Fatalf("event %d: no error, want the names hash's WRONGTYPE", i)
 		}
 	}
-	if err := s.client.Del(ctx, s.key("hb", "n")).Err(); err != nil {
+	if err := s.client.Del(ctx, s.idKey("hb", "n")).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for i, e := range events {

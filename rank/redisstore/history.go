@@ -44,11 +44,11 @@ func (s *Store) History(ctx context.Context, board string, sel rank.PeriodSel, m
 	if sl.bound > 0 && ms(now) >= sl.bound {
 		idx = sl.b
 	}
-	id := board
+	kb := &c.b
 	if c.b.Sharded() {
-		id = c.shards[rank.ShardOf(member, c.b.Shards)].b.ID // the member's shard's slot
+		kb = &c.shards[rank.ShardOf(member, c.b.Shards)].b // the member's shard's slot
 	}
-	raw, err := s.client.LRange(ctx, s.historyKey(id, idx, member), 0, int64(c.b.History)-1).Result()
+	raw, err := s.client.LRange(ctx, s.historyKey(kb, idx, member), 0, int64(c.b.History)-1).Result()
 	if err != nil {
 		return nil, s.fail("history", board, err)
 	}

@@ -41,16 +41,16 @@ func TestHistoryKeysBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hk := s.historyKey(b.ID, period, "ann")
+	hk := s.historyKey(s.ref(b.ID), period, "ann")
 	if n := s.client.LLen(ctx, hk).Val(); n != 3 {
 		t.Errorf("history list %s holds %d events, want 3", hk, n)
 	}
-	for _, k := range []string{hk, s.metaKey(b.ID, period)} {
+	for _, k := range []string{hk, s.metaKey(s.ref(b.ID), period)} {
 		if ttl := s.client.PTTL(ctx, k).Val(); ttl <= 0 {
 			t.Errorf("%s: TTL %v, want one (it expires with its period)", k, ttl)
 		}
 	}
-	if n := s.client.Exists(ctx, s.metaKey(plain.ID, 0)).Val(); n != 0 {
+	if n := s.client.Exists(ctx, s.metaKey(s.ref(plain.ID), 0)).Val(); n != 0 {
 		t.Errorf("a board without meta has a meta hash")
 	}
 }

@@ -42,7 +42,7 @@ const (
 // hotKeys are a hot board's keys in hot.lua's KEYS order (without the
 // idempotency keys).
 func (s *Store) hotKeys(c cachedBoard) []string {
-	b := c.b.ID
+	b := &c.b
 	return []string{c.keys.cfg, c.keys.seq, c.keys.n, s.zkey(b, 0), s.key(b, "h:nx"), s.key(b, "h:s"),
 		s.key(b, "h:st"), s.ckey(b, 0), c.keys.ban, s.xkey(b, 0), s.key(b, "h:xn"), s.key(b, "h:lease")}
 }

@@ -214,7 +214,7 @@ func TestHotKilledMidBuild(t *testing.T) {
 		}
 		p.random(rng, 20, members, clk.Now())
 	}
-	cursor, err := testenv.RedisCommand(srv.Addr(), "HGET", rs.key(p.id, "h:st"), "cursor")
+	cursor, err := testenv.RedisCommand(srv.Addr(), "HGET", rs.idKey(p.id, "h:st"), "cursor")
 	if err != nil || cursor == "0" || cursor == "" {
 		t.Fatalf("build cursor %q, %v: want a build under way", cursor, err)
 	}
@@ -272,15 +272,15 @@ func BenchmarkHotBoundary1M(bm *testing.B) {
 			parts = append(parts, fmt.Sprintf("%d:%d", bk, v))
 		}
 		ks, _ := d.HotSums(s, cb)
-		pipe.HSet(ctx, rs.key(b.ID, "h:s"), m, strings.Join(parts, ","))
-		pipe.ZAdd(ctx, rs.zkey(b.ID, 0), redis.Z{Score: float64(d.DecayedScore(ks)), Member: m})
+		pipe.HSet(ctx, rs.idKey(b.ID, "h:s"), m, strings.Join(parts, ","))
+		pipe.ZAdd(ctx, rs.zkey(rs.ref(b.ID), 0), redis.Z{Score: float64(d.DecayedScore(ks)), Member: m})
 		if i%5000 == 4999 {
 			if _, err := pipe.Exec(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	pipe.HSet(ctx, rs.key(b.ID, "h:st"), "cur", cb)
+	pipe.HSet(ctx, rs.idKey(b.ID, "h:st"), "cur", cb)
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,20 @@ package redisstore
 
 import (
 	"strconv"
+
+	"github.com/wsgateway/wsgateway/rank"
 )
 
-// key is a key of board: in the slot of the board's group (derived.go;
-// the group is fixed at creation and cached once read).
-func (s *Store) key(board, suffix string) string {
+// key is a key of the board b configures, in the slot of its group. An
+// operation that holds the config builds its keys from it, never from the
+// cache, which a concurrent forget may have emptied.
+func (s *Store) key(b *rank.Board, suffix string) string {
+	return s.keyIn(b.GroupID(), b.ID, suffix)
+}
+
+// idKey is a key of board when no config is in hand: in the slot of the
+// group the cache knows (derived.go), else the board's own.
+func (s *Store) idKey(board, suffix string) string {
 	return s.keyIn(s.cachedGroup(board), board, suffix)
 }
 
@@ -24,33 +33,33 @@ func (s *Store) keyIn(g, board, suffix string) string {
 
 func (s *Store) boardsKey() string { return s.cfg.Prefix + ":boards" }
 
-func (s *Store) zkey(board string, idx int64) string {
-	return s.key(board, "z:"+strconv.FormatInt(idx, 10))
+func (s *Store) zkey(b *rank.Board, idx int64) string {
+	return s.key(b, "z:"+strconv.FormatInt(idx, 10))
 }
 
-func (s *Store) mkey(board string, idx int64) string {
-	return s.key(board, "m:"+strconv.FormatInt(idx, 10))
+func (s *Store) mkey(b *rank.Board, idx int64) string {
+	return s.key(b, "m:"+strconv.FormatInt(idx, 10))
 }
 
 // xkey is a period's sorted set of banned members' hidden entries.
-func (s *Store) xkey(board string, idx int64) string {
-	return s.key(board, "x:"+strconv.FormatInt(idx, 10))
+func (s *Store) xkey(b *rank.Board, idx int64) string {
+	return s.key(b, "x:"+strconv.FormatInt(idx, 10))
 }
 
 // metaKey is a period's hash of members' meta (§11).
-func (s *Store) metaKey(board string, idx int64) string {
-	return s.key(board, "meta:"+strconv.FormatInt(idx, 10))
+func (s *Store) metaKey(b *rank.Board, idx int64) string {
+	return s.key(b, "meta:"+strconv.FormatInt(idx, 10))
 }
 
 // historyKey is member's list of last applied events in a period (§11).
-func (s *Store) historyKey(board string, idx int64, member string) string {
-	return s.key(board, "h:"+strconv.FormatInt(idx, 10)+":"+member)
+func (s *Store) historyKey(b *rank.Board, idx int64, member string) string {
+	return s.key(b, "h:"+strconv.FormatInt(idx, 10)+":"+member)
 }
 
 // gbansKey is the hash of global bans (outside every hash tag).
 func (s *Store) gbansKey() string { return s.cfg.Prefix + ":gbans" }
 
 // ckey is a period's hash of events applied per member (R18).
-func (s *Store) ckey(board string, idx int64) string {
-	return s.key(board, "c:"+strconv.FormatInt(idx, 10))
+func (s *Store) ckey(b *rank.Board, idx int64) string {
+	return s.key(b, "c:"+strconv.FormatInt(idx, 10))
 }

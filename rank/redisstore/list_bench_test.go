@@ -62,12 +62,12 @@ func populateShared(b *testing.B, s *Store, id string, n int) {
 	}
 	pipe := s.client.Pipeline()
 	for i := range n {
-		pipe.ZAdd(ctx, s.zkey(id, 0), redis.Z{Score: float64(rand.IntN(1_000)), Member: "m" + strconv.Itoa(i)})
+		pipe.ZAdd(ctx, s.zkey(s.ref(id), 0), redis.Z{Score: float64(rand.IntN(1_000)), Member: "m" + strconv.Itoa(i)})
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if err := s.client.Set(ctx, s.key(id, "seq"), n, 0).Err(); err != nil {
+	if err := s.client.Set(ctx, s.idKey(id, "seq"), n, 0).Err(); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -71,7 +71,7 @@ func (s *Store) moderate(ctx context.Context, name, op, board, member, field, va
 			keys := make([]string, 0, 4+3*len(kept))
 			keys = append(keys, t.keys.cfg, t.keys.seq, t.keys.n, t.keys.ban)
 			for _, idx := range kept {
-				keys = append(keys, s.zkey(t.b.ID, idx), s.mkey(t.b.ID, idx), s.xkey(t.b.ID, idx))
+				keys = append(keys, s.zkey(&t.b, idx), s.mkey(&t.b, idx), s.xkey(&t.b, idx))
 			}
 			v, err := s.ban.run(ctx, s.client, keys, c.ver, s.nowArg(), 0, 0, 0, op, member, field, arg)
 			if err != nil {

@@ -49,7 +49,7 @@ func TestPeriodsServerClock(t *testing.T) {
 		t.Fatalf("Top(%d) = %+v, %v", r.Period, byIndex, err)
 	}
 	p := rank.PeriodAt(b, time.Now())
-	for _, k := range []string{s.zkey(b.ID, r.Period), s.mkey(b.ID, r.Period)} {
+	for _, k := range []string{s.zkey(s.ref(b.ID), r.Period), s.mkey(s.ref(b.ID), r.Period)} {
 		ttl, err := s.client.PTTL(t.Context(), k).Result()
 		if err != nil || ttl <= 0 || ttl > time.Until(p.ExpireAt(2))+time.Hour {
 			t.Fatalf("PTTL(%s) = %s, %v; want until about %s", k, ttl, err, p.ExpireAt(2))
@@ -137,7 +137,7 @@ func TestIdempotencyRecordSize(t *testing.T) {
 	s := newStore(t, srv, Config{Prefix: "lb"})
 	mustPut(t, s, rank.DefaultBoard("run_hero"))
 	r := mustApply(t, s, incr("run_hero", "req-000123", "player_42", 1200))
-	hs, err := s.client.Keys(t.Context(), s.key("run_hero", "r:*")).Result()
+	hs, err := s.client.Keys(t.Context(), s.idKey("run_hero", "r:*")).Result()
 	if err != nil || len(hs) != 1 {
 		t.Fatalf("record hashes %v, %v; want one", hs, err)
 	}

@@ -100,11 +100,11 @@ func (s *Store) read(ctx context.Context, op, board string, sel rank.PeriodSel, 
 		var keys []string
 		if withMembers {
 			keys = []string{c.keys.cfg, c.keys.seq, c.keys.n,
-				s.zkey(board, sl.a), s.mkey(board, sl.a), s.zkey(board, sl.b), s.mkey(board, sl.b), c.keys.ban}
+				s.zkey(&c.b, sl.a), s.mkey(&c.b, sl.a), s.zkey(&c.b, sl.b), s.mkey(&c.b, sl.b), c.keys.ban}
 		} else {
-			keys = []string{c.keys.cfg, c.keys.seq, c.keys.n, s.zkey(board, sl.a), s.zkey(board, sl.b), c.keys.ban}
+			keys = []string{c.keys.cfg, c.keys.seq, c.keys.n, s.zkey(&c.b, sl.a), s.zkey(&c.b, sl.b), c.keys.ban}
 		}
-		keys = append(keys, s.metaKey(board, sl.a), s.metaKey(board, sl.b))
+		keys = append(keys, s.metaKey(&c.b, sl.a), s.metaKey(&c.b, sl.b))
 		return keys, append([]any{c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak)}, extra...), nil
 	})
 }

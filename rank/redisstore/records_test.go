@@ -38,7 +38,7 @@ func (r *recordsRig) apply(t *testing.T, e rank.Event) (rank.Result, error) {
 
 func (r *recordsRig) cfg(t *testing.T, field string) string {
 	t.Helper()
-	v, err := r.s.client.HGet(t.Context(), r.s.key(r.b.ID, "cfg"), field).Result()
+	v, err := r.s.client.HGet(t.Context(), r.s.idKey(r.b.ID, "cfg"), field).Result()
 	if err != nil {
 		return ""
 	}
@@ -73,10 +73,10 @@ func TestRecordsAcrossBuckets(t *testing.T) {
 	}
 	k0 := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli() / r.w.Milliseconds()
 	wms := strconv.FormatInt(r.w.Milliseconds(), 10)
-	if n, _ := r.s.client.Exists(t.Context(), r.s.key("rb", "r:"+wms+"."+strconv.FormatInt(k0, 10))).Result(); n != 0 {
+	if n, _ := r.s.client.Exists(t.Context(), r.s.idKey("rb", "r:"+wms+"."+strconv.FormatInt(k0, 10))).Result(); n != 0 {
 		t.Fatal("the bucket two buckets back is still there")
 	}
-	cur := r.s.key("rb", "r:"+wms+"."+strconv.FormatInt(k0+2, 10))
+	cur := r.s.idKey("rb", "r:"+wms+"."+strconv.FormatInt(k0+2, 10))
 	ttl, err := r.s.client.PTTL(t.Context(), cur).Result()
 	if err != nil || ttl <= 2*r.w || ttl > 2*r.w+r.w/4 {
 		t.Fatalf("PTTL(%s) = %s, %v; want the end of the next bucket plus a quarter window", cur, ttl, err)

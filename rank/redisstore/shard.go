@@ -117,7 +117,7 @@ func (s *Store) putShardVersions(ctx context.Context, b rank.Board, ver string) 
 	}
 	pipe := s.client.Pipeline()
 	for i := range b.Shards {
-		pipe.HSet(ctx, s.key(shardID(b.ID, b.Shards, i), "cfg"), "v", ver)
+		pipe.HSet(ctx, s.idKey(shardID(b.ID, b.Shards, i), "cfg"), "v", ver)
 	}
 	_, err := pipe.Exec(ctx)
 	return err
@@ -131,7 +131,7 @@ func (s *Store) deleteShards(ctx context.Context, b rank.Board) error {
 	}
 	pipe := s.client.Pipeline()
 	for i := range b.Shards {
-		pipe.Del(ctx, s.key(shardID(b.ID, b.Shards, i), "cfg"))
+		pipe.Del(ctx, s.idKey(shardID(b.ID, b.Shards, i), "cfg"))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err

@@ -37,8 +37,8 @@ func populateSharded(b *testing.B, s *Store, id string, shards, n int) {
 				ks = shardID(id, shards, rank.ShardOf(m, shards))
 			}
 			z := fmt.Sprintf("%016d|%s", int64(9999999999999999)-int64(i+1), m)
-			pipe.ZAdd(ctx, s.zkey(ks, 0), redis.Z{Score: float64(rng.IntN(1_000_000)), Member: z})
-			pipe.HSet(ctx, s.mkey(ks, 0), m, z)
+			pipe.ZAdd(ctx, s.zkey(s.ref(ks), 0), redis.Z{Score: float64(rng.IntN(1_000_000)), Member: z})
+			pipe.HSet(ctx, s.mkey(s.ref(ks), 0), m, z)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			b.Fatal(err)

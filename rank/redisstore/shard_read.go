@@ -19,8 +19,8 @@ import (
 
 // shardKeys are shard.lua's keys for shard sh, period idx.
 func (s *Store) shardKeys(sh cachedBoard, idx int64) []string {
-	id := sh.b.ID
-	return []string{sh.keys.cfg, sh.keys.seq, sh.keys.n, s.zkey(id, idx), s.mkey(id, idx), sh.keys.ban, s.metaKey(id, idx)}
+	b := &sh.b
+	return []string{sh.keys.cfg, sh.keys.seq, sh.keys.n, s.zkey(b, idx), s.mkey(b, idx), sh.keys.ban, s.metaKey(b, idx)}
 }
 
 // shardPeriod is the period index a read of a sharded board reads (one
@@ -58,7 +58,7 @@ func (s *Store) shardRun(ctx context.Context, c cachedBoard, idx int64, nowArg s
 	_, cluster := s.client.(*redis.ClusterClient)
 	var seqCmd *redis.StringCmd
 	if seq && cluster {
-		seqCmd = s.client.Get(ctx, s.key(c.b.ID, "seq"))
+		seqCmd = s.client.Get(ctx, s.key(&c.b, "seq"))
 		if err := seqCmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
 			return 0, nil, err
 		}
@@ -66,7 +66,7 @@ func (s *Store) shardRun(ctx context.Context, c cachedBoard, idx int64, nowArg s
 	run := func() ([]*redis.Cmd, error) {
 		pipe := s.client.Pipeline()
 		if seq && !cluster {
-			seqCmd = pipe.Get(ctx, s.key(c.b.ID, "seq"))
+			seqCmd = pipe.Get(ctx, s.key(&c.b, "seq"))
 		}
 		cmds := make([]*redis.Cmd, len(which))
 		for k, i := range which {
@@ -263,18 +263,18 @@ func (s *Store) shardPageOnce(ctx context.Context, c cachedBoard, idx int64, now
 	var seqCmd *redis.StringCmd
 	if cluster {
 		// Before any shard (see shardRun).
-		seqCmd = s.client.Get(ctx, s.key(c.b.ID, "seq"))
+		seqCmd = s.client.Get(ctx, s.key(&c.b, "seq"))
 	}
 	pipe := s.client.Pipeline()
 	if !cluster {
-		seqCmd = pipe.Get(ctx, s.key(c.b.ID, "seq"))
+		seqCmd = pipe.Get(ctx, s.key(&c.b, "seq"))
 	}
 	cards := make([]*redis.IntCmd, n)
 	exps := make([]*redis.StringCmd, n)
 	ranges := make([]*redis.ZSliceCmd, n)
 	hasMeta := make([]*redis.IntCmd, n)
 	for i, sh := range c.shards {
-		z := s.zkey(sh.b.ID, idx)
+		z := s.zkey(&sh.b, idx)
 		cards[i] = pipe.ZCard(ctx, z)
 		exps[i] = pipe.HGet(ctx, sh.keys.ban, "|exp")
 		if share > 0 {
@@ -282,7 +282,7 @@ func (s *Store) shardPageOnce(ctx context.Context, c cachedBoard, idx int64, now
 		}
 		// After the range (the same node runs a pipeline's commands in
 		// order): a shard without meta then held none for what it gave.
-		hasMeta[i] = pipe.Exists(ctx, s.metaKey(sh.b.ID, idx))
+		hasMeta[i] = pipe.Exists(ctx, s.metaKey(&sh.b, idx))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return rank.Page{}, false, err
@@ -314,8 +314,8 @@ func (s *Store) shardPageOnce(ctx context.Context, c cachedBoard, idx int64, now
 		for i, l := range lists {
 			if int64(len(l)) < cards[i].Val() && len(l) > 0 {
 				if pos, _ := slices.BinarySearchFunc(all, l[len(l)-1], cmpEntries); pos < win-1 {
-					again[i] = pipe.ZRevRangeWithScores(ctx, s.zkey(c.shards[i].b.ID, idx), 0, int64(win-1))
-					hasMeta[i] = pipe.Exists(ctx, s.metaKey(c.shards[i].b.ID, idx))
+					again[i] = pipe.ZRevRangeWithScores(ctx, s.zkey(&c.shards[i].b, idx), 0, int64(win-1))
+					hasMeta[i] = pipe.Exists(ctx, s.metaKey(&c.shards[i].b, idx))
 				}
 			}
 		}

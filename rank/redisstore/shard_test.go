@@ -163,7 +163,7 @@ func TestShardMetaScore(t *testing.T) {
 		t.Fatal(err)
 	}
 	sh := c.shards[rank.ShardOf("ann", b.Shards)]
-	z, err := s.client.HGet(ctx, s.mkey(sh.b.ID, idx), "ann").Result()
+	z, err := s.client.HGet(ctx, s.mkey(s.ref(sh.b.ID), idx), "ann").Result()
 	if errors.Is(err, redis.Nil) {
 		z = "ann"
 	} else if err != nil {

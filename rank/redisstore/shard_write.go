@@ -139,7 +139,7 @@ func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
 		}
 		if seqs[b.ID] == nil {
 			order = append(order, b.ID)
-			seqs[b.ID] = pipe.IncrBy(ctx, s.key(b.ID, "seq"), n[b.ID])
+			seqs[b.ID] = pipe.IncrBy(ctx, s.key(&b, "seq"), n[b.ID])
 		}
 	}
 	counts := make([]scriptCall, len(parts))

@@ -115,7 +115,7 @@ func TestShardCountLeavesNoTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	sh := cb.shards[0]
-	zkey := s.zkey(sh.b.ID, 0)
+	zkey := s.zkey(s.ref(sh.b.ID), 0)
 	before, err := s.client.ZRangeWithScores(t.Context(), zkey, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)

@@ -234,7 +234,7 @@ func msArg(t rank.Instant) any {
 // the last pair's while now is in its slot A: slotsFor costs three PeriodAt
 // calls per event otherwise, each loading the time zone on a board outside UTC.
 func (s *Store) periodKeys(c cachedBoard, now time.Time) *periodKeys {
-	k, board := c.keys, c.b.ID
+	k, board := c.keys, &c.b
 	if p := k.last.Load(); p != nil && p.sl.covers(now) {
 		return p
 	}

@@ -1,0 +1,47 @@
+package redisstore
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsgateway/wsgateway/internal/testenv"
+	"github.com/wsgateway/wsgateway/rank"
+)
+
+// TestKeysOfAConfigInHand: an operation holding a board's config builds
+// the board's keys in the config's group, even when the cache forgot the
+// board meanwhile (a derived board's PUT forgets its sources while their
+// events apply). Built from the cache's fallback, the keys landed in the
+// board's own slot: CROSSSLOT beside its dependants' keys on a Cluster,
+// and on one Redis the events written where no read looks.
+func TestKeysOfAConfigInHand(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{})
+	b := rank.DefaultBoard("kf-a")
+	b.Group, b.Reset, b.History = "kf", rank.Daily, 3
+	if _, err := s.PutBoard(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.loadBoard(t.Context(), b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.forget(b.ID)
+	want := s.keyIn("kf", b.ID, "")
+	p := s.periodKeys(c, time.Now())
+	keys := []string{p.za, p.ma, p.zb, p.mb, p.zp, p.mp, p.cp, p.ca, p.cb, p.ep, p.ea, p.eb, p.hp, p.ha, p.hb}
+	sl, _ := slotsFor(c.b, "", time.Now())
+	keys = append(keys, s.zkey(&c.b, sl.a), s.kkey(&c.b, sl.a), s.key(&c.b, "seq"))
+	for _, k := range keys {
+		if !strings.HasPrefix(k, want) {
+			t.Errorf("key %q outside the group's slot (want prefix %q)", k, want)
+		}
+	}
+}
+
+// ref is board id as the key helpers take it, its group as the cache
+// knows it: tests name boards by id.
+func (s *Store) ref(id string) *rank.Board {
+	return &rank.Board{ID: id, Group: s.cachedGroup(id)}
+}
