@@ -128,9 +128,10 @@ const maxPerScript = 128
 // group is one board's events in a lane round.
 type group struct {
 	cb  cachedBoard
-	err error // the board could not be resolved: every event gets it
-	n   int   // events that passed Check
-	off int   // where they start in batch.grouped
+	seq string // the board's seq key (the shard's board's, on a shard)
+	err error  // the board could not be resolved: every event gets it
+	n   int    // events that passed Check
+	off int    // where they start in batch.grouped
 }
 
 // build fills bt.cmds with the commands applying bt.send: each board's
@@ -151,9 +152,9 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 			case err != nil:
 				gr.err = err
 			case c.shard != nil:
-				gr.cb = cb.shards[rank.ShardOf(c.e.Member, cb.b.Shards)]
+				gr.cb, gr.seq = cb.shards[rank.ShardOf(c.e.Member, cb.b.Shards)], cb.keys.seq
 			default:
-				gr.cb = *cb
+				gr.cb, gr.seq = *cb, cb.keys.seq
 			}
 			g = len(bt.groups)
 			bt.groupOf[key] = g
@@ -176,6 +177,7 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 			g = -1
 		} else {
 			gr.n++
+			c.seq = gr.seq
 		}
 		bt.order = append(bt.order, g)
 	}

@@ -26,6 +26,7 @@ type call struct {
 	e           rank.Event
 	hash, token string // payload hash and attempt token: the two halves of rec
 	rec         string // "<hash>.<token>", the record's first field (setRecord)
+	seq         string // its board's seq key, from the config build used (syncTags)
 	at          int64  // the event's at in unix ms, when it has one
 	fin         rank.Done
 

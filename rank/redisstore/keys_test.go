@@ -45,3 +45,27 @@ func TestKeysOfAConfigInHand(t *testing.T) {
 func (s *Store) ref(id string) *rank.Board {
 	return &rank.Board{ID: id, Group: s.cachedGroup(id)}
 }
+
+// TestSyncTagOfAConfigInHand: the slot a durable ack confirms an earlier
+// write in is the board's group's as build saw the config, even when the
+// cache forgot the board before the confirmation.
+func TestSyncTagOfAConfigInHand(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{})
+	b := rank.DefaultBoard("kf-b")
+	b.Group = "kf"
+	if _, err := s.PutBoard(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	bt := newBatch(4)
+	c := &call{ctx: t.Context(), e: incr(b.ID, "e1", "m", 1)}
+	bt.send = append(bt.send, c)
+	s.build(t.Context(), bt)
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	s.forget(b.ID)
+	if got, want := s.syncTags(c)[0], hashTag(s.keyIn("kf", b.ID, "seq")); got != want {
+		t.Fatalf("sync tag %q, want the group's %q", got, want)
+	}
+}
