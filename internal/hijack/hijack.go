@@ -16,10 +16,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -41,7 +41,7 @@ func Handler(h http.Handler) fasthttp.RequestHandler {
 			ctx.Error("bad request", fasthttp.StatusBadRequest)
 			return
 		}
-		w := &writer{header: http.Header{}, taking: make(chan struct{}), conn: make(chan net.Conn), gaveUp: make(chan struct{})}
+		w := &writer{header: http.Header{}, taking: make(chan struct{}), conn: make(chan hijacked), gaveUp: make(chan struct{})}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -85,15 +85,15 @@ func request(ctx *fasthttp.RequestCtx) (*http.Request, error) {
 	return r, nil
 }
 
-// release gives back the raw connection under fasthttp's hijacked one with
+// release gives back the raw connection under fasthttp's hijacked one and
 // the bytes fasthttp had read past the request. fasthttp returns its read
 // buffer to a pool once the hijack handler returns, so the connection must
 // not be read through it afterwards; a deadline in the past stops the read
 // at the end of what was buffered, leaving what the kernel holds unread.
-func release(hc, raw net.Conn) net.Conn {
+func release(hc, raw net.Conn) hijacked {
 	if err := raw.SetReadDeadline(time.Unix(1, 0)); err != nil {
 		raw.Close()
-		return nil
+		return hijacked{}
 	}
 	var read []byte
 	var b [1024]byte
@@ -106,36 +106,16 @@ func release(hc, raw net.Conn) net.Conn {
 	}
 	if err := raw.SetReadDeadline(time.Time{}); err != nil {
 		raw.Close()
-		return nil
+		return hijacked{}
 	}
-	if len(read) == 0 {
-		return raw
-	}
-	return &replay{Conn: raw, read: read}
+	return hijacked{raw, read}
 }
 
-// replay is a connection that reads some bytes again first.
-type replay struct {
-	net.Conn
+// hijacked is a connection handed over, with the bytes read past the
+// request; conn nil if it failed.
+type hijacked struct {
+	conn net.Conn
 	read []byte
-}
-
-func (c *replay) Read(p []byte) (int, error) {
-	if len(c.read) == 0 {
-		return c.Conn.Read(p)
-	}
-	n := copy(p, c.read)
-	c.read = c.read[n:]
-	return n, nil
-}
-
-// SyscallConn lets callers that write without parking (hub/sock) reach
-// the TCP connection's descriptor.
-func (c *replay) SyscallConn() (syscall.RawConn, error) {
-	if sc, ok := c.Conn.(syscall.Conn); ok {
-		return sc.SyscallConn()
-	}
-	return nil, errors.New("hijack: the connection has no file descriptor")
 }
 
 // writer is the net/http side's ResponseWriter.
@@ -145,18 +125,18 @@ type writer struct {
 	body   bytes.Buffer
 
 	taking chan struct{} // closed by Hijack
-	conn   chan net.Conn // the connection (nil: it failed), unless Hijack gave up
+	conn   chan hijacked // the connection, unless Hijack gave up
 	gaveUp chan struct{} // closed when Hijack stops waiting
 	taken  bool
 }
 
 // hand passes the connection to Hijack, or closes it if Hijack gave up.
-func (w *writer) hand(c net.Conn) {
+func (w *writer) hand(h hijacked) {
 	select {
-	case w.conn <- c:
+	case w.conn <- h:
 	case <-w.gaveUp:
-		if c != nil {
-			c.Close()
+		if h.conn != nil {
+			h.conn.Close()
 		}
 	}
 }
@@ -198,22 +178,29 @@ func (w *writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	w.taken = true
 	close(w.taking)
-	var c net.Conn
+	var h hijacked
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
-	case c = <-w.conn:
+	case h = <-w.conn:
 	case <-t.C:
 		close(w.gaveUp)
 	}
-	if c == nil {
+	if h.conn == nil {
 		return nil, nil, errors.New("hijack: the connection failed before it was handed over")
 	}
-	brw := bufio.NewReadWriter(bufio.NewReaderSize(c, 16), bufio.NewWriterSize(c, 512))
+	// The bytes read past the request wait in the reader, as net/http
+	// leaves them (hub/sock takes them from there).
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(h.read), h.conn), max(len(h.read), 16))
+	if _, err := br.Peek(len(h.read)); err != nil {
+		h.conn.Close()
+		return nil, nil, err
+	}
+	brw := bufio.NewReadWriter(br, bufio.NewWriterSize(h.conn, 512))
 	if w.status != 0 {
 		fmt.Fprintf(brw, "HTTP/1.1 %d %s\r\n", w.status, http.StatusText(w.status))
 		w.header.Write(brw)
 		brw.WriteString("\r\n")
 	}
-	return c, brw, nil
+	return h.conn, brw, nil
 }
