@@ -75,19 +75,6 @@ func parseDeps(s string) []dep {
 
 func (s *Store) groupsKey() string { return s.cfg.Prefix + ":groups" }
 
-// cachedGroup is the group of board as last read, else the id.
-func (s *Store) cachedGroup(board string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if g, ok := s.groups[board]; ok {
-		return g
-	}
-	if c, ok := s.boards[board]; ok && !c.unknown {
-		return c.b.GroupID()
-	}
-	return board
-}
-
 // groupOf reads the group of board (cached: it is fixed at creation).
 func (s *Store) groupOfBoard(ctx context.Context, board string) (string, error) {
 	s.mu.Lock()

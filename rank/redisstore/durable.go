@@ -366,11 +366,7 @@ func (h *waitHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // board's seq) and, on a sharded board, its shard's and its record
 // bucket's.
 func (s *Store) syncTags(c *call) []string {
-	seq := c.seq
-	if seq == "" { // not built this round: the cache's group
-		seq = s.idKey(c.e.Board, "seq")
-	}
-	tags := []string{hashTag(seq)}
+	tags := []string{hashTag(c.seq)}
 	if c.shard != nil {
 		tags = append(tags, hashTag(c.shard.seq))
 	}

@@ -8,17 +8,11 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// key is a key of the board b configures, in the slot of its group. An
-// operation that holds the config builds its keys from it, never from the
-// cache, which a concurrent forget may have emptied.
+// key is a key of the board b configures, in the slot of its group. Keys
+// are built from the config an operation holds, never from the group cache,
+// which a concurrent forget may have emptied.
 func (s *Store) key(b *rank.Board, suffix string) string {
 	return s.keyIn(b.GroupID(), b.ID, suffix)
-}
-
-// idKey is a key of board when no config is in hand: in the slot of the
-// group the cache knows (derived.go), else the board's own.
-func (s *Store) idKey(board, suffix string) string {
-	return s.keyIn(s.cachedGroup(board), board, suffix)
 }
 
 // keyIn is a key of board in group g: "<p>:{b}:<suffix>" when the group is

@@ -69,3 +69,19 @@ func TestSyncTagOfAConfigInHand(t *testing.T) {
 		t.Fatalf("sync tag %q, want the group's %q", got, want)
 	}
 }
+
+// idKey is a key of board id, its group as the cache knows it.
+func (s *Store) idKey(id, suffix string) string { return s.key(s.ref(id), suffix) }
+
+// cachedGroup is the group of board as last read, else the id.
+func (s *Store) cachedGroup(board string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g, ok := s.groups[board]; ok {
+		return g
+	}
+	if c, ok := s.boards[board]; ok && !c.unknown {
+		return c.b.GroupID()
+	}
+	return board
+}

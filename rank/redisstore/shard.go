@@ -116,8 +116,8 @@ func (s *Store) putShardVersions(ctx context.Context, b rank.Board, ver string) 
 		return nil
 	}
 	pipe := s.client.Pipeline()
-	for i := range b.Shards {
-		pipe.HSet(ctx, s.idKey(shardID(b.ID, b.Shards, i), "cfg"), "v", ver)
+	for _, sh := range s.cachedShards(b, ver) {
+		pipe.HSet(ctx, sh.keys.cfg, "v", ver)
 	}
 	_, err := pipe.Exec(ctx)
 	return err
@@ -130,8 +130,8 @@ func (s *Store) deleteShards(ctx context.Context, b rank.Board) error {
 		return nil
 	}
 	pipe := s.client.Pipeline()
-	for i := range b.Shards {
-		pipe.Del(ctx, s.idKey(shardID(b.ID, b.Shards, i), "cfg"))
+	for _, sh := range s.cachedShards(b, "") {
+		pipe.Del(ctx, sh.keys.cfg)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
