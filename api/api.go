@@ -48,6 +48,11 @@ type BoardListener interface {
 	BoardChanged(board string, deleted bool)
 }
 
+// WebhookListener hears of webhooks stored through the API.
+type WebhookListener interface {
+	WebhookChanged()
+}
+
 // Deps are what the REST app works with: built by the caller (the node) and
 // handed to New. Store and Verifier are required.
 type Deps struct {
@@ -73,6 +78,9 @@ type Deps struct {
 	// ProfileChanges hears of every profile written or deleted through the
 	// API. nil: nobody is told.
 	ProfileChanges ProfileListener
+	// WebhookChanges hears of every webhook stored through the API (the
+	// node's outbox watcher looks again at once). nil: nobody is told.
+	WebhookChanges WebhookListener
 	// Decorator gives the entries of top and member reads their profile
 	// fields (R20). nil: entries carry the stored names only.
 	Decorator rank.Decorator

@@ -75,6 +75,9 @@ func (a *API) putWebhook(c *fiber.Ctx) error {
 		return fmt.Errorf("api: put webhook %s: %w", id, err)
 	}
 	a.log.Info("api: webhook stored", "webhook", id, "by", principal(c).Member) // never the secret
+	if a.deps.WebhookChanges != nil {
+		a.deps.WebhookChanges.WebhookChanged()
+	}
 	return c.JSON(stored.Public())
 }
 

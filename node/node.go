@@ -293,9 +293,9 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	acfg.DevSecret, acfg.Logger = cfg.DevSecret, cfg.Logger
 	acfg.WebhookAllowPrivate = cfg.Webhooks.AllowPrivate
 	n.api, err = api.New(api.Deps{
-		Store: hookStore{n.store, n.outbox}, Verifier: cfg.Verifier, Ready: ready, Registry: cfg.Registry,
+		Store: n.store, Verifier: cfg.Verifier, Ready: ready, Registry: cfg.Registry,
 		// Moderation and PATCH change a board's reads: the API tells BoardChanged (R21).
-		Boards: n, Viewers: n.viewers, Profiles: profiles, ProfileChanges: n, Decorator: n.profs,
+		Boards: n, Viewers: n.viewers, Profiles: profiles, ProfileChanges: n, WebhookChanges: n, Decorator: n.profs,
 	}, acfg)
 	if err != nil {
 		return nil, err

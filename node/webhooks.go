@@ -506,21 +506,10 @@ func ranked(b rank.Board, entries []rank.Entry) ([]rank.Entry, []reward) {
 	return standings, rewards
 }
 
-// hookStore is the store as the API uses it: a webhook put on this node
-// wakes the watcher, so the facts still news reach it at once rather than
-// at the next Watch.
-type hookStore struct {
-	rank.Store
-	w *outboxWatch
-}
-
-func (s hookStore) PutWebhook(ctx context.Context, h rank.Webhook) (rank.Webhook, error) {
-	out, err := s.Store.PutWebhook(ctx, h)
-	if err == nil {
-		s.w.poke()
-	}
-	return out, err
-}
+// WebhookChanged is told of a webhook stored on this node (api): the
+// watcher looks again at once, so the facts still news reach it now rather
+// than at the next Watch.
+func (n *Node) WebhookChanged() { n.outbox.poke() }
 
 // runWebhooks runs the outboxWatch and the delivery loop until ctx ends.
 func (n *Node) runWebhooks(ctx context.Context) (wait func(), err error) {

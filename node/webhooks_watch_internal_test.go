@@ -289,11 +289,11 @@ func TestWatchHearsNewWebhook(t *testing.T) {
 		if got := appended(t, s); !slices.Equal(got, []string{"board.state cup final"}) {
 			t.Fatalf("before the new webhook: %v", got)
 		}
-		api := hookStore{n.store, n.outbox}
-		if _, err := api.PutWebhook(context.Background(), rank.Webhook{ID: "w", URL: "https://example.com/h",
+		if _, err := n.store.PutWebhook(context.Background(), rank.Webhook{ID: "w", URL: "https://example.com/h",
 			Secret: "0123456789abcdef", Events: []string{rank.EventBoardState, rank.EventBoardFinal}}); err != nil {
 			t.Fatal(err)
 		}
+		n.WebhookChanged() // as the API tells it
 		synctest.Wait()
 		if got := appended(t, s); !slices.Equal(got, []string{"board.state cup final", "board.final cup"}) {
 			t.Fatalf("after the new webhook: %v", got)
