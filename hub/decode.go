@@ -44,6 +44,7 @@ type request struct {
 	Members  []string
 	WithMeta bool
 	Cohort   string // subscribe: "" for the board's own top frames (§12)
+	Since    *proto.Since // subscribe: the resume point, nil when absent (§15)
 	has      field
 }
 
@@ -69,6 +70,7 @@ func decode(b []byte) (request, error) {
 		At:     m.At,
 		Meta:   m.Meta,
 		Cohort: m.Cohort,
+		Since:  m.Since,
 		has:    m.Has,
 
 		Members:  m.Members,

@@ -75,8 +75,9 @@ const (
 	FieldMeta    // score: a JSON object kept with the score; subscribe: a boolean (v1.2, §11)
 	FieldMembers // subscribe: a member list (v1.2, §11)
 	FieldCohort  // subscribe: the cohort whose top frames to send (v1.2, §12)
+	FieldSince   // subscribe: the resume point (v1.3, §15)
 
-	allFields = FieldCohort<<1 - 1
+	allFields = FieldSince<<1 - 1
 	// scoreFields are the fields of a REST score event.
 	scoreFields = FieldID | FieldMember | FieldDelta | FieldValue | FieldAt | FieldMeta
 )
@@ -116,11 +117,13 @@ func fieldOf(name string) (Field, bool) {
 		return FieldMembers, true
 	case "cohort":
 		return FieldCohort, true
+	case "since":
+		return FieldSince, true
 	}
 	return 0, false
 }
 
-var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta", "members", "cohort"}
+var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta", "members", "cohort", "since"}
 
 // String is the field's wire name.
 func (f Field) String() string {
@@ -138,7 +141,7 @@ func fieldsOf(typ string) (allowed, required Field, ok bool) {
 	case TypeScore:
 		return FieldBoard | FieldMember | FieldDelta | FieldValue | FieldAt | FieldMeta, FieldBoard, true
 	case TypeSubscribe:
-		return FieldBoard | FieldMember | FieldTop | FieldAround | FieldMembers | FieldMeta | FieldCohort, FieldBoard, true
+		return FieldBoard | FieldMember | FieldTop | FieldAround | FieldMembers | FieldMeta | FieldCohort | FieldSince, FieldBoard, true
 	case TypeUnsubscribe:
 		return FieldBoard, FieldBoard, true
 	case TypePage:
@@ -172,6 +175,7 @@ type Message struct {
 	Members  []string
 	WithMeta bool
 	Cohort   string // subscribe: "" when absent (the board's own top frames; §12)
+	Since    *Since // subscribe: the resume point, nil when absent (§15)
 	Has      Field
 }
 
@@ -266,7 +270,10 @@ func DecodeMessage(b []byte) (m Message, err error) {
 		m.Meta, err = metaField(&raw)
 	}
 	if typ == TypeSubscribe {
-		m.Members, m.WithMeta, err = subscribeFields(&raw)
+		if m.Members, m.WithMeta, err = subscribeFields(&raw); err != nil {
+			return m, err
+		}
+		m.Since, err = sinceField(&raw)
 	}
 	return m, err
 }

@@ -238,6 +238,8 @@ func FuzzDecodeMessage(f *testing.F) {
 		`{"type":"rank","id":"r","board":"b","member":"m","around":2,"period":20240501}`,
 		`{"type":"auth","id":"t","token":"x.y.z"}`,
 		`{"type":"unsubscribe","id":"u","board":"b"}`,
+		`{"type":"subscribe","id":"s","board":"b","since":{"epoch":"e1","seq":42}}`,
+		`{"type":"subscribe","id":"s","board":"b","since":{"seq":1,"epoch":"e","seq":2}}`,
 		`{"type":"score","id":"a","board":"b","delta":1e3}`,
 		`{"Type":"page","id":"a","board":"b"}`,
 		`{"type":"page","id":"a","id":"a","board":"b"}`,

@@ -188,6 +188,8 @@ type Request struct {
 	Cohort string          `json:"cohort,omitempty"` // subscribe: that cohort's top frames (§12)
 	// Members is subscribe's member list (§11).
 	Members []string `json:"members,omitempty"`
+	// Since is subscribe's resume point (§15).
+	Since *Since `json:"since,omitempty"`
 }
 
 // Limits are announced in welcome.
@@ -233,6 +235,12 @@ type Subscribed struct {
 	Type  string `json:"type"`
 	ID    string `json:"id"`
 	Board string `json:"board"`
+	// Epoch names the board's stream (§15): a `since` carrying it resumes.
+	// Subscribed only.
+	Epoch string `json:"epoch,omitempty"`
+	// Resumed answers a subscribe that carried since: true when its epoch
+	// was the board's (§15). Absent otherwise.
+	Resumed *bool `json:"resumed,omitempty"`
 }
 
 // PageReply answers page.
