@@ -43,7 +43,7 @@ type request struct {
 	// Members and WithMeta: subscribe's member list and "meta": true.
 	Members  []string
 	WithMeta bool
-	Cohort   string // subscribe: "" for the board's own top frames (§12)
+	Cohort   string       // subscribe: "" for the board's own top frames (§12)
 	Since    *proto.Since // subscribe: the resume point, nil when absent (§15)
 	has      field
 }
