@@ -55,6 +55,27 @@ func (a *autoCreate) Board(ctx context.Context, id string) (Board, error) {
 	return b, err
 }
 
+// UnbornEpoch is the epoch of a board AutoCreate shows before its first
+// write makes it: the board then gets an epoch of its own, so a resume from
+// before is a fresh subscription (§15).
+const UnbornEpoch = "-"
+
+func (a *autoCreate) MarkStream(ctx context.Context, id string) (Stream, error) {
+	st, err := a.Store.MarkStream(ctx, id)
+	if absent(id, err) {
+		return Stream{Epoch: UnbornEpoch}, nil
+	}
+	return st, err
+}
+
+func (a *autoCreate) RenewEpoch(ctx context.Context, id, old string) (string, error) {
+	e, err := a.Store.RenewEpoch(ctx, id, old)
+	if absent(id, err) {
+		return UnbornEpoch, nil
+	}
+	return e, err
+}
+
 func (a *autoCreate) Count(ctx context.Context, board string) (int64, error) {
 	n, err := a.Store.Count(ctx, board)
 	if absent(board, err) {

@@ -196,7 +196,8 @@ type Store interface {
 	Profiles
 	Moderation
 	Outbox
-	Eraser // erase.go (§13, R29)
+	Eraser  // erase.go (§13, R29)
+	Streams // stream.go (§15)
 
 	// PutBoard creates or replaces a board config (validated). Changing the
 	// order, mode or tiebreak of a board that has data is allowed and takes

@@ -46,6 +46,9 @@ const (
 
 	// Erase removes one member from one key space (§13, R29).
 	Erase = "erase.lua"
+
+	// Stream records a board's schedule transitions, or renews its epoch (§15).
+	Stream = "stream.lua"
 )
 
 // prelude is the file Source puts before every script.
@@ -69,5 +72,5 @@ func file(name string) string {
 
 // Names lists every embedded script.
 func Names() []string {
-	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, Build, Deps, CohortRanks, CohortTier, Cohorts, Erase}
+	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, Build, Deps, CohortRanks, CohortTier, Cohorts, Erase, Stream}
 }

@@ -40,6 +40,8 @@ type board struct {
 	deps []dep
 	// league holds a league board's tiers (cohort.go); nil on others.
 	league *leagueState
+	// stream is the board's epoch and recorded transitions (stream.go).
+	stream stream
 }
 
 // zset is one period's ranking.
@@ -97,6 +99,7 @@ func newBoard(cfg rank.Board) *board {
 		idem:    map[idemKey]record{},
 		bans:    map[string]rank.Ban{},
 		gbans:   map[string]rank.Ban{},
+		stream:  stream{epoch: rank.NewEpoch()},
 	}
 	if cfg.Hot() {
 		b.hot = newHot()

@@ -313,6 +313,15 @@ func (m *model) MemberTier(context.Context, string, rank.PeriodSel, string) (str
 	return "", errors.ErrUnsupported
 }
 
+// Streams are outside what this model checks (the conformance suite does).
+func (m *model) MarkStream(context.Context, string) (rank.Stream, error) {
+	return rank.Stream{}, errors.ErrUnsupported
+}
+
+func (m *model) RenewEpoch(context.Context, string, string) (string, error) {
+	return "", errors.ErrUnsupported
+}
+
 // The model keeps profiles in a map: Differential does not compare them,
 // the conformance suite does.
 func (m *model) PutProfile(_ context.Context, member string, p rank.Profile) error {

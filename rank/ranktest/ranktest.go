@@ -202,6 +202,8 @@ func Run(t *testing.T, f Factory) {
 		{"Erase", testErase},
 		{"EraseLeagueOpen", testEraseLeagueOpen},
 		{"Export", testExport},
+		{"StreamMarks", testStreamMarks},
+		{"StreamEpoch", testStreamEpoch},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}
 	for _, tc := range tests {
