@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,7 @@ type conn struct {
 
 	closeAsked atomic.Bool  // a close was requested (set before closeReq is sent): the reader stops reading
 	draining   atomic.Bool  // drain began (set before drainCh is closed), for the writer
+	hinted     atomic.Bool  // the drain hint is queued (hintDrain)
 	expiry     atomic.Int64 // token expiry, unix ms (ns overflow after 2262); 0 = none (anonymous)
 	expTimer   *time.Timer
 
@@ -311,6 +313,19 @@ func (c *conn) requestClose(code websocket.StatusCode, reason string, flush bool
 	default:
 	}
 	c.poke()
+}
+
+// hintDrain queues the drain hint (§15): reconnect after `after`. Any
+// goroutine; at most once per connection.
+func (c *conn) hintDrain(after time.Duration) {
+	if !c.hinted.CompareAndSwap(false, true) {
+		return
+	}
+	p := c.h.getReplyBuf()
+	*p = append(*p, `{"type":"draining","reconnect_after_ms":`...)
+	*p = strconv.AppendInt(*p, after.Milliseconds(), 10)
+	*p = append(*p, '}')
+	c.push(p)
 }
 
 // drain starts R14 for this connection (once).

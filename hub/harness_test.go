@@ -471,15 +471,24 @@ func (g *gateway) startShutdown(d time.Duration) <-chan error {
 // how many messages came.
 func (c *wsClient) readUntilGoingAway(check func(i int, m msg)) int {
 	c.t.Helper()
-	for i := 0; ; i++ {
+	hinted := false
+	for i := 0; ; {
 		m, err := c.read(10 * time.Second)
 		if err != nil {
 			if code := websocket.CloseStatus(err); code != websocket.StatusGoingAway {
 				c.t.Fatalf("%s: ended with %v, want close 1001", c.prefix, err)
 			}
+			if !hinted {
+				c.t.Fatalf("%s: closed with 1001 without a draining hint (§15)", c.prefix)
+			}
 			return i
 		}
+		if m.Type == proto.TypeDraining {
+			hinted = true
+			continue
+		}
 		check(i, m)
+		i++
 	}
 }
 

@@ -248,6 +248,10 @@ func New(d Deps, cfg Config) (*Hub, error) {
 // Conns is the number of open connections.
 func (h *Hub) Conns() int { return int(h.reg.n.Load()) }
 
+// Draining reports whether Shutdown has begun: /readyz then says 503, so
+// that load balancers send new connections elsewhere.
+func (h *Hub) Draining() bool { return h.closing.Load() }
+
 // ServeHTTP authenticates and upgrades GET /ws (R1), then serves the
 // connection on a goroutine of its own until it ends.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -329,6 +333,7 @@ func (h *Hub) serve(c *conn, role string, rv reservation) {
 	}()
 	// Registered after Shutdown copied the registry: drain at once.
 	if h.closing.Load() {
+		c.hintDrain(0)
 		c.drain()
 	}
 	c.run(h.ctx)
@@ -392,38 +397,42 @@ func httpError(w http.ResponseWriter, status int, code, msg string) {
 	w.Write(append(b, '\n'))
 }
 
-// Shutdown is R14: new upgrades get 503; every connection finishes the
-// request it has read, writes its replies and is closed with 1001, the
-// closes spread over up to 1s (or half the time ctx leaves) so clients do
-// not reconnect all at once. It returns when every connection is gone, or
-// with ctx's error when ctx ends first (remaining connections are then torn
-// down). Safe to call more than once.
+// Shutdown is R14 with §15's hints: new upgrades get 503; every connection
+// is told at once when to reconnect ({"type":"draining",
+// "reconnect_after_ms":N}, N spread evenly over the first half of the time
+// ctx leaves, or over DefaultDrainWindow without a deadline), goes on being
+// served until then, and is then closed with 1001 once it has answered the
+// requests it read. So the other nodes see the connections arrive as a
+// ramp, not a wall. It returns when every connection is gone, or with ctx's
+// error when ctx ends first (remaining connections are then torn down).
+// Safe to call more than once.
 func (h *Hub) Shutdown(ctx context.Context) error {
 	h.closing.Store(true)
 	conns := h.reg.all()
-
-	window := time.Second
+	window := DefaultDrainWindow
 	if dl, ok := ctx.Deadline(); ok {
-		if half := time.Until(dl) / 2; half < window {
-			window = max(half, 0)
-		}
+		window = max(time.Until(dl)/2, 0)
+	}
+	plan := drainPlan(len(conns), window)
+	start := time.Now()
+	for i, c := range conns {
+		c.hintDrain(plan[i])
 	}
 	const step = 10 * time.Millisecond
-	steps := max(int(window/step), 1)
-	per := (len(conns) + steps - 1) / steps
 	tick := time.NewTicker(step)
 	defer tick.Stop()
-	for i := 0; i < len(conns); i += per {
-		if i > 0 {
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				h.cancel()
-				return ctx.Err()
-			}
+	for i := 0; i < len(conns); {
+		for ; i < len(conns) && plan[i] <= time.Since(start); i++ {
+			conns[i].drain()
 		}
-		for _, c := range conns[i:min(i+per, len(conns))] {
-			c.drain()
+		if i == len(conns) {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			h.cancel()
+			return ctx.Err()
 		}
 	}
 	for h.reg.n.Load() > 0 {
@@ -436,6 +445,20 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	}
 	h.cancel()
 	return nil
+}
+
+// DefaultDrainWindow spreads the hints of a Shutdown whose context has no
+// deadline.
+const DefaultDrainWindow = time.Second
+
+// drainPlan is when each of n connections is told to reconnect, and closed:
+// evenly over [0, window), in order.
+func drainPlan(n int, window time.Duration) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = (window * time.Duration(i) / time.Duration(n)).Truncate(time.Millisecond)
+	}
+	return out
 }
 
 // registry holds the open connections and the per-address and per-member

@@ -288,7 +288,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 
-	ready := []api.Check{{Name: "store", Ping: n.store.Ping}, {Name: "bus", Ping: n.bus.Ping}}
+	ready := []api.Check{{Name: "store", Ping: n.store.Ping}, {Name: "bus", Ping: n.bus.Ping}, {Name: "drain", Ping: n.notDraining}}
 	acfg := cfg.API
 	acfg.DevSecret, acfg.Logger = cfg.DevSecret, cfg.Logger
 	acfg.WebhookAllowPrivate = cfg.Webhooks.AllowPrivate
@@ -464,6 +464,18 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	defer wait() // they end with ctx, as live does
 	return n.live.Run(ctx)
+}
+
+// errDraining is the drain's readiness failure.
+var errDraining = errors.New("node: draining")
+
+// notDraining is /readyz's drain check: a node that drains takes no new
+// connections (§15), so a load balancer should send them elsewhere.
+func (n *Node) notDraining(context.Context) error {
+	if n.hub.Draining() {
+		return errDraining
+	}
+	return nil
 }
 
 // Shutdown drains the WebSocket connections (R14): see hub.Hub.Shutdown.

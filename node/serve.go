@@ -34,7 +34,11 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	rl := &retryListener{Listener: ln, refused: func(error) { refused.Inc() }, log: n.log, done: make(chan struct{})}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return ignoreCancel(n.Run(gctx)) })
+	// Live frames go on through the drain: a connection told to reconnect
+	// later (§15) is served until then.
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
+	g.Go(func() error { return ignoreCancel(n.Run(runCtx)) })
 	g.Go(func() error {
 		return n.api.Serve(rl, api.ServeConfig{
 			Other: n.other,
@@ -50,6 +54,7 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
 	g.Go(func() error {
 		<-gctx.Done()
 		err := n.drain()
+		stopRun()
 		rl.Close() // Serve returns even if it had not started when the drain began
 		return err
 	})

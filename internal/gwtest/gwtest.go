@@ -95,7 +95,7 @@ func start(opts Options) (g *Gateway, closeAll func() error, err error) {
 		Registry: prometheus.NewRegistry(),
 		// stop waits for the drain; a client that never answers the close
 		// holds it this long.
-		DrainTimeout: 5 * time.Second,
+		DrainTimeout: 2 * time.Second,
 	}
 	if opts.Config != nil {
 		opts.Config(&cfg)
