@@ -50,6 +50,10 @@ type Options struct {
 	OnMembers func(proto.Members)
 	// OnBoard receives every board frame (R19), likewise.
 	OnBoard func(proto.Board)
+	// OnDraining is told when the gateway drains (§15): the connection is
+	// closed soon and the Client reconnects after the given delay (with
+	// Reconnect), on the read goroutine, likewise.
+	OnDraining func(after time.Duration)
 	// OnState is told every state change, from the client's own goroutine
 	// (never concurrently with itself).
 	OnState func(State)
@@ -176,6 +180,8 @@ type Client struct {
 	token   string
 	welcome proto.Welcome
 	closed  bool
+	// drainAt is when the gateway said to reconnect (§15); zero: no hint.
+	drainAt time.Time
 }
 
 // Dial connects to url (then, on failure, to each of opts.URLs in turn) with

@@ -29,7 +29,7 @@ func (c *Client) run(conn *websocket.Conn) {
 			return
 		}
 		c.setState(StateReconnecting)
-		conn, next = c.redial(next)
+		conn, next = c.redial(next, c.takeDrain())
 		if conn == nil {
 			c.finish(ErrClosed)
 			return
@@ -156,6 +156,22 @@ func (c *Client) dispatch(data []byte) {
 		c.welcome = f.welcome()
 		c.mu.Unlock()
 		return
+	case proto.TypeDraining:
+		// The node drains (§15): reconnect when it says, not before.
+		after := time.Duration(max(f.ReconnectAfterMS, 0)) * time.Millisecond
+		c.mu.Lock()
+		c.drainAt = time.Now().Add(after)
+		c.mu.Unlock()
+		c.log.Info("client: the gateway drains", "reconnect_after", after)
+		if c.opts.OnDraining != nil {
+			c.opts.OnDraining(after)
+		}
+		return
+	case proto.TypeSubscribed:
+		// Here, before the frames that follow it are dispatched.
+		if s := c.sub(f.Board); s != nil {
+			s.subscribed(f.Epoch, f.Resumed != nil && *f.Resumed)
+		}
 	}
 	if f.ID == "" {
 		if f.Type == proto.TypeError {
@@ -278,14 +294,29 @@ func (c *Client) closing() bool {
 	return c.closed
 }
 
+// takeDrain is when the gateway of the lost connection said to reconnect
+// (§15), zero when it said nothing; it forgets it.
+func (c *Client) takeDrain() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at := c.drainAt
+	c.drainAt = time.Time{}
+	return at
+}
+
 // redial tries the URLs in turn, with backoff, until one accepts or the
-// Client is closed (then it returns nil).
-func (c *Client) redial(next int) (*websocket.Conn, int) {
+// Client is closed (then it returns nil). The first attempt waits until
+// notBefore when it is set: the drained gateway's reconnect_after_ms, which
+// spreads its clients over the other nodes (§15).
+func (c *Client) redial(next int, notBefore time.Time) (*websocket.Conn, int) {
 	backoff := c.opts.MinBackoff
 	for attempt := 0; ; attempt++ {
-		// The first attempt waits too: a gateway that just closed every
-		// connection (drain, R14) should not see them all return at once.
+		// The first attempt waits too: a gateway that closed connections
+		// without a hint should not see them all return at once.
 		d := backoff/2 + rand.N(backoff/2+1)
+		if attempt == 0 && !notBefore.IsZero() {
+			d = max(time.Until(notBefore), 0)
+		}
 		select {
 		case <-c.ctx.Done():
 			return nil, next
@@ -348,7 +379,7 @@ func (c *Client) attach(conn *websocket.Conn) [][]byte {
 	var out []*call
 	for board, s := range c.subs {
 		id := c.nextID()
-		cl := &call{id: id, kind: proto.TypeSubscribe, frame: s.request(id), renewal: true, board: board, gen: c.gen}
+		cl := &call{id: id, kind: proto.TypeSubscribe, frame: s.renewal(id), renewal: true, board: board, gen: c.gen}
 		c.pending[id] = cl
 		out = append(out, cl)
 	}

@@ -7,7 +7,14 @@
 // with exponential backoff and jitter (moving to the next of Options.URLs on
 // each failed attempt), subscriptions are renewed, and every score that was
 // not acknowledged is sent again with the same id — safe because the gateway
-// applies a (board, id) at most once (R4). Reads (page, rank, subscribe) are
+// applies a (board, id) at most once (R4). A renewal resumes the board's
+// stream (docs/protocol.md §15): it names the epoch and the greatest seq the
+// subscription holds, and the gateway sends only what changed meanwhile (the
+// final standings of periods that ended, then the frames that moved), or
+// everything when it cannot resume (Subscription.Resumed). A gateway that
+// drains says when to come back (Options.OnDraining); the client reconnects
+// then, not before, so a rolling restart spreads its clients over the other
+// nodes. Reads (page, rank, subscribe) are
 // retried the same way; auth is not, and fails with ErrConnLost.
 //
 // All methods of a Client may be called concurrently. Every call honours its

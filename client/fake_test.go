@@ -41,8 +41,12 @@ type seen struct {
 	req  proto.Request
 }
 
-// drop, among answer's frames, cuts the connection without a close frame.
-var drop = struct{ drop bool }{true}
+// drop, among answer's frames, cuts the connection without a close frame;
+// goingAway closes it with 1001, as a draining gateway does (R14).
+var (
+	drop      = struct{ drop bool }{true}
+	goingAway = struct{ goingAway bool }{true}
+)
 
 func newFake(t *testing.T, answer func(n int, r proto.Request) []any) *fakeGateway {
 	t.Helper()
@@ -111,6 +115,10 @@ func (f *fakeGateway) serve(w http.ResponseWriter, r *http.Request) {
 		f.reqs <- seen{n, req}
 		for _, v := range f.answer(n, req) {
 			if v == drop {
+				return
+			}
+			if v == goingAway {
+				conn.Close(websocket.StatusGoingAway, "going away")
 				return
 			}
 			if !send(v) {

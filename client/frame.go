@@ -44,6 +44,11 @@ type frame struct {
 	Node       string       `json:"node"`
 	ServerTime int64        `json:"server_time"`
 	Limits     proto.Limits `json:"limits"`
+	// subscribed (§15)
+	Epoch   string `json:"epoch"`
+	Resumed *bool  `json:"resumed"`
+	// draining (§15)
+	ReconnectAfterMS int64 `json:"reconnect_after_ms"`
 	// error
 	Code         string `json:"code"`
 	Message      string `json:"message"`

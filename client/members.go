@@ -14,6 +14,7 @@ func (s *Subscription) Members() <-chan proto.Members { return s.list }
 func (s *Subscription) offerMembers(m proto.Members) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.saw(m.Seq)
 	if !s.closed {
 		offer(s.list, m)
 	}

@@ -17,10 +17,16 @@ type Subscription struct {
 	state chan proto.Board
 	list  chan proto.Members
 
-	// mu guards opts and closed, and orders offers against close.
+	// mu guards the fields below, and orders offers against close.
 	mu     sync.Mutex
 	opts   SubOpts
 	closed bool
+	// The stream the subscription follows (§15): the epoch of its last
+	// `subscribed`, the greatest seq of a frame since, and whether the last
+	// renewal resumed.
+	epoch   string
+	seq     int64
+	resumed bool
 }
 
 func newSubscription(board string, o SubOpts) *Subscription {
@@ -68,16 +74,63 @@ func (s *Subscription) req(id string) *proto.Request {
 	return r
 }
 
-// request is req encoded (a proto.Request always encodes).
-func (s *Subscription) request(id string) []byte {
-	b, _ := json.Marshal(s.req(id))
+// renewal is the request that renews the subscription on a new
+// connection: req, resuming from the stream followed so far (§15).
+func (s *Subscription) renewal(id string) []byte {
+	r := s.req(id)
+	s.mu.Lock()
+	if s.epoch != "" {
+		r.Since = &proto.Since{Epoch: s.epoch, Seq: s.seq}
+	}
+	s.mu.Unlock()
+	b, _ := json.Marshal(r) // a proto.Request always encodes
 	return b
 }
+
+// subscribed records a `subscribed`: the stream's epoch, and whether it
+// resumed the stream followed so far; a fresh stream's seqs start again.
+func (s *Subscription) subscribed(epoch string, resumed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !resumed {
+		s.seq = 0
+	}
+	s.epoch, s.resumed = epoch, resumed
+}
+
+// Epoch names the board's stream the subscription follows (§15), from its
+// last `subscribed`; "" before it.
+func (s *Subscription) Epoch() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.epoch
+}
+
+// Seq is the greatest seq of a frame received since the last fresh
+// `subscribed`: where a renewal resumes from.
+func (s *Subscription) Seq() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seq
+}
+
+// Resumed reports whether the last renewal after a reconnect resumed the
+// stream (§15): the gateway then sent only what changed while the client
+// was away; otherwise it sent everything afresh.
+func (s *Subscription) Resumed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resumed
+}
+
+// saw records a frame's seq. s.mu held.
+func (s *Subscription) saw(seq int64) { s.seq = max(s.seq, seq) }
 
 // offerTop and offerView replace an unread frame with a newer one.
 func (s *Subscription) offerTop(t proto.Top) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.saw(t.Seq)
 	if !s.closed {
 		offer(s.top, t)
 	}
@@ -99,6 +152,7 @@ func (s *Subscription) offerBoard(b proto.Board) {
 func (s *Subscription) offerView(v proto.View) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.saw(v.Seq)
 	if !s.closed {
 		offer(s.view, v)
 	}
