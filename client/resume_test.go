@@ -102,4 +102,3 @@ func TestDrainAndResume(t *testing.T) {
 		t.Fatalf("after a fresh renewal: resumed %v seq %d; want false, 0", sub.Resumed(), sub.Seq())
 	}
 }
-
