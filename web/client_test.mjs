@@ -262,6 +262,69 @@ test('subscriptions are re-sent after a reconnect; frames only for subscribed bo
   assert.ok(lb.lastFrameAt > 0);
 });
 
+test('a draining node: the client reconnects after reconnect_after_ms, not before, and resumes each stream (§15)', async () => {
+  const { clock, server, lb } = await connected();
+  const events = [];
+  lb.on('draining', (d) => events.push(['draining', d.reconnectAfterMs]));
+  lb.on('reconnecting', (r) => events.push(['reconnecting', r.delay, r.drain]));
+  lb.on('subscribed', (s) => events.push(['subscribed', s.board, s.epoch, s.resumed]));
+  const ws1 = server.last();
+  const sub = lb.subscribe('a', { top: 10, around: 2, member: 'bob' });
+  const [ra] = ws1.take();
+  ws1.push({ type: 'subscribed', id: ra.id, board: 'a', epoch: 'e1' });
+  await sub;
+  ws1.push({ type: 'board', board: 'a', state: 'open', starts_at: null, ends_at: null, final_at: null, ts: 1 });
+  ws1.push({ type: 'top', board: 'a', seq: 41, entries: [], total: 0, ts: 1 });
+  ws1.push({ type: 'view', board: 'a', member: 'bob', rank: null, score: null, around: [], seq: 44, ts: 2 });
+  ws1.push({ type: 'top', board: 'a', seq: 43, entries: [], total: 0, ts: 3 }); // older than the view: the greatest stays
+  const lost = lb.score('a', { delta: 1 });
+  const [s1] = ws1.take();
+  ws1.push({ type: 'draining', reconnect_after_ms: 2500 });
+  ws1.close(1001, 'going away'); // the node may close before the time it said
+  assert.equal(lb.status, 'reconnecting');
+  await clock.advance(2499);
+  assert.equal(server.sockets.length, 1, 'no reconnect before reconnect_after_ms');
+  await clock.advance(1);
+  const ws2 = server.last();
+  assert.notEqual(ws2, ws1);
+  ws2.accept();
+  const sent = ws2.take();
+  assert.deepEqual(sent.find((m) => m.type === 'score'), s1, 'the unanswered score again, same id');
+  const renew = sent.find((m) => m.type === 'subscribe');
+  assert.deepEqual(renew.since, { epoch: 'e1', seq: 44 });
+  assert.deepEqual({ ...renew, id: undefined, since: undefined }, { type: 'subscribe', board: 'a', top: 10, around: 2, member: 'bob', id: undefined, since: undefined });
+  ws2.push({ type: 'subscribed', id: renew.id, board: 'a', epoch: 'e1', resumed: true });
+  ws2.push({ type: 'ack', id: s1.id, board: 'a', member: 'alice', score: 1, rank: 1, prev_rank: null, duplicate: true, seq: 45 });
+  assert.equal((await lost).duplicate, true);
+  assert.deepEqual(events, [
+    ['subscribed', 'a', 'e1', false], ['draining', 2500], ['reconnecting', 2500, true], ['subscribed', 'a', 'e1', true],
+  ]);
+  assert.equal(lb.boards.get('a').state, 'open', 'the board frame kept across the resume');
+
+  // A lost connection without a hint backs off as before; a fresh answer
+  // (another epoch) starts the stream again.
+  ws2.drop();
+  await clock.advance(1000);
+  const ws3 = server.last();
+  ws3.accept();
+  const [renew3] = ws3.take();
+  assert.deepEqual(renew3.since, { epoch: 'e1', seq: 44 });
+  ws3.push({ type: 'subscribed', id: renew3.id, board: 'a', epoch: 'e2', resumed: false });
+  ws3.push({ type: 'top', board: 'a', seq: 3, entries: [], total: 0, ts: 4 });
+  ws3.drop();
+  await clock.advance(1000);
+  const ws4 = server.last();
+  ws4.accept();
+  assert.deepEqual(ws4.take()[0].since, { epoch: 'e2', seq: 3 });
+  // Unsubscribed: nothing to resume any more.
+  lb.unsubscribe('a');
+  ws4.take();
+  ws4.drop();
+  await clock.advance(1000);
+  server.last().accept();
+  assert.deepEqual(server.last().take(), []);
+});
+
 test('subscribe with cohort sends it, and re-sends it after a reconnect (§12)', async () => {
   const { clock, server, lb } = await connected();
   const tops = [];

@@ -172,7 +172,19 @@ export interface Events {
   final: TopFrame;
   error: LBError;
   close: { code: number; reason: string; welcomed: boolean };
-  reconnecting: { attempt: number; delay: number };
+  /** drain: the wait is a draining node's reconnect_after_ms (§15), not a backoff. */
+  reconnecting: { attempt: number; delay: number; drain: boolean };
+  /** The node drains (§15): the client reconnects after reconnectAfterMs. */
+  draining: { reconnectAfterMs: number };
+  /** Every subscribe's answer, re-subscribes after a reconnect included (§15). */
+  subscribed: Subscribed;
+}
+
+/** A subscribe's answer: the board's stream, and whether a re-subscribe resumed it (§15). */
+export interface Subscribed {
+  board: string;
+  epoch: string;
+  resumed: boolean;
 }
 
 export class LBClient {
@@ -192,7 +204,7 @@ export class LBClient {
   reconnectNow(): void;
   request(fields: Record<string, unknown>): Promise<any>;
   score(board: string, opts: { delta?: number; value?: number; member?: string; id?: string; at?: number; meta?: Record<string, unknown> }): Promise<Ack>;
-  subscribe(board: string, opts?: { top?: number; around?: number; member?: string; members?: string[]; meta?: boolean; cohort?: string }): Promise<{ type: 'subscribed'; id: string; board: string }>;
+  subscribe(board: string, opts?: { top?: number; around?: number; member?: string; members?: string[]; meta?: boolean; cohort?: string }): Promise<{ type: 'subscribed'; id: string; board: string; epoch: string; resumed?: boolean }>;
   unsubscribe(board: string): Promise<{ type: 'unsubscribed'; id: string; board: string }>;
   page(board: string, opts?: { offset?: number; limit?: number; period?: number | 'previous' }): Promise<Page>;
   rank(board: string, member: string, opts?: { around?: number; period?: number | 'previous' }): Promise<RankReply>;

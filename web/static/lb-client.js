@@ -10,7 +10,9 @@
 // Guarantees: replies are matched to requests by `id`; a score is kept until
 // it is answered and re-sent with the same `id` after a reconnect (the server
 // applies a (board, id) at most once, docs/protocol.md R4); subscriptions are
-// re-sent after a reconnect; reconnects back off exponentially with jitter.
+// re-sent after a reconnect, resuming each board's stream (§15: the server
+// then sends only what changed meanwhile); reconnects back off exponentially
+// with jitter, and after a `draining` hint wait exactly as long as it says.
 
 /** An error answered by the server (`code` is the contract's code) or raised locally. */
 export class LBError extends Error {
@@ -187,6 +189,8 @@ export class LBClient {
     this._listeners = new Map();
     this._pending = new Map(); // id -> entry, in send order (R2)
     this._subs = new Map(); // board -> subscribe fields, re-sent after a reconnect
+    this._streams = new Map(); // board -> {epoch, seq}: where a re-subscribe resumes (§15)
+    this._drainAt = 0; // local time a draining hint said to reconnect at; 0: none
 
     /** The last welcome frame, null while not connected. */
     this.welcome = null;
@@ -226,7 +230,10 @@ export class LBClient {
    * 'board' (lifecycle frames, R19), 'final' (a top frame with final: true,
    * also emitted as 'top'), 'error'
    * (errors not tied to a pending request), 'close' ({code, reason, welcomed}),
-   * 'reconnecting' ({attempt, delay}). Returns a function that removes it.
+   * 'reconnecting' ({attempt, delay, drain}), 'draining' ({reconnectAfterMs}:
+   * the node drains, §15), 'subscribed' ({board, epoch, resumed}: every
+   * subscribe's answer, re-subscribes after a reconnect included). Returns a
+   * function that removes it.
    */
   on(type, fn) {
     if (!this._listeners.has(type)) this._listeners.set(type, new Set());
@@ -386,12 +393,16 @@ export class LBClient {
     return Math.round(base / 2 + (this._random() * base) / 2);
   }
 
-  _scheduleReconnect() {
+  // _scheduleReconnect waits the backoff, or drainDelay when a draining
+  // node said how long (§15): that spreads its clients over the others, and
+  // is no failed attempt.
+  _scheduleReconnect(drainDelay) {
     if (this._stopped) return;
-    const delay = this._backoff(this._attempt);
-    this._attempt++;
+    const drain = drainDelay !== undefined;
+    const delay = drain ? drainDelay : this._backoff(this._attempt);
+    if (!drain) this._attempt++;
     this._setStatus('reconnecting');
-    this._emit('reconnecting', { attempt: this._attempt, delay });
+    this._emit('reconnecting', { attempt: this._attempt, delay, drain });
     this._clearReconnect();
     this._reconnectTimer = this._after(delay, () => {
       this._reconnectTimer = null;
@@ -423,7 +434,9 @@ export class LBClient {
       this._setStatus('closed');
       return;
     }
-    this._scheduleReconnect();
+    const drainAt = this._drainAt;
+    this._drainAt = 0;
+    this._scheduleReconnect(drainAt ? Math.max(0, drainAt - this._now()) : undefined);
   }
 
   _onMessage(msg) {
@@ -433,24 +446,48 @@ export class LBClient {
         return this._onWelcome(msg);
       case 'top':
       case 'view':
-      case 'members':
+      case 'members': {
         this.lastFrameAt = this._now();
         if (!this._subs.has(msg.board)) return;
+        const st = this._streams.get(msg.board);
+        if (st && typeof msg.seq === 'number' && msg.seq > st.seq) st.seq = msg.seq;
         if (msg.type === 'top' && msg.final === true) {
           this.finals.set(msg.board, msg);
           this._emit('final', msg);
         }
         this._emit(msg.type, msg);
         return;
+      }
       case 'board':
         return this._onBoard(msg);
       case 'error':
         return this._onError(msg);
+      case 'draining': {
+        const after = Math.max(0, Number(msg.reconnect_after_ms) || 0);
+        this._drainAt = this._now() + after;
+        this._emit('draining', { reconnectAfterMs: after });
+        return;
+      }
+      case 'subscribed':
+        this._onSubscribed(msg);
+        break;
     }
     const e = msg.id !== undefined && this._pending.get(msg.id);
     if (!e) return; // a reply to an abandoned request
     if (msg.type === 'authed') this._setExp(msg.exp);
     this._settle(e, msg);
+  }
+
+  // _onSubscribed records the stream a subscription follows (§15): a resumed
+  // one keeps the greatest seq seen, a fresh one starts again.
+  _onSubscribed(msg) {
+    if (typeof msg.board !== 'string' || !this._subs.has(msg.board)) return;
+    if (typeof msg.epoch === 'string' && msg.epoch !== '') {
+      const prev = this._streams.get(msg.board);
+      const seq = msg.resumed === true && prev && prev.epoch === msg.epoch ? prev.seq : 0;
+      this._streams.set(msg.board, { epoch: msg.epoch, seq });
+    }
+    this._emit('subscribed', { board: msg.board, epoch: msg.epoch, resumed: msg.resumed === true });
   }
 
   // _onBoard keeps the board's lifecycle (R19). A deleted board's
@@ -461,6 +498,7 @@ export class LBClient {
     this.lastFrameAt = this._now();
     if (msg.state === 'deleted') {
       this._subs.delete(msg.board);
+      this._streams.delete(msg.board);
       this.boards.delete(msg.board);
       this.finals.delete(msg.board);
     } else {
@@ -483,7 +521,11 @@ export class LBClient {
       this._transmit(e);
     }
     for (const [board, fields] of this._subs) {
-      if (!resubscribing.has(board)) this._enqueue({ type: 'subscribe', board, ...fields }, null, fields);
+      if (resubscribing.has(board)) continue;
+      const msg = { type: 'subscribe', board, ...fields };
+      const st = this._streams.get(board);
+      if (st) msg.since = { epoch: st.epoch, seq: st.seq };
+      this._enqueue(msg, null, fields);
     }
   }
 
@@ -665,6 +707,7 @@ export class LBClient {
   /** Ends a board's subscription; its frames stop at once. */
   unsubscribe(board) {
     this._subs.delete(board);
+    this._streams.delete(board);
     this.boards.delete(board);
     this.finals.delete(board);
     return this._request({ type: 'unsubscribe', board });

@@ -399,8 +399,9 @@ export class BoardStatus {
       if (lb.status === 'open') this.down = '';
       this.render();
     });
-    lb.on('reconnecting', ({ delay }) => {
-      this.waitText = ` · retry in ${Math.max(1, Math.round(delay / 1000))} s`;
+    lb.on('reconnecting', ({ delay, drain }) => {
+      // A draining node's clients move on when it says (§15): no retry to count.
+      this.waitText = drain ? '' : ` · retry in ${Math.max(1, Math.round(delay / 1000))} s`;
       this.render();
     });
     lb.on('welcome', () => {
