@@ -274,7 +274,7 @@ func TestProxyAndMonitoringConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"option httpchk", "uri /readyz", "timeout tunnel", "option redispatch", `"${GW1_ADDR}"`, `"${GW3_ADDR}"`} {
+	for _, want := range []string{"option httpchk", "uri /readyz", "timeout tunnel", "option redispatch", "balance leastconn", "retry-on conn-failure", "slowstart", `"${GW1_ADDR}"`, `"${GW3_ADDR}"`} {
 		if !strings.Contains(string(cfg), want) {
 			t.Errorf("haproxy.cfg lacks %q", want)
 		}
