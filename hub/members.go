@@ -17,9 +17,12 @@ const (
 // with members: a list subscription gets members frames, and top frames
 // only when it asks for them.
 func (c *conn) subscribeSpec(req request) (live.Spec, error) {
-	sp := live.Spec{Board: req.Board, Top: req.Top, Around: req.Around, Meta: req.WithMeta, Cohort: req.Cohort}
-	if req.has&proto.FieldCohort != 0 && req.Cohort == "" {
-		return sp, badRequest("cohort: an empty id")
+	sp := live.Spec{Board: req.Board, Top: req.Top, Around: req.Around, Meta: req.WithMeta}
+	if req.has&proto.FieldCohort != 0 {
+		if req.Cohort == "" {
+			return sp, badRequest("cohort: an empty id")
+		}
+		sp.Group = live.Group{Kind: live.Cohort, ID: req.Cohort}
 	}
 	if req.has&proto.FieldMembers == 0 {
 		m, err := c.member(req)
