@@ -229,7 +229,7 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 		c.poke()
 	}()
 	sctx, cancel := c.storeCtx(ctx)
-	err = c.h.deps.Live.SubscribeSpec(sctx, c.out, sp)
+	joined, err := c.h.deps.Live.SubscribeStream(sctx, c.out, sp, req.Since)
 	cancel()
 	if err != nil {
 		return err
@@ -237,7 +237,11 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 	c.subsMu.Lock()
 	c.subs[req.Board] = struct{}{}
 	c.subsMu.Unlock()
-	c.sendJSON(proto.Subscribed{Type: proto.TypeSubscribed, ID: req.ID, Board: req.Board})
+	reply := proto.Subscribed{Type: proto.TypeSubscribed, ID: req.ID, Board: req.Board, Epoch: joined.Epoch}
+	if req.Since != nil {
+		reply.Resumed = &joined.Resumed // §15: answered whenever asked
+	}
+	c.sendJSON(reply)
 	return nil
 }
 

@@ -135,6 +135,56 @@ func (b Board) Transitions(now time.Time, n int) []Transition {
 	return out
 }
 
+// NextTransition is the first transition after t; zero when there is none
+// (a board without reset whose schedule is behind it).
+func (b Board) NextTransition(t time.Time) time.Time {
+	for range maxNextSteps {
+		c := b.nextCandidate(t)
+		if c.IsZero() || b.PhaseAt(c.Add(-time.Millisecond)) != b.PhaseAt(c) {
+			return c
+		}
+		t = c
+	}
+	return time.Time{}
+}
+
+// maxNextSteps bounds NextTransition's walk over moments that change
+// nothing (a period's end inside a grace longer than the period).
+const maxNextSteps = 64
+
+// nextCandidate is the earliest moment after t at which the phase may
+// change; zero: none.
+func (b Board) nextCandidate(t time.Time) time.Time {
+	var next time.Time
+	consider := func(c time.Time) {
+		if !c.IsZero() && c.After(t) && (next.IsZero() || c.Before(next)) {
+			next = c
+		}
+	}
+	consider(b.StartsAt.Time)
+	consider(b.EndsAt.Time)
+	consider(b.FinalAt())
+	if b.Reset == None {
+		return next
+	}
+	grace := time.Duration(b.Grace)
+	p := PeriodAt(b, t)
+	consider(p.End)
+	for range maxGracePeriods {
+		fin := p.End.Add(grace)
+		if !fin.After(t) {
+			break
+		}
+		consider(fin)
+		q := p.Previous(b)
+		if q.Index == p.Index {
+			break
+		}
+		p = q
+	}
+	return next
+}
+
 // ScheduleKey is the part of a config the transitions follow: a change of
 // it is itself a change of the board frame (starts_at, ends_at, final_at)
 // and may move transitions, so the store records it like one.

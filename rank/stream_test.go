@@ -115,3 +115,47 @@ func TestStreamMarkOf(t *testing.T) {
 		}
 	}
 }
+
+// NextTransition is the first of Transitions after a moment: stepping from
+// one to the next walks the same list Transitions gives backwards.
+func TestNextTransition(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC)
+	for _, b := range []Board{
+		with(func(b *Board) { b.Reset = "15m"; b.Grace = Duration(time.Minute) }),
+		with(func(b *Board) { b.Reset = "1m"; b.Grace = Duration(90 * time.Second) }),
+		with(func(b *Board) {
+			b.Reset = "15m"
+			b.StartsAt, b.EndsAt, b.Grace = At(t0.Add(5*time.Minute)), At(t0.Add(time.Hour)), Duration(2*time.Minute)
+		}),
+		with(func(b *Board) { b.StartsAt, b.EndsAt = At(t0), At(t0.Add(time.Hour)) }),
+		with(func(b *Board) { b.Reset = Daily; b.TZ = "Europe/Berlin"; b.Grace = Duration(time.Hour) }),
+	} {
+		end := t0.Add(3 * time.Hour)
+		want := b.Transitions(end, 1000)
+		var got []Transition
+		for at := t0.Add(-2 * time.Hour); ; {
+			at = b.NextTransition(at)
+			if at.IsZero() || at.After(end) {
+				break
+			}
+			got = append(got, Transition{At: at})
+		}
+		i := 0
+		for i < len(want) && want[i].At.Before(t0.Add(-2*time.Hour).Add(time.Millisecond)) {
+			i++
+		}
+		want = want[i:]
+		if len(got) != len(want) {
+			t.Fatalf("%s reset %s: stepped %d transitions, Transitions lists %d: %v vs %v", b.ID, b.Reset, len(got), len(want), got, want)
+		}
+		for k := range got {
+			if !got[k].At.Equal(want[k].At) {
+				t.Fatalf("%s reset %s: transition %d at %s, Transitions says %s", b.ID, b.Reset, k, got[k].At, want[k].At)
+			}
+		}
+	}
+	if next := with(func(b *Board) { b.EndsAt = At(t0) }).NextTransition(t0); !next.IsZero() {
+		t.Fatalf("a board without reset past its end: next transition %s, want none", next)
+	}
+}

@@ -59,6 +59,9 @@ type board struct {
 	// framesOut counts the frames offered to this board's subscribers'
 	// outboxes (one per outbox per frame), for metrics (BoardStats).
 	framesOut uint64
+
+	// stream is the board's epoch and recorded transitions (stream.go).
+	stream streamState
 }
 
 // newBoard is a board and its frame kinds. A new frame kind is one line

@@ -113,7 +113,14 @@ type Engine struct {
 	errLogAt             atomic.Int64  // unix nanos of the last logged store error
 	errQuiet             atomic.Uint64 // store errors not logged since then
 
-	mu      sync.Mutex // guards everything below and all board and view state
+	// streams records the boards' transitions and answers resumes
+	// (stream.go); nil when the store keeps no streams.
+	streams Streams
+	flights flights // shared store calls of resumes and marks
+
+	mu sync.Mutex // guards everything below and all board and view state
+	// finals keeps final frames for resumes (stream.go).
+	finals  map[finalKey]keptFinal
 	boards  map[string]*board
 	conns   map[*Outbox]map[string]*sub
 	kick    bool      // something became dirty: wake Run after unlocking
@@ -150,7 +157,10 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	streams, _ := cfg.Store.(Streams)
 	return &Engine{
+		streams:     streams,
+		finals:      make(map[finalKey]keptFinal),
 		store:       cfg.Store,
 		sources:     srcs,
 		interval:    cfg.Interval,
@@ -207,6 +217,9 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 	// Periods and states follow the store's clock, which may be far from
 	// this node's (now: throttling and reads only).
 	sn, snOK := e.storeNow(ctx)
+	if snOK {
+		e.markDue(ctx, sn) // recorded before anyone is told (stream.go)
+	}
 	now := e.now()
 	// Board frames are due within 1 s of a change (R19), whatever the
 	// frame interval.
@@ -274,7 +287,7 @@ func (e *Engine) storeTick(b *board, sn, now time.Time) *finalJob {
 			b.markAll(b.unseq())
 		}
 	}
-	f := e.lifecycleTick(b, sn)
+	f := e.lifecycleTick(b, b.phaseNow(sn))
 	e.viewersTick(b, sn, now)
 	return f
 }

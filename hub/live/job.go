@@ -99,6 +99,7 @@ func (e *Engine) snapshot(b *board, now, at time.Time) *job {
 // marked, to be retried next tick.
 func (e *Engine) runJob(ctx context.Context, j *job) error {
 	err := j.read(ctx)
+	e.settleTransitions(ctx, j.b)
 	now := e.now()
 	b := j.b
 	e.mu.Lock()

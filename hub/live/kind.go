@@ -98,9 +98,12 @@ type start struct {
 	board  string
 	last   int64 // the board's change stream has shown every seq up to it
 	resume bool  // Spec.Resume
-	since  int64 // Spec.Since
-	opened [slotKinds]uint64
-	out    []delivery
+	// reading: the board's job is reading (its marks taken): a key that
+	// is not dirty may still be read, and a change after since with it.
+	reading bool
+	since   int64 // Spec.Since
+	opened  [slotKinds]uint64
+	out     []delivery
 }
 
 // owing is a subscriber owed a key's next read (subscribers.join).
@@ -116,10 +119,12 @@ type owing struct {
 // frame is cur when it may have it; join reports whether it is owed the
 // key's next read instead: there is no frame yet, or one older than what
 // the connection (or the resuming client) already had. A resume gets
-// nothing for a key that did not change after the client's seq. R33: a key
-// held here costs no read, however stale; its dirty mark brings the next
-// read within an interval, and that gives every subscriber what changed.
-func (s *subscribers) join(st *start, k slotKind, cur *frame, sp stamp) (owed bool) {
+// nothing for a key that did not change after the client's seq, and waits
+// for the next read when the key is marked (dirty) and its frame is the
+// one the client holds. R33: a key held here costs no read, however stale;
+// its dirty mark brings the next read within an interval, and that gives
+// every subscriber what changed.
+func (s *subscribers) join(st *start, k slotKind, cur *frame, sp stamp, dirty bool) (owed bool) {
 	sk := slotKey{st.board, k}
 	t := target{st.o, st.o.open(sk)}
 	st.opened[k] = t.gen
@@ -132,7 +137,18 @@ func (s *subscribers) join(st *start, k slotKind, cur *frame, sp stamp) (owed bo
 	case cur == nil || cur.seq < st.o.floor(sk) || cur.seq < since:
 		s.owed = append(s.owed, owing{t, since})
 		return true
-	case !st.resume || !sp.unchanged(cur.seq, since, st.last):
+	case !st.resume:
+		st.out = append(st.out, delivery{sk, cur.seq, cur.bytes, []target{t}, time.Time{}})
+	case sp.unchanged(cur.seq, since, st.last):
+		// The resuming client holds it.
+	case cur.seq == since && (dirty || st.reading):
+		// The client holds this frame, and a change after it marked the
+		// key (or a read is in flight): the next read brings what the
+		// client lacks, and a read of the key is due (join's caller
+		// marks it).
+		s.owed = append(s.owed, owing{t, since})
+		return true
+	default:
 		st.out = append(st.out, delivery{sk, cur.seq, cur.bytes, []target{t}, time.Time{}})
 	}
 	return false

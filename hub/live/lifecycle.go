@@ -164,11 +164,22 @@ func (e *Engine) lifecycleTick(b *board, now time.Time) *finalJob {
 // before any slot's frame), after `subscribed` (the hub queues that before
 // it lets its writer take frames). sn is the store's time. Lock held.
 func (b *board) tell(o *Outbox, sn time.Time) {
+	sn = b.phaseNow(sn)
 	st, period, final, hasFinal := phase(b.cfg, sn)
 	if !b.lc.known {
 		b.lc = lifecycle{known: true, state: st, period: period, final: final, hasFin: hasFinal, cfg: scheduleOf(b.cfg)}
 	}
 	o.event(encodeBoard(b.cfg, st, period, sn, b.told.count()), nil)
+}
+
+// knowPhase records b's phase at store time sn as told, when nothing was
+// told yet: a resume that holds the board frame is told nothing. Lock
+// held.
+func (b *board) knowPhase(sn time.Time) {
+	if !b.lc.known {
+		st, period, final, hasFinal := phase(b.cfg, b.phaseNow(sn))
+		b.lc = lifecycle{known: true, state: st, period: period, final: final, hasFin: hasFinal, cfg: scheduleOf(b.cfg)}
+	}
 }
 
 // runFinal reads each group's standings of a final period and sends each
@@ -185,6 +196,9 @@ func (e *Engine) runFinal(ctx context.Context, j *finalJob, ts time.Time) {
 		e.decorate(ctx, page.Entries)
 		for k, to := range fg.keys {
 			frame := e.encodeTop(j.board, newTopFrame(page, k, j.read, fg.src, fg.id), ts.UnixMilli())
+			if j.read.period != 0 {
+				e.keepFinal(finalKey{j.board, j.read.period, fg.src.name(), fg.id, k}, frame)
+			}
 			for _, t := range to {
 				t.o.event(frame, &key)
 			}

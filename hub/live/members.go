@@ -164,7 +164,7 @@ func (ls *lists) join(sp *Spec, st *start) part {
 			l.pos[i] = ls.add(id)
 		}
 	}
-	if l.watchers.join(st, listSlot, l.frame(), ls.stamp) {
+	if l.watchers.join(st, listSlot, l.frame(), ls.stamp, ls.marked) {
 		ls.mark(0)
 	}
 	return &listPart{ls, l}

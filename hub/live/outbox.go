@@ -396,6 +396,21 @@ func (o *Outbox) event(frame []byte, stale *slotKey) {
 	}
 }
 
+// eventsUncapped queues frames as events, oldest first, however many: a
+// resume's missed final frames (§15), at most a board's retain.
+func (o *Outbox) eventsUncapped(frames [][]byte) {
+	if len(frames) == 0 {
+		return
+	}
+	o.mu.Lock()
+	o.events = append(o.events, frames...)
+	o.mu.Unlock()
+	select {
+	case o.ready <- struct{}{}:
+	default:
+	}
+}
+
 // target is one subscriber slot a frame goes to.
 type target struct {
 	o   *Outbox

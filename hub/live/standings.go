@@ -144,7 +144,7 @@ func (s *standings) join(sp *Spec, st *start) part {
 		g.keys[k] = key
 	}
 	g.maxN = max(g.maxN, topCount(k))
-	if key.subs.join(st, topSlot, key.frame(), g.stamp) {
+	if key.subs.join(st, topSlot, key.frame(), g.stamp, g.dirty) {
 		s.mark(g, 0)
 	}
 	return &topPart{s, g, key}

@@ -34,6 +34,13 @@ type Spec struct {
 	// the client had at Since is not sent again (stamp.unchanged).
 	Resume bool
 	Since  int64
+
+	// Set by SubscribeStream (stream.go): the board's stream as read for
+	// this subscribe, the final frames a resume missed (sent first), and
+	// quiet: a resume that holds the board frame already.
+	stream *rank.Stream
+	finals [][]byte
+	quiet  bool
 }
 
 // Group names one group of a board's members: a Kind of grouping (Cohort)
@@ -111,8 +118,16 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 	e.unregister(o, b)
 	e.addBoard(b) // new, or unregister dropped it as left empty
 	s := e.register(o, b)
-	b.tell(o, sn)
-	st := &start{o: o, board: b.id, last: b.lastSeq, resume: sp.Resume, since: sp.Since}
+	if sp.stream != nil && b.cfgOK && (!b.stream.ok || b.stream.st.Seq < sp.stream.Seq) {
+		b.install(*sp.stream, sn)
+	}
+	o.eventsUncapped(sp.finals)
+	if sp.quiet {
+		b.knowPhase(sn)
+	} else {
+		b.tell(o, sn)
+	}
+	st := &start{o: o, board: b.id, last: b.lastSeq, resume: sp.Resume, since: sp.Since, reading: b.reading}
 	for _, k := range b.kinds {
 		if p := k.join(&sp, st); p != nil {
 			s.parts = append(s.parts, p)

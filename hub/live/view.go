@@ -92,7 +92,7 @@ func (vs *views) join(sp *Spec, st *start) part {
 		vs.byKey[k] = v
 		vs.byMember[k.member] = append(vs.byMember[k.member], v)
 	}
-	if v.watchers.join(st, viewSlot, v.frame(), v.stamp) {
+	if v.watchers.join(st, viewSlot, v.frame(), v.stamp, v.dirty) {
 		vs.mark(v, 0)
 	}
 	return &viewPart{vs, v}
