@@ -60,11 +60,22 @@ func (s *streamState) latest() time.Time {
 	return time.UnixMilli(s.st.Marks[len(s.st.Marks)-1].At)
 }
 
-// phaseNow is the moment b's phase is told at: the store's time sn, or a
-// later transition the store recorded (another node saw it first). Lock
-// held.
+// phaseNow is the moment b's phase is told at, by the store's time sn
+// (an estimate): a transition is told once it is recorded (rank.Streams),
+// so that every frame after it on any node is newer than its mark. That
+// is sn, a later transition the store recorded (another node saw it
+// first), or, while the next transition is past by sn but not recorded yet
+// (the estimate runs ahead of the store's clock, or the store did not
+// answer), the last one recorded. Without a stream (no store streams, a
+// board not read yet): sn. Lock held.
 func (b *board) phaseNow(sn time.Time) time.Time {
-	if l := b.stream.latest(); l.After(sn) {
+	l := b.stream.latest()
+	switch {
+	case l.IsZero():
+		return sn
+	case l.After(sn):
+		return l
+	case !b.stream.nextAt.IsZero() && !sn.Before(b.stream.nextAt):
 		return l
 	}
 	return sn
@@ -97,7 +108,13 @@ func (b *board) install(st rank.Stream, sn time.Time) {
 		}
 		b.accept(st.ScheduleSeq, now)
 	}
-	s.nextAt = b.cfg.NextTransition(b.phaseNow(sn))
+	// The first transition the stream does not hold: after its last one,
+	// which the store recorded when its clock had passed it.
+	base := sn.Add(-transitionMargin)
+	if n := len(st.Marks); n > 0 {
+		base = time.UnixMilli(st.Marks[n-1].At)
+	}
+	s.nextAt = b.cfg.NextTransition(base)
 	if st.Epoch == rank.UnbornEpoch {
 		// A board --dev shows before its first write: looked at again
 		// each second, since that write gives it an epoch of its own.
