@@ -43,6 +43,7 @@ import (
 	"github.com/wsgateway/wsgateway/rank/memstore"
 	"github.com/wsgateway/wsgateway/rank/redisstore"
 	"github.com/wsgateway/wsgateway/web"
+	"github.com/wsgateway/wsgateway/webhook"
 )
 
 // The parts' tuning, as the node's Config holds it: whoever configures a
@@ -175,7 +176,7 @@ type Node struct {
 	other   fasthttp.RequestHandler // all but the API's routes (api.ServeConfig.Other)
 	derived derivedIndex            // derived.go
 	viewers *viewers                // viewers.go
-	outbox  *outboxWatch            // webhooks.go
+	outbox  *webhook.Watcher        // webhooks.go
 }
 
 // New builds a node: the store (told to report applied changes to the
@@ -246,7 +247,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.profs = newProfileCache(profiles, cfg.ProfileCache, fetchTimeout,
 		func(members []string) { n.live.ProfilesChanged(members) }, cfg.Logger)
 	n.m.profs = n.profs
-	n.outbox = newOutboxWatch(n)
+	n.outbox = webhook.NewWatcher(n.store, webhook.WatchConfig{Every: cfg.Webhooks.Watch, Decorator: n.profs, Logger: cfg.Logger})
 
 	interest := cfg.Interest
 	if interest == nil {
@@ -295,7 +296,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.api, err = api.New(api.Deps{
 		Store: n.store, Verifier: cfg.Verifier, Ready: ready, Registry: cfg.Registry,
 		// Moderation and PATCH change a board's reads: the API tells BoardChanged (R21).
-		Boards: n, Viewers: n.viewers, Profiles: profiles, ProfileChanges: n, WebhookChanges: n, Decorator: n.profs,
+		Boards: n, Viewers: n.viewers, Profiles: profiles, ProfileChanges: n, WebhookChanges: n.outbox, Decorator: n.profs,
 	}, acfg)
 	if err != nil {
 		return nil, err
@@ -392,7 +393,7 @@ func (n *Node) BoardChanged(board string, deleted bool) {
 	n.hub.BoardChanged(board)
 	n.live.Resync(board)
 	n.watch.refresh(board)
-	n.outbox.boardChanged(board)
+	n.outbox.BoardChanged(board)
 	n.bus.PublishBoard(bus.BoardEvent{Board: board, Deleted: deleted})
 }
 
@@ -403,7 +404,7 @@ func (n *Node) remoteBoard(e bus.BoardEvent) {
 	n.hub.BoardChanged(e.Board)
 	n.live.Resync(e.Board)
 	n.watch.refresh(e.Board)
-	n.outbox.boardChanged(e.Board)
+	n.outbox.BoardChanged(e.Board)
 }
 
 // boardGone ends every subscription to a deleted board on this node: its
@@ -440,7 +441,7 @@ func (n *Node) remoteProfiles(e bus.ProfileEvent) {
 func (n *Node) resync(board string) {
 	if board == "" {
 		n.profs.Clear()
-		n.outbox.boardChanged("") // board events may be lost too
+		n.outbox.BoardChanged("") // board events may be lost too
 	}
 	n.live.Resync(board)
 }
