@@ -49,9 +49,10 @@ import (
 // The parts' tuning, as the node's Config holds it: whoever configures a
 // node (cmd/wsgateway) needs no import of the parts.
 type (
-	HubConfig = hub.Config
-	APIConfig = api.Config
-	WebConfig = web.Config
+	HubConfig     = hub.Config
+	APIConfig     = api.Config
+	WebConfig     = web.Config
+	ViewersConfig = bus.ViewersConfig
 )
 
 // Defaults of the caps a caller may want to show (flags' help).
@@ -129,7 +130,7 @@ type Config struct {
 	// (live.Config.Refresh): zero = 2s; negative = none, for tests that
 	// must tell a frame the change stream brought from the backstop's.
 	LiveRefresh time.Duration
-	// Viewers tunes the viewer counts (viewers.go).
+	// Viewers tunes the viewer counts over every node (bus.Viewers).
 	Viewers ViewersConfig
 	// Webhooks tunes the outbox watcher and delivery (webhooks.go).
 	Webhooks WebhooksConfig
@@ -175,8 +176,8 @@ type Node struct {
 	api     *api.API
 	other   fasthttp.RequestHandler // all but the API's routes (api.ServeConfig.Other)
 	derived derivedIndex            // derived.go
-	viewers *viewers                // viewers.go
-	outbox  *webhook.Watcher        // webhooks.go
+	viewers *bus.Viewers
+	outbox  *webhook.Watcher // webhooks.go
 }
 
 // New builds a node: the store (told to report applied changes to the
@@ -249,13 +250,20 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.m.profs = n.profs
 	n.outbox = webhook.NewWatcher(n.store, webhook.WatchConfig{Every: cfg.Webhooks.Watch, Decorator: n.profs, Logger: cfg.Logger})
 
+	viewers, err := bus.NewViewers(cfg.Viewers) // n.viewers once started: Close stops it
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Registry.Register(newViewersCollector(viewers)); err != nil {
+		return nil, fmt.Errorf("node: viewers metric: %w", err)
+	}
 	interest := cfg.Interest
 	if interest == nil {
 		interest = n.interest // a board and, when derived, its sources (derived.go)
 	}
 	n.watch = newInterest(interest, cfg.InterestLinger, cfg.Logger)
 	n.live, err = live.New(live.Config{Store: n.store, Interval: cfg.Interval, Logger: cfg.Logger, Decorator: n.profs,
-		OnWatch: n.watch.watch, Refresh: cfg.LiveRefresh, OtherViewers: n.otherViewers})
+		OnWatch: n.watch.watch, Refresh: cfg.LiveRefresh, OtherViewers: viewers.Others})
 	if err != nil {
 		return nil, err
 	}
@@ -275,9 +283,10 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.m.bus = n.bus
 	n.watch.start(n.bus, n.live.Resync)
-	if err := n.startViewers(); err != nil {
-		return nil, err
+	if err := viewers.Start(n.bus, n.live.Viewers); err != nil {
+		return nil, fmt.Errorf("node: viewers: %w", err)
 	}
+	n.viewers = viewers
 
 	hcfg := cfg.Hub
 	hcfg.Node, hcfg.TopInterval, hcfg.Logger = cfg.ID, cfg.Interval, cfg.Logger
@@ -479,7 +488,7 @@ func (n *Node) Close() error {
 		n.watch.stop()
 	}
 	if n.viewers != nil {
-		n.viewers.stop()
+		n.viewers.Stop()
 	}
 	if n.bus != nil {
 		errs = append(errs, n.bus.Close())
