@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,7 @@ import (
 	"github.com/wsgateway/wsgateway/bus"
 	"github.com/wsgateway/wsgateway/hub"
 	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/internal/clientaddr"
 	"github.com/wsgateway/wsgateway/internal/hijack"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/memstore"
@@ -55,12 +57,24 @@ type (
 	ViewersConfig = bus.ViewersConfig
 )
 
-// Defaults of the caps a caller may want to show (flags' help).
+// Defaults a caller may want to show (flags' help).
 const (
 	DefaultMaxConnsPerIP     = hub.DefaultMaxConnsPerIP
 	DefaultMaxConnsPerMember = hub.DefaultMaxConnsPerMember
 	DefaultRESTRate          = api.DefaultRate
+	DefaultDevBoards         = rank.DefaultAutoCreateCap
+	DefaultRedisLanes        = redisstore.DefaultLanes
+	DefaultReadHeaderTimeout = api.DefaultReadHeaderTimeout
+	DefaultDrainTimeout      = 10 * time.Second
 )
+
+// RedisClient is the client of a Redis URL (--redis-url: one node, a
+// cluster or a sentinel's master, redisstore.NewClient) for Config.Redis.
+func RedisClient(url string) (redis.UniversalClient, error) { return redisstore.NewClient(url) }
+
+// ParseTrustedProxies reads a comma-separated list of CIDRs or bare
+// addresses (--trusted-proxies) for Config.TrustedProxies.
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) { return clientaddr.Parse(s) }
 
 // Config is everything a node is built from. Zero values take the
 // documented defaults of each part.
@@ -72,17 +86,17 @@ type Config struct {
 	// the pages fetch them.
 	Dev bool
 	// DevBoards caps the boards Dev creates on first use; zero =
-	// rank.DefaultAutoCreateCap.
+	// DefaultDevBoards.
 	DevBoards int
 
-	// Redis selects the Redis engine (redisstore.NewClient builds one from
-	// a --redis-url); the node owns it from New on and closes it. nil = the
+	// Redis selects the Redis engine (RedisClient builds one from a
+	// --redis-url); the node owns it from New on and closes it. nil = the
 	// memory engine.
 	Redis redis.UniversalClient
 	// StoreTimeout bounds each Redis operation; zero = the engine's default.
 	StoreTimeout time.Duration
 	// RedisLanes is the Redis engine's apply lanes (redisstore.Config.Lanes);
-	// zero = its default.
+	// zero = DefaultRedisLanes.
 	RedisLanes int
 	// RedisReplicas and RedisReplicaTimeout are the Redis engine's durable
 	// acknowledgements (redisstore.Config.Replicas, .ReplicaTimeout).
@@ -134,21 +148,26 @@ type Config struct {
 	Viewers ViewersConfig
 	// Webhooks tunes the outbox watcher and delivery (webhooks.go).
 	Webhooks WebhooksConfig
-	// Hub tunes the WebSocket endpoint. Its Node, TopInterval and Logger
-	// are this Config's ID, Interval and Logger: New refuses them set here.
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client address of every per-address limit, the WebSocket's and
+	// REST's alike (internal/clientaddr); nil = the TCP peer.
+	TrustedProxies []netip.Prefix
+	// Hub tunes the WebSocket endpoint. Its Node, TopInterval, Logger and
+	// TrustedProxies are this Config's ID, Interval, Logger and
+	// TrustedProxies: New refuses them set here.
 	Hub HubConfig
-	// API tunes the REST app. Its DevSecret and Logger are this Config's:
-	// New refuses them set here.
+	// API tunes the REST app. Its DevSecret, Logger and TrustedProxies are
+	// this Config's: New refuses them set here.
 	API APIConfig
 	// Web tunes the pages. Its Dev is DevSecret != nil: New refuses it set
 	// here.
 	Web WebConfig
 	// ReadHeaderTimeout bounds a request's headers on Serve's server, the
 	// WebSocket's token included (slowloris, and the authentication
-	// deadline). Zero = 10s.
+	// deadline). Zero = DefaultReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
 	// DrainTimeout bounds Serve's drain after its context ends (R14). Zero
-	// = 10s.
+	// = DefaultDrainTimeout.
 	DrainTimeout time.Duration
 
 	// Registry receives every part's collectors; nil = a new one. It is
@@ -188,18 +207,15 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.ID == "" || cfg.Verifier == nil {
 		return nil, errors.New("node: Config.ID and Config.Verifier are required")
 	}
-	if cfg.Hub.Node != "" || cfg.Hub.TopInterval != 0 || cfg.Hub.Logger != nil ||
-		cfg.API.DevSecret != nil || cfg.API.Logger != nil || cfg.Web.Dev {
-		return nil, errors.New("node: Config.Hub.Node, TopInterval, Logger, Config.API.DevSecret, Logger and Config.Web.Dev are the node's own fields (ID, Interval, Logger, DevSecret): set those")
+	if cfg.Hub.Node != "" || cfg.Hub.TopInterval != 0 || cfg.Hub.Logger != nil || cfg.Hub.TrustedProxies != nil ||
+		cfg.API.DevSecret != nil || cfg.API.Logger != nil || cfg.API.TrustedProxies != nil || cfg.Web.Dev {
+		return nil, errors.New("node: Config.Hub.Node, TopInterval, Logger, TrustedProxies, Config.API.DevSecret, Logger, TrustedProxies and Config.Web.Dev are the node's own fields (ID, Interval, Logger, TrustedProxies, DevSecret): set those")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.ReadHeaderTimeout == 0 {
-		cfg.ReadHeaderTimeout = 10 * time.Second
-	}
 	if cfg.DrainTimeout == 0 {
-		cfg.DrainTimeout = 10 * time.Second
+		cfg.DrainTimeout = DefaultDrainTimeout
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
@@ -289,7 +305,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.viewers = viewers
 
 	hcfg := cfg.Hub
-	hcfg.Node, hcfg.TopInterval, hcfg.Logger = cfg.ID, cfg.Interval, cfg.Logger
+	hcfg.Node, hcfg.TopInterval, hcfg.Logger, hcfg.TrustedProxies = cfg.ID, cfg.Interval, cfg.Logger, cfg.TrustedProxies
 	n.hub, err = hub.New(hub.Deps{
 		Store: n.store, Verifier: cfg.Verifier, Live: n.live, Decorator: n.profs,
 		Metrics: hub.NewMetrics(cfg.Registry),
@@ -300,7 +316,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 
 	ready := []api.Check{{Name: "store", Ping: n.store.Ping}, {Name: "bus", Ping: n.bus.Ping}}
 	acfg := cfg.API
-	acfg.DevSecret, acfg.Logger = cfg.DevSecret, cfg.Logger
+	acfg.DevSecret, acfg.Logger, acfg.TrustedProxies = cfg.DevSecret, cfg.Logger, cfg.TrustedProxies
 	acfg.WebhookAllowPrivate = cfg.Webhooks.AllowPrivate
 	n.api, err = api.New(api.Deps{
 		Store: n.store, Verifier: cfg.Verifier, Ready: ready, Registry: cfg.Registry,
