@@ -1,9 +1,6 @@
 package rank
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // Error is a rank failure that maps to one of the wire contract's error codes.
 // Sentinels below are compared with errors.Is; a wrapped sentinel keeps its code,
@@ -48,9 +45,6 @@ var (
 // ErrAtAhead is an event whose `at` is more than MaxAhead ahead of the
 // store's clock: a bad request.
 var ErrAtAhead = fmt.Errorf("%w: at is more than 5 s ahead of the store's clock", ErrBadRequest)
-
-// IsUnavailable reports whether err means the store could not be reached.
-func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
 
 // Why an event was refused with board_closed (R30).
 const (
