@@ -1,24 +1,26 @@
-// Package node builds one gateway node from one Config and owns its event
-// flow. Everything that happens on a node reaches the others, and the
-// node's own frames, through here:
+// Package node builds one gateway node from one Config, serves it on one
+// port and carries its event flow. Everything that happens on a node
+// reaches the others, and the node's own frames, through here:
 //
 //	score (hub or api) → rank.Store.Apply ─┬→ done: ack / REST answer
-//	                                        └→ Sink: Node.applied ─┬→ live frames (this node)
+//	                                        └→ Sink: Node.applied ─┬→ live frames (this node), derived boards (derived.go)
 //	                                                               └→ bus → the live frames of every other node watching the board
-//	board PUT/DELETE (api) → Node.BoardChanged → store cache, live, bus → other nodes' store cache, live
+//	board PUT/DELETE (api) → Node.BoardChanged → store cache, hub, live, webhook watcher, bus → the same on every other node
 //	profile PUT/DELETE (api) → Node.ProfileChanged → profile cache, live, bus → other nodes' profile cache, live
 //
 // Entries of every frame and read get their profile fields from the node's
-// profile cache (profiles.go), the one rank.Decorator live, hub and api use.
+// profile cache (profiles.go), the one rank.Decorator live, hub, api and
+// the webhook watcher use.
 //
 // The store reports every applied change itself, in batches (one per Redis
 // pipeline), whatever asked for it, so no caller announces anything and no
 // apply path can forget to.
 //
-// The HTTP server, its listener and the process's signals stay with the
-// caller (cmd/wsgateway, tests): Handler serves the node's routes, Run runs
-// its live frames, Shutdown drains its WebSockets (R14) and Close releases
-// the bus and the store.
+// Serve runs the port's one server (api.Serve: the API's routes, the
+// WebSocket upgrade, the pages, /metrics), the live frames and the webhooks
+// (Run), and drains the WebSockets when its context ends (R14); the
+// listener and the process's signals stay with the caller (cmd/wsgateway,
+// tests). Close releases the bus and the store.
 package node
 
 import (
@@ -201,8 +203,8 @@ type Node struct {
 
 // New builds a node: the store (told to report applied changes to the
 // node), the live frame engine, the bus, the hub, the REST API and the
-// pages. Nothing is served and no frame is computed until the caller serves
-// Handler and calls Run. On error everything built is released.
+// pages. Nothing is served and no frame is computed until Serve. On error
+// everything built is released.
 func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.ID == "" || cfg.Verifier == nil {
 		return nil, errors.New("node: Config.ID and Config.Verifier are required")
