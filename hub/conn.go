@@ -326,6 +326,7 @@ func (c *conn) hintDrain(after time.Duration) {
 	*p = strconv.AppendInt(*p, after.Milliseconds(), 10)
 	*p = append(*p, '}')
 	c.push(p)
+	c.h.m.hinted()
 }
 
 // drain starts R14 for this connection (once).

@@ -240,6 +240,7 @@ func (c *conn) subscribe(ctx context.Context, req proto.Message) error {
 	reply := proto.Subscribed{Type: proto.TypeSubscribed, ID: req.ID, Board: req.Board, Epoch: joined.Epoch}
 	if req.Since != nil {
 		reply.Resumed = &joined.Resumed // §15: answered whenever asked
+		c.h.m.resumed(joined.Resumed)
 	}
 	c.sendJSON(reply)
 	return nil

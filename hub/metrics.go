@@ -18,6 +18,8 @@ type Metrics struct {
 	slowConsumer prometheus.Counter
 	closes       *prometheus.CounterVec // server-initiated closes by close code
 	refusedCap   *prometheus.CounterVec // upgrades refused by a connection cap ("ip", "member")
+	resumes      *prometheus.CounterVec // subscribes with since, by answer ("resumed", "fresh")
+	hints        prometheus.Counter     // drain hints sent
 
 	// inByType caches messagesIn's child of each known type, resolved on
 	// first use (so the exposition shows only types seen, as before):
@@ -78,9 +80,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		refusedCap: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wsgateway_upgrades_refused_total", Help: "Upgrades refused by a connection cap, by cap (ip, member).",
 		}, []string{"cap"}),
+		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wsgateway_resumes_total", Help: "Subscribes that carried since (§15), by answer: resumed, or fresh (another epoch).",
+		}, []string{"result"}),
+		hints: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wsgateway_drain_hints_total", Help: "Draining hints sent to connections (§15).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.byRole, m.messagesIn, m.errors, m.framesOut, m.slowConsumer, m.closes, m.refusedCap)
+		reg.MustRegister(m.connections, m.byRole, m.messagesIn, m.errors, m.framesOut, m.slowConsumer, m.closes, m.refusedCap, m.resumes, m.hints)
 	}
 	return m
 }
@@ -131,6 +139,22 @@ func (m *Metrics) slowConsumerClose() {
 func (m *Metrics) closed(code string) {
 	if m != nil {
 		m.closes.WithLabelValues(code).Inc()
+	}
+}
+
+func (m *Metrics) resumed(ok bool) {
+	if m != nil {
+		if ok {
+			m.resumes.WithLabelValues("resumed").Inc()
+		} else {
+			m.resumes.WithLabelValues("fresh").Inc()
+		}
+	}
+}
+
+func (m *Metrics) hinted() {
+	if m != nil {
+		m.hints.Inc()
 	}
 }
 

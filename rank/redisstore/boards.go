@@ -360,11 +360,7 @@ func (s *Store) boardRef(ctx context.Context, id string) (*cachedBoard, error) {
 		}
 		return c, nil
 	}
-	c, err := s.loadBoard(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return s.sharedLoad(ctx, id)
 }
 
 // hit is the cache's entry for id while it is fresh, else nil. The caller

@@ -5,6 +5,7 @@ package redisstore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,6 +21,10 @@ type clock struct {
 	mu     sync.Mutex    // guards offset and synced
 	offset time.Duration // server time - local time
 	synced time.Time     // local time of the last sync; zero forces one
+	// syncing: a resync is under way; the others read the old estimate
+	// meanwhile rather than each asking TIME (a storm of subscribes at
+	// the moment the estimate ages would otherwise send one each).
+	syncing atomic.Bool
 }
 
 const clockResync = 5 * time.Second
@@ -50,12 +55,13 @@ func (c *clock) now(ctx context.Context, client redis.UniversalClient) time.Time
 	c.mu.Lock()
 	off, synced := c.offset, c.synced
 	c.mu.Unlock()
-	if time.Since(synced) >= clockResync {
+	if time.Since(synced) >= clockResync && c.syncing.CompareAndSwap(false, true) {
 		if err := c.sync(ctx, client); err == nil {
 			c.mu.Lock()
 			off = c.offset
 			c.mu.Unlock()
 		}
+		c.syncing.Store(false)
 	}
 	return time.Now().Add(off)
 }

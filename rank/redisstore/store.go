@@ -131,8 +131,9 @@ type Store struct {
 	// never modified once stored (a read replaces it), so a hit is used
 	// outside the lock without copying it.
 	boards map[string]*cachedBoard
-	groups map[string]string // board id -> group, as last read (derived.go)
-	gen    uint64            // bumped by every forget and stored config: a missing board read across one is not cached
+	groups map[string]string     // board id -> group, as last read (derived.go)
+	gen    uint64                // bumped by every forget and stored config: a missing board read across one is not cached
+	loads  map[string]*boardLoad // configs being read (boardload.go)
 
 	hotMu       sync.Mutex       // guards hotCur
 	hotCur      map[string]int64 // hot board -> the bucket this node last saw its view current for

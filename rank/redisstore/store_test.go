@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -271,6 +272,46 @@ func TestBoardCacheTTL(t *testing.T) {
 		}
 		if _, err := s.Board(ctx, id); !errors.Is(err, rank.ErrInvalidBoard) {
 			t.Fatalf("Board(%q) again: %v, want ErrInvalidBoard", id, err)
+		}
+	}
+}
+
+// An entry that ages out while many callers want it is read once for all
+// of them (a storm of subscribes or scores at that moment), and a caller
+// that gives up does not fail the others.
+func TestBoardLoadShared(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{Prefix: "shared"})
+	ctx := t.Context()
+	mustPut(t, s, rank.DefaultBoard("busy"))
+	if _, err := s.Board(ctx, "busy"); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 5 {
+		age(s, "busy", boardTTL)
+		n0 := hmgets(t, s)
+		var wg sync.WaitGroup
+		errs := make(chan error, 200)
+		gone, cancel := context.WithCancel(ctx)
+		cancel() // this caller has left already
+		if _, err := s.Board(gone, "busy"); err == nil {
+			t.Fatal("a caller whose context ended got an answer")
+		}
+		for range 200 {
+			wg.Go(func() {
+				if b, err := s.Board(ctx, "busy"); err != nil || b.ID != "busy" {
+					errs <- fmt.Errorf("%v, %v", b.ID, err)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if n := hmgets(t, s) - n0; n > 2 {
+			t.Fatalf("round %d: 200 callers of an aged entry made %d config reads; want 1 (2 if one finished before the others began)", round, n)
 		}
 	}
 }
