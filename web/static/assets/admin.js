@@ -497,6 +497,11 @@ function every(f, showsInBadge) {
 
 async function start() {
   token = fragmentToken();
+  if (token) { // read once: kept out of the address bar and this tab's history
+    const f = fragment();
+    f.delete('token');
+    history.replaceState(null, '', location.pathname + location.search + (f.toString() ? '#' + f : ''));
+  }
   if (!token && dev) {
     try {
       token = await devToken('console', 'admin');
