@@ -48,6 +48,9 @@ func (a *API) patchBoard(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := mayReach(principal(c), &old, next); err != nil {
+		return err
+	}
 	if err := checkFixed(old, next); err != nil {
 		return err
 	}
