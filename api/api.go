@@ -296,17 +296,19 @@ func (a *API) routes() {
 	a.app.Use(a.notFound)
 }
 
-// Metrics serves /metrics: per board to clients on this machine or
-// a private network (a Prometheus beside the gateways), with the board
-// label summed under board="all" for everyone else (foldBoards), so that
-// an anonymous client on the Internet does not read board ids, private
-// ones included. The client address is the one --trusted-proxies defines.
+// Metrics serves /metrics: per board to a client on this machine or at a
+// trusted proxy's address (--trusted-proxies), with the board label summed
+// under board="all" for everyone else (foldBoards), so that nobody else
+// reads board ids, private ones included. A private address is no proof:
+// behind an Ingress every pod and node has one. The client address is the
+// one --trusted-proxies defines; a Prometheus elsewhere scrapes
+// --metrics-addr.
 func (a *API) Metrics() http.Handler {
 	full := promhttp.HandlerFor(a.deps.Registry, promhttp.HandlerOpts{})
 	folded := promhttp.HandlerFor(foldBoards{a.deps.Registry}, promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		client, _ := a.proxies.Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
-		if client.IsLoopback() || client.IsPrivate() {
+		if client.IsLoopback() || a.proxies.Trusts(client) {
 			full.ServeHTTP(w, r)
 			return
 		}

@@ -8,8 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// TestPublicMetricsFoldBoards is issue 33 B9: the public /metrics names no
-// board to a client beyond this machine and its private network: series
+// TestPublicMetricsFoldBoards: the /metrics of the main port names no
+// board to a client other than this machine or a trusted proxy
+// (--trusted-proxies), private addresses included: series
 // labelled with a board are summed under board="all" (counters,
 // histograms), the others are left alone, and nothing gathered is changed
 // (the next scrape, and a local one, still see every board).
@@ -26,15 +27,16 @@ func TestPublicMetricsFoldBoards(t *testing.T) {
 	ack.WithLabelValues("public-b").Observe(2)
 	e := newEnv(t, memEngine().new(t), func(c *setup) {
 		c.Registry = reg
-		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("10.9.0.0/16")}
 	})
-	remote := func() string {
+	from := func(client string) string {
 		req := newRequest(t, e, "GET", "/metrics", "")
-		req.Header.Set("X-Forwarded-For", "198.51.100.7")
+		req.Header.Set("X-Forwarded-For", client)
 		r := e.send(req)
 		r.wantStatus(t, 200)
 		return string(r.body)
 	}
+	remote := func() string { return from("198.51.100.7") }
 	remote()
 	text := remote() // the second scrape: the first changed nothing
 	for _, want := range []string{
@@ -54,5 +56,12 @@ func TestPublicMetricsFoldBoards(t *testing.T) {
 	local := e.do("GET", "/metrics", "", "")
 	if !strings.Contains(string(local.body), `t_events_total{board="private-finals",outcome="applied"} 2`) {
 		t.Errorf("a scrape from this machine lost the per-board series:\n%s", local.body)
+	}
+	// A private address is not trusted for being private (any pod behind
+	// an Ingress has one); a trusted proxy's own address is.
+	for client, full := range map[string]bool{"10.1.2.3": false, "192.168.7.7": false, "fd00::7": false, "10.9.0.5": true} {
+		if got := strings.Contains(from(client), "private-finals"); got != full {
+			t.Errorf("a scrape from %s: per-board series %v, want %v", client, got, full)
+		}
 	}
 }
