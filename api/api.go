@@ -157,6 +157,7 @@ type API struct {
 	bodies        sync.Pool              // *[]byte request bodies (fast.go)
 	deadlines     *deadlines             // the store calls' contexts
 	submitters    atomic.Uint64          // numbers the scores requests for the store (applyAll)
+	public        *renderCache           // the public /metrics (Metrics)
 }
 
 // New validates cfg, fills defaults, registers the API's collectors on the
@@ -224,6 +225,7 @@ func New(d Deps, cfg Config) (*API, error) {
 		return nil, fmt.Errorf("api: register metrics: %w", err)
 	}
 	a.proxies = clientaddr.Normalize(cfg.TrustedProxies)
+	a.public = &renderCache{g: foldBoards{d.Registry}, every: publicRender, log: a.log.Warn}
 	if cfg.Rate > 0 {
 		a.members, a.anon = newKeyedLimiter(cfg.Rate), newKeyedLimiter(cfg.Rate)
 	}
@@ -302,10 +304,11 @@ func (a *API) routes() {
 // reads board ids, private ones included. A private address is no proof:
 // behind an Ingress every pod and node has one. The client address is the
 // one --trusted-proxies defines; a Prometheus elsewhere scrapes
-// --metrics-addr.
+// --metrics-addr. Everyone else's answer is rendered at most once a second
+// (renderCache).
 func (a *API) Metrics() http.Handler {
 	full := promhttp.HandlerFor(a.deps.Registry, promhttp.HandlerOpts{})
-	folded := promhttp.HandlerFor(foldBoards{a.deps.Registry}, promhttp.HandlerOpts{})
+	folded := a.public
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		client, _ := a.proxies.Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
 		if client.IsLoopback() || a.proxies.Trusts(client) {

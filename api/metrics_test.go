@@ -1,9 +1,14 @@
 package api_test
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -63,5 +68,63 @@ func TestPublicMetricsFoldBoards(t *testing.T) {
 		if got := strings.Contains(from(client), "private-finals"); got != full {
 			t.Errorf("a scrape from %s: per-board series %v, want %v", client, got, full)
 		}
+	}
+}
+
+// gatherCounter is a collector that counts the registry's gathers.
+type gatherCounter struct{ n atomic.Int64 }
+
+func (g *gatherCounter) Describe(chan<- *prometheus.Desc) {}
+func (g *gatherCounter) Collect(chan<- prometheus.Metric) { g.n.Add(1) }
+
+// TestPublicMetricsCached: a flood of public /metrics requests gathers the
+// registry at most once a second, and each answer is the exposition
+// (plain or gzip, as asked); the trusted /metrics is rendered anew each
+// time.
+func TestPublicMetricsCached(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	gathers := &gatherCounter{}
+	reg.MustRegister(gathers)
+	e := newEnv(t, memEngine().new(t), func(c *setup) {
+		c.Registry = reg
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	})
+	began := time.Now()
+	const n = 50
+	for i := range n {
+		req := newRequest(t, e, "GET", "/metrics", "")
+		req.Header.Set("X-Forwarded-For", "198.51.100.7")
+		if i%2 == 1 {
+			req.Header.Set("Accept-Encoding", "gzip") // the client then leaves the body compressed
+		}
+		r := e.send(req)
+		r.wantStatus(t, 200)
+		body := r.body
+		if i%2 == 1 {
+			if r.header.Get("Content-Encoding") != "gzip" {
+				t.Fatalf("asked for gzip, got Content-Encoding %q", r.header.Get("Content-Encoding"))
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(r.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body, err = io.ReadAll(zr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !strings.Contains(string(body), "# TYPE wsgateway_api_body_reads gauge") || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain; version=0.0.4") {
+			t.Fatalf("answer %d: %s %q", i, r.header.Get("Content-Type"), body)
+		}
+	}
+	if most := int64(time.Since(began)/time.Second) + 1; gathers.n.Load() > most {
+		t.Fatalf("%d public scrapes gathered %d times in %s, want at most %d", n, gathers.n.Load(), time.Since(began), most)
+	}
+	before := gathers.n.Load()
+	for range 3 {
+		e.do("GET", "/metrics", "", "").wantStatus(t, 200) // from this machine
+	}
+	if got := gathers.n.Load() - before; got != 3 {
+		t.Fatalf("3 local scrapes gathered %d times, want 3 (fresh figures for the operator)", got)
 	}
 }
