@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -85,9 +84,9 @@ func New(store Store, log *slog.Logger, cfg Config) (*Deliverer, error) {
 	}
 	tr := cfg.Transport
 	if tr == nil {
-		d := &net.Dialer{Timeout: cfg.Timeout}
-		if !cfg.AllowPrivate {
-			d.Control = Control
+		d := Dialer(cfg.Timeout)
+		if cfg.AllowPrivate {
+			d.Control = nil
 		}
 		tr = &http.Transport{
 			DialContext:           d.DialContext,
@@ -202,7 +201,7 @@ func (d *Deliverer) attempt(ctx context.Context, del rank.Delivery, hook rank.We
 	resp, err := d.client.Do(req)
 	if err != nil {
 		if errors.Is(err, ErrRefusedTarget) {
-			return "refused: the target address is loopback, private or link-local"
+			return "refused: the target address is not a public unicast address"
 		}
 		return clip(err.Error())
 	}
