@@ -194,8 +194,11 @@ type Outbox interface {
 	// or before the store's clock) for lease: until it ends no other call
 	// gets it, so one node makes an attempt at a time, and when it ends
 	// without RecordAttempt (the node died) the delivery is due again.
-	// token names the taker. false when nothing is due.
-	LeaseDelivery(ctx context.Context, token string, lease time.Duration) (Delivery, Webhook, bool, error)
+	// token names the taker. A webhook named in skip (the caller has no
+	// slot free for it: a slow receiver) is passed over, however early its
+	// deliveries are due, and costs the call nothing per delivery it has
+	// queued. false when nothing is due.
+	LeaseDelivery(ctx context.Context, token string, lease time.Duration, skip ...string) (Delivery, Webhook, bool, error)
 	// RecordAttempt records the outcome of the leased attempt: errText ""
 	// is a 2xx (delivered), else the next attempt is scheduled by
 	// NextAttempt or the delivery fails. A token that no longer holds the
