@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,4 +60,32 @@ func TestEraseBlanksQueuedKeys(t *testing.T) {
 			t.Fatalf("after Sweep: %d records, %d queued", len(b.idem), b.queue.len())
 		}
 	})
+}
+
+// TestMarkersNameNoMember (R29): the outbox keeps a marker by its hash,
+// so a marker naming a member (a ban's) leaves no key holding the id; the
+// hash still lets one append through per marker.
+func TestMarkersNameNoMember(t *testing.T) {
+	t.Parallel()
+	s := mustStore(t, Config{SweepInterval: -1})
+	ctx := t.Context()
+	if _, err := s.PutWebhook(ctx, rank.Webhook{ID: "bans", URL: "https://hooks.example/bans", Secret: "0123456789abcdef", Events: []string{rank.EventMemberBanned}}); err != nil {
+		t.Fatal(err)
+	}
+	ev := rank.OutboxEvent{Event: rank.EventMemberBanned, Board: "b", TS: time.Now(), Data: []byte(`{"member":"eve"}`)}
+	for i, want := range []bool{true, false} {
+		if ok, err := s.AppendOutbox(ctx, "banned|b|eve|1700000000000", 0, ev); ok != want || err != nil {
+			t.Fatalf("append %d: %v %v, want %v", i, ok, err, want)
+		}
+	}
+	if _, err := s.Erase(ctx, "eve"); err != nil {
+		t.Fatal(err)
+	}
+	s.Outbox.mu.Lock()
+	defer s.Outbox.mu.Unlock()
+	for k := range s.Outbox.markers {
+		if strings.Contains(k, "eve") {
+			t.Fatalf("a marker key names the member: %q", k)
+		}
+	}
 }

@@ -21,7 +21,7 @@ type Outbox struct {
 
 	mu      sync.Mutex // guards everything below
 	hooks   map[string]rank.Webhook
-	markers map[string]time.Time // marker -> when it lapses (zero: never)
+	markers map[string]time.Time // rank.MarkerKey of a marker -> when it lapses (zero: never)
 	dels    map[string]*memDelivery
 	logs    map[string][]string // webhook -> delivery ids, oldest first, at most rank.DeliveryLog
 }
@@ -94,6 +94,7 @@ func (o *Outbox) AppendOutbox(_ context.Context, marker string, keep time.Durati
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := o.now()
+	marker = rank.MarkerKey(marker)
 	if until, ok := o.markers[marker]; ok && (until.IsZero() || now.Before(until)) {
 		return false, nil
 	}

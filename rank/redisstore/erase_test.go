@@ -18,8 +18,9 @@ const eraseMember = "gdpr-erase-me"
 // mentions scans every key of store s (on every master of a cluster) and
 // lists where the text occurs: in a key's name, a hash field or
 // value, a set or sorted-set member, a list element or a string value.
-// The webhook outbox ({wh}) is left out: a delivery names the member it
-// tells of, member.erased included (docs/operations.md, "Erasure").
+// Only the webhook deliveries' contents are left out: a delivery names the
+// member it tells of, member.erased included (R29, docs/operations.md,
+// "Erasure"); the outbox's key names, markers included, are scanned.
 func mentions(t *testing.T, s *Store, text string) []string {
 	t.Helper()
 	c, match := s.client, escapeGlob(s.cfg.Prefix)+":*"

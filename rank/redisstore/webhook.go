@@ -27,7 +27,8 @@ import (
 //	                        versions; the lease script moves what it holds to the q:<webhook>)
 //	<p>:{wh}:d:<id>         hash: w (webhook), body (the static fields' JSON), status, attempts, err, next, created, token
 //	<p>:{wh}:log:<webhook>  list: delivery ids, newest first, at most rank.DeliveryLog
-//	<p>:{wh}:m:<marker>     string: the marker of a fact appended (AppendOutbox): when it lapses, ms
+//	<p>:{wh}:m:<hash>       string: the marker of a fact appended (AppendOutbox), named by its
+//	                        rank.MarkerKey (a marker may name a member): when it lapses, ms
 //
 // A queue per webhook lets a lease pass over a slow receiver's webhook
 // (its skip list) at the cost of one entry of ready, however many
@@ -266,7 +267,7 @@ func (s *Store) AppendOutbox(ctx context.Context, marker string, keep time.Durat
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	now := s.clock.now(ctx, s.client)
-	keys := []string{s.whKey("m", marker), s.whKey("ready")}
+	keys := []string{s.whKey("m", rank.MarkerKey(marker)), s.whKey("ready")}
 	args := []any{keep.Milliseconds(), now.UnixMilli(), body}
 	for _, w := range hooks {
 		if !w.Wants(ev.Event, ev.Board) {
