@@ -125,6 +125,10 @@ type Config struct {
 	// WebhookAllowPrivate lets webhook URLs name loopback, private and
 	// link-local targets (--webhook-allow-private).
 	WebhookAllowPrivate bool
+	// EraseBudget bounds how long one DELETE /api/v1/members/{member}
+	// works before it answers 202 with what it did (each store call within
+	// it stays short; the next DELETE goes on). Zero: DefaultEraseBudget.
+	EraseBudget time.Duration
 	// Logger receives one line per request (method, route, status, duration)
 	// and internal errors; never a token. nil: discard.
 	Logger *slog.Logger
@@ -135,6 +139,9 @@ const (
 	DefaultDevTTL  = 24 * time.Hour
 	DefaultMaxBody = 1 << 20
 	DefaultTimeout = 5 * time.Second
+	// DefaultEraseBudget is Config.EraseBudget's default, well inside a
+	// proxy's usual 60 s.
+	DefaultEraseBudget = 20 * time.Second
 	// MaxScores is the most events one scores request may carry.
 	MaxScores = 1000
 	// readyTimeout is the deadline of each /readyz check.
@@ -196,6 +203,9 @@ func New(d Deps, cfg Config) (*API, error) {
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.EraseBudget <= 0 {
+		cfg.EraseBudget = DefaultEraseBudget
 	}
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()

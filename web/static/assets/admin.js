@@ -454,7 +454,7 @@ function erase(ev) {
   const m = member;
   let r = null;
   return memberAction('erase-err', async () => {
-    r = await api('DELETE', `/api/v1/members/${enc(m)}`);
+    do r = await api('DELETE', `/api/v1/members/${enc(m)}`); while (r && r.done === false); // 202: resumes
     await showProfile();
   }, () => `${m} is erased: ${num(r.entries)} removed from ${num(r.boards)} boards.`);
 }
