@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,22 +76,10 @@ func BenchmarkEraseBusyBoard(b *testing.B) {
 
 // grepStat is the line of an INFO reply that starts with name.
 func grepStat(info, name string) string {
-	for _, l := range splitLines(info) {
-		if len(l) > len(name) && l[:len(name)] == name {
-			return l
+	for l := range strings.Lines(info) {
+		if strings.HasPrefix(l, name) {
+			return strings.TrimSpace(l)
 		}
 	}
 	return fmt.Sprintf("no %s", name)
-}
-
-func splitLines(s string) []string {
-	var out []string
-	start := 0
-	for i := range len(s) {
-		if s[i] == '\n' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, s[start:])
 }
