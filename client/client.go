@@ -194,7 +194,7 @@ func Dial(ctx context.Context, url, token string, opts *Options) (*Client, error
 		return nil, err
 	}
 	var first error
-	for _, u := range c.urls {
+	for i, u := range c.urls {
 		conn, w, err := c.dial(ctx, u, token)
 		if err != nil {
 			if first == nil {
@@ -209,7 +209,7 @@ func Dial(ctx context.Context, url, token string, opts *Options) (*Client, error
 		c.conn = conn
 		c.gen = 1
 		c.setState(StateConnected)
-		go c.run(conn)
+		go c.run(conn, (i+1)%len(c.urls))
 		return c, nil
 	}
 	c.cancel()

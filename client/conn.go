@@ -16,11 +16,12 @@ import (
 
 // run owns the connection's life: it serves conn until it dies, then either
 // redials (Options.Reconnect) or closes the Client. It is the only goroutine
-// that replaces c.conn.
-func (c *Client) run(conn *websocket.Conn) {
+// that replaces c.conn. The first redial tries c.urls[next], the URL after
+// the one conn was dialled to, so that a node just lost (a drain's) is tried
+// last.
+func (c *Client) run(conn *websocket.Conn, next int) {
 	defer close(c.done)
 	var resend [][]byte
-	next := 0 // index into c.urls of the next redial
 	for {
 		err := c.serve(conn, resend)
 		c.lost(err)
@@ -188,7 +189,15 @@ func (c *Client) dispatch(data []byte) {
 		// Its caller gave up.
 	case cl.renewal:
 		if f.Type == proto.TypeError {
-			c.onError(fmt.Errorf("client: renew subscription %s: %w", cl.board, f.err()))
+			e := f.err()
+			if e.Code == proto.CodeUnavailable || e.Code == proto.CodeRateLimited {
+				// A storm of renewals (every client of a drained node
+				// at once) may find the store slow: try again, or the
+				// subscription would stay silent until the next reconnect.
+				c.renewLater(cl.board, cl.gen, e.RetryAfter)
+				return
+			}
+			c.onError(fmt.Errorf("client: renew subscription %s: %w", cl.board, e))
 		}
 	default:
 		cl.complete(&f, nil)
@@ -396,6 +405,29 @@ func (c *Client) attach(conn *websocket.Conn) [][]byte {
 		frames = append(frames, bytes.Clone(cl.frame))
 	}
 	return frames
+}
+
+// renewLater renews board's subscription again after wait (at least
+// MinBackoff, jittered), on the same connection (gen) if it still holds it;
+// a new connection renews it anyway.
+func (c *Client) renewLater(board string, gen uint64, wait time.Duration) {
+	wait = max(wait, c.opts.MinBackoff)
+	wait += rand.N(wait/2 + 1)
+	time.AfterFunc(wait, func() {
+		c.mu.Lock()
+		s, conn := c.subs[board], c.conn
+		if s == nil || conn == nil || c.gen != gen || c.closed {
+			c.mu.Unlock()
+			return
+		}
+		id := c.nextID()
+		cl := &call{id: id, kind: proto.TypeSubscribe, frame: s.renewal(id), renewal: true, board: board, gen: gen}
+		c.pending[id] = cl
+		c.mu.Unlock()
+		if err := c.write(conn, cl.frame); err != nil {
+			return // the reader sees the connection die; the next one renews
+		}
+	})
 }
 
 // write sends one frame, bounded by WriteTimeout and the Client's life, not

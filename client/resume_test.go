@@ -102,3 +102,53 @@ func TestDrainAndResume(t *testing.T) {
 		t.Fatalf("after a fresh renewal: resumed %v seq %d; want false, 0", sub.Resumed(), sub.Seq())
 	}
 }
+
+// TestRenewalRetried: a renewal answered unavailable (a store slow under a
+// storm of them) is sent again after retry_after_ms, resuming as before; a
+// renewal refused for good is not.
+func TestRenewalRetried(t *testing.T) {
+	t.Parallel()
+	var renewals atomic.Int32
+	f := newFake(t, nil)
+	f.answer = func(n int, r proto.Request) []any {
+		switch {
+		case r.Type == proto.TypeSubscribe && n == 1:
+			return []any{proto.Subscribed{Type: proto.TypeSubscribed, ID: r.ID, Board: r.Board, Epoch: "e1"},
+				proto.Top{Type: proto.TypeTop, Board: r.Board, Seq: 4, Entries: []proto.Entry{}}}
+		case r.Type == proto.TypeScore && r.ID == "cut" && n == 1:
+			return []any{drop}
+		case r.Type == proto.TypeSubscribe && renewals.Add(1) < 3:
+			return []any{proto.Error{Type: proto.TypeError, ID: r.ID, Code: proto.CodeUnavailable, Message: "slow", RetryAfterMS: 20}}
+		case r.Type == proto.TypeSubscribe:
+			yes := true
+			return []any{proto.Subscribed{Type: proto.TypeSubscribed, ID: r.ID, Board: r.Board, Epoch: "e1", Resumed: &yes}}
+		}
+		return f.standard(n, r)
+	}
+	c, err := client.Dial(testCtx(t), f.URL, "t", &client.Options{Reconnect: true, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sub, err := c.Subscribe(testCtx(t), "b", client.SubOpts{Top: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-sub.Top()
+	c.Score(testCtx(t), client.ScoreReq{Board: "b", Member: "m", Delta: client.Int(1), ID: "cut"})
+	testenv.Until(t, 10*time.Second, "the renewal retried until resumed", func() bool { return sub.Resumed() })
+	var sinces []proto.Since
+	for range 3 {
+		for s := f.next(t); ; s = f.next(t) {
+			if s.conn == 2 && s.req.Type == proto.TypeSubscribe {
+				sinces = append(sinces, *s.req.Since)
+				break
+			}
+		}
+	}
+	for _, s := range sinces {
+		if s != (proto.Since{Epoch: "e1", Seq: 4}) {
+			t.Fatalf("renewals resumed from %v, want e1 and seq 4 each time", sinces)
+		}
+	}
+}

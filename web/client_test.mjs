@@ -325,6 +325,32 @@ test('a draining node: the client reconnects after reconnect_after_ms, not befor
   assert.deepEqual(server.last().take(), []);
 });
 
+test('a re-subscribe answered unavailable is sent again after retry_after_ms, resuming (§15)', async () => {
+  const { clock, server, lb } = await connected();
+  const resumed = [];
+  lb.on('subscribed', (s) => resumed.push(s.resumed));
+  const ws1 = server.last();
+  const sub = lb.subscribe('a', { top: 5 });
+  const [r] = ws1.take();
+  ws1.push({ type: 'subscribed', id: r.id, board: 'a', epoch: 'e7' });
+  await sub;
+  ws1.push({ type: 'top', board: 'a', seq: 12, entries: [], total: 0, ts: 1 });
+  ws1.drop();
+  await clock.advance(1000);
+  const ws2 = server.last();
+  ws2.accept();
+  const [renew] = ws2.take();
+  assert.deepEqual(renew.since, { epoch: 'e7', seq: 12 });
+  ws2.push({ type: 'error', id: renew.id, code: 'unavailable', message: 'slow', retry_after_ms: 300 });
+  await clock.advance(299);
+  assert.deepEqual(ws2.take(), [], 'not before retry_after_ms');
+  await clock.advance(200);
+  const [again] = ws2.take();
+  assert.deepEqual(again, renew, 'the same re-subscribe, since included');
+  ws2.push({ type: 'subscribed', id: again.id, board: 'a', epoch: 'e7', resumed: true });
+  assert.deepEqual(resumed, [false, true]);
+});
+
 test('subscribe with cohort sends it, and re-sends it after a reconnect (§12)', async () => {
   const { clock, server, lb } = await connected();
   const tops = [];

@@ -232,6 +232,11 @@ func (e *Engine) BoardDeleted(board string) {
 		}
 		e.dropBoard(board)
 	}
+	for k := range e.finals { // a board made again under the id has its own
+		if k.board == board {
+			delete(e.finals, k)
+		}
+	}
 	e.mu.Unlock()
 	frame, _ := json.Marshal(proto.Board{Type: proto.TypeBoard, Board: board, State: "deleted", TS: e.now().UnixMilli()})
 	for _, o := range os {

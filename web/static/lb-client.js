@@ -540,7 +540,10 @@ export class LBClient {
       // Re-subscribing after a reconnect would only be refused again.
       this._subs.delete(e.msg.board);
     }
-    if (e.msg.type === 'score' && RETRYABLE.has(msg.code) && e.retries < this.scoreRetries) {
+    // A subscribe too: a storm of re-subscribes (every client of a drained
+    // node at once) may find the store slow, and a subscription left
+    // unanswered would stay silent until the next reconnect.
+    if ((e.msg.type === 'score' || e.msg.type === 'subscribe') && RETRYABLE.has(msg.code) && e.retries < this.scoreRetries) {
       e.retries++;
       e.sent = false;
       const wait = Math.max(msg.retry_after_ms || 0, this.minDelay) * (1 + this._random() / 2);
