@@ -33,7 +33,7 @@ type kind interface {
 	// brings it.
 	join(sp *Spec, st *start) part
 	// changed marks what a change (new in the board's stream) may change.
-	changed(c *rank.Change)
+	changed(c rank.Change)
 	// markAll marks every frame; seq is the change it stands for (stamp).
 	markAll(seq int64)
 	// profiles marks the frames that show a member whose profile changed

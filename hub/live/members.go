@@ -198,9 +198,9 @@ func (ls *lists) mark(seq int64) {
 
 // changed marks the lists: any change may move a listed member's rank (an
 // unlisted member can overtake a listed one).
-func (ls *lists) changed(c *rank.Change) { ls.mark(c.Seq) }
-func (ls *lists) markAll(seq int64)      { ls.mark(seq) }
-func (ls *lists) dirty() bool            { return ls.marked }
+func (ls *lists) changed(c rank.Change) { ls.mark(c.Seq) }
+func (ls *lists) markAll(seq int64)     { ls.mark(seq) }
+func (ls *lists) dirty() bool           { return ls.marked }
 
 // profiles marks the lists when one of the members whose profile changed is
 // listed (R20 makes a rename a change).
