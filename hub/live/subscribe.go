@@ -10,7 +10,7 @@ import (
 // Limits of a subscription (docs/protocol.md §4).
 const (
 	MaxTop    = rank.MaxTop
-	MaxAround = 25
+	MaxAround = rank.MaxAround
 )
 
 // Spec is one subscribe's ask (docs/protocol.md §4, §11, §12, §15).
