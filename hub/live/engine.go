@@ -296,8 +296,10 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 // brings (ListBudget per Interval), up to ListBudget. Lock held.
 func (e *Engine) refill(now time.Time) {
 	if d := now.Sub(e.creditAt); d > 0 {
-		add := int(min(int64(e.listBudget), int64(e.listBudget)*int64(d)/int64(e.interval)))
-		e.listCredit = min(e.listCredit+add, e.listBudget)
+		// Debt is at most the node's union, maxListPeriods budgets: a
+		// longer gap refills it all (and cannot overflow).
+		d = min(d, (maxListPeriods+1)*e.interval)
+		e.listCredit = min(e.listCredit+int(int64(e.listBudget)*int64(d)/int64(e.interval)), e.listBudget)
 		e.creditAt = now
 	}
 }

@@ -162,3 +162,31 @@ func TestListBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestListCreditRefill: the list credit refills by the budget per interval
+// elapsed, a debt included, up to one budget; the first refill fills it.
+func TestListCreditRefill(t *testing.T) {
+	t.Parallel()
+	e := &Engine{listBudget: 100, interval: 100 * time.Millisecond}
+	t0 := time.Unix(1e9, 0)
+	e.refill(t0)
+	if e.listCredit != 100 {
+		t.Fatalf("first refill: %d, want 100", e.listCredit)
+	}
+	for _, tc := range []struct {
+		credit int
+		after  time.Duration
+		want   int
+	}{
+		{-800, time.Second, 100},             // ten intervals repay a debt of eight
+		{-800, 300 * time.Millisecond, -500}, // three repay three
+		{-800, 50 * time.Millisecond, -750},
+		{40, time.Hour, 100},
+	} {
+		e.listCredit, e.creditAt = tc.credit, t0
+		e.refill(t0.Add(tc.after))
+		if e.listCredit != tc.want {
+			t.Errorf("credit %d after %v: %d, want %d", tc.credit, tc.after, e.listCredit, tc.want)
+		}
+	}
+}
