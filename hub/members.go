@@ -36,5 +36,8 @@ func (c *conn) subscribeSpec(req proto.Message) (live.Spec, error) {
 	}
 	sp.Members = req.Members
 	sp.Top = max(sp.Top, 0)
+	if c.p.Limited() && !c.anon {
+		sp.Owner = c.sub // its distinct ids are bounded (live.Config.MaxListIDs)
+	}
 	return sp, nil
 }

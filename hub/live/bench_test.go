@@ -65,6 +65,10 @@ func BenchmarkChanged(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	e.tick(ctx) // the views' first read: their windows
+	if n := kindOf[*views](e.boards["g"]).index.n; n != nviews {
+		b.Fatalf("%d views indexed, want %d", n, nviews)
+	}
 	seq := int64(members)
 	e.Changed([]rank.Change{{Board: "g", Seq: seq, Member: "p19999", New: 10, Old: new(int64(10)), Rank: members, PrevRank: members}})
 	score := func(i int) int64 { return int64(10 * (members - i)) }
@@ -128,6 +132,7 @@ func BenchmarkTopFanout(b *testing.B) {
 	}
 	seq := int64(1000)
 	e.Changed([]rank.Change{{Board: "g", Seq: seq, Member: "p00999", New: 10, Old: new(int64(10)), Rank: 1000, PrevRank: 1000}})
+	e.tick(ctx) // the first frames
 	for b.Loop() {
 		// A new leader each time, so the frame really changes.
 		seq++

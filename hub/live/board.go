@@ -231,7 +231,7 @@ func (e *Engine) Changed(changes []rank.Change) {
 			b.markAll(c.Seq)
 		}
 		for _, k := range b.kinds {
-			k.changed(c)
+			k.changed(*c)
 		}
 	}
 	e.unlock()

@@ -39,7 +39,7 @@ func (cohorts) check(cfg rank.Board, id string) error {
 	return err
 }
 
-func (cohorts) place(c *rank.Change) (string, int64, int64, bool) {
+func (cohorts) place(c rank.Change) (string, int64, int64, bool) {
 	return c.Cohort, c.Rank, c.PrevRank, c.Cohort != ""
 }
 

@@ -78,6 +78,19 @@ type Config struct {
 	// lock held, so calls come in the order the changes happened; it must
 	// not block nor call the Engine.
 	OnWatch func(board string, watched bool)
+	// ListBudget bounds the ids this node's member lists read per Interval,
+	// on average over every board (docs/protocol.md §11): a board's lists
+	// are read only while the node has credit left, one Interval bringing
+	// ListBudget ids of it, so beyond the budget the members frames slow
+	// down and the store does not. A list that would take the node's union
+	// past maxListPeriods times the budget is refused (BusyError). Zero
+	// means DefaultListBudget; negative: no bound.
+	ListBudget int
+	// MaxListIDs bounds the distinct ids one member's members
+	// subscriptions (Spec.Owner) list on one board on this node; a
+	// subscribe past it is refused (rank.ErrBadRequest). Zero means
+	// DefaultMaxListIDs; negative: no bound.
+	MaxListIDs int
 	// OtherViewers, when set, is a board's open subscriptions on the other
 	// nodes (docs/protocol.md §14); board frames then carry "viewers"
 	// (viewers.go). Called with the engine's lock held: it must not block
@@ -103,6 +116,8 @@ type Engine struct {
 	parallel    int
 	decorator   rank.Decorator
 	onWatch     func(board string, watched bool)
+	listBudget  int                    // Config.ListBudget; 0: none
+	maxListIDs  int                    // Config.MaxListIDs; 0: none
 	others      func(board string) int // Config.OtherViewers
 	now         func() time.Time
 	log         *slog.Logger
@@ -118,13 +133,19 @@ type Engine struct {
 	streams Streams
 	flights flights // shared store calls of resumes and marks
 
-	mu sync.Mutex // guards everything below and all board and view state
+	mu     sync.Mutex // guards everything below and all board and view state
+	boards map[string]*board
+	conns  map[*Outbox]map[string]*sub
+	kick   bool // something became dirty: wake Run after unlocking
 	// finals keeps final frames for resumes (stream.go).
-	finals  map[finalKey]keptFinal
-	boards  map[string]*board
-	conns   map[*Outbox]map[string]*sub
-	kick    bool      // something became dirty: wake Run after unlocking
-	houseAt time.Time // last backstop check
+	finals map[finalKey]keptFinal
+	// listIDs is the ids the boards' member lists hold, over every board;
+	// listCredit, the ids they may read now (members.go), refilled by
+	// ListBudget per Interval up to ListBudget, and spent by each read of
+	// a board's union, into debt.
+	listIDs, listCredit int
+	creditAt            time.Time
+	houseAt             time.Time // last backstop check
 }
 
 // New validates cfg, fills defaults and returns an Engine.
@@ -153,6 +174,8 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	cfg.ListBudget = orDefault(cfg.ListBudget, DefaultListBudget)
+	cfg.MaxListIDs = orDefault(cfg.MaxListIDs, DefaultMaxListIDs)
 	srcs, err := sources(cfg.Store)
 	if err != nil {
 		return nil, err
@@ -169,6 +192,8 @@ func New(cfg Config) (*Engine, error) {
 		parallel:    cfg.Parallel,
 		decorator:   cfg.Decorator,
 		onWatch:     cfg.OnWatch,
+		listBudget:  cfg.ListBudget,
+		maxListIDs:  cfg.MaxListIDs,
 		others:      cfg.OtherViewers,
 		now:         cfg.Now,
 		log:         cfg.Logger,
@@ -176,6 +201,17 @@ func New(cfg Config) (*Engine, error) {
 		boards:      make(map[string]*board),
 		conns:       make(map[*Outbox]map[string]*sub),
 	}, nil
+}
+
+// orDefault is v, or def when v is zero, or 0 (none) when v is negative.
+func orDefault(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
 }
 
 // Run refreshes dirty boards and hands their frames to the Outboxes until ctx
@@ -231,6 +267,7 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 	if house {
 		e.houseAt = now
 	}
+	e.refill(now)
 	for _, b := range e.boards {
 		if house {
 			e.backstop(b, now)
@@ -266,6 +303,18 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 		g.Wait()
 	}
 	return max(wait, time.Millisecond)
+}
+
+// refill adds to the list credit what the time since the last refill
+// brings (ListBudget per Interval), up to ListBudget. Lock held.
+func (e *Engine) refill(now time.Time) {
+	if d := now.Sub(e.creditAt); d > 0 {
+		// Debt is at most the node's union, maxListPeriods budgets: a
+		// longer gap refills it all (and cannot overflow).
+		d = min(d, (maxListPeriods+1)*e.interval)
+		e.listCredit = min(e.listCredit+int(int64(e.listBudget)*int64(d)/int64(e.interval)), e.listBudget)
+		e.creditAt = now
+	}
 }
 
 // storeTick follows the store's clock sn on b: a period rollover or a hot

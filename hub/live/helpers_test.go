@@ -22,6 +22,7 @@ import (
 type countingStore struct {
 	rank.Store
 	tops, ranks atomic.Int64
+	rankIDs     atomic.Int64 // members asked of Ranks, in all
 	fail        atomic.Bool
 	// gate, when set, holds a Ranks call after it read the store, until the
 	// gate's release channel is closed.
@@ -43,6 +44,7 @@ func (c *countingStore) Top(ctx context.Context, board string, p rank.PeriodSel,
 
 func (c *countingStore) Ranks(ctx context.Context, board string, p rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
 	c.ranks.Add(1)
+	c.rankIDs.Add(int64(len(members)))
 	if c.fail.Load() {
 		return rank.Ranks{}, rank.ErrUnavailable
 	}
@@ -409,4 +411,11 @@ func (e *Engine) Stats() Stats {
 		vs.each(func(subs *subscribers) { s.Watchers += subs.len() })
 	}
 	return s
+}
+
+// Subscribe is SubscribeSpec with top frames of the first top entries (0:
+// none) and view frames of member with around neighbours (0: none): the
+// tests' shorthand.
+func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int, member string, around int) error {
+	return e.SubscribeSpec(ctx, o, Spec{Board: board, Top: top, Member: member, Around: around})
 }

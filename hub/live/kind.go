@@ -27,13 +27,12 @@ import (
 // is called with it held.
 type kind interface {
 	// join registers st's subscriber for this kind's part of sp (nil when
-	// sp asks nothing of it). The subscriber's first frame is the one the
-	// kind holds when st.first allows it (that answers a resume too);
-	// otherwise the kind marks what it lacks, and the board's next read
-	// brings it.
+	// sp asks nothing of it): subscribers.join with the key's current
+	// frame and its stamp, which answer a resume; a key owed a read is
+	// marked, and the board's next read brings its frame.
 	join(sp *Spec, st *start) part
 	// changed marks what a change (new in the board's stream) may change.
-	changed(c *rank.Change)
+	changed(c rank.Change)
 	// markAll marks every frame; seq is the change it stands for (stamp).
 	markAll(seq int64)
 	// profiles marks the frames that show a member whose profile changed
@@ -161,19 +160,47 @@ func (s *subscribers) leave(o *Outbox) (empty bool) {
 	return s.len() == 0
 }
 
+// holding is the resuming subscribers owed a read that hold a frame of seq
+// already (their since is not older): nil when none.
+func (s *subscribers) holding(seq int64) map[*Outbox]bool {
+	var held map[*Outbox]bool
+	for _, w := range s.owed {
+		if w.since >= seq {
+			if held == nil {
+				held = make(map[*Outbox]bool)
+			}
+			held[w.o] = true
+		}
+	}
+	return held
+}
+
 // settle hands a read's frame next to the key of s, whose current frame is
 // cur (nil: none): when next is newer and shows something else (same is
 // false) every subscriber gets it, and settle reports true for the caller
 // to make it current; else the subscribers owed a read get the newer of the
-// two. A resuming subscriber is left out when the frame is not newer than
-// its seq. fill encodes next when the read did not (it showed what the job
-// began with).
+// two. Either way not a resume whose client holds it already
+// (owing.since). fill encodes next when the read did not (it showed what
+// the job began with).
 func (s *subscribers) settle(out []delivery, k slotKey, at time.Time, cur, next *frame, same bool, fill func()) ([]delivery, bool) {
 	installed := cur == nil || (cur.seq <= next.seq && !same)
-	if !installed && cur.seq > next.seq {
+	var to []target
+	switch {
+	case installed:
+		to = s.targets()
+		if held := s.holding(next.seq); held != nil {
+			to = slices.DeleteFunc(slices.Clone(to), func(t target) bool { return held[t.o] })
+		}
+	case cur.seq > next.seq:
 		next = cur
+		fallthrough
+	default:
+		for _, w := range s.owed {
+			if w.since < next.seq {
+				to = append(to, w.target)
+			}
+		}
 	}
-	to := s.due(next.seq, installed)
 	s.owed = nil
 	if len(to) == 0 {
 		return out, installed
@@ -182,34 +209,4 @@ func (s *subscribers) settle(out []delivery, k slotKey, at time.Time, cur, next 
 		fill()
 	}
 	return append(out, delivery{k, next.seq, next.bytes, to, at}), installed
-}
-
-// due is whom a frame of seq goes to: every subscriber when all is set,
-// else those owed a read; either way not a resume that holds it already.
-func (s *subscribers) due(seq int64, all bool) []target {
-	var to []target
-	var held map[*Outbox]bool
-	for _, w := range s.owed {
-		switch {
-		case w.since >= seq:
-			if held == nil {
-				held = make(map[*Outbox]bool)
-			}
-			held[w.o] = true
-		case !all:
-			to = append(to, w.target)
-		}
-	}
-	if !all {
-		return to
-	}
-	if held == nil {
-		return s.targets()
-	}
-	for _, t := range s.targets() {
-		if !held[t.o] {
-			to = append(to, t)
-		}
-	}
-	return to
 }

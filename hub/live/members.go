@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
@@ -30,6 +31,31 @@ const MaxMembers = proto.MaxMembers
 // union is read in several calls, so no single store call grows without
 // bound.
 const listChunk = 1000
+
+// Bounds of the member lists (Config.ListBudget, Config.MaxListIDs).
+const (
+	DefaultListBudget = 2 * listChunk
+	DefaultMaxListIDs = 2 * MaxMembers
+	// maxListPeriods is how many intervals apart a node's lists may come to
+	// be read before it refuses ids no list holds yet: the node's union is
+	// at most ListBudget × maxListPeriods ids.
+	maxListPeriods = 10
+	// listRetry is the retry_after of a list refused for the node's bound.
+	listRetry = 5 * time.Second
+)
+
+// BusyError refuses a subscription this node cannot take now: its member
+// lists are at their bound. The same subscribe may pass after RetryAfter,
+// once other lists are gone.
+type BusyError struct {
+	RetryAfter time.Duration
+	msg        string
+}
+
+func (e *BusyError) Error() string { return e.msg }
+
+// Code is the contract's code of the refusal.
+func (e *BusyError) Code() string { return proto.CodeRateLimited }
 
 // frameEntries converts entries for a frame, without their meta unless the
 // subscription asked for it (§11).
@@ -69,9 +95,78 @@ type lists struct {
 	free   []int32                // free positions
 	marked bool                   // the board changed since the lists' last read
 	stamp                         // every list's
+	// owners counts, per member (Spec.Owner), the subscriptions of its
+	// that list each id: a member's distinct ids are bounded.
+	owners map[string]map[string]int32
 }
 
 func newLists(b *board) *lists { return &lists{b: b} }
+
+// admit refuses a members subscription that would take its member past
+// MaxListIDs distinct ids on the board, or the node's lists past what
+// they may read (BusyError). old is the part it replaces.
+func (ls *lists) admit(sp *Spec, old part) error {
+	if len(sp.Members) == 0 {
+		return nil
+	}
+	_, ids := listKey(sp.Members)
+	e := ls.b.e
+	if have := ls.owners[sp.Owner]; sp.Owner != "" && e.maxListIDs > 0 {
+		n := len(have) + countMissing(ids, have)
+		if p, ok := old.(*listPart); ok && p.owner == sp.Owner {
+			for _, id := range p.l.ids {
+				if _, keep := slices.BinarySearch(ids, id); have[id] == 1 && !keep {
+					n-- // only the replaced subscription lists it
+				}
+			}
+		}
+		if n > e.maxListIDs {
+			return fmt.Errorf("live: subscribe %s: %w: members: this member's lists would hold %d distinct ids on the board, at most %d (on one node)",
+				ls.b.id, rank.ErrBadRequest, n, e.maxListIDs)
+		}
+	}
+	if e.listBudget > 0 {
+		if fresh := countMissing(ids, ls.pos); fresh > 0 && e.listIDs+fresh > e.listBudget*maxListPeriods {
+			return fmt.Errorf("live: subscribe %s: %w", ls.b.id, &BusyError{listRetry,
+				fmt.Sprintf("members: this node's lists are at their bound of %d ids; retry later", e.listBudget*maxListPeriods)})
+		}
+	}
+	return nil
+}
+
+// countMissing is how many of ids m lacks.
+func countMissing[V any](ids []string, m map[string]V) int {
+	n := 0
+	for _, id := range ids {
+		if _, ok := m[id]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// own counts (d = 1) or uncounts (d = -1) ids as listed by owner.
+func (ls *lists) own(owner string, ids []string, d int32) {
+	if owner == "" {
+		return
+	}
+	have := ls.owners[owner]
+	if have == nil {
+		if ls.owners == nil {
+			ls.owners = make(map[string]map[string]int32)
+		}
+		have = make(map[string]int32, len(ids))
+		ls.owners[owner] = have
+	}
+	for _, id := range ids {
+		if have[id] += d; have[id] <= 0 {
+			delete(have, id)
+		}
+	}
+	if len(have) == 0 {
+		delete(ls.owners, owner)
+	}
+}
 
 // watching is how many of the board's lists hold id.
 func (ls *lists) watching(id string) int {
@@ -94,6 +189,7 @@ func (ls *lists) add(id string) int32 {
 			ls.refs = append(ls.refs, 0)
 		}
 		ls.pos[id] = p
+		ls.b.e.listIDs++
 	}
 	ls.refs[p]++
 	return p
@@ -107,6 +203,7 @@ func (ls *lists) release(p int32) {
 	delete(ls.pos, ls.ids[p])
 	ls.ids[p] = ""
 	ls.free = append(ls.free, p)
+	ls.b.e.listIDs--
 }
 
 // memberList is one distinct list of ids, watched by one or more
@@ -143,8 +240,9 @@ func listKey(ids []string) (string, []string) {
 }
 
 type listPart struct {
-	ls *lists
-	l  *memberList
+	ls    *lists
+	l     *memberList
+	owner string
 }
 
 func (ls *lists) join(sp *Spec, st *start) part {
@@ -167,13 +265,15 @@ func (ls *lists) join(sp *Spec, st *start) part {
 	if l.watchers.join(st, listSlot, l.frame(), ls.stamp, ls.marked) {
 		ls.mark(0)
 	}
-	return &listPart{ls, l}
+	ls.own(sp.Owner, l.ids, 1)
+	return &listPart{ls, l, sp.Owner}
 }
 
 // leave removes o from its list, and the list when nobody watches it any
 // more.
 func (p *listPart) leave(o *Outbox) {
 	ls, l := p.ls, p.l
+	ls.own(p.owner, l.ids, -1)
 	if !l.watchers.leave(o) {
 		return
 	}
@@ -198,9 +298,9 @@ func (ls *lists) mark(seq int64) {
 
 // changed marks the lists: any change may move a listed member's rank (an
 // unlisted member can overtake a listed one).
-func (ls *lists) changed(c *rank.Change) { ls.mark(c.Seq) }
-func (ls *lists) markAll(seq int64)      { ls.mark(seq) }
-func (ls *lists) dirty() bool            { return ls.marked }
+func (ls *lists) changed(c rank.Change) { ls.mark(c.Seq) }
+func (ls *lists) markAll(seq int64)     { ls.mark(seq) }
+func (ls *lists) dirty() bool           { return ls.marked }
 
 // profiles marks the lists when one of the members whose profile changed is
 // listed (R20 makes a rename a change).
@@ -234,12 +334,18 @@ type listPass struct {
 	ts     int64
 }
 
-// snapshot takes the lists' dirty mark into a read of the whole union.
+// snapshot takes the lists' dirty mark into a read of the whole union,
+// paid from the node's list credit (Config.ListBudget): while the credit
+// is spent, the lists stay marked for a later point.
 func (ls *lists) snapshot(*job) pass {
-	if !ls.marked || len(ls.byKey) == 0 {
+	e := ls.b.e
+	if !ls.marked || len(ls.byKey) == 0 || (e.listBudget > 0 && e.listCredit <= 0) {
 		return nil
 	}
 	ls.marked = false
+	if e.listBudget > 0 {
+		e.listCredit -= len(ls.pos)
+	}
 	// A copy: positions freed and reused while the job reads must not
 	// change what its lists' positions mean.
 	p := &listPass{ls: ls, ids: slices.Clone(ls.ids)}

@@ -28,7 +28,7 @@ type source interface {
 	// place is the group change c moved in and its ranks there (prev 0:
 	// it was not ranked before); ok false: c names no group, so it may
 	// have moved any.
-	place(c *rank.Change) (id string, rnk, prev int64, ok bool)
+	place(c rank.Change) (id string, rnk, prev int64, ok bool)
 	// top reads a group's first n entries.
 	top(ctx context.Context, board string, sel rank.PeriodSel, id string, n int) (rank.Page, error)
 	// label names the group in its frames.
@@ -60,7 +60,7 @@ func newWholeBoard(st Store) (source, error) { return wholeBoard{st}, nil }
 func (wholeBoard) name() string                   { return "" }
 func (wholeBoard) check(rank.Board, string) error { return nil }
 func (wholeBoard) label(*proto.Top, string)       {}
-func (wholeBoard) place(c *rank.Change) (string, int64, int64, bool) {
+func (wholeBoard) place(c rank.Change) (string, int64, int64, bool) {
 	// On a cohort board c's ranks are within its cohort, never worse than
 	// on the whole board: the top-N test still marks every change that
 	// can move the board's top.
@@ -178,7 +178,7 @@ func (s *standings) mark(g *group, seq int64) {
 
 // changed marks the group c moved in when c touches the first maxN ranks
 // there or adds a member; a change that names no group marks them all.
-func (s *standings) changed(c *rank.Change) {
+func (s *standings) changed(c rank.Change) {
 	if len(s.groups) == 0 {
 		return
 	}

@@ -29,6 +29,9 @@ type Spec struct {
 	// Group, when its Kind is set, fills the top slot with that group's
 	// standings instead of the board's (Cohort, §12).
 	Group Group
+	// Owner is the member whose Members count toward its bound on this
+	// node (Config.MaxListIDs); "": none (servers, anonymous spectators).
+	Owner string
 	// Resume: the connection resumes the client's subscription, whose
 	// greatest seq of the board was Since (§15): a frame that shows what
 	// the client had at Since is not sent again (stamp.unchanged).
@@ -69,13 +72,6 @@ func (sp *Spec) check() error {
 	return nil
 }
 
-// Subscribe subscribes o to board: top frames of the first top entries
-// (0: none) and view frames of member with around neighbours (0: none),
-// replacing o's previous subscription to board. See SubscribeSpec.
-func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int, member string, around int) error {
-	return e.SubscribeSpec(ctx, o, Spec{Board: board, Top: top, Member: member, Around: around})
-}
-
 // SubscribeSpec subscribes o to sp.Board as sp asks, replacing o's previous
 // subscription to the board. The frames this node holds go in o at once
 // (R7), and cost no store read (R33); a frame it does not hold yet comes
@@ -112,6 +108,10 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 	if b == nil {
 		b = e.newBoard(sp.Board)
 	}
+	if err := e.admit(o, b, &sp); err != nil {
+		e.mu.Unlock()
+		return err
+	}
 	if !b.cfgOK {
 		b.setCfg(cfg, now)
 	}
@@ -128,10 +128,8 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 		b.tell(o, sn)
 	}
 	st := &start{o: o, board: b.id, last: b.lastSeq, resume: sp.Resume, since: sp.Since, reading: b.reading}
-	for _, k := range b.kinds {
-		if p := k.join(&sp, st); p != nil {
-			s.parts = append(s.parts, p)
-		}
+	for i, k := range b.kinds {
+		s.parts[i] = k.join(&sp, st)
 	}
 	for k, gen := range st.opened {
 		if gen == 0 {
@@ -141,6 +139,31 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 	countFrames(b, st.out)
 	e.unlock()
 	deliver(st.out)
+	return nil
+}
+
+// An admitter is a kind that may refuse a subscription for what it holds
+// (a bound), asked before anything changes. old is the connection's
+// current part of the kind on the board (nil: none), which the
+// subscription would replace. Lock held.
+type admitter interface {
+	admit(sp *Spec, old part) error
+}
+
+// admit asks b's kinds whether o may subscribe as sp asks. Lock held.
+func (e *Engine) admit(o *Outbox, b *board, sp *Spec) error {
+	cur := e.conns[o][b.id]
+	for i, k := range b.kinds {
+		if a, ok := k.(admitter); ok {
+			var old part
+			if cur != nil {
+				old = cur.parts[i]
+			}
+			if err := a.admit(sp, old); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -169,8 +192,8 @@ func (e *Engine) config(ctx context.Context, board string) (rank.Board, error) {
 	return e.getBoard(ctx, board)
 }
 
-// sub is one connection's subscription to one board: its part of each
-// kind it asked for.
+// sub is one connection's subscription to one board: its part of each of
+// the board's kinds (nil: it asked nothing of it).
 type sub struct{ parts []part }
 
 // register records o's new subscription to b. Lock held.
@@ -180,7 +203,7 @@ func (e *Engine) register(o *Outbox, b *board) *sub {
 		subs = make(map[string]*sub)
 		e.conns[o] = subs
 	}
-	s := &sub{}
+	s := &sub{parts: make([]part, len(b.kinds))}
 	subs[b.id] = s
 	b.nsubs++
 	return s
@@ -226,7 +249,9 @@ func (e *Engine) unregister(o *Outbox, b *board) {
 		delete(e.conns, o)
 	}
 	for _, p := range s.parts {
-		p.leave(o)
+		if p != nil {
+			p.leave(o)
+		}
 	}
 	if b.nsubs--; b.nsubs == 0 && e.boards[b.id] == b {
 		e.dropBoard(b.id)

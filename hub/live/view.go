@@ -127,7 +127,7 @@ func (vs *views) mark(v *view, seq int64) {
 	}
 }
 
-func (vs *views) changed(c *rank.Change) {
+func (vs *views) changed(c rank.Change) {
 	if len(vs.byKey) == 0 {
 		return
 	}
