@@ -141,6 +141,9 @@ func TestRenewalRetried(t *testing.T) {
 	for range 3 {
 		for s := f.next(t); ; s = f.next(t) {
 			if s.conn == 2 && s.req.Type == proto.TypeSubscribe {
+				if s.req.Since == nil {
+					t.Fatal("a renewal without since: it does not resume")
+				}
 				sinces = append(sinces, *s.req.Since)
 				break
 			}

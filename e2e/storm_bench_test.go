@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -35,7 +36,10 @@ import (
 //
 // evalsha-over-idle is EVALSHA less the rate measured over a quiet 2 s
 // before the storm (probes of idle boards, the webhook poller): the
-// storm's own store reads. LB_STORM_CLIENTS changes the number of
+// storm's own store reads. The spectators do what the clients do: a dial
+// that fails is tried again after a back-off, a subscribe answered
+// unavailable or rate_limited is sent again after its retry_after_ms;
+// both are counted (dial-retries, resubscribes). LB_STORM_CLIENTS changes the number of
 // spectators (default 10000); LB_E2E_BIN runs another gateway binary.
 func BenchmarkReconnectStorm(b *testing.B) {
 	testenv.Long(b)
@@ -70,6 +74,22 @@ func benchStorm(b *testing.B, n int, resume, changed bool) {
 		b.Fatal(err)
 	}
 	defer srv.CloseNow()
+	// The scorer's connection is read all along, so that it answers the
+	// gateway's pings while the spectators connect.
+	acks := make(chan int64, 1)
+	go func() {
+		defer close(acks)
+		for {
+			_, data, err := srv.Read(context.Background())
+			if err != nil {
+				return
+			}
+			var a proto.Ack
+			if json.Unmarshal(data, &a) == nil && a.Type == proto.TypeAck {
+				acks <- a.Seq
+			}
+		}
+	}()
 	// score sends one event: a small one for the warm-up, one that moves
 	// the top for a storm's change.
 	score := func(i int, delta int) int64 {
@@ -78,16 +98,11 @@ func benchStorm(b *testing.B, n int, resume, changed bool) {
 		if err := srv.Write(context.Background(), websocket.MessageText, m); err != nil {
 			b.Fatal(err)
 		}
-		for {
-			_, data, err := srv.Read(context.Background())
-			if err != nil {
-				b.Fatal(err)
-			}
-			var a proto.Ack
-			if json.Unmarshal(data, &a) == nil && a.Type == proto.TypeAck {
-				return a.Seq
-			}
+		seq, ok := <-acks
+		if !ok {
+			b.Fatal("the scorer's connection ended")
 		}
+		return seq
 	}
 	var seq int64
 	for i := range 200 {
@@ -129,7 +144,7 @@ func benchStorm(b *testing.B, n int, resume, changed bool) {
 	rdb := redis.NewClient(&redis.Options{Addr: e.Redis.Addr()})
 	defer rdb.Close()
 
-	var totalCmds, totalEvals, overIdle, cpuMS, allMS float64
+	var totalCmds, totalEvals, overIdle, cpuMS, allMS, dialRetries, resubs float64
 	at := 0
 	b.ResetTimer()
 	for op := 0; op < b.N; op++ {
@@ -151,6 +166,12 @@ func benchStorm(b *testing.B, n int, resume, changed bool) {
 		idleRate := float64(idle1-idle0) / time.Since(quietFrom).Seconds()
 		if changed {
 			seq = score(1000+op, 100000)
+		}
+		var tries retries
+		for _, c := range conns {
+			c.mu.Lock()
+			c.tries = &tries
+			c.mu.Unlock()
 		}
 		calls0, evals0 := commandCalls(b, rdb)
 		cpu0 := procCPU(b, to.Pid())
@@ -192,6 +213,8 @@ func benchStorm(b *testing.B, n int, resume, changed bool) {
 		overIdle += float64(evals1-evals0) - idleRate*(took+200*time.Millisecond).Seconds()
 		cpuMS += float64(cpu1-cpu0) * 10 // clock ticks of 10 ms
 		allMS += float64(took.Milliseconds())
+		dialRetries += float64(tries.dials.Load())
+		resubs += float64(tries.subscribes.Load())
 		at = 1 - at
 	}
 	b.StopTimer()
@@ -201,6 +224,14 @@ func benchStorm(b *testing.B, n int, resume, changed bool) {
 	b.ReportMetric(overIdle/ops, "evalsha-over-idle/storm")
 	b.ReportMetric(cpuMS/ops, "gateway-cpu-ms/storm")
 	b.ReportMetric(allMS/ops, "ms-until-all-hold/storm")
+	b.ReportMetric(dialRetries/ops, "dial-retries/storm")
+	b.ReportMetric(resubs/ops, "resubscribes/storm")
+}
+
+// retries counts what a storm's spectators tried again.
+type retries struct {
+	dials      atomic.Int64 // a dial that failed (the gateway slow to answer the upgrade)
+	subscribes atomic.Int64 // a subscribe answered unavailable or rate_limited
 }
 
 // stormConn is one raw spectator: what it holds of the board's stream.
@@ -216,6 +247,8 @@ type stormConn struct {
 	seq     int64 // greatest top seq held
 	resumed bool
 	lastErr string // the last error frame
+	since   *proto.Since
+	tries   *retries
 	// want is the seq that counts as holding the current frame on the
 	// current connection; onHold is called once it is held.
 	want   int64
@@ -259,12 +292,22 @@ func (c *stormConn) held() int64 {
 // subscribe sends subscribe (with since when given) and reads the
 // connection from then on.
 func (c *stormConn) subscribe(since *proto.Since) error {
-	req := proto.Request{Type: proto.TypeSubscribe, ID: "sub", Board: c.board, Top: new(10), Since: since}
-	m, _ := json.Marshal(req)
-	if err := c.ws.Write(context.Background(), websocket.MessageText, m); err != nil {
-		return fmt.Errorf("subscribe: %w", err)
+	c.mu.Lock()
+	c.since = since
+	c.mu.Unlock()
+	if err := c.sendSubscribe(c.ws, since); err != nil {
+		return err
 	}
 	go c.read(c.ws)
+	return nil
+}
+
+func (c *stormConn) sendSubscribe(ws *websocket.Conn, since *proto.Since) error {
+	req := proto.Request{Type: proto.TypeSubscribe, ID: "sub", Board: c.board, Top: new(10), Since: since}
+	m, _ := json.Marshal(req)
+	if err := ws.Write(context.Background(), websocket.MessageText, m); err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
 	return nil
 }
 
@@ -275,10 +318,12 @@ func (c *stormConn) read(ws *websocket.Conn) {
 			return
 		}
 		var f struct {
-			Type    string `json:"type"`
-			Epoch   string `json:"epoch"`
-			Resumed bool   `json:"resumed"`
-			Seq     int64  `json:"seq"`
+			Type       string `json:"type"`
+			Epoch      string `json:"epoch"`
+			Resumed    bool   `json:"resumed"`
+			Seq        int64  `json:"seq"`
+			Code       string `json:"code"`
+			RetryAfter int64  `json:"retry_after_ms"`
 		}
 		if json.Unmarshal(data, &f) != nil {
 			continue
@@ -294,6 +339,15 @@ func (c *stormConn) read(ws *websocket.Conn) {
 			c.seq = max(c.seq, f.Seq)
 		case proto.TypeError:
 			c.lastErr = string(data)
+			if !c.joined && (f.Code == proto.CodeUnavailable || f.Code == proto.CodeRateLimited) {
+				if c.tries != nil {
+					c.tries.subscribes.Add(1)
+				}
+				since := c.since
+				time.AfterFunc(time.Duration(max(f.RetryAfter, 100))*time.Millisecond, func() {
+					c.sendSubscribe(ws, since) // fails only once ws is closed, which ends this reader
+				})
+			}
 		}
 		var hold func()
 		if c.onHold != nil && c.joined && c.seq >= c.want {
@@ -317,12 +371,23 @@ func (c *stormConn) moveTo(g *gateway, resume bool, seq int64, onHold func()) er
 	}
 	c.joined, c.want, c.onHold = false, seq, onHold
 	c.mu.Unlock()
-	ws, err := dialRaw(g, c.tok)
-	if err != nil {
-		return err
+	backoff := 100 * time.Millisecond
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ws, err := dialRaw(g, c.tok)
+		if err == nil {
+			c.ws = ws
+			return c.subscribe(since)
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		if c.tries != nil {
+			c.tries.dials.Add(1)
+		}
+		time.Sleep(backoff/2 + rand.N(backoff/2)) // the clients' jittered back-off
+		backoff = min(2*backoff, 2*time.Second)
 	}
-	c.ws = ws
-	return c.subscribe(since)
 }
 
 // commandCalls is Redis's calls of every command so far (INFO itself
