@@ -125,6 +125,9 @@ type Config struct {
 	// WebhookAllowPrivate lets webhook URLs name loopback, private and
 	// link-local targets (--webhook-allow-private).
 	WebhookAllowPrivate bool
+	// WebhookAllowLoopback lets them name loopback targets only (--dev:
+	// webhook.Guard.Loopback).
+	WebhookAllowLoopback bool
 	// EraseBudget bounds how long one DELETE /api/v1/members/{member}
 	// works before it answers 202 with what it did (each store call within
 	// it stays short; the next DELETE goes on). Zero: DefaultEraseBudget.
