@@ -291,9 +291,11 @@ export function clock(ms) {
   return h ? `${h}:${String(m).padStart(2, '0')}:${sec}` : `${m}:${sec}`;
 }
 
-// durationMS parses the Go-style durations of a board's reset ("1m", "15m",
-// "6h", "1h30m"); 0 when it is not one.
-function durationMS(s) {
+/**
+ * The ms of a Go-style duration of a board config ("1m", "15m", "6h",
+ * "1h30m", a grace's "2m0s"); 0 when it is not one.
+ */
+export function durationMS(s) {
   if (typeof s !== 'string' || !/^(\d+h)?(\d+m)?(\d+s)?$/.test(s) || s === '') return 0;
   let ms = 0;
   for (const [, n, u] of s.matchAll(/(\d+)([hms])/g)) ms += Number(n) * { h: 3600e3, m: 60e3, s: 1e3 }[u];
