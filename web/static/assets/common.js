@@ -75,14 +75,24 @@ export function link(path, params) {
   return path + (q ? '?' + q : '') + location.hash;
 }
 
-/** The `exp` claim of a JWT (unix seconds), 0 when unreadable. */
-export function tokenExp(token) {
+/** The claims of a JWT, {} when unreadable (the server checks it anyway). */
+function tokenClaims(token) {
   try {
     const part = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
-    return JSON.parse(atob(part)).exp || 0;
+    return JSON.parse(atob(part)) || {};
   } catch {
-    return 0;
+    return {};
   }
+}
+
+/** The `exp` claim of a JWT (unix seconds), 0 when unreadable. */
+export function tokenExp(token) {
+  return tokenClaims(token).exp || 0;
+}
+
+/** The role a JWT claims ('player' when it says none, as the gateway reads it). */
+export function tokenRole(token) {
+  return tokenClaims(token).role || 'player';
 }
 
 /** The gateway did not answer at all (fetch's network error). */
