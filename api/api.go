@@ -27,6 +27,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/internal/clientaddr"
+	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/webhook"
 )
@@ -249,6 +250,8 @@ func New(d Deps, cfg Config) (*API, error) {
 		CaseSensitive:         true,
 		DisableStartupMessage: true,
 		ErrorHandler:          a.errorHandler,
+		// Messages say <, > and & as they are (proto.Marshal).
+		JSONEncoder: proto.Marshal,
 		// Serve reads bodies itself (readBody, after the token); this one
 		// documents the intent.
 		BodyLimit: int(cfg.MaxBody),

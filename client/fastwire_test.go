@@ -129,7 +129,7 @@ func FuzzParseAck(f *testing.F) {
 	})
 }
 
-// The score request is the bytes json.Marshal(proto.Request) wrote.
+// The score request is the bytes proto.Marshal(proto.Request) writes.
 func TestAppendScoreReq(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -155,12 +155,12 @@ func TestAppendScoreReq(t *testing.T) {
 		} else {
 			req.Value = n
 		}
-		want, err := json.Marshal(req)
+		want, err := proto.Marshal(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := appendScoreReq([]byte("junk")[:0], tc.id, tc.board, tc.member, key, tc.v, []byte(tc.meta)); string(got) != string(want) {
-			t.Errorf("appendScoreReq = %s, json.Marshal %s", got, want)
+			t.Errorf("appendScoreReq = %s, proto.Marshal %s", got, want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package proto
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // TestAppendAckMatchesJSON: the hand-written ack encoder writes exactly the
-// bytes of encoding/json, escapes included.
+// bytes of Marshal (encoding/json without HTML escaping), escapes included.
 func TestAppendAckMatchesJSON(t *testing.T) {
 	t.Parallel()
 	pr := int64(7)
@@ -46,7 +47,7 @@ func TestAppendAckMatchesJSON(t *testing.T) {
 		acks = append(acks, a)
 	}
 	for _, a := range acks {
-		want, err := json.Marshal(a)
+		want, err := Marshal(a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +103,8 @@ func TestAckOf(t *testing.T) {
 }
 
 // TestAppendErrorMatchesJSON: the hand-written error encoder writes exactly
-// the bytes of encoding/json, the R30 fields included, and they decode back.
+// the bytes of Marshal (encoding/json without HTML escaping), the R30
+// fields included, and they decode back.
 func TestAppendErrorMatchesJSON(t *testing.T) {
 	t.Parallel()
 	frames := []Error{
@@ -137,7 +139,7 @@ func TestAppendErrorMatchesJSON(t *testing.T) {
 			Closed: rank.Closed{Reason: str(), StartsAt: n(), FinalAt: n(), Period: n(), GraceEnd: n()}})
 	}
 	for _, e := range frames {
-		want, err := json.Marshal(e)
+		want, err := Marshal(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,5 +202,24 @@ func BenchmarkAppendError(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = AppendError(buf[:0], &e)
+	}
+}
+
+// TestMarshalKeepsHTMLCharacters: messages say <, > and & as they are
+// (REST bodies, error frames, upgrade refusals), and the JSON decodes to
+// the same text.
+func TestMarshalKeepsHTMLCharacters(t *testing.T) {
+	const msg = "missing bearer token: send Authorization: Bearer <jwt> & retry"
+	body, err := Marshal(ErrorBody{Error: ErrorDetail{Code: CodeUnauthorized, Message: msg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"error":{"code":"unauthorized","message":"` + msg + `"}}`; string(body) != want {
+		t.Fatalf("Marshal = %s, want %s", body, want)
+	}
+	frame := AppendError(nil, &Error{Type: TypeError, Code: CodeBadRequest, Message: msg})
+	var back Error
+	if err := json.Unmarshal(frame, &back); err != nil || back.Message != msg || strings.Contains(string(frame), `\u003c`) {
+		t.Fatalf("error frame %s (%v)", frame, err)
 	}
 }
