@@ -58,15 +58,7 @@ var expectLine = regexp.MustCompile(`(?:^|\s)# → (.+)$`)
 func TestGuides(t *testing.T) {
 	testenv.Long(t) // a real binary per guide, and a league that turns every minute
 	t.Parallel()
-	for _, bin := range []string{"bash", "curl"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			testenv.Missing(t, bin, "apt-get install -y "+bin)
-		}
-	}
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := guideShell(t)
 	checkGuideList(t, root)
 	binDir := t.TempDir()
 	bin, err := testenv.BuildGateway(binDir)
@@ -88,6 +80,22 @@ func TestGuides(t *testing.T) {
 			runGuide(t, "docs/"+name, blocks, guideRun{root: root, binDir: binDir, addr: g})
 		})
 	}
+}
+
+// guideShell checks for what a guide's reader has (bash, curl) and returns
+// the module root, where the guides run.
+func guideShell(t *testing.T) string {
+	t.Helper()
+	for _, bin := range []string{"bash", "curl"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			testenv.Missing(t, bin, "apt-get install -y "+bin)
+		}
+	}
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 // checkGuideList fails on a docs/ page with a ```sh block that is neither

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -55,15 +54,7 @@ const readmeMarker = "<!-- readme-test -->"
 // the gateway did not give.
 func TestREADMEExamples(t *testing.T) {
 	t.Parallel()
-	for _, bin := range []string{"bash", "curl"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			testenv.Missing(t, bin, "apt-get install -y "+bin)
-		}
-	}
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := guideShell(t)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
