@@ -3,30 +3,39 @@ package main
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// module writes a small module of packages into dir: a and b pass (b
-// logging), c has no tests, e has a failing and a passing test, f does not
-// compile; leaving out the last two makes a run that passes.
-func module(t *testing.T, dir string, failing bool) {
+// failing are the packages module adds for a run that fails: e has a
+// failing and a passing test, f does not compile.
+var failing = map[string]string{
+	"e/e_test.go": "package e\n\nimport \"testing\"\n\nfunc TestBad(t *testing.T) { t.Log(\"what led to it\"); t.Fatal(\"the failure\") }\n\nfunc TestGood(t *testing.T) { t.Log(\"the passing one\") }\n",
+	"f/f_test.go": "package f\n\nimport \"testing\"\n\nfunc TestF(t *testing.T) { undefinedName() }\n",
+}
+
+// module writes a small module into a temporary directory and makes it the
+// working directory: a and b pass (b logging), c has no tests, and extra
+// adds more files. It returns the go command and the directory.
+func module(t *testing.T, extra map[string]string) (goCmd, dir string) {
 	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
 	files := map[string]string{
 		"go.mod":      "module tp\n\ngo 1.22\n",
 		"a/a_test.go": "package a\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {}\n",
 		"b/b_test.go": "package b\n\nimport \"testing\"\n\nfunc TestB(t *testing.T) { t.Log(\"quiet when passing\") }\n",
 		"c/c.go":      "package c\n",
 	}
-	if failing {
-		files["e/e_test.go"] = "package e\n\nimport \"testing\"\n\nfunc TestBad(t *testing.T) { t.Log(\"what led to it\"); t.Fatal(\"the failure\") }\n\nfunc TestGood(t *testing.T) { t.Log(\"the passing one\") }\n"
-		files["f/f_test.go"] = "package f\n\nimport \"testing\"\n\nfunc TestF(t *testing.T) { undefinedName() }\n"
-	}
+	maps.Copy(files, extra)
 	for name, text := range files {
 		path := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -36,6 +45,9 @@ func module(t *testing.T, dir string, failing bool) {
 			t.Fatal(err)
 		}
 	}
+	t.Chdir(dir)
+	t.Setenv("GOFLAGS", "")
+	return goCmd, dir
 }
 
 // TestRunShowsFailuresOnly: a real `go test -json` of a module with a
@@ -43,14 +55,7 @@ func module(t *testing.T, dir string, failing bool) {
 // the failed test's output and the compile error, hides what passing tests
 // logged, and names the failed packages last.
 func TestRunShowsFailuresOnly(t *testing.T) {
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	module(t, dir, true)
-	t.Chdir(dir)
-	t.Setenv("GOFLAGS", "")
+	goCmd, _ := module(t, failing)
 	var out bytes.Buffer
 	code, err := run(context.Background(), []string{"-go=" + goCmd, "--", "-count=1", "./..."}, &out)
 	if err != nil {
@@ -86,14 +91,7 @@ func TestRunShowsFailuresOnly(t *testing.T) {
 // and keeps it; the next run with the same arguments starts by saying how
 // long the last one took, and one with other arguments does not.
 func TestRunKeepsTheLastDuration(t *testing.T) {
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	module(t, dir, false)
-	t.Chdir(dir)
-	t.Setenv("GOFLAGS", "")
+	goCmd, dir := module(t, nil)
 	last := filepath.Join(dir, "out", "last")
 	runOnce := func(args ...string) string {
 		var out bytes.Buffer
@@ -141,23 +139,10 @@ func TestProgressNamesRunningPackages(t *testing.T) {
 // TestRunInterrupted: cancelling the run (SIGINT or SIGTERM to make) stops
 // go test and the test binaries it runs, and the verdict says so.
 func TestRunInterrupted(t *testing.T) {
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
+	// A test binary runs in its package's directory: s/../started.
+	goCmd, dir := module(t, map[string]string{"s/s_test.go": "package s\n\nimport (\n\t\"os\"\n\t\"testing\"\n\t\"time\"\n)\n\n" +
+		"func TestLong(t *testing.T) {\n\tos.WriteFile(\"../started\", nil, 0o644)\n\ttime.Sleep(time.Hour)\n}\n"})
 	started := filepath.Join(dir, "started")
-	module(t, dir, false)
-	text := "package s\n\nimport (\n\t\"os\"\n\t\"testing\"\n\t\"time\"\n)\n\n" +
-		"func TestLong(t *testing.T) {\n\tos.WriteFile(" + strconv.Quote(started) + ", nil, 0o644)\n\ttime.Sleep(time.Hour)\n}\n"
-	if err := os.MkdirAll(filepath.Join(dir, "s"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "s", "s_test.go"), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(dir)
-	t.Setenv("GOFLAGS", "")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
