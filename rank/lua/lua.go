@@ -41,6 +41,9 @@ const (
 
 	// Rerecord replaces an existing idempotency record (sharded boards).
 	Rerecord = "rerecord.lua"
+	// ShardSeq gives a sharded board's events their seqs when their acks
+	// carry no ranks.
+	ShardSeq = "shardseq.lua"
 
 	Build = "build.lua" // derived boards: recompute members of a derived board
 	Deps  = "deps.lua"  // derived boards: a source's list of dependants
@@ -96,5 +99,5 @@ func file(name string) string {
 
 // Names lists every embedded script.
 func Names() []string {
-	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, Build, Deps, CohortRanks, CohortTier, Cohorts, Erase}
+	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, ShardSeq, Build, Deps, CohortRanks, CohortTier, Cohorts, Erase}
 }
