@@ -53,8 +53,11 @@ const (
 	CohortTier  = "cohorttier.lua"
 	Cohorts     = "cohorts.lua" // a period's placement counters
 
-	// Erase removes one member from one key space (§13, R29).
-	Erase = "erase.lua"
+	// Erase removes one member from one key space (§13, R29); Forget
+	// deletes its idempotency records from one bucket, a bounded step at a
+	// time.
+	Erase  = "erase.lua"
+	Forget = "forget.lua"
 )
 
 // prelude is the file Source puts before every script.
@@ -95,9 +98,4 @@ func file(name string) string {
 		panic(fmt.Sprintf("lua: no script %q", name))
 	}
 	return string(b)
-}
-
-// Names lists every embedded script.
-func Names() []string {
-	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, ShardSeq, Build, Deps, CohortRanks, CohortTier, Cohorts, Erase}
 }
