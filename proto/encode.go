@@ -27,13 +27,15 @@ func AppendAck(b []byte, a *Ack) []byte {
 	b = AppendJSONString(b, a.Member)
 	b = append(b, `,"score":`...)
 	b = AppendScore(b, a.Score, a.Decimals)
-	b = append(b, `,"rank":`...)
-	b = strconv.AppendInt(b, a.Rank, 10)
-	b = append(b, `,"prev_rank":`...)
-	if a.PrevRank == nil {
-		b = append(b, "null"...)
-	} else {
-		b = strconv.AppendInt(b, *a.PrevRank, 10)
+	if a.Rank > 0 { // else a sharded board's ack without ranks (R24): neither field
+		b = append(b, `,"rank":`...)
+		b = strconv.AppendInt(b, a.Rank, 10)
+		b = append(b, `,"prev_rank":`...)
+		if a.PrevRank == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, *a.PrevRank, 10)
+		}
 	}
 	b = append(b, `,"duplicate":`...)
 	b = strconv.AppendBool(b, a.Duplicate)

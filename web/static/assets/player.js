@@ -209,8 +209,12 @@ function start(id, name) {
 
   let lastView = null;
   let overtakenTimer = 0;
+  // A sharded board's acks carry no rank unless it says ack_rank "global"
+  // (R24): the last ack's rank is then the live view's, kept up to date.
+  let ackRankFromView = false;
   lb.on('view', (f) => {
     if (f.member !== me) return;
+    if (ackRankFromView) $('ack-rank').textContent = f.rank ? '#' + num(f.rank) : '—';
     setBig($('my-rank'), f.rank ? '#' + num(f.rank) : '—');
     setBig($('my-score'), scoreText(f.score));
     lastRank = f.rank || 0;
@@ -269,13 +273,26 @@ function start(id, name) {
         }
         showAttempts();
         showRuns();
-        $('ack-rank').textContent = '#' + num(ack.rank);
         $('ack-score').textContent = scoreText(ack.score);
+        const sent = byValue ? `${num(delta)} → ` : `${delta > 0 ? '+' : ''}${num(delta)} → `;
+        const again = ack.duplicate ? ' — re-sent, applied once' : '';
+        ackRankFromView = ack.rank === undefined;
+        if (ackRankFromView) {
+          // No rank in the ack: the view's, which follows within an interval.
+          $('ack-rank').textContent = lastRank ? '#' + num(lastRank) : '—';
+          $('ackline').replaceChildren(
+            sent,
+            Object.assign(document.createElement('strong'), { textContent: `score ${scoreText(ack.score)}` }),
+            ` (your rank follows in the live view)${again}`,
+          );
+          return;
+        }
+        $('ack-rank').textContent = '#' + num(ack.rank);
         const was = ack.prev_rank === null ? 'new on the board' : `was #${num(ack.prev_rank)}`;
         $('ackline').replaceChildren(
-          byValue ? `${num(delta)} → ` : `${delta > 0 ? '+' : ''}${num(delta)} → `,
+          sent,
           Object.assign(document.createElement('strong'), { textContent: `rank #${num(ack.rank)}` }),
-          `, score ${scoreText(ack.score)} (${was})${ack.duplicate ? ' — re-sent, applied once' : ''}`,
+          `, score ${scoreText(ack.score)} (${was})${again}`,
         );
       },
       (err) => {
