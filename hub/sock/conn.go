@@ -41,7 +41,7 @@ import (
 // time from any goroutine; every write to the socket is made under one
 // mutex, so frames never interleave.
 type Conn struct {
-	net.Conn
+	nc      net.Conn      // the socket: written only under mu (unexported: nobody writes around the Conn)
 	timeout time.Duration // bound of each blocking write
 	pool    *sync.Pool    // *[]byte batches, shared by every Conn of a hub
 	rc      syscall.RawConn
@@ -77,7 +77,7 @@ const maxHeader = 10
 // New wraps nc, which already read pre past the HTTP request. Blocking
 // writes are bounded by timeout; pool holds *[]byte buffers.
 func New(nc net.Conn, pre []byte, timeout time.Duration, pool *sync.Pool) *Conn {
-	c := &Conn{Conn: nc, timeout: timeout, pool: pool}
+	c := &Conn{nc: nc, timeout: timeout, pool: pool}
 	c.in.pre = pre
 	c.in.closed = make(chan struct{})
 	if sc, ok := nc.(syscall.Conn); ok && nonBlockingWrites {
@@ -181,6 +181,23 @@ func (c *Conn) Write(p []byte) (int, error) {
 	return c.writeLocked(p)
 }
 
+// LocalAddr and RemoteAddr are the socket's.
+func (c *Conn) LocalAddr() net.Addr  { return c.nc.LocalAddr() }
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// errOwnDeadline refuses a write deadline set from outside: the Conn
+// keeps its own (writeLocked).
+var errOwnDeadline = errors.New("sock: the write deadline is the Conn's own")
+
+// SetReadDeadline is the socket's.
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.nc.SetReadDeadline(t) }
+
+// SetWriteDeadline and SetDeadline are refused with an error: every write
+// is bounded by the Conn's timeout already, and a deadline set from
+// outside would outlast or cut its own.
+func (c *Conn) SetWriteDeadline(time.Time) error { return errOwnDeadline }
+func (c *Conn) SetDeadline(time.Time) error      { return errOwnDeadline }
+
 // writeLocked writes what is owed, then p, under the write deadline, which
 // is moved only when less than timeout of it is left: a blocked write is
 // closed after between timeout and timeout + 1/8 of it, and a busy socket
@@ -189,7 +206,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 func (c *Conn) writeLocked(p []byte) (int, error) {
 	if now := time.Now(); c.deadline.Sub(now) < c.timeout {
 		d := now.Add(c.timeout + c.timeout/8)
-		if err := c.Conn.SetWriteDeadline(d); err != nil {
+		if err := c.nc.SetWriteDeadline(d); err != nil {
 			return 0, err
 		}
 		c.deadline = d
@@ -198,7 +215,7 @@ func (c *Conn) writeLocked(p []byte) (int, error) {
 		return 0, c.werr
 	}
 	if c.owed != nil {
-		n, err := c.Conn.Write((*c.owed)[c.owedOff:])
+		n, err := c.nc.Write((*c.owed)[c.owedOff:])
 		c.owedOff += n
 		if err != nil {
 			return 0, err
@@ -210,7 +227,7 @@ func (c *Conn) writeLocked(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	return c.Conn.Write(p)
+	return c.nc.Write(p)
 }
 
 // writeRawLocked writes b (a pool buffer, which it keeps) in one write(2)

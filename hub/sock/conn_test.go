@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"reflect"
 	"sync"
 	"syscall"
 	"testing"
@@ -305,5 +306,29 @@ func TestTryTake(t *testing.T) {
 	defer b.Close()
 	if New(a, nil, time.Second, testPool()).TryTake() {
 		t.Fatal("a socket without a RawConn was taken: its write could park")
+	}
+}
+
+// TestSocketIsOwned: the socket under a Conn is reached only through it:
+// the Conn exports no field (an embedded net.Conn would let any importer
+// write around the write mutex and the batches), and a write deadline set
+// from outside is refused (the Conn keeps its own).
+func TestSocketIsOwned(t *testing.T) {
+	t.Parallel()
+	typ := reflect.TypeFor[Conn]()
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.IsExported() {
+			t.Errorf("Conn exports field %s (%s)", f.Name, f.Type)
+		}
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	c := New(a, nil, time.Second, testPool())
+	if err := c.SetWriteDeadline(time.Now()); err == nil {
+		t.Error("SetWriteDeadline from outside was accepted")
+	}
+	if err := c.SetDeadline(time.Now()); err == nil {
+		t.Error("SetDeadline from outside was accepted")
 	}
 }

@@ -210,7 +210,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		n = copy(p, r.pre)
 		r.pre = r.pre[n:]
 	} else {
-		n, err = c.Conn.Read(p)
+		n, err = c.nc.Read(p)
 	}
 	if !r.observe(p[:n], time.Now) {
 		// Nor is the chunk that spent the budget handed on: the library
@@ -291,15 +291,15 @@ func (c *Conn) Close() error {
 	if !first {
 		return net.ErrClosed
 	}
-	hc, ok := c.Conn.(interface{ CloseWrite() error })
+	hc, ok := c.nc.(interface{ CloseWrite() error })
 	if !ok {
-		return c.Conn.Close()
+		return c.nc.Close()
 	}
 	c.mu.Lock() // after a write in progress
 	err := hc.CloseWrite()
 	c.mu.Unlock()
 	if err != nil {
-		return c.Conn.Close()
+		return c.nc.Close()
 	}
 	go c.linger()
 	return nil
@@ -310,19 +310,19 @@ func (c *Conn) Close() error {
 // the socket buffers and TCP stops the sender, while the close frame,
 // written before the FIN, reaches it all the same.
 func (c *Conn) linger() {
-	defer c.Conn.Close()
+	defer c.nc.Close()
 	if c.in.flooded.Load() {
 		t := time.NewTimer(closeLinger)
 		defer t.Stop()
 		<-t.C
 		return
 	}
-	if c.Conn.SetReadDeadline(time.Now().Add(closeLinger)) != nil {
+	if c.nc.SetReadDeadline(time.Now().Add(closeLinger)) != nil {
 		return
 	}
 	var buf [4096]byte
 	for {
-		if _, err := c.Conn.Read(buf[:]); err != nil {
+		if _, err := c.nc.Read(buf[:]); err != nil {
 			return
 		}
 	}
