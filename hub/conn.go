@@ -63,6 +63,7 @@ type conn struct {
 	notify chan struct{}
 
 	closeAsked atomic.Bool  // a close was requested (set before closeReq is sent): the reader stops reading
+	panicked   atomic.Bool  // a panic was recovered while serving the connection (crash.go)
 	draining   atomic.Bool  // drain began (set before drainCh is closed), for the writer
 	expiry     atomic.Int64 // token expiry, unix ms (ns overflow after 2262); 0 = none (anonymous)
 	expTimer   *time.Timer
@@ -182,6 +183,7 @@ func (c *conn) armExpiry() {
 // expired runs on the timer: unless an auth moved the expiry meanwhile, say
 // token_expired and close with 4001.
 func (c *conn) expired() {
+	defer c.guard()
 	if left := time.Until(time.UnixMilli(c.expiry.Load())); left > 0 {
 		c.expTimer.Reset(left)
 		return
@@ -208,13 +210,15 @@ func (c *conn) run(parent context.Context) {
 	defer stopClose()
 	writerDone := make(chan error, 1)
 	go func() {
-		err := c.writeLoop(ctx)
-		if err != nil {
+		err := c.writeGuarded(ctx)
+		// A panic may have left the reader waiting for a score's reply
+		// that never comes (crash.go): it ends with the writer too.
+		if err != nil || c.panicked.Load() {
 			cancel() // unblocks the reader (a cancelled read closes the socket)
 		}
 		writerDone <- err
 	}()
-	rerr := c.readLoop(ctx)
+	rerr := c.readGuarded(ctx)
 	if rerr != nil {
 		cancel()
 	}

@@ -38,6 +38,9 @@ const (
 // handle answers one request; its reply (or error) is queued before it
 // returns, so replies keep the requests' order (R2).
 func (c *conn) handle(ctx context.Context, msg []byte) {
+	if hook := c.h.testPanic; hook != nil {
+		hook("handle", c.sub)
+	}
 	// One clock reading serves the message's limits and a score's member
 	// budget; a server or admin connection has neither and reads none.
 	var now time.Time

@@ -43,6 +43,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -179,6 +180,11 @@ type Hub struct {
 	nodeConns atomic.Int64 // MaxConns slots taken (limits.go)
 	// submitters numbers the connections for the store (conn.submitter).
 	submitters atomic.Uint64
+	// testPanic, set by tests only (export_test.go), is called as an
+	// upgrade's token is accepted ("upgrade"), and as a connection handles
+	// each request ("handle") and writes each batch ("write"): a panic
+	// from it is one in that upgrade's or connection's handling.
+	testPanic func(where, member string)
 }
 
 // New validates d and cfg, fills defaults and returns a Hub.
@@ -251,6 +257,12 @@ func (h *Hub) Conns() int { return int(h.reg.n.Load()) }
 // ServeHTTP authenticates and upgrades GET /ws (R1), then serves the
 // connection on a goroutine of its own until it ends.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var ws *websocket.Conn
+	defer func() {
+		if v := recover(); v != nil {
+			h.upgradePanicked(v, w, ws)
+		}
+	}()
 	if h.closing.Load() {
 		httpError(w, http.StatusServiceUnavailable, proto.CodeUnavailable, "the gateway is shutting down")
 		return
@@ -289,6 +301,9 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		capRefused(w, "for this member", h.cfg.MaxConnsPerMember)
 		return
 	}
+	if hook := h.testPanic; hook != nil {
+		hook("upgrade", p.Member)
+	}
 	ws, s, err := sock.Accept(w, r, websocket.AcceptOptions{
 		Subprotocols:    []string{proto.Subprotocol}, // never the bearer entry
 		OriginPatterns:  h.cfg.AllowedOrigins,
@@ -298,26 +313,35 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Debug("hub: upgrade failed", "err", err) // Accept answered the request
 		return
 	}
-	c := newConn(h, ws, s, p, anon)
 	rv.sock = s // a flood close holds the slots (holdAfterFlood)
+	// The connection is served on a goroutine of its own, so that this
+	// handler returns and the HTTP server lets go of the request and its read
+	// and write buffers, which it would otherwise hold for the connection's
+	// whole life. The reservation goes with it.
+	go h.serve(ws, s, p, anon, rv)
+	rv = reservation{h: h}
+}
+
+// serve serves a connection until it ends, then gives back its
+// registration and reservation.
+func (h *Hub) serve(ws *websocket.Conn, s *sock.Conn, p auth.Principal, anon bool, rv reservation) {
+	defer rv.release()
+	defer func() {
+		// Outside the reader's and the writer's guards (crash.go): setting
+		// the connection up or tearing it down.
+		if v := recover(); v != nil {
+			h.m.panicked("connection")
+			h.log.Error("hub: panic setting up or ending a connection", "panic", v, "stack", string(debug.Stack()))
+			ws.CloseNow()
+		}
+	}()
+	c := newConn(h, ws, s, p, anon)
 	h.reg.add(c)
 	role := string(p.Role)
 	if anon {
 		role = "anonymous"
 	}
 	h.m.connOpened(role, 1)
-	// The connection is served on a goroutine of its own, so that this
-	// handler returns and the HTTP server lets go of the request and its read
-	// and write buffers, which it would otherwise hold for the connection's
-	// whole life. The reservation goes with it.
-	go h.serve(c, role, rv)
-	rv = reservation{h: h}
-}
-
-// serve serves c until it ends, then gives back its registration and
-// reservation.
-func (h *Hub) serve(c *conn, role string, rv reservation) {
-	defer rv.release()
 	defer func() {
 		h.m.connOpened(role, -1)
 		if h.reg.remove(c) == 0 {

@@ -62,6 +62,7 @@ func (c *conn) initWindow() {
 // reader's when the store failed at once. It must not block.
 func (s *slot) complete(res rank.Result, err error) {
 	c := s.c
+	defer c.guard()
 	var buf *[]byte
 	if err != nil {
 		buf = c.errorReply(s.id, err, 0)

@@ -152,6 +152,9 @@ func (c *conn) takeReplies() { c.pending = c.replies.take(c.pending) }
 // WriteTimeout (sock.Conn's write deadline); ctx ending closes the socket
 // (run).
 func (c *conn) writeBatch(ctx context.Context, frames [][]byte) error {
+	if hook := c.h.testPanic; hook != nil {
+		hook("write", c.sub)
+	}
 	var err error
 	for _, b := range c.pending {
 		if err == nil {

@@ -1,0 +1,103 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/coder/websocket"
+
+	"github.com/wsgateway/wsgateway/proto"
+)
+
+// Panics are confined to the connection they happen for
+// (docs/architecture.md, "Crash only where it is safe"). A panic on a
+// connection's reader (decoding, handling, subscribing), on its writer,
+// in its expiry timer or in a store's completion of one of its scores
+// closes that connection with 1011, is counted
+// (wsgateway_ws_panics_total) and logged with its stack once per
+// connection; the node and its other connections go on. A panic during
+// an upgrade answers 500. What a connection shares with others is left
+// consistent by defers (every hub lock held across code that may panic is
+// released by one), and an event is applied by the store's atomic step or
+// not at all, so nothing is half done. The fan-out's and the batch end's
+// writes in an idle writer's place (direct.go) are not guarded: a panic
+// there would leave the socket held, and the node ends instead.
+
+const reasonInternal = "internal error"
+
+// errCrashed ends a writer that recovered from a panic.
+var errCrashed = errors.New("hub: panic while serving the connection")
+
+// crashed takes a panic v recovered while serving c: counted and logged,
+// with its stack, on c's first; then the 1011 close is asked for.
+func (c *conn) crashed(v any) {
+	if !c.panicked.Swap(true) {
+		c.h.m.panicked("connection")
+		c.h.log.Error("hub: panic serving a connection; closing it with 1011",
+			"member", c.sub, "panic", v, "stack", string(debug.Stack()))
+	}
+	c.requestClose(websocket.StatusInternalError, reasonInternal, false)
+}
+
+// guard, deferred by a goroutine serving c outside its reader and writer
+// (the expiry timer, a store's completion), confines a panic to c.
+func (c *conn) guard() {
+	if v := recover(); v != nil {
+		c.crashed(v)
+	}
+}
+
+// readGuarded is readLoop with a panic confined to c: reading ends, as
+// after any close request, and the writer closes with 1011.
+func (c *conn) readGuarded(ctx context.Context) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.crashed(v)
+			c.mu.Lock()
+			c.busy = false
+			c.mu.Unlock()
+			err = nil
+		}
+	}()
+	return c.readLoop(ctx)
+}
+
+// writeGuarded is writeLoop with a panic confined to c. The writer still
+// holds the socket, so it writes the 1011 close itself.
+func (c *conn) writeGuarded(ctx context.Context) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.crashed(v)
+			c.closeAfterPanic(ctx)
+			err = errCrashed
+		}
+	}()
+	return c.writeLoop(ctx)
+}
+
+// closeAfterPanic writes the 1011 close for a writer that panicked; a
+// second panic on the way drops the socket instead.
+func (c *conn) closeAfterPanic(ctx context.Context) {
+	defer func() {
+		if recover() != nil {
+			c.ws.CloseNow()
+		}
+	}()
+	c.closeWith(ctx, closeRequest{code: websocket.StatusInternalError, reason: reasonInternal})
+}
+
+// upgradePanicked answers a panic recovered during an upgrade: 500
+// internal while the request is still HTTP (after the library hijacked
+// the socket the write fails harmlessly), else the new connection is
+// dropped.
+func (h *Hub) upgradePanicked(v any, w http.ResponseWriter, ws *websocket.Conn) {
+	h.m.panicked("upgrade")
+	h.log.Error("hub: panic during an upgrade", "panic", v, "stack", string(debug.Stack()))
+	if ws != nil {
+		ws.CloseNow()
+		return
+	}
+	httpError(w, http.StatusInternalServerError, proto.CodeInternal, reasonInternal)
+}
