@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"runtime/debug"
@@ -27,8 +26,8 @@ import (
 
 const reasonInternal = "internal error"
 
-// errCrashed ends a writer that recovered from a panic.
-var errCrashed = errors.New("hub: panic while serving the connection")
+// errCrashed is apart's result for a request whose handling panicked.
+var errCrashed = errors.New("hub: panic while handling a request")
 
 // crashed takes a panic v recovered while serving c: counted and logged,
 // with its stack, on c's first; then the 1011 close is asked for.
@@ -49,43 +48,36 @@ func (c *conn) guard() {
 	}
 }
 
-// readGuarded is readLoop with a panic confined to c: reading ends, as
-// after any close request, and the writer closes with 1011.
-func (c *conn) readGuarded(ctx context.Context) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			c.crashed(v)
-			c.mu.Lock()
-			c.busy = false
-			c.mu.Unlock()
-			err = nil
-		}
-	}()
-	return c.readLoop(ctx)
+// guardWriter, deferred by a writer goroutine, confines a panic to c.
+func (c *conn) guardWriter() {
+	if v := recover(); v != nil {
+		c.writerPanicked(v)
+	}
 }
 
-// writeGuarded is writeLoop with a panic confined to c. The writer still
-// holds the socket, so it writes the 1011 close itself.
-func (c *conn) writeGuarded(ctx context.Context) (err error) {
+// writeGuarded is write with a panic confined to c (ended then).
+func (c *conn) writeGuarded() (ended bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			c.crashed(v)
-			c.closeAfterPanic(ctx)
-			err = errCrashed
+			c.writerPanicked(v)
+			ended = true
 		}
 	}()
-	return c.writeLoop(ctx)
+	return c.write()
 }
 
-// closeAfterPanic writes the 1011 close for a writer that panicked; a
-// second panic on the way drops the socket instead.
-func (c *conn) closeAfterPanic(ctx context.Context) {
+// writerPanicked takes a panic v recovered while writing. The writer
+// still holds the socket, so it writes the 1011 close itself; a second
+// panic on the way drops the socket instead.
+func (c *conn) writerPanicked(v any) {
+	c.crashed(v)
+	defer c.endWriter()
 	defer func() {
 		if recover() != nil {
 			c.ws.CloseNow()
 		}
 	}()
-	c.closeWith(ctx, closeRequest{code: websocket.StatusInternalError, reason: reasonInternal})
+	c.closeWith(closeRequest{code: uint16(websocket.StatusInternalError), reason: reasonInternal})
 }
 
 // upgradePanicked answers a panic recovered during an upgrade: 500

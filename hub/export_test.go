@@ -36,7 +36,7 @@ func (h *Hub) InFlight() []int {
 	var n []int
 	for _, c := range h.reg.all() {
 		c.mu.Lock()
-		n = append(n, c.win.n)
+		n = append(n, c.inFlight())
 		c.mu.Unlock()
 	}
 	return n

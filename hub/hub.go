@@ -43,7 +43,6 @@ import (
 	"net/netip"
 	"net/url"
 	"path"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -166,9 +165,10 @@ type Hub struct {
 	closing atomic.Bool
 	emptied chan struct{} // capacity 1: the registry became empty
 	bufs    sync.Pool     // *bytes.Buffer for reading frames
-	// batches are the *[]byte write batches of the sockets (hub/sock);
+	// sockBufs are the sockets' write batches and read buffers (hub/sock);
 	// replyBufs are *[]byte encoded replies (conn.go).
-	batches sync.Pool
+	sockBufs *sock.Buffers
+	wheel    wheel // every connection's timers (wheel.go)
 	// directFrames and directReplies count the frames and replies written
 	// in an idle writer's place (direct.go), so a test can see the path is
 	// taken.
@@ -243,7 +243,8 @@ func New(d Deps, cfg Config) (*Hub, error) {
 		m:       d.Metrics,
 		emptied: make(chan struct{}, 1),
 	}
-	h.batches.New = func() any { b := make([]byte, 0, 4096); return &b }
+	h.sockBufs = sock.NewBuffers()
+	h.wheel.h = h
 	h.replyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	h.reg.init()
 	h.rates.init(cfg.MemberScoreRate)
@@ -308,54 +309,22 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Subprotocols:    []string{proto.Subprotocol}, // never the bearer entry
 		OriginPatterns:  h.cfg.AllowedOrigins,
 		CompressionMode: websocket.CompressionDisabled, // its memory per connection is large; and sock frames are plain
-	}, h.cfg.WriteTimeout, &h.batches)
+	}, h.cfg.WriteTimeout, h.sockBufs)
 	if err != nil {
 		h.log.Debug("hub: upgrade failed", "err", err) // Accept answered the request
 		return
 	}
-	rv.sock = s // a flood close holds the slots (holdAfterFlood)
-	// The connection is served on a goroutine of its own, so that this
-	// handler returns and the HTTP server lets go of the request and its read
-	// and write buffers, which it would otherwise hold for the connection's
-	// whole life. The reservation goes with it.
-	go h.serve(ws, s, p, anon, rv)
-	rv = reservation{h: h}
-}
-
-// serve serves a connection until it ends, then gives back its
-// registration and reservation.
-func (h *Hub) serve(ws *websocket.Conn, s *sock.Conn, p auth.Principal, anon bool, rv reservation) {
-	defer rv.release()
-	defer func() {
-		// Outside the reader's and the writer's guards (crash.go): setting
-		// the connection up or tearing it down.
-		if v := recover(); v != nil {
-			h.m.panicked("connection")
-			h.log.Error("hub: panic setting up or ending a connection", "panic", v, "stack", string(debug.Stack()))
-			ws.CloseNow()
-		}
-	}()
 	c := newConn(h, ws, s, p, anon)
+	// The reservation goes with the connection, given back when it ends.
+	c.ipKey, c.mKey, c.nodeSlot = rv.ipKey, rv.mKey, rv.node
+	rv = reservation{h: h}
 	h.reg.add(c)
-	role := string(p.Role)
-	if anon {
-		role = "anonymous"
-	}
-	h.m.connOpened(role, 1)
-	defer func() {
-		h.m.connOpened(role, -1)
-		if h.reg.remove(c) == 0 {
-			select {
-			case h.emptied <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	// Registered after Shutdown copied the registry: drain at once.
-	if h.closing.Load() {
-		c.drain()
-	}
-	c.run(h.ctx)
+	h.m.connOpened(c.role, 1)
+	// The connection is served on a goroutine of its own (start), so that
+	// this handler returns and the HTTP server lets go of the request and
+	// its read and write buffers, which it would otherwise hold for the
+	// connection's whole life.
+	c.start()
 }
 
 // authenticate finds and verifies the token (R1). With PublicRead, a request
@@ -442,7 +411,7 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 			select {
 			case <-tick.C:
 			case <-ctx.Done():
-				h.cancel()
+				h.tearDown()
 				return ctx.Err()
 			}
 		}
@@ -454,12 +423,21 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 		select {
 		case <-h.emptied:
 		case <-ctx.Done():
-			h.cancel()
+			h.tearDown()
 			return ctx.Err()
 		}
 	}
 	h.cancel()
 	return nil
+}
+
+// tearDown ends what has not drained by Shutdown's deadline: the store
+// calls in flight (h.ctx), and every connection, without a handshake.
+func (h *Hub) tearDown() {
+	h.cancel()
+	for _, c := range h.reg.all() {
+		go c.abort() // it may wait for a write in progress
+	}
 }
 
 // registry holds the open connections and the per-address and per-member
@@ -491,7 +469,7 @@ func (r *registry) init() {
 }
 
 func (r *registry) add(c *conn) {
-	c.shard = int(r.next.Add(1) % uint64(len(r.shards)))
+	c.shard = int32(r.next.Add(1) % uint64(len(r.shards)))
 	s := &r.shards[c.shard]
 	s.mu.Lock()
 	s.conns[c] = struct{}{}

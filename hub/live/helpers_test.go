@@ -346,5 +346,5 @@ func (o *Outbox) pending() int {
 func (o *Outbox) keys() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.slots)
+	return len(o.order)
 }
