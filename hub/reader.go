@@ -13,6 +13,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/hub/sock"
+	"github.com/wsgateway/wsgateway/proto"
 )
 
 // A connection's one lasting goroutine is its reader. It waits for the
@@ -150,7 +151,7 @@ func (c *conn) step(ctx context.Context) (stop bool, err error) {
 // apart answers a request other than a score (request) on a goroutine of
 // its own when the reader lasts (a scorer's); errCrashed when it
 // panicked.
-func (c *conn) apart(ctx context.Context, req request) error {
+func (c *conn) apart(ctx context.Context, req proto.Message) error {
 	if !c.scorer() {
 		return c.request(ctx, req) // this reader ends after the message
 	}
