@@ -67,7 +67,5 @@ func (c *conn) acked() {
 		return
 	}
 	b.mu.Unlock()
-	if !c.quiet.Load() { // else the reader writes them (the memory engine completes on it)
-		c.poke()
-	}
+	c.wake() // quiet: the reader writes them (the memory engine completes on it)
 }

@@ -62,6 +62,7 @@ type conn struct {
 	panicked   atomic.Bool   // a panic was recovered while serving the connection (crash.go)
 	pingWanted atomic.Bool   // a ping is due and could not be written in the writer's place
 	quiet      atomic.Bool   // the reader writes the replies queued now itself (reader.go): push wakes no writer
+	quietWork  atomic.Bool   // work came while quiet: the reader writes it
 	badStreak  int32         // reader: bad requests in a row
 	pingSent   atomic.Int64  // unix ns of the oldest ping whose pong is not checked yet
 	expiry     atomic.Int64  // token expiry, unix ms (ns overflow after 2262); 0 = none (anonymous)
@@ -290,12 +291,22 @@ func (c *conn) send(b *[]byte) bool {
 // without waiting for the queue.
 func (c *conn) push(b *[]byte) bool {
 	if c.replies.add(b, &c.h.cfg) {
-		if !c.quiet.Load() {
-			c.poke()
-		}
+		c.wake()
 		return true
 	}
 	return c.queueFull(b)
+}
+
+// wake pokes the writer, or, while the reader writes what it queues
+// itself (quiet), tells it there is work.
+func (c *conn) wake() {
+	if c.quiet.Load() {
+		c.quietWork.Store(true)
+		if c.quiet.Load() {
+			return // the reader clears quiet, then takes quietWork
+		}
+	}
+	c.poke()
 }
 
 // pushQuiet is push without waking the writer (a completion's ack: see

@@ -19,10 +19,11 @@ import (
 // connection; the node and its other connections go on. A panic during
 // an upgrade answers 500. What a connection shares with others is left
 // consistent by defers (every hub lock held across code that may panic is
-// released by one), and an event is applied by the store's atomic step or
-// not at all, so nothing is half done. The fan-out's and the batch end's
-// writes in an idle writer's place (direct.go) are not guarded: a panic
-// there would leave the socket held, and the node ends instead.
+// released by one, the socket a reader took included), and an event is
+// applied by the store's atomic step or not at all, so nothing is half
+// done. The fan-out's and the batch end's writes in the writer's place
+// (direct.go) are not guarded: they run on goroutines every connection
+// shares, and the node ends instead.
 
 const reasonInternal = "internal error"
 

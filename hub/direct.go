@@ -1,5 +1,7 @@
 package hub
 
+import "time"
+
 // Writing in the writer's place. A spectator's writer woke once per frame
 // to write one frame, and after a store batch each connection's writer woke
 // to write its acks: the wake-up was about as much CPU as the write(2)
@@ -75,5 +77,49 @@ func (c *conn) writeAcks() {
 		c.poke()
 		return
 	}
+	c.give()
+}
+
+// flushDirect writes the queued replies and the frames due, and a ping
+// wanted, in the writer's place, never waiting (what the reader queued
+// quietly: reader.go); when anything stands in the way, a writer does it.
+func (c *conn) flushDirect() {
+	if !c.takeOver() {
+		c.poke()
+		return
+	}
+	given := false
+	defer func() {
+		if !given { // a panic: the socket goes back, the panic on (crash.go)
+			c.s.Give()
+		}
+	}()
+	if hook := c.h.testPanic; hook != nil {
+		hook("direct", c.sub)
+	}
+	var fbuf [4][]byte
+	frames := fbuf[:0]
+	if c.gate.TryLock() {
+		if out := c.out; out != nil {
+			now := time.Now()
+			var retryIn time.Duration
+			frames, retryIn = out.TakeAppend(frames, now)
+			if retryIn > 0 {
+				c.h.wheel.addEarlier(c, timerRetry, now.Add(retryIn))
+			}
+		}
+		c.gate.Unlock()
+	} else {
+		c.poke() // a subscribe puts in its first frames: it pokes once done
+	}
+	for _, f := range frames {
+		c.s.Text(f) // a taker's Text only appends
+	}
+	if c.pingWanted.Swap(false) {
+		c.s.Ping()
+	}
+	c.h.m.framesWritten(len(frames))
+	clear(frames)
+	given = true
 	c.give()
 }

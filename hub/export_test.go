@@ -51,7 +51,8 @@ func (h *Hub) DirectFrames() uint64 { return h.directFrames.Load() }
 func (h *Hub) DirectReplies() uint64 { return h.directReplies.Load() }
 
 // InjectPanic makes f run as an upgrade's token is accepted ("upgrade")
-// and as every connection handles a request ("handle") and writes a batch
-// ("write"), so that a panic from f is one in that upgrade's or
+// and as every connection handles a request ("handle"), writes what its
+// reader queued in the writer's place ("direct") and writes a writer's
+// batch ("write"), so that a panic from f is one in that upgrade's or
 // connection's handling. Set it before the first dial.
 func (h *Hub) InjectPanic(f func(where, member string)) { h.testPanic = f }

@@ -239,9 +239,7 @@ func (c *conn) subscribe(ctx context.Context, req proto.Message) error {
 	c.gate.Lock()
 	defer func() {
 		c.gate.Unlock()
-		if !c.quiet.Load() { // else the reader writes them (reader.go)
-			c.poke()
-		}
+		c.wake()
 	}()
 	if c.out == nil {
 		c.out = live.NewOutboxWake(c.h.cfg.TopInterval, time.Now, c.poke)

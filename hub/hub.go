@@ -193,8 +193,9 @@ type Hub struct {
 	submitters atomic.Uint64
 	// testPanic, set by tests only (export_test.go), is called as an
 	// upgrade's token is accepted ("upgrade"), and as a connection handles
-	// each request ("handle") and writes each batch ("write"): a panic
-	// from it is one in that upgrade's or connection's handling.
+	// each request ("handle"), writes what its reader queued in the
+	// writer's place ("direct") and writes a writer's batch ("write"): a
+	// panic from it is one in that upgrade's or connection's handling.
 	testPanic func(where, member string)
 }
 

@@ -16,13 +16,14 @@ import (
 )
 
 // TestPanicEndsOneConnection: a panic in one connection's handling (its
-// reader handling a request, its writer writing a batch) closes that
-// connection with 1011 and nothing else: another connection keeps its
-// frames, new connections are accepted, and the panic is counted and its
-// stack logged once.
+// reader handling a request, or writing its reply in the writer's place;
+// a writer goroutine writing a batch, here the token_expired that a 2 s
+// token ends in) closes that connection with 1011 and nothing else:
+// another connection keeps its frames, new connections are accepted, and
+// the panic is counted and its stack logged once.
 func TestPanicEndsOneConnection(t *testing.T) {
 	t.Parallel()
-	for _, where := range []string{"handle", "write"} {
+	for _, where := range []string{"handle", "direct", "write"} {
 		t.Run(where, func(t *testing.T) {
 			t.Parallel()
 			in := newInfra(t, memoryKind)
@@ -38,10 +39,12 @@ func TestPanicEndsOneConnection(t *testing.T) {
 			watcher := g.dial(in.token(t, "watcher", auth.Spectator))
 			watcher.expectOK(proto.TypeSubscribed, proto.TypeSubscribe, map[string]any{"board": "b", "top": 10})
 			srv := g.dial(in.token(t, "srv", auth.Server))
-			victim := g.dial(in.token(t, "victim", auth.Player))
+			victim := g.dial(in.tokenTTL(t, "victim", auth.Player, 2*time.Second))
 			armed.Store(true)
 
-			victim.send(proto.TypePage, victim.id(), map[string]any{"board": "b", "offset": 0, "limit": 10})
+			if where != "write" {
+				victim.send(proto.TypePage, victim.id(), map[string]any{"board": "b", "offset": 0, "limit": 10})
+			}
 			if code := victim.closeStatus(10 * time.Second); code != websocket.StatusInternalError {
 				t.Fatalf("the panicking connection closed with %d, want 1011", code)
 			}

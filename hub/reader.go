@@ -93,14 +93,16 @@ func (c *conn) read() (stop bool, err error) {
 		}
 		// The replies queued while the reader handles what the client sent
 		// (all of a pipelined stream) wake no writer (quiet): the reader
-		// writes them after, in one write, rather than a writer started for
-		// them.
+		// writes them after, in one write in the writer's place that never
+		// waits (a full socket leaves the rest to a writer, and the reader
+		// reads on: the reply queue's bound holds), rather than a writer
+		// started for them.
 		c.quiet.Store(true)
 		stop, err = c.step(ctx)
 		if stop || !scorer || !c.s.Buffered() || c.replies.len() >= maxHeldReplies {
 			c.quiet.Store(false)
-			if c.writeOwn() {
-				return true, err // the connection ended
+			if c.quietWork.Swap(false) {
+				c.flushDirect()
 			}
 		}
 		if stop {
@@ -116,18 +118,6 @@ func (c *conn) read() (stop bool, err error) {
 // maxHeldReplies bounds the replies the reader queues before it writes
 // them, well below the reply queue's bound (R12).
 const maxHeldReplies = 64
-
-// writeOwn writes what the reader queued quietly (replies, a
-// subscription's first frames): on this goroutine when no writer runs
-// (ended: the connection ended meanwhile), else by the running writer,
-// poked.
-func (c *conn) writeOwn() (ended bool) {
-	if !c.wstate.CompareAndSwap(0, wRunning) {
-		c.poke()
-		return false
-	}
-	return c.writeGuarded()
-}
 
 // scorer reports whether the connection's role may send scores. Reader
 // only.

@@ -89,8 +89,22 @@ type Buffers struct {
 
 // getRead borrows a read buffer; putRead gives it back.
 func (b *Buffers) getRead() *[]byte {
+	if p := b.pooledRead(); p != nil {
+		return p
+	}
 	b.lent.Add(1)
-	return b.reads.Get().(*[]byte)
+	s := make([]byte, readBuf)
+	return &s
+}
+
+// pooledRead borrows a read buffer if the pool has one, allocating
+// nothing (nil: none).
+func (b *Buffers) pooledRead() *[]byte {
+	p, _ := b.reads.Get().(*[]byte)
+	if p != nil {
+		b.lent.Add(1)
+	}
+	return p
 }
 
 func (b *Buffers) putRead(p *[]byte) {
@@ -108,7 +122,6 @@ func (b *Buffers) ReadsLent() int64 { return b.lent.Load() }
 func NewBuffers() *Buffers {
 	b := &Buffers{}
 	b.batches.New = func() any { s := make([]byte, 0, batchBuf); return &s }
-	b.reads.New = func() any { s := make([]byte, readBuf); return &s }
 	return b
 }
 

@@ -180,20 +180,28 @@ var ErrIdle = errors.New("sock: no message yet")
 // library no byte past the frame it is in, so the library's own buffer
 // never holds a byte of the next frame, and between messages every unread
 // byte is here.
+//
+// Reading the socket (Read's, Fill's or Wait's) is done under fillMu, one
+// at a time, and what a read got is put in buf under mu while the
+// descriptor is still held, so bytes are buffered in the order read. Lock
+// order: fillMu, then the descriptor's read lock, then mu; mu is never held
+// while waiting for the socket.
 type reader struct {
-	mu       sync.Mutex // guards all but the atomics and onFlood; held while filling buf
+	fillMu   sync.Mutex // held while reading the socket; guards the fill's arguments and results
+	mu       sync.Mutex // guards the buffer and the frame state: all but fillMu's and the atomics
 	buf      *[]byte    // (*buf)[off:end] unread; nil: none
 	off, end int
 	// idle: the hub's reader asks the library for a message (NextMessage):
 	// a read at a frame boundary with nothing buffered gets errIdle,
 	// unless a close frame was written (the library's close then reads).
 	idle      bool
+	drained   bool // the last read took less than it could: the socket was empty
 	closeSent atomic.Bool
-	// rc.Read's callbacks, bound once: readFunc (one read(2), waiting for
-	// the socket unless tryOnly) and peekFunc (Wait's, without r.mu).
+	// rc.Read's callbacks, bound once (readFunc, peekFunc), their mode and
+	// result (fillMu held).
 	rawRead func(fd uintptr) bool
-	tryOnly bool
 	peek    func(fd uintptr) bool
+	tryOnly bool // readFunc: do not wait for the socket
 	rerr    error
 	scan    frameScanner
 	tokens  float64
@@ -280,35 +288,49 @@ func (r *reader) consume(n int, bufs *Buffers) {
 // frame the library is in.
 func (c *Conn) Read(p []byte) (int, error) {
 	r := &c.in
-	r.mu.Lock()
-	if r.stalled {
-		r.mu.Unlock()
-		r.waitClosed() // the flood costs no more reads
-		return 0, net.ErrClosed
-	}
-	if r.closed.Load() { // lingering (Close): its bytes are discarded
-		r.mu.Unlock()
-		return 0, net.ErrClosed
-	}
-	if len(p) == 0 {
-		r.mu.Unlock()
-		return 0, nil
-	}
-	if len(r.pending()) == 0 {
-		var err error
-		if r.idle && !r.closeSent.Load() && r.scan.atBoundary() {
-			// Between messages: what the socket has, without waiting.
-			if err = c.tryFill(); err == nil && len(r.pending()) == 0 {
-				err = errIdle
-			}
-		} else {
-			err = c.fill()
-		}
-		if err != nil {
+	for {
+		r.mu.Lock()
+		if err := r.usable(); err != nil {
+			stalled := r.stalled
 			r.mu.Unlock()
+			if stalled {
+				r.waitClosed() // the flood costs no more reads
+			}
 			return 0, err
 		}
+		if len(p) == 0 {
+			r.mu.Unlock()
+			return 0, nil
+		}
+		if len(r.pending()) > 0 {
+			return c.handOn(p) // unlocks r.mu
+		}
+		// Between messages, the socket is read without waiting (and not at
+		// all when the last read emptied it: Wait reads).
+		try := r.idle && !r.closeSent.Load() && r.scan.atBoundary()
+		if try && r.drained {
+			r.mu.Unlock()
+			return 0, errIdle
+		}
+		r.mu.Unlock()
+		if err := c.fill(try); err != nil {
+			return 0, err
+		}
+		if try {
+			r.mu.Lock()
+			empty := len(r.pending()) == 0
+			r.mu.Unlock()
+			if empty {
+				return 0, errIdle
+			}
+		}
 	}
+}
+
+// handOn copies into p what is buffered, at most to the end of the frame
+// in progress, through the flood guard. r.mu held; it unlocks it.
+func (c *Conn) handOn(p []byte) (int, error) {
+	r := &c.in
 	avail := r.pending()
 	n, frames := r.scan.scanFrame(avail[:min(len(p), len(avail))])
 	copy(p, avail[:n])
@@ -335,10 +357,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 // library for a message (NextMessage) only once bytes are in.
 
 // NextMessage is the hub reader's ws.Reader, called once Wait or Fill
-// returned.
-// When the library, having answered a control frame, would wait for the
-// client's next frame inside it, it is stopped: NextMessage returns
-// ErrIdle, and the caller waits again.
+// returned. When the library, having answered a control frame, would wait
+// for the client's next frame inside it, it is stopped: NextMessage
+// returns ErrIdle, and the caller waits again.
 func (c *Conn) NextMessage(ws *websocket.Conn) (websocket.MessageType, io.Reader, error) {
 	c.setIdle(true)
 	typ, rd, err := ws.Reader(context.Background())
@@ -366,32 +387,50 @@ func (c *Conn) Buffered() bool {
 	return len(c.in.pending()) > 0
 }
 
-// Fill returns once the client's bytes are buffered, reading the socket
-// (into a borrowed buffer) if none are.
-func (c *Conn) Fill() error {
+// ready is nil when bytes are buffered, errNone when none are and reads
+// may go on, else the error a read meets.
+func (c *Conn) ready() error {
 	r := &c.in
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.usable(); err != nil || len(r.pending()) > 0 {
+	if err := r.usable(); err != nil {
 		return err
 	}
-	return c.fill()
+	if len(r.pending()) > 0 {
+		return nil
+	}
+	return errNone
+}
+
+var errNone = errors.New("sock: nothing buffered")
+
+// Fill returns once the client's bytes are buffered, reading the socket
+// (into a borrowed buffer) if none are.
+func (c *Conn) Fill() error {
+	for {
+		if err := c.ready(); err != errNone {
+			return err
+		}
+		if err := c.fill(false); err != nil {
+			return err
+		}
+	}
 }
 
 // Wait returns once the client's bytes are in: buffered, or waiting in
-// the socket, which it only peeks at. Unlike Fill, neither a buffer nor
-// a read (which may have to make a buffer, and the allocator goes deep) is
-// on the waiting goroutine's stack; the library's next Read reads them.
+// the socket. Unlike Fill, it holds no buffer while it waits and never
+// makes one (the allocator can go deep, and a goroutine's stack keeps the
+// depth it needed): it reads into a pooled buffer when the pool has one,
+// and else only peeks, the library's next Read reading them.
 func (c *Conn) Wait() error {
-	r := &c.in
-	r.mu.Lock()
-	if err := r.usable(); err != nil || len(r.pending()) > 0 {
-		r.mu.Unlock()
-		return err
-	}
-	r.mu.Unlock()
 	if c.rc == nil {
 		return c.Fill()
+	}
+	r := &c.in
+	r.fillMu.Lock()
+	defer r.fillMu.Unlock()
+	if err := c.ready(); err != errNone {
+		return err
 	}
 	if r.peek == nil {
 		r.peek = c.peekFunc
@@ -402,9 +441,25 @@ func (c *Conn) Wait() error {
 	return nil
 }
 
-// peekFunc is Wait's rc.Read callback: it reports whether the socket has
-// bytes (or its end), asking to wait for it otherwise.
+// peekFunc is Wait's rc.Read callback: it reads what the socket has into
+// a pooled buffer, or with none in the pool peeks (the socket is then not
+// drained: the library's next read takes what is there), and asks to wait
+// for the socket when it has nothing.
 func (c *Conn) peekFunc(fd uintptr) bool {
+	if b := c.bufs.pooledRead(); b != nil {
+		n, err := readNonBlocking(fd, *b)
+		switch {
+		case n > 0:
+			c.in.put(b, n, c.bufs)
+			return true
+		case errors.Is(err, syscall.EAGAIN):
+			c.bufs.putRead(b)
+			return false
+		}
+		c.bufs.putRead(b) // the end, or an error: the library's next read meets it
+		c.in.setDrained(false)
+		return true
+	}
 	for {
 		err := peekNonBlocking(fd)
 		switch {
@@ -413,8 +468,32 @@ func (c *Conn) peekFunc(fd uintptr) bool {
 		case errors.Is(err, syscall.EAGAIN):
 			return false
 		}
+		c.in.setDrained(false)
 		return true // bytes, the end, or an error the next read meets
 	}
+}
+
+// put buffers n bytes just read into b, after any still buffered (a read
+// made while another waited for the descriptor), and records whether the
+// read emptied the socket. The descriptor is held.
+func (r *reader) put(b *[]byte, n int, bufs *Buffers) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.drained = n < len(*b)
+	if p := r.pending(); len(p) > 0 {
+		joined := append(append(make([]byte, 0, len(p)+n), p...), (*b)[:n]...)
+		bufs.putRead(r.buf)
+		bufs.putRead(b)
+		bufs.lent.Add(1) // joined is lent as one
+		b, n = &joined, len(joined)
+	}
+	r.buf, r.off, r.end = b, 0, n
+}
+
+func (r *reader) setDrained(d bool) {
+	r.mu.Lock()
+	r.drained = d
+	r.mu.Unlock()
 }
 
 // usable is the error a read meets now: the flood stopped the reads, or
@@ -427,14 +506,21 @@ func (r *reader) usable() error {
 }
 
 // fill reads what the socket has into a borrowed read buffer, waiting
-// until it has some. r.mu held, nothing buffered.
-func (c *Conn) fill() error {
+// until it has some unless tryOnly. It reads nothing if another fill
+// buffered bytes meanwhile.
+func (c *Conn) fill(tryOnly bool) error {
 	r := &c.in
+	r.fillMu.Lock()
+	defer r.fillMu.Unlock()
+	if err := c.ready(); err != errNone {
+		return err
+	}
 	if c.rc == nil {
 		b := c.bufs.getRead()
 		n, err := c.nc.Read(*b)
 		if n > 0 {
-			r.buf, r.off, r.end = b, 0, n
+			r.put(b, n, c.bufs)
+			r.setDrained(false) // unknown: the next read asks
 			return nil
 		}
 		c.bufs.putRead(b)
@@ -443,13 +529,6 @@ func (c *Conn) fill() error {
 		}
 		return err
 	}
-	return c.rawFill(false)
-}
-
-// rawFill reads the socket through the RawConn into a borrowed buffer,
-// waiting for it unless tryOnly. r.mu held, nothing buffered.
-func (c *Conn) rawFill(tryOnly bool) error {
-	r := &c.in
 	if r.rawRead == nil {
 		r.rawRead = c.readFunc
 	}
@@ -460,18 +539,9 @@ func (c *Conn) rawFill(tryOnly bool) error {
 	return r.rerr
 }
 
-// tryFill is fill without waiting: nothing is buffered when the socket has
-// nothing. r.mu held, nothing buffered.
-func (c *Conn) tryFill() error {
-	if c.rc == nil {
-		return c.fill()
-	}
-	return c.rawFill(true)
-}
-
-// readFunc is rc.Read's callback: one read(2) into a borrowed buffer,
-// given back at once when the socket has nothing (the goroutine then
-// waits for it without one, unless tryOnly).
+// readFunc is rc.Read's callback for fill: one read(2) into a borrowed
+// buffer, given back at once when the socket has nothing (the goroutine
+// then waits for it without one, unless tryOnly). fillMu held.
 func (c *Conn) readFunc(fd uintptr) bool {
 	r := &c.in
 	b := c.bufs.getRead()
@@ -479,7 +549,7 @@ func (c *Conn) readFunc(fd uintptr) bool {
 		n, err := readNonBlocking(fd, *b)
 		switch {
 		case n > 0:
-			r.buf, r.off, r.end = b, 0, n
+			r.put(b, n, c.bufs)
 			return true
 		case err == nil:
 			r.rerr = io.EOF
@@ -487,6 +557,7 @@ func (c *Conn) readFunc(fd uintptr) bool {
 			continue
 		case errors.Is(err, syscall.EAGAIN):
 			c.bufs.putRead(b)
+			r.setDrained(true)
 			return r.tryOnly
 		default:
 			r.rerr = &net.OpError{Op: "read", Net: "tcp", Addr: c.nc.RemoteAddr(), Err: err}
