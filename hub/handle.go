@@ -248,6 +248,9 @@ func (c *conn) subscribe(ctx context.Context, req proto.Message) error {
 	sctx, cancel := c.storeCtx(ctx)
 	err = c.h.deps.Live.SubscribeSpec(sctx, c.out, sp)
 	cancel()
+	if busy := (*live.BusyError)(nil); errors.As(err, &busy) {
+		return &retryError{err, busy.RetryAfter}
+	}
 	if err != nil {
 		return err
 	}
