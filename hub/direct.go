@@ -1,7 +1,5 @@
 package hub
 
-import "time"
-
 // Writing in the writer's place. A spectator's writer woke once per frame
 // to write one frame, and after a store batch each connection's writer woke
 // to write its acks: the wake-up was about as much CPU as the write(2)
@@ -100,14 +98,7 @@ func (c *conn) flushDirect() {
 	var fbuf [4][]byte
 	frames := fbuf[:0]
 	if c.gate.TryLock() {
-		if out := c.out; out != nil {
-			now := time.Now()
-			var retryIn time.Duration
-			frames, retryIn = out.TakeAppend(frames, now)
-			if retryIn > 0 {
-				c.h.wheel.addEarlier(c, timerRetry, now.Add(retryIn))
-			}
-		}
+		frames = c.dueFrames(frames)
 		c.gate.Unlock()
 	} else {
 		c.poke() // a subscribe puts in its first frames: it pokes once done

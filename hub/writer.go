@@ -198,6 +198,21 @@ func (c *conn) writePass() (ended bool) {
 	}
 }
 
+// dueFrames appends the outbox's due frames to frames and puts the next
+// one held by its interval on the wheel. c.gate held.
+func (c *conn) dueFrames(frames [][]byte) [][]byte {
+	out := c.out
+	if out == nil {
+		return frames
+	}
+	now := time.Now()
+	frames, retryIn := out.TakeAppend(frames, now)
+	if retryIn > 0 {
+		c.h.wheel.addEarlier(c, timerRetry, now.Add(retryIn))
+	}
+	return frames
+}
+
 // writeWork writes the queued replies, the due frames and a wanted ping in
 // one batch; wrote is false when there was nothing to write.
 func (c *conn) writeWork() (wrote bool, err error) {
@@ -206,14 +221,7 @@ func (c *conn) writeWork() (wrote bool, err error) {
 	pending, frames := pbuf[:0], fbuf[:0]
 	if c.gate.TryLock() {
 		pending = c.replies.take(pending)
-		if out := c.out; out != nil {
-			now := time.Now()
-			var retryIn time.Duration
-			frames, retryIn = out.TakeAppend(frames, now)
-			if retryIn > 0 {
-				c.h.wheel.addEarlier(c, timerRetry, now.Add(retryIn))
-			}
-		}
+		frames = c.dueFrames(frames)
 		c.gate.Unlock()
 	} else {
 		// The gate is held: a subscribe is putting in its first frames.
