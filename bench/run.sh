@@ -75,9 +75,10 @@ rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 TCK=$(getconf CLK_TCK)
 cpu_seconds() { awk -v a="$1" -v b="$2" -v t="$TCK" 'BEGIN {printf "%.3f", (b - a) / t}'; }
 
-# wait_conns PORT N: until N connections to PORT are established (60s).
+# wait_conns PORT N: until N connections to PORT are established (60 s, and
+# 1 s more per 100 connections: a busy box dials slowly).
 wait_conns() {
-	for _ in $(seq 600); do
+	for _ in $(seq $((600 + $2 / 10))); do
 		[ "$(ss -Htn state established "sport = :$1" | wc -l)" -ge "$2" ] && return 0
 		sleep 0.1
 	done
