@@ -2,7 +2,6 @@ package hub
 
 import (
 	"bytes"
-	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -336,7 +335,7 @@ func (c *conn) sendJSON(v any) bool {
 
 // encode is reply v in a reply buffer; nil when it cannot be encoded.
 func (c *conn) encode(v any) *[]byte {
-	b, err := json.Marshal(v)
+	b, err := proto.Marshal(v)
 	if err != nil {
 		c.h.log.Error("hub: encode reply", "err", err)
 		return nil
