@@ -20,6 +20,7 @@ type Metrics struct {
 	refusedCap   *prometheus.CounterVec // upgrades refused by a connection cap ("ip", "member")
 	resumes      *prometheus.CounterVec // subscribes with since, by answer ("resumed", "fresh")
 	hints        prometheus.Counter     // drain hints sent
+	panics       *prometheus.CounterVec // panics recovered, by where ("upgrade", "connection")
 
 	// inByType caches messagesIn's child of each known type, resolved on
 	// first use (so the exposition shows only types seen, as before):
@@ -86,9 +87,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		hints: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wsgateway_drain_hints_total", Help: "Draining hints sent to connections (§15).",
 		}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wsgateway_ws_panics_total", Help: "Panics recovered on the WebSocket endpoint, by where: upgrade (answered 500) or connection (closed with 1011; counted once per connection).",
+		}, []string{"where"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.byRole, m.messagesIn, m.errors, m.framesOut, m.slowConsumer, m.closes, m.refusedCap, m.resumes, m.hints)
+		reg.MustRegister(m.connections, m.byRole, m.messagesIn, m.errors, m.framesOut, m.slowConsumer, m.closes, m.refusedCap, m.resumes, m.hints, m.panics)
 	}
 	return m
 }
@@ -161,5 +165,11 @@ func (m *Metrics) hinted() {
 func (m *Metrics) refused(cap string) {
 	if m != nil {
 		m.refusedCap.WithLabelValues(cap).Inc()
+	}
+}
+
+func (m *Metrics) panicked(where string) {
+	if m != nil {
+		m.panics.WithLabelValues(where).Inc()
 	}
 }
