@@ -202,6 +202,12 @@ func Run(t *testing.T, f Factory) {
 		{"Erase", testErase},
 		{"EraseLeagueOpen", testEraseLeagueOpen},
 		{"Export", testExport},
+		{"SeasonScan", testSeasonScan},
+		{"SeasonScanHidden", testSeasonScanHidden},
+		{"SeasonScanLive", testSeasonScanLive},
+		{"SeasonScanErrors", testSeasonScanErrors},
+		{"CapValidation", testCapValidation},
+		{"NameProfiles", testNameProfiles},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}
 	for _, tc := range tests {
