@@ -217,7 +217,8 @@ func (a *API) count(res rank.Result) {
 // proto.AppendAck, the encoder the WebSocket path uses.
 func appendAck(b []byte, id string, r rank.Result) []byte {
 	a := proto.Ack{ID: id, Board: r.Board, Member: r.Member, Score: r.Score, Rank: r.Rank,
-		Duplicate: r.Duplicate, Seq: r.Seq, Period: r.Period, Cohort: r.Cohort, Tier: r.Tier, Decimals: r.Decimals}
+		Duplicate: r.Duplicate, Seq: r.Seq, Period: r.Period, Cohort: r.Cohort, Tier: r.Tier, Decimals: r.Decimals,
+		Capped: r.Capped, Applied: r.Applied}
 	if r.PrevRank > 0 {
 		prev := r.PrevRank
 		a.PrevRank = &prev

@@ -185,6 +185,8 @@ func (c *conn) ackReply(id string, res rank.Result) *[]byte {
 		Period:    res.Period,
 		Cohort:    res.Cohort,
 		Tier:      res.Tier,
+		Capped:    res.Capped,
+		Applied:   res.Applied,
 		Decimals:  res.Decimals,
 	}
 	if res.PrevRank > 0 {

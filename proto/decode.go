@@ -75,6 +75,7 @@ const (
 	FieldMeta    // score: a JSON object kept with the score; subscribe: a boolean (v1.2, §11)
 	FieldMembers // subscribe: a member list (v1.2, §11)
 	FieldCohort  // subscribe: the cohort whose top frames to send (v1.2, §12)
+	FieldName    // an import line's display name (v1.3, §18); no message has it
 
 	allFields = FieldCohort<<1 - 1
 	// scoreFields are the fields of a REST score event.
@@ -116,11 +117,13 @@ func fieldOf(name string) (Field, bool) {
 		return FieldMembers, true
 	case "cohort":
 		return FieldCohort, true
+	case "name":
+		return FieldName, true
 	}
 	return 0, false
 }
 
-var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta", "members", "cohort"}
+var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta", "members", "cohort", "name"}
 
 // String is the field's wire name.
 func (f Field) String() string {

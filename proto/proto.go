@@ -223,6 +223,9 @@ type Ack struct {
 	// PrevRank are then within it; Tier is its tier on a league board (§12).
 	Cohort string `json:"cohort,omitempty"`
 	Tier   string `json:"tier,omitempty"`
+	// Capped says a board's cap (§18) let only Applied of the delta through.
+	Capped  bool  `json:"capped,omitempty"`
+	Applied int64 `json:"applied,omitempty"`
 	// Decimals: Score is in units of 10^-Decimals and is written with that
 	// many decimals (hot boards: 3, R22). Not a field of the wire.
 	Decimals int `json:"-"`

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/wsgateway/wsgateway/internal/names"
 )
 
 // Seasons is an engine's side of §18.
@@ -58,6 +60,10 @@ type ScanEntry struct {
 type MemberName struct {
 	Member, Name string
 }
+
+// NormalizeName is a display name from a client (an import line's) as it
+// is stored: NFC, checked by the rules of profile and token names (§3, §7).
+func NormalizeName(s string) (string, error) { return names.Normalize(s) }
 
 // MaxScan bounds one Scan chunk, so one step of either engine stays short.
 const MaxScan = 5000
