@@ -48,11 +48,14 @@ func startDev(t *testing.T) devGateway {
 const readmeMarker = "<!-- readme-test -->"
 
 // readmeBlocks returns the fenced blocks that follow a readmeMarker line.
-func readmeBlocks(readme string) []string {
+func readmeBlocks(readme string) []string { return markedBlocks(readme, readmeMarker) }
+
+// markedBlocks returns the fenced blocks of doc that follow a marker line.
+func markedBlocks(doc, marker string) []string {
 	var blocks []string
-	lines := strings.Split(readme, "\n")
+	lines := strings.Split(doc, "\n")
 	for i := 0; i < len(lines); i++ {
-		if strings.TrimSpace(lines[i]) != readmeMarker || i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```") {
+		if strings.TrimSpace(lines[i]) != marker || i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```") {
 			continue
 		}
 		var b strings.Builder
