@@ -48,6 +48,9 @@ const (
 	// overDrain is how much of a body past MaxImport is read and dropped
 	// before the 413.
 	overDrain = 256 << 10
+	// importMarkEvery is how many lines go between two marks of an
+	// import's progress (a node that dies mid-import leaves one).
+	importMarkEvery = 100_000
 )
 
 // importBody answers POST …/import.
@@ -119,6 +122,9 @@ func (a *API) importScores(c *fiber.Ctx) error {
 	}
 	im := &importer{a: a, board: b, id: impID, into: into, sub: a.submitters.Add(1),
 		profiles: principal(c).Boards == nil}
+	if im.skip, err = a.importSkip(ctx, b, impID); err != nil {
+		return fmt.Errorf("api: import %s: %w", id, err)
+	}
 	// Serve leaves an import's body unread (fast.go); Body() would read
 	// it whole, so it is only for a body fasthttp had read (fiber's Test).
 	var r io.Reader
@@ -161,6 +167,25 @@ func (a *API) importPeriod(ctx context.Context, b rank.Board, sel rank.PeriodSel
 	return idx, nil
 }
 
+// importSkip is the lines a re-run of import id answers as duplicates
+// without sending them: those an earlier run settled, once that run is
+// older than the board's idempotency window, whose records of them may
+// be gone (R38; within the window the records answer).
+func (a *API) importSkip(ctx context.Context, b rank.Board, id string) (int64, error) {
+	m, err := a.deps.Store.ImportMark(ctx, b.ID, id)
+	if err != nil || m.Line == 0 {
+		return 0, err
+	}
+	now, err := a.deps.Store.Now(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if now.Sub(m.Start) < time.Duration(b.IdempotencyWindow) {
+		return 0, nil
+	}
+	return m.Line, nil
+}
+
 // importer applies one import's lines.
 type importer struct {
 	a        *API
@@ -169,14 +194,16 @@ type importer struct {
 	into     int64
 	sub      uint64 // the store applies one submitter's events in order: line order
 	profiles bool   // names go to profiles (a token for every board)
+	skip     int64  // lines up to it are duplicates, not sent (importSkip)
 
 	wg    sync.WaitGroup
 	slots chan struct{}
 
-	mu    sync.Mutex // guards the fields below, which dones write
-	out   importBody
-	down  error             // the store's first unavailable answer: nothing more is sent
-	names []rank.MemberName // of applied lines, not yet given to the profiles
+	mu     sync.Mutex // guards the fields below, which dones write
+	out    importBody
+	down   error             // the store's first unavailable answer: nothing more is sent
+	downAt int64             // the line that met it: lines before it were settled
+	names  []rank.MemberName // of applied lines, not yet given to the profiles
 }
 
 // run reads r to its end (or the store's first failure) and returns the
@@ -190,26 +217,39 @@ func (im *importer) run(r io.Reader) (importBody, error) {
 	br := bufio.NewReaderSize(lr, maxImportLine)
 	var line int64
 	var readErr error
+	settled := int64(0) // the lines read whole
 	for readErr == nil {
 		raw, err := br.ReadSlice('\n')
 		line++
-		if errors.Is(err, bufio.ErrBufferFull) {
-			for errors.Is(err, bufio.ErrBufferFull) { // the rest of the long line
-				_, err = br.ReadSlice('\n')
-			}
+		long := errors.Is(err, bufio.ErrBufferFull)
+		for errors.Is(err, bufio.ErrBufferFull) { // the rest of a long line
+			_, err = br.ReadSlice('\n')
+		}
+		if err != nil && err != io.EOF {
+			// A line cut by the body's failure is not a line: neither
+			// applied nor marked, a re-run sends it whole.
+			readErr = err
+			break
+		}
+		switch {
+		case long:
 			im.fail(line, fmt.Errorf("%w: line longer than %d bytes", rank.ErrBadRequest, maxImportLine))
-		} else if len(bytes.TrimSpace(raw)) > 0 {
+		case len(bytes.TrimSpace(raw)) > 0:
 			im.line(ctx, line, raw)
 		}
-		if err != nil {
-			readErr = err
-		}
+		settled = line
+		readErr = err
 		if im.stopped() {
 			break
+		}
+		if line%importMarkEvery == 0 {
+			im.wg.Wait()
+			im.mark(line)
 		}
 	}
 	im.wg.Wait()
 	im.flushNames(true)
+	im.mark(settled)
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	switch {
@@ -251,6 +291,12 @@ func (im *importer) line(ctx context.Context, n int64, raw []byte) {
 		im.fail(n, err)
 		return
 	}
+	if n <= im.skip {
+		im.mu.Lock()
+		im.out.Duplicate++
+		im.mu.Unlock()
+		return
+	}
 	im.slots <- struct{}{}
 	im.flushNames(false)
 	im.wg.Add(1)
@@ -265,8 +311,8 @@ func (im *importer) line(ctx context.Context, n int64, raw []byte) {
 			im.out.Applied++
 			im.a.count(r)
 		case proto.CodeOf(err) == proto.CodeUnavailable || errors.Is(err, context.Canceled):
-			if im.down == nil {
-				im.down = err
+			if im.down == nil || n < im.downAt {
+				im.down, im.downAt = err, n
 			}
 			return
 		default:
@@ -277,6 +323,25 @@ func (im *importer) line(ctx context.Context, n int64, raw []byte) {
 			im.names = append(im.names, rank.MemberName{Member: ev.Member, Name: ev.Name})
 		}
 	})
+}
+
+// mark notes in the store that the lines up to line are settled (all
+// but those from the store's first failure on, which a re-run sends
+// again), for a re-run after the idempotency window (importSkip).
+func (im *importer) mark(line int64) {
+	im.mu.Lock()
+	if im.down != nil {
+		line = min(line, im.downAt-1)
+	}
+	im.mu.Unlock()
+	if line <= im.skip {
+		return
+	}
+	ctx, cancel := im.a.ctx()
+	defer cancel()
+	if err := im.a.deps.Store.MarkImport(ctx, im.board.ID, im.id, line); err != nil {
+		im.a.log.Warn("api: import: mark not written", "board", im.board.ID, "id", im.id, "line", line, "err", err)
+	}
 }
 
 // stopped reports whether the store failed: the import stops reading, so

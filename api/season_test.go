@@ -3,6 +3,7 @@ package api_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -10,10 +11,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/memstore"
+	"github.com/wsgateway/wsgateway/rank/ranktest"
+	"github.com/wsgateway/wsgateway/rank/redisstore"
 )
 
 // exportLine is one NDJSON line of an export, every key required.
@@ -408,4 +414,59 @@ func TestImportLimits(t *testing.T) {
 		e.putBoard("der", `{"source":{"kind":"union","boards":["src"]},"group":"src"}`)
 		e.importBody("der", "id=x", `{"member":"a","delta":1}`).wantError(t, 409, "read_only")
 	})
+}
+
+// TestImportAfterWindow: R38 past the idempotency window. A re-run of an
+// import after its records expired (the store clock moved on by more than
+// the board's window) applies nothing twice: the lines the first run
+// settled are duplicates; a new id still applies.
+func TestImportAfterWindow(t *testing.T) {
+	t.Parallel()
+	for _, eng := range []struct {
+		name string
+		new  func(t *testing.T, now func() time.Time) rank.Store
+	}{
+		{"memory", func(t *testing.T, now func() time.Time) rank.Store {
+			s, err := memstore.New(rank.Hooks{}, memstore.Config{Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
+		{"redis", func(t *testing.T, now func() time.Time) rank.Store {
+			srv := testenv.StartRedis(t)
+			client, err := redisstore.NewClient(srv.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := redisstore.New(context.Background(), client, rank.Hooks{}, redisstore.Config{Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
+	} {
+		t.Run(eng.name, func(t *testing.T) {
+			t.Parallel()
+			clk := ranktest.NewClock(time.Now())
+			e := newEnv(t, eng.new(t, clk.Now))
+			e.putBoard("late", `{"idempotency_window":"1s"}`)
+			body := `{"member":"a","delta":5}` + "\n" + `{"member":"b","delta":3}` + "\n" + `oops` + "\n"
+			if got := e.importOK("late", "id=once", body); got.Applied != 2 || got.Failed != 1 {
+				t.Fatalf("first run: %+v", got)
+			}
+			clk.Advance(time.Hour)
+			if got := e.importOK("late", "id=once", body); got.Applied != 0 || got.Duplicate != 2 || got.Failed != 1 {
+				t.Fatalf("a re-run an hour later: %+v", got)
+			}
+			if pg := e.pages("late", ""); fmt.Sprint(pg) != fmt.Sprint([]pageEntry{{Rank: 1, Member: "a", Score: "5"}, {Rank: 2, Member: "b", Score: "3"}}) {
+				t.Fatalf("board after the late re-run: %v", pg)
+			}
+			if got := e.importOK("late", "id=twice", body); got.Applied != 2 {
+				t.Fatalf("another id: %+v", got)
+			}
+		})
+	}
 }

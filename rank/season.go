@@ -33,7 +33,27 @@ type Seasons interface {
 	// members whose profile it changed. Names must pass names.Check; the
 	// caller validated them. A member whose profile has a name keeps it.
 	NameProfiles(ctx context.Context, names []MemberName) ([]string, error)
+	// ImportMark is how far the import id of the board got (the zero mark
+	// for one never marked, or forgotten after ImportMarkTTL).
+	ImportMark(ctx context.Context, board, id string) (ImportMark, error)
+	// MarkImport notes that every line of the import up to line was
+	// settled (applied, or failed for good): the mark's Start is the
+	// store's clock when it is first made, its Line the greater of the
+	// two. A mark is kept at least ImportMarkTTL after it was last moved.
+	MarkImport(ctx context.Context, board, id string, line int64) error
 }
+
+// ImportMark is how far an import got (R38). The lines an import applied
+// are duplicates of a re-run as long as their idempotency records live
+// (the board's window); a re-run later than that skips the lines up to
+// Line instead, so it still applies nothing twice.
+type ImportMark struct {
+	Start time.Time // when the import first ran, on the store's clock
+	Line  int64     // every line up to it was settled
+}
+
+// ImportMarkTTL is how long an import's mark is kept after its last run.
+const ImportMarkTTL = 30 * 24 * time.Hour
 
 // Cursor is a position in a period's order, as Scan returns it: opaque,
 // engine-made, valid for the board and period it was read from.

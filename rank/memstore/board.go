@@ -43,6 +43,8 @@ type board struct {
 	// A per-day cap's counts (§18, caps.go): the UTC day they are of.
 	capDay    int64
 	capDayMap map[string]int64
+	// imports are the marks of imports (§18, scan.go), by import id.
+	imports map[string]importMark
 }
 
 // zset is one period's ranking.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -194,4 +195,56 @@ func (s *Store) NameProfiles(ctx context.Context, names []rank.MemberName) ([]st
 	}
 	slices.SortFunc(changed, cmp.Compare)
 	return slices.Compact(changed), nil
+}
+
+// ImportMark implements rank.Seasons.
+func (s *Store) ImportMark(ctx context.Context, id, imp string) (rank.ImportMark, error) {
+	b, err := s.lookup(ctx, id)
+	if err != nil {
+		return rank.ImportMark{}, fmt.Errorf("memstore: import mark %s: %w", id, err)
+	}
+	now := s.now()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	m, ok := b.imports[imp]
+	if !ok || !now.Before(m.until) {
+		return rank.ImportMark{}, nil
+	}
+	return m.ImportMark, nil
+}
+
+// MarkImport implements rank.Seasons.
+func (s *Store) MarkImport(ctx context.Context, id, imp string, line int64) error {
+	b, err := s.lookup(ctx, id)
+	if err != nil {
+		return fmt.Errorf("memstore: mark import %s: %w", id, err)
+	}
+	now := s.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.deleted {
+		return fmt.Errorf("memstore: mark import %s: %w", id, rank.ErrUnknownBoard)
+	}
+	if b.imports == nil {
+		b.imports = map[string]importMark{}
+	}
+	for k, m := range b.imports { // few: one per import id within the TTL
+		if !now.Before(m.until) {
+			delete(b.imports, k)
+		}
+	}
+	m, ok := b.imports[imp]
+	if !ok {
+		m.Start = now
+	}
+	m.Line = max(m.Line, line)
+	m.until = now.Add(rank.ImportMarkTTL)
+	b.imports[imp] = m
+	return nil
+}
+
+// importMark is a mark as a board keeps it, with its expiry.
+type importMark struct {
+	rank.ImportMark
+	until time.Time
 }

@@ -208,6 +208,7 @@ func Run(t *testing.T, f Factory) {
 		{"SeasonScanErrors", testSeasonScanErrors},
 		{"CapValidation", testCapValidation},
 		{"NameProfiles", testNameProfiles},
+		{"ImportMarks", testImportMarks},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}
 	for _, tc := range tests {

@@ -508,3 +508,45 @@ func containsAll(have []string, want ...string) bool {
 	}
 	return true
 }
+
+// testImportMarks: an import's mark starts at the store's clock when first
+// made and only moves forward; marks are per board and import id.
+func testImportMarks(t *testing.T, f Factory) {
+	clk := NewClock(skewedAnchor())
+	s := f(t, clk.Now)
+	ctx := t.Context()
+	put(t, s, board("rt-marks", nil))
+	put(t, s, board("rt-marks-2", nil))
+	if m, err := s.ImportMark(ctx, "rt-marks", "imp"); err != nil || m != (rank.ImportMark{}) {
+		t.Fatalf("a mark never made: %+v, %v", m, err)
+	}
+	start := clk.Now()
+	mark := func(board, id string, line int64) {
+		t.Helper()
+		if err := s.MarkImport(ctx, board, id, line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(board, id string, line int64, at time.Time) {
+		t.Helper()
+		m, err := s.ImportMark(ctx, board, id)
+		if err != nil || m.Line != line || m.Start.UnixMilli() != at.UnixMilli() {
+			t.Fatalf("mark of %s/%s: %+v, %v; want line %d from %s", board, id, m, err, line, at)
+		}
+	}
+	mark("rt-marks", "imp", 10)
+	want("rt-marks", "imp", 10, start)
+	clk.Advance(time.Hour)
+	mark("rt-marks", "imp", 5)
+	want("rt-marks", "imp", 10, start)
+	mark("rt-marks", "imp", 25)
+	want("rt-marks", "imp", 25, start)
+	mark("rt-marks", "other", 3)
+	want("rt-marks", "other", 3, clk.Now())
+	if m, _ := s.ImportMark(ctx, "rt-marks-2", "imp"); m != (rank.ImportMark{}) {
+		t.Fatalf("a mark of another board: %+v", m)
+	}
+	if err := s.MarkImport(ctx, "rt-marks-none", "imp", 1); !errors.Is(err, rank.ErrUnknownBoard) {
+		t.Fatalf("a mark on no board: %v", err)
+	}
+}

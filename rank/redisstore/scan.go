@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -233,4 +234,62 @@ func (s *Store) NameProfiles(ctx context.Context, names []rank.MemberName) ([]st
 		}
 	}
 	return changed, nil
+}
+
+// Import marks (rank.ImportMark) live in the board's slot: the hash
+// <p>:{b}:imp (import id -> its first mark's store time in unix ms, set
+// with HSETNX) and the sorted set <p>:{b}:impl (import id -> line, moved
+// with ZADD GT), so two runs of one import marking at once never move a
+// mark back, with no script.
+
+// ImportMark implements rank.Seasons.
+func (s *Store) ImportMark(ctx context.Context, board, id string) (rank.ImportMark, error) {
+	if s.closed.Load() {
+		return rank.ImportMark{}, ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	c, err := s.board(ctx, board)
+	if err != nil {
+		return rank.ImportMark{}, s.fail("import mark", board, err)
+	}
+	pipe := s.client.Pipeline()
+	start := pipe.HGet(ctx, s.key(&c.b, "imp"), id)
+	line := pipe.ZScore(ctx, s.key(&c.b, "impl"), id)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return rank.ImportMark{}, s.fail("import mark", board, err)
+	}
+	ms, err1 := start.Int64()
+	n, err2 := line.Result()
+	if err1 != nil || err2 != nil {
+		return rank.ImportMark{}, nil // none (or half written: the start comes first)
+	}
+	return rank.ImportMark{Start: time.UnixMilli(ms).UTC(), Line: int64(n)}, nil
+}
+
+// MarkImport implements rank.Seasons.
+func (s *Store) MarkImport(ctx context.Context, board, id string, line int64) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	c, err := s.board(ctx, board)
+	if err != nil {
+		return s.fail("mark import", board, err)
+	}
+	now, err := s.Now(ctx)
+	if err != nil {
+		return err
+	}
+	starts, lines := s.key(&c.b, "imp"), s.key(&c.b, "impl")
+	pipe := s.client.Pipeline()
+	pipe.HSetNX(ctx, starts, id, now.UnixMilli())
+	pipe.ZAddGT(ctx, lines, redis.Z{Score: float64(line), Member: id})
+	pipe.PExpire(ctx, starts, rank.ImportMarkTTL)
+	pipe.PExpire(ctx, lines, rank.ImportMarkTTL)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return s.fail("mark import", board, err)
+	}
+	return nil
 }
