@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -43,21 +42,7 @@ func TestSeasonsGuide(t *testing.T) {
 		t.Fatal(err)
 	}
 	const secret = "seasons-guide-secret-0123456789abcdef"
-	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr testenv.LogBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"--dev", "--addr", "127.0.0.1:0", "--jwt-secret", secret, "--drain-timeout", "1s"}, envMap(nil), &stdout, &stderr)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	})
-	addrRe := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
-	testenv.Until(t, 10*time.Second, "the start banner", func() bool { return addrRe.MatchString(stdout.String()) })
-	addr := addrRe.FindStringSubmatch(stdout.String())[1]
+	addr := startDev(t, "--jwt-secret", secret).addr
 
 	script := strings.ReplaceAll(strings.Join(blocks, ""), "http://localhost:8080", "http://"+addr)
 	work := t.TempDir()

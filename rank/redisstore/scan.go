@@ -154,12 +154,7 @@ func (s *Store) scanRun(ctx context.Context, c cachedBoard, idx int64, nowArg st
 		_, err := pipe.Exec(ctx)
 		return cmds, err
 	}
-	cmds, err := run()
-	if err != nil && isNoScript(err) {
-		if err = s.shard.load(ctx, s.client); err == nil {
-			cmds, err = run()
-		}
-	}
+	cmds, err := s.shard.pipelined(ctx, s.client, run)
 	if err != nil {
 		return err
 	}
