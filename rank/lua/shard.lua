@@ -33,13 +33,15 @@
 --          quadruples raw member, score, name, meta}: better as for count, better_score the entries of a
 --          strictly better score, then up to `around` entries before that
 --          position and up to around+1 from it, in rank order
---   scan:  ARGV[7] stored score of a cursor ("" = from the first entry),
---          ARGV[8] its sorted-set member, ARGV[9] a limit -> {before,
---          better_score, then up to limit quadruples raw member, score,
---          name, meta}: the entries after the cursor in rank order (an
---          export's chunk, docs/protocol.md §18), before the entries at or
---          before it, better_score those of a score better than its.
---          KEYS[4] may be the period's hidden-entry set (x:<k>) instead.
+--   scan:  ARGV[7] the stored score of a cursor ("" = from the first
+--          entry), ARGV[8] and ARGV[9] below -> {before, better_score, then
+--          up to limit quadruples raw member, score, name, meta}: the
+--          entries after the cursor in rank order (an export's chunk,
+--          docs/protocol.md §18), before the entries at or before it,
+--          better_score those of a score better than its. KEYS[4] may be
+--          the period's hidden-entry set (x:<k>) instead.
+-- ARGV[8] scan: the cursor's sorted-set member
+-- ARGV[9] scan: the most entries to answer (limit)
 -- Scores as stored (negated on asc boards); names and meta "" when none. Errors
 -- "LB <code>": unknown_board, stale, expired (a ban's until has passed),
 -- bad_request.
