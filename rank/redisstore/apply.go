@@ -172,6 +172,11 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 				err = fmt.Errorf("redisstore: apply %s: %w", c.e.Board, cerr)
 			}
 		}
+		if err == nil && (c.e.Into != 0 || gr.cb.b.Capped()) {
+			// Until apply.lua writes past periods and caps (§18), such
+			// an event is refused rather than applied without them.
+			err = fmt.Errorf("redisstore: apply %s: %w: the Redis engine does not yet restore past periods or apply caps", c.e.Board, rank.ErrBadRequest)
+		}
 		if err != nil { // already wrapped
 			c.err = err
 			g = -1
