@@ -7,13 +7,15 @@
 # the gateway process's resident memory before and at its peak (VmRSS read
 # every 50 ms), and checks the counts.
 #
-# Knobs (env): SEASON_LINES (1000000), SEASON_BIN (a gateway binary to
-# measure instead of this tree's build), BENCH_OUT (bench/out). Needs go,
+# Knobs (env): SEASON_LINES (1000000), SEASON_BOARD (the board's config,
+# '{"idempotency_window":"1h"}'; e.g. add "shards":8), SEASON_BIN (a gateway
+# binary to measure instead of this tree's build), BENCH_OUT (bench/out). Needs go,
 # redis-server, redis-cli, curl, ss, jq.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 LINES=${SEASON_LINES:-1000000}
+BOARD=${SEASON_BOARD:-'{"idempotency_window":"1h"}'}
 OUT=${BENCH_OUT:-bench/out}
 SECRET=bench-secret-0123456789abcdef0123456789
 mkdir -p "$OUT"
@@ -27,7 +29,7 @@ start_redis
 start_gateway --redis-url "redis://127.0.0.1:$RP/0"
 ADMIN=$("$WORK/wsgateway" token --secret "$SECRET" --sub bench --role admin --ttl 2h)
 API="http://127.0.0.1:$GP/api/v1/boards/season"
-curl -fsS -o /dev/null -X PUT -H "Authorization: Bearer $ADMIN" -d '{"idempotency_window":"1h"}' "$API"
+curl -fsS -o /dev/null -X PUT -H "Authorization: Bearer $ADMIN" -d "$BOARD" "$API"
 
 # Members m1…mN, scores spread with ties, a name on every tenth line.
 awk -v n="$LINES" 'BEGIN {
