@@ -283,7 +283,7 @@ func (im *importer) line(ctx context.Context, n int64, raw []byte) {
 		}
 	}
 	ev := rank.Event{Board: im.board.ID, ID: im.id + ":" + strconv.FormatInt(n, 10), Member: l.Member, Name: l.Name,
-		Op: rankOp(l.Op), Amount: l.Amount, Meta: l.Meta, Into: im.into, Submitter: im.sub}
+		Op: l.Op, Amount: l.Amount, Meta: l.Meta, Into: im.into, Submitter: im.sub}
 	if err == nil {
 		err = ev.Check(im.board)
 	}

@@ -1,12 +1,15 @@
 package proto
 
-import "github.com/wsgateway/wsgateway/internal/meta"
+import (
+	"github.com/wsgateway/wsgateway/internal/meta"
+	"github.com/wsgateway/wsgateway/rank"
+)
 
 // ImportLine is one line of an import body (docs/protocol.md §18):
 // {"member","delta"|"value"} with optional "name" and "meta".
 type ImportLine struct {
 	Member string
-	Op     Op
+	Op     rank.Op
 	Amount int64
 	Name   string // "" when absent
 	Meta   meta.Meta

@@ -3,6 +3,8 @@ package proto
 import (
 	"errors"
 	"testing"
+
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 func TestDecodeImportLine(t *testing.T) {
@@ -11,9 +13,9 @@ func TestDecodeImportLine(t *testing.T) {
 		in   string
 		want ImportLine
 	}{
-		{`{"member":"a","delta":-5}`, ImportLine{Member: "a", Op: OpDelta, Amount: -5}},
-		{` {"value":9007199254740991,"member":"b","name":"Bee"} `, ImportLine{Member: "b", Op: OpValue, Amount: MaxScore, Name: "Bee"}},
-		{`{"member":"c","delta":1,"meta":{"k":[1,2]}}`, ImportLine{Member: "c", Op: OpDelta, Amount: 1, Meta: `{"k":[1,2]}`}},
+		{`{"member":"a","delta":-5}`, ImportLine{Member: "a", Op: rank.OpDelta, Amount: -5}},
+		{` {"value":9007199254740991,"member":"b","name":"Bee"} `, ImportLine{Member: "b", Op: rank.OpValue, Amount: rank.MaxScore, Name: "Bee"}},
+		{`{"member":"c","delta":1,"meta":{"k":[1,2]}}`, ImportLine{Member: "c", Op: rank.OpDelta, Amount: 1, Meta: `{"k":[1,2]}`}},
 	}
 	for _, tc := range ok {
 		got, err := DecodeImportLine([]byte(tc.in))

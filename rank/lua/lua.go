@@ -66,8 +66,3 @@ func file(name string) string {
 	}
 	return string(b)
 }
-
-// Names lists every embedded script.
-func Names() []string {
-	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, Build, Deps, CohortRanks, CohortTier, Cohorts, Erase}
-}
