@@ -207,6 +207,8 @@ func Run(t *testing.T, f Factory) {
 		{"SeasonScanHidden", testSeasonScanHidden},
 		{"SeasonScanLive", testSeasonScanLive},
 		{"SeasonScanErrors", testSeasonScanErrors},
+		{"Caps", testCaps},
+		{"CapsConcurrent", testCapsConcurrent},
 		{"CapValidation", testCapValidation},
 		{"NameProfiles", testNameProfiles},
 		{"ImportMarks", testImportMarks},

@@ -172,10 +172,10 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 				err = fmt.Errorf("redisstore: apply %s: %w", c.e.Board, cerr)
 			}
 		}
-		if err == nil && (c.e.Into != 0 || gr.cb.b.Capped()) {
-			// Until apply.lua writes past periods and caps (§18), such
-			// an event is refused rather than applied without them.
-			err = fmt.Errorf("redisstore: apply %s: %w: the Redis engine does not yet restore past periods or apply caps", c.e.Board, rank.ErrBadRequest)
+		if err == nil && c.e.Into != 0 {
+			// Until apply.lua writes past periods (§18), such an event
+			// is refused rather than applied to the current one.
+			err = fmt.Errorf("redisstore: apply %s: %w: the Redis engine does not yet restore past periods", c.e.Board, rank.ErrBadRequest)
 		}
 		if err != nil { // already wrapped
 			c.err = err
@@ -346,9 +346,10 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 // A cohort board's record ends in the member's cohort as the script
 // names it ("<tier>.<n>"), returned apart.
 func parseRecord(dup bool, rec string, hash, token string) (rank.Result, string, error) {
-	// rec is "hash,score,rank,prev_rank,prev_score,seq,period[,cohort]"; cut
-	// in place rather than strings.Split, which allocates per event.
-	if c := strings.Count(rec, ","); c != 6 && c != 7 {
+	// rec is "hash,score,rank,prev_rank,prev_score,seq,period" and the
+	// blocks' fields (",<cohort>", ",a<applied>"); cut in place rather than
+	// strings.Split, which allocates per event.
+	if c := strings.Count(rec, ","); c < 6 || c > 8 {
 		return rank.Result{}, "", fmt.Errorf("unexpected record %q", rec)
 	}
 	h, rest, _ := strings.Cut(rec, ",")
@@ -366,8 +367,37 @@ func parseRecord(dup bool, rec string, hash, token string) (rank.Result, string,
 		}
 		n[i] = x
 	}
-	return rank.Result{
+	r := rank.Result{
 		Score: n[0], Rank: n[1], PrevRank: n[2], PrevScore: n[3], Seq: n[4], Period: n[5],
 		Duplicate: dup && recToken != token,
-	}, rest, nil
+	}
+	// The blocks' fields: a cohort starts with a digit, another block's
+	// with its letter (apply.lua's header).
+	var cohort string
+	for rest != "" {
+		var f string
+		f, rest, _ = strings.Cut(rest, ",")
+		switch {
+		case f == "":
+			return rank.Result{}, "", fmt.Errorf("unexpected record %q", rec)
+		case f[0] >= '0' && f[0] <= '9':
+			cohort = f
+		case f[0] == 'a': // apply_cap.lua: the part of the delta applied
+			x, err := strconv.ParseInt(f[1:], 10, 64)
+			if err != nil {
+				return rank.Result{}, "", fmt.Errorf("unexpected record %q", rec)
+			}
+			r.Capped, r.Applied = true, x
+		}
+	}
+	return r, cohort, nil
+}
+
+// recordFields are the blocks' fields of r's record (apply.lua's header)
+// that a rewrite of it keeps: a sharded board has no cohort.
+func recordFields(r rank.Result) string {
+	if r.Capped {
+		return ",a" + strconv.FormatInt(r.Applied, 10)
+	}
+	return ""
 }

@@ -189,9 +189,9 @@ type applyKeys struct {
 	spec                    string // the apply config (spec.go), which apply.lua reads from the cfg hash
 	// hot.lua's arguments: the idempotency window in ms, the lifecycle's
 	// (§6): starts_at and ends_at ("" = none), grace in ms,
-	// max_submissions.
-	window, startsAt, endsAt, grace, maxSubs any
-	last                                     atomic.Pointer[periodKeys]
+	// max_submissions, the cap (§18: "<points>.<per>", "" = none).
+	window, startsAt, endsAt, grace, maxSubs, cap any
+	last                                          atomic.Pointer[periodKeys]
 }
 
 // periodKeys are the sorted-set and member-hash keys and the slot arguments
@@ -219,7 +219,7 @@ func (s *Store) cachedOne(b rank.Board, ver string) cachedBoard {
 		ver: ver, spec: applySpec(b),
 		window:   time.Duration(b.IdempotencyWindow).Milliseconds(),
 		startsAt: msArg(b.StartsAt), endsAt: msArg(b.EndsAt),
-		grace: time.Duration(b.Grace).Milliseconds(), maxSubs: b.MaxSubmissions,
+		grace: time.Duration(b.Grace).Milliseconds(), maxSubs: b.MaxSubmissions, cap: capArg(b),
 	}}
 }
 
