@@ -470,3 +470,52 @@ func TestImportAfterWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestImportPastPeriod: period=previous writes the past period (§18), the
+// current one untouched; a board that keeps no past period, or a period
+// it no longer retains, is a 400.
+func TestImportPastPeriod(t *testing.T) {
+	t.Parallel()
+	forEngines(t, func(t *testing.T, eng engine) {
+		e := newEnv(t, eng.new(t))
+		e.putBoard("past", `{"reset":"daily","retain":2}`)
+		if got := e.importOK("past", "id=yesterday&period=previous", `{"member":"a","delta":4}`+"\n"+`{"member":"b","delta":9}`); got.Applied != 2 {
+			t.Fatalf("import into the previous period: %+v", got)
+		}
+		if pg := e.pages("past", "previous"); fmt.Sprint(pg) != fmt.Sprint([]pageEntry{{Rank: 1, Member: "b", Score: "9"}, {Rank: 2, Member: "a", Score: "4"}}) {
+			t.Fatalf("the previous period: %v", pg)
+		}
+		if pg := e.pages("past", ""); len(pg) != 0 {
+			t.Fatalf("the current period took the import: %v", pg)
+		}
+		e.importBody("past", "id=x&period=20000101", `{"member":"a","delta":1}`).wantError(t, 400, "bad_request")
+		e.putBoard("flat", "")
+		e.importBody("flat", "id=x&period=previous", `{"member":"a","delta":1}`).wantError(t, 400, "bad_request")
+	})
+}
+
+// TestScoresCapped: a REST scores array on a capped board answers the
+// capped event with capped and applied, and the next with limit_reached.
+func TestScoresCapped(t *testing.T) {
+	t.Parallel()
+	forEngines(t, func(t *testing.T, eng engine) {
+		e := newEnv(t, eng.new(t))
+		e.putBoard("cap", `{"cap":{"points":10,"per":"period"}}`)
+		r := e.do("POST", "/api/v1/boards/cap/scores", serverToken(t), `[{"id":"1","member":"a","delta":8},{"id":"2","member":"a","delta":8},{"id":"3","member":"a","delta":8}]`)
+		r.wantStatus(t, 200)
+		var got []struct {
+			Score   int64 `json:"score"`
+			Capped  bool  `json:"capped"`
+			Applied int64 `json:"applied"`
+			Error   *struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		r.json(t, &got)
+		if len(got) != 3 || got[0].Capped || got[0].Score != 8 || !got[1].Capped || got[1].Applied != 2 || got[1].Score != 10 ||
+			got[2].Error == nil || got[2].Error.Code != "limit_reached" {
+			t.Fatalf("scores on a capped board: %s", r.body)
+		}
+		e.do("PUT", "/api/v1/boards/bestcap", adminToken(t), `{"mode":"best","cap":{"points":10,"per":"day"}}`).wantError(t, 400, "bad_request")
+	})
+}

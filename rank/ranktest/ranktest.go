@@ -207,6 +207,7 @@ func Run(t *testing.T, f Factory) {
 		{"SeasonScanHidden", testSeasonScanHidden},
 		{"SeasonScanLive", testSeasonScanLive},
 		{"SeasonScanErrors", testSeasonScanErrors},
+		{"Restore", testRestore},
 		{"Caps", testCaps},
 		{"CapsConcurrent", testCapsConcurrent},
 		{"CapValidation", testCapValidation},

@@ -262,7 +262,10 @@ func testRestore(t *testing.T, f Factory) {
 	clk := NewClock(anchor)
 	s := f(t, clk.Now)
 	src := put(t, s, board("rt-restore", func(b *rank.Board) { b.Reset = rank.Daily; b.Retain = 3; b.Group = "rt-rs-g"; b.History = 5 }))
-	putDerived(t, s, board("rt-restore-u", func(b *rank.Board) { b.Group = "rt-rs-g"; b.Source = rank.UnionOf([]string{src.ID}, []int64{2}) }), rank.Desc, rank.Daily)
+	putDerived(t, s, board("rt-restore-u", func(b *rank.Board) {
+		b.Group, b.Retain = "rt-rs-g", 3
+		b.Source = rank.UnionOf([]string{src.ID}, []int64{2})
+	}), rank.Desc, rank.Daily)
 	day0 := rank.PeriodAt(src, anchor)
 	apply(t, s, delta(src.ID, "live", "a", 5))
 	clk.Advance(48 * time.Hour) // day0 is two periods back
@@ -292,9 +295,13 @@ func testRestore(t *testing.T, f Factory) {
 	if h, err := s.History(t.Context(), src.ID, day0Sel, "b"); err != nil || len(h) != 1 || h[0].At != day0.Start.UnixMilli() {
 		t.Fatalf("history of a restored event: %+v, %v (want at %d, the period's start)", h, err, day0.Start.UnixMilli())
 	}
-	// The day between, empty until now.
+	// The day between, empty until now; the oldest day retained, and the
+	// union's view of it.
 	apply(t, s, into(delta(src.ID, "imp:3", "c", 1), day1.Index))
 	wantEntries(t, "a period restored from nothing", top(t, s, src.ID, rank.PeriodSel(fmtIndex(day1.Index)), 0, 10).Entries, ent(1, "c", 1))
+	oldest := day0.Previous(src)
+	apply(t, s, into(delta(src.ID, "imp:4", "d", 2), oldest.Index))
+	wantEntries(t, "the union's view of the oldest day", top(t, s, "rt-restore-u", rank.PeriodSel(fmtIndex(oldest.Index)), 0, 10).Entries, ent(1, "d", 4))
 
 	cur := rank.PeriodAt(src, clk.Now())
 	applyErr(t, s, into(delta(src.ID, "x1", "a", 1), cur.Index), rank.ErrBadRequest)

@@ -3,6 +3,9 @@ package redisstore
 // Period slots: the two period keys a script may pick between.
 
 import (
+	"context"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/wsgateway/wsgateway/rank"
@@ -77,4 +80,34 @@ func (sl slots) pick(slot int64) int64 {
 		return sl.b
 	}
 	return sl.a
+}
+
+// restoreOf checks an import into past period idx of board b (§18,
+// rank.Board.Restore) at the store clock's estimate, and returns the
+// period and its events' at argument, "r<ms>" (apply.lua).
+func (s *Store) restoreOf(ctx context.Context, b rank.Board, idx int64) (rank.Period, string, error) {
+	now, _ := s.now(ctx, b)
+	p, t, err := b.Restore(idx, now)
+	if err != nil {
+		return rank.Period{}, "", fmt.Errorf("redisstore: apply %s: %w", b.ID, err)
+	}
+	return p, "r" + strconv.FormatInt(t.UnixMilli(), 10), nil
+}
+
+// restoreKeys are the keys of an import into past period q: the current
+// pair at now as A and B (the call's clock check), q as P, and derived
+// boards' views from q on.
+func (s *Store) restoreKeys(c cachedBoard, now time.Time, q rank.Period) *periodKeys {
+	sl, _ := slotsFor(c.b, "", now)
+	sl.p, sl.pstart, sl.expireP = q.Index, ms(q.Start), ms(q.ExpireAt(c.b.Retained()))
+	board := &c.b
+	p := &periodKeys{
+		sl: sl,
+		za: s.zkey(board, sl.a), ma: s.mkey(board, sl.a), zb: s.zkey(board, sl.b), mb: s.mkey(board, sl.b),
+		zp: s.zkey(board, sl.p), mp: s.mkey(board, sl.p),
+		args:  [7]any{sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB},
+		pargs: [3]any{sl.pstart, sl.p, sl.expireP},
+	}
+	p.dkeys, p.dargs = s.depKeysFrom(c, q)
+	return p
 }
