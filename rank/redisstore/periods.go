@@ -100,14 +100,7 @@ func (s *Store) restoreOf(ctx context.Context, b rank.Board, idx int64) (rank.Pe
 func (s *Store) restoreKeys(c cachedBoard, now time.Time, q rank.Period) *periodKeys {
 	sl, _ := slotsFor(c.b, "", now)
 	sl.p, sl.pstart, sl.expireP = q.Index, ms(q.Start), ms(q.ExpireAt(c.b.Retained()))
-	board := &c.b
-	p := &periodKeys{
-		sl: sl,
-		za: s.zkey(board, sl.a), ma: s.mkey(board, sl.a), zb: s.zkey(board, sl.b), mb: s.mkey(board, sl.b),
-		zp: s.zkey(board, sl.p), mp: s.mkey(board, sl.p),
-		args:  [7]any{sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB},
-		pargs: [3]any{sl.pstart, sl.p, sl.expireP},
-	}
+	p := s.slotKeys(&c.b, sl)
 	p.dkeys, p.dargs = s.depKeysFrom(c, q)
 	return p
 }

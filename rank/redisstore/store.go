@@ -240,16 +240,22 @@ func (s *Store) periodKeys(c cachedBoard, now time.Time) *periodKeys {
 		return p
 	}
 	sl, _ := slotsFor(c.b, "", now) // the current period never fails
-	p := &periodKeys{
-		sl: sl,
-		za: s.zkey(board, sl.a), ma: s.mkey(board, sl.a), zb: s.zkey(board, sl.b), mb: s.mkey(board, sl.b),
-		zp: s.zkey(board, sl.p), mp: s.mkey(board, sl.p),
-		args:  [7]any{sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB},
-		pargs: [3]any{sl.pstart, sl.p, sl.expireP},
-	}
+	p := s.slotKeys(board, sl)
 	p.dkeys, p.dargs = s.depKeys(c, sl)
 	k.last.Store(p)
 	return p
+}
+
+// slotKeys are the keys and arguments of the slots sl of board b, but the
+// derived boards'.
+func (s *Store) slotKeys(b *rank.Board, sl slots) *periodKeys {
+	return &periodKeys{
+		sl: sl,
+		za: s.zkey(b, sl.a), ma: s.mkey(b, sl.a), zb: s.zkey(b, sl.b), mb: s.mkey(b, sl.b),
+		zp: s.zkey(b, sl.p), mp: s.mkey(b, sl.p),
+		args:  [7]any{sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB},
+		pargs: [3]any{sl.pstart, sl.p, sl.expireP},
+	}
 }
 
 const (
