@@ -351,30 +351,30 @@ func TestImport(t *testing.T) {
 	})
 }
 
-// TestImportLimits: the body streams past the API's 1 MiB limit up to
+// TestImportLimits: the body streams past the API's body limit up to
 // MaxImport; a declared length past it is refused before anything is
 // read, a chunked body past it is cut there (413); at most 100 errors are
 // listed, the first by line; refusals of the request: id, role, board.
 func TestImportLimits(t *testing.T) {
 	t.Parallel()
 	forEngines(t, func(t *testing.T, eng engine) {
-		const limit = 2 << 20
-		e := newEnv(t, eng.new(t), func(c *setup) { c.MaxImport = limit })
+		const body, limit = 64 << 10, 256 << 10
+		e := newEnv(t, eng.new(t), func(c *setup) { c.MaxBody, c.MaxImport = body, limit })
 		e.putBoard("lim", `{"mode":"best"}`)
 		var sb strings.Builder
 		n := 0
-		for sb.Len() < 3<<19 { // 1.5 MiB: past MaxBody, within MaxImport
-			if n%1000 == 999 {
+		for sb.Len() < 3*body { // past MaxBody, within MaxImport
+			if n%20 == 19 {
 				sb.WriteString("{oops\n")
 			} else {
-				fmt.Fprintf(&sb, `{"member":"m%d","value":%d}`+"\n", n%5000, n)
+				fmt.Fprintf(&sb, `{"member":"m%d","value":%d}`+"\n", n%2000, n)
 			}
 			n++
 		}
 		got := e.importOK("lim", "id=big", sb.String())
-		bad := int64(n / 1000)
-		if got.Applied != int64(n)-bad || got.Failed != bad || len(got.Errors) != min(100, int(bad)) || got.Errors[0].Line != 1000 {
-			t.Fatalf("a 1.5 MiB import of %d lines: %+v (errors %d)", n, got, len(got.Errors))
+		bad := int64(n / 20)
+		if bad <= 100 || got.Applied != int64(n)-bad || got.Failed != bad || len(got.Errors) != 100 || got.Errors[0].Line != 20 {
+			t.Fatalf("an import of %d lines, %d bad: %+v (errors %d)", n, bad, got, len(got.Errors))
 		}
 
 		// Past the limit: a declared length is refused before the body is
