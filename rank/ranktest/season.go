@@ -208,7 +208,11 @@ func testSeasonScanLive(t *testing.T, f Factory) {
 				break
 			}
 			from = pg.Next
-			// Between chunks, members move both ways, across the cursor too.
+			// Between chunks, the cursor's own member moves, down then up,
+			// and other members move both ways, across the cursor too.
+			last := pg.Entries[len(pg.Entries)-1].Member
+			changed[last] = true
+			apply(t, s, delta(b.ID, fmt.Sprintf("cursor%d", n), last, int64(25-50*(n%2))))
 			for k := range 5 {
 				m := fmt.Sprintf("m%03d", rng.IntN(members))
 				changed[m] = true
