@@ -10,6 +10,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -518,4 +519,77 @@ func TestScoresCapped(t *testing.T) {
 		}
 		e.do("PUT", "/api/v1/boards/bestcap", adminToken(t), `{"mode":"best","cap":{"points":10,"per":"day"}}`).wantError(t, 400, "bad_request")
 	})
+}
+
+// TestImportFeeds: imported lines take the ordinary apply path (§18), so
+// the store's change stream (live frames, webhooks, other nodes) hears of
+// each applied line in line order and a derived board follows the
+// imported one; a re-run is heard of no more.
+func TestImportFeeds(t *testing.T) {
+	t.Parallel()
+	for _, eng := range []struct {
+		name string
+		new  func(t *testing.T, h rank.Hooks) rank.Store
+	}{
+		{"memory", func(t *testing.T, h rank.Hooks) rank.Store {
+			s, err := memstore.New(h, memstore.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
+		{"redis", func(t *testing.T, h rank.Hooks) rank.Store {
+			client, err := redisstore.NewClient(testenv.StartRedis(t).URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := redisstore.New(context.Background(), client, h, redisstore.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
+	} {
+		t.Run(eng.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var heard []rank.Change
+			e := newEnv(t, eng.new(t, rank.Hooks{Sink: func(batch []rank.Change) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, c := range batch {
+					if c.Board == "src" {
+						heard = append(heard, c)
+					}
+				}
+			}}))
+			e.putBoard("src", "")
+			e.putBoard("der", `{"source":{"kind":"union","boards":["src"]},"group":"src"}`)
+			body := `{"member":"b","delta":9}` + "\n" + `{"member":"a","delta":4}` + "\n" + `oops` + "\n" + `{"member":"b","delta":1}`
+			if got := e.importOK("src", "id=feed", body); got.Applied != 3 || got.Failed != 1 {
+				t.Fatalf("import: %+v", got)
+			}
+			want := fmt.Sprint([]pageEntry{{Rank: 1, Member: "b", Score: "10"}, {Rank: 2, Member: "a", Score: "4"}})
+			if pg := e.pages("der", ""); fmt.Sprint(pg) != want {
+				t.Fatalf("the derived board after the import: %v, want %s", pg, want)
+			}
+			if got := e.importOK("src", "id=feed", body); got.Duplicate != 3 {
+				t.Fatalf("re-run: %+v", got)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			var seen []string
+			for i, c := range heard {
+				if i > 0 && c.Seq <= heard[i-1].Seq {
+					t.Fatalf("changes out of order: %+v after %+v", c, heard[i-1])
+				}
+				seen = append(seen, fmt.Sprintf("%s=%d", c.Member, c.New))
+			}
+			if fmt.Sprint(seen) != "[b=9 a=4 b=10]" {
+				t.Fatalf("the change stream heard %v, want [b=9 a=4 b=10] (each applied line once, in line order)", seen)
+			}
+		})
+	}
 }
