@@ -5,7 +5,9 @@
 # fresh board, re-runs the same import (nothing may change), then exports
 # the board as NDJSON and as CSV. For each step it prints the wall time and
 # the gateway process's resident memory before and at its peak (VmRSS read
-# every 50 ms), and checks the counts.
+# every 50 ms), the CPU time the gateway and redis-server each spent on it
+# (from /proc: unlike the wall time, other work on a busy machine barely
+# moves it), and checks the counts.
 #
 # Knobs (env): SEASON_LINES (1000000), SEASON_BOARD (the board's config,
 # '{"idempotency_window":"1h"}'; e.g. add "shards":8), SEASON_BIN (a gateway
@@ -41,6 +43,8 @@ awk -v n="$LINES" 'BEGIN {
 echo "body: $LINES lines, $(stat -c %s "$WORK/season.ndjson") bytes" >&2
 
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$GW_PID/status"; }
+TICK=$(getconf CLK_TCK)
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system, in ticks
 
 # measure NAME CMD…: runs CMD, printing its time and the gateway's RSS
 # before and at its peak (kB), and saves CMD's output in $WORK/NAME.out.
@@ -59,16 +63,21 @@ measure() {
 		done
 	) &
 	local sampler=$!
-	local t0 t1
+	local t0 t1 g0 g1 r0 r1
+	g0=$(cpu "$GW_PID")
+	r0=$(cpu "$RPID")
 	t0=$(date +%s.%N)
 	"$@" >"$WORK/$name.out"
 	t1=$(date +%s.%N)
+	g1=$(cpu "$GW_PID")
+	r1=$(cpu "$RPID")
 	kill "$sampler" 2>/dev/null || true
 	wait "$sampler" 2>/dev/null || true
 	local peak
 	peak=$(cat "$peak_file")
-	printf '%-14s %8.2f s   rss before %7d kB   peak %7d kB   growth %6.1f MB\n' \
-		"$name" "$(echo "$t1 - $t0" | bc)" "$before" "$peak" "$(echo "($peak - $before) / 1024" | bc -l)" | tee -a "$OUT/seasons.txt"
+	printf '%-14s %8.2f s   rss before %7d kB   peak %7d kB   growth %6.1f MB   cpu gateway %6.2f s   redis %6.2f s\n' \
+		"$name" "$(echo "$t1 - $t0" | bc)" "$before" "$peak" "$(echo "($peak - $before) / 1024" | bc -l)" \
+		"$(echo "($g1 - $g0) / $TICK" | bc -l)" "$(echo "($r1 - $r0) / $TICK" | bc -l)" | tee -a "$OUT/seasons.txt"
 }
 
 : >"$OUT/seasons.txt"
