@@ -38,7 +38,7 @@ func ChangeOf(e Event, r Result) (c Change, ok bool) {
 		Name:     e.Name,
 		Cohort:   r.Cohort,
 	}
-	if r.PrevRank > 0 {
+	if r.Had {
 		old := r.PrevScore
 		c.Old = &old
 	}

@@ -33,7 +33,7 @@ func TestSeasonsGuide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := markedBlocks(string(doc), seasonsMarker)
+	blocks := guideBlocks(string(doc), seasonsMarker)
 	if len(blocks) < 6 {
 		t.Fatalf("docs/seasons.md has %d blocks marked %s", len(blocks), seasonsMarker)
 	}
