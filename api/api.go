@@ -108,6 +108,10 @@ type Config struct {
 	// for any. Bearer tokens travel in a header, so no credentials (cookies)
 	// are allowed. Empty: no CORS headers, browsers keep other origins out.
 	CORSOrigins []string
+	// MaxImport is the largest import body in bytes (§18); a larger one
+	// is a 413. An import streams its body, so this bounds work, not
+	// memory. Zero: DefaultMaxImport (256 MiB).
+	MaxImport int64
 	// MaxBodyReads bounds the request bodies read at once (gate.go);
 	// others wait. A quarter is kept for server and admin tokens; one
 	// member or address holds at most an eighth (more is a 429). Zero:
@@ -192,8 +196,8 @@ func New(d Deps, cfg Config) (*API, error) {
 			return nil, fmt.Errorf("api: Deps.Ready[%d] needs a Name and a Ping", i)
 		}
 	}
-	if cfg.DevTTL < 0 || cfg.MaxBody < 0 || cfg.Timeout < 0 {
-		return nil, errors.New("api: DevTTL, MaxBody and Timeout must not be negative")
+	if cfg.DevTTL < 0 || cfg.MaxBody < 0 || cfg.Timeout < 0 || cfg.MaxImport < 0 {
+		return nil, errors.New("api: DevTTL, MaxBody, MaxImport and Timeout must not be negative")
 	}
 	if cfg.DevSecret != nil && len(cfg.DevSecret) == 0 {
 		return nil, errors.New("api: Config.DevSecret is empty; leave it nil to disable dev tokens")
@@ -203,6 +207,9 @@ func New(d Deps, cfg Config) (*API, error) {
 	}
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxImport == 0 {
+		cfg.MaxImport = DefaultMaxImport
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
@@ -306,6 +313,8 @@ func (a *API) routes() {
 	add(fiber.MethodGet, b+"/:board/members/:member", a.authenticate, a.member)
 	add(fiber.MethodGet, b+"/:board/members/:member/history", a.authenticate, a.history)
 	add(fiber.MethodPost, b+"/:board/scores", a.authenticate, a.scores)
+	add(fiber.MethodGet, b+"/:board/export", a.authenticate, a.export)
+	add(fiber.MethodPost, b+"/:board/import", a.authenticate, a.importScores)
 	a.profileRoutes(add)
 	a.moderationRoutes(add)
 	a.webhookRoutes(add)

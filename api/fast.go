@@ -142,7 +142,8 @@ func (a *API) serve(ctx *fasthttp.RequestCtx, app, other fasthttp.RequestHandler
 	if v.verified {
 		ctx.SetUserValue(verifiedKey, v.p) // authenticate needs not verify it again
 	}
-	if stream := ctx.RequestBodyStream(); length != 0 && stream != nil {
+	if stream := ctx.RequestBodyStream(); length != 0 && stream != nil && !isImport(h.Method(), h.RequestURI()) {
+		// (An import reads its body itself, as a stream: import.go.)
 		buf, status, msg := a.readBody(stream, length, ctx.Conn().SetReadDeadline)
 		if status != 0 {
 			a.answerFast(ctx, start, reject(status, msg))
@@ -172,7 +173,7 @@ func (a *API) mayContinue(h *fasthttp.RequestHeader) bool {
 	if !Owns(h.RequestURI()) || bytes.HasPrefix(h.RequestURI(), []byte(devTokenPath)) {
 		return true
 	}
-	if int64(h.ContentLength()) > a.cfg.MaxBody {
+	if int64(h.ContentLength()) > a.bodyLimit(h) {
 		return false
 	}
 	_, _, err := a.verifyEarly(string(h.Peek("Authorization")))

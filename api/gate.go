@@ -91,8 +91,8 @@ func (a *API) admit(ctx *fasthttp.RequestCtx, length int64) verdict {
 	if m := string(ctx.Method()); !knownMethod(m) {
 		return reject(405, "method "+m+" is not supported")
 	}
-	if length > a.cfg.MaxBody {
-		return reject(413, tooLargeMessage(a.cfg.MaxBody))
+	if limit := a.bodyLimit(&ctx.Request.Header); length > limit {
+		return reject(413, tooLargeMessage(limit))
 	}
 	if length == 0 {
 		return verdict{}

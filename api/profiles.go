@@ -17,7 +17,7 @@ import (
 // API, after the store has it (the node drops its cached copy, re-sends
 // the frames that show the member and tells the other nodes).
 type ProfileListener interface {
-	ProfileChanged(member string)
+	ProfileChanged(members ...string)
 }
 
 // Profile routes (docs/protocol.md §7): PUT by server and admin, GET by any

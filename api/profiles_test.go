@@ -18,9 +18,9 @@ type profileEnv struct {
 	changed []string
 }
 
-func (p *profileEnv) ProfileChanged(member string) {
+func (p *profileEnv) ProfileChanged(members ...string) {
 	p.mu.Lock()
-	p.changed = append(p.changed, member)
+	p.changed = append(p.changed, members...)
 	p.mu.Unlock()
 }
 

@@ -32,6 +32,8 @@ type frame struct {
 	Exp       int64         `json:"exp"`
 	Cohort    string        `json:"cohort"` // ack and top frames of cohort boards (§12)
 	Tier      string        `json:"tier"`
+	Capped    bool          `json:"capped"`  // acks of capped boards (§18)
+	Applied   int64         `json:"applied"` // with capped: the part of the delta applied
 	// top (final) and board frames (R19)
 	Final    bool   `json:"final"`
 	State    string `json:"state"`
@@ -88,7 +90,8 @@ func (f *frame) welcome() proto.Welcome {
 
 func (f *frame) ack() proto.Ack {
 	return proto.Ack{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Score: deref(f.Score), Rank: deref(f.Rank),
-		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq, Period: f.Period, Cohort: f.Cohort, Tier: f.Tier, Decimals: f.decimals}
+		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq, Period: f.Period, Cohort: f.Cohort, Tier: f.Tier, Decimals: f.decimals,
+		Capped: f.Capped, Applied: f.Applied}
 }
 
 func (f *frame) page() proto.PageReply {

@@ -455,8 +455,7 @@ func (n *Node) boardGone(board string, deleted bool) {
 // (api.ProfileListener): the cached copy is dropped, frames that show the
 // member are re-read (R20: a change under R7/R8), and the other nodes are
 // told.
-func (n *Node) ProfileChanged(member string) {
-	ms := []string{member}
+func (n *Node) ProfileChanged(ms ...string) {
 	n.profs.Invalidate(ms)
 	n.live.ProfilesChanged(ms)
 	n.bus.PublishProfiles(ms)

@@ -67,6 +67,7 @@ const (
 	FieldMembers // subscribe: a member list (v1.2, §11)
 	FieldCohort  // subscribe: the cohort whose top frames to send (v1.2, §12)
 	FieldSince   // subscribe: the resume point (v1.3, §15)
+	FieldName    // an import line's display name (v1.3, §18); no message has it
 
 	allFields = FieldSince<<1 - 1
 	// scoreFields are the fields of a REST score event.
@@ -110,11 +111,13 @@ func fieldOf(name string) (Field, bool) {
 		return FieldCohort, true
 	case "since":
 		return FieldSince, true
+	case "name":
+		return FieldName, true
 	}
 	return 0, false
 }
 
-var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta", "members", "cohort", "since"}
+var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta", "members", "cohort", "since", "name"}
 
 // String is the field's wire name.
 func (f Field) String() string {

@@ -53,6 +53,10 @@ func AppendAck(b []byte, a *Ack) []byte {
 		b = append(b, `,"tier":`...)
 		b = AppendJSONString(b, a.Tier)
 	}
+	if a.Capped {
+		b = append(b, `,"capped":true,"applied":`...)
+		b = strconv.AppendInt(b, a.Applied, 10)
+	}
 	return append(b, '}')
 }
 

@@ -187,6 +187,9 @@ type Ack struct {
 	// PrevRank are then within it; Tier is its tier on a league board (§12).
 	Cohort string `json:"cohort,omitempty"`
 	Tier   string `json:"tier,omitempty"`
+	// Capped says a board's cap (§18) let only Applied of the delta through.
+	Capped  bool  `json:"capped,omitempty"`
+	Applied int64 `json:"applied,omitempty"`
 	// Decimals: Score is in units of 10^-Decimals and is written with that
 	// many decimals (hot boards: 3, R22). Not a field of the wire.
 	Decimals int `json:"-"`
@@ -197,7 +200,8 @@ type Ack struct {
 // Type empty). Small enough to inline, so prev stays on its caller's stack.
 func AckOf(id string, r rank.Result) Ack {
 	a := Ack{ID: id, Board: r.Board, Member: r.Member, Score: r.Score, Rank: r.Rank, Duplicate: r.Duplicate,
-		Seq: r.Seq, Period: r.Period, Cohort: r.Cohort, Tier: r.Tier, Decimals: r.Decimals}
+		Seq: r.Seq, Period: r.Period, Cohort: r.Cohort, Tier: r.Tier, Decimals: r.Decimals,
+		Capped: r.Capped, Applied: r.Applied}
 	if r.PrevRank > 0 {
 		prev := r.PrevRank
 		a.PrevRank = &prev

@@ -177,6 +177,9 @@ type Board struct {
 	// History is how many of each member's last applied events a period
 	// keeps (§11); 0 (absent) keeps none.
 	History int `json:"history,omitzero"`
+	// Cap bounds the points a member's deltas earn per period or UTC day
+	// (§18, R39; season.go). Optional.
+	Cap Cap `json:"cap,omitzero"`
 
 	// Tiers name bands of the ranking for the pages (tiers.go; an
 	// extension of the contract). Optional.
@@ -394,6 +397,9 @@ func (b Board) Validate() error {
 		return bad("history", "a board with source applies no events, so it keeps no history")
 	case b.History > 0 && b.Hot():
 		return bad("history", "a board with decay keeps no history")
+	}
+	if err := b.validateCap(); err != nil {
+		return err
 	}
 	if err := validateTiers(b.Tiers); err != nil {
 		return bad("tiers", "%v", err)

@@ -44,6 +44,10 @@ type Event struct {
 	// Meta is the event's metadata (§11), "" for none: kept with the
 	// score it sets, in the same atomic step (R26).
 	Meta meta.Meta
+	// Into, when not 0, is the past period an admin's import writes
+	// (§18): the event is applied to it at its start (Board.Restore)
+	// instead of by R17. Only the API's import sets it.
+	Into int64
 }
 
 // PayloadHash identifies what an event asks for, so a repeated request id with
@@ -61,6 +65,11 @@ func (e Event) PayloadHash() uint64 {
 		// keeps the hash it had before v1.1.
 		binary.BigEndian.PutUint64(b[1:], uint64(e.At.UnixMilli()))
 		b[0] = '@'
+		h.Write(b[:])
+	}
+	if e.Into != 0 {
+		binary.BigEndian.PutUint64(b[1:], uint64(e.Into))
+		b[0] = '>'
 		h.Write(b[:])
 	}
 	x := h.Sum64()
@@ -98,6 +107,9 @@ type Result struct {
 	// league board.
 	Cohort string
 	Tier   string
+	// Capped says the board's cap (§18) cut the event's delta to Applied.
+	Capped  bool
+	Applied int64
 }
 
 // Entry is one ranked member.
@@ -199,6 +211,7 @@ type Store interface {
 	Outbox
 	Eraser  // erase.go (§13, R29)
 	Streams // stream.go (§15)
+	Seasons // season.go (§18)
 
 	// PutBoard creates or replaces a board config (validated). Changing the
 	// order, mode or tiebreak of a board that has data is allowed and takes

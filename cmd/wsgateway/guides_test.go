@@ -35,6 +35,7 @@ var notGuides = map[string]string{
 	"protocol.md":     "the contract, not a walk-through",
 	"architecture.md": "the design, not a walk-through",
 	"reliability.md":  "fault tests, run as e2e tests",
+	"seasons.md":      "its marked blocks run in TestSeasonsGuide, which also checks the files they write",
 }
 
 // notRun marks a ```sh block of a guide that the runner leaves out: the

@@ -18,15 +18,15 @@ type devGateway struct {
 	banner string
 }
 
-// startDev runs the quick start's `wsgateway --dev` and waits for its
-// banner; the gateway drains when the test ends.
-func startDev(t *testing.T) devGateway {
+// startDev runs the quick start's `wsgateway --dev` (with further flags
+// args) and waits for its banner; the gateway drains when the test ends.
+func startDev(t *testing.T, args ...string) devGateway {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr testenv.LogBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--dev", "--addr", "127.0.0.1:0", "--drain-timeout", "1s"}, envMap(nil), &stdout, &stderr)
+		done <- run(ctx, append([]string{"--dev", "--addr", "127.0.0.1:0", "--drain-timeout", "1s"}, args...), envMap(nil), &stdout, &stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -36,9 +36,18 @@ func startDev(t *testing.T) devGateway {
 	})
 	addrRe := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
 	tokenRe := regexp.MustCompile(`admin token \(24h\):\n(\S+)\n`)
-	testenv.Until(t, 10*time.Second, "the start banner", func() bool { return tokenRe.MatchString(stdout.String()) })
+	// A gateway given a key prints no token: its banner ends with the address.
+	last := tokenRe
+	if len(args) > 0 {
+		last = addrRe
+	}
+	testenv.Until(t, 10*time.Second, "the start banner", func() bool { return last.MatchString(stdout.String()) })
 	out := stdout.String()
-	return devGateway{addr: addrRe.FindStringSubmatch(out)[1], token: tokenRe.FindStringSubmatch(out)[1], banner: out}
+	dev := devGateway{addr: addrRe.FindStringSubmatch(out)[1], banner: out}
+	if m := tokenRe.FindStringSubmatch(out); m != nil {
+		dev.token = m[1]
+	}
+	return dev
 }
 
 // readmeMarker precedes each fenced shell block of README.md that

@@ -46,7 +46,9 @@
 -- ARGV[j+4] amount, a decimal integer within +-(2^53-1)
 -- ARGV[j+5] "<payload hash>.<attempt token>" (opaque here; the caller compares the
 --           hash for conflicts and the token to tell its own write from a duplicate)
--- ARGV[j+6] the event's time `at` in unix ms, "" = the clock
+-- ARGV[j+6] the event's time `at` in unix ms, "" = the clock; or "r<ms>":
+--           an import into the past period in slot P (§18; the caller
+--           checked it with rank.Board.Restore), at that time, outside R17
 -- ARGV[j+7] the event's request id
 -- ARGV[j+8] the event's meta, a JSON object, "" = none
 -- then a block's arguments (derived boards), and last two counts:
@@ -305,11 +307,20 @@ local function one(i)
     return '!bad_request'
   end
   local t, s = now, 1
+  local into = false
   if ARGV[j + 6] ~= '' then
     t = tonumber(ARGV[j + 6])
-    if not t then return '!bad_request' end
+    if not t then
+      -- "r<ms>": an admin's import into the past period the caller put
+      -- in slot P (§18), written at that time, outside R17.
+      t = tonumber(string.match(ARGV[j + 6], '^r(%d+)$') or '')
+      if not t then return '!bad_request' end
+      into, s = true, 0
+    end
   end
-  if gated then
+  if into then
+    -- (rank.Board.Restore checked the period and the schedule.)
+  elseif gated then
     local code
     s, code = admit(t)
     if not s then return '!' .. code end

@@ -32,12 +32,16 @@
 -- ARGV[5]  factor (a decimal that parses to the config's float64)
 -- ARGV[6]  order: desc | asc
 -- ARGV[7]  op: apply | step | remove
--- op apply (as apply.lua; ARGV[8..12] then seven per event at j = 12 + 7*(i-1)):
+-- op apply (as apply.lua; ARGV[8..13] then seven per event at j = 13 + 7*(i-1)):
 -- ARGV[8]  idempotency window in ms
 -- ARGV[9]  starts_at in unix ms, "" = none
 -- ARGV[10] ends_at in unix ms, "" = none
 -- ARGV[11] grace in ms
 -- ARGV[12] max_submissions, 0 = unlimited
+-- ARGV[13] cap (§18): "<points>.<per>" (per: period or day), "" = none, as
+--          apply_cap.lua counts it (the board has one period: its counts
+--          are P .. 'cap:0'; per day P .. 'cap:d<day>', built from KEYS[1]'s
+--          prefix P); a capped event's record ends in ",a<applied>"
 -- ARGV[j+1] member id, ARGV[j+2] name, ARGV[j+3] op (1 = delta),
 -- ARGV[j+4] amount, ARGV[j+5] "<payload hash>.<attempt token>",
 -- ARGV[j+6] `at` in unix ms, "" = the clock, ARGV[j+7] request id
@@ -260,7 +264,19 @@ if cur ~= cb then return redis.error_reply('LB hot') end
 local window = tonumber(ARGV[8])
 local startsAt, endsAt = tonumber(ARGV[9]), tonumber(ARGV[10])
 local grace, maxSubs = tonumber(ARGV[11]), tonumber(ARGV[12])
-local n = (#ARGV - 12) / 7
+local n = (#ARGV - 13) / 7
+-- Caps (§18): the counter of this call's events, and its expiry.
+local capPts, capKey, capExp
+if ARGV[13] ~= '' then
+  local pts, per = string.match(ARGV[13], '^(%d+)%.(%l+)$')
+  capPts = tonumber(pts)
+  if not capPts or (per ~= 'period' and per ~= 'day') then return redis.error_reply('LB bad_request') end
+  capKey = string.sub(KEYS[1], 1, -4) .. 'cap:0'
+  if per == 'day' then
+    local day = math.floor(now / 86400000)
+    capKey, capExp = string.sub(KEYS[1], 1, -4) .. 'cap:d' .. string.format('%d', day), (day + 2) * 86400000
+  end
+end
 if (order ~= 'desc' and order ~= 'asc') or not window or window < 1 or not grace or not maxSubs
   or (ARGV[9] ~= '' and not startsAt) or (ARGV[10] ~= '' and not endsAt)
   or n < 1 or n % 1 ~= 0 or #KEYS ~= 13 then
@@ -268,11 +284,12 @@ if (order ~= 'desc' and order ~= 'asc') or not window or window < 1 or not grace
 end
 local bans = redis.call('EXISTS', bkey) == 1
 if bans and banDue(bkey, now) then return redis.error_reply('LB expired') end
-local R = recordsOpen(meta, window, now, 12, 7, n)
+local R = recordsOpen(meta, window, now, 13, 7, n)
 local B = batchNew() -- the names (prelude's batched hash writes)
 
+local capTimed = false -- the day counter has its expiry (this call)
 local function one(i)
-  local j = 12 + 7 * (i - 1)
+  local j = 13 + 7 * (i - 1)
   local member, name, evop = ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
   local rec = recordGet(R, i)
   if rec then return '1' .. rec end
@@ -298,6 +315,12 @@ local function one(i)
   if cb - eb >= nb then return '!board_closed:outside_window' end
   if maxSubs > 0 and tonumber(redis.call('HGET', counts, member) or '0') >= maxSubs then
     return '!limit_reached'
+  end
+  local capped = false
+  if capPts and amount > 0 then
+    local left = capPts - tonumber(redis.call('HGET', capKey, member) or '0')
+    if left <= 0 then return '!limit_reached' end
+    if amount > left then amount, capped = left, true end
   end
 
   local srec = redis.call('HGET', sums, member)
@@ -330,8 +353,16 @@ local function one(i)
   end
   local seq = redis.call('INCR', KEYS[2])
   if maxSubs > 0 then redis.call('HINCRBY', counts, member, 1) end
+  if capPts and amount > 0 then
+    redis.call('HINCRBY', capKey, member, amount)
+    if capExp and not capTimed and capExp > now then
+      capTimed = true
+      redis.call('PEXPIRE', capKey, capExp - now)
+    end
+  end
   if name ~= '' then batchSet(B, KEYS[3], member, name) end
   rec = string.format('%s,%d,%d,%d,%d,%d,0', ARGV[j + 5], new, rank, prev, prevscore, seq)
+  if capped then rec = rec .. ',a' .. string.format('%d', amount) end
   recordPut(R, i, rec)
   return '0' .. rec
 end

@@ -33,6 +33,15 @@
 --          quadruples raw member, score, name, meta}: better as for count, better_score the entries of a
 --          strictly better score, then up to `around` entries before that
 --          position and up to around+1 from it, in rank order
+--   scan:  ARGV[7] the stored score of a cursor ("" = from the first
+--          entry), ARGV[8] and ARGV[9] below -> {before, better_score, then
+--          up to limit quadruples raw member, score, name, meta}: the
+--          entries after the cursor in rank order (an export's chunk,
+--          docs/protocol.md §18), before the entries at or before it,
+--          better_score those of a score better than its. KEYS[4] may be
+--          the period's hidden-entry set (x:<k>) instead.
+-- ARGV[8] scan: the cursor's sorted-set member
+-- ARGV[9] scan: the most entries to answer (limit)
 -- Scores as stored (negated on asc boards); names and meta "" when none. Errors
 -- "LB <code>": unknown_board, stale, expired (a ban's until has passed),
 -- bad_request.
@@ -177,6 +186,22 @@ if op == 'find' then
       out[#out + 1] = ''
     end
   end
+  return out
+elseif op == 'scan' then
+  local sc, z, lim = ARGV[7], ARGV[8], tonumber(ARGV[9])
+  if not lim or lim < 1 then return redis.error_reply('LB bad_request') end
+  local pos, gts = 0, 0
+  if sc ~= '' then
+    local at = redis.call('ZSCORE', zkey, z)
+    if at and tonumber(at) == tonumber(sc) then
+      pos = redis.call('ZREVRANK', zkey, z) + 1 -- the cursor's own entry, still in its place
+    else
+      pos = placed(sc, z)
+    end
+    gts = better(sc, '')
+  end
+  local out = {pos, gts}
+  quads(redis.call('ZREVRANGE', zkey, pos, pos + lim - 1, 'WITHSCORES'), out)
   return out
 elseif op == 'win' then
   local around = tonumber(ARGV[7])

@@ -41,6 +41,11 @@ type board struct {
 	league *leagueState
 	// stream is the board's epoch and recorded transitions (stream.go).
 	stream stream
+	// A per-day cap's counts (§18, caps.go): the UTC day they are of.
+	capDay    int64
+	capDayMap map[string]int64
+	// imports are the marks of imports (§18, scan.go), by import id.
+	imports map[string]importMark
 }
 
 // zset is one period's ranking.
@@ -59,6 +64,9 @@ type zset struct {
 	history map[string][]rank.HistoryEvent
 	// co holds a cohort board's cohorts (cohort.go); nil on others.
 	co *cohorts
+	// capped holds each member's points counted by a per-period cap
+	// (§18, caps.go); nil until the first.
+	capped map[string]int64
 }
 
 // idemKey is what a request id is unique within on a board (R4 v1.1): the
@@ -80,6 +88,8 @@ type record struct {
 	seq       int64
 	period    int64
 	cohort    cohortKey // on a cohort board
+	capped    bool      // on a capped board (§18): the delta was cut to applied
+	applied   int64
 }
 
 // boardView is what GetBoard reads of a board, published whole.
@@ -205,7 +215,7 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		r := rank.Result{
 			Board: e.Board, Member: e.Member, Score: rec.score, Rank: rec.rank, PrevRank: rec.prevRank,
 			PrevScore: rec.prevScore, Had: rec.had, Duplicate: true, Seq: rec.seq, Period: rec.period,
-			Decimals: b.cfg.Decimals(),
+			Decimals: b.cfg.Decimals(), Capped: rec.capped, Applied: rec.applied,
 		}
 		if b.cfg.Cohorted() {
 			r.Cohort, r.Tier = b.cohortName(rec.cohort), b.tierName(rec.cohort.tier)
@@ -226,7 +236,13 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	if !e.At.IsZero() {
 		t = e.At
 	}
-	p, err := b.cfg.Admit(t, now, b.period(now))
+	var p rank.Period
+	var err error
+	if e.Into != 0 {
+		p, t, err = b.cfg.Restore(e.Into, now) // an import into a past period (§18)
+	} else {
+		p, err = b.cfg.Admit(t, now, b.period(now))
+	}
 	if err != nil {
 		return rank.Result{}, err
 	}
@@ -234,6 +250,13 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	// R18: duplicates were answered above and never count.
 	if max := b.cfg.MaxSubmissions; max > 0 && z != nil && z.counts[e.Member] >= max {
 		return rank.Result{}, fmt.Errorf("%w: %d events per member per period", rank.ErrLimitReached, max)
+	}
+	// §18: the part of a delta the member's cap leaves (caps.go).
+	var capped bool
+	if b.cfg.Capped() {
+		if e.Amount, capped, err = b.cfg.Cap.ApplyCap(e.Amount, b.capUsed(z, e.Member, now)); err != nil {
+			return rank.Result{}, err
+		}
 	}
 	var n *node
 	if z != nil {
@@ -265,6 +288,12 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	}
 	b.seq++
 	r := rank.Result{Board: e.Board, Member: e.Member, Score: score, Seq: b.seq, Period: p.Index, Decimals: b.cfg.Decimals()}
+	if capped {
+		r.Capped, r.Applied = true, e.Amount
+	}
+	if b.cfg.Capped() {
+		b.capUse(z, e.Member, e.Amount, now)
+	}
 	// On a cohort board (cohort.go) the member's cohort tree moves with
 	// the period's, and the ranks answered are within the cohort.
 	var ck cohortKey
@@ -329,6 +358,7 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	b.idem[key] = record{
 		hash: hash, expires: exp, score: r.Score, rank: r.Rank, prevRank: r.PrevRank,
 		prevScore: r.PrevScore, had: r.Had, seq: r.Seq, period: r.Period, cohort: ck,
+		capped: r.Capped, applied: r.Applied,
 	}
 	b.queue.push(key, exp)
 	return r, nil

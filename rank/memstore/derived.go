@@ -147,9 +147,11 @@ func (b *board) maintain(e rank.Event, r rank.Result, now time.Time) {
 	if r.PrevRank > 0 {
 		d -= r.PrevScore
 	}
-	p, ok := rank.PeriodOf(b.cfg, r.Period, now, 2)
+	// An event lands in the current or the previous period, an import's
+	// in a retained one (§18).
+	p, ok := rank.PeriodOf(b.cfg, r.Period, now, max(2, b.cfg.Retained()))
 	if !ok {
-		return // cannot happen: an event lands in the current or the previous period
+		return // cannot happen
 	}
 	for _, dp := range b.deps {
 		dp.d.mu.Lock()

@@ -145,6 +145,10 @@ func (b *board) erase(member string) (entries int64, touched bool) {
 		delete(b.gbans, member)
 		b.resetBanExp()
 	}
+	if hasKey(b.capDayMap, member) {
+		delete(b.capDayMap, member)
+		touched = true
+	}
 	if b.hot != nil && hasKey(b.hot.sums, member) {
 		delete(b.hot.sums, member)
 		touched = true
@@ -176,9 +180,10 @@ func (z *zset) erase(member string) (entries int64, touched bool) {
 		touched = touched || hasKey(z.co.of, member)
 		delete(z.co.of, member)
 	}
-	for _, had := range []bool{hasKey(z.counts, member), hasKey(z.meta, member), hasKey(z.history, member)} {
+	for _, had := range []bool{hasKey(z.counts, member), hasKey(z.meta, member), hasKey(z.history, member), hasKey(z.capped, member)} {
 		touched = touched || had
 	}
+	delete(z.capped, member)
 	delete(z.counts, member)
 	delete(z.meta, member)
 	delete(z.history, member)

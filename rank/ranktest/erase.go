@@ -63,10 +63,15 @@ func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) 
 	ctx := t.Context()
 	fx := EraseFixture{Member: member, Other: other, Old: map[string]string{}, OtherScores: map[string]int64{}}
 	grp := func(b *rank.Board) { b.Group = "rt-er" }
-	put(t, s, board(erDaily, func(b *rank.Board) { b.Reset = rank.Daily; b.History = 3 }))
+	// Caps (§18) count a member's points per period and per day.
+	put(t, s, board(erDaily, func(b *rank.Board) {
+		b.Reset, b.History, b.Cap = rank.Daily, 3, rank.Cap{Points: 1000, Per: rank.CapPeriod}
+	}))
 	put(t, s, board(erBanned, nil))
-	put(t, s, board(erSharded, func(b *rank.Board) { b.Shards = 3 }))
-	put(t, s, hotBoard(erHot, time.Hour, 3, 0.5))
+	put(t, s, board(erSharded, func(b *rank.Board) { b.Shards, b.Cap = 3, rank.Cap{Points: 1000, Per: rank.CapDay} }))
+	hot := hotBoard(erHot, time.Hour, 3, 0.5)
+	hot.Cap = rank.Cap{Points: 1000, Per: rank.CapDay}
+	put(t, s, hot)
 	put(t, s, board(erSrcA, grp))
 	put(t, s, board(erSrcB, grp))
 	if _, err := s.PutBoard(ctx, board(erUnion, func(b *rank.Board) {

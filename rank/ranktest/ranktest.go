@@ -206,6 +206,16 @@ func Run(t *testing.T, f Factory) {
 		{"Export", testExport},
 		{"StreamMarks", testStreamMarks},
 		{"StreamEpoch", testStreamEpoch},
+		{"SeasonScan", testSeasonScan},
+		{"SeasonScanHidden", testSeasonScanHidden},
+		{"SeasonScanLive", testSeasonScanLive},
+		{"SeasonScanErrors", testSeasonScanErrors},
+		{"Restore", testRestore},
+		{"Caps", testCaps},
+		{"CapsConcurrent", testCapsConcurrent},
+		{"CapValidation", testCapValidation},
+		{"NameProfiles", testNameProfiles},
+		{"ImportMarks", testImportMarks},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}
 	for _, tc := range tests {

@@ -132,6 +132,11 @@ type group struct {
 	err error  // the board could not be resolved: every event gets it
 	n   int    // events that passed Check
 	off int    // where they start in batch.grouped
+	// An import into a past period (rank.Event.Into, §18) is a group of
+	// its own: that period takes slot P, and each event's at is
+	// "r<ms>" (apply.lua: at that time, outside R17).
+	into      rank.Period
+	restoreAt string
 }
 
 // build fills bt.cmds with the commands applying bt.send: each board's
@@ -144,6 +149,9 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 	for _, c := range bt.send {
 		// A sharded board's events group by shard (shard.go).
 		key := s.shardGroup(ctx, bt, c)
+		if c.e.Into != 0 {
+			key += "\x00" + strconv.FormatInt(c.e.Into, 10)
+		}
 		g, ok := bt.groupOf[key]
 		if !ok {
 			gr := group{}
@@ -155,6 +163,9 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 				gr.cb, gr.seq = cb.shards[rank.ShardOf(c.e.Member, cb.b.Shards)], cb.keys.seq
 			default:
 				gr.cb, gr.seq = *cb, cb.keys.seq
+			}
+			if gr.err == nil && c.e.Into != 0 {
+				gr.into, gr.restoreAt, gr.err = s.restoreOf(ctx, cb.b, c.e.Into)
 			}
 			g = len(bt.groups)
 			bt.groupOf[key] = g
@@ -177,7 +188,7 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 			g = -1
 		} else {
 			gr.n++
-			c.seq = gr.seq
+			c.seq, c.restoreAt = gr.seq, gr.restoreAt
 		}
 		bt.order = append(bt.order, g)
 	}
@@ -207,10 +218,13 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 			continue
 		}
 		now, nowArg := s.now(ctx, gr.cb.b)
-		if gr.cb.b.Hot() {
+		switch {
+		case gr.cb.b.Hot():
 			_, nowArg = s.hotNow(ctx)
 			bt.cmds = append(bt.cmds, s.hotApplyCmd(gr.cb, nowArg, evs))
-		} else {
+		case gr.restoreAt != "":
+			bt.cmds = append(bt.cmds, applyCmd(gr.cb, nowArg, s.restoreKeys(gr.cb, now, gr.into), evs))
+		default:
 			bt.cmds = append(bt.cmds, applyCmd(gr.cb, nowArg, s.periodKeys(gr.cb, now), evs))
 		}
 		bt.cmds[len(bt.cmds)-1].cfg = &gr.cb.b
@@ -325,6 +339,12 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 		if cohort := blockField(fields, ""); err == nil && cohort != "" && cfg != nil {
 			r.Cohort, r.Tier, err = cohortName(*cfg, cohort)
 		}
+		if applied := blockField(fields, "a"); err == nil && applied != "" { // apply_cap.lua: the part of the delta applied
+			r.Capped = true
+			if r.Applied, err = strconv.ParseInt(applied, 10, 64); err != nil {
+				err = fmt.Errorf("unexpected record %q", rep)
+			}
+		}
 	default:
 		err = fmt.Errorf("unexpected reply %q", rep)
 	}
@@ -386,6 +406,15 @@ func blockField(fields, tag string) string {
 		case tag != "" && strings.HasPrefix(f, tag):
 			return f[len(tag):]
 		}
+	}
+	return ""
+}
+
+// recordFields are the blocks' fields of r's record (apply.lua's header)
+// that a rewrite of it keeps: a sharded board has no cohort.
+func recordFields(r rank.Result) string {
+	if r.Capped {
+		return ",a" + strconv.FormatInt(r.Applied, 10)
 	}
 	return ""
 }

@@ -28,6 +28,7 @@ type call struct {
 	rec         string // "<hash>.<token>", the record's first field (setRecord)
 	seq         string // its board's seq key, from the config build used (syncTags)
 	at          int64  // the event's at in unix ms, when it has one
+	restoreAt   string // "r<ms>": an import into a past period (build), else ""
 	fin         rank.Done
 
 	// The outcome, set by the lane.
@@ -133,7 +134,10 @@ func (c *call) setRecord(e rank.Event, prefix string, n uint64) {
 // the call is not recycled before its pipeline's replies are read.
 func (c *call) appendArgs(args []any) []any {
 	var at any = ""
-	if !c.e.At.IsZero() {
+	switch {
+	case c.restoreAt != "":
+		at = &c.restoreAt
+	case !c.e.At.IsZero():
 		c.at = c.e.At.UnixMilli()
 		at = &c.at
 	}

@@ -183,13 +183,22 @@ func (s *Store) depKeys(c cachedBoard, sl slots) ([]string, []any) {
 	if len(c.deps) == 0 {
 		return nil, []any{0, 0}
 	}
-	g := c.b.GroupID()
-	var keys []string
-	var args []any
 	var p rank.Period
 	if c.b.Reset != rank.None {
 		p, _ = rank.PeriodOf(c.b, sl.p, time.UnixMilli(sl.start), 2)
 	}
+	return s.depKeysFrom(c, p)
+}
+
+// depKeysFrom is depKeys with slot P's period p given (an import into a
+// past period puts it there, §18).
+func (s *Store) depKeysFrom(c cachedBoard, p rank.Period) ([]string, []any) {
+	if len(c.deps) == 0 {
+		return nil, []any{0, 0}
+	}
+	g := c.b.GroupID()
+	var keys []string
+	var args []any
 	for _, d := range c.deps {
 		V := d.span + 2
 		views := make([]rank.Period, 0, V)

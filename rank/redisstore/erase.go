@@ -73,7 +73,7 @@ func eraseTag(member string) string {
 // engine that may hold a member id goes in here, one line: board-wide
 // families in the list after "then every other key", per-period ones in
 // the loop below it.
-func (s *Store) eraseKeys(g, id, seq string, kept []int64, member, tag string) (keys []string, e, o, kc int) {
+func (s *Store) eraseKeys(g, id, seq string, kept []int64, member, tag string, now time.Time) (keys []string, e, o, kc int) {
 	k := func(suffix string) string { return s.keyIn(g, id, suffix) }
 	if seq == "" {
 		seq = k("cfg")
@@ -95,6 +95,9 @@ func (s *Store) eraseKeys(g, id, seq string, kept []int64, member, tag string) (
 		k("h:xn"), // its hidden entries,
 		k("h:s"),  // and the members' bucket sums
 		k("lg"),   // league tiers (§12)
+		// caps per UTC day (§18): a day's counts live until the next ends
+		k("cap:d"+strconv.FormatInt(rank.CapDayOf(now), 10)),
+		k("cap:d"+strconv.FormatInt(rank.CapDayOf(now)-1, 10)),
 	)
 	for _, idx := range kept {
 		i := strconv.FormatInt(idx, 10)
@@ -102,6 +105,7 @@ func (s *Store) eraseKeys(g, id, seq string, kept []int64, member, tag string) (
 			k("m:"+i),    // sorted-set members (tiebreak first/last)
 			k("meta:"+i), // meta (§11)
 			k("c:"+i),    // submissions (R18)
+			k("cap:"+i),  // caps per period (§18)
 		)
 	}
 	for _, idx := range kept { // cohorts (§12): member -> its cohort's set
@@ -329,7 +333,7 @@ func (e *eraser) board(ctx context.Context, b rank.Board) (bool, error) {
 	}
 	changed := false
 	for _, sp := range spaces {
-		keys, ne, no, kc := s.eraseKeys(sp.g, sp.id, seq, kept, e.member, e.tag)
+		keys, ne, no, kc := s.eraseKeys(sp.g, sp.id, seq, kept, e.member, e.tag, e.now)
 		move := 0
 		if seq != "" {
 			move = 1

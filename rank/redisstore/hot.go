@@ -68,7 +68,7 @@ func (s *Store) hotNow(ctx context.Context) (time.Time, string) {
 func (s *Store) hotApplyCmd(c cachedBoard, nowArg string, calls []*call) cmd {
 	k := c.keys
 	keys := append(s.hotKeys(c), k.guard)
-	args := append(hotArgs(c, nowArg, "apply"), k.window, k.startsAt, k.endsAt, k.grace, k.maxSubs)
+	args := append(hotArgs(c, nowArg, "apply"), k.window, k.startsAt, k.endsAt, k.grace, k.maxSubs, k.cap)
 	for _, c := range calls {
 		args = c.appendArgs(args)
 	}

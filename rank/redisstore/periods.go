@@ -3,6 +3,9 @@ package redisstore
 // Period slots: the two period keys a script may pick between.
 
 import (
+	"context"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/wsgateway/wsgateway/rank"
@@ -77,4 +80,27 @@ func (sl slots) pick(slot int64) int64 {
 		return sl.b
 	}
 	return sl.a
+}
+
+// restoreOf checks an import into past period idx of board b (§18,
+// rank.Board.Restore) at the store clock's estimate, and returns the
+// period and its events' at argument, "r<ms>" (apply.lua).
+func (s *Store) restoreOf(ctx context.Context, b rank.Board, idx int64) (rank.Period, string, error) {
+	now, _ := s.now(ctx, b)
+	p, t, err := b.Restore(idx, now)
+	if err != nil {
+		return rank.Period{}, "", fmt.Errorf("redisstore: apply %s: %w", b.ID, err)
+	}
+	return p, "r" + strconv.FormatInt(t.UnixMilli(), 10), nil
+}
+
+// restoreKeys are the keys of an import into past period q: the current
+// pair at now as A and B (the call's clock check), q as P, and derived
+// boards' views from q on.
+func (s *Store) restoreKeys(c cachedBoard, now time.Time, q rank.Period) *periodKeys {
+	sl, _ := slotsFor(c.b, "", now)
+	sl.p, sl.pstart, sl.expireP = q.Index, ms(q.Start), ms(q.ExpireAt(c.b.Retained()))
+	p := s.slotKeys(&c.b, sl)
+	p.dkeys, p.dargs = s.depKeysFrom(c, q)
+	return p
 }

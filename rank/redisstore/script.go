@@ -41,4 +41,17 @@ func (sc *script) run(ctx context.Context, c redis.UniversalClient, keys []strin
 	return c.EvalSha(ctx, sc.sha, keys, args...).Result()
 }
 
+// pipelined runs a pipeline of sc's calls that run builds and sends, once
+// more after loading sc when the server had lost it (a pipelined EVALSHA
+// cannot fall back to EVAL by itself).
+func (sc *script) pipelined(ctx context.Context, c redis.UniversalClient, run func() ([]*redis.Cmd, error)) ([]*redis.Cmd, error) {
+	cmds, err := run()
+	if err != nil && isNoScript(err) {
+		if err = sc.load(ctx, c); err == nil {
+			cmds, err = run()
+		}
+	}
+	return cmds, err
+}
+
 func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }

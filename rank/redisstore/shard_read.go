@@ -78,12 +78,7 @@ func (s *Store) shardRun(ctx context.Context, c cachedBoard, idx int64, nowArg s
 		}
 		return cmds, err
 	}
-	cmds, err := run()
-	if err != nil && isNoScript(err) {
-		if err = s.shard.load(ctx, s.client); err == nil {
-			cmds, err = run()
-		}
-	}
+	cmds, err := s.shard.pipelined(ctx, s.client, run)
 	if err != nil {
 		return 0, nil, err
 	}

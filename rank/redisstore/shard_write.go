@@ -240,7 +240,7 @@ func (s *Store) rankFollowUp(ctx context.Context, todo []*call) {
 			rewrites = append(rewrites, scriptCall{keys: []string{c.recH}})
 		}
 		rewrites[i].args = append(rewrites[i].args, c.e.Member+"|"+c.e.ID,
-			fmt.Sprintf("%s,%d,%d,%d,%d,%d,%d", c.rec, c.r.Score, c.r.Rank, c.r.PrevRank, c.r.PrevScore, c.r.Seq, c.r.Period))
+			fmt.Sprintf("%s,%d,%d,%d,%d,%d,%d%s", c.rec, c.r.Score, c.r.Rank, c.r.PrevRank, c.r.PrevScore, c.r.Seq, c.r.Period, recordFields(c.r)))
 	}
 	if err := s.evalPipe(ctx, s.client.Pipeline(), s.rerecord, rewrites); err != nil {
 		// The events stand; a retry of one would answer its shard's

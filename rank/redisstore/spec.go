@@ -49,11 +49,24 @@ func applySpec(b rank.Board) string {
 	if b.History > 0 {
 		token("history", int64(b.History))
 	}
+	if b.Capped() {
+		s.WriteString(" cap=")
+		s.WriteString(capArg(b))
+	}
 	if co := cohortSpec(b); co != "" {
 		s.WriteString(" cohort=")
 		s.WriteString(co)
 	}
 	return s.String()
+}
+
+// capArg is board b's cap (§18) as apply_cap.lua and hot.lua read it,
+// "<points>.<per>", or "" for none.
+func capArg(b rank.Board) string {
+	if !b.Capped() {
+		return ""
+	}
+	return strconv.FormatInt(b.Cap.Points, 10) + "." + string(b.Cap.Per)
 }
 
 // shardSpec is the apply config of a shard of sharded board b: the

@@ -191,9 +191,9 @@ type applyKeys struct {
 	spec                    string // the apply config (spec.go), which apply.lua reads from the cfg hash
 	// hot.lua's arguments: the idempotency window in ms, the lifecycle's
 	// (§6): starts_at and ends_at ("" = none), grace in ms,
-	// max_submissions.
-	window, startsAt, endsAt, grace, maxSubs any
-	last                                     atomic.Pointer[periodKeys]
+	// max_submissions, the cap (§18: "<points>.<per>", "" = none).
+	window, startsAt, endsAt, grace, maxSubs, cap any
+	last                                          atomic.Pointer[periodKeys]
 }
 
 // periodKeys are the sorted-set and member-hash keys and the slot arguments
@@ -221,7 +221,7 @@ func (s *Store) cachedOne(b rank.Board, ver string) cachedBoard {
 		ver: ver, spec: applySpec(b),
 		window:   time.Duration(b.IdempotencyWindow).Milliseconds(),
 		startsAt: msArg(b.StartsAt), endsAt: msArg(b.EndsAt),
-		grace: time.Duration(b.Grace).Milliseconds(), maxSubs: b.MaxSubmissions,
+		grace: time.Duration(b.Grace).Milliseconds(), maxSubs: b.MaxSubmissions, cap: capArg(b),
 	}}
 }
 
@@ -242,16 +242,22 @@ func (s *Store) periodKeys(c cachedBoard, now time.Time) *periodKeys {
 		return p
 	}
 	sl, _ := slotsFor(c.b, "", now) // the current period never fails
-	p := &periodKeys{
-		sl: sl,
-		za: s.zkey(board, sl.a), ma: s.mkey(board, sl.a), zb: s.zkey(board, sl.b), mb: s.mkey(board, sl.b),
-		zp: s.zkey(board, sl.p), mp: s.mkey(board, sl.p),
-		args:  [7]any{sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB},
-		pargs: [3]any{sl.pstart, sl.p, sl.expireP},
-	}
+	p := s.slotKeys(board, sl)
 	p.dkeys, p.dargs = s.depKeys(c, sl)
 	k.last.Store(p)
 	return p
+}
+
+// slotKeys are the keys and arguments of the slots sl of board b, but the
+// derived boards'.
+func (s *Store) slotKeys(b *rank.Board, sl slots) *periodKeys {
+	return &periodKeys{
+		sl: sl,
+		za: s.zkey(b, sl.a), ma: s.mkey(b, sl.a), zb: s.zkey(b, sl.b), mb: s.mkey(b, sl.b),
+		zp: s.zkey(b, sl.p), mp: s.mkey(b, sl.p),
+		args:  [7]any{sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB},
+		pargs: [3]any{sl.pstart, sl.p, sl.expireP},
+	}
 }
 
 const (

@@ -39,6 +39,10 @@ export interface Ack {
   cohort?: string;
   /** v1.2 (§12): the member's tier on a league board. */
   tier?: string;
+  /** v1.3 (§18): the board's cap let only `applied` of the delta through. */
+  capped?: true;
+  /** v1.3 (§18): with `capped`, the part of the delta applied. */
+  applied?: number;
 }
 
 export interface TopFrame {

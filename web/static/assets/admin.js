@@ -1,8 +1,9 @@
 // The console (/admin, docs/console.md): boards with their state, members,
 // viewers and joins per second; create a board and edit its settings (saved
 // with PATCH, so what the form does not show keeps its value); a board's
-// standings; find a member, edit the profile, ban, lift, remove from a
-// period, erase everywhere; the webhooks and their last deliveries. Built on the REST API only, with the admin token of the URL
+// standings and their export (any retained period, NDJSON or CSV); find a
+// member, edit the profile, ban, lift, remove from a period, erase
+// everywhere; the webhooks and their last deliveries. Built on the REST API only, with the admin token of the URL
 // fragment (never sent anywhere but in the Authorization header).
 import { dev, devToken, durationMS, el, errorText, fragmentToken, initial, lifecycle, num, validBoard } from './common.js';
 
@@ -331,6 +332,120 @@ async function refreshStandings() {
   $('standings-empty').hidden = page.entries.length > 0;
 }
 
+// --- one board: export (docs/seasons.md) ---
+
+const DAY_MS = 864e5;
+const pad = (n, w = 2) => String(n).padStart(w, '0');
+const utcDay = (t) => `${t.getUTCFullYear()}${pad(t.getUTCMonth() + 1)}${pad(t.getUTCDate())}`;
+
+/** The ISO year and week of UTC date t as a weekly board's index (YYYYWW). */
+function isoWeek(t) {
+  const th = new Date(t.getTime() + (3 - ((t.getUTCDay() + 6) % 7)) * DAY_MS); // its week's Thursday
+  const y = th.getUTCFullYear();
+  return y * 100 + 1 + Math.floor((th - Date.UTC(y, 0, 1)) / DAY_MS / 7);
+}
+
+/** Minutes of a duration reset ("15m", "6h", "1h30m"), 0 when it is none. */
+function resetMinutes(reset) {
+  const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:0s)?$/.exec(reset || '');
+  return m && (m[1] || m[2]) ? Number(m[1] || 0) * 60 + Number(m[2] || 0) : 0;
+}
+
+/**
+ * The index of the period before idx on a board with this reset, by the
+ * calendar of the index itself (docs/protocol.md §6: YYYYMMDDHH, YYYYMMDD,
+ * YYYYWW, YYYYMM, YYYYMMDDmmmm), so the board's time zone needs no math.
+ */
+function previousPeriod(idx, reset) {
+  const s = String(idx);
+  const y = +s.slice(0, 4);
+  const mo = +s.slice(4, 6);
+  const d = +s.slice(6, 8);
+  switch (reset) {
+    case 'hourly': {
+      const t = new Date(Date.UTC(y, mo - 1, d, +s.slice(8, 10) - 1));
+      return Number(utcDay(t) + pad(t.getUTCHours()));
+    }
+    case 'daily': return Number(utcDay(new Date(Date.UTC(y, mo - 1, d - 1))));
+    case 'monthly': {
+      const t = new Date(Date.UTC(y, mo - 2, 1));
+      return t.getUTCFullYear() * 100 + t.getUTCMonth() + 1;
+    }
+    case 'weekly': {
+      const jan4 = new Date(Date.UTC(y, 0, 4));
+      const monday = jan4.getTime() - ((jan4.getUTCDay() + 6) % 7) * DAY_MS + (mo - 1) * 7 * DAY_MS; // mo: the week
+      return isoWeek(new Date(monday - 7 * DAY_MS));
+    }
+  }
+  const step = resetMinutes(reset);
+  if (!step) return 0;
+  let min = +s.slice(8) - step;
+  let t = new Date(Date.UTC(y, mo - 1, d));
+  if (min < 0) {
+    t = new Date(t - DAY_MS);
+    min = Math.floor((24 * 60 - 1) / step) * step;
+  }
+  return Number(utcDay(t) + pad(min, 4));
+}
+
+/** Fills the export's period choice: the current period and every retained one. */
+async function showExportPeriods(b) {
+  const sel = $('export-period');
+  const opts = [el('option', { value: '' }, 'current')];
+  if (b.reset && b.reset !== 'none') {
+    const { period } = await api('GET', boardPath(b.id) + '/top?limit=1');
+    if (b.id !== current) return;
+    opts[0].textContent = `${period} (current)`;
+    let idx = period;
+    for (let i = 1; i <= (b.retain || 2) && idx; i++) {
+      idx = previousPeriod(idx, b.reset);
+      if (idx) opts.push(el('option', { value: String(idx) }, i === 1 ? `${idx} (previous)` : String(idx)));
+    }
+  }
+  const keep = sel.value;
+  sel.replaceChildren(...opts);
+  if (opts.some((o) => o.value === keep)) sel.value = keep;
+}
+
+/**
+ * Downloads the export of the chosen period: fetched with the token (a
+ * link could not send it) and saved under the name the gateway gives.
+ */
+async function download(format) {
+  const err = $('export-err');
+  err.textContent = '';
+  $('export-done').textContent = '';
+  const q = new URLSearchParams({ format });
+  if ($('export-period').value) q.set('period', $('export-period').value);
+  if ($('export-hidden').checked) q.set('hidden', 'true');
+  let r;
+  try {
+    r = await fetch(boardPath(current) + '/export?' + q, { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' });
+  } catch {
+    err.textContent = 'The gateway cannot be reached.';
+    return;
+  }
+  if (!r.ok) {
+    const j = await r.json().catch(() => null);
+    err.textContent = j?.error?.message || `HTTP ${r.status}`;
+    return;
+  }
+  let blob;
+  try {
+    blob = await r.blob();
+  } catch {
+    err.textContent = 'The export was cut short (the gateway or its store failed midway): download it again.';
+    return;
+  }
+  const name = /filename="([^"]+)"/.exec(r.headers.get('Content-Disposition') || '')?.[1] || `${current}.${format}`;
+  const a = el('a', { href: URL.createObjectURL(blob), download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+  $('export-done').textContent = `Downloaded ${name}.`;
+}
+
 // --- one board: bans ---
 
 async function refreshBans() {
@@ -593,7 +708,10 @@ function showBoard(id) {
   api('GET', boardPath(id)).then((d) => {
     showConfig(d.board);
     lockFinal(d.state === 'final');
+    showExportPeriods(d.board).catch(() => {});
   }, (e) => { $('edit-err').textContent = errorText(e); });
+  $('export-err').textContent = '';
+  $('export-done').textContent = '';
   refreshStandings().catch(() => {});
   refreshBans().catch(() => {});
 }
@@ -651,6 +769,8 @@ async function start() {
   $('lift').addEventListener('click', () => lift());
   $('remove-form').addEventListener('submit', removeEntry);
   $('erase-form').addEventListener('submit', erase);
+  $('export-ndjson').addEventListener('click', () => download('ndjson'));
+  $('export-csv').addEventListener('click', () => download('csv'));
   const b = fragment().get('board');
   if (b) showBoard(b);
   every(refreshBoards, true);
