@@ -44,6 +44,11 @@ type Event struct {
 	// Meta is the event's metadata (§11), "" for none: kept with the
 	// score it sets, in the same atomic step (R26).
 	Meta meta.Meta
+	// Region is the member's region on a region board (§17): its
+	// profile's country as the submitting node knows it, "" = RegionNone.
+	// The profile lives apart from the board's data, so the node passes
+	// it; not part of the payload (a retry after a move is a retry).
+	Region string
 }
 
 // PayloadHash identifies what an event asks for, so a repeated request id with
@@ -97,6 +102,12 @@ type Result struct {
 	// league board.
 	Cohort string
 	Tier   string
+	// Region is the member's region on a region board (§17) and
+	// RegionRank its rank there, read in the same step (R37); RegionFrom
+	// the region its entry left in this step ("" when it did not move).
+	Region     string
+	RegionRank int64
+	RegionFrom string
 }
 
 // Entry is one ranked member.
@@ -138,6 +149,11 @@ type MemberRank struct {
 	// and Around are within it; Tier its tier on a league board.
 	Cohort string
 	Tier   string
+	// Region is the member's region on a region board (§17) and
+	// RegionRank its rank there (Ranks); RegionRanks puts Rank and Around
+	// within it too.
+	Region     string
+	RegionRank int64
 }
 
 // HistoryEvent is one applied event as a board with history keeps it
@@ -196,7 +212,8 @@ type Store interface {
 	Profiles
 	Moderation
 	Outbox
-	Eraser // erase.go (§13, R29)
+	Eraser       // erase.go (§13, R29)
+	RegionReader // region.go (§17)
 
 	// PutBoard creates or replaces a board config (validated). Changing the
 	// order, mode or tiebreak of a board that has data is allowed and takes
