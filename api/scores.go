@@ -67,6 +67,7 @@ func (a *API) scores(c *fiber.Ctx) error {
 	for i, raw := range raws {
 		items[i] = decodeScore(b, raw)
 	}
+	a.warmRegions(b, items) // regions.go
 	results := a.applyAll(items)
 	// Acks are appended with the WebSocket path's encoder; an ack is
 	// about 120 bytes.
@@ -217,7 +218,8 @@ func (a *API) count(res rank.Result) {
 // proto.AppendAck, the encoder the WebSocket path uses.
 func appendAck(b []byte, id string, r rank.Result) []byte {
 	a := proto.Ack{ID: id, Board: r.Board, Member: r.Member, Score: r.Score, Rank: r.Rank,
-		Duplicate: r.Duplicate, Seq: r.Seq, Period: r.Period, Cohort: r.Cohort, Tier: r.Tier, Decimals: r.Decimals}
+		Duplicate: r.Duplicate, Seq: r.Seq, Period: r.Period, Cohort: r.Cohort, Tier: r.Tier, Decimals: r.Decimals,
+		Region: r.Region, RegionRank: r.RegionRank}
 	if r.PrevRank > 0 {
 		prev := r.PrevRank
 		a.PrevRank = &prev

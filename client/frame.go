@@ -32,6 +32,9 @@ type frame struct {
 	Exp       int64         `json:"exp"`
 	Cohort    string        `json:"cohort"` // ack and top frames of cohort boards (§12)
 	Tier      string        `json:"tier"`
+	// ack and rank replies of region boards, top frames of a region (§17)
+	Region     string `json:"region"`
+	RegionRank int64  `json:"region_rank"`
 	// top (final) and board frames (R19)
 	Final    bool   `json:"final"`
 	State    string `json:"state"`
@@ -83,7 +86,7 @@ func (f *frame) welcome() proto.Welcome {
 
 func (f *frame) ack() proto.Ack {
 	return proto.Ack{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Score: deref(f.Score), Rank: deref(f.Rank),
-		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq, Period: f.Period, Cohort: f.Cohort, Tier: f.Tier, Decimals: f.decimals}
+		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq, Period: f.Period, Cohort: f.Cohort, Tier: f.Tier, Region: f.Region, RegionRank: f.RegionRank, Decimals: f.decimals}
 }
 
 func (f *frame) page() proto.PageReply {
@@ -92,7 +95,7 @@ func (f *frame) page() proto.PageReply {
 
 func (f *frame) rankReply() proto.RankReply {
 	return proto.RankReply{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Period: f.Period,
-		Cohort: f.Cohort, Tier: f.Tier, Decimals: f.decimals}
+		Cohort: f.Cohort, Tier: f.Tier, Region: f.Region, RegionRank: f.RegionRank, Decimals: f.decimals}
 }
 
 func (f *frame) top() proto.Top {

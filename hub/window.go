@@ -186,6 +186,9 @@ func (c *conn) ackReply(id string, res rank.Result) *[]byte {
 		Cohort:    res.Cohort,
 		Tier:      res.Tier,
 		Decimals:  res.Decimals,
+		// §17: the member's region and rank there, on region boards.
+		Region:     res.Region,
+		RegionRank: res.RegionRank,
 	}
 	if res.PrevRank > 0 {
 		pr := res.PrevRank

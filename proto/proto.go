@@ -223,6 +223,10 @@ type Ack struct {
 	// PrevRank are then within it; Tier is its tier on a league board (§12).
 	Cohort string `json:"cohort,omitempty"`
 	Tier   string `json:"tier,omitempty"`
+	// Region and RegionRank: the member's region on a region board and
+	// its rank there, right after its own step (§17, R37).
+	Region     string `json:"region,omitempty"`
+	RegionRank int64  `json:"region_rank,omitempty"`
 	// Decimals: Score is in units of 10^-Decimals and is written with that
 	// many decimals (hot boards: 3, R22). Not a field of the wire.
 	Decimals int `json:"-"`
@@ -263,6 +267,10 @@ type RankReply struct {
 	// Rank and Around are within the cohort (§12).
 	Cohort string `json:"cohort,omitempty"`
 	Tier   string `json:"tier,omitempty"`
+	// Region and RegionRank: on a region board, the member's region and
+	// its rank there (§17), present when it has an entry.
+	Region     string `json:"region,omitempty"`
+	RegionRank int64  `json:"region_rank,omitempty"`
 	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
 	// the gateway writes them with that many decimals. Not a wire field.
 	Decimals int `json:"-"`

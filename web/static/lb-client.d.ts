@@ -37,6 +37,9 @@ export interface Ack {
   cohort?: string;
   /** v1.2 (§12): the member's tier on a league board. */
   tier?: string;
+  /** v1.3 (§17): on a region board, the member's region (its profile's country, ZZ for none) and its rank there. */
+  region?: string;
+  region_rank?: number;
 }
 
 export interface TopFrame {
@@ -120,6 +123,9 @@ export interface RankReply {
   /** v1.2 (§12): on a cohort board, the member's cohort (rank and around are within it) and, on a league board, its tier. */
   cohort?: string;
   tier?: string;
+  /** v1.3 (§17): on a region board, when the member has an entry: its region and its rank there (rank and around stay the board's). */
+  region?: string;
+  region_rank?: number;
 }
 
 export type Status = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed';
