@@ -19,8 +19,8 @@ func TestAppendAckMatchesJSON(t *testing.T) {
 		{ID: "rest", Board: "b", Member: "m", PrevRank: &zero}, // REST shape: no type
 		{Type: TypeAck, ID: `q"uo\te`, Board: "<b>&", Member: "naïve\u2028\x01", Score: 9007199254740991},
 		{Type: TypeAck, ID: "c", Board: "league", Member: "m", Score: 3, Rank: 2, Seq: 4, Period: 9, Cohort: "silver-3", Tier: "silver"},
-		{ID: "c", Board: "groups", Member: "m", Cohort: "12"},                                                          // a cohort board without a league: no tier
-		{Type: TypeAck, ID: "r", Board: "world", Member: "m", Score: 5, Rank: 40, Seq: 2, Region: "DE", RegionRank: 3}, // §17
+		{ID: "c", Board: "groups", Member: "m", Cohort: "12"}, // a cohort board without a league: no tier
+		{Type: TypeAck, ID: "r", Board: "world", Member: "m", Score: 5, Rank: 40, Seq: 2, Region: "DE", RegionRank: 3},
 		{},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
