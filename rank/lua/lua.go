@@ -39,9 +39,14 @@ const (
 	Build = "build.lua" // derived boards: recompute members of a derived board
 	Deps  = "deps.lua"  // derived boards: a source's list of dependants
 
-	// Cohort boards (§12): member reads within cohorts, a league tier.
-	CohortRanks = "cohortranks.lua"
-	CohortTier  = "cohorttier.lua"
+	// Member reads on boards ranked in groups: cohorts (§12), regions (§17).
+	GroupRanks = "groupranks.lua"
+
+	// Region boards (§17): a period's regions and their sizes.
+	Regions = "regions.lua"
+
+	// Cohort boards (§12): a league tier.
+	CohortTier = "cohorttier.lua"
 	Cohorts     = "cohorts.lua" // a period's placement counters
 
 	// Erase removes one member from one key space (§13, R29).
@@ -69,5 +74,5 @@ func file(name string) string {
 
 // Names lists every embedded script.
 func Names() []string {
-	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, Build, Deps, CohortRanks, CohortTier, Cohorts, Erase}
+	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, Build, Deps, GroupRanks, Regions, CohortTier, Cohorts, Erase}
 }

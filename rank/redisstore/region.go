@@ -1,22 +1,164 @@
 package redisstore
 
+// Region boards (docs/protocol.md §17, R37). apply.lua places a member in
+// the region its event names in the step that writes its entry, keeping per
+// period a hash member → region (g:<i>), each region's sorted set next to it
+// (g:<i>/<region>, the board's own entries, so ties order as on the board)
+// and the set of regions placed in (g:<i>/r). The reads here are one script
+// each over those keys; member reads share groupranks.lua with cohorts.
+
 import (
 	"context"
-	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/lua"
 )
 
-var errRegionsPending = errors.New("redisstore: region boards are not built yet")
+var regionsScript = newScript(lua.Regions)
 
-func (s *Store) RegionTop(context.Context, string, rank.PeriodSel, string, int, int) (rank.Page, error) {
-	return rank.Page{}, errRegionsPending
+// gkey is a region board's period hash of members' regions; the regions'
+// sorted sets are named after it.
+func (s *Store) gkey(b *rank.Board, idx int64) string {
+	return s.key(b, "g:"+strconv.FormatInt(idx, 10))
 }
 
-func (s *Store) Regions(context.Context, string, rank.PeriodSel) ([]rank.RegionCount, error) {
-	return nil, errRegionsPending
+// regioned reports whether board has regions.
+func (s *Store) regioned(ctx context.Context, board string) bool {
+	c, err := s.board(ctx, board)
+	return err == nil && c.b.Regions
 }
 
-func (s *Store) RegionRanks(context.Context, string, rank.PeriodSel, []string, int) (rank.Ranks, error) {
-	return rank.Ranks{}, errRegionsPending
+// regionBoard refuses a board without regions, within a read's build.
+func regionBoard(c cachedBoard) error {
+	if !c.b.Regions {
+		return rank.NoRegions(c.b.ID)
+	}
+	return nil
+}
+
+// RegionTop reads entries [offset, offset+limit) of one region of a period
+// (top.lua over the region's sorted set).
+func (s *Store) RegionTop(ctx context.Context, board string, period rank.PeriodSel, region string, offset, limit int) (rank.Page, error) {
+	const op = "region top"
+	if !rank.ValidBoardID(board) {
+		return rank.Page{}, fmt.Errorf("redisstore: %s %q: %w", op, board, rank.ErrInvalidBoard)
+	}
+	if offset < 0 || limit < 0 {
+		return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w: offset and limit must not be negative", op, board, rank.ErrBadRequest)
+	}
+	c, sl, v, err := s.readWith(ctx, op, board, period, s.top, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
+		if err := regionBoard(c); err != nil {
+			return nil, nil, err
+		}
+		if err := rank.CheckRegion(region); err != nil {
+			return nil, nil, err
+		}
+		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n,
+			s.gkey(&c.b, sl.a) + "/" + region, s.gkey(&c.b, sl.b) + "/" + region, c.keys.ban,
+			s.metaKey(&c.b, sl.a), s.metaKey(&c.b, sl.b)}
+		return keys, []any{c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak), offset, limit}, nil
+	})
+	if err != nil {
+		return rank.Page{}, err
+	}
+	a, _ := v.([]any)
+	if len(a) < 4 || (len(a)-4)%4 != 0 {
+		return rank.Page{}, fmt.Errorf("redisstore: %s %s: unexpected reply %v", op, board, v)
+	}
+	p := rank.Page{Board: board, Period: sl.pick(num(a[0])), Offset: offset, Total: num(a[1]), Seq: num(a[2]), Decimals: c.b.Decimals()}
+	if p.Entries, err = entries(a[4:], int64(offset), num(a[3]), c.b); err != nil {
+		return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
+	}
+	return p, nil
+}
+
+// Regions lists a period's regions that hold entries, most first
+// (regions.lua).
+func (s *Store) Regions(ctx context.Context, board string, period rank.PeriodSel) ([]rank.RegionCount, error) {
+	const op = "regions"
+	if !rank.ValidBoardID(board) {
+		return nil, fmt.Errorf("redisstore: %s %q: %w", op, board, rank.ErrInvalidBoard)
+	}
+	_, _, v, err := s.readWith(ctx, op, board, period, regionsScript, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
+		if err := regionBoard(c); err != nil {
+			return nil, nil, err
+		}
+		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n, s.gkey(&c.b, sl.a) + "/r", s.gkey(&c.b, sl.b) + "/r"}
+		return keys, []any{c.ver, nowArg, sl.start, sl.bound, sl.end}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	a, _ := v.([]any)
+	if len(a) < 1 || (len(a)-1)%2 != 0 {
+		return nil, fmt.Errorf("redisstore: %s %s: unexpected reply %v", op, board, v)
+	}
+	out := make([]rank.RegionCount, 0, (len(a)-1)/2)
+	for i := 1; i+1 < len(a); i += 2 {
+		r, _ := a[i].(string)
+		if !rank.ValidRegion(r) {
+			return nil, fmt.Errorf("redisstore: %s %s: unexpected region %v", op, board, a[i])
+		}
+		out = append(out, rank.RegionCount{Region: r, Members: num(a[i+1])})
+	}
+	return rank.SortRegions(out), nil
+}
+
+// RegionRanks reads members each within its own region (groupranks.lua in
+// scope group over the regions' hash).
+func (s *Store) RegionRanks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
+	const op = "region ranks"
+	if err := checkRanksArgs(op, board, members, around); err != nil {
+		return rank.Ranks{}, err
+	}
+	if !s.regioned(ctx, board) {
+		if _, err := s.board(ctx, board); err != nil {
+			return rank.Ranks{}, s.fail(op, board, err)
+		}
+		return rank.Ranks{}, fmt.Errorf("redisstore: %s %s: %w", op, board, rank.NoRegions(board))
+	}
+	g, err := s.groupRanks(ctx, op, board, period, members, around, inGroup, s.gkey)
+	if err != nil {
+		return rank.Ranks{}, err
+	}
+	for i := range g.r.Members {
+		if mr := &g.r.Members[i]; mr.Found {
+			mr.Region, mr.RegionRank = g.groups[i], mr.Rank
+		}
+	}
+	return g.r, nil
+}
+
+// regionBoardRanks is Ranks on a region board: ranks and neighbours on the
+// board, and each member's region and rank there (groupranks.lua in scope
+// board). Arguments are checked by Ranks.
+func (s *Store) regionBoardRanks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
+	g, err := s.groupRanks(ctx, "ranks", board, period, members, around, onBoard, s.gkey)
+	if err != nil {
+		return rank.Ranks{}, err
+	}
+	for i := range g.r.Members {
+		if mr := &g.r.Members[i]; mr.Found && g.groups[i] != "" {
+			mr.Region, mr.RegionRank = g.groups[i], g.groupRanks[i]
+		}
+	}
+	return g.r, nil
+}
+
+// checkRanksArgs checks a ranks read's arguments as Ranks does.
+func checkRanksArgs(op, board string, members []string, around int) error {
+	if !rank.ValidBoardID(board) {
+		return fmt.Errorf("redisstore: %s %q: %w", op, board, rank.ErrInvalidBoard)
+	}
+	if around < 0 {
+		return fmt.Errorf("redisstore: %s %s: %w: around must not be negative", op, board, rank.ErrBadRequest)
+	}
+	for _, m := range members {
+		if !rank.ValidMemberID(m) {
+			return fmt.Errorf("redisstore: %s %s: %w", op, board, rank.ErrInvalidMember)
+		}
+	}
+	return nil
 }
