@@ -126,6 +126,7 @@ func TestConsole(t *testing.T) {
 	t.Run("without a token", func(t *testing.T) { testConsoleNoToken(t, b, bin) })
 	t.Run("create and edit a board", func(t *testing.T) { testConsoleBoards(t, b, gw) })
 	t.Run("moderate a member", func(t *testing.T) { testConsoleModeration(t, b, gw, out) })
+	t.Run("regions", func(t *testing.T) { testConsoleRegions(t, b, gw) })
 }
 
 // testConsoleNoToken: on a gateway without --dev, the console opened

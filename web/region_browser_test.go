@@ -64,3 +64,35 @@ func testRegions(t *testing.T, b *browser, gw *gateway, out string) {
 	plain.waitFor(t, 5*time.Second, "a global rank only", `text("#my-rank") === "#1" && q("#my-region").hidden`)
 	plain.checkNoErrors(t)
 }
+
+// testConsoleRegions: the console lists a region board's regions, most
+// members first, each linking to its spectator page, follows a move, and
+// says a found member's region rank; a board without regions shows none.
+func testConsoleRegions(t *testing.T, b *browser, gw *gateway) {
+	admin := gw.token(t, "ops", "admin")
+	var stored map[string]any
+	gw.put(t, "/api/v1/boards/nations", admin, map[string]any{"regions": true}, &stored)
+	gw.put(t, "/api/v1/boards/no-nations", admin, map[string]any{}, &stored)
+	for m, c := range map[string]string{"ana": "BR", "ben": "BR", "cho": "KR"} {
+		gw.put(t, "/api/v1/members/"+m+"/profile", admin, map[string]string{"country": c}, &stored)
+	}
+	gw.score(t, admin, "nations", map[string]int64{"ana": 3, "ben": 2, "cho": 5, "dee": 1})
+
+	tab := b.tab(t)
+	tab.run(t, chromedp.Navigate(gw.url+"/admin#token="+admin+"&board=nations"))
+	tab.waitFor(t, 10*time.Second, "the regions listed",
+		`!q("#regions-box").hidden && [...document.querySelectorAll("#regions li")].map((li) => li.dataset.region + ":" + li.querySelector(".muted").textContent).join(",") === "BR:2 members,KR:1 member,ZZ:1 member" &&
+		 q('#regions li[data-region="KR"] a').getAttribute("href") === "/?board=nations&region=KR" && text("#fixed").includes("regions")`)
+	gw.put(t, "/api/v1/members/ben/profile", admin, map[string]string{"country": "KR"}, &stored)
+	gw.score(t, admin, "nations", map[string]int64{"ben": 1})
+	tab.waitFor(t, 5*time.Second, "the move", `[...document.querySelectorAll("#regions li")].map((li) => li.dataset.region).join(",") === "KR,BR,ZZ"`)
+	tab.fill(t, "Member id", "ben")
+	tab.click(t, "Find")
+	tab.waitFor(t, 5*time.Second, "the member's region rank", `text("#member-rank") === "ben is #3 with 3, #2 in KR."`)
+	tab.checkNoErrors(t)
+
+	plain := b.tab(t)
+	plain.run(t, chromedp.Navigate(gw.url+"/admin#token="+admin+"&board=no-nations"))
+	plain.waitFor(t, 10*time.Second, "no regions", `!q("#board-card").hidden && q("#regions-box").hidden && !text("#fixed").includes("regions")`)
+	plain.checkNoErrors(t)
+}
