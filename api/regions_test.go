@@ -22,7 +22,7 @@ import (
 // not set a country (403).
 func TestRegions(t *testing.T) {
 	t.Parallel()
-	for _, eng := range []string{"memory"} {
+	for _, eng := range []string{"memory", "redis"} {
 		t.Run(eng, func(t *testing.T) {
 			t.Parallel()
 			opts := gwtest.Options{Secret: testSecret}

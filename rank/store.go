@@ -328,6 +328,9 @@ func (e Event) Check(b Board) error {
 	if b.MaxDelta > 0 && (e.Amount > b.MaxDelta || e.Amount < -b.MaxDelta) {
 		return ErrDeltaTooLarge
 	}
+	if e.Region != "" && !ValidRegion(e.Region) {
+		return fmt.Errorf("%w: region %q is not an ISO 3166-1 alpha-2 code or ZZ", ErrBadRequest, truncate(e.Region, 16))
+	}
 	if e.Meta != "" {
 		if b.Hot() {
 			return fmt.Errorf("%w: board %s is hot: its scores carry no meta", ErrBadRequest, b.ID)

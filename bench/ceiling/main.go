@@ -24,9 +24,10 @@ import (
 // The layout of a one-event apply.lua call on a board without derived
 // boards and without history (rank/lua/apply.lua's header): EVALSHA sha
 // numkeys, 17 board keys, 21 board arguments, the event's 8 (member first,
-// request id seventh), and the dependants' two counts (DA, DK: "0" "0").
+// request id seventh), then the events' regions (RG: "" on a board without
+// regions) and the dependants' two counts (DA, DK: "0" "0").
 const (
-	boardKeys, boardArgs, eventArgs, trailer = 17, 21, 8, 2
+	boardKeys, boardArgs, eventArgs, trailer = 17, 21, 8, 3
 	oneEventFields                           = 3 + boardKeys + boardArgs + eventArgs + trailer
 	evMember, evID                           = 0, 6
 )

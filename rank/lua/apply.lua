@@ -31,7 +31,8 @@
 --            (prelude's records, which also use the cfg hash's fields rw,
 --            rs, ro, rb).
 --            A cohort board's keys are built here too (see "cohorts" below;
---            the cfg hash's field co is its cohort config).
+--            the cfg hash's field co is its cohort config), and a region
+--            board's (see "regions").
 --
 -- ARGV[1]  config version the caller validated the events against
 -- ARGV[2]  now in unix ms, or "" to read the server's TIME (the one clock)
@@ -64,9 +65,12 @@
 -- ARGV[j+6] the event's time `at` in unix ms, "" = the clock
 -- ARGV[j+7] the event's request id
 -- ARGV[j+8] the event's meta, a JSON object, "" = none
+-- then RG, the events' regions on a region board (§17), two letters per
+-- event in event order ("" on other boards; see "regions" below)
 --
 -- Derived boards (docs/protocol.md §8; the block "derived boards" below): the
--- board's dependants follow the idempotency keys and the events' arguments.
+-- board's dependants follow the idempotency keys, the events' arguments
+-- and RG.
 -- ARGV[#ARGV] is DK, the number of their keys at the end of KEYS, and
 -- ARGV[#ARGV-1] DA, the number of their arguments just before those two
 -- (both "0" for a board without dependants). Per dependant, with span S (1
@@ -84,7 +88,9 @@
 -- "1" .. record when its id was already applied (nothing changed), or
 -- "!" .. code when it failed, where record is
 -- "hash.token,score,rank,prev_rank,prev_score,seq,period" (and ",<cohort>"
--- on a cohort board, whose ranks are then within it; see "cohorts"). Codes:
+-- on a cohort board, whose ranks are then within it; see "cohorts"; on a
+-- region board ",<region>.<region rank>" and, in the reply only, after the
+-- record ";<region left>" when the member moved; see "regions"). Codes:
 -- invalid_score, bad_request, out_of_range, board_closed:<reason> (R30:
 -- not_started, ended or period_over), limit_reached,
 -- at_ahead, banned (that event changed nothing; the next ones still run). A
@@ -147,7 +153,8 @@ if ssub(tie, -2) == '@t' then tie, sharded = ssub(tie, 1, -3), true end
 local window = tonumber(ARGV[13])
 local dk, da = tonumber(ARGV[#ARGV]), tonumber(ARGV[#ARGV - 1]) -- derived boards
 if not dk or not da then return redis.error_reply('LB bad_request') end
-local n = (#ARGV - 23 - da) / 8
+local n = (#ARGV - 24 - da) / 8
+local rgs = ARGV[#ARGV - 2 - da] -- the events' regions (see "regions")
 local hist = tonumber(ARGV[21])
 local hk = 0 -- history keys
 if hist and hist > 0 then hk = 3 * n end
@@ -158,7 +165,8 @@ if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
   or (tie ~= 'first' and tie ~= 'last' and tie ~= 'shared')
   or not window or window < 1 or not grace or grace < 0 or not maxSubs
   or (ARGV[17] ~= '' and not startsAt) or (ARGV[18] ~= '' and not endsAt)
-  or not hist or n < 1 or n % 1 ~= 0 or #KEYS ~= 17 + hk + dk then
+  or not hist or n < 1 or n % 1 ~= 0 or #KEYS ~= 17 + hk + dk
+  or (rgs ~= '' and (#rgs ~= 2 * n or sfind(rgs, '[^A-Z]'))) then
   return redis.error_reply('LB bad_request')
 end
 
@@ -430,6 +438,67 @@ local function cohortJoin(sl, member)
 end
 -- ---- end of cohorts ----
 
+-- ---- regions (docs/protocol.md §17, R37) ----
+-- On a region board RG names each event's region: its member's profile
+-- country as the gateway knows it (ZZ for none); the profile lives in
+-- another slot, so the script cannot read it. The event places the
+-- member's entry in that region, moving it there from the one it was in.
+-- The keys are built from KEYS[1]'s prefix, as the cohorts' are (same hash
+-- tag): per period <i>, the hash g:<i> (member -> region), each region's
+-- sorted set g:<i>/<region> holding the board's own entries (the same
+-- sorted-set members and scores, so ties order as on the board), and the
+-- set g:<i>/r of the regions placed in (regions.lua's list). A region's set
+-- is written only when its member's entry is: a placement (a new member, a
+-- move) costs the hash field, the set's SADD and their expiries; an event
+-- that keeps its region costs its region set's ZREM (when the tie key
+-- changes), ZADD and rank.
+local rg, rgv
+if rgs ~= '' then
+  rg = ssub(KEYS[1], 1, -4) .. 'g:' -- KEYS[1] ends in "cfg"
+  -- The clock slot's placements, read with one HMGET per call (as its
+  -- member hash is); what this call sets is in B.
+  local ms = {}
+  for i = 1, n do ms[i] = ARGV[21 + 8 * (i - 1) + 1] end
+  rgv = call('HMGET', rg .. slots[cur].idx, unpack(ms))
+end
+
+-- regionPlace writes event i's entry (sorted-set member newz, stored
+-- score sc; oldz before, when had) to its region's standings in slot s and
+-- returns the region, the rank there and the region left ("" if none).
+local function regionPlace(i, s, member, had, changed, oldz, newz, sc)
+  local sl = slots[s]
+  local gk = rg .. sl.idx
+  local region = ssub(rgs, 2 * i - 1, 2 * i)
+  local from
+  if s == cur then
+    from = batchGet(B, gk, member)
+    if from == nil then from = rgv[i] end
+  else
+    from = call('HGET', gk, member)
+  end
+  if not had then from = false end -- a placement without an entry is none
+  local rk = gk .. '/' .. region
+  if from == region then
+    if changed then
+      if newz ~= oldz then call('ZREM', rk, oldz) end
+      call('ZADD', rk, sc, newz)
+    end
+    return region, rankOf(rk, newz, sc), ''
+  end
+  if from then call('ZREM', gk .. '/' .. from, oldz) end
+  call('ZADD', rk, sc, newz)
+  if s == cur then batchSet(B, gk, member, region) else call('HSET', gk, member, region) end
+  local added = call('SADD', gk .. '/r', region)
+  if sl.exp > now then
+    local ttl = sl.exp - now
+    call('PEXPIRE', rk, ttl)
+    if added == 1 then call('PEXPIRE', gk .. '/r', ttl) end
+    if s == cur then batchExpire(B, gk, ttl) else call('PEXPIRE', gk, ttl) end
+  end
+  return region, rankOf(rk, newz, sc), from or ''
+end
+-- ---- end of regions ----
+
 -- The first 8 digits of tiebreak first's pad, and the seq / 1e8 they are of.
 local padHi, padHiOf
 
@@ -561,6 +630,12 @@ local function one(i)
       rank = rankOf(ck, newz, sc)
     end
   end
+  local region, rrank, rfrom
+  if rg then
+    local sc = ns
+    if order == 'asc' then sc = fmt('%d', -new) end
+    region, rrank, rfrom = regionPlace(i, s, member, had, not (had and new == old), oldz, newz, sc)
+  end
   if maxSubs > 0 and call('HINCRBY', sl.c, member, 1) == 1 and expat > now then
     call('PEXPIRE', sl.c, expat - now)
   end
@@ -587,10 +662,12 @@ local function one(i)
   -- failing write would turn every retry into a false duplicate.
   rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d', rank, prev, prevscore, seq) .. ',' .. period
   if cid then rec = rec .. ',' .. cid end -- a cohort board's: "<tier>.<n>"
+  if region then rec = rec .. ',' .. region .. '.' .. fmt('%d', rrank) end
   recordPut(R, i, rec)
   if sharded then
     return '0' .. rec .. ';' .. newz .. ';' .. oldz .. ';' .. R.cur
   end
+  if rfrom and rfrom ~= '' then return '0' .. rec .. ';' .. rfrom end
   return '0' .. rec
 end
 

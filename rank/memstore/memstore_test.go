@@ -49,8 +49,3 @@ func TestApplyContract(t *testing.T) {
 		return s
 	})
 }
-
-func TestRegions(t *testing.T) {
-	t.Parallel()
-	ranktest.RunRegions(t, func(t *testing.T, now func() time.Time) rank.Store { return newStore(t, now) })
-}

@@ -228,7 +228,7 @@ func applyCmd(c cachedBoard, nowArg string, pk *periodKeys, calls []*call) cmd {
 	}
 	keys := make([]string, 0, nk)
 	keys = append(keys, k.cfg, k.seq, k.n, pk.za, pk.ma, pk.zb, pk.mb, pk.zp, pk.mp, pk.cp, pk.ca, pk.cb, k.ban, k.guard, pk.ep, pk.ea, pk.eb)
-	args := make([]any, 0, 21+8*len(calls)+len(pk.dargs))
+	args := make([]any, 0, 22+8*len(calls)+len(pk.dargs))
 	args = append(args, k.ver, nowArg, pk.args[0], pk.args[1], pk.args[2], pk.args[3], pk.args[4], pk.args[5], pk.args[6],
 		k.mode, k.order, k.tiebreak, k.window, pk.pargs[0], pk.pargs[1], pk.pargs[2],
 		k.startsAt, k.endsAt, k.grace, k.maxSubs, k.history)
@@ -239,7 +239,8 @@ func applyCmd(c cachedBoard, nowArg string, pk *periodKeys, calls []*call) cmd {
 			keys = append(keys, pk.hp+c.e.Member, pk.ha+c.e.Member, pk.hb+c.e.Member)
 		}
 	}
-	keys = append(keys, pk.dkeys...) // derived boards (derived.go)
+	args = append(args, regionsArg(c.b, calls)) // region.go
+	keys = append(keys, pk.dkeys...)            // derived boards (derived.go)
 	args = append(args, pk.dargs...)
 	return cmd{calls: calls, keys: keys, args: args}
 }
@@ -329,10 +330,17 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 		}
 		return rank.Result{}, fmt.Errorf("redisstore: apply %s: script error %q", e.Board, code)
 	case strings.HasPrefix(rep, "0"), strings.HasPrefix(rep, "1"):
-		var cohort string
-		r, cohort, err = parseRecord(rep[0] == '1', rep[1:], hash, token)
-		if err == nil && cohort != "" && cfg != nil {
-			r.Cohort, r.Tier, err = cohortName(*cfg, cohort)
+		var group, from string
+		if cfg != nil && cfg.Regions {
+			rep, from, _ = strings.Cut(rep, ";") // the region left (region.go)
+		}
+		r, group, err = parseRecord(rep[0] == '1', rep[1:], hash, token)
+		switch {
+		case err != nil || group == "" || cfg == nil:
+		case cfg.Regions:
+			err = regionOfRecord(&r, group, from)
+		default:
+			r.Cohort, r.Tier, err = cohortName(*cfg, group)
 		}
 	default:
 		err = fmt.Errorf("unexpected reply %q", rep)

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/lua"
@@ -145,6 +146,31 @@ func (s *Store) regionBoardRanks(ctx context.Context, board string, period rank.
 		}
 	}
 	return g.r, nil
+}
+
+// regionsArg is apply.lua's RG: the events' regions, two letters each, on
+// a region board; "" on others.
+func regionsArg(b rank.Board, calls []*call) string {
+	if !b.Regions {
+		return ""
+	}
+	out := make([]byte, 0, 2*len(calls))
+	for _, c := range calls {
+		out = append(out, rank.RegionOf(c.e.Region)...)
+	}
+	return string(out)
+}
+
+// regionOfRecord sets r's region fields from a region board's record field
+// "<region>.<rank>" and the region the reply says the member left.
+func regionOfRecord(r *rank.Result, field, from string) error {
+	region, rk, _ := strings.Cut(field, ".")
+	n, err := strconv.ParseInt(rk, 10, 64)
+	if err != nil || n < 1 || !rank.ValidRegion(region) || (from != "" && !rank.ValidRegion(from)) {
+		return fmt.Errorf("unexpected region %q (left %q)", field, from)
+	}
+	r.Region, r.RegionRank, r.RegionFrom = region, n, from
+	return nil
 }
 
 // checkRanksArgs checks a ranks read's arguments as Ranks does.
