@@ -47,7 +47,7 @@ const (
 
 	// Cohort boards (§12): a league tier.
 	CohortTier = "cohorttier.lua"
-	Cohorts     = "cohorts.lua" // a period's placement counters
+	Cohorts    = "cohorts.lua" // a period's placement counters
 
 	// Erase removes one member from one key space (§13, R29).
 	Erase = "erase.lua"

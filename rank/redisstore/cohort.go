@@ -18,8 +18,8 @@ import (
 )
 
 var (
-	cohortTierScript  = newScript(lua.CohortTier)
-	cohortsScript     = newScript(lua.Cohorts)
+	cohortTierScript = newScript(lua.CohortTier)
+	cohortsScript    = newScript(lua.Cohorts)
 )
 
 // cohortSpec is a cohort board's config as apply.lua reads it from the cfg
