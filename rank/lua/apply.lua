@@ -451,40 +451,38 @@ end
 -- is written only when its member's entry is: a placement (a new member, a
 -- move) costs the hash field, the set's SADD and their expiries; an event
 -- that keeps its region costs its region set's ZREM (when the tie key
--- changes), ZADD and rank.
-local rg, rgv
-if rgs ~= '' then
-  rg = ssub(KEYS[1], 1, -4) .. 'g:' -- KEYS[1] ends in "cfg"
-  -- The clock slot's placements, read with one HMGET per call (as its
-  -- member hash is); what this call sets is in B.
-  local ms = {}
-  for i = 1, n do ms[i] = ARGV[21 + 8 * (i - 1) + 1] end
-  rgv = call('HMGET', rg .. slots[cur].idx, unpack(ms))
-end
+-- changes), ZADD and rank, and reads no hash.
+local rg
+if rgs ~= '' then rg = ssub(KEYS[1], 1, -4) .. 'g:' end -- KEYS[1] ends in "cfg"
 
 -- regionPlace writes event i's entry (sorted-set member newz, stored
--- score sc; oldz before, when had) to its region's standings in slot s and
--- returns the region, the rank there and the region left ("" if none).
+-- score sc; oldz and changed: the member had an entry, under oldz, and
+-- its score changed) to its region's standings in slot s and returns the
+-- region, the rank there and the region left ("" if none). An entry
+-- already in the event's region (nearly every event) is found by the
+-- write of that region's set itself: the ZREM of its old sorted-set
+-- member, a ZADD XX CH of its new score, or a ZSCORE when the score did
+-- not change. Only a placement reads the member's hash field.
 local function regionPlace(i, s, member, had, changed, oldz, newz, sc)
   local sl = slots[s]
   local gk = rg .. sl.idx
   local region = ssub(rgs, 2 * i - 1, 2 * i)
-  local from
-  if s == cur then
-    from = batchGet(B, gk, member)
-    if from == nil then from = rgv[i] end
-  else
-    from = call('HGET', gk, member)
-  end
-  if not had then from = false end -- a placement without an entry is none
   local rk = gk .. '/' .. region
-  if from == region then
-    if changed then
-      if newz ~= oldz then call('ZREM', rk, oldz) end
-      call('ZADD', rk, sc, newz)
+  if had then
+    local here
+    if not changed then
+      here = call('ZSCORE', rk, oldz)
+    elseif newz ~= oldz then
+      here = call('ZREM', rk, oldz) == 1
+      if here then call('ZADD', rk, sc, newz) end
+    else
+      here = call('ZADD', rk, 'XX', 'CH', sc, newz) == 1
     end
-    return region, rankOf(rk, newz, sc), ''
+    if here then return region, rankOf(rk, newz, sc), '' end
   end
+  -- The field as this call left it (B), else as stored.
+  local from = had and batchGet(B, gk, member)
+  if had and from == nil then from = call('HGET', gk, member) end
   if from then call('ZREM', gk .. '/' .. from, oldz) end
   call('ZADD', rk, sc, newz)
   if s == cur then batchSet(B, gk, member, region) else call('HSET', gk, member, region) end

@@ -129,8 +129,9 @@ func (m *regionModel) regions(idx int64) []rank.RegionCount {
 
 // RegionDifferential plays seed's random steps on region boards of s
 // (one per tiebreak, with 1-minute periods on clk) and holds every ack and
-// read equal to a model's: events whose members change country, bans and
-// lifts, removals and period boundaries.
+// read equal to a model's: events whose members change country (also
+// within a burst of events submitted together), bans and lifts, removals
+// and period boundaries.
 func RegionDifferential(t *testing.T, s rank.Store, clk *Clock, seed uint64, steps int) {
 	t.Helper()
 	ctx := t.Context()
@@ -182,17 +183,48 @@ func RegionDifferential(t *testing.T, s rank.Store, clk *Clock, seed uint64, ste
 				}
 				delete(m.periods[idx], member)
 			default:
-				amt := int64(rng.IntN(7))
-				e := rank.Event{Board: b.ID, ID: g.next(), Member: member, Op: rank.OpValue, Amount: amt, Region: country[member]}
-				if b.Mode == rank.Incr {
-					e.Op, e.Amount = rank.OpDelta, amt-2
+				// A burst: several events submitted at once by one
+				// submitter, so a store may apply them in one call (the
+				// same member twice, moving in between, included).
+				burst := 1
+				if rng.IntN(10) == 0 {
+					burst = 2 + rng.IntN(6)
 				}
-				got, gerr := rank.ApplyWait(ctx, s, e)
-				want, werr := m.apply(e, rank.PeriodAt(b, clk.Now()).Index)
-				if !errors.Is(gerr, werr) && Kind(gerr) != Kind(werr) {
-					t.Fatalf("step %d: %+v: error %v, model %v", step, e, gerr, werr)
+				events := make([]rank.Event, burst)
+				for k := range events {
+					if k > 0 {
+						member = members[rng.IntN(len(members))]
+						if rng.IntN(3) == 0 {
+							country[member] = countries[rng.IntN(len(countries))]
+						}
+					}
+					amt := int64(rng.IntN(7))
+					e := rank.Event{Board: b.ID, ID: g.next(), Member: member, Op: rank.OpValue, Amount: amt, Region: country[member], Submitter: 1}
+					if b.Mode == rank.Incr {
+						e.Op, e.Amount = rank.OpDelta, amt-2
+					}
+					events[k] = e
 				}
-				if werr == nil {
+				type outcome struct {
+					r   rank.Result
+					err error
+				}
+				outs := make([]chan outcome, burst)
+				for k, e := range events {
+					outs[k] = make(chan outcome, 1)
+					s.Apply(ctx, e, func(r rank.Result, err error) { outs[k] <- outcome{r, err} })
+				}
+				idx := rank.PeriodAt(b, clk.Now()).Index
+				for k, e := range events {
+					o := <-outs[k]
+					got, gerr := o.r, o.err
+					want, werr := m.apply(e, idx)
+					if !errors.Is(gerr, werr) && Kind(gerr) != Kind(werr) {
+						t.Fatalf("step %d: %+v: error %v, model %v", step, e, gerr, werr)
+					}
+					if werr != nil {
+						continue
+					}
 					got.Decimals, got.Duplicate, got.Cohort, got.Tier = 0, false, "", ""
 					if got.Seq != 0 {
 						got.Seq = want.Seq // the model counts its own events only
@@ -201,7 +233,7 @@ func RegionDifferential(t *testing.T, s rank.Store, clk *Clock, seed uint64, ste
 						got.PrevScore = 0
 					}
 					if got != want {
-						t.Fatalf("step %d (%s): %+v\n  ack   %+v\n  model %+v", step, b.ID, e, got, want)
+						t.Fatalf("step %d (%s), event %d of %d: %+v\n  ack   %+v\n  model %+v", step, b.ID, k+1, burst, e, got, want)
 					}
 				}
 			}
