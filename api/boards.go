@@ -15,13 +15,9 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// Read limits of §2 and §4.
-const (
-	DefaultLimit  = 10
-	MaxLimit      = 100
-	DefaultAround = 5
-	MaxAround     = 25
-)
+// DefaultAround is a REST rank read's neighbours on each side (§2); the
+// bounds are the WebSocket's (proto.MaxLimit, rank.MaxAround).
+const DefaultAround = 5
 
 const principalKey = "principal"
 
@@ -265,7 +261,7 @@ func (a *API) top(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(c, "limit", DefaultLimit, 1, MaxLimit)
+	limit, err := queryInt(c, "limit", proto.DefaultLimit, 1, proto.MaxLimit)
 	if err != nil {
 		return err
 	}
@@ -318,7 +314,7 @@ func (a *API) member(c *fiber.Ctx) error {
 	if err := rank.CheckMemberID(m); err != nil {
 		return err
 	}
-	around, err := queryInt(c, "around", DefaultAround, 0, MaxAround)
+	around, err := queryInt(c, "around", DefaultAround, 0, rank.MaxAround)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func TestBoardClosedReason(t *testing.T) {
 	for m, ce := range why {
 		r := e.do("POST", "/api/v1/boards/cl/scores", tok, `{"id":"1","member":"`+m+`","delta":1}`)
 		eb := r.wantError(t, 409, proto.CodeBoardClosed)
-		if eb.Error.Closed != proto.Closed(*ce) || eb.Error.Message != ce.Error() {
+		if eb.Error.Closed != rank.Closed(*ce) || eb.Error.Message != ce.Error() {
 			t.Errorf("%s: error %+v, want the reason and times of %+v", m, eb.Error, ce)
 		}
 		body := `{"error":{"code":"board_closed","message":"` + ce.Error() + `",` + want[m] + `}}`
@@ -73,21 +73,6 @@ func TestBoardClosedReason(t *testing.T) {
 		e := `{"code":"board_closed","message":"` + why[m].Error() + `",` + want[m] + `}`
 		if got := string(out[i+1].Error); got != e {
 			t.Errorf("element %d: error %s, want %s", i+1, got, e)
-		}
-	}
-}
-
-// TestClosedReasonsAgree: the wire's reason names are the domain's.
-func TestClosedReasonsAgree(t *testing.T) {
-	t.Parallel()
-	for _, p := range [][2]string{
-		{proto.ClosedNotStarted, rank.ClosedNotStarted},
-		{proto.ClosedEnded, rank.ClosedEnded},
-		{proto.ClosedPeriodOver, rank.ClosedPeriodOver},
-		{proto.ClosedOutsideWindow, rank.ClosedOutsideWindow},
-	} {
-		if p[0] != p[1] {
-			t.Errorf("proto says %q, rank says %q", p[0], p[1])
 		}
 	}
 }

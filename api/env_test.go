@@ -21,7 +21,6 @@ import (
 	"github.com/wsgateway/wsgateway/api"
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/internal/testenv"
-	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/memstore"
 )
@@ -223,7 +222,7 @@ type errBody struct {
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
-		proto.Closed
+		rank.Closed
 	} `json:"error"`
 }
 

@@ -84,7 +84,7 @@ func (a *API) classify(err error) (int, proto.ErrorDetail) {
 	d := proto.ErrorDetail{Code: code, Message: proto.PublicMessage(err)}
 	var closed *rank.ClosedError
 	if errors.As(err, &closed) {
-		d.Closed = proto.Closed(*closed) // why, and when (R30)
+		d.Closed = rank.Closed(*closed) // why, and when (R30)
 	}
 	return status, d
 }

@@ -19,13 +19,17 @@ import (
 // request) after the gates (gate.go), and hands every other request (the
 // WebSocket upgrade, the pages, /metrics) to ServeConfig.Other.
 
+// DefaultReadHeaderTimeout is ServeConfig.ReadHeaderTimeout's default.
+const DefaultReadHeaderTimeout = 10 * time.Second
+
 // ServeConfig configures Serve.
 type ServeConfig struct {
 	// Other answers the requests for paths that are not the API's (Owns).
 	// It may hijack the connection (the WebSocket upgrade): the server then
 	// leaves it open, its hijacker's to close. Required.
 	Other fasthttp.RequestHandler
-	// ReadHeaderTimeout bounds reading a request's headers; zero: 10s.
+	// ReadHeaderTimeout bounds reading a request's headers; zero:
+	// DefaultReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a request's body once its headers are in;
 	// zero: 30s.
@@ -62,7 +66,7 @@ func (a *API) Serve(ln net.Listener, cfg ServeConfig) error {
 			*d = v
 		}
 	}
-	def(&cfg.ReadHeaderTimeout, 10*time.Second)
+	def(&cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	def(&cfg.ReadTimeout, 30*time.Second)
 	def(&cfg.WriteTimeout, 30*time.Second)
 	def(&cfg.IdleTimeout, 120*time.Second)

@@ -217,13 +217,7 @@ func (a *API) count(res rank.Result) {
 // appendAck appends the REST ack of r (the ack of §4 without type) with
 // proto.AppendAck, the encoder the WebSocket path uses.
 func appendAck(b []byte, id string, r rank.Result) []byte {
-	a := proto.Ack{ID: id, Board: r.Board, Member: r.Member, Score: r.Score, Rank: r.Rank,
-		Duplicate: r.Duplicate, Seq: r.Seq, Period: r.Period, Cohort: r.Cohort, Tier: r.Tier, Decimals: r.Decimals,
-		Region: r.Region, RegionRank: r.RegionRank}
-	if r.PrevRank > 0 {
-		prev := r.PrevRank
-		a.PrevRank = &prev
-	}
+	a := proto.AckOf(id, r)
 	return proto.AppendAck(b, &a)
 }
 
@@ -280,7 +274,7 @@ func decodeScore(b rank.Board, raw json.RawMessage) scoreItem {
 		it.err = err
 		return it
 	}
-	ev := rank.Event{Board: b.ID, ID: s.ID, Member: s.Member, Op: rankOp(s.Op), Amount: s.Amount, Meta: s.Meta}
+	ev := rank.Event{Board: b.ID, ID: s.ID, Member: s.Member, Op: s.Op, Amount: s.Amount, Meta: s.Meta}
 	if s.HasAt {
 		ev.At = time.UnixMilli(s.At) // only server and admin tokens reach here
 	}
@@ -290,12 +284,4 @@ func decodeScore(b rank.Board, raw json.RawMessage) scoreItem {
 	}
 	it.ev = ev
 	return it
-}
-
-// rankOp maps the wire's op to the store's.
-func rankOp(op proto.Op) rank.Op {
-	if op == proto.OpValue {
-		return rank.OpValue
-	}
-	return rank.OpDelta
 }

@@ -58,8 +58,8 @@ type conn struct {
 	// done with the gate, a close requested, the drain begun or the reader
 	// stopped by it, the connection's context ended. The writer then looks
 	// at each source (writeLoop). One channel, not one per source, keeps
-	// its wait a two-case select: an eight-case select was a large share
-	// of the gateway's CPU at 10,000 spectators (docs/performance.md).
+	// its wait a two-case select, far cheaper per wake than one case per
+	// source.
 	notify chan struct{}
 
 	closeAsked atomic.Bool  // a close was requested (set before closeReq is sent): the reader stops reading

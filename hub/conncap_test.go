@@ -51,8 +51,7 @@ func TestConnCapPerIP(t *testing.T) {
 	g := in.gateway(t, gwOptions{cfg: func(c *hub.Config) {
 		c.MaxConnsPerIP = 2
 		c.MaxConnsPerMember = -1
-		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-	}})
+	}, proxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	tok := in.token(t, "bot", auth.Server)
 
 	a, _, err := g.dialErr(tok, xff("203.0.113.7"))
@@ -96,10 +95,8 @@ func TestConnCapPerIP(t *testing.T) {
 func TestConnCapPerIPUsesPeer(t *testing.T) {
 	t.Parallel()
 	in := newInfra(t, memoryKind)
-	g := in.gateway(t, gwOptions{cfg: func(c *hub.Config) {
-		c.MaxConnsPerIP = 1
-		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
-	}})
+	g := in.gateway(t, gwOptions{cfg: func(c *hub.Config) { c.MaxConnsPerIP = 1 },
+		proxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
 	if !g.Hub.AcquireSlot(hub.SlotIP, "198.51.100.1", 1) { // an open connection of that peer
 		t.Fatal("acquire")
 	}

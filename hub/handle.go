@@ -50,7 +50,7 @@ func (c *conn) handle(ctx context.Context, msg []byte) {
 		c.requestClose(websocket.StatusPolicyViolation, "rate limit exceeded", true)
 		return
 	}
-	req, err := decode(msg)
+	req, err := proto.DecodeMessage(msg)
 	if err != nil {
 		c.h.m.messageIn("invalid")
 	} else {
@@ -136,9 +136,9 @@ func (c *conn) access(ctx context.Context, board string) error {
 
 // member is the member a request names, else the token's own (which the
 // verifier already checked by the same rule).
-func (c *conn) member(req request) (string, error) {
+func (c *conn) member(req proto.Message) (string, error) {
 	m := c.p.Member
-	if req.has&fMember != 0 {
+	if req.Has&proto.FieldMember != 0 {
 		m = req.Member
 	}
 	if err := rank.CheckMemberID(m); err != nil {
@@ -153,7 +153,7 @@ func (c *conn) storeCtx(ctx context.Context) (context.Context, context.CancelFun
 
 // score submits a score event; now is the message's clock reading (set
 // when the connection has a score budget).
-func (c *conn) score(ctx context.Context, req request, now time.Time) error {
+func (c *conn) score(ctx context.Context, req proto.Message, now time.Time) error {
 	if err := c.access(ctx, req.Board); err != nil {
 		return err
 	}
@@ -161,15 +161,15 @@ func (c *conn) score(ctx context.Context, req request, now time.Time) error {
 	case auth.Spectator:
 		return forbidden("spectators cannot score")
 	case auth.Server:
-		if req.has&fMember == 0 {
+		if req.Has&proto.FieldMember == 0 {
 			return proto.MissingField("member") // as REST words it
 		}
 	case auth.Player:
-		if req.has&fMember != 0 && req.Member != c.p.Member {
+		if req.Has&proto.FieldMember != 0 && req.Member != c.p.Member {
 			return forbidden("a player scores only for itself")
 		}
 	}
-	if req.has&proto.FieldAt != 0 && c.p.Role != auth.Server && c.p.Role != auth.Admin {
+	if req.Has&proto.FieldAt != 0 && c.p.Role != auth.Server && c.p.Role != auth.Admin {
 		return forbidden("only server and admin tokens may send at")
 	}
 	member, err := c.member(req)
@@ -189,7 +189,7 @@ func (c *conn) score(ctx context.Context, req request, now time.Time) error {
 		}
 	}
 	e := rank.Event{Board: req.Board, ID: req.ID, Member: member, Op: req.Op, Amount: req.Amount, Meta: req.Meta}
-	if req.has&proto.FieldAt != 0 {
+	if req.Has&proto.FieldAt != 0 {
 		e.At = time.UnixMilli(req.At)
 	}
 	if member == c.p.Member {
@@ -199,7 +199,7 @@ func (c *conn) score(ctx context.Context, req request, now time.Time) error {
 	return nil
 }
 
-func (c *conn) subscribe(ctx context.Context, req request) error {
+func (c *conn) subscribe(ctx context.Context, req proto.Message) error {
 	if err := c.access(ctx, req.Board); err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 	n := len(c.subs)
 	c.subsMu.Unlock()
 	if !again && n >= c.h.cfg.MaxSubscriptions {
-		return badRequest(fmt.Sprintf("at most %d subscriptions per connection", c.h.cfg.MaxSubscriptions))
+		return proto.BadRequest(fmt.Sprintf("at most %d subscriptions per connection", c.h.cfg.MaxSubscriptions))
 	}
 	// Under the gate the writer cannot take the first frames before
 	// `subscribed` is queued (the reply precedes its frames).
@@ -241,7 +241,7 @@ func (c *conn) subscribe(ctx context.Context, req request) error {
 	return nil
 }
 
-func (c *conn) unsubscribe(req request) error {
+func (c *conn) unsubscribe(req proto.Message) error {
 	if err := rank.CheckBoardID(req.Board); err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func (c *conn) unsubscribe(req request) error {
 	return nil
 }
 
-func (c *conn) page(ctx context.Context, req request) error {
+func (c *conn) page(ctx context.Context, req proto.Message) error {
 	if err := c.access(ctx, req.Board); err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ func (c *conn) page(ctx context.Context, req request) error {
 	return nil
 }
 
-func (c *conn) rank(ctx context.Context, req request) error {
+func (c *conn) rank(ctx context.Context, req proto.Message) error {
 	if err := c.access(ctx, req.Board); err != nil {
 		return err
 	}
@@ -313,7 +313,7 @@ func (c *conn) rank(ctx context.Context, req request) error {
 
 // tierOf is the tier of a member not on a league board in the period
 // (§12): the one its first event would place it in; "" on other boards.
-func (c *conn) tierOf(ctx context.Context, req request, member string) (string, error) {
+func (c *conn) tierOf(ctx context.Context, req proto.Message, member string) (string, error) {
 	b, err := c.h.board(ctx, req.Board)
 	if err != nil || !b.leagued {
 		return "", err
@@ -325,7 +325,7 @@ func (c *conn) tierOf(ctx context.Context, req request, member string) (string, 
 
 // auth replaces the connection's token with a fresh one for the same member,
 // moving the expiry (R1).
-func (c *conn) auth(ctx context.Context, req request) error {
+func (c *conn) auth(ctx context.Context, req proto.Message) error {
 	vctx, cancel := c.storeCtx(ctx)
 	p, err := c.h.deps.Verifier.Verify(vctx, req.Token)
 	cancel()
@@ -384,7 +384,7 @@ func (c *conn) errorReply(id string, err error, retry time.Duration) *[]byte {
 	e := proto.Error{Type: proto.TypeError, ID: id, Code: code, Message: msg}
 	var closed *rank.ClosedError
 	if errors.As(err, &closed) {
-		e.Closed = proto.Closed(*closed) // why, and when (R30)
+		e.Closed = rank.Closed(*closed) // why, and when (R30)
 	}
 	if retry > 0 {
 		e.RetryAfterMS = max(retry.Milliseconds(), 1)

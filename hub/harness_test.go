@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -67,6 +68,7 @@ func newInfra(t testing.TB, kind string, redisArgs ...string) *infra {
 type gwOptions struct {
 	node     string
 	cfg      func(*hub.Config)
+	proxies  []netip.Prefix              // node.Config.TrustedProxies
 	wrap     func(rank.Store) rank.Store // a fault-injecting or slowing wrapper (node.Config.WrapStore)
 	dev      bool                        // boards are created on first use (--dev)
 	interval time.Duration
@@ -100,7 +102,7 @@ func (in *infra) gateway(t testing.TB, o gwOptions) *gateway {
 		o.interval = 50 * time.Millisecond
 	}
 	opts := gwtest.Options{Secret: in.secret, Interval: o.interval, AutoCreate: o.dev, Config: func(c *node.Config) {
-		c.ID, c.Logger, c.Now, c.WrapStore = o.node, testLogger(t), o.now, o.wrap
+		c.ID, c.Logger, c.Now, c.WrapStore, c.TrustedProxies = o.node, testLogger(t), o.now, o.wrap, o.proxies
 		if o.storeTimeout == 0 {
 			o.storeTimeout = 10 * time.Second
 		}

@@ -63,12 +63,23 @@ type Verifier interface {
 	Verify(ctx context.Context, token string) (auth.Principal, error)
 }
 
+// Store is what the hub asks of the rank store (a rank.Store has it):
+// scores, the reads of page and rank, and the board's config, cached.
+type Store interface {
+	rank.BoardCache
+	Board(ctx context.Context, id string) (rank.Board, error)
+	Apply(ctx context.Context, e rank.Event, done rank.Done)
+	Top(ctx context.Context, board string, period rank.PeriodSel, offset, limit int) (rank.Page, error)
+	Ranks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error)
+	MemberTier(ctx context.Context, board string, period rank.PeriodSel, member string) (string, error)
+}
+
 // Deps are what the hub works with, built by the caller (the node).
 type Deps struct {
-	// Store applies scores and answers reads; its Board is the board
+	// Store applies scores and answers reads; its CachedBoard is the board
 	// cache, and its sink (not the hub) tells live frames and the bus of
 	// what was applied. Required.
-	Store    rank.Store
+	Store    Store
 	Verifier Verifier     // required
 	Live     *live.Engine // required, and running (Engine.Run)
 	// Decorator gives the entries of page and rank replies their profile

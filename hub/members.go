@@ -16,12 +16,12 @@ const (
 // §4, §11). Top stays -1 when absent (the board's default applies), except
 // with members: a list subscription gets members frames, and top frames
 // only when it asks for them.
-func (c *conn) subscribeSpec(req request) (live.Spec, error) {
+func (c *conn) subscribeSpec(req proto.Message) (live.Spec, error) {
 	sp := live.Spec{Board: req.Board, Top: req.Top, Around: req.Around, Meta: req.WithMeta, Cohort: req.Cohort}
-	if req.has&proto.FieldCohort != 0 && req.Cohort == "" {
-		return sp, badRequest("cohort: an empty id")
+	if req.Has&proto.FieldCohort != 0 && req.Cohort == "" {
+		return sp, proto.BadRequest("cohort: an empty id")
 	}
-	if req.has&proto.FieldMembers == 0 {
+	if req.Has&proto.FieldMembers == 0 {
 		m, err := c.member(req)
 		sp.Member = m
 		return sp, err

@@ -173,27 +173,8 @@ func (c *conn) apply(ctx context.Context, e rank.Event) {
 
 // ackReply encodes the ack of res into a reply buffer.
 func (c *conn) ackReply(id string, res rank.Result) *[]byte {
-	ack := proto.Ack{
-		Type:      proto.TypeAck,
-		ID:        id,
-		Board:     res.Board,
-		Member:    res.Member,
-		Score:     res.Score,
-		Rank:      res.Rank,
-		Duplicate: res.Duplicate,
-		Seq:       res.Seq,
-		Period:    res.Period,
-		Cohort:    res.Cohort,
-		Tier:      res.Tier,
-		Decimals:  res.Decimals,
-		// §17: the member's region and rank there, on region boards.
-		Region:     res.Region,
-		RegionRank: res.RegionRank,
-	}
-	if res.PrevRank > 0 {
-		pr := res.PrevRank
-		ack.PrevRank = &pr
-	}
+	ack := proto.AckOf(id, res)
+	ack.Type = proto.TypeAck
 	buf := c.h.getReplyBuf()
 	*buf = proto.AppendAck(*buf, &ack)
 	return buf

@@ -1,7 +1,10 @@
 package node
 
 import (
+	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -252,4 +255,38 @@ func (s metered) Ranks(ctx context.Context, board string, p rank.PeriodSel, memb
 		s.m.storeErr.WithLabelValues("ranks", proto.CodeOf(err)).Inc()
 	}
 	return rs, err
+}
+
+// viewersCollector exports the counts at scrape time: one series per board
+// for the boards with the most viewers, the rest summed under "other"
+// (board ids come from clients, so the label is bounded).
+type viewersCollector struct {
+	v    *bus.Viewers
+	desc *prometheus.Desc
+}
+
+func newViewersCollector(v *bus.Viewers) *viewersCollector {
+	return &viewersCollector{v: v, desc: prometheus.NewDesc("wsgateway_board_viewers",
+		"Open subscriptions to a board over every node (docs/protocol.md §14), as this node last heard them.",
+		[]string{"board"}, nil)}
+}
+
+func (c *viewersCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *viewersCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := c.v.All()
+	boards := slices.SortedFunc(maps.Keys(counts), func(a, b string) int {
+		return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a, b))
+	})
+	other := 0
+	for i, b := range boards {
+		if i < maxBoardLabels {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[b]), b)
+		} else {
+			other += counts[b]
+		}
+	}
+	if other > 0 {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(other), otherBoards)
+	}
 }

@@ -1,24 +1,26 @@
-// Package node builds one gateway node from one Config and owns its event
-// flow. Everything that happens on a node reaches the others, and the
-// node's own frames, through here:
+// Package node builds one gateway node from one Config, serves it on one
+// port and carries its event flow. Everything that happens on a node
+// reaches the others, and the node's own frames, through here:
 //
 //	score (hub or api) → rank.Store.Apply ─┬→ done: ack / REST answer
-//	                                        └→ Sink: Node.applied ─┬→ live frames (this node)
+//	                                        └→ Sink: Node.applied ─┬→ live frames (this node), derived boards (derived.go)
 //	                                                               └→ bus → the live frames of every other node watching the board
-//	board PUT/DELETE (api) → Node.BoardChanged → store cache, live, bus → other nodes' store cache, live
+//	board PUT/DELETE (api) → Node.BoardChanged → store cache, hub, live, webhook watcher, bus → the same on every other node
 //	profile PUT/DELETE (api) → Node.ProfileChanged → profile cache, live, bus → other nodes' profile cache, live
 //
 // Entries of every frame and read get their profile fields from the node's
-// profile cache (profiles.go), the one rank.Decorator live, hub and api use.
+// profile cache (profiles.go), the one rank.Decorator live, hub, api and
+// the webhook watcher use.
 //
 // The store reports every applied change itself, in batches (one per Redis
 // pipeline), whatever asked for it, so no caller announces anything and no
 // apply path can forget to.
 //
-// The HTTP server, its listener and the process's signals stay with the
-// caller (cmd/wsgateway, tests): Handler serves the node's routes, Run runs
-// its live frames, Shutdown drains its WebSockets (R14) and Close releases
-// the bus and the store.
+// Serve runs the port's one server (api.Serve: the API's routes, the
+// WebSocket upgrade, the pages, /metrics), the live frames and the webhooks
+// (Run), and drains the WebSockets when its context ends (R14); the
+// listener and the process's signals stay with the caller (cmd/wsgateway,
+// tests). Close releases the bus and the store.
 package node
 
 import (
@@ -27,6 +29,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,27 +41,42 @@ import (
 	"github.com/wsgateway/wsgateway/bus"
 	"github.com/wsgateway/wsgateway/hub"
 	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/internal/clientaddr"
 	"github.com/wsgateway/wsgateway/internal/hijack"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/memstore"
 	"github.com/wsgateway/wsgateway/rank/redisstore"
 	"github.com/wsgateway/wsgateway/web"
+	"github.com/wsgateway/wsgateway/webhook"
 )
 
 // The parts' tuning, as the node's Config holds it: whoever configures a
 // node (cmd/wsgateway) needs no import of the parts.
 type (
-	HubConfig = hub.Config
-	APIConfig = api.Config
-	WebConfig = web.Config
+	HubConfig     = hub.Config
+	APIConfig     = api.Config
+	WebConfig     = web.Config
+	ViewersConfig = bus.ViewersConfig
 )
 
-// Defaults of the caps a caller may want to show (flags' help).
+// Defaults a caller may want to show (flags' help).
 const (
 	DefaultMaxConnsPerIP     = hub.DefaultMaxConnsPerIP
 	DefaultMaxConnsPerMember = hub.DefaultMaxConnsPerMember
 	DefaultRESTRate          = api.DefaultRate
+	DefaultDevBoards         = rank.DefaultAutoCreateCap
+	DefaultRedisLanes        = redisstore.DefaultLanes
+	DefaultReadHeaderTimeout = api.DefaultReadHeaderTimeout
+	DefaultDrainTimeout      = 10 * time.Second
 )
+
+// RedisClient is the client of a Redis URL (--redis-url: one node, a
+// cluster or a sentinel's master, redisstore.NewClient) for Config.Redis.
+func RedisClient(url string) (redis.UniversalClient, error) { return redisstore.NewClient(url) }
+
+// ParseTrustedProxies reads a comma-separated list of CIDRs or bare
+// addresses (--trusted-proxies) for Config.TrustedProxies.
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) { return clientaddr.Parse(s) }
 
 // Config is everything a node is built from. Zero values take the
 // documented defaults of each part.
@@ -70,17 +88,17 @@ type Config struct {
 	// the pages fetch them.
 	Dev bool
 	// DevBoards caps the boards Dev creates on first use; zero =
-	// rank.DefaultAutoCreateCap.
+	// DefaultDevBoards.
 	DevBoards int
 
-	// Redis selects the Redis engine (redisstore.NewClient builds one from
-	// a --redis-url); the node owns it from New on and closes it. nil = the
+	// Redis selects the Redis engine (RedisClient builds one from a
+	// --redis-url); the node owns it from New on and closes it. nil = the
 	// memory engine.
 	Redis redis.UniversalClient
 	// StoreTimeout bounds each Redis operation; zero = the engine's default.
 	StoreTimeout time.Duration
 	// RedisLanes is the Redis engine's apply lanes (redisstore.Config.Lanes);
-	// zero = its default.
+	// zero = DefaultRedisLanes.
 	RedisLanes int
 	// RedisReplicas and RedisReplicaTimeout are the Redis engine's durable
 	// acknowledgements (redisstore.Config.Replicas, .ReplicaTimeout).
@@ -128,25 +146,30 @@ type Config struct {
 	// (live.Config.Refresh): zero = 2s; negative = none, for tests that
 	// must tell a frame the change stream brought from the backstop's.
 	LiveRefresh time.Duration
-	// Viewers tunes the viewer counts (viewers.go).
+	// Viewers tunes the viewer counts over every node (bus.Viewers).
 	Viewers ViewersConfig
 	// Webhooks tunes the outbox watcher and delivery (webhooks.go).
 	Webhooks WebhooksConfig
-	// Hub tunes the WebSocket endpoint. Its Node, TopInterval and Logger
-	// are this Config's ID, Interval and Logger: New refuses them set here.
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client address of every per-address limit, the WebSocket's and
+	// REST's alike (internal/clientaddr); nil = the TCP peer.
+	TrustedProxies []netip.Prefix
+	// Hub tunes the WebSocket endpoint. Its Node, TopInterval, Logger and
+	// TrustedProxies are this Config's ID, Interval, Logger and
+	// TrustedProxies: New refuses them set here.
 	Hub HubConfig
-	// API tunes the REST app. Its DevSecret and Logger are this Config's:
-	// New refuses them set here.
+	// API tunes the REST app. Its DevSecret, Logger and TrustedProxies are
+	// this Config's: New refuses them set here.
 	API APIConfig
 	// Web tunes the pages. Its Dev is DevSecret != nil: New refuses it set
 	// here.
 	Web WebConfig
 	// ReadHeaderTimeout bounds a request's headers on Serve's server, the
 	// WebSocket's token included (slowloris, and the authentication
-	// deadline). Zero = 10s.
+	// deadline). Zero = DefaultReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
 	// DrainTimeout bounds Serve's drain after its context ends (R14). Zero
-	// = 10s.
+	// = DefaultDrainTimeout.
 	DrainTimeout time.Duration
 
 	// Registry receives every part's collectors; nil = a new one. It is
@@ -174,30 +197,27 @@ type Node struct {
 	api     *api.API
 	other   fasthttp.RequestHandler // all but the API's routes (api.ServeConfig.Other)
 	derived derivedIndex            // derived.go
-	viewers *viewers                // viewers.go
-	outbox  *outboxWatch            // webhooks.go
+	viewers *bus.Viewers
+	outbox  *webhook.Watcher // webhooks.go
 }
 
 // New builds a node: the store (told to report applied changes to the
 // node), the live frame engine, the bus, the hub, the REST API and the
-// pages. Nothing is served and no frame is computed until the caller serves
-// Handler and calls Run. On error everything built is released.
+// pages. Nothing is served and no frame is computed until Serve. On error
+// everything built is released.
 func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.ID == "" || cfg.Verifier == nil {
 		return nil, errors.New("node: Config.ID and Config.Verifier are required")
 	}
-	if cfg.Hub.Node != "" || cfg.Hub.TopInterval != 0 || cfg.Hub.Logger != nil ||
-		cfg.API.DevSecret != nil || cfg.API.Logger != nil || cfg.Web.Dev {
-		return nil, errors.New("node: Config.Hub.Node, TopInterval, Logger, Config.API.DevSecret, Logger and Config.Web.Dev are the node's own fields (ID, Interval, Logger, DevSecret): set those")
+	if cfg.Hub.Node != "" || cfg.Hub.TopInterval != 0 || cfg.Hub.Logger != nil || cfg.Hub.TrustedProxies != nil ||
+		cfg.API.DevSecret != nil || cfg.API.Logger != nil || cfg.API.TrustedProxies != nil || cfg.Web.Dev {
+		return nil, errors.New("node: Config.Hub.Node, TopInterval, Logger, TrustedProxies, Config.API.DevSecret, Logger, TrustedProxies and Config.Web.Dev are the node's own fields (ID, Interval, Logger, TrustedProxies, DevSecret): set those")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.ReadHeaderTimeout == 0 {
-		cfg.ReadHeaderTimeout = 10 * time.Second
-	}
 	if cfg.DrainTimeout == 0 {
-		cfg.DrainTimeout = 10 * time.Second
+		cfg.DrainTimeout = DefaultDrainTimeout
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
@@ -249,15 +269,22 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	// Every apply path goes through here: events on region boards get
 	// their member's country (regions.go), and the figures are taken.
 	n.store = metered{regioned{n.store, n.profs}, n.m}
-	n.outbox = newOutboxWatch(n)
+	n.outbox = webhook.NewWatcher(n.store, webhook.WatchConfig{Every: cfg.Webhooks.Watch, Decorator: n.profs, Logger: cfg.Logger})
 
+	viewers, err := bus.NewViewers(cfg.Viewers) // n.viewers once started: Close stops it
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Registry.Register(newViewersCollector(viewers)); err != nil {
+		return nil, fmt.Errorf("node: viewers metric: %w", err)
+	}
 	interest := cfg.Interest
 	if interest == nil {
 		interest = n.interest // a board and, when derived, its sources (derived.go)
 	}
 	n.watch = newInterest(interest, cfg.InterestLinger, cfg.Logger)
 	n.live, err = live.New(live.Config{Store: n.store, Interval: cfg.Interval, Logger: cfg.Logger, Decorator: n.profs,
-		OnWatch: n.watch.watch, Refresh: cfg.LiveRefresh, OtherViewers: n.otherViewers})
+		OnWatch: n.watch.watch, Refresh: cfg.LiveRefresh, OtherViewers: viewers.Others})
 	if err != nil {
 		return nil, err
 	}
@@ -277,12 +304,13 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.m.bus = n.bus
 	n.watch.start(n.bus, n.live.Resync)
-	if err := n.startViewers(); err != nil {
-		return nil, err
+	if err := viewers.Start(n.bus, n.live.Viewers); err != nil {
+		return nil, fmt.Errorf("node: viewers: %w", err)
 	}
+	n.viewers = viewers
 
 	hcfg := cfg.Hub
-	hcfg.Node, hcfg.TopInterval, hcfg.Logger = cfg.ID, cfg.Interval, cfg.Logger
+	hcfg.Node, hcfg.TopInterval, hcfg.Logger, hcfg.TrustedProxies = cfg.ID, cfg.Interval, cfg.Logger, cfg.TrustedProxies
 	n.hub, err = hub.New(hub.Deps{
 		Store: n.store, Verifier: cfg.Verifier, Live: n.live, Decorator: n.profs,
 		Metrics: hub.NewMetrics(cfg.Registry),
@@ -293,12 +321,12 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 
 	ready := []api.Check{{Name: "store", Ping: n.store.Ping}, {Name: "bus", Ping: n.bus.Ping}}
 	acfg := cfg.API
-	acfg.DevSecret, acfg.Logger = cfg.DevSecret, cfg.Logger
+	acfg.DevSecret, acfg.Logger, acfg.TrustedProxies = cfg.DevSecret, cfg.Logger, cfg.TrustedProxies
 	acfg.WebhookAllowPrivate = cfg.Webhooks.AllowPrivate
 	n.api, err = api.New(api.Deps{
 		Store: n.store, Verifier: cfg.Verifier, Ready: ready, Registry: cfg.Registry,
 		// Moderation and PATCH change a board's reads: the API tells BoardChanged (R21).
-		Boards: n, Viewers: n.viewers, Profiles: profiles, ProfileChanges: n, WebhookChanges: n, Decorator: n.profs,
+		Boards: n, Viewers: n.viewers, Profiles: profiles, ProfileChanges: n, WebhookChanges: n.outbox, Decorator: n.profs,
 	}, acfg)
 	if err != nil {
 		return nil, err
@@ -394,7 +422,7 @@ func (n *Node) BoardChanged(board string, deleted bool) {
 	n.hub.BoardChanged(board)
 	n.live.Resync(board)
 	n.watch.refresh(board)
-	n.outbox.boardChanged(board)
+	n.outbox.BoardChanged(board)
 	n.bus.PublishBoard(bus.BoardEvent{Board: board, Deleted: deleted})
 }
 
@@ -405,7 +433,7 @@ func (n *Node) remoteBoard(e bus.BoardEvent) {
 	n.hub.BoardChanged(e.Board)
 	n.live.Resync(e.Board)
 	n.watch.refresh(e.Board)
-	n.outbox.boardChanged(e.Board)
+	n.outbox.BoardChanged(e.Board)
 }
 
 // boardGone ends every subscription to a deleted board on this node: its
@@ -442,7 +470,7 @@ func (n *Node) remoteProfiles(e bus.ProfileEvent) {
 func (n *Node) resync(board string) {
 	if board == "" {
 		n.profs.Clear()
-		n.outbox.boardChanged("") // board events may be lost too
+		n.outbox.BoardChanged("") // board events may be lost too
 	}
 	n.live.Resync(board)
 }
@@ -480,7 +508,7 @@ func (n *Node) Close() error {
 		n.watch.stop()
 	}
 	if n.viewers != nil {
-		n.viewers.stop()
+		n.viewers.Stop()
 	}
 	if n.bus != nil {
 		errs = append(errs, n.bus.Close())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -335,4 +336,27 @@ type submitters struct {
 func (s submitters) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 	s.saw(e)
 	s.Store.Apply(ctx, e, done)
+}
+
+// TestOwnFieldsRefused: a part's field that is the node's own, one value
+// for every part (the trusted proxies of the WebSocket's limits and
+// REST's), is refused in that part's config.
+func TestOwnFieldsRefused(t *testing.T) {
+	t.Parallel()
+	v, err := auth.New(context.Background(), auth.Config{Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for name, set := range map[string]func(*node.Config){
+		"Hub.TrustedProxies": func(c *node.Config) { c.Hub.TrustedProxies = proxies },
+		"API.TrustedProxies": func(c *node.Config) { c.API.TrustedProxies = proxies },
+	} {
+		cfg := node.Config{ID: "n1", Verifier: v}
+		set(&cfg)
+		if n, err := node.New(context.Background(), cfg); err == nil {
+			n.Close()
+			t.Errorf("%s set: accepted", name)
+		}
+	}
 }

@@ -40,11 +40,9 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
 			Other: n.other,
 			// Slowloris, and the authentication deadline: the token travels
 			// in the headers and is verified before the upgrade, so a client
-			// that has not authenticated within this time is cut off.
+			// that has not authenticated within this time is cut off. The
+			// other timeouts are the API's defaults.
 			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-			ReadTimeout:       30 * time.Second,
-			WriteTimeout:      30 * time.Second,
-			IdleTimeout:       120 * time.Second,
 		})
 	})
 	g.Go(func() error {

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/wsgateway/wsgateway/internal/meta"
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // Fault is a message the contract refuses for its shape, before anything
@@ -36,23 +37,13 @@ func BadRequest(detail string) error { return fmt.Errorf("%w: %s", ErrBadRequest
 // the decoders word it (the hub also uses it for a server's member).
 func MissingField(name string) error { return BadRequest("missing field " + name) }
 
-// Limits of message fields (§4). The hub holds its own limits equal to
-// these at compile time.
+// Limits of message fields (§4) beyond the store's (subscribe top:
+// 0..rank.MaxTop; subscribe and rank around: 0..rank.MaxAround).
 const (
-	MaxTop    = 100 // subscribe top: 0..MaxTop
-	MaxAround = 25  // subscribe and rank around: 0..MaxAround
-	MaxLimit  = 100 // page limit: 1..MaxLimit
+	DefaultLimit = 10
+	MaxLimit     = 100 // page limit: 1..MaxLimit
 	// MaxOffset keeps offset+limit far from int overflow in any engine.
 	MaxOffset = 1 << 30
-)
-
-// Op says which number a score event carries; the gateway maps it to its
-// store's op.
-type Op uint8
-
-const (
-	OpDelta Op = 1 // "delta": boards with mode incr
-	OpValue Op = 2 // "value": boards with modes best and set
 )
 
 // Field is one known message field: a bit in Message.Has.
@@ -158,9 +149,9 @@ type Message struct {
 	ID     string
 	Board  string
 	Member string
-	Op     Op    // score
-	Amount int64 // score: the delta or value
-	Top    int   // subscribe: -1 when absent (the board's default applies)
+	Op     rank.Op // score
+	Amount int64   // score: the delta or value
+	Top    int     // subscribe: -1 when absent (the board's default applies)
 	Around int
 	Offset int
 	Limit  int // page: 10 when absent
@@ -180,7 +171,7 @@ type Message struct {
 type Score struct {
 	ID     string
 	Member string
-	Op     Op
+	Op     rank.Op
 	Amount int64
 	At     int64 // unix ms when HasAt
 	HasAt  bool
@@ -244,16 +235,16 @@ func DecodeMessage(b []byte) (m Message, err error) {
 			return m, BadRequest(`field period must be "current", "previous" or a period index`)
 		}
 	}
-	if m.Top, err = intField(&raw, FieldTop, 0, MaxTop, -1); err != nil {
+	if m.Top, err = intField(&raw, FieldTop, 0, rank.MaxTop, -1); err != nil {
 		return m, err
 	}
-	if m.Around, err = intField(&raw, FieldAround, 0, MaxAround, 0); err != nil {
+	if m.Around, err = intField(&raw, FieldAround, 0, rank.MaxAround, 0); err != nil {
 		return m, err
 	}
 	if m.Offset, err = intField(&raw, FieldOffset, 0, MaxOffset, 0); err != nil {
 		return m, err
 	}
-	if m.Limit, err = intField(&raw, FieldLimit, 1, MaxLimit, 10); err != nil {
+	if m.Limit, err = intField(&raw, FieldLimit, 1, MaxLimit, DefaultLimit); err != nil {
 		return m, err
 	}
 	if typ == TypeScore {
@@ -325,15 +316,15 @@ func eventID(raw *rawFields) (string, error) {
 }
 
 // scoreNumber reads a score event's number: exactly one of delta and
-// value, a JSON integer within ±MaxScore (R6).
-func scoreNumber(raw *rawFields) (Op, int64, error) {
-	var op Op
+// value, a JSON integer within ±rank.MaxScore (R6).
+func scoreNumber(raw *rawFields) (rank.Op, int64, error) {
+	var op rank.Op
 	f := raw.has & (FieldDelta | FieldValue)
 	switch f {
 	case FieldDelta:
-		op = OpDelta
+		op = rank.OpDelta
 	case FieldValue:
-		op = OpValue
+		op = rank.OpValue
 	case 0:
 		return 0, 0, MissingField("delta or value")
 	default:

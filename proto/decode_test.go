@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 func TestDecodeMessage(t *testing.T) {
@@ -92,11 +94,11 @@ func TestDecodeMessageFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Type != TypeScore || m.Op != OpValue || m.Amount != MaxScore || m.Board != "b" || m.Member != "m" || m.Has&FieldMember == 0 {
+	if m.Type != TypeScore || m.Op != rank.OpValue || m.Amount != rank.MaxScore || m.Board != "b" || m.Member != "m" || m.Has&FieldMember == 0 {
 		t.Fatalf("%+v", m)
 	}
 	m, err = DecodeMessage([]byte(`{"type":"score","id":"s","board":"b\u00e9","delta":-3}`))
-	if err != nil || m.Op != OpDelta || m.Amount != -3 || m.Board != "bé" || m.Has&FieldMember != 0 {
+	if err != nil || m.Op != rank.OpDelta || m.Amount != -3 || m.Board != "bé" || m.Has&FieldMember != 0 {
 		t.Fatalf("delta %+v %v", m, err)
 	}
 	m, err = DecodeMessage([]byte(`{"type":"subscribe","id":"s","board":"b"}`))
@@ -124,19 +126,19 @@ func TestDecodeScore(t *testing.T) {
 		want Score  // when ok
 		msg  string // "" = ok, else the whole error message
 	}{
-		{`{"id":"a1","member":"alice","delta":10}`, Score{ID: "a1", Member: "alice", Op: OpDelta, Amount: 10}, ""},
-		{`{"id":"a1","member":"alice","delta":10,"at":1764612000000}`, Score{ID: "a1", Member: "alice", Op: OpDelta, Amount: 10, At: 1764612000000, HasAt: true}, ""},
-		{`{"id":"a1","member":"alice","delta":10,"at":0}`, Score{ID: "a1", Member: "alice", Op: OpDelta, Amount: 10, HasAt: true}, ""},
+		{`{"id":"a1","member":"alice","delta":10}`, Score{ID: "a1", Member: "alice", Op: rank.OpDelta, Amount: 10}, ""},
+		{`{"id":"a1","member":"alice","delta":10,"at":1764612000000}`, Score{ID: "a1", Member: "alice", Op: rank.OpDelta, Amount: 10, At: 1764612000000, HasAt: true}, ""},
+		{`{"id":"a1","member":"alice","delta":10,"at":0}`, Score{ID: "a1", Member: "alice", Op: rank.OpDelta, Amount: 10, HasAt: true}, ""},
 		{`{"id":"a1","member":"alice","delta":10,"at":1.5e12}`, Score{ID: "a1"}, "bad request: field at must be a JSON integer of unix milliseconds"},
 		{`{"id":"a1","member":"alice","delta":10,"at":"2026-12-01T18:00:00Z"}`, Score{ID: "a1"}, "bad request: field at must be a JSON integer of unix milliseconds"},
 		{`{"id":"a1","member":"alice","delta":10,"at":-1}`, Score{ID: "a1"}, "bad request: field at must be a JSON integer of unix milliseconds"},
 		{`{"id":"a1","member":"alice","delta":10,"at":null}`, Score{ID: "a1"}, "bad request: field at must be a JSON integer of unix milliseconds"},
-		{` { "value" : -9007199254740991 , "member" : "m" , "id" : "x" } `, Score{ID: "x", Member: "m", Op: OpValue, Amount: -MaxScore}, ""},
-		{`{"id":"\u0061","member":"\u00e9","delta":0}`, Score{ID: "a", Member: "é", Op: OpDelta}, ""},
+		{` { "value" : -9007199254740991 , "member" : "m" , "id" : "x" } `, Score{ID: "x", Member: "m", Op: rank.OpValue, Amount: -rank.MaxScore}, ""},
+		{`{"id":"\u0061","member":"\u00e9","delta":0}`, Score{ID: "a", Member: "é", Op: rank.OpDelta}, ""},
 		// meta (§11): a JSON object of at most 512 bytes, kept as sent.
-		{`{"id":"a1","member":"alice","value":3,"meta":{"replay":"https://r.example/1", "k":[1,2]}}`, Score{ID: "a1", Member: "alice", Op: OpValue, Amount: 3, Meta: `{"replay":"https://r.example/1", "k":[1,2]}`}, ""},
-		{`{"id":"a1","member":"alice","value":3,"meta":{}}`, Score{ID: "a1", Member: "alice", Op: OpValue, Amount: 3, Meta: `{}`}, ""},
-		{`{"id":"a1","member":"alice","value":3,"meta":{"r":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}`, Score{ID: "a1", Member: "alice", Op: OpValue, Amount: 3, Meta: `{"r":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}`}, ""},
+		{`{"id":"a1","member":"alice","value":3,"meta":{"replay":"https://r.example/1", "k":[1,2]}}`, Score{ID: "a1", Member: "alice", Op: rank.OpValue, Amount: 3, Meta: `{"replay":"https://r.example/1", "k":[1,2]}`}, ""},
+		{`{"id":"a1","member":"alice","value":3,"meta":{}}`, Score{ID: "a1", Member: "alice", Op: rank.OpValue, Amount: 3, Meta: `{}`}, ""},
+		{`{"id":"a1","member":"alice","value":3,"meta":{"r":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}`, Score{ID: "a1", Member: "alice", Op: rank.OpValue, Amount: 3, Meta: `{"r":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}`}, ""},
 		{`{"id":"a1","member":"alice","value":3,"meta":{"r":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}`, Score{ID: "a1"}, "bad request: field meta must be a JSON object of at most 512 bytes"},
 		{`{"id":"a1","member":"alice","value":3,"meta":[1]}`, Score{ID: "a1"}, "bad request: field meta must be a JSON object of at most 512 bytes"},
 		{`{"id":"a1","member":"alice","value":3,"meta":"x"}`, Score{ID: "a1"}, "bad request: field meta must be a JSON object of at most 512 bytes"},
@@ -257,7 +259,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		if _, _, ok := fieldsOf(m.Type); !ok || !ValidRequestID(m.ID) {
 			t.Fatalf("accepted %q as %+v", b, m)
 		}
-		if m.Type == TypeScore && (m.Op != OpDelta && m.Op != OpValue || m.Amount > MaxScore || m.Amount < -MaxScore) {
+		if m.Type == TypeScore && (m.Op != rank.OpDelta && m.Op != rank.OpValue || m.Amount > rank.MaxScore || m.Amount < -rank.MaxScore) {
 			t.Fatalf("accepted score %q as %+v", b, m)
 		}
 		var obj map[string]json.RawMessage
@@ -295,7 +297,7 @@ func FuzzDecodeScore(f *testing.F) {
 		if err != nil && !errors.Is(err, ErrBadRequest) && !errors.Is(err, ErrInvalidScore) {
 			t.Fatalf("error %v is neither bad_request nor invalid_score", err)
 		}
-		if err == nil && (!ValidRequestID(s.ID) || s.Op == 0 || s.Amount > MaxScore || s.Amount < -MaxScore) {
+		if err == nil && (!ValidRequestID(s.ID) || s.Op == 0 || s.Amount > rank.MaxScore || s.Amount < -rank.MaxScore) {
 			t.Fatalf("accepted %q as %+v", b, s)
 		}
 		frame, ok := asScoreFrame(b)

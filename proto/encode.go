@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // AppendAck appends a's JSON to b: the same bytes as json.Marshal(a), built
@@ -105,7 +107,7 @@ func AppendError(b []byte, e *Error) []byte {
 }
 
 // appendClosed appends the R30 fields of c that are set, each after a comma.
-func appendClosed(b []byte, c *Closed) []byte {
+func appendClosed(b []byte, c *rank.Closed) []byte {
 	if c.Reason != "" {
 		b = append(b, `,"reason":`...)
 		b = AppendJSONString(b, c.Reason)

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // TestAppendAckMatchesJSON: the hand-written ack encoder writes exactly the
@@ -68,17 +70,38 @@ func BenchmarkAppendAck(b *testing.B) {
 	}
 }
 
-// TestAppendAckNoAlloc: encoding an ack allocates nothing, not even its
-// PrevRank (the ack of nearly every request is built on the stack).
+// TestAppendAckNoAlloc: an ack built by AckOf and encoded allocates
+// nothing, not even its PrevRank (the ack of nearly every request is
+// built on the stack).
 func TestAppendAckNoAlloc(t *testing.T) {
 	buf := make([]byte, 0, 256)
+	res := rank.Result{Board: "b", Member: "m", Score: 5, Rank: 2, PrevRank: 3, Seq: 9}
 	n := testing.AllocsPerRun(100, func() {
-		pr := int64(3)
-		a := Ack{Type: TypeAck, ID: "c1-r1", Board: "b", Member: "m", Score: 5, Rank: 2, PrevRank: &pr, Seq: 9}
+		a := AckOf("c1-r1", res)
+		a.Type = TypeAck
 		buf = AppendAck(buf[:0], &a)
 	})
 	if n != 0 {
-		t.Fatalf("AppendAck: %v allocations per ack, want 0", n)
+		t.Fatalf("AckOf and AppendAck: %v allocations per ack, want 0", n)
+	}
+}
+
+// TestAckOf: every field of a result reaches its ack; a member new to the
+// board has a null prev_rank.
+func TestAckOf(t *testing.T) {
+	t.Parallel()
+	res := rank.Result{Board: "b", Member: "m", Score: 5, Rank: 2, PrevRank: 3, PrevScore: 4, Duplicate: true,
+		Seq: 9, Period: 7, Decimals: 3, Cohort: "c", Tier: "gold"}
+	got, _ := json.Marshal(AckOf("r1", res))
+	if want := `{"id":"r1","board":"b","member":"m","score":5,"rank":2,"prev_rank":3,"duplicate":true,"seq":9,"period":7,"cohort":"c","tier":"gold"}`; string(got) != want {
+		t.Fatalf("ack %s, want %s", got, want)
+	}
+	if a := AckOf("r1", res); a.Decimals != 3 {
+		t.Fatalf("decimals %d, want 3", a.Decimals)
+	}
+	res.PrevRank = 0
+	if a := AckOf("r1", res); a.PrevRank != nil {
+		t.Fatalf("a new member's prev_rank %d, want null", *a.PrevRank)
 	}
 }
 
@@ -90,12 +113,12 @@ func TestAppendErrorMatchesJSON(t *testing.T) {
 		{Type: TypeError, ID: "r1", Code: CodeRateLimited, Message: "rate limited", RetryAfterMS: 250},
 		{Type: TypeError, Code: CodeBadRequest, Message: `bad "json" <here> & there`},
 		{Type: TypeError, ID: "s1", Code: CodeBoardClosed, Message: "board is closed: not started yet",
-			Closed: Closed{Reason: ClosedNotStarted, StartsAt: 1_800_000_000_000}},
+			Closed: rank.Closed{Reason: rank.ClosedNotStarted, StartsAt: 1_800_000_000_000}},
 		{Type: TypeError, ID: "s2", Code: CodeBoardClosed, Message: "board is closed: it has ended",
-			Closed: Closed{Reason: ClosedEnded, FinalAt: 1_800_000_000_001}},
+			Closed: rank.Closed{Reason: rank.ClosedEnded, FinalAt: 1_800_000_000_001}},
 		{Type: TypeError, ID: "s3", Code: CodeBoardClosed, Message: "board is closed: period 20261127 is past its grace",
-			Closed: Closed{Reason: ClosedPeriodOver, Period: 20261127, GraceEnd: 1_800_000_000_002}},
-		{Type: TypeError, ID: "s4", Code: CodeBoardClosed, Message: "m", Closed: Closed{Reason: ClosedOutsideWindow}},
+			Closed: rank.Closed{Reason: rank.ClosedPeriodOver, Period: 20261127, GraceEnd: 1_800_000_000_002}},
+		{Type: TypeError, ID: "s4", Code: CodeBoardClosed, Message: "m", Closed: rank.Closed{Reason: rank.ClosedOutsideWindow}},
 		{},
 	}
 	r := rand.New(rand.NewPCG(5, 6))
@@ -115,7 +138,7 @@ func TestAppendErrorMatchesJSON(t *testing.T) {
 	}
 	for range 500 {
 		frames = append(frames, Error{Type: str(), ID: str(), Code: str(), Message: str(), RetryAfterMS: n(),
-			Closed: Closed{Reason: str(), StartsAt: n(), FinalAt: n(), Period: n(), GraceEnd: n()}})
+			Closed: rank.Closed{Reason: str(), StartsAt: n(), FinalAt: n(), Period: n(), GraceEnd: n()}})
 	}
 	for _, e := range frames {
 		want, err := json.Marshal(e)
@@ -141,13 +164,13 @@ func TestAppendErrorMatchesJSON(t *testing.T) {
 func TestClosedFieldsOnTheWire(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		c    Closed
+		c    rank.Closed
 		want string
 	}{
-		{Closed{Reason: ClosedNotStarted, StartsAt: 5}, `"reason":"not_started","starts_at":5`},
-		{Closed{Reason: ClosedEnded, FinalAt: 6}, `"reason":"ended","final_at":6`},
-		{Closed{Reason: ClosedPeriodOver, Period: 2026112714, GraceEnd: 7}, `"reason":"period_over","period":2026112714,"grace_end":7`},
-		{Closed{Reason: ClosedOutsideWindow}, `"reason":"outside_window"`},
+		{rank.Closed{Reason: rank.ClosedNotStarted, StartsAt: 5}, `"reason":"not_started","starts_at":5`},
+		{rank.Closed{Reason: rank.ClosedEnded, FinalAt: 6}, `"reason":"ended","final_at":6`},
+		{rank.Closed{Reason: rank.ClosedPeriodOver, Period: 2026112714, GraceEnd: 7}, `"reason":"period_over","period":2026112714,"grace_end":7`},
+		{rank.Closed{Reason: rank.ClosedOutsideWindow}, `"reason":"outside_window"`},
 	} {
 		frame := string(AppendError(nil, &Error{Type: TypeError, Code: CodeBoardClosed, Message: "m", Closed: tc.c}))
 		if want := `{"type":"error","code":"board_closed","message":"m",` + tc.want + `}`; frame != want {
@@ -166,7 +189,7 @@ func TestAppendErrorNoAlloc(t *testing.T) {
 	buf := make([]byte, 0, 256)
 	n := testing.AllocsPerRun(100, func() {
 		e := Error{Type: TypeError, ID: "c1-r1", Code: CodeBoardClosed, Message: "board is closed: it has ended",
-			Closed: Closed{Reason: ClosedEnded, FinalAt: 1_800_000_000_000}}
+			Closed: rank.Closed{Reason: rank.ClosedEnded, FinalAt: 1_800_000_000_000}}
 		buf = AppendError(buf[:0], &e)
 	})
 	if n != 0 {
@@ -176,7 +199,7 @@ func TestAppendErrorNoAlloc(t *testing.T) {
 
 func BenchmarkAppendError(b *testing.B) {
 	e := Error{Type: TypeError, ID: "c1-r12345", Code: CodeBoardClosed, Message: "board is closed: period 20261127 is past its grace",
-		Closed: Closed{Reason: ClosedPeriodOver, Period: 20261127, GraceEnd: 1_800_000_000_000}}
+		Closed: rank.Closed{Reason: rank.ClosedPeriodOver, Period: 20261127, GraceEnd: 1_800_000_000_000}}
 	buf := make([]byte, 0, 256)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -2,14 +2,16 @@
 // (docs/protocol.md §4), shared by the gateway and the Go client, and the
 // gateway's one strict decoder of client messages and score events
 // (decode.go) and one ack encoder (encode.go), so that the WebSocket and
-// REST paths cannot drift apart. It imports nothing from the project.
+// REST paths cannot drift apart. The values the store answers with (an
+// entry, an op, a result, why a board is closed) are rank's own, not
+// copies: proto imports rank, and rank imports no proto.
 package proto
 
 import (
 	"encoding/json"
 	"errors"
 
-	"github.com/wsgateway/wsgateway/internal/meta"
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // Subprotocol is the WebSocket subprotocol the gateway speaks.
@@ -68,14 +70,6 @@ const (
 	CodeNotFound = "not_found"
 )
 
-// Why a board_closed refusal happened (R30): Closed.Reason.
-const (
-	ClosedNotStarted    = "not_started"
-	ClosedEnded         = "ended"
-	ClosedPeriodOver    = "period_over"
-	ClosedOutsideWindow = "outside_window"
-)
-
 // Close codes beyond RFC 6455's.
 const (
 	CloseTokenExpired = 4001
@@ -114,49 +108,15 @@ func HTTPStatus(code string) int {
 	return 400
 }
 
-// Entry is one ranked member: {"rank":1,"member":"bob","score":120,"name":"Bob"}.
-type Entry struct {
-	Rank   int64  `json:"rank"`
-	Member string `json:"member"`
-	Score  int64  `json:"score"`
-	Name   string `json:"name,omitempty"`
-	// Avatar and Country come from the member's profile (R20).
-	Avatar  string `json:"avatar,omitempty"`
-	Country string `json:"country,omitempty"`
-	// Meta is that of the event that set the score (§11).
-	Meta meta.Meta `json:"meta,omitempty"`
-}
+// Entry is one ranked member:
+// {"rank":1,"member":"bob","score":120,"name":"Bob"}, the store's own.
+type Entry = rank.Entry
 
-// EntryShape is satisfied by a type with exactly Entry's fields and tags:
-// the rank store's entry has them, which lets EntriesOf convert it without
-// proto importing the store. A field added to one and not the other stops
-// every call of EntriesOf from compiling, which is the point.
-type EntryShape interface {
-	~struct {
-		Rank   int64  `json:"rank"`
-		Member string `json:"member"`
-		Score  int64  `json:"score"`
-		Name   string `json:"name,omitempty"`
-		// Avatar and Country come from the member's profile (R20).
-		Avatar  string `json:"avatar,omitempty"`
-		Country string `json:"country,omitempty"`
-		// Meta is that of the event that set the score (§11).
-		Meta meta.Meta `json:"meta,omitempty"`
-	}
-}
-
-// Entry itself has the shape (a compile-time check).
-var _ = EntriesOf[Entry]
-
-// EntriesOf converts a store's entries to the wire's: the one conversion,
-// shared by replies, live frames and REST reads. Never nil, so JSON says []
-// rather than null.
-func EntriesOf[E EntryShape](es []E) []Entry {
-	out := make([]Entry, len(es))
-	for i, e := range es {
-		out[i] = Entry(e)
-	}
-	return out
+// EntriesOf copies a store's entries for a reply or frame, which may then
+// change them (WithoutMeta) without touching the store's page. Never nil,
+// so JSON says [] rather than null.
+func EntriesOf(es []Entry) []Entry {
+	return append(make([]Entry, 0, len(es)), es...)
 }
 
 // WithoutMeta clears the meta of es in place: top and view frames carry it
@@ -230,6 +190,20 @@ type Ack struct {
 	// Decimals: Score is in units of 10^-Decimals and is written with that
 	// many decimals (hot boards: 3, R22). Not a field of the wire.
 	Decimals int `json:"-"`
+}
+
+// AckOf is the ack of r, the result of the score requested as id: the one
+// conversion of the WebSocket's acks and the REST answers (which leave
+// Type empty). Small enough to inline, so prev stays on its caller's stack.
+func AckOf(id string, r rank.Result) Ack {
+	a := Ack{ID: id, Board: r.Board, Member: r.Member, Score: r.Score, Rank: r.Rank, Duplicate: r.Duplicate,
+		Seq: r.Seq, Period: r.Period, Cohort: r.Cohort, Tier: r.Tier, Decimals: r.Decimals,
+		Region: r.Region, RegionRank: r.RegionRank}
+	if r.PrevRank > 0 {
+		prev := r.PrevRank
+		a.PrevRank = &prev
+	}
+	return a
 }
 
 // Subscribed answers subscribe; Unsubscribed (same shape) answers unsubscribe.
@@ -340,22 +314,7 @@ type Error struct {
 	Code         string `json:"code"`
 	Message      string `json:"message"`
 	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
-	Closed
-}
-
-// Closed is why an event or a change got board_closed (R30): Reason, one
-// of the Closed* constants, and the times that go with it, unix ms —
-// starts_at (not_started), final_at (ended), period and grace_end
-// (period_over). Fields that do not apply to the reason are zero and left
-// out. It has the fields of rank.ClosedError, in order, so that the
-// gateway converts one to the other (proto imports nothing from the
-// project).
-type Closed struct {
-	Reason   string `json:"reason,omitempty"`
-	StartsAt int64  `json:"starts_at,omitempty"`
-	FinalAt  int64  `json:"final_at,omitempty"`
-	Period   int64  `json:"period,omitempty"`
-	GraceEnd int64  `json:"grace_end,omitempty"`
+	rank.Closed
 }
 
 // ErrorBody is the REST error shape: {"error":{"code":…,"message":…}}.
@@ -368,15 +327,7 @@ type ErrorBody struct {
 type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	Closed
-}
-
-// ScoreEvent is one element of the REST scores array.
-type ScoreEvent struct {
-	ID     string          `json:"id"`
-	Member string          `json:"member"`
-	Delta  json.RawMessage `json:"delta,omitempty"`
-	Value  json.RawMessage `json:"value,omitempty"`
+	rank.Closed
 }
 
 // ScoreFailure is a failed element of the REST scores answer.

@@ -2,28 +2,20 @@ package proto
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
-	"github.com/wsgateway/wsgateway/internal/meta"
+	"github.com/wsgateway/wsgateway/rank"
 )
 
-// TestEntriesOf: a type of Entry's shape converts field by field, and no
-// entries encode as [] (never null).
+// TestEntriesOf: the copy is the store's entries field by field, a change
+// to it (WithoutMeta) leaves the store's page alone, and no entries
+// encode as [] (never null).
 func TestEntriesOf(t *testing.T) {
 	t.Parallel()
-	type storeEntry struct { // the shape rank.Entry has
-		Rank   int64  `json:"rank"`
-		Member string `json:"member"`
-		Score  int64  `json:"score"`
-		Name   string `json:"name,omitempty"`
-		// Avatar and Country come from the member's profile (R20).
-		Avatar  string `json:"avatar,omitempty"`
-		Country string `json:"country,omitempty"`
-		// Meta is that of the event that set the score (§11).
-		Meta meta.Meta `json:"meta,omitempty"`
-	}
-	got := EntriesOf([]storeEntry{{1, "bob", 120, "Bob", "https://a.example/b.png", "FR", `{"replay":"r1"}`}, {2, "al", -3, "", "", "", ""}})
-	if len(got) != 2 || got[0] != (Entry{1, "bob", 120, "Bob", "https://a.example/b.png", "FR", `{"replay":"r1"}`}) || got[1] != (Entry{2, "al", -3, "", "", "", ""}) {
+	page := []rank.Entry{{Rank: 1, Member: "bob", Score: 120, Name: "Bob", Avatar: "https://a.example/b.png", Country: "FR", Meta: `{"replay":"r1"}`}, {Rank: 2, Member: "al", Score: -3}}
+	got := EntriesOf(page)
+	if !slices.Equal(got, page) {
 		t.Fatalf("%+v", got)
 	}
 	// The meta goes out as the raw object it was sent as; none is left out.
@@ -31,7 +23,10 @@ func TestEntriesOf(t *testing.T) {
 	if want := `[{"rank":1,"member":"bob","score":120,"name":"Bob","avatar":"https://a.example/b.png","country":"FR","meta":{"replay":"r1"}},{"rank":2,"member":"al","score":-3}]`; string(b) != want {
 		t.Fatalf("encoded %s, want %s", b, want)
 	}
-	b, _ = json.Marshal(EntriesOf[storeEntry](nil))
+	if WithoutMeta(got); got[0].Meta != "" || page[0].Meta == "" {
+		t.Fatalf("without meta: copy %+v, store's page %+v", got[0], page[0])
+	}
+	b, _ = json.Marshal(EntriesOf(nil))
 	if string(b) != "[]" {
 		t.Fatalf("no entries encode as %s", b)
 	}

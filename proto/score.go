@@ -1,7 +1,6 @@
 package proto
 
-// MaxScore is the largest magnitude of a score on the wire: 2^53-1.
-const MaxScore int64 = 1<<53 - 1
+import "github.com/wsgateway/wsgateway/rank"
 
 // ParseScore reads a JSON integer strictly (R6): an optional minus sign and
 // digits, no fraction, no exponent, no leading zeros, magnitude at most
@@ -24,7 +23,7 @@ func ParseScore(raw []byte) (int64, bool) {
 		}
 		n = n*10 + int64(c-'0')
 	}
-	if n > MaxScore {
+	if n > rank.MaxScore {
 		return 0, false
 	}
 	if neg {

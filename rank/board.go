@@ -57,6 +57,7 @@ const MaxScore int64 = 1<<53 - 1
 // Limits of a board config.
 const (
 	MaxTop               = 100
+	MaxAround            = 25 // the neighbours a rank read or view shows on each side of its member
 	MaxTitle             = 128
 	MinIdempotencyWindow = time.Second
 	// MaxIdempotencyWindow bounds what one member can make the store hold:

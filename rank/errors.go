@@ -1,9 +1,6 @@
 package rank
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // Error is a rank failure that maps to one of the wire contract's error codes.
 // Sentinels below are compared with errors.Is; a wrapped sentinel keeps its code,
@@ -49,9 +46,6 @@ var (
 // store's clock: a bad request.
 var ErrAtAhead = fmt.Errorf("%w: at is more than 5 s ahead of the store's clock", ErrBadRequest)
 
-// IsUnavailable reports whether err means the store could not be reached.
-func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
-
 // Why an event was refused with board_closed (R30).
 const (
 	ClosedNotStarted    = "not_started"    // before starts_at
@@ -60,16 +54,20 @@ const (
 	ClosedOutsideWindow = "outside_window" // a hot board's bucket that has left the window
 )
 
-// ClosedError is ErrBoardClosed with its reason and the times that explain
-// it (R30); errors.Is(err, ErrBoardClosed) holds. Times are unix ms, zero
-// when they do not apply to the reason.
-type ClosedError struct {
-	Reason   string // one of the Closed* constants
-	StartsAt int64  // not_started: when the board opens
-	FinalAt  int64  // ended: ends_at + grace
-	Period   int64  // period_over: the event's period
-	GraceEnd int64  // period_over: when that period's grace ended
+// Closed is why an event was refused with board_closed and the times that
+// explain it (R30), as the wire shows it: times are unix ms, zero (and left
+// out) when they do not apply to the reason.
+type Closed struct {
+	Reason   string `json:"reason,omitempty"`    // one of the Closed* constants
+	StartsAt int64  `json:"starts_at,omitempty"` // not_started: when the board opens
+	FinalAt  int64  `json:"final_at,omitempty"`  // ended: ends_at + grace
+	Period   int64  `json:"period,omitempty"`    // period_over: the event's period
+	GraceEnd int64  `json:"grace_end,omitempty"` // period_over: when that period's grace ended
 }
+
+// ClosedError is ErrBoardClosed with its Closed; errors.Is(err,
+// ErrBoardClosed) holds.
+type ClosedError Closed
 
 func (e *ClosedError) Error() string {
 	switch e.Reason {

@@ -99,23 +99,3 @@ func validateTiers(ts Tiers) error {
 	}
 	return nil
 }
-
-// TierOf is the tier of the member at rank (1-based) on a board of total
-// members: the first tier, in the board's order, whose bound it is within
-// (top_percent: rank ≤ ⌈total × p / 100⌉). ok is false when none is. The
-// player page (lb-client.js tierOf) computes the same.
-func TierOf(ts Tiers, rank, total int64) (name string, ok bool) {
-	if rank < 1 || total < 1 {
-		return "", false
-	}
-	for _, t := range ts.All() {
-		bound := t.TopRank
-		if t.TopPercent > 0 {
-			bound = int64(math.Ceil(float64(total) * t.TopPercent / 100))
-		}
-		if rank <= bound {
-			return t.Name, true
-		}
-	}
-	return "", false
-}

@@ -44,27 +44,3 @@ func TestTiersConfig(t *testing.T) {
 		}
 	}
 }
-
-func TestTierOf(t *testing.T) {
-	t.Parallel()
-	ts, _ := TiersOf(Tier{Name: "Champion", TopRank: 1}, Tier{Name: "Gold", TopPercent: 5}, Tier{Name: "Silver", TopPercent: 25})
-	for _, tc := range []struct {
-		rank, total int64
-		want        string
-	}{
-		{1, 1000, "Champion"},
-		{2, 1000, "Gold"},
-		{50, 1000, "Gold"},
-		{51, 1000, "Silver"},
-		{250, 1000, "Silver"},
-		{251, 1000, ""},
-		{1, 3, "Champion"},
-		{2, 3, ""}, // ⌈3 × 5%⌉ = ⌈3 × 25%⌉ = 1: only rank 1 is within either
-		{0, 10, ""},
-	} {
-		got, ok := TierOf(ts, tc.rank, tc.total)
-		if got != tc.want || ok != (tc.want != "") {
-			t.Errorf("TierOf(rank %d of %d) = %q %v, want %q", tc.rank, tc.total, got, ok, tc.want)
-		}
-	}
-}

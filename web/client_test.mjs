@@ -641,7 +641,7 @@ test('avatarURL takes https only; flagEmoji maps ISO codes', () => {
   for (const bad of ['FRA', 'F', '12', '', null]) assert.equal(flagEmoji(bad), '');
 });
 
-test('tierOf: the first tier whose bound the rank is within (as rank.TierOf)', () => {
+test('tierOf: the first tier whose bound the rank is within', () => {
   const tiers = [{ name: 'Champion', top_rank: 1 }, { name: 'Gold', top_percent: 5 }, { name: 'Silver', top_percent: 25 }];
   for (const [rank, total, want] of [[1, 1000, 'Champion'], [2, 1000, 'Gold'], [50, 1000, 'Gold'], [51, 1000, 'Silver'],
     [250, 1000, 'Silver'], [251, 1000, ''], [1, 3, 'Champion'], [2, 3, ''], [0, 10, '']]) {

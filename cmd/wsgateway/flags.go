@@ -10,10 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wsgateway/wsgateway/internal/clientaddr"
 	"github.com/wsgateway/wsgateway/node"
-	"github.com/wsgateway/wsgateway/rank"
-	"github.com/wsgateway/wsgateway/rank/redisstore"
 )
 
 // envName is a flag's environment twin: --redis-url ↔ LB_REDIS_URL.
@@ -185,10 +182,10 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	}
 	f.Bool(&o.Dev, "dev", false, "embedded default: in-memory engine, in-process NATS, random secret, boards created on first use")
 	f.Int(&o.MemberScoreRate, "member-score-rate", 0, "score events per second per player across its connections on this node (burst 2x); 0 = --rate, -1 = no limit")
-	f.Int(&o.DevBoards, "dev-boards", rank.DefaultAutoCreateCap, "with --dev: the most boards created on first use (a first write past it gets limit_reached)")
+	f.Int(&o.DevBoards, "dev-boards", node.DefaultDevBoards, "with --dev: the most boards created on first use (a first write past it gets limit_reached)")
 	f.String(&o.Addr, "addr", ":8080", "listen address (HTTP, WebSocket, REST, pages); with --dev and no --addr: 127.0.0.1:8080")
 	f.Secret(&o.RedisURL, "redis-url", "redis://[:pass@]host:port/db, rediss://…, h1:p1,h2:p2, redis-cluster://h1:p1,h2:p2 or redis-sentinel://h1:p1,h2:p2/<master-name>[/db]; empty = in-memory engine")
-	f.Int(&o.RedisLanes, "redis-lanes", redisstore.DefaultLanes, "pipelines in flight to Redis, each one lane of score events; a connection's events keep one lane")
+	f.Int(&o.RedisLanes, "redis-lanes", node.DefaultRedisLanes, "pipelines in flight to Redis, each one lane of score events; a connection's events keep one lane")
 	f.Int(&o.RedisReplicas, "redis-replicas", 0, "acknowledge an event only after its write reached this many replicas (Redis WAIT, once per pipeline)")
 	f.Duration(&o.RedisReplicaTO, "redis-replica-timeout", time.Second, "past it, the events of a pipeline whose write did not reach --redis-replicas replicas get unavailable")
 	f.Secret(&o.NATSURL, "nats-url", "NATS servers, comma-separated; empty = in-process server")
@@ -205,14 +202,14 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Bool(&o.PublicRead, "public-read", false, "allow token-less spectators on boards marked public")
 	f.Bool(&o.WebhookPrivate, "webhook-allow-private", false, "let webhook URLs reach loopback, private and link-local addresses")
 	f.String(&o.NodeID, "node-id", "", "this node's name in frames, logs and metrics; empty = hostname-pid")
-	f.Duration(&o.DrainTimeout, "drain-timeout", 10*time.Second, "how long SIGTERM waits for connections to drain")
+	f.Duration(&o.DrainTimeout, "drain-timeout", node.DefaultDrainTimeout, "how long SIGTERM waits for connections to drain")
 	f.String(&o.MetricsAddr, "metrics-addr", "", "serve /metrics and /debug/pprof on this separate address instead of --addr")
 	f.String(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.Int(&o.MaxConnsPerIP, "max-conns-per-ip", node.DefaultMaxConnsPerIP, "open WebSocket connections per client address (IPv6: per /64; loopback not counted); 0 = no cap")
 	f.Int(&o.MaxConnsPerMember, "max-conns-per-member", node.DefaultMaxConnsPerMember, "open WebSocket connections per player or spectator member (server and admin exempt); 0 = no cap")
 	var proxies string
 	f.String(&proxies, "trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For gives the client address; empty = the TCP peer")
-	f.Duration(&o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers, the token included (slowloris)")
+	f.Duration(&o.ReadHeaderTimeout, "read-header-timeout", node.DefaultReadHeaderTimeout, "time a client gets to send its request headers, the token included (slowloris)")
 	var frameAncestors, corsOrigins string
 	f.String(&frameAncestors, "frame-ancestors", "", "comma-separated origins that may frame the pages, e.g. the overlay (CSP frame-ancestors); empty = this origin only")
 	f.String(&corsOrigins, "cors-origins", "", "comma-separated origins (or *) whose scripts may call the REST API; empty = none")
@@ -227,7 +224,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 		o.Addr = devAddr
 	}
 	o.FrameAncestors, o.CORSOrigins = splitList(frameAncestors), splitList(corsOrigins)
-	tp, err := clientaddr.Parse(proxies)
+	tp, err := node.ParseTrustedProxies(proxies)
 	if err != nil {
 		return o, fmt.Errorf("--trusted-proxies: %w", err)
 	}

@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wsgateway/wsgateway/auth"
-	"github.com/wsgateway/wsgateway/rank"
 )
 
 func envMap(m map[string]string) func(string) string {
@@ -101,58 +98,6 @@ func TestTokenCommand(t *testing.T) {
 		err := run(context.Background(), args, envMap(map[string]string{"LB_JWT_SECRET": secret}), new(bytes.Buffer), new(bytes.Buffer))
 		if exitCode(err, new(bytes.Buffer)) != 2 {
 			t.Errorf("%v: err = %v, want a usage error", args, err)
-		}
-	}
-}
-
-func TestBoardsFile(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	yamlFile := write("boards.yaml", `
-boards:
-  - id: run_hero
-    title: Run hero
-    order: desc
-    reset: daily
-    tz: Europe/Paris
-  - id: speedrun
-    order: asc
-    mode: best
-    idempotency_window: 1h
-`)
-	data, _ := os.ReadFile(yamlFile)
-	got, err := parseBoardsFile(yamlFile, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[0].Reset != rank.Daily || got[0].TZ != "Europe/Paris" || got[1].Order != rank.Asc ||
-		got[1].Mode != rank.Best || !got[1].ClientWrites || got[1].Top != 10 || time.Duration(got[1].IdempotencyWindow) != time.Hour {
-		t.Fatalf("yaml boards = %+v", got)
-	}
-	jsonFile := write("boards.json", `[{"id":"a"},{"id":"b","top":5}]`)
-	data, _ = os.ReadFile(jsonFile)
-	if got, err := parseBoardsFile(jsonFile, data); err != nil || len(got) != 2 || got[1].Top != 5 {
-		t.Fatalf("json boards = %+v, %v", got, err)
-	}
-	for name, body := range map[string]string{
-		"bad.json":   `[{"id":"a","order":"sideways"}]`,
-		"dup.json":   `[{"id":"a"},{"id":"a"}]`,
-		"extra.json": `[{"id":"a","colour":"red"}]`,
-		"noid.json":  `[{"title":"x"}]`,
-		"shape.json": `{"boards":[],"more":1}`,
-		"bad.yaml":   "boards: [ {id: a, top: 500} ]",
-	} {
-		p := write(name, body)
-		data, _ := os.ReadFile(p)
-		if _, err := parseBoardsFile(p, data); err == nil {
-			t.Errorf("%s: accepted %s", name, body)
 		}
 	}
 }

@@ -21,8 +21,6 @@ import (
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/node"
-	"github.com/wsgateway/wsgateway/rank"
-	"github.com/wsgateway/wsgateway/rank/redisstore"
 
 	_ "time/tzdata" // board time zones must resolve on machines without zoneinfo
 )
@@ -36,16 +34,14 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		return err
 	}
 
-	var boards []rank.Board
-	if o.Boards != "" {
-		if boards, err = readBoardsFile(o.Boards); err != nil {
-			return usageError(err.Error())
-		}
+	boards, err := node.ReadBoards(o.Boards)
+	if err != nil {
+		return usageError("--boards: " + err.Error())
 	}
 	var redis redis.UniversalClient // nil: the memory engine
 	if o.RedisURL != "" {
 		useRedisLog(log)
-		if redis, err = redisstore.NewClient(o.RedisURL); err != nil {
+		if redis, err = node.RedisClient(o.RedisURL); err != nil {
 			return usageError("--redis-url: " + err.Error())
 		}
 	}
@@ -74,10 +70,10 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 			PublicRead:        o.PublicRead,
 			MaxConnsPerIP:     connCap(o.MaxConnsPerIP),
 			MaxConnsPerMember: connCap(o.MaxConnsPerMember),
-			TrustedProxies:    o.TrustedProxies,
 			MaxConns:          o.MaxConns,
 		},
-		API:               node.APIConfig{CORSOrigins: o.CORSOrigins, Rate: connCap(o.RESTRate), TrustedProxies: o.TrustedProxies},
+		API:               node.APIConfig{CORSOrigins: o.CORSOrigins, Rate: connCap(o.RESTRate)},
+		TrustedProxies:    o.TrustedProxies,
 		Web:               node.WebConfig{FrameAncestors: o.FrameAncestors},
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		DrainTimeout:      o.DrainTimeout,

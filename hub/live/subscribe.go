@@ -12,7 +12,7 @@ import (
 // Limits of a subscription (docs/protocol.md §4).
 const (
 	MaxTop    = rank.MaxTop
-	MaxAround = 25
+	MaxAround = rank.MaxAround
 )
 
 // Subscribe subscribes o to board: top frames of the first top entries

@@ -71,8 +71,3 @@ func file(name string) string {
 	}
 	return string(b)
 }
-
-// Names lists every embedded script.
-func Names() []string {
-	return []string{Apply, Top, Ranks, Ban, Shard, PutBoard, Hot, Rerecord, Build, Deps, GroupRanks, Regions, CohortTier, Cohorts, Erase}
-}

@@ -13,9 +13,8 @@ import (
 // board is one leaderboard's config and data.
 type board struct {
 	// view is cfg and deleted as of the last change, for GetBoard: every
-	// score reads its board's config, and an RLock of mu there queued
-	// behind the applies holding it (each apply takes mu): 2.2 s of waits
-	// in 5 s of one busy board at 20k events/s (docs/performance.md).
+	// score reads its board's config, and an RLock of mu there would queue
+	// behind the applies holding it (each apply takes mu).
 	view atomic.Pointer[boardView]
 
 	mu      sync.RWMutex // guards every field below; reads take RLock
@@ -494,12 +493,11 @@ type queued struct {
 
 // expiryQueue is a FIFO of idempotency keys in fixed blocks, so its
 // memory follows the number of live records and a push never copies what
-// is queued. It was one slice, grown by append and compacted when half
-// consumed: a window holds millions of records at a high event rate, and
-// each growth or compaction copied every queued record into memory the
-// kernel then had to fault in (docs/performance.md). One emptied block is kept
-// for the next push, so a queue in steady state (as many records expiring
-// as written) allocates nothing.
+// is queued: a window holds millions of records at a high event rate, and
+// one slice, grown by append and compacted, would copy every queued record
+// into fresh memory at each growth. One emptied block is kept for the next
+// push, so a queue in steady state (as many records expiring as written)
+// allocates nothing.
 type expiryQueue struct {
 	head, tail *queueBlock // nil when nothing was ever queued or all was popped
 	hi, ti     int         // the front's index in head; the next free index in tail

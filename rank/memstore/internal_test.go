@@ -190,10 +190,10 @@ func TestClosedStoreFails(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Ping(t.Context()); !rank.IsUnavailable(err) {
+	if err := s.Ping(t.Context()); !errors.Is(err, rank.ErrUnavailable) {
 		t.Fatalf("Ping after Close: %v", err)
 	}
-	if _, err := s.PutBoard(t.Context(), rank.DefaultBoard("x")); !rank.IsUnavailable(err) {
+	if _, err := s.PutBoard(t.Context(), rank.DefaultBoard("x")); !errors.Is(err, rank.ErrUnavailable) {
 		t.Fatalf("PutBoard after Close: %v", err)
 	}
 	if err := s.Close(); err != nil {

@@ -70,7 +70,7 @@ func TestClusterReplicaWait(t *testing.T) {
 	wg.Go(func() { _, errFrozen = rank.ApplyWait(t.Context(), a, e2) })
 	wg.Go(func() { _, errLive = rank.ApplyWait(t.Context(), a, incr(live, "e2", "m", 7)) })
 	wg.Wait()
-	if !rank.IsUnavailable(errFrozen) {
+	if !errors.Is(errFrozen, rank.ErrUnavailable) {
 		t.Fatalf("apply to the board whose master's replica is frozen: %v, want unavailable", errFrozen)
 	}
 	if errLive != nil {
@@ -85,7 +85,7 @@ func TestClusterReplicaWait(t *testing.T) {
 	if !heard {
 		t.Fatalf("sink heard %+v, want the unconfirmed change too", sunk)
 	}
-	if _, err := rank.ApplyWait(t.Context(), b, e2); !rank.IsUnavailable(err) {
+	if _, err := rank.ApplyWait(t.Context(), b, e2); !errors.Is(err, rank.ErrUnavailable) {
 		t.Fatalf("re-send through another client with the replica frozen: %v, want unavailable", err)
 	}
 	// A call answered from a record written on another connection is
@@ -94,7 +94,7 @@ func TestClusterReplicaWait(t *testing.T) {
 	// would answer at once.
 	found := &call{e: e2, found: true}
 	d.lanes[0].wait.confirmEarlier(t.Context(), d.client, []*call{found})
-	if !rank.IsUnavailable(found.err) {
+	if !errors.Is(found.err, rank.ErrUnavailable) {
 		t.Fatalf("an earlier write confirmed with the replica frozen: %v, want unavailable", found.err)
 	}
 	replica.Resume()

@@ -68,7 +68,7 @@ func clusterFailoverLedger(t *testing.T, replicas int) {
 					if err == nil {
 						break
 					}
-					if !rank.IsUnavailable(err) || errors.Is(err, ErrClosed) {
+					if !errors.Is(err, rank.ErrUnavailable) || errors.Is(err, ErrClosed) {
 						t.Errorf("apply %s to %s: %v", e.ID, e.Board, err)
 						return
 					}

@@ -73,16 +73,17 @@ func sums(t testing.TB, s *Store, sel rank.PeriodSel, boards []string, weights [
 // scores reads every entry of a period as member -> score, a page at a time.
 func scores(t testing.TB, s *Store, id string, sel rank.PeriodSel) map[string]int64 {
 	t.Helper()
+	const page = 1000
 	out := map[string]int64{}
-	for off := 0; ; off += maxPage {
-		pg, err := s.Top(context.Background(), id, sel, off, maxPage)
+	for off := 0; ; off += page {
+		pg, err := s.Top(context.Background(), id, sel, off, page)
 		if err != nil {
 			t.Fatalf("Top(%s, %d): %v", id, off, err)
 		}
 		for _, e := range pg.Entries {
 			out[e.Member] = e.Score
 		}
-		if len(pg.Entries) < maxPage {
+		if len(pg.Entries) < page {
 			return out
 		}
 	}

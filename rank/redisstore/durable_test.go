@@ -63,7 +63,7 @@ func TestReplicaWait(t *testing.T) {
 	}
 	replica.Pause()
 	e2 := incr("durable", "e2", "m", 7)
-	if _, err := rank.ApplyWait(t.Context(), a, e2); !rank.IsUnavailable(err) {
+	if _, err := rank.ApplyWait(t.Context(), a, e2); !errors.Is(err, rank.ErrUnavailable) {
 		t.Fatalf("apply with the replica frozen: %v, want unavailable", err)
 	}
 	mu.Lock()
@@ -72,7 +72,7 @@ func TestReplicaWait(t *testing.T) {
 	if !heard {
 		t.Fatalf("sink heard %+v, want the unconfirmed change too", sunk)
 	}
-	if _, err := rank.ApplyWait(t.Context(), b, e2); !rank.IsUnavailable(err) {
+	if _, err := rank.ApplyWait(t.Context(), b, e2); !errors.Is(err, rank.ErrUnavailable) {
 		t.Fatalf("re-send through another client with the replica frozen: %v, want unavailable", err)
 	}
 	replica.Resume()

@@ -63,7 +63,7 @@ func failoverLedger(t *testing.T, replicas int) {
 					if err == nil {
 						break
 					}
-					if !rank.IsUnavailable(err) || errors.Is(err, ErrClosed) {
+					if !errors.Is(err, rank.ErrUnavailable) || errors.Is(err, ErrClosed) {
 						t.Errorf("apply %s: %v", e.ID, err)
 						return
 					}
@@ -120,7 +120,7 @@ func failoverLedger(t *testing.T, replicas int) {
 		}
 	}
 	testenv.Eventually(t, 5*time.Second, "Ping failing while no master answers (/readyz 503)", func() error {
-		if err := s.Ping(t.Context()); !rank.IsUnavailable(err) {
+		if err := s.Ping(t.Context()); !errors.Is(err, rank.ErrUnavailable) {
 			return fmt.Errorf("Ping: %v", err)
 		}
 		return nil

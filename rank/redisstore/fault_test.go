@@ -80,7 +80,7 @@ func TestUnavailableThenRecovery(t *testing.T) {
 			for name, op := range storeOps(s, id) {
 				start := time.Now()
 				err := op(t.Context())
-				if !rank.IsUnavailable(err) {
+				if !errors.Is(err, rank.ErrUnavailable) {
 					t.Fatalf("%s with the server %s: %v, want ErrUnavailable", name, fault, err)
 				}
 				// The contract bound (R13), with slack for a loaded machine.

@@ -62,7 +62,7 @@ func TestKillAtBoundaryAndInGrace(t *testing.T) {
 		for {
 			start := clk.Now()
 			r, err := rank.ApplyWait(t.Context(), s, e)
-			if !rank.IsUnavailable(err) {
+			if !errors.Is(err, rank.ErrUnavailable) {
 				return r, err, start
 			}
 			retries.Add(1)

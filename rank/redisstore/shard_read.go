@@ -208,8 +208,7 @@ func (e shardEntry) entry(b rank.Board, rk int64) rank.Entry {
 // hash, a shard holds far more than twice its share of a page rarely.
 //
 // Plain commands, not shard.lua: a page reads N shards, and a script
-// call's fixed cost times N made a 16-shard top-100 cost 4× an unsharded
-// one in Redis time. What the scripts check is checked here instead: the
+// call's fixed cost would be paid N times. What the scripts check is checked here instead: the
 // config version through the engine's config cache (a version changes
 // nothing a page reads but the order and tiebreak, which the cache gives),
 // and ban expiry from each shard's '|exp' field against the store clock.

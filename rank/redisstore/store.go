@@ -264,8 +264,6 @@ const (
 	unknownTTL = time.Second
 	// maxCachedBoards bounds the cache; past it, expired entries are swept.
 	maxCachedBoards = 4096
-	// maxPage bounds a Top page and a Ranks request so one script stays short.
-	maxPage = 1000
 	// staleRetries is how often an operation re-reads config or clock after
 	// a script reported either as stale.
 	staleRetries = 3

@@ -108,7 +108,7 @@ export function flagEmoji(country) {
  * from the board config's `tiers` (an extension: docs/protocol.md "Tiers"):
  * the first tier, in the board's order, whose bound the rank is within
  * (`top_rank`: rank ≤ top_rank; `top_percent`: rank ≤ ⌈total × p / 100⌉).
- * '' when none is. The server's rank.TierOf computes the same.
+ * '' when none is.
  */
 export function tierOf(tiers, rank, total) {
   if (!Array.isArray(tiers) || !(rank >= 1) || !(total >= 1)) return '';

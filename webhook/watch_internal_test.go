@@ -1,9 +1,8 @@
-package node
+package webhook
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -61,23 +60,20 @@ func newMemStore(t *testing.T) rank.Store {
 	return ms
 }
 
-// runWatcher runs the outbox watcher of a node on store (through a
-// counting wrapper) with the given Watch until the test ends.
-func runWatcher(t *testing.T, store rank.Store, watch time.Duration) (*Node, *countingStore) {
+// runWatcher runs a watcher on store (through a counting wrapper) with
+// the given Every until the test ends.
+func runWatcher(t *testing.T, store rank.Store, every time.Duration) (*Watcher, *countingStore) {
 	t.Helper()
 	cs := &countingStore{Store: store}
-	log := slog.New(slog.DiscardHandler)
-	n := &Node{cfg: Config{Webhooks: WebhooksConfig{Watch: watch}}, store: cs, log: log}
-	n.profs = newProfileCache(cs, 100, time.Second, func([]string) {}, log)
-	n.outbox = newOutboxWatch(n)
+	w := NewWatcher(cs, WatchConfig{Every: every})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		n.watchWebhooks(ctx)
+		w.Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return n, cs
+	return w, cs
 }
 
 func putBoard(t *testing.T, s rank.Store, b rank.Board) {
@@ -116,7 +112,7 @@ func appended(t *testing.T, s rank.Store) []string {
 
 // TestWatchSleepsUntilDue: a board that ends in ten minutes is told when
 // the store clock gets there, and the watcher reads nothing of the store
-// in between (Watch is longer): no per-second reads of the webhooks, the
+// in between (Every is longer): no per-second reads of the webhooks, the
 // clock or the boards.
 func TestWatchSleepsUntilDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -168,18 +164,18 @@ func TestWatchHearsBoardChanges(t *testing.T) {
 		putBoard(t, s, ending("cup", 50*time.Minute))
 		putBoard(t, s, ending("gone", 4*time.Minute))
 		putHook(t, s, rank.EventBoardFinal)
-		n, cs := runWatcher(t, s, time.Hour)
+		w, cs := runWatcher(t, s, time.Hour)
 		synctest.Wait()
 		time.Sleep(time.Minute)
 		putBoard(t, s, ending("late", 6*time.Minute))
-		n.outbox.boardChanged("late")
+		w.BoardChanged("late")
 		putBoard(t, s, ending("cup", 3*time.Minute))
-		n.outbox.boardChanged("cup")
+		w.BoardChanged("cup")
 		if err := s.DeleteBoard(context.Background(), "gone"); err != nil {
 			t.Fatal(err)
 		}
-		n.outbox.boardChanged("gone")
-		n.outbox.boardChanged("no/such board") // never a board: read once, dropped
+		w.BoardChanged("gone")
+		w.BoardChanged("no/such board") // never a board: read once, dropped
 		time.Sleep(2*time.Minute - time.Millisecond)
 		synctest.Wait()
 		if got := appended(t, s); len(got) != 0 {
@@ -221,7 +217,7 @@ func TestWatchOnceOverWatchers(t *testing.T) {
 			t.Fatalf("nothing final yet: %v", got)
 		}
 		// The webhook now wants the state changes too: the open one, still
-		// news, is told at the watchers' next look (Watch).
+		// news, is told at the watchers' next look (Every).
 		putHook(t, s, rank.EventBoardFinal, rank.EventBoardState)
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
@@ -231,7 +227,7 @@ func TestWatchOnceOverWatchers(t *testing.T) {
 		}
 		for _, cs := range []*countingStore{a, b} {
 			if cs.boards.Load() > 11 {
-				t.Fatalf("in 10 minutes of Watch 1m: %s", cs)
+				t.Fatalf("in 10 minutes of Every 1m: %s", cs)
 			}
 		}
 	})
@@ -240,7 +236,7 @@ func TestWatchOnceOverWatchers(t *testing.T) {
 // TestWatchReads counts the watcher's store reads over ten minutes of the
 // store clock, a thousand boards (half with daily periods, half ending,
 // ten of those within the ten minutes) and one webhook, on
-// the default Watch: the numbers docs/webhooks.md quotes. Before the
+// the default Every: the numbers docs/webhooks.md quotes. Before the
 // watcher slept until a fact was due it read the webhooks, the clock and
 // every board each second (601 lists, 601,000 configs here).
 func TestWatchReads(t *testing.T) {
@@ -283,17 +279,17 @@ func TestWatchHearsNewWebhook(t *testing.T) {
 		cup.EndsAt = rank.At(time.Now().Add(time.Minute))
 		putBoard(t, s, cup)
 		putHook(t, s, rank.EventBoardState)
-		n, _ := runWatcher(t, s, time.Hour)
+		w, _ := runWatcher(t, s, time.Hour)
 		time.Sleep(2 * time.Minute)
 		synctest.Wait()
 		if got := appended(t, s); !slices.Equal(got, []string{"board.state cup final"}) {
 			t.Fatalf("before the new webhook: %v", got)
 		}
-		if _, err := n.store.PutWebhook(context.Background(), rank.Webhook{ID: "w", URL: "https://example.com/h",
+		if _, err := s.PutWebhook(context.Background(), rank.Webhook{ID: "w", URL: "https://example.com/h",
 			Secret: "0123456789abcdef", Events: []string{rank.EventBoardState, rank.EventBoardFinal}}); err != nil {
 			t.Fatal(err)
 		}
-		n.WebhookChanged() // as the API tells it
+		w.WebhookChanged() // as the API tells it
 		synctest.Wait()
 		if got := appended(t, s); !slices.Equal(got, []string{"board.state cup final", "board.final cup"}) {
 			t.Fatalf("after the new webhook: %v", got)

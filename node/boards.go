@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bytes"
@@ -13,17 +13,20 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// readBoardsFile reads board configs (JSON or YAML: a list of boards, or
-// an object with a "boards" list), validated as PUT would; the node stores
-// them at start.
-func readBoardsFile(path string) ([]rank.Board, error) {
+// ReadBoards reads a file of board configs (JSON or YAML: a list of
+// boards, or an object with a "boards" list), validated as PUT would, for
+// Config.Boards; "" is none.
+func ReadBoards(path string) ([]rank.Board, error) {
+	if path == "" {
+		return nil, nil
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--boards: %w", err)
+		return nil, fmt.Errorf("node: %w", err)
 	}
 	boards, err := parseBoardsFile(path, data)
 	if err != nil {
-		return nil, fmt.Errorf("--boards %s: %w", path, err)
+		return nil, fmt.Errorf("node: %s: %w", path, err)
 	}
 	return boards, nil
 }
