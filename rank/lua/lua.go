@@ -49,8 +49,11 @@ const (
 	CohortTier = "cohorttier.lua"
 	Cohorts    = "cohorts.lua" // a period's placement counters
 
-	// Erase removes one member from one key space (§13, R29).
-	Erase = "erase.lua"
+	// Erase removes one member from one key space (§13, R29); Forget
+	// deletes its idempotency records from one bucket, a bounded step at a
+	// time.
+	Erase  = "erase.lua"
+	Forget = "forget.lua"
 )
 
 // prelude is the file Source puts before every script.

@@ -186,6 +186,7 @@ func Run(t *testing.T, f Factory) {
 		{"WebhookCRUD", testWebhookCRUD},
 		{"OutboxOnce", testOutboxOnce},
 		{"OutboxLease", testOutboxLease},
+		{"OutboxSkip", testOutboxSkip},
 		{"OutboxFails", testOutboxFails},
 		{"Meta", testMeta},
 		{"History", testHistory},

@@ -97,6 +97,10 @@ type Config struct {
 	// keeper (tests drive the steps; boundaries are then done by whoever
 	// reads or writes first, step by step).
 	HotInterval time.Duration
+	// EraseChunk is how many idempotency record fields one erasure call
+	// looks at (erase.go): each call stays a few milliseconds long, however
+	// many records a board holds; default DefaultEraseChunk.
+	EraseChunk int
 }
 
 // Store is the Redis engine. All methods are safe for concurrent use.
@@ -288,6 +292,9 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 	}
 	if strings.ContainsAny(cfg.Prefix, "{}") {
 		return nil, fmt.Errorf("redisstore: Config.Prefix %q must not contain braces (they would move the hash tag)", cfg.Prefix)
+	}
+	if cfg.EraseChunk <= 0 {
+		cfg.EraseChunk = DefaultEraseChunk
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 2 * time.Second
