@@ -148,17 +148,18 @@ func (s *Store) regionBoardRanks(ctx context.Context, board string, period rank.
 	return g.r, nil
 }
 
-// regionsArg is apply.lua's RG: the events' regions, two letters each, on
-// a region board; "" on others.
-func regionsArg(b rank.Board, calls []*call) string {
-	if !b.Regions {
-		return ""
-	}
-	out := make([]byte, 0, 2*len(calls))
+// appendRegions appends the block arguments dargs (ending in DA and DK,
+// derived.go) to args with apply_region.lua's RG, the events' regions (two
+// letters each), as the last of them.
+func appendRegions(args, dargs []any, calls []*call) []any {
+	rg := make([]byte, 0, 2*len(calls))
 	for _, c := range calls {
-		out = append(out, rank.RegionOf(c.e.Region)...)
+		rg = append(rg, rank.RegionOf(c.e.Region)...)
 	}
-	return string(out)
+	n := len(dargs)
+	da, _ := dargs[n-2].(int)
+	args = append(args, dargs[:n-2]...)
+	return append(args, string(rg), da+1, dargs[n-1])
 }
 
 // regionOfRecord sets r's region fields from a region board's record field
