@@ -27,44 +27,52 @@ if opt.region then
   if da < 1 or #rgs ~= 2 * n or sfind(rgs, '[^A-Z]') then return redis.error_reply('LB bad_request') end
   local G = P .. 'g:'
 
-  -- rankIn is the rank in sorted set key of entry z with stored score sc.
-  local function rankIn(key, z, sc)
-    if tie == 'shared' then return call('ZCOUNT', key, '(' .. sc, '+inf') + 1 end
-    return call('ZREVRANK', key, z) + 1
-  end
+  -- The keys of the call's (slot, region) pairs, made once per call rather
+  -- than once per event.
+  local keys = {}
 
+  -- ev's fields are read once each into locals: a table access costs
+  -- more than a local's.
   on.write[#on.write + 1] = function(ev)
-    local s, sl = ev.s, ev.sl
-    local gk = G .. sl.idx
-    local region = string.sub(rgs, 2 * ev.i - 1, 2 * ev.i)
-    local rk = gk .. '/' .. region
+    local s, sl, i, had, oldz, newz = ev.s, ev.sl, ev.i, ev.had, ev.oldz, ev.newz
+    local region = string.sub(rgs, 2 * i - 1, 2 * i)
+    local t = keys[s]
+    if not t then
+      t = {gk = G .. sl.idx}
+      keys[s] = t
+    end
+    local gk, rk = t.gk, t[region]
+    if not rk then
+      rk = gk .. '/' .. region
+      t[region] = rk
+    end
     local sc = ev.ns -- the stored score (negated on asc boards)
     if not desc then sc = fmt('%d', -ev.new) end
     local here = false
-    if ev.had then
+    if had then
       if not ev.changed then
-        here = call('ZSCORE', rk, ev.oldz) ~= false
-      elseif ev.newz ~= ev.oldz then
-        here = call('ZREM', rk, ev.oldz) == 1
-        if here then call('ZADD', rk, sc, ev.newz) end
+        here = call('ZSCORE', rk, oldz) ~= false
+      elseif newz ~= oldz then
+        here = call('ZREM', rk, oldz) == 1
+        if here then call('ZADD', rk, sc, newz) end
       else
-        here = call('ZADD', rk, 'XX', 'CH', sc, ev.newz) == 1
+        here = call('ZADD', rk, 'XX', 'CH', sc, newz) == 1
       end
     end
     if not here then
       -- A placement. The field as this call left it (B), else as stored;
       -- a member without an entry has none.
-      local from = false
-      if ev.had then
-        from = batchGet(B, gk, ev.member)
-        if from == nil then from = call('HGET', gk, ev.member) end
+      local member, from = ev.member, false
+      if had then
+        from = batchGet(B, gk, member)
+        if from == nil then from = call('HGET', gk, member) end
       end
       if from then
-        call('ZREM', gk .. '/' .. from, ev.oldz)
+        call('ZREM', gk .. '/' .. from, oldz)
         ev.tail = ';' .. from
       end
-      call('ZADD', rk, sc, ev.newz)
-      if s == cur then batchSet(B, gk, ev.member, region) else call('HSET', gk, ev.member, region) end
+      call('ZADD', rk, sc, newz)
+      if s == cur then batchSet(B, gk, member, region) else call('HSET', gk, member, region) end
       local added = call('SADD', gk .. '/r', region)
       if sl.exp > now then
         local ttl = sl.exp - now
@@ -73,6 +81,17 @@ if opt.region then
         if s == cur then batchExpire(B, gk, ttl) else call('PEXPIRE', gk, ttl) end
       end
     end
-    ev.extra = (ev.extra or '') .. ',g' .. region .. '.' .. fmt('%d', rankIn(rk, ev.newz, sc))
+    local rank
+    if tie == 'shared' then
+      rank = call('ZCOUNT', rk, '(' .. sc, '+inf') + 1
+    else
+      rank = call('ZREVRANK', rk, newz) + 1
+    end
+    -- A rank counts entries, far below the 1e14 up to which a concatenation
+    -- writes a number as an integer.
+    local extra = ',g' .. region .. '.' .. rank
+    local before = ev.extra
+    if before then extra = before .. extra end
+    ev.extra = extra
   end
 end

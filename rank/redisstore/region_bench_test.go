@@ -128,14 +128,18 @@ func evalshaUsec(b *testing.B, s *Store) (usec, calls float64) {
 // instrumented only while 10,000 events go to a 20k-member board, plain
 // and with regions (50 of them), alternately, the first pair discarded.
 // Reports Ir/event for each (and the ratio). Run it with -benchtime 1x;
-// needs valgrind (apt-get install -y valgrind).
+// needs valgrind (apt-get install -y valgrind). LB_CALLGRIND_KEEP=DIR keeps
+// the dumps (cg.out.<n>: plain phases odd, region phases even) there.
 func BenchmarkRegionIR(b *testing.B) {
 	for _, bin := range []string{"valgrind", "callgrind_control", "redis-server"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			testenv.Missing(b, bin, "apt-get install -y valgrind redis-server")
 		}
 	}
-	dir := b.TempDir()
+	dir := os.Getenv("LB_CALLGRIND_KEEP") // keeps the dumps for callgrind_annotate
+	if dir == "" {
+		dir = b.TempDir()
+	}
 	port := testenv.FreePort(b)
 	cmd := exec.Command("valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file="+filepath.Join(dir, "cg.out"),
 		"redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
