@@ -226,6 +226,9 @@ type SubOpts struct {
 	// Cohort, on a cohort board, makes the top frames that cohort's
 	// standings (proto.Top.Cohort names it) instead of the board's (§12).
 	Cohort string
+	// Region, on a region board, makes the top frames that region's
+	// standings (proto.Top.Region names it) instead of the board's (§17).
+	Region string
 }
 
 // Subscribe subscribes to board's live frames, or changes the options of an

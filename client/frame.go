@@ -100,7 +100,7 @@ func (f *frame) rankReply() proto.RankReply {
 
 func (f *frame) top() proto.Top {
 	return proto.Top{Type: f.Type, Board: f.Board, Seq: f.Seq, Entries: f.Entries, Total: f.Total, TS: f.TS,
-		Final: f.Final, Period: f.Period, Cohort: f.Cohort, Decimals: f.decimals}
+		Final: f.Final, Period: f.Period, Cohort: f.Cohort, Region: f.Region, Decimals: f.decimals}
 }
 
 func (f *frame) board() proto.Board {

@@ -66,8 +66,9 @@ const (
 	FieldMeta    // score: a JSON object kept with the score; subscribe: a boolean (v1.2, §11)
 	FieldMembers // subscribe: a member list (v1.2, §11)
 	FieldCohort  // subscribe: the cohort whose top frames to send (v1.2, §12)
+	FieldRegion  // subscribe: the region whose top frames to send (v1.3, §17)
 
-	allFields = FieldCohort<<1 - 1
+	allFields = FieldRegion<<1 - 1
 	// scoreFields are the fields of a REST score event.
 	scoreFields = FieldID | FieldMember | FieldDelta | FieldValue | FieldAt | FieldMeta
 )
@@ -107,11 +108,13 @@ func fieldOf(name string) (Field, bool) {
 		return FieldMembers, true
 	case "cohort":
 		return FieldCohort, true
+	case "region":
+		return FieldRegion, true
 	}
 	return 0, false
 }
 
-var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta", "members", "cohort"}
+var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta", "members", "cohort", "region"}
 
 // String is the field's wire name.
 func (f Field) String() string {
@@ -129,7 +132,7 @@ func fieldsOf(typ string) (allowed, required Field, ok bool) {
 	case TypeScore:
 		return FieldBoard | FieldMember | FieldDelta | FieldValue | FieldAt | FieldMeta, FieldBoard, true
 	case TypeSubscribe:
-		return FieldBoard | FieldMember | FieldTop | FieldAround | FieldMembers | FieldMeta | FieldCohort, FieldBoard, true
+		return FieldBoard | FieldMember | FieldTop | FieldAround | FieldMembers | FieldMeta | FieldCohort | FieldRegion, FieldBoard, true
 	case TypeUnsubscribe:
 		return FieldBoard, FieldBoard, true
 	case TypePage:
@@ -163,6 +166,7 @@ type Message struct {
 	Members  []string
 	WithMeta bool
 	Cohort   string // subscribe: "" when absent (the board's own top frames; §12)
+	Region   string // subscribe: "" when absent (§17)
 	Has      Field
 }
 
@@ -228,6 +232,9 @@ func DecodeMessage(b []byte) (m Message, err error) {
 		return m, err
 	}
 	if m.Cohort, err = stringField(&raw, FieldCohort); err != nil {
+		return m, err
+	}
+	if m.Region, err = stringField(&raw, FieldRegion); err != nil {
 		return m, err
 	}
 	if has&FieldPeriod != 0 {

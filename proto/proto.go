@@ -146,6 +146,7 @@ type Request struct {
 	Token  string          `json:"token,omitempty"`
 	Meta   json.RawMessage `json:"meta,omitempty"`   // score: a JSON object; subscribe: true (§11)
 	Cohort string          `json:"cohort,omitempty"` // subscribe: that cohort's top frames (§12)
+	Region string          `json:"region,omitempty"` // subscribe: that region's top frames (§17)
 	// Members is subscribe's member list (§11).
 	Members []string `json:"members,omitempty"`
 }
@@ -264,6 +265,8 @@ type Top struct {
 	Period int64 `json:"period,omitempty"`
 	// Cohort: the frame is that cohort's standings, not the board's (§12).
 	Cohort string `json:"cohort,omitempty"`
+	// Region: the frame is that region's standings, ranks within it (§17).
+	Region string `json:"region,omitempty"`
 	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
 	// the gateway writes them with that many decimals. Not a wire field.
 	Decimals int `json:"-"`
