@@ -63,6 +63,25 @@ func testRegions(t *testing.T, b *browser, gw *gateway, out string) {
 	plain.run(t, chromedp.Click(chromedp.CSS(`.pad button[data-delta="10"]`)))
 	plain.waitFor(t, 5*time.Second, "a global rank only", `text("#my-rank") === "#1" && q("#my-region").hidden`)
 	plain.checkNoErrors(t)
+
+	// The spectator page and the overlay show one region by ?region=, live.
+	spec := b.tab(t)
+	spec.run(t, chromedp.Navigate(gw.url+"/?board=world&region=DE"))
+	spec.waitFor(t, 10*time.Second, "one region on the spectator page",
+		`members() === "erin,dan,alice,bob" && text("#total") === "4" && text("#top-h") === "Region DE" && text("#cohort") === "DE"`)
+	gw.score(t, admin, "world", map[string]int64{"bob": 1000})
+	spec.waitFor(t, 5*time.Second, "the region's frames follow", `members() === "bob,erin,dan,alice"`)
+	spec.shot(t, out, "spectator-region")
+	spec.checkNoErrors(t)
+
+	ov := b.tab(t)
+	ov.run(t, chromedp.Navigate(gw.url+"/overlay?board=world&region=FR"))
+	ov.waitFor(t, 10*time.Second, "one region on the overlay", `members() === "carol" && text("#title") === "World cup · FR"`)
+	gw.score(t, admin, "world", map[string]int64{"fred": 7}) // no profile: ZZ, not FR
+	gw.put(t, "/api/v1/members/gus/profile", admin, map[string]string{"country": "FR"}, &stored)
+	gw.score(t, admin, "world", map[string]int64{"gus": 200})
+	ov.waitFor(t, 5*time.Second, "the overlay's region follows", `members() === "gus,carol"`)
+	ov.checkNoErrors(t)
 }
 
 // testConsoleRegions: the console lists a region board's regions, most

@@ -54,6 +54,8 @@ export interface TopFrame {
   period?: number;
   /** v1.2 (§12): the frame is this cohort's standings (a subscription with cohort). */
   cohort?: string;
+  /** v1.3 (§17): the frame is this region's standings (a subscription with region). */
+  region?: string;
 }
 
 export interface ViewFrame {
@@ -198,7 +200,7 @@ export class LBClient {
   reconnectNow(): void;
   request(fields: Record<string, unknown>): Promise<any>;
   score(board: string, opts: { delta?: number; value?: number; member?: string; id?: string; at?: number; meta?: Record<string, unknown> }): Promise<Ack>;
-  subscribe(board: string, opts?: { top?: number; around?: number; member?: string; members?: string[]; meta?: boolean; cohort?: string }): Promise<{ type: 'subscribed'; id: string; board: string }>;
+  subscribe(board: string, opts?: { top?: number; around?: number; member?: string; members?: string[]; meta?: boolean; cohort?: string; region?: string }): Promise<{ type: 'subscribed'; id: string; board: string }>;
   unsubscribe(board: string): Promise<{ type: 'unsubscribed'; id: string; board: string }>;
   page(board: string, opts?: { offset?: number; limit?: number; period?: number | 'previous' }): Promise<Page>;
   rank(board: string, member: string, opts?: { around?: number; period?: number | 'previous' }): Promise<RankReply>;
