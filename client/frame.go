@@ -109,5 +109,5 @@ func (f *frame) board() proto.Board {
 }
 
 func (f *frame) view() proto.View {
-	return proto.View{Type: f.Type, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Seq: f.Seq, TS: f.TS, Decimals: f.decimals}
+	return proto.View{Type: f.Type, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Seq: f.Seq, TS: f.TS, Region: f.Region, Decimals: f.decimals}
 }

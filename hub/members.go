@@ -33,6 +33,13 @@ func (c *conn) subscribeSpec(req proto.Message) (live.Spec, error) {
 		}
 		sp.Group = live.Group{Kind: live.Region, ID: req.Region}
 	}
+	switch req.Scope {
+	case "", "board":
+	case "region":
+		sp.RegionView = true
+	default:
+		return sp, proto.BadRequest(`scope: "board" or "region"`)
+	}
 	if req.Has&proto.FieldMembers == 0 {
 		m, err := c.member(req)
 		sp.Member = m

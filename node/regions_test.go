@@ -87,13 +87,28 @@ func TestRegionFramesTwoNodes(t *testing.T) {
 	want(de, "DE", "1 dan 25, 2 bob 20", 2)
 	want(fr, "FR", "1 cid 30, 2 ann 15", 2)
 
+	// bob's view within his region: second of DE, third of the board.
+	view, err := dial(t, b, token(t, "bob", auth.Player)).Subscribe(ctx, "cup", client.SubOpts{Top: -1, Around: 1, Scope: "region"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-view.View():
+		if v.Region != "DE" || v.Rank == nil || *v.Rank != 2 || len(v.Around) != 2 || v.Around[0].Member != "dan" || v.Around[1].Rank != 2 {
+			t.Fatalf("bob's region view: %+v, want rank 2 in DE under dan", v)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no view frame of bob's region view")
+	}
+
 	w := dial(t, b, token(t, "bad", auth.Spectator))
 	for _, o := range []struct {
 		board, region string
-	}{{"flat", "DE"}, {"cup", "XX"}, {"cup", "de"}} {
-		_, err := w.Subscribe(ctx, o.board, client.SubOpts{Top: 3, Region: o.region})
+		scope         string
+	}{{"flat", "DE", ""}, {"cup", "XX", ""}, {"cup", "de", ""}, {"flat", "", "region"}, {"cup", "", "planet"}} {
+		_, err := w.Subscribe(ctx, o.board, client.SubOpts{Top: 3, Region: o.region, Scope: o.scope, Around: 1, Member: "ann"})
 		if ce := (*client.Error)(nil); !errors.As(err, &ce) || ce.Code != proto.CodeBadRequest {
-			t.Errorf("subscribe to %s in region %q: %v, want bad_request", o.board, o.region, err)
+			t.Errorf("subscribe to %s in region %q scope %q: %v, want bad_request", o.board, o.region, o.scope, err)
 		}
 	}
 }

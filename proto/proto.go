@@ -147,6 +147,7 @@ type Request struct {
 	Meta   json.RawMessage `json:"meta,omitempty"`   // score: a JSON object; subscribe: true (§11)
 	Cohort string          `json:"cohort,omitempty"` // subscribe: that cohort's top frames (§12)
 	Region string          `json:"region,omitempty"` // subscribe: that region's top frames (§17)
+	Scope  string          `json:"scope,omitempty"`  // subscribe: "region", the view within the member's region (§17)
 	// Members is subscribe's member list (§11).
 	Members []string `json:"members,omitempty"`
 }
@@ -297,6 +298,8 @@ type View struct {
 	Around []Entry `json:"around"`
 	Seq    int64   `json:"seq"`
 	TS     int64   `json:"ts"`
+	// Region: a "scope": "region" view, ranks and around within it (§17).
+	Region string `json:"region,omitempty"`
 	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
 	// the gateway writes them with that many decimals. Not a wire field.
 	Decimals int `json:"-"`

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
@@ -63,3 +64,35 @@ func (rs regions) top(ctx context.Context, board string, sel rank.PeriodSel, id 
 }
 
 func (regions) label(t *proto.Top, id string) { t.Region = id }
+
+// Region views (scope "region", §17) are views.go's, read with RegionRanks:
+// a view's window is within its member's region. A change marks them by
+// the same score span as the board's views (a change in another region
+// that crosses the span costs a read, never a stale frame); a member that
+// moved counts as coming from the worst in both regions.
+
+// regionRanker is the store read region views make.
+type regionRanker interface {
+	RegionRanks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error)
+}
+
+// regionViews reports whether the store can read region views.
+func (e *Engine) regionViews() bool {
+	_, ok := e.store.(regionRanker)
+	return ok
+}
+
+func (e *Engine) readRegionRanks(ctx context.Context, id string, sel rank.PeriodSel, members []string, around int) (r rank.Ranks, err error) {
+	rr, ok := e.store.(regionRanker)
+	if !ok {
+		return rank.Ranks{}, errors.New("live: Config.Store has no RegionRanks")
+	}
+	err = e.call(ctx, "ranks", id, func(ctx context.Context) error {
+		r, err = rr.RegionRanks(ctx, id, sel, members, around)
+		if err == nil && len(r.Members) != len(members) {
+			err = fmt.Errorf("store returned %d members for %d asked", len(r.Members), len(members))
+		}
+		return err
+	})
+	return r, err
+}

@@ -104,12 +104,36 @@ func regionTopMatches(st rank.Store, r *reader, region string, n int) error {
 	return nil
 }
 
-// TestRegionFramesFollowStore (§17, R37 with R7): after every round of
+// regionViewMatches compares the reader's latest view frame with the
+// member's window within its region in the store.
+func regionViewMatches(st rank.Store, r *reader, m string, around int) error {
+	rs, err := st.RegionRanks(context.Background(), "g", "", []string{m}, around)
+	if err != nil {
+		return err
+	}
+	mr := rs.Members[0]
+	got, ok := r.view["g"]
+	switch {
+	case !ok:
+		return errors.New("no view frame")
+	case got.Region != mr.Region || (got.Rank == nil) != !mr.Found || (got.Rank != nil && (*got.Rank != mr.Rank || *got.Score != mr.Score)) ||
+		!slices.Equal(got.Around, proto.EntriesOf(mr.Around)):
+		rk := int64(0)
+		if got.Rank != nil {
+			rk = *got.Rank
+		}
+		return fmt.Errorf("%s's region view (seq %d) = region %q rank %d around %v; store (seq %d): %+v", m, got.Seq, got.Region, rk, got.Around, rs.Seq, mr)
+	}
+	return nil
+}
+
+// TestRegionFramesFollowStore (§17, R37 with R7, R8): after every round of
 // random events (rises, falls, members moving between regions, new
 // members), each region's subscribers hold that region's standings within
-// one interval plus 50 ms of the round's last change, the board's top and
-// view subscribers the board's; two subscribers of one (region, N) share
-// one encoding.
+// one interval plus 50 ms of the round's last change, region views
+// (scope "region") their member's window within its region, the board's
+// top and view subscribers the board's; two subscribers of one (region,
+// N) share one encoding.
 func TestRegionFramesFollowStore(t *testing.T) {
 	t.Parallel()
 	for _, tie := range []rank.Tiebreak{rank.First, rank.Shared} {
@@ -124,6 +148,13 @@ func TestRegionFramesFollowStore(t *testing.T) {
 					h.applyIn(member(i), home[member(i)], rng.Int64N(50))
 				}
 				de1, de2, fr, zz, global, viewer := newReader(t), newReader(t), newReader(t), newReader(t), newReader(t), newReader(t)
+				local := []*reader{newReader(t), newReader(t)} // m004's and m005's views within their regions
+				for i, r := range local {
+					if err := h.e.SubscribeSpec(context.Background(), r.o, Spec{Board: "g", Member: member(4 + i), Around: 1, RegionView: true}); err != nil {
+						t.Fatal(err)
+					}
+					firstFrames(r.o)
+				}
 				h.subscribeRegion(de1, "DE", 3)
 				h.subscribeRegion(de2, "DE", 3)
 				h.subscribeRegion(fr, "FR", 4)
@@ -140,13 +171,14 @@ func TestRegionFramesFollowStore(t *testing.T) {
 					}
 					time.Sleep(testInterval + 50*time.Millisecond) // R7's bound after the last change
 					synctest.Wait()
-					for _, r := range []*reader{de1, de2, fr, zz, global, viewer} {
+					for _, r := range append([]*reader{de1, de2, fr, zz, global, viewer}, local...) {
 						r.drain()
 					}
 					for _, e := range []error{
 						regionTopMatches(h.st, de1, "DE", 3), regionTopMatches(h.st, de2, "DE", 3),
 						regionTopMatches(h.st, fr, "FR", 4), regionTopMatches(h.st, zz, rank.RegionNone, 2),
 						topMatches(h.st, global, "g", 5), viewMatches(h.st, viewer, "g", member(4), 1),
+						regionViewMatches(h.st, local[0], member(4), 1), regionViewMatches(h.st, local[1], member(5), 1),
 					} {
 						if e != nil {
 							t.Fatalf("round %d: %v", round, e)
@@ -201,7 +233,8 @@ func TestRegionDirtyFilter(t *testing.T) {
 }
 
 // TestSubscribeRegionRefused: a region that is no ISO code (nor ZZ), or a
-// board without regions, is a bad request and leaves no subscription.
+// board without regions (for a region's top or a region view), is a bad
+// request and leaves no subscription.
 func TestSubscribeRegionRefused(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -212,6 +245,9 @@ func TestSubscribeRegionRefused(t *testing.T) {
 			if !errors.Is(err, rank.ErrBadRequest) {
 				t.Errorf("region %q of %s: %v, want a bad request", c.region, c.board, err)
 			}
+		}
+		if err := h.e.SubscribeSpec(context.Background(), r.o, Spec{Board: "plain", Member: "m", Around: 2, RegionView: true}); !errors.Is(err, rank.ErrBadRequest) {
+			t.Errorf("a region view on a board without regions: %v, want a bad request", err)
 		}
 		if s := h.e.Stats(); s.Boards != 0 || s.TopSubs != 0 {
 			t.Errorf("after refused subscribes: %+v, want nothing", s)
