@@ -66,7 +66,7 @@ func (a *API) putWebhook(c *fiber.Ctx) error {
 		if r == nil {
 			r = net.DefaultResolver
 		}
-		if err := webhook.CheckURL(ctx, r, w.URL); err != nil {
+		if err := (webhook.Guard{Loopback: a.cfg.WebhookAllowLoopback}).CheckURL(ctx, r, w.URL); err != nil {
 			return fmt.Errorf("api: put webhook %s: %w", id, err)
 		}
 	}

@@ -47,7 +47,7 @@ func ChangeOf(e Event, r Result) (c Change, ok bool) {
 		RegionRank: r.RegionRank,
 		RegionFrom: r.RegionFrom,
 	}
-	if r.PrevRank > 0 {
+	if r.Had {
 		old := r.PrevScore
 		c.Old = &old
 	}

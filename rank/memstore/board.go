@@ -76,6 +76,7 @@ type record struct {
 	rank      int64
 	prevRank  int64
 	prevScore int64
+	had       bool
 	seq       int64
 	period    int64
 	// group is the member's cohort on a cohort board, and on a region
@@ -217,7 +218,7 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		}
 		r := rank.Result{
 			Board: e.Board, Member: e.Member, Score: rec.score, Rank: rec.rank, PrevRank: rec.prevRank,
-			PrevScore: rec.prevScore, Duplicate: true, Seq: rec.seq, Period: rec.period,
+			PrevScore: rec.prevScore, Had: rec.had, Duplicate: true, Seq: rec.seq, Period: rec.period,
 			Decimals: b.cfg.Decimals(),
 		}
 		if b.cfg.Cohorted() {
@@ -344,11 +345,17 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	if b.cfg.History > 0 {
 		b.keepHistory(z, e, score, t)
 	}
+	r.Had = r.PrevRank > 0
+	if !b.cfg.RanksInAck() {
+		// R24: a sharded board's ack carries no ranks unless it asks for
+		// them (the Redis engine reads none; this one has them at hand).
+		r.Rank, r.PrevRank = 0, 0
+	}
 	// The record is written last, as in the Lua script.
 	exp := nowNs + int64(time.Duration(b.cfg.IdempotencyWindow))
 	b.idem[key] = record{
 		hash: hash, expires: exp, score: r.Score, rank: r.Rank, prevRank: r.PrevRank,
-		prevScore: r.PrevScore, seq: r.Seq, period: r.Period, group: ck,
+		prevScore: r.PrevScore, had: r.Had, seq: r.Seq, period: r.Period, group: ck,
 	}
 	b.queue.push(key, exp)
 	return r, nil

@@ -224,13 +224,14 @@ func (s *Store) Erase(ctx context.Context, member string) (rank.Erasure, error) 
 	if done && e.more(ctx) {
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 		pipe := s.client.Pipeline()
-		pipe.HDel(ctx, s.gbansKey(), member)
-		pipe.Del(ctx, s.profileKey(member))
+		gban := pipe.HDel(ctx, s.gbansKey(), member)
+		prof := pipe.Del(ctx, s.profileKey(member))
 		_, err := pipe.Exec(ctx)
 		cancel()
 		if err != nil {
 			return out, s.fail("erase", "", err)
 		}
+		out.GlobalBan, out.Profile = gban.Val() > 0, prof.Val() > 0
 	} else {
 		done = false
 	}
