@@ -49,7 +49,7 @@ func TestParseAck(t *testing.T) {
 		{Type: proto.TypeAck, ID: "c", Board: "groups", Member: "m", Score: 3, Rank: 2, Seq: 5, Cohort: "17"},
 		{Type: proto.TypeAck, ID: "l", Board: "league", Member: "m", Score: 3, Rank: 1, PrevRank: &pr, Seq: 6, Period: 4, Cohort: "gold-2", Tier: "gold"},
 		{Type: proto.TypeAck, ID: "g", Board: "world", Member: "m", Score: 3, Rank: 40, Seq: 7, Region: "DE", RegionRank: 2}, // §17
-		{Type: proto.TypeAck, ID: "s", Board: "sharded", Member: "m", Score: 3, Seq: 8, Period: 2}, // no ranks (R24)
+		{Type: proto.TypeAck, ID: "s", Board: "sharded", Member: "m", Score: 3, Seq: 8, Period: 2},                           // no ranks (R24)
 	}
 	for _, a := range acks {
 		b := proto.AppendAck(nil, &a)
