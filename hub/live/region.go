@@ -3,7 +3,6 @@ package live
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
@@ -82,17 +81,10 @@ func (e *Engine) regionViews() bool {
 	return ok
 }
 
-func (e *Engine) readRegionRanks(ctx context.Context, id string, sel rank.PeriodSel, members []string, around int) (r rank.Ranks, err error) {
+func (e *Engine) readRegionRanks(ctx context.Context, id string, sel rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
 	rr, ok := e.store.(regionRanker)
 	if !ok {
 		return rank.Ranks{}, errors.New("live: Config.Store has no RegionRanks")
 	}
-	err = e.call(ctx, "ranks", id, func(ctx context.Context) error {
-		r, err = rr.RegionRanks(ctx, id, sel, members, around)
-		if err == nil && len(r.Members) != len(members) {
-			err = fmt.Errorf("store returned %d members for %d asked", len(r.Members), len(members))
-		}
-		return err
-	})
-	return r, err
+	return e.ranksWith(ctx, rr.RegionRanks, id, sel, members, around)
 }

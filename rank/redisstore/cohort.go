@@ -71,7 +71,20 @@ func (s *Store) kkey(b *rank.Board, idx int64) string {
 // CohortTop reads entries [offset, offset+limit) of one cohort of a period
 // (top.lua over the cohort's sorted set).
 func (s *Store) CohortTop(ctx context.Context, board string, period rank.PeriodSel, cohort string, offset, limit int) (rank.Page, error) {
-	const op = "cohort top"
+	return s.groupTop(ctx, "cohort top", board, period, offset, limit, func(c cachedBoard, sl slots) (a, b string, err error) {
+		suffix, err := cohortSuffix(c.b, cohort)
+		if err != nil {
+			return "", "", err
+		}
+		return s.kkey(&c.b, sl.a) + "/" + suffix, s.kkey(&c.b, sl.b) + "/" + suffix, nil
+	})
+}
+
+// groupTop reads entries [offset, offset+limit) of one group of a period
+// (a cohort's or a region's: top.lua over the group's sorted set, whose
+// keys in the period's two slots sets gives, or refuses).
+func (s *Store) groupTop(ctx context.Context, op, board string, period rank.PeriodSel, offset, limit int,
+	sets func(c cachedBoard, sl slots) (a, b string, err error)) (rank.Page, error) {
 	if !rank.ValidBoardID(board) {
 		return rank.Page{}, fmt.Errorf("redisstore: %s %q: %w", op, board, rank.ErrInvalidBoard)
 	}
@@ -79,13 +92,11 @@ func (s *Store) CohortTop(ctx context.Context, board string, period rank.PeriodS
 		return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w: offset and limit must not be negative", op, board, rank.ErrBadRequest)
 	}
 	c, sl, v, err := s.readWith(ctx, op, board, period, s.top, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
-		suffix, err := cohortSuffix(c.b, cohort)
+		a, b, err := sets(c, sl)
 		if err != nil {
 			return nil, nil, err
 		}
-		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n,
-			s.kkey(&c.b, sl.a) + "/" + suffix, s.kkey(&c.b, sl.b) + "/" + suffix, c.keys.ban,
-			s.metaKey(&c.b, sl.a), s.metaKey(&c.b, sl.b)}
+		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n, a, b, c.keys.ban, s.metaKey(&c.b, sl.a), s.metaKey(&c.b, sl.b)}
 		return keys, []any{c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak), offset, limit}, nil
 	})
 	if err != nil {

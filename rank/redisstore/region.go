@@ -42,37 +42,15 @@ func regionBoard(c cachedBoard) error {
 // RegionTop reads entries [offset, offset+limit) of one region of a period
 // (top.lua over the region's sorted set).
 func (s *Store) RegionTop(ctx context.Context, board string, period rank.PeriodSel, region string, offset, limit int) (rank.Page, error) {
-	const op = "region top"
-	if !rank.ValidBoardID(board) {
-		return rank.Page{}, fmt.Errorf("redisstore: %s %q: %w", op, board, rank.ErrInvalidBoard)
-	}
-	if offset < 0 || limit < 0 {
-		return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w: offset and limit must not be negative", op, board, rank.ErrBadRequest)
-	}
-	c, sl, v, err := s.readWith(ctx, op, board, period, s.top, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
+	return s.groupTop(ctx, "region top", board, period, offset, limit, func(c cachedBoard, sl slots) (a, b string, err error) {
 		if err := regionBoard(c); err != nil {
-			return nil, nil, err
+			return "", "", err
 		}
 		if err := rank.CheckRegion(region); err != nil {
-			return nil, nil, err
+			return "", "", err
 		}
-		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n,
-			s.gkey(&c.b, sl.a) + "/" + region, s.gkey(&c.b, sl.b) + "/" + region, c.keys.ban,
-			s.metaKey(&c.b, sl.a), s.metaKey(&c.b, sl.b)}
-		return keys, []any{c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak), offset, limit}, nil
+		return s.gkey(&c.b, sl.a) + "/" + region, s.gkey(&c.b, sl.b) + "/" + region, nil
 	})
-	if err != nil {
-		return rank.Page{}, err
-	}
-	a, _ := v.([]any)
-	if len(a) < 4 || (len(a)-4)%4 != 0 {
-		return rank.Page{}, fmt.Errorf("redisstore: %s %s: unexpected reply %v", op, board, v)
-	}
-	p := rank.Page{Board: board, Period: sl.pick(num(a[0])), Offset: offset, Total: num(a[1]), Seq: num(a[2]), Decimals: c.b.Decimals()}
-	if p.Entries, err = entries(a[4:], int64(offset), num(a[3]), c.b); err != nil {
-		return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w", op, board, err)
-	}
-	return p, nil
 }
 
 // Regions lists a period's regions that hold entries, most first
