@@ -52,7 +52,7 @@ func (m *regionModel) apply(e rank.Event, idx int64) (rank.Result, error) {
 		x = &rmEntry{member: e.Member, score: e.Amount, reached: m.seq, region: r.Region}
 		p[e.Member] = x
 	} else {
-		r.PrevRank, r.PrevScore = m.rank(idx, x, ""), x.score
+		r.PrevRank, r.PrevScore, r.Had = m.rank(idx, x, ""), x.score, true
 		next, _ := rank.Combine(m.cfg, true, x.score, e)
 		if next != x.score {
 			x.score, x.reached = next, m.seq
