@@ -21,7 +21,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/cors"
-	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -266,8 +265,8 @@ const routeKey = "route"
 func (a *API) routes() {
 	a.app.Use(a.observe)
 	// A panic in a handler becomes an internal error, answered and logged
-	// like any other, instead of a dropped connection.
-	a.app.Use(fiberrecover.New())
+	// like any other, instead of a dropped connection (crash.go).
+	a.app.Use(a.recoverHandlers())
 	if len(a.cfg.CORSOrigins) > 0 {
 		a.app.Use("/api/v1", cors.New(cors.Config{
 			AllowOrigins:  strings.Join(a.cfg.CORSOrigins, ","),

@@ -379,4 +379,10 @@ func TestPanicIsInternal(t *testing.T) {
 	// The server keeps serving.
 	e.do("GET", "/healthz", "", "").wantStatus(t, 200)
 	e.do("HEAD", "/healthz", "", "").wantStatus(t, 200)
+	if n := counter(t, e.reg, "wsgateway_api_panics_total"); n != 1 {
+		t.Errorf("panics counted %v, want 1", n)
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, "panicStore.Top") {
+		t.Errorf("the panic's stack is not logged:\n%s", logs)
+	}
 }

@@ -75,7 +75,10 @@ func (a *API) Serve(ln net.Listener, cfg ServeConfig) error {
 	}
 	srv := a.app.Server()
 	app := a.app.Handler() // builds the route tree, as app.Listener would
-	srv.Handler = func(ctx *fasthttp.RequestCtx) { a.serve(ctx, app, cfg.Other) }
+	srv.Handler = func(ctx *fasthttp.RequestCtx) {
+		defer a.recoverRequest(ctx, time.Now())
+		a.serve(ctx, app, cfg.Other)
+	}
 	// The body is read by serveFast, after the token (the gates' rule):
 	// fasthttp reads at most 8 KiB of it ahead of the handler.
 	srv.StreamRequestBody = true

@@ -23,6 +23,7 @@ type metrics struct {
 	latency  *prometheus.HistogramVec // by route
 	applied  prometheus.Counter       // non-duplicate events applied through REST
 	errors   *prometheus.CounterVec   // by contract code
+	panics   prometheus.Counter       // panics recovered while answering (crash.go)
 }
 
 func newMetrics(reg *prometheus.Registry) (*metrics, error) {
@@ -44,8 +45,12 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Name: "wsgateway_api_errors_total",
 			Help: "REST errors by contract code, including failed elements of a scores array.",
 		}, []string{"code"}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wsgateway_api_panics_total",
+			Help: "Panics recovered while answering an HTTP request (each answered 500 internal).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.applied, m.errors} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.applied, m.errors, m.panics} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("api: register metrics: %w", err)
 		}

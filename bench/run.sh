@@ -16,7 +16,9 @@
 #      coder/websocket broadcast loop (bench/fanout) measured the same way;
 #   4. REST on the memory engine (wrk, 64 keep-alive clients): gateway CPU
 #      per one-event POST …/scores and per GET …/members/{m}?around=5;
-#   5. memory per idle connection, gateway vs bare coder/websocket;
+#   5. memory per idle connection, gateway vs bare coder/websocket, with
+#      the gateway's breakdown (heap, stacks, goroutines, kernel socket
+#      memory) and its CPU per idle connection (pings, timers);
 #   6. fan-out against the plain broadcast server (fanout-plain): memory per
 #      subscribed spectator, CPU per frame and frame lag p99, each as a
 #      ratio gateway/plain, at 4,000 spectators and 10 frames/s of 1.4 KB;
@@ -28,6 +30,7 @@
 #      ack latency at one offered load.
 #
 # Knobs (env): BENCH_DURATION (10s), BENCH_SPECTATORS (10000),
+# BENCH_IDLE_SECS (30: the idle CPU's window),
 # BENCH_PLAYERS (32), BENCH_INFLIGHT (16), BENCH_CEIL_N (300000),
 # BENCH_FANOUT_SIZES ("1000 $BENCH_SPECTATORS"), BENCH_OUT (bench/out),
 # BENCH_PLAIN_SPECTATORS (4000), BENCH_PLAIN_TOP (36: the gateway's top-N) and
@@ -72,9 +75,10 @@ rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 TCK=$(getconf CLK_TCK)
 cpu_seconds() { awk -v a="$1" -v b="$2" -v t="$TCK" 'BEGIN {printf "%.3f", (b - a) / t}'; }
 
-# wait_conns PORT N: until N connections to PORT are established (60s).
+# wait_conns PORT N: until N connections to PORT are established (60 s, and
+# 1 s more per 100 connections: a busy box dials slowly).
 wait_conns() {
-	for _ in $(seq 600); do
+	for _ in $(seq $((600 + $2 / 10))); do
 		[ "$(ss -Htn state established "sport = :$1" | wc -l)" -ge "$2" ] && return 0
 		sleep 0.1
 	done
@@ -341,17 +345,56 @@ LUA
 	stop_gateway
 fi
 
+# Part idle: SPECTATORS idle spectators (each authenticated and subscribed
+# to an empty board, so no frame flows), connected in two halves. Per
+# connection: RSS over all of them (RSS with them − RSS before, / N) and
+# between the halves (the slope, without what any process holds once);
+# from the gateway's own /metrics, the live heap (at the last GC, read
+# through the GC's goal), the goroutine stacks and the goroutines; the
+# kernel's socket memory of the gateway's side (ss skmem: not in RSS). Then
+# the gateway's CPU over IDLE_SECS with all of them held (its pings every
+# 25 s, the pongs, the timer wheel): µs of CPU per second per connection.
+IDLE_SECS=${BENCH_IDLE_SECS:-30}
+# metric NAME: a sample of the gateway's /metrics (its --metrics-addr).
+metric() { curl -fsS "http://127.0.0.1:$MP/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+# skmem PORT: the kernel memory of the sockets on local port PORT (bytes).
+skmem() {
+	ss -Htnm state established "sport = :$1" | grep -o 'skmem:([^)]*)' |
+		awk -F'[(),]' '{for (i = 2; i <= NF; i++) {k = $i; gsub(/[0-9]+/, "", k); v = $i; gsub(/[^0-9]/, "", v); if (k == "r" || k == "t" || k == "f" || k == "w" || k == "o") s += v}} END {print s + 0}'
+}
 if part idle; then
 	say "memory per idle connection ($SPECTATORS), gateway"
 	start_gateway --dev
 	put_board idle
 	base=$(rss_kb "$GW_PID")
-	"${LOAD[@]}" --url "$URL" --board idle --players 0 --watchers 0 --spectators "$SPECTATORS" --duration 4s >"$OUT/idle-gateway.txt" &
-	L=$!
+	stacks0=$(metric go_memstats_stack_inuse_bytes)
+	g0=$(metric go_goroutines)
+	half=$((SPECTATORS / 2))
+	hold="$((IDLE_SECS + 20))s"
+	"${LOAD[@]}" --url "$URL" --board idle --players 0 --watchers 0 --spectators "$half" --duration "$hold" >"$OUT/idle-gateway.txt" &
+	La=$!
+	wait_conns "$GP" "$half"
+	sleep 1
+	rss_half=$(rss_kb "$GW_PID")
+	"${LOAD[@]}" --url "$URL" --board idle --players 0 --watchers 0 --spectators "$((SPECTATORS - half))" --duration "$hold" >"$OUT/idle-gateway-2.txt" &
+	Lb=$!
 	wait_conns "$GP" "$SPECTATORS"
 	sleep 1
-	measure mem_gateway_kb_per_conn "$(awk -v a="$base" -v b="$(rss_kb "$GW_PID")" -v n="$SPECTATORS" 'BEGIN {printf "%.1f", (b - a) / n}')"
-	wait "$L"
+	rss=$(rss_kb "$GW_PID")
+	measure mem_gateway_kb_per_conn "$(awk -v a="$base" -v b="$rss" -v n="$SPECTATORS" 'BEGIN {printf "%.1f", (b - a) / n}')"
+	measure mem_gateway_kb_per_conn_slope "$(awk -v a="$rss_half" -v b="$rss" -v n="$((SPECTATORS - half))" 'BEGIN {printf "%.1f", (b - a) / n}')"
+	# The heap live at the last GC is what its goal was set from: goal =
+	# live + GOGC% × (live + stacks + globals), GOGC 100.
+	measure mem_gateway_heap_kb_per_conn "$(awk -v goal="$(metric go_memstats_next_gc_bytes)" -v st="$(metric go_memstats_stack_inuse_bytes)" -v n="$SPECTATORS" 'BEGIN {printf "%.1f", (goal - st) / 2 / n / 1024}')"
+	measure mem_gateway_stack_kb_per_conn "$(awk -v a="$stacks0" -v b="$(metric go_memstats_stack_inuse_bytes)" -v n="$SPECTATORS" 'BEGIN {printf "%.2f", (b - a) / n / 1024}')"
+	measure goroutines_per_conn "$(awk -v a="$g0" -v b="$(metric go_goroutines)" -v n="$SPECTATORS" 'BEGIN {printf "%.2f", (b - a) / n}')"
+	measure kernel_kb_per_conn "$(awk -v b="$(skmem "$GP")" -v n="$SPECTATORS" 'BEGIN {printf "%.2f", b / n / 1024}')"
+	say "idle CPU: $SPECTATORS connections held for ${IDLE_SECS}s"
+	t0=$(cpu_ticks "$GW_PID")
+	sleep "$IDLE_SECS"
+	t1=$(cpu_ticks "$GW_PID")
+	measure idle_cpu_us_per_conn_s "$(awk -v a="$t0" -v b="$t1" -v t="$TCK" -v n="$SPECTATORS" -v s="$IDLE_SECS" 'BEGIN {printf "%.2f", (b - a) / t / s / n * 1e6}')"
+	wait "$La" "$Lb"
 	stop_gateway
 
 	say "memory per idle connection ($SPECTATORS), bare coder/websocket"

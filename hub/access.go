@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"slices"
+
 	"github.com/wsgateway/wsgateway/proto"
 )
 
@@ -40,7 +42,7 @@ func (h *Hub) recheckBoard(board string) {
 func (h *Hub) BoardDeleted(board string) {
 	for _, c := range h.reg.all() {
 		c.subsMu.Lock()
-		delete(c.subs, board)
+		c.subs.del(board)
 		c.subsMu.Unlock()
 	}
 }
@@ -48,15 +50,14 @@ func (h *Hub) BoardDeleted(board string) {
 func (c *conn) subscribed(board string) bool {
 	c.subsMu.Lock()
 	defer c.subsMu.Unlock()
-	_, ok := c.subs[board]
-	return ok
+	return c.subs.has(board)
 }
 
 // recheckSubs ends every subscription for which why returns a reason.
 func (c *conn) recheckSubs(why func(board string) string) {
 	c.subsMu.Lock()
 	var lost []string
-	for b := range c.subs {
+	for _, b := range c.subs {
 		if why(b) != "" {
 			lost = append(lost, b)
 		}
@@ -71,8 +72,7 @@ func (c *conn) recheckSubs(why func(board string) string) {
 // goroutine.
 func (c *conn) endSub(board, why string) {
 	c.subsMu.Lock()
-	_, ok := c.subs[board]
-	delete(c.subs, board)
+	ok := c.subs.del(board)
 	c.subsMu.Unlock()
 	if !ok {
 		return // ended meanwhile (unsubscribe, another check)
@@ -80,4 +80,31 @@ func (c *conn) endSub(board, why string) {
 	c.h.deps.Live.Unsubscribe(c.out, board)
 	c.sendError("", forbidden(why))
 	c.sendJSON(proto.Subscribed{Type: proto.TypeUnsubscribed, Board: board})
+}
+
+// boardSet is a connection's subscribed boards: a handful (at most
+// Config.MaxSubscriptions), so a slice searched in full, not a map (a
+// map of one board is a few hundred bytes per connection).
+type boardSet []string
+
+func (s boardSet) has(board string) bool { return slices.Contains(s, board) }
+
+// add adds board unless it is in s.
+func (s *boardSet) add(board string) {
+	if !s.has(board) {
+		*s = append(*s, board)
+	}
+}
+
+// del removes board and reports whether it was in s.
+func (s *boardSet) del(board string) bool {
+	i := slices.Index(*s, board)
+	if i < 0 {
+		return false
+	}
+	*s = slices.Delete(*s, i, i+1)
+	if len(*s) == 0 {
+		*s = nil
+	}
+	return true
 }

@@ -2,11 +2,9 @@ package hub
 
 import (
 	"bytes"
-	"context"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
@@ -25,20 +23,24 @@ const (
 
 // closeRequest asks the writer to end the connection with a close frame.
 type closeRequest struct {
-	code   websocket.StatusCode
 	reason string
-	flush  bool // write the queued replies first (the error that explains the close)
+	code   uint16 // a websocket.StatusCode
+	flush  bool   // write the queued replies first (the error that explains the close)
 }
 
-// conn is one WebSocket connection. The reader (the handler goroutine) owns
-// the fields marked "reader"; whoever holds the socket (the writer, or a
-// write in its place: direct.go) owns those marked "writer".
+// conn is one WebSocket connection: one goroutine, its reader, for its
+// whole life, and a writer started only when there is work a write in its
+// place cannot do (writer.go). The reader owns the fields marked "reader";
+// the writer (or a write in its place: direct.go) owns the socket.
+//
+// What an idle spectator holds is kept small: the outbox, the window and
+// the rate limiter are made by the first request that needs them, and its
+// timers are entries of the hub's wheel (wheel.go), not timers of its own.
 type conn struct {
-	h     *Hub
-	ws    *websocket.Conn
-	s     *sock.Conn // the socket under ws: every write goes through it
-	out   *live.Outbox
-	shard int // registry shard, set by registry.add
+	h   *Hub
+	ws  *websocket.Conn
+	s   *sock.Conn   // the socket under ws: every write goes through it
+	out *live.Outbox // nil until the first subscribe; set under gate
 	// sub is the token's sub, fixed for the connection's life (auth
 	// accepts only a token for the same member), so the writer may read it
 	// while the reader replaces p.
@@ -48,104 +50,133 @@ type conn struct {
 	// connections' may overtake them. Fixed.
 	submitter uint64
 
-	replies  replyQueue        // bounded (R12); the writer drains it
-	closeReq chan closeRequest // capacity 1: the first request wins
-	drainCh  chan struct{}     // closed by drain: R14 has begun
-	drainOne sync.Once
-	// notify (capacity 1) wakes the writer for every kind of work: a
-	// reply queued, a frame offered (the outbox signals it), a subscribe
-	// done with the gate, a close requested, the drain begun or the reader
-	// stopped by it, the connection's context ended. The writer then looks
-	// at each source (writeLoop). One channel, not one per source, keeps
-	// its wait a two-case select, far cheaper per wake than one case per
-	// source.
-	notify chan struct{}
+	replies replyQueue // bounded (R12); the writer drains it
 
-	closeAsked atomic.Bool  // a close was requested (set before closeReq is sent): the reader stops reading
-	draining   atomic.Bool  // drain began (set before drainCh is closed), for the writer
-	expiry     atomic.Int64 // token expiry, unix ms (ns overflow after 2262); 0 = none (anonymous)
-	expTimer   *time.Timer
+	wstate     atomic.Uint32 // the writer's role (writer.go)
+	shard      int32         // registry shard, set by registry.add
+	endWake    chan struct{} // made as the reader ends; pokes then wake it (writer.go)
+	closeAsked atomic.Bool   // a close was requested (closeReq set): the reader stops reading
+	draining   atomic.Bool   // R14 has begun for this connection
+	aborted    atomic.Bool   // the socket is closed without a handshake (abort)
+	panicked   atomic.Bool   // a panic was recovered while serving the connection (crash.go)
+	pingWanted atomic.Bool   // a ping is due and could not be written in the writer's place
+	quiet      atomic.Bool   // the reader writes the replies queued now itself (reader.go): push wakes no writer
+	quietWork  atomic.Bool   // work came while quiet: the reader writes it
+	badStreak  int32         // reader: bad requests in a row
+	pingSent   atomic.Int64  // unix ns of the oldest ping whose pong is not checked yet
+	expiry     atomic.Int64  // token expiry, unix ms (ns overflow after 2262); 0 = none (anonymous)
+	// due is each kind of the wheel's entries' time for this connection,
+	// unix ns; an entry whose time differs is stale (wheel.go). timers is
+	// what the entries hold of the connection.
+	due    [timerKinds]atomic.Int64
+	timers *timerRef
 
 	// gate is held by the reader while a subscribe puts its first frames in
-	// the outbox and queues `subscribed`, and by the writer while it drains
-	// replies and takes frames: so `subscribed` is always written first.
+	// the outbox and queues `subscribed`, and by the writer while it takes
+	// replies and frames: so `subscribed` is always written first.
 	gate sync.Mutex
+	mu   sync.Mutex // guards busy, committed, win and closeReq
 	// ackListed: the connection is on the running batches' list of
 	// connections with acks to write (acks.go); guarded by h.acks.mu.
 	ackListed bool
-
-	mu        sync.Mutex // guards busy, committed and win
-	busy      bool       // the reader is handling a request
-	committed bool       // the close frame is decided: requests read later are dropped
-	win       window     // replies of scores in flight, in request order (window.go)
+	busy      bool         // the reader is handling a request
+	committed bool         // the close frame is decided: requests read later are dropped
+	nodeSlot  bool         // the connection holds a MaxConns slot (reservation)
+	anon      bool         // fixed: a token-less spectator (--public-read)
+	limited   bool         // reader: messages spend rate (the role's); follows auth
+	scoreLim  bool         // reader: scores spend the member's budget (memberrate.go); follows auth
+	win       *window      // replies of scores in flight, in request order (window.go); nil until the first score
+	closeReq  closeRequest // the first close asked for (closeAsked)
 
 	// subs are the subscribed boards: the reader adds and removes them,
 	// and Hub.BoardChanged ends those a config change closed to this
 	// connection (access.go).
 	subsMu sync.Mutex // guards subs
-	subs   map[string]struct{}
+	subs   boardSet
+
+	role string // the metrics' role label, fixed: the token's role, or "anonymous"
+	// The connection's slots of the caps (with nodeSlot), given back when
+	// it ends (reservation).
+	ipKey, mKey string
 
 	// reader
-	rctx      context.Context // the connection's context, set by run
-	p         auth.Principal  // replaced by auth; p.Member never changes
-	anon      bool            // fixed: a token-less spectator (--public-read)
-	lim       *rate.Limiter   // nil for server and admin
-	scoreLim  bool            // scores spend the member's budget (memberrate.go); follows auth
-	recent    slidingCount
-	badStreak int
+	p       auth.Principal // replaced by auth; p.Member never changes
+	rate    *msgRate       // made by the second message within rateQuiet (limiter)
+	lastMsg int64          // unix ns of the last message while rate is nil
+}
 
-	// writer
-	pending []*[]byte
-	frames  [][]byte // Take's slice, reused (empty between Takes)
+// msgRate is a connection's message rate limit (R10): the role's rate,
+// and the messages of the last second to tell a client that keeps going at
+// 3× the rate from a burst.
+type msgRate struct {
+	lim    rate.Limiter
+	recent slidingCount
 }
 
 func newConn(h *Hub, ws *websocket.Conn, s *sock.Conn, p auth.Principal, anon bool) *conn {
-	notify := make(chan struct{}, 1)
 	c := &conn{
 		h:         h,
 		ws:        ws,
 		s:         s,
-		out:       live.NewOutboxSignal(h.cfg.TopInterval, time.Now, notify),
-		replies:   replyQueue{max: h.cfg.ReplyQueue, maxBytes: h.cfg.ReplyQueueBytes, ready: notify},
-		closeReq:  make(chan closeRequest, 1),
-		drainCh:   make(chan struct{}),
-		notify:    notify,
-		subs:      make(map[string]struct{}),
 		anon:      anon,
 		sub:       p.Member,
 		submitter: h.submitters.Add(1),
+		timers:    new(timerRef),
+		role:      string(p.Role),
 	}
+	if anon {
+		c.role = "anonymous"
+	}
+	c.timers.c.Store(c)
 	c.setPrincipal(p)
-	// Held from here for the writer-to-be (writeLoop lets it go only to
-	// wait), so no write in its place goes before the writer has run.
-	s.Hold()
-	c.out.SetDirect(c)
-	// Set before the first read (run), so the reader sees it.
-	member := p.Member // an auth keeps the member
-	s.SetOnFlood(func() {
-		h.log.Info("hub: control frame flood", "member", member)
-		c.requestClose(websocket.StatusPolicyViolation, "control frame flood", false)
-	})
+	s.SetOnFlood(c.flooded) // before the first read (start), so the reader sees it
 	return c
 }
 
+// flooded asks for the 1008 close of a connection that spent its frame
+// budget (sock.Conn's flood guard).
+func (c *conn) flooded() {
+	c.h.log.Info("hub: control frame flood", "member", c.sub)
+	c.requestClose(websocket.StatusPolicyViolation, "control frame flood", false)
+}
+
 // setPrincipal installs a (new) token's holder: the rate limit follows the
-// role, and the token's exp is recorded for the expiry timer (R1), which
+// role, and the token's exp is recorded for the expiry (R1), which
 // armExpiry then (re)arms.
 func (c *conn) setPrincipal(p auth.Principal) {
 	c.p = p
 	c.scoreLim = p.Role == auth.Player && !c.anon && c.h.cfg.MemberScoreRate > 0
-	if p.Limited() && c.h.cfg.Rate > 0 {
-		if c.lim == nil {
-			c.lim = rate.NewLimiter(rate.Limit(c.h.cfg.Rate), 2*c.h.cfg.Rate)
-		}
-	} else {
-		c.lim = nil
+	c.limited = p.Limited() && c.h.cfg.Rate > 0
+	if !c.limited {
+		c.rate = nil
 	}
 	if p.Expiry.IsZero() {
 		return
 	}
 	c.expiry.Store(expiryMillis(p.Expiry))
+}
+
+// rateQuiet is how long after a message its rate state is back to new:
+// the bucket (2 × the rate) refills in 2 s, the abuse window is 1 s.
+const rateQuiet = 2 * time.Second
+
+// limiter is the connection's message rate limit for a message at now,
+// nil when its role has none, or when the message comes alone: none came
+// within rateQuiet before, so a fresh limit would pass it anyway, and an
+// idle spectator's one subscribe makes none. Reader only.
+func (c *conn) limiter(now time.Time) *msgRate {
+	if !c.limited || c.rate != nil {
+		return c.rate
+	}
+	last := time.Unix(0, c.lastMsg)
+	c.lastMsg = now.UnixNano()
+	if now.Sub(last) >= rateQuiet {
+		return nil
+	}
+	c.rate = &msgRate{lim: *rate.NewLimiter(rate.Limit(c.h.cfg.Rate), 2*c.h.cfg.Rate)}
+	c.rate.lim.ReserveN(last, 1) // the message before counts
+	c.rate.recent.add(last)
+	return c.rate
 }
 
 // maxExpiryMillis (9999-12-31T23:59:59.999Z in unix ms) caps a stored
@@ -161,69 +192,37 @@ func expiryMillis(exp time.Time) int64 {
 	return exp.UnixMilli()
 }
 
-// armExpiry (re)arms the expiry timer for c.expiry: by run once the welcome
-// is queued (a token already past its exp, accepted within the verifier's
-// leeway, expires at once, and its token_expired must still follow the
-// welcome), and by auth after a new token.
+// armExpiry (re)arms the expiry for c.expiry on the hub's wheel: by start
+// once the welcome is queued (a token already past its exp, accepted
+// within the verifier's leeway, expires at once, and its token_expired
+// must still follow the welcome), and by auth after a new token.
 func (c *conn) armExpiry() {
-	exp := c.expiry.Load()
-	if exp == 0 {
-		return
+	if exp := c.expiry.Load(); exp != 0 {
+		c.h.wheel.add(c, timerExpiry, time.UnixMilli(exp))
 	}
-	if c.expTimer == nil {
-		// Created stopped, then armed: the callback reads c.expTimer.
-		c.expTimer = time.AfterFunc(time.Hour, c.expired)
-		c.expTimer.Stop()
-	}
-	c.expTimer.Reset(time.Until(time.UnixMilli(exp)))
 }
 
-// expired runs on the timer: unless an auth moved the expiry meanwhile, say
-// token_expired and close with 4001.
-func (c *conn) expired() {
-	if left := time.Until(time.UnixMilli(c.expiry.Load())); left > 0 {
-		c.expTimer.Reset(left)
+// expired is the expiry's entry coming due: unless an auth moved the
+// expiry meanwhile, say token_expired and close with 4001.
+func (c *conn) expired(now time.Time) {
+	if exp := time.UnixMilli(c.expiry.Load()); exp.After(now) {
+		c.h.wheel.add(c, timerExpiry, exp)
 		return
 	}
 	c.push(c.errorReply("", errTokenExpired, 0)) // not a reply: no slot
 	c.requestClose(proto.CloseTokenExpired, "token expired", true)
 }
 
-// run serves the connection until it ends: the writer in its own
-// goroutine, the reader here; either ending cancels the other.
-func (c *conn) run(parent context.Context) {
-	c.ws.SetReadLimit(int64(c.h.cfg.MaxMessage))
-	c.sendJSON(c.welcome())
-	c.armExpiry()
-
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	c.rctx = ctx
-	// Reads and writes pass no context to the library (a cancellable one
-	// costs a timer and allocations per call): ending ctx
-	// closes the socket instead, which ends a blocked read or write as the
-	// library would have.
-	stopClose := context.AfterFunc(ctx, func() { c.poke(); c.ws.CloseNow() })
-	defer stopClose()
-	writerDone := make(chan error, 1)
-	go func() {
-		err := c.writeLoop(ctx)
-		if err != nil {
-			cancel() // unblocks the reader (a cancelled read closes the socket)
-		}
-		writerDone <- err
-	}()
-	rerr := c.readLoop(ctx)
-	if rerr != nil {
-		cancel()
+// abort ends the connection at once, without a close handshake: the
+// socket is closed, so the reader's read and any write fail. It may wait
+// for a write in progress (at most the write timeout).
+func (c *conn) abort() {
+	if c.aborted.Swap(true) {
+		return
 	}
-	werr := <-writerDone
-	c.h.log.Debug("hub: connection closed", "member", c.sub, "role", c.p.Role, "read", rerr, "write", werr)
-	if c.expTimer != nil {
-		c.expTimer.Stop()
-	}
-	c.h.deps.Live.Drop(c.out)
 	c.ws.CloseNow()
+	c.wakeWindow()
+	c.poke()
 }
 
 func (c *conn) welcome() proto.Welcome {
@@ -238,90 +237,27 @@ func (c *conn) welcome() proto.Welcome {
 	if !c.p.Expiry.IsZero() {
 		w.Exp = c.p.Expiry.Unix()
 	}
-	if c.lim != nil {
+	if c.limited {
 		w.Limits.Rate = c.h.cfg.Rate // 0: this role is not limited
 	}
 	return w
 }
 
-// readLoop reads and handles one request at a time, in order (R2): each
-// request's reply is queued, or holds its slot in the window of scores in
-// flight (window.go), before the next is read. It returns nil when it
-// stopped reading because the connection is being closed.
-func (c *conn) readLoop(ctx context.Context) error {
-	for {
-		typ, r, err := c.ws.Reader(context.Background()) // ctx closes the socket (run)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return err
-		}
-		if typ != websocket.MessageText {
-			c.settle(ctx) // the scores read before are answered first
-			c.requestClose(websocket.StatusUnsupportedData, "binary frames are not supported", true)
-			return nil
-		}
-		buf := c.h.getBuf()
-		_, err = buf.ReadFrom(r) // over the read limit: the library closes with 1009
-		if err != nil {
-			c.h.putBuf(buf)
-			return err
-		}
-		msg := buf.Bytes()
-		if !utf8.Valid(msg) {
-			c.h.putBuf(buf)
-			c.settle(ctx)
-			c.requestClose(websocket.StatusInvalidFramePayloadData, "invalid UTF-8", true)
-			return nil
-		}
-		c.mu.Lock()
-		if c.committed {
-			c.mu.Unlock()
-			c.h.putBuf(buf)
-			continue // arrived after our close frame was decided
-		}
-		c.busy = true
-		c.mu.Unlock()
-
-		c.handle(ctx, msg)
-		c.h.putBuf(buf)
-
-		c.mu.Lock()
-		c.busy = false
-		c.mu.Unlock()
-		select {
-		case <-c.drainCh:
-			c.poke()
-			return nil // R14: answer what was read, read nothing more
-		default:
-		}
-		if c.closeAsked.Load() {
-			return nil
-		}
-	}
-}
-
 // requestClose asks the writer to close; the first request wins.
 func (c *conn) requestClose(code websocket.StatusCode, reason string, flush bool) {
-	c.closeAsked.Store(true)
-	select {
-	case c.closeReq <- closeRequest{code: code, reason: reason, flush: flush}:
-	default:
+	c.mu.Lock()
+	if !c.closeAsked.Load() {
+		c.closeReq = closeRequest{code: uint16(code), reason: reason, flush: flush}
+		c.closeAsked.Store(true)
 	}
+	c.mu.Unlock()
 	c.poke()
 }
 
 // drain starts R14 for this connection (once).
 func (c *conn) drain() {
-	c.drainOne.Do(func() { c.draining.Store(true); close(c.drainCh); c.poke() })
-}
-
-// poke wakes the writer to look at every source of work (notify).
-func (c *conn) poke() {
-	select {
-	case c.notify <- struct{}{}:
-	default:
+	if !c.draining.Swap(true) {
+		c.poke()
 	}
 }
 
@@ -331,8 +267,8 @@ func (c *conn) poke() {
 func (c *conn) send(b *[]byte) bool {
 	for {
 		c.mu.Lock()
-		w := &c.win
-		if w.n == 0 {
+		w := c.win
+		if w == nil || w.n == 0 {
 			c.mu.Unlock()
 			return c.push(b)
 		}
@@ -342,26 +278,40 @@ func (c *conn) send(b *[]byte) bool {
 			return true
 		}
 		c.mu.Unlock()
-		if !c.waitFreed(c.rctx) {
+		if !c.waitFreed(c.h.ctx) {
 			c.h.putReplyBuf(b)
 			return false
 		}
 	}
 }
 
-// push queues b for the writer now. A full queue is a slow consumer (R12):
-// the connection is closed with 1008 without waiting for the queue.
+// push queues b for the writer now (or for the reader, quiet). A full
+// queue is a slow consumer (R12): the connection is closed with 1008
+// without waiting for the queue.
 func (c *conn) push(b *[]byte) bool {
-	if c.replies.push(b) {
+	if c.replies.add(b, &c.h.cfg) {
+		c.wake()
 		return true
 	}
 	return c.queueFull(b)
 }
 
+// wake pokes the writer, or, while the reader writes what it queues
+// itself (quiet), tells it there is work.
+func (c *conn) wake() {
+	if c.quiet.Load() {
+		c.quietWork.Store(true)
+		if c.quiet.Load() {
+			return // the reader clears quiet, then takes quietWork
+		}
+	}
+	c.poke()
+}
+
 // pushQuiet is push without waking the writer (a completion's ack: see
 // conn.acked).
 func (c *conn) pushQuiet(b *[]byte) bool {
-	if c.replies.add(b) {
+	if c.replies.add(b, &c.h.cfg) {
 		return true
 	}
 	return c.queueFull(b)
@@ -379,29 +329,35 @@ func (c *conn) queueFull(b *[]byte) bool {
 }
 
 func (c *conn) sendJSON(v any) bool {
+	p := c.encode(v)
+	return p != nil && c.send(p)
+}
+
+// encode is reply v in a reply buffer; nil when it cannot be encoded.
+func (c *conn) encode(v any) *[]byte {
 	b, err := proto.Marshal(v)
 	if err != nil {
 		c.h.log.Error("hub: encode reply", "err", err)
-		return false
+		return nil
 	}
 	b = proto.Decimalize(b, decimalsOf(v))
 	p := c.h.getReplyBuf()
 	*p = append(*p, b...)
-	return c.send(p)
+	return p
 }
 
 // slidingCount counts messages over the last second in ten 100ms buckets,
 // to tell a client that keeps going at 3× the rate (R10) from a burst.
 type slidingCount struct {
 	last   int64 // bucket number of the newest count
-	counts [10]int
+	counts [10]int32
 }
 
 func (s *slidingCount) add(now time.Time) int {
 	b := now.UnixNano() / int64(100*time.Millisecond)
 	switch {
 	case b-s.last >= int64(len(s.counts)):
-		s.counts = [10]int{}
+		s.counts = [10]int32{}
 	case b > s.last:
 		for i := s.last + 1; i <= b; i++ {
 			s.counts[i%int64(len(s.counts))] = 0
@@ -413,7 +369,7 @@ func (s *slidingCount) add(now time.Time) int {
 	s.counts[s.last%int64(len(s.counts))]++
 	n := 0
 	for _, v := range s.counts {
-		n += v
+		n += int(v)
 	}
 	return n
 }

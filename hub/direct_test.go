@@ -10,7 +10,7 @@ import (
 	"github.com/wsgateway/wsgateway/hub/sock"
 )
 
-// TestTakeOverRepliesFirst: a frame written in the idle writer's place goes
+// TestTakeOverRepliesFirst: a frame written in the writer's place goes
 // after the replies queued before it, in the same write; with the writer
 // at work, or more replies than a taker writes, the frame is refused (the
 // writer's way) and the replies stay queued.
@@ -32,23 +32,20 @@ func TestTakeOverRepliesFirst(t *testing.T) {
 	}
 	defer server.Close()
 
-	h := &Hub{}
-	h.batches.New = func() any { b := make([]byte, 0, 4096); return &b }
+	h := &Hub{sockBufs: sock.NewBuffers(), cfg: Config{ReplyQueue: 16, ReplyQueueBytes: 1 << 20}}
 	h.replyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
-	notify := make(chan struct{}, 1)
-	c := &conn{h: h, s: sock.New(server, nil, 5*time.Second, &h.batches), notify: notify,
-		replies: replyQueue{max: 16, maxBytes: 1 << 20, ready: notify}}
+	c := &conn{h: h, s: sock.New(server, nil, 5*time.Second, h.sockBufs)}
 	reply := func(s string) {
 		b := h.getReplyBuf()
 		*b = append(*b, s...)
-		if !c.replies.add(b) {
+		if !c.replies.add(b, &h.cfg) {
 			t.Fatal("reply queue full")
 		}
 	}
 	reply(`{"type":"ack","id":"a"}`)
 	reply(`{"type":"ack","id":"b"}`)
 	if !c.TryAcquire() {
-		t.Fatal("an idle writer's socket was not taken")
+		t.Fatal("a socket with no writer was not taken")
 	}
 	c.WriteDirect([]byte(`{"type":"top"}`))
 	br := bufio.NewReader(client)

@@ -36,7 +36,7 @@ func (h *Hub) InFlight() []int {
 	var n []int
 	for _, c := range h.reg.all() {
 		c.mu.Lock()
-		n = append(n, c.win.n)
+		n = append(n, c.inFlight())
 		c.mu.Unlock()
 	}
 	return n
@@ -49,3 +49,10 @@ func (h *Hub) DirectFrames() uint64 { return h.directFrames.Load() }
 // DirectReplies is how many replies the store's completer wrote in an idle
 // writer's place (acks.go).
 func (h *Hub) DirectReplies() uint64 { return h.directReplies.Load() }
+
+// InjectPanic makes f run as an upgrade's token is accepted ("upgrade")
+// and as every connection handles a request ("handle"), writes what its
+// reader queued in the writer's place ("direct") and writes a writer's
+// batch ("write"), so that a panic from f is one in that upgrade's or
+// connection's handling. Set it before the first dial.
+func (h *Hub) InjectPanic(f func(where, member string)) { h.testPanic = f }

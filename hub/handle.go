@@ -39,13 +39,17 @@ const (
 // handle answers one request; its reply (or error) is queued before it
 // returns, so replies keep the requests' order (R2).
 func (c *conn) handle(ctx context.Context, msg []byte) {
+	if hook := c.h.testPanic; hook != nil {
+		hook("handle", c.sub)
+	}
 	// One clock reading serves the message's limits and a score's member
 	// budget; a server or admin connection has neither and reads none.
 	var now time.Time
-	if c.lim != nil || c.scoreLim {
+	if c.limited || c.scoreLim {
 		now = time.Now()
 	}
-	if c.lim != nil && c.recent.add(now) > abuseFactor*c.h.cfg.Rate {
+	lim := c.limiter(now)
+	if lim != nil && lim.recent.add(now) > abuseFactor*c.h.cfg.Rate {
 		c.h.m.messageIn("rate_abuse")
 		c.settle(ctx) // the close follows the replies of what was read before
 		c.requestClose(websocket.StatusPolicyViolation, "rate limit exceeded", true)
@@ -57,8 +61,8 @@ func (c *conn) handle(ctx context.Context, msg []byte) {
 	} else {
 		c.h.m.messageIn(req.Type)
 	}
-	if c.lim != nil {
-		if r := c.lim.ReserveN(now, 1); r.DelayFrom(now) > 0 {
+	if lim != nil {
+		if r := lim.lim.ReserveN(now, 1); r.DelayFrom(now) > 0 {
 			wait := r.DelayFrom(now)
 			r.CancelAt(now)
 			c.sendErrorRetry(req.ID, fmt.Errorf("%w: at most %d messages per second", errRateLimited, c.h.cfg.Rate), wait)
@@ -83,19 +87,10 @@ func (c *conn) handle(ctx context.Context, msg []byte) {
 	if req.Type != proto.TypeScore && !c.settle(ctx) {
 		return
 	}
-	switch req.Type {
-	case proto.TypeScore:
+	if req.Type == proto.TypeScore {
 		err = c.score(ctx, req, now)
-	case proto.TypeSubscribe:
-		err = c.subscribe(ctx, req)
-	case proto.TypeUnsubscribe:
-		err = c.unsubscribe(req)
-	case proto.TypePage:
-		err = c.page(ctx, req)
-	case proto.TypeRank:
-		err = c.rank(ctx, req)
-	case proto.TypeAuth:
-		err = c.auth(ctx, req)
+	} else if err = c.apart(ctx, req); err == errCrashed {
+		return // confined to the connection, which is closing (crash.go)
 	}
 	var re *retryError
 	switch {
@@ -104,6 +99,23 @@ func (c *conn) handle(ctx context.Context, msg []byte) {
 	case err != nil:
 		c.sendError(req.ID, err)
 	}
+}
+
+// request answers a request other than a score.
+func (c *conn) request(ctx context.Context, req proto.Message) error {
+	switch req.Type {
+	case proto.TypeSubscribe:
+		return c.subscribe(ctx, req)
+	case proto.TypeUnsubscribe:
+		return c.unsubscribe(req)
+	case proto.TypePage:
+		return c.page(ctx, req)
+	case proto.TypeRank:
+		return c.rank(ctx, req)
+	case proto.TypeAuth:
+		return c.auth(ctx, req)
+	}
+	return nil
 }
 
 // retryError is a refusal that retrying after a while will pass.
@@ -216,7 +228,7 @@ func (c *conn) subscribe(ctx context.Context, req proto.Message) error {
 		sp.Top = b.top
 	}
 	c.subsMu.Lock()
-	_, again := c.subs[req.Board]
+	again := c.subs.has(req.Board)
 	n := len(c.subs)
 	c.subsMu.Unlock()
 	if !again && n >= c.h.cfg.MaxSubscriptions {
@@ -227,8 +239,12 @@ func (c *conn) subscribe(ctx context.Context, req proto.Message) error {
 	c.gate.Lock()
 	defer func() {
 		c.gate.Unlock()
-		c.poke()
+		c.wake()
 	}()
+	if c.out == nil {
+		c.out = live.NewOutboxWake(c.h.cfg.TopInterval, time.Now, c.poke)
+		c.out.SetDirect(c)
+	}
 	sctx, cancel := c.storeCtx(ctx)
 	err = c.h.deps.Live.SubscribeSpec(sctx, c.out, sp)
 	cancel()
@@ -239,7 +255,7 @@ func (c *conn) subscribe(ctx context.Context, req proto.Message) error {
 		return err
 	}
 	c.subsMu.Lock()
-	c.subs[req.Board] = struct{}{}
+	c.subs.add(req.Board)
 	c.subsMu.Unlock()
 	c.sendJSON(proto.Subscribed{Type: proto.TypeSubscribed, ID: req.ID, Board: req.Board})
 	return nil
@@ -249,9 +265,11 @@ func (c *conn) unsubscribe(req proto.Message) error {
 	if err := rank.CheckBoardID(req.Board); err != nil {
 		return err
 	}
-	c.h.deps.Live.Unsubscribe(c.out, req.Board)
+	if c.out != nil {
+		c.h.deps.Live.Unsubscribe(c.out, req.Board)
+	}
 	c.subsMu.Lock()
-	delete(c.subs, req.Board)
+	c.subs.del(req.Board)
 	c.subsMu.Unlock()
 	c.sendJSON(proto.Subscribed{Type: proto.TypeUnsubscribed, ID: req.ID, Board: req.Board})
 	return nil

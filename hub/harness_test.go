@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -82,6 +83,8 @@ type gwOptions struct {
 	// noBackstop turns off the live frames' backstop re-reads, so a frame
 	// can only come from the path under test.
 	noBackstop bool
+	// log, when set, also gets the node's log lines (warnings and errors).
+	log io.Writer
 }
 
 // gateway is one node as cmd/wsgateway wires it (node.New, through
@@ -104,6 +107,9 @@ func (in *infra) gateway(t testing.TB, o gwOptions) *gateway {
 	}
 	opts := gwtest.Options{Secret: in.secret, Interval: o.interval, AutoCreate: o.dev, Config: func(c *node.Config) {
 		c.ID, c.Logger, c.Now, c.WrapStore, c.TrustedProxies = o.node, testLogger(t), o.now, o.wrap, o.proxies
+		if o.log != nil {
+			c.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(o.log, tWriter{t}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		}
 		if o.storeTimeout == 0 {
 			o.storeTimeout = 10 * time.Second
 		}

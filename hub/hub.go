@@ -175,9 +175,10 @@ type Hub struct {
 	closing atomic.Bool
 	emptied chan struct{} // capacity 1: the registry became empty
 	bufs    sync.Pool     // *bytes.Buffer for reading frames
-	// batches are the *[]byte write batches of the sockets (hub/sock);
+	// sockBufs are the sockets' write batches and read buffers (hub/sock);
 	// replyBufs are *[]byte encoded replies (conn.go).
-	batches sync.Pool
+	sockBufs *sock.Buffers
+	wheel    wheel // every connection's timers (wheel.go)
 	// directFrames and directReplies count the frames and replies written
 	// in an idle writer's place (direct.go), so a test can see the path is
 	// taken.
@@ -189,6 +190,12 @@ type Hub struct {
 	nodeConns atomic.Int64 // MaxConns slots taken (limits.go)
 	// submitters numbers the connections for the store (conn.submitter).
 	submitters atomic.Uint64
+	// testPanic, set by tests only (export_test.go), is called as an
+	// upgrade's token is accepted ("upgrade"), and as a connection handles
+	// each request ("handle"), writes what its reader queued in the
+	// writer's place ("direct") and writes a writer's batch ("write"): a
+	// panic from it is one in that upgrade's or connection's handling.
+	testPanic func(where, member string)
 }
 
 // New validates d and cfg, fills defaults and returns a Hub.
@@ -247,7 +254,8 @@ func New(d Deps, cfg Config) (*Hub, error) {
 		m:       d.Metrics,
 		emptied: make(chan struct{}, 1),
 	}
-	h.batches.New = func() any { b := make([]byte, 0, 4096); return &b }
+	h.sockBufs = sock.NewBuffers()
+	h.wheel.h = h
 	h.replyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	h.reg.init()
 	h.rates.init(cfg.MemberScoreRate)
@@ -261,6 +269,12 @@ func (h *Hub) Conns() int { return int(h.reg.n.Load()) }
 // ServeHTTP authenticates and upgrades GET /ws (R1), then serves the
 // connection on a goroutine of its own until it ends.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var ws *websocket.Conn
+	defer func() {
+		if v := recover(); v != nil {
+			h.upgradePanicked(v, w, ws)
+		}
+	}()
 	if h.closing.Load() {
 		httpError(w, http.StatusServiceUnavailable, proto.CodeUnavailable, "the gateway is shutting down")
 		return
@@ -299,49 +313,29 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		capRefused(w, "for this member", h.cfg.MaxConnsPerMember)
 		return
 	}
+	if hook := h.testPanic; hook != nil {
+		hook("upgrade", p.Member)
+	}
 	ws, s, err := sock.Accept(w, r, websocket.AcceptOptions{
 		Subprotocols:    []string{proto.Subprotocol}, // never the bearer entry
 		OriginPatterns:  h.cfg.AllowedOrigins,
 		CompressionMode: websocket.CompressionDisabled, // its memory per connection is large; and sock frames are plain
-	}, h.cfg.WriteTimeout, &h.batches)
+	}, h.cfg.WriteTimeout, h.sockBufs)
 	if err != nil {
 		h.log.Debug("hub: upgrade failed", "err", err) // Accept answered the request
 		return
 	}
 	c := newConn(h, ws, s, p, anon)
-	rv.sock = s // a flood close holds the slots (holdAfterFlood)
-	h.reg.add(c)
-	role := string(p.Role)
-	if anon {
-		role = "anonymous"
-	}
-	h.m.connOpened(role, 1)
-	// The connection is served on a goroutine of its own, so that this
-	// handler returns and the HTTP server lets go of the request and its read
-	// and write buffers, which it would otherwise hold for the connection's
-	// whole life. The reservation goes with it.
-	go h.serve(c, role, rv)
+	// The reservation goes with the connection, given back when it ends.
+	c.ipKey, c.mKey, c.nodeSlot = rv.ipKey, rv.mKey, rv.node
 	rv = reservation{h: h}
-}
-
-// serve serves c until it ends, then gives back its registration and
-// reservation.
-func (h *Hub) serve(c *conn, role string, rv reservation) {
-	defer rv.release()
-	defer func() {
-		h.m.connOpened(role, -1)
-		if h.reg.remove(c) == 0 {
-			select {
-			case h.emptied <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	// Registered after Shutdown copied the registry: drain at once.
-	if h.closing.Load() {
-		c.drain()
-	}
-	c.run(h.ctx)
+	h.reg.add(c)
+	h.m.connOpened(c.role, 1)
+	// The connection is served on a goroutine of its own (start), so that
+	// this handler returns and the HTTP server lets go of the request and
+	// its read and write buffers, which it would otherwise hold for the
+	// connection's whole life.
+	c.start()
 }
 
 // authenticate finds and verifies the token (R1). With PublicRead, a request
@@ -428,7 +422,7 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 			select {
 			case <-tick.C:
 			case <-ctx.Done():
-				h.cancel()
+				h.tearDown()
 				return ctx.Err()
 			}
 		}
@@ -440,12 +434,21 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 		select {
 		case <-h.emptied:
 		case <-ctx.Done():
-			h.cancel()
+			h.tearDown()
 			return ctx.Err()
 		}
 	}
 	h.cancel()
 	return nil
+}
+
+// tearDown ends what has not drained by Shutdown's deadline: the store
+// calls in flight (h.ctx), and every connection, without a handshake.
+func (h *Hub) tearDown() {
+	h.cancel()
+	for _, c := range h.reg.all() {
+		go c.abort() // it may wait for a write in progress
+	}
 }
 
 // registry holds the open connections and the per-address and per-member
@@ -477,7 +480,7 @@ func (r *registry) init() {
 }
 
 func (r *registry) add(c *conn) {
-	c.shard = int(r.next.Add(1) % uint64(len(r.shards)))
+	c.shard = int32(r.next.Add(1) % uint64(len(r.shards)))
 	s := &r.shards[c.shard]
 	s.mu.Lock()
 	s.conns[c] = struct{}{}

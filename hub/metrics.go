@@ -18,6 +18,7 @@ type Metrics struct {
 	slowConsumer prometheus.Counter
 	closes       *prometheus.CounterVec // server-initiated closes by close code
 	refusedCap   *prometheus.CounterVec // upgrades refused by a connection cap ("ip", "member")
+	panics       *prometheus.CounterVec // panics recovered, by where ("upgrade", "connection")
 
 	// inByType caches messagesIn's child of each known type, resolved on
 	// first use (so the exposition shows only types seen, as before):
@@ -78,9 +79,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		refusedCap: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wsgateway_upgrades_refused_total", Help: "Upgrades refused by a connection cap, by cap (ip, member).",
 		}, []string{"cap"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wsgateway_ws_panics_total", Help: "Panics recovered on the WebSocket endpoint, by where: upgrade (answered 500) or connection (closed with 1011; counted once per connection).",
+		}, []string{"where"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.byRole, m.messagesIn, m.errors, m.framesOut, m.slowConsumer, m.closes, m.refusedCap)
+		reg.MustRegister(m.connections, m.byRole, m.messagesIn, m.errors, m.framesOut, m.slowConsumer, m.closes, m.refusedCap, m.panics)
 	}
 	return m
 }
@@ -137,5 +141,11 @@ func (m *Metrics) closed(code string) {
 func (m *Metrics) refused(cap string) {
 	if m != nil {
 		m.refusedCap.WithLabelValues(cap).Inc()
+	}
+}
+
+func (m *Metrics) panicked(where string) {
+	if m != nil {
+		m.panics.WithLabelValues(where).Inc()
 	}
 }

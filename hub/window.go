@@ -48,7 +48,8 @@ type slot struct {
 }
 
 func (c *conn) initWindow() {
-	w := &c.win
+	w := &window{}
+	c.win = w
 	w.slots = make([]slot, maxInFlight)
 	w.freed = make(chan struct{}, 1)
 	for i := range w.slots {
@@ -62,6 +63,7 @@ func (c *conn) initWindow() {
 // reader's when the store failed at once. It must not block.
 func (s *slot) complete(res rank.Result, err error) {
 	c := s.c
+	defer c.guard()
 	var buf *[]byte
 	if err != nil {
 		buf = c.errorReply(s.id, err, 0)
@@ -75,6 +77,14 @@ func (s *slot) complete(res rank.Result, err error) {
 	if queued {
 		c.acked() // the writer, or the batch's end (acks.go), writes them
 	}
+}
+
+// inFlight is how many replies the window holds. Guarded by conn.mu.
+func (c *conn) inFlight() int {
+	if c.win == nil {
+		return 0
+	}
+	return c.win.n
 }
 
 // next takes the slot after the window's last one, or returns nil when the
@@ -92,7 +102,7 @@ func (w *window) next() *slot {
 // order, without waking the writer, and wakes the reader if it waits for
 // room. It reports whether it queued any (the caller has the writer told).
 func (c *conn) releaseLocked() bool {
-	w := &c.win
+	w := c.win
 	released := false
 	for w.n > 0 {
 		s := &w.slots[w.head]
@@ -120,10 +130,10 @@ func (c *conn) releaseLocked() bool {
 func (c *conn) reserve(ctx context.Context, id string) *slot {
 	for {
 		c.mu.Lock()
-		w := &c.win
-		if w.slots == nil {
+		if c.win == nil {
 			c.initWindow()
 		}
+		w := c.win
 		if s := w.next(); s != nil {
 			s.id = id // buf is nil: released slots are cleared
 			c.mu.Unlock()
@@ -141,7 +151,7 @@ func (c *conn) reserve(ctx context.Context, id string) *slot {
 func (c *conn) settle(ctx context.Context) bool {
 	for {
 		c.mu.Lock()
-		n := c.win.n
+		n := c.inFlight()
 		c.mu.Unlock()
 		if n == 0 {
 			return true
@@ -152,12 +162,37 @@ func (c *conn) settle(ctx context.Context) bool {
 	}
 }
 
+// waitFreed waits for a slot to be released; false when the connection
+// is gone (wakeWindow) or ctx ended.
 func (c *conn) waitFreed(ctx context.Context) bool {
+	if c.gone() {
+		return false
+	}
 	select {
-	case <-c.win.freed:
-		return true
+	case <-c.win.freed: // a reader waits only with scores in flight: the window exists
+		return !c.gone()
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// gone reports whether the connection is closed: aborted, or its writer
+// has ended (a close written).
+func (c *conn) gone() bool { return c.aborted.Load() || c.wstate.Load()&wEnded != 0 }
+
+// wakeWindow wakes a reader waiting in waitFreed (abort, endWriter).
+func (c *conn) wakeWindow() {
+	c.mu.Lock()
+	var ch chan struct{}
+	if c.win != nil {
+		ch = c.win.freed
+	}
+	c.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -1,15 +1,17 @@
 package hub
 
-// The connection's writer: it holds the socket (sock.Conn) except while it
-// waits (notify and one timer), writes replies and frames in batches, pings
-// and closes; and the bounded reply queue it drains.
+// The connection's writer, and the bounded reply queue it drains. A
+// connection has no writer goroutine while it has nothing to write: a due
+// frame, a batch's acks and a ping are written in the writer's place when
+// the socket is free (direct.go), and anything else (replies, frames held
+// by the interval, owed bytes, a close) pokes the writer, which is
+// started for it and stops once nothing is left. A goroutine waiting for
+// work per connection was a stack, a timer and a channel per idle
+// spectator (docs/performance.md).
 
 import (
-	"context"
-	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,178 +20,262 @@ import (
 	"github.com/coder/websocket"
 )
 
-// writeLoop is the connection's writer. Priorities: a close request; then replies
-// before frames (so `subscribed` precedes its first frame); pings on a
-// timer. It waits on notify alone, and on each wake looks at every source.
-// Its one timer (the earlier of the next frame due and the next ping)
-// pokes notify rather than having a channel of its own: a receive from one
-// channel instead of a two-case select, whose parking cost showed in the
-// fan-out's profile (one wake per frame per connection). A spectator in phase with the board's reads never arms it
-// for frames, so the timer's own goroutine runs about once per ping.
-//
-// It holds the socket (taken by newConn) except while it waits on notify
-// (direct.go), and keeps it once it returns, so no write in its place
-// follows the close.
-func (c *conn) writeLoop(ctx context.Context) error {
-	timer := time.AfterFunc(time.Hour, c.poke)
-	timer.Stop()
-	defer timer.Stop()
-	// armed is when timer fires (zero: not armed). Once that moment has
-	// passed, its poke is in notify or on its way, so a wait never misses it.
-	var armed time.Time
-	pingAt := time.Now().Add(jitter(c.h.cfg.PingInterval))
-	var retryAt time.Time // a frame held by its interval is due then; zero: none
-	// checkOutbox: a wake may have brought a frame. Replies take the outbox
-	// along too, so a steady stream of replies cannot hold frames back.
-	checkOutbox, draining := false, false
+// The writer's role (conn.wstate). One holder at a time writes as the
+// writer: a goroutine started by poke, or, once the reader has ended, the
+// reader's goroutine (finish).
+const (
+	wRunning uint32 = 1 << iota // someone holds the writer's role
+	wAgain                      // poked while running: look again before stopping
+	wEnding                     // the reader has ended: no writer starts, pokes wake it (endWake)
+	wEnded                      // closed or failed: nothing more is written
+)
+
+// poke tells the writer there may be work: a writer is started unless
+// one runs, which then looks again before it stops.
+func (c *conn) poke() {
 	for {
-		// The flags first, the channels only when they are set: on a
-		// spectator's every wake each cold channel touched was a cache miss
-		// (1,000 connections' writers take turns on two cores).
-		if c.closeAsked.Load() {
-			select {
-			case cr := <-c.closeReq:
-				return c.closeWith(ctx, cr)
-			default: // its sender pokes once it has sent
+		s := c.wstate.Load()
+		switch {
+		case s&wEnded != 0:
+			return
+		case s&wRunning != 0:
+			if s&wAgain != 0 || c.wstate.CompareAndSwap(s, s|wAgain) {
+				return
 			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		// Bytes a write in its place owes go before anything else; every
-		// later write would put them first anyway, but with nothing else to
-		// write the writer must not wait with them owed.
-		if c.s.Owes() {
-			if err := c.checkWrite(ctx, c.s.Flush()); err != nil {
-				return err
-			}
-		}
-		if !draining && c.draining.Load() {
-			draining = true
-		}
-		if draining && c.readyToClose() {
-			return c.closeWith(ctx, closeRequest{code: websocket.StatusGoingAway, reason: reasonGoingAway})
-		}
-		replies := c.replies.len() > 0
-		if (checkOutbox || replies) && c.gate.TryLock() {
-			checkOutbox = false
-			c.takeReplies()
-			now := time.Now()
-			frames, retryIn := c.out.TakeAppend(c.frames[:0], now)
-			c.gate.Unlock()
-			retryAt = time.Time{} // retryIn covers every slot inside its interval
-			if retryIn > 0 {
-				retryAt = now.Add(retryIn)
-			}
-			if len(c.pending)+len(frames) == 0 {
-				continue
-			}
-			err := c.writeBatch(ctx, frames)
-			c.frames = keepFrames(frames)
-			if err != nil {
-				return err
-			}
-			c.h.m.framesWritten(len(frames))
-			continue
-		}
-		// The gate is held: a subscribe is putting in its first frames.
-		// Replies still go out; frames wait for the subscribe's poke.
-		if replies {
-			c.takeReplies()
-			if err := c.writeBatch(ctx, nil); err != nil {
-				return err
-			}
-			continue
-		}
-		var next time.Time // zero: nothing to time (draining pings no more)
-		if !draining {
-			next = pingAt
-		}
-		if !retryAt.IsZero() && (next.IsZero() || retryAt.Before(next)) {
-			next = retryAt
-		}
-		if !next.Equal(armed) {
-			if next.IsZero() {
-				timer.Stop()
-			} else {
-				timer.Reset(time.Until(next))
-			}
-			armed = next
-		}
-		c.s.Unhold()
-		<-c.notify
-		c.s.Hold()
-		// Any wake may bring a frame (a timer's wake for a held frame, or
-		// an offer's); Take says which are due.
-		checkOutbox = true
-		now := time.Now()
-		if !armed.IsZero() && !now.Before(armed) {
-			armed = time.Time{}
-		}
-		if !retryAt.IsZero() && !now.Before(retryAt) {
-			retryAt = time.Time{} // checkOutbox takes it (or the gate's poke)
-		}
-		// No ping while draining: the reader, which reads the pong, has
-		// stopped, and a ping unanswered would end the connection without
-		// the replies still owed (R14).
-		if !draining && !now.Before(pingAt) {
-			pingAt = now.Add(jitter(c.h.cfg.PingInterval))
-			pctx, cancel := context.WithTimeout(ctx, c.h.cfg.WriteTimeout)
-			err := c.ws.Ping(pctx)
-			cancel()
-			if err != nil {
-				return err // no pong: the peer is gone
-			}
+		case s&wEnding != 0:
+			c.wakeEnder()
+			return
+		case c.wstate.CompareAndSwap(s, s|wRunning):
+			go c.writer()
+			return
 		}
 	}
 }
 
-// takeReplies moves the queued replies to c.pending (bounded by the queue).
-func (c *conn) takeReplies() { c.pending = c.replies.take(c.pending) }
+// writer is a writer goroutine: it writes until nothing is left.
+func (c *conn) writer() {
+	defer c.guardWriter()
+	c.write()
+}
 
-// writeBatch writes the pending replies, then frames, in one socket write
-// (a large batch in several). Every socket write is bounded by
-// WriteTimeout (sock.Conn's write deadline); ctx ending closes the socket
-// (run).
-func (c *conn) writeBatch(ctx context.Context, frames [][]byte) error {
+// write does the writer's work, holding the socket, until nothing is left
+// (false: the role is given up) or the connection ended (true: the socket
+// is kept, so nothing is written after the close). The caller holds the
+// role.
+func (c *conn) write() (ended bool) {
+	c.s.Hold()
+	for {
+		c.wstate.And(^wAgain)
+		if c.writePass() {
+			c.endWriter()
+			return true
+		}
+		c.s.Unhold()
+		if c.stopRunning() {
+			return false
+		}
+		c.s.Hold()
+	}
+}
+
+// stopRunning gives up the writer's role, unless a poke came meanwhile
+// (false: the caller looks again).
+func (c *conn) stopRunning() bool {
+	for {
+		s := c.wstate.Load()
+		if s&wAgain != 0 {
+			return false
+		}
+		if c.wstate.CompareAndSwap(s, s&^wRunning) {
+			if s&wEnding != 0 {
+				c.wakeEnder()
+			}
+			return true
+		}
+	}
+}
+
+// dropWriter gives up the writer's role, holding nothing, whatever was
+// poked meanwhile (after a panic), and pokes for it.
+func (c *conn) dropWriter() {
+	for {
+		s := c.wstate.Load()
+		if c.wstate.CompareAndSwap(s, s&^(wRunning|wAgain)) {
+			break
+		}
+	}
+	c.poke()
+}
+
+// endWriter records that nothing more is written.
+func (c *conn) endWriter() {
+	for {
+		s := c.wstate.Load()
+		if c.wstate.CompareAndSwap(s, (s|wEnded)&^(wRunning|wAgain)) {
+			if s&wEnding != 0 {
+				c.wakeEnder()
+			}
+			c.wakeWindow() // a reader waiting for a reply that will not be written
+			return
+		}
+	}
+}
+
+// finish is the reader's last part: it takes the writer's role once no
+// writer goroutine holds it (none starts any more) and writes until the
+// connection ended: the close under way, the replies a drain owes, or
+// nothing when the connection failed.
+func (c *conn) finish() {
+	c.endWake = make(chan struct{}, 1)
+	for {
+		s := c.wstate.Load()
+		if s&wEnded != 0 {
+			return
+		}
+		if c.wstate.CompareAndSwap(s, s|wEnding) {
+			break
+		}
+	}
+	for {
+		s := c.wstate.Load()
+		if s&wEnded != 0 {
+			return
+		}
+		if s&wRunning == 0 {
+			if !c.wstate.CompareAndSwap(s, s|wRunning) {
+				continue
+			}
+			if c.write() {
+				return
+			}
+		}
+		<-c.endWake
+	}
+}
+
+// wakeEnder wakes finish's wait (endWake is set before wEnding).
+func (c *conn) wakeEnder() {
+	select {
+	case c.endWake <- struct{}{}:
+	default:
+	}
+}
+
+// writePass does the writer's work until none is left: a close request
+// first; then owed bytes; replies before frames (so `subscribed` precedes
+// its first frame); a ping. ended reports that the connection is closed or
+// failed. The socket is held.
+func (c *conn) writePass() (ended bool) {
+	for {
+		if c.aborted.Load() {
+			return true
+		}
+		if c.closeAsked.Load() {
+			c.mu.Lock()
+			cr := c.closeReq
+			c.mu.Unlock()
+			c.closeWith(cr)
+			return true
+		}
+		if c.s.Owes() {
+			if err := c.s.Flush(); err != nil {
+				c.failed(err)
+				return true
+			}
+		}
+		if c.draining.Load() && c.readyToClose() {
+			c.closeWith(closeRequest{code: uint16(websocket.StatusGoingAway), reason: reasonGoingAway})
+			return true
+		}
+		wrote, err := c.writeWork()
+		if err != nil {
+			c.failed(err)
+			return true
+		}
+		if !wrote {
+			return false
+		}
+	}
+}
+
+// dueFrames appends the outbox's due frames to frames and puts the next
+// one held by its interval on the wheel. c.gate held.
+func (c *conn) dueFrames(frames [][]byte) [][]byte {
+	out := c.out
+	if out == nil {
+		return frames
+	}
+	now := time.Now()
+	frames, retryIn := out.TakeAppend(frames, now)
+	if retryIn > 0 {
+		c.h.wheel.addEarlier(c, timerRetry, now.Add(retryIn))
+	}
+	return frames
+}
+
+// writeWork writes the queued replies, the due frames and a wanted ping in
+// one batch; wrote is false when there was nothing to write.
+func (c *conn) writeWork() (wrote bool, err error) {
+	var pbuf [8]*[]byte
+	var fbuf [4][]byte
+	pending, frames := pbuf[:0], fbuf[:0]
+	if c.gate.TryLock() {
+		pending = c.replies.take(pending)
+		frames = c.dueFrames(frames)
+		c.gate.Unlock()
+	} else {
+		// The gate is held: a subscribe is putting in its first frames.
+		// Replies still go out; frames wait for the subscribe's poke.
+		pending = c.replies.take(pending)
+	}
+	ping := c.pingWanted.Swap(false) && !c.draining.Load()
+	if len(pending)+len(frames) == 0 && !ping {
+		return false, nil
+	}
+	err = c.writeBatch(pending, frames, ping)
+	if err == nil {
+		c.h.m.framesWritten(len(frames))
+	}
+	clear(pending)
+	clear(frames)
+	return true, err
+}
+
+// writeBatch writes the replies, then the frames (and a ping), in one
+// socket write (a large batch in several), giving the replies' buffers
+// back. Every socket write that waits is bounded by WriteTimeout.
+func (c *conn) writeBatch(pending []*[]byte, frames [][]byte, ping bool) error {
+	if hook := c.h.testPanic; hook != nil {
+		hook("write", c.sub)
+	}
 	var err error
-	for _, b := range c.pending {
+	for _, b := range pending {
 		if err == nil {
 			err = c.s.Text(*b)
 		}
 		c.h.putReplyBuf(b)
 	}
-	c.pending = reuse(c.pending)
 	for _, f := range frames {
 		if err == nil {
 			err = c.s.Text(f)
 		}
 	}
+	if err == nil && ping {
+		err = c.s.Ping()
+	}
 	if err == nil {
 		err = c.s.Flush()
 	}
-	return c.checkWrite(ctx, err)
+	return err
 }
 
-var errSlowConsumer = errors.New("hub: write blocked: slow consumer")
-
-// checkWrite classifies a write error: a socket write blocked for
-// WriteTimeout means a slow consumer (R12); the connection then ends (the
-// writer's error cancels ctx, which closes the socket).
-func (c *conn) checkWrite(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
-	}
-	if ctx.Err() == nil && errors.Is(err, os.ErrDeadlineExceeded) {
-		c.h.m.slowConsumerClose()
-		c.h.m.closed(strconv.Itoa(int(websocket.StatusPolicyViolation)))
-		c.ws.CloseNow()
-		return errSlowConsumer
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
+// failed ends the connection after a write failed. A socket write blocked
+// for WriteTimeout (a slow consumer, R12) is counted when the connection
+// ends (end): the socket's timeout closes it, so the reader may see the
+// end first.
+func (c *conn) failed(err error) {
+	c.h.log.Debug("hub: write failed", "member", c.sub, "err", err)
+	c.abort()
 }
 
 // readyToClose reports, while draining, whether no request is being handled
@@ -197,7 +283,7 @@ func (c *conn) checkWrite(ctx context.Context, err error) error {
 func (c *conn) readyToClose() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.busy || c.win.n > 0 || c.replies.len() > 0 {
+	if c.busy || c.inFlight() > 0 || c.replies.len() > 0 {
 		return false
 	}
 	c.committed = true
@@ -206,58 +292,46 @@ func (c *conn) readyToClose() bool {
 
 // closeWith sends the close frame and waits (bounded by the library) for the
 // peer's answer.
-func (c *conn) closeWith(ctx context.Context, cr closeRequest) error {
+func (c *conn) closeWith(cr closeRequest) {
 	c.mu.Lock()
 	c.committed = true
 	c.mu.Unlock()
 	if cr.flush {
-		c.takeReplies()
-		if err := c.writeBatch(ctx, nil); err != nil {
-			return err
+		var pbuf [8]*[]byte
+		pending := c.replies.take(pbuf[:0])
+		err := c.writeBatch(pending, nil, false)
+		clear(pending)
+		if err != nil {
+			c.failed(err)
+			return
 		}
 	}
 	c.h.m.closed(strconv.Itoa(int(cr.code)))
-	err := c.ws.Close(cr.code, cr.reason)
+	err := c.ws.Close(websocket.StatusCode(cr.code), cr.reason)
 	c.h.log.Debug("hub: close", "member", c.sub, "code", int(cr.code), "reason", cr.reason, "err", err)
-	return nil
 }
 
 // replyQueue is a connection's bounded reply queue. Its slice grows only
 // as far as the bound and is released after a burst, so an idle connection
 // holds no queue memory.
 //
-// It is bounded in count and in bytes, as centrifuge's and nats-server's
-// client queues are: 256 acks are a few KB, 256 `page` replies of 100
-// entries are megabytes.
+// It is bounded in count and in bytes (Config.ReplyQueue,
+// ReplyQueueBytes), as centrifuge's and nats-server's client queues are:
+// 256 acks are a few KB, 256 `page` replies of 100 entries are megabytes.
 type replyQueue struct {
-	max      int           // replies
-	maxBytes int           // bytes of replies; one reply larger than this still fits an empty queue
-	ready    chan struct{} // capacity 1: the queue became non-empty
-	mu       sync.Mutex    // guards items and bytes
-	items    []*[]byte
-	bytes    int
+	mu    sync.Mutex // guards items and bytes
+	items []*[]byte
+	bytes int
 	// n is len(items), kept beside it so the writer's check for replies,
-	// made on every wake, takes no lock.
+	// made on every pass, takes no lock.
 	n atomic.Int32
 }
 
-// push appends b unless the queue is at its bound.
-func (q *replyQueue) push(b *[]byte) bool {
-	if !q.add(b) {
-		return false
-	}
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-// add is push without waking the writer (acks.go wakes it, or writes in
-// its place).
-func (q *replyQueue) add(b *[]byte) bool {
+// add appends b unless the queue is at its bound (one reply larger than
+// the byte bound still fits an empty queue).
+func (q *replyQueue) add(b *[]byte, cfg *Config) bool {
 	q.mu.Lock()
-	if len(q.items) >= q.max || (len(q.items) > 0 && q.bytes+len(*b) > q.maxBytes) {
+	if len(q.items) >= cfg.ReplyQueue || (len(q.items) > 0 && q.bytes+len(*b) > cfg.ReplyQueueBytes) {
 		q.mu.Unlock()
 		return false
 	}
@@ -269,46 +343,38 @@ func (q *replyQueue) add(b *[]byte) bool {
 }
 
 // take appends every queued reply to dst and empties the queue.
-func (q *replyQueue) take(dst []*[]byte) []*[]byte { return q.takeUpTo(dst, math.MaxInt) }
+func (q *replyQueue) take(dst []*[]byte) []*[]byte {
+	dst, _ = q.takeUpTo(dst, math.MaxInt)
+	return dst
+}
 
 // takeUpTo is take when the queued replies are at most limit bytes, else
-// it takes nothing.
-func (q *replyQueue) takeUpTo(dst []*[]byte, limit int) []*[]byte {
-	// Without the lock when empty (a spectator's every wake): a reply that
+// it takes nothing (ok false).
+func (q *replyQueue) takeUpTo(dst []*[]byte, limit int) (_ []*[]byte, ok bool) {
+	// Without the lock when empty (a spectator's every frame): a reply that
 	// must precede frames (`subscribed`) is pushed under the connection's
-	// gate, which the writer holds here, so n shows it; any other push
+	// gate, which the taker holds here, so n shows it; any other push
 	// pokes the writer again, or is written by the batch's end (acks.go).
 	if q.n.Load() == 0 {
-		return dst
+		return dst, true
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.bytes > limit {
-		return dst
+		return dst, false
 	}
 	dst = append(dst, q.items...)
 	q.items = reuse(q.items)
 	q.bytes = 0
 	q.n.Store(0)
-	return dst
+	return dst, true
 }
 
 func (q *replyQueue) len() int { return int(q.n.Load()) }
 
-// keepFrames empties frames for the next Take (the frames themselves are
-// the board's, shared: only the references are dropped), or drops it when a
-// burst of events made it large.
-func keepFrames(frames [][]byte) [][]byte {
-	if cap(frames) > 4 {
-		return nil
-	}
-	clear(frames)
-	return frames[:0]
-}
-
 // reuse empties s for reuse, or drops it when a burst made it large.
 func reuse(s []*[]byte) []*[]byte {
-	if cap(s) > 32 {
+	if cap(s) > 8 {
 		return nil
 	}
 	clear(s)

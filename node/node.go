@@ -356,7 +356,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 		mux.Handle("GET /metrics", n.api.Metrics())
 	}
 	mux.Handle("/", pages.Handler())
-	upgrade, rest := hijack.Handler(mux), fasthttpadaptor.NewFastHTTPHandler(mux)
+	upgrade, rest := hijack.Handler(mux, cfg.Logger), fasthttpadaptor.NewFastHTTPHandler(mux)
 	n.other = func(ctx *fasthttp.RequestCtx) {
 		if string(ctx.Path()) == "/ws" {
 			upgrade(ctx)

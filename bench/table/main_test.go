@@ -62,7 +62,7 @@ wchar_fanout_plain_bare=342970707
 	}
 	for _, want := range []string{
 		"| fan-out against plain, 4000 spectators: frames delivered | 340001 (1460 B each) | 247250 (1387 B each) (plain broadcast server) |",
-		"| memory per subscribed spectator (RSS), 4000 spectators | 44.5 KB | 30.9 KB (plain broadcast server) | 1.44 | ≤ 1.1 |",
+		"| memory per subscribed spectator (RSS), 4000 spectators | 44.5 KB | 30.9 KB (plain broadcast server) | 1.44 | ≤ 0.55 |",
 		"| CPU per frame delivered, 4000 spectators | 12.4 µs | 15.8 µs (plain broadcast server) | 0.78 | ≤ 0.8 |",
 		"| frame lag p99 (receive − ts), 4000 spectators | 274.7 ms | 440.4 ms (plain broadcast server) | 0.62 | ≤ 1.1 |",
 	} {
@@ -86,5 +86,38 @@ func TestPlainRowsNeedBothRuns(t *testing.T) {
 	}
 	if strings.Contains(string(out), "plain") {
 		t.Errorf("rows without the plain run:\n%s", out)
+	}
+}
+
+// TestIdleRows: the idle part's memory per connection, its slope and
+// breakdown, and the CPU per idle connection.
+func TestIdleRows(t *testing.T) {
+	t.Parallel()
+	measures := `mem_gateway_kb_per_conn=11.5
+mem_gateway_kb_per_conn_slope=11.2
+mem_gateway_heap_kb_per_conn=4.6
+mem_gateway_stack_kb_per_conn=2.05
+goroutines_per_conn=1.00
+kernel_kb_per_conn=0.00
+idle_cpu_us_per_conn_s=0.43
+mem_bare_kb_per_conn=30.9
+`
+	dir := writeRun(t, measures, nil, nil)
+	if err := table(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.ReadFile(filepath.Join(dir, "table.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| memory per idle connection (RSS) | 11.5 KB | 30.9 KB (bare coder/websocket) | 0.37 | ≤ 12 KB |",
+		"| memory per idle connection, second half only (RSS slope) | 11.2 KB |  |  | ≤ 12 KB |",
+		"| of which: live heap; stacks; goroutines; kernel socket memory (not RSS) | 4.6 KB; 2.05 KB; 1.00; 0.00 KB |  |  |  |",
+		"| gateway CPU per idle connection (pings, timers) | 0.43 µs/s |  |  | ≤ 2 µs/s |",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("table lacks\n%s\ngot:\n%s", want, out)
+		}
 	}
 }

@@ -209,7 +209,7 @@ func TestOutboxDirectBookkeeping(t *testing.T) {
 					t.Fatalf("seq %d: Take differs: direct outbox %q, plain %q", seq, fd, fp)
 				}
 			}
-			ds, ps := direct.slots[k], plain.slots[k]
+			ds, ps := direct.slot(k), plain.slot(k)
 			if ds.sentSeq != ps.sentSeq || !ds.lastSent.Equal(ps.lastSent) || ds.sent != ps.sent || ds.initial != ps.initial ||
 				(ds.frame == nil) != (ps.frame == nil) || ds.seq != ps.seq {
 				t.Fatalf("seq %d: slots differ:\ndirect %+v\nplain  %+v", seq, *ds, *ps)

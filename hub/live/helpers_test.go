@@ -369,7 +369,7 @@ func (o *Outbox) awaiting() bool {
 func (o *Outbox) keys() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.slots)
+	return len(o.order)
 }
 
 // kindOf is b's first kind of type K (the whole board's standings, for

@@ -66,16 +66,19 @@ type Outbox struct {
 	interval time.Duration
 	now      func() time.Time
 	ready    chan struct{} // capacity 1: a coalescing "something to take" signal
+	wake     func()        // instead of ready (NewOutboxWake)
 	direct   DirectWriter  // nil: every frame goes through Ready and Take
 
-	mu    sync.Mutex // guards everything below
-	slots map[slotKey]*slot
+	mu sync.Mutex // guards everything below
 	// last is the slot offerAt found last (nil: none): a spectator's
 	// offers are all for one key, and the map lookup (hashing the board
 	// id) was a tenth of the fan-out's CPU at 10,000 spectators once the
 	// fan-out wrote frames itself.
-	last      *slot
-	order     []*slot // subscription order, so Take returns top before view
+	last *slot
+	// order is the slots in subscription order, so Take returns top before
+	// view. A connection has a handful, so a key is found by searching it
+	// (slot): a map of one key was a few hundred bytes per connection.
+	order     []*slot
 	gen       uint64
 	delivered uint64
 	coalesced uint64
@@ -130,7 +133,27 @@ func NewOutboxSignal(interval time.Duration, now func() time.Time, ready chan st
 		interval: interval,
 		now:      now,
 		ready:    ready,
-		slots:    make(map[slotKey]*slot),
+	}
+}
+
+// NewOutboxWake is NewOutboxSignal calling wake instead of signalling a
+// channel, for a writer that is started only when there is work (wake must
+// not block; it is called with no lock of the Outbox held). Ready is nil.
+func NewOutboxWake(interval time.Duration, now func() time.Time, wake func()) *Outbox {
+	o := NewOutboxSignal(interval, now, nil)
+	o.wake = wake
+	return o
+}
+
+// signal tells the writer there is something to take.
+func (o *Outbox) signal() {
+	if o.wake != nil {
+		o.wake()
+		return
+	}
+	select {
+	case o.ready <- struct{}{}:
+	default:
 	}
 }
 
@@ -236,25 +259,33 @@ func (o *Outbox) open(k slotKey) uint64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.gen++
-	s := o.slots[k]
+	s := o.slot(k)
 	if s == nil {
 		s = &slot{key: k}
-		o.slots[k] = s
 		o.order = append(o.order, s)
 	}
 	s.gen, s.frame, s.initial = o.gen, nil, true
 	return o.gen
 }
 
+// slot is the slot of k, nil when none. Lock held.
+func (o *Outbox) slot(k slotKey) *slot {
+	for _, s := range o.order {
+		if s.key == k {
+			return s
+		}
+	}
+	return nil
+}
+
 // close forgets the slot of k (pending frame included).
 func (o *Outbox) close(k slotKey) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	s := o.slots[k]
+	s := o.slot(k)
 	if s == nil {
 		return
 	}
-	delete(o.slots, k)
 	if o.last == s {
 		o.last = nil
 	}
@@ -278,7 +309,7 @@ func (o *Outbox) closeBoard(board string) {
 func (o *Outbox) floor(k slotKey) int64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if s := o.slots[k]; s != nil {
+	if s := o.slot(k); s != nil {
 		return s.sentSeq
 	}
 	return 0
@@ -332,10 +363,7 @@ func (o *Outbox) offerAt(k slotKey, gen uint64, seq int64, frame []byte, at time
 	wake := filled || s.initial || due
 	o.mu.Unlock()
 	if wake {
-		select {
-		case o.ready <- struct{}{}:
-		default:
-		}
+		o.signal()
 	}
 	return true
 }
@@ -346,7 +374,7 @@ func (o *Outbox) offerAt(k slotKey, gen uint64, seq int64, frame []byte, at time
 func (o *Outbox) accepting(k slotKey, gen uint64, seq int64) *slot {
 	s := o.last
 	if s == nil || s.key != k {
-		s = o.slots[k]
+		s = o.slot(k)
 		o.last = s
 	}
 	if s == nil || s.gen != gen || seq < s.sentSeq || (s.frame != nil && seq < s.seq) {
@@ -379,7 +407,7 @@ func (o *Outbox) takeDirect(s *slot, seq int64, at, now time.Time) {
 func (o *Outbox) event(frame []byte, stale *slotKey) {
 	o.mu.Lock()
 	if stale != nil {
-		if s := o.slots[*stale]; s != nil && s.frame != nil {
+		if s := o.slot(*stale); s != nil && s.frame != nil {
 			s.frame = nil
 			o.coalesced++
 		}
@@ -390,10 +418,7 @@ func (o *Outbox) event(frame []byte, stale *slotKey) {
 	}
 	o.events = append(o.events, frame)
 	o.mu.Unlock()
-	select {
-	case o.ready <- struct{}{}:
-	default:
-	}
+	o.signal()
 }
 
 // target is one subscriber slot a frame goes to.

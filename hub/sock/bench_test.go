@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net"
-	"sync"
 	"testing"
 	"time"
 )
@@ -46,8 +45,7 @@ func BenchmarkFrameWrite(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			pool := &sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-			cc := New(nc, nil, 5*time.Second, pool)
+			cc := New(nc, nil, 5*time.Second, NewBuffers())
 			b.ReportAllocs()
 			b.SetBytes(int64(len(frame)))
 			for b.Loop() {

@@ -8,7 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync"
+	"reflect"
 	"syscall"
 	"testing"
 	"time"
@@ -57,8 +57,7 @@ func tcpPair(t *testing.T) (server *net.TCPConn, client *net.TCPConn) {
 
 func newTCP(t *testing.T, nc *net.TCPConn, timeout time.Duration) *Conn {
 	t.Helper()
-	pool := &sync.Pool{New: func() any { s := make([]byte, 0, 4096); return &s }}
-	cc := New(nc, nil, timeout, pool)
+	cc := New(nc, nil, timeout, NewBuffers())
 	if cc.rc == nil {
 		t.Fatal("a TCP connection has no RawConn")
 	}
@@ -211,41 +210,42 @@ func TestConnOwedBlocked(t *testing.T) {
 	if d := time.Since(start); d < timeout {
 		t.Fatalf("the owed bytes' write failed after %v, before the write timeout %v", d, timeout)
 	}
+	if !cc.TimedOut() {
+		t.Fatal("TimedOut is false after the write timed out")
+	}
 	// Nothing more is written: every later write returns the error.
 	if err := writeText(cc, []byte("x")); err == nil {
 		t.Fatal("a write after the owed bytes' deadline passed succeeded")
 	}
 }
 
-// TestConnDirectPastDeadline: direct writes do not move the write
-// deadline, so once it has passed the socket refuses them; the frame is
-// then owed whole, and the writer's flush moves the deadline and writes it.
-func TestConnDirectPastDeadline(t *testing.T) {
+// TestDirectLongAfterWriter: a writer's blocking write leaves no deadline
+// on the socket (the write timeout is armed only while a write waits for
+// the socket), so a direct write long after it, past the write timeout, is
+// still written at once, and no timer runs for the idle connection.
+func TestDirectLongAfterWriter(t *testing.T) {
 	t.Parallel()
+	const timeout = 50 * time.Millisecond
 	server, client := tcpPair(t)
-	cc := newTCP(t, server, 5*time.Second)
-	if err := server.SetWriteDeadline(time.Now().Add(-time.Second)); err != nil {
+	cc := newTCP(t, server, timeout)
+	if err := writeText(cc, []byte(`{"type":"welcome"}`)); err != nil {
 		t.Fatal(err)
 	}
-	cc.deadline = time.Now().Add(-time.Second)
+	time.Sleep(3 * timeout) // what a deadline set by that write would have outlived
 	f := []byte(`{"type":"top","seq":1}`)
-	owed := direct(t, cc, f)
-	if !owed || cc.werr != nil || cc.owed == nil || cc.owedOff != 0 {
-		t.Fatalf("direct write past the deadline: owed %v, err %v; want the whole frame owed", owed, cc.werr)
+	if owed := direct(t, cc, f); owed || cc.werr != nil {
+		t.Fatalf("a direct write after the write timeout: owed %v, err %v; want it written", owed, cc.werr)
 	}
-	if err := cc.Flush(); err != nil {
-		t.Fatal(err)
+	if cc.expiry != nil {
+		t.Fatal("a write that never waited armed the write timeout")
 	}
-	_, got := readFrames(t, client, 1)
-	if !bytes.Equal(got[0], f) {
-		t.Fatalf("read %q, want %q", got[0], f)
+	if _, got := readFrames(t, client, 2); !bytes.Equal(got[1], f) {
+		t.Fatalf("read %q, want %q", got[1], f)
 	}
 }
 
-// testPool is a pool of batch buffers, as a hub's.
-func testPool() *sync.Pool {
-	return &sync.Pool{New: func() any { s := make([]byte, 0, 4096); return &s }}
-}
+// testPool is the buffers of one hub's Conns.
+func testPool() *Buffers { return NewBuffers() }
 
 // direct writes f as a taker does (TryTake, Text, Give); it reports
 // whether the writer must act.
@@ -305,5 +305,29 @@ func TestTryTake(t *testing.T) {
 	defer b.Close()
 	if New(a, nil, time.Second, testPool()).TryTake() {
 		t.Fatal("a socket without a RawConn was taken: its write could park")
+	}
+}
+
+// TestSocketIsOwned: the socket under a Conn is reached only through it:
+// the Conn exports no field (an embedded net.Conn would let any importer
+// write around the write mutex and the batches), and a write deadline set
+// from outside is refused (the Conn keeps its own).
+func TestSocketIsOwned(t *testing.T) {
+	t.Parallel()
+	typ := reflect.TypeFor[Conn]()
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.IsExported() {
+			t.Errorf("Conn exports field %s (%s)", f.Name, f.Type)
+		}
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	c := New(a, nil, time.Second, testPool())
+	if err := c.SetWriteDeadline(time.Now()); err == nil {
+		t.Error("SetWriteDeadline from outside was accepted")
+	}
+	if err := c.SetDeadline(time.Now()); err == nil {
+		t.Error("SetDeadline from outside was accepted")
 	}
 }

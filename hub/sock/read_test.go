@@ -2,11 +2,19 @@ package sock
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // frame encodes a client frame: masked, with a payload of n bytes.
@@ -190,5 +198,109 @@ func TestConnCloseDelivers(t *testing.T) {
 	}
 	if err := <-wrote; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadHandsOneFrame: a read hands on at most the rest of the frame in
+// progress, so the library's buffer never holds a byte of the next frame;
+// the read buffer is borrowed while bytes wait in it and given back once
+// they are read.
+func TestReadHandsOneFrame(t *testing.T) {
+	t.Parallel()
+	server, client := tcpPair(t)
+	cc := newTCP(t, server, 5*time.Second)
+	a, b := frame(0x1, true, 10), frame(0x9, true, 0)
+	if _, err := client.Write(append(append([]byte{}, a...), b...)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	var got []byte
+	for len(got) < len(a) {
+		n, err := cc.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if !bytes.Equal(got, a) {
+		t.Fatalf("first reads gave %x, want the first frame %x alone", got, a)
+	}
+	if cc.in.buf == nil {
+		t.Fatal("the second frame's bytes are not held")
+	}
+	n, err := cc.Read(buf)
+	if err != nil || !bytes.Equal(buf[:n], b) {
+		t.Fatalf("next read %x %v, want the second frame %x", buf[:n], err, b)
+	}
+	if cc.in.buf != nil {
+		t.Fatal("the read buffer is kept with nothing in it")
+	}
+}
+
+// TestNextMessageWaitsOutsideTheLibrary: between messages, even after the
+// library answered a ping (NextMessage's ErrIdle), the hub's reader waits
+// in the Conn (Wait) with no frame of the library on its stack (a
+// goroutine's stack keeps the size of its deepest call), and holds no
+// read buffer.
+func TestNextMessageWaitsOutsideTheLibrary(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := make(chan string, 1)
+	conns := make(chan *Conn, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, cc, err := Accept(w, r, websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled}, 5*time.Second, testPool())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer ws.CloseNow()
+		conns <- cc
+		for cc.Fill() == nil {
+			_, rd, err := cc.NextMessage(ws)
+			if errors.Is(err, ErrIdle) {
+				continue
+			}
+			if err != nil {
+				return
+			}
+			b, _ := io.ReadAll(rd)
+			got <- string(b)
+		}
+	}))
+	defer srv.Close()
+	c, _, err := websocket.Dial(ctx, "ws"+srv.URL[len("http"):], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	go c.Read(ctx) // reads the pong for Ping
+	cc := <-conns
+	if err := c.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waiting := func() bool {
+		buf := make([]byte, 1<<20)
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "sock.TestNextMessageWaitsOutsideTheLibrary.func1") {
+				return strings.Contains(g, "sock.(*Conn).Fill") && !strings.Contains(g, "coder/websocket")
+			}
+		}
+		return false
+	}
+	for !waiting() {
+		if ctx.Err() != nil {
+			t.Fatal("the reader does not wait outside the library after a ping")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := cc.bufs.ReadsLent(); n != 0 {
+		t.Fatalf("%d read buffers held between messages", n)
+	}
+	if err := c.Write(ctx, websocket.MessageText, []byte("after the ping")); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-got; m != "after the ping" {
+		t.Fatalf("message %q", m)
 	}
 }

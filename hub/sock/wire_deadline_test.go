@@ -46,8 +46,7 @@ func TestConnDeadline(t *testing.T) {
 	defer b.Close()
 	go io.Copy(io.Discard, b)
 	dc := &deadlineConn{Conn: a}
-	pool := &sync.Pool{New: func() any { s := make([]byte, 0, 4096); return &s }}
-	cc := New(dc, nil, timeout, pool)
+	cc := New(dc, nil, timeout, NewBuffers())
 	// Writes back to back (each a few µs) until the deadline has moved
 	// three times, about timeout/8 apart.
 	writes, sets := 0, 0
@@ -84,8 +83,7 @@ func TestConnBlockedWrite(t *testing.T) {
 	a, b := net.Pipe() // unbuffered: a write blocks until read
 	defer a.Close()
 	defer b.Close()
-	pool := &sync.Pool{New: func() any { s := make([]byte, 0, 4096); return &s }}
-	cc := New(a, nil, timeout, pool)
+	cc := New(a, nil, timeout, NewBuffers())
 	start := time.Now()
 	err := writeText(cc, []byte("never read"))
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -93,5 +91,8 @@ func TestConnBlockedWrite(t *testing.T) {
 	}
 	if d := time.Since(start); d < timeout {
 		t.Fatalf("a blocked write failed after %v, before the write timeout %v", d, timeout)
+	}
+	if !cc.TimedOut() {
+		t.Fatal("TimedOut is false after the write timed out")
 	}
 }

@@ -17,9 +17,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -33,18 +35,31 @@ const wait = 10 * time.Second
 // Handler serves h from fasthttp. h's request is a copy that outlives the
 // fasthttp request (the hijacked connection's handler may keep its
 // strings); it has no body, so Handler is for requests that carry none
-// (a WebSocket upgrade). Its context ends when h returns.
-func Handler(h http.Handler) fasthttp.RequestHandler {
+// (a WebSocket upgrade). Its context ends when h returns. Its protocol
+// version is the request line's, as net/http parses it: a line without
+// one is HTTP/1.0 (fasthttp's reading), a version net/http does not
+// parse is answered 400 and one other than 1.x 505, before h.
+//
+// A panic in h is h's to recover; one that escapes it is logged to log
+// with its stack and answered 500 (the connection closed), or, once h
+// took the connection, the connection is closed: it ends h's request,
+// not the server.
+func Handler(h http.Handler, log *slog.Logger) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		r, err := request(ctx)
-		if err != nil {
-			ctx.Error("bad request", fasthttp.StatusBadRequest)
+		r, status := request(ctx)
+		if status != 0 {
+			ctx.Error(http.StatusText(status), status)
 			return
 		}
 		w := &writer{header: http.Header{}, taking: make(chan struct{}), conn: make(chan hijacked), gaveUp: make(chan struct{})}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
+			defer func() {
+				if v := recover(); v != nil {
+					w.panicked(v, log, r)
+				}
+			}()
 			reqCtx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			h.ServeHTTP(w, r.WithContext(reqCtx))
@@ -60,19 +75,28 @@ func Handler(h http.Handler) fasthttp.RequestHandler {
 	}
 }
 
-// request copies what h needs of ctx's request.
-func request(ctx *fasthttp.RequestCtx) (*http.Request, error) {
+// request copies what h needs of ctx's request; status is the answer
+// instead when it is not one net/http would hand a handler.
+func request(ctx *fasthttp.RequestCtx) (r *http.Request, status int) {
 	uri := string(ctx.RequestURI())
 	u, err := url.ParseRequestURI(uri)
 	if err != nil {
-		return nil, err
+		return nil, http.StatusBadRequest
 	}
-	r := &http.Request{
+	proto := string(ctx.Request.Header.Protocol())
+	major, minor, ok := http.ParseHTTPVersion(proto)
+	switch {
+	case !ok:
+		return nil, http.StatusBadRequest
+	case major != 1:
+		return nil, http.StatusHTTPVersionNotSupported
+	}
+	r = &http.Request{
 		Method:     string(ctx.Method()),
 		URL:        u,
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
+		Proto:      proto,
+		ProtoMajor: major,
+		ProtoMinor: minor,
 		Header:     make(http.Header),
 		Body:       http.NoBody,
 		Host:       string(ctx.Host()),
@@ -82,7 +106,7 @@ func request(ctx *fasthttp.RequestCtx) (*http.Request, error) {
 	ctx.Request.Header.VisitAll(func(k, v []byte) {
 		r.Header.Add(string(k), string(v))
 	})
-	return r, nil
+	return r, 0
 }
 
 // release gives back the raw connection under fasthttp's hijacked one and
@@ -120,14 +144,33 @@ type hijacked struct {
 
 // writer is the net/http side's ResponseWriter.
 type writer struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
+	header  http.Header
+	status  int
+	body    bytes.Buffer
+	crashed bool // the handler panicked: the answer closes the connection
 
 	taking chan struct{} // closed by Hijack
 	conn   chan hijacked // the connection, unless Hijack gave up
 	gaveUp chan struct{} // closed when Hijack stops waiting
 	taken  bool
+	got    net.Conn // the connection Hijack returned
+}
+
+// panicked takes a panic v that escaped the handler of r: logged; the
+// answer is a 500 that closes the connection, or, when the handler had
+// taken the connection, the connection is closed.
+func (w *writer) panicked(v any, log *slog.Logger, r *http.Request) {
+	log.Error("hijack: panic serving a request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+	if w.taken {
+		if w.got != nil {
+			w.got.Close()
+		}
+		return
+	}
+	w.status, w.crashed = http.StatusInternalServerError, true
+	w.header = http.Header{"Content-Type": {"text/plain; charset=utf-8"}}
+	w.body.Reset()
+	w.body.WriteString("internal error\n")
 }
 
 // hand passes the connection to Hijack, or closes it if Hijack gave up.
@@ -167,6 +210,9 @@ func (w *writer) answer(resp *fasthttp.Response) {
 	}
 	resp.SetStatusCode(w.status)
 	resp.SetBody(w.body.Bytes())
+	if w.crashed {
+		resp.SetConnectionClose()
+	}
 }
 
 // Hijack takes the connection, with a response head already written
@@ -196,6 +242,7 @@ func (w *writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		h.conn.Close()
 		return nil, nil, err
 	}
+	w.got = h.conn
 	brw := bufio.NewReadWriter(br, bufio.NewWriterSize(h.conn, 512))
 	if w.status != 0 {
 		fmt.Fprintf(brw, "HTTP/1.1 %d %s\r\n", w.status, http.StatusText(w.status))

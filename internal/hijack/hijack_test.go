@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,7 +24,7 @@ func serve(t *testing.T, h http.Handler) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &fasthttp.Server{Handler: Handler(h), KeepHijackedConns: true}
+	srv := &fasthttp.Server{Handler: Handler(h, slog.New(slog.DiscardHandler)), KeepHijackedConns: true}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -140,4 +142,102 @@ func TestHijack(t *testing.T) {
 	if got := line(); got != "value1 query1 true" {
 		t.Fatalf("the request as the handler kept it: %q, want %q", got, "value1 query1 true")
 	}
+}
+
+// TestProtocolVersion: the handler's request carries the request line's
+// version, as net/http parses it (coder/websocket refuses an upgrade below
+// HTTP/1.1 by it): a line without a version is HTTP/1.0, an unparseable
+// version is answered 400 and a major version other than 1 505, both
+// before the handler.
+func TestProtocolVersion(t *testing.T) {
+	addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %d.%d", r.Proto, r.ProtoMajor, r.ProtoMinor)
+	}))
+	for _, tc := range []struct {
+		line   string
+		status int
+		body   string
+	}{
+		{"GET /v HTTP/1.1", 200, "HTTP/1.1 1.1"},
+		{"GET /v HTTP/1.0", 200, "HTTP/1.0 1.0"},
+		{"GET /v", 200, "HTTP/1.0 1.0"},
+		{"GET /v HTTP/2.0", http.StatusHTTPVersionNotSupported, ""},
+		{"GET /v HTTP/x.y", http.StatusBadRequest, ""},
+	} {
+		c, br := dial(t, addr)
+		fmt.Fprintf(c, "%s\r\nHost: x\r\nConnection: close\r\n\r\n", tc.line)
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.line, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != tc.status || (tc.body != "" && string(body) != tc.body) {
+			t.Errorf("%q: %d %q, want %d %q", tc.line, res.StatusCode, body, tc.status, tc.body)
+		}
+	}
+}
+
+// TestPanicEscapingTheHandler: a panic the handler does not recover is
+// logged with its stack and answered 500 with the connection closed, or,
+// when the handler had taken the connection, the connection is closed;
+// the server serves on.
+func TestPanicEscapingTheHandler(t *testing.T) {
+	logs := &strings.Builder{}
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, logs}, nil))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{KeepHijackedConns: true, Handler: Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/before":
+			panic("before the hijack")
+		case "/after":
+			w.WriteHeader(http.StatusSwitchingProtocols)
+			if _, _, err := http.NewResponseController(w).Hijack(); err != nil {
+				t.Errorf("Hijack: %v", err)
+			}
+			panic("after the hijack")
+		}
+		io.WriteString(w, "ok")
+	}), log)}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Shutdown() })
+	addr := ln.Addr().String()
+
+	c, br := dial(t, addr)
+	io.WriteString(c, "GET /before HTTP/1.1\r\nHost: x\r\n\r\n")
+	res, err := http.ReadResponse(br, nil)
+	if err != nil || res.StatusCode != http.StatusInternalServerError || !res.Close {
+		t.Fatalf("a panic before the hijack: %v %v, want 500 closing the connection", res, err)
+	}
+	c, br = dial(t, addr)
+	io.WriteString(c, "GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
+	if _, err := br.ReadString(0); err != io.EOF {
+		t.Fatalf("a panic after the hijack: read %v, want the connection closed", err)
+	}
+	c, br = dial(t, addr)
+	io.WriteString(c, "GET /fine HTTP/1.1\r\nHost: x\r\n\r\n")
+	if res, err := http.ReadResponse(br, nil); err != nil || res.StatusCode != 200 {
+		t.Fatalf("after the panics: %v %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"before the hijack", "after the hijack", "hijack.TestPanicEscapingTheHandler"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -1,0 +1,96 @@
+package hub
+
+import (
+	"errors"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/coder/websocket"
+
+	"github.com/wsgateway/wsgateway/proto"
+)
+
+// Panics are confined to the connection they happen for
+// (docs/architecture.md, "Crash only where it is safe"). A panic on a
+// connection's reader (decoding, handling, subscribing), on its writer,
+// in its expiry timer or in a store's completion of one of its scores
+// closes that connection with 1011, is counted
+// (wsgateway_ws_panics_total) and logged with its stack once per
+// connection; the node and its other connections go on. A panic during
+// an upgrade answers 500. What a connection shares with others is left
+// consistent by defers (every hub lock held across code that may panic is
+// released by one, the socket a reader took included), and an event is
+// applied by the store's atomic step or not at all, so nothing is half
+// done. The fan-out's and the batch end's writes in the writer's place
+// (direct.go) are not guarded: they run on goroutines every connection
+// shares, and the node ends instead.
+
+const reasonInternal = "internal error"
+
+// errCrashed is apart's result for a request whose handling panicked.
+var errCrashed = errors.New("hub: panic while handling a request")
+
+// crashed takes a panic v recovered while serving c: counted and logged,
+// with its stack, on c's first; then the 1011 close is asked for.
+func (c *conn) crashed(v any) {
+	if !c.panicked.Swap(true) {
+		c.h.m.panicked("connection")
+		c.h.log.Error("hub: panic serving a connection; closing it with 1011",
+			"member", c.sub, "panic", v, "stack", string(debug.Stack()))
+	}
+	c.requestClose(websocket.StatusInternalError, reasonInternal, false)
+}
+
+// guard, deferred by a goroutine serving c outside its reader and writer
+// (the expiry timer, a store's completion), confines a panic to c.
+func (c *conn) guard() {
+	if v := recover(); v != nil {
+		c.crashed(v)
+	}
+}
+
+// guardWriter, deferred by a writer goroutine, confines a panic to c.
+func (c *conn) guardWriter() {
+	if v := recover(); v != nil {
+		c.writerPanicked(v)
+	}
+}
+
+// writeGuarded is write with a panic confined to c (ended then).
+func (c *conn) writeGuarded() (ended bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.writerPanicked(v)
+			ended = true
+		}
+	}()
+	return c.write()
+}
+
+// writerPanicked takes a panic v recovered while writing. The writer
+// still holds the socket, so it writes the 1011 close itself; a second
+// panic on the way drops the socket instead.
+func (c *conn) writerPanicked(v any) {
+	c.crashed(v)
+	defer c.endWriter()
+	defer func() {
+		if recover() != nil {
+			c.ws.CloseNow()
+		}
+	}()
+	c.closeWith(closeRequest{code: uint16(websocket.StatusInternalError), reason: reasonInternal})
+}
+
+// upgradePanicked answers a panic recovered during an upgrade: 500
+// internal while the request is still HTTP (after the library hijacked
+// the socket the write fails harmlessly), else the new connection is
+// dropped.
+func (h *Hub) upgradePanicked(v any, w http.ResponseWriter, ws *websocket.Conn) {
+	h.m.panicked("upgrade")
+	h.log.Error("hub: panic during an upgrade", "panic", v, "stack", string(debug.Stack()))
+	if ws != nil {
+		ws.CloseNow()
+		return
+	}
+	httpError(w, http.StatusInternalServerError, proto.CodeInternal, reasonInternal)
+}
