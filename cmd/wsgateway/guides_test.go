@@ -35,6 +35,7 @@ var notGuides = map[string]string{
 	"protocol.md":     "the contract, not a walk-through",
 	"architecture.md": "the design, not a walk-through",
 	"reliability.md":  "fault tests, run as e2e tests",
+	"regions.md":      "run by TestRegionsGuide, with its own runner (LB_JWT_SECRET tokens)",
 }
 
 // notRun marks a ```sh block of a guide that the runner leaves out: the

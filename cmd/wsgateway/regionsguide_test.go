@@ -26,10 +26,10 @@ func TestRegionsGuide(t *testing.T) {
 	testGuide(t, "regions.md")
 }
 
-// guideCurl runs before the guide: curl prints each answer on a line of
+// regionsCurl runs before the guide: curl prints each answer on a line of
 // its own and fails only when the gateway cannot be reached, so a refusal
 // is checked against the guide's expected lines, not by curl's status.
-const guideCurl = `curl() { command curl -sS --max-time 10 "$@"; echo; }
+const regionsCurl = `curl() { command curl -sS --max-time 10 "$@"; echo; }
 `
 
 // testGuide runs the sh blocks of docs/<name> (see TestRegionsGuide).
@@ -58,7 +58,7 @@ func testGuide(t *testing.T, name string) {
 
 	const quickStart = "http://localhost:8080"
 	var script strings.Builder
-	script.WriteString(guideCurl)
+	script.WriteString(regionsCurl)
 	for i, b := range blocks {
 		fmt.Fprintf(&script, "echo '@@ block %d'\n%s", i, strings.ReplaceAll(b, quickStart, "http://"+addr))
 	}
