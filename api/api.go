@@ -309,6 +309,8 @@ func (a *API) routes() {
 	add(fiber.MethodDelete, b+"/:board", a.authenticate, a.deleteBoard)
 	add(fiber.MethodGet, b+"/:board/top", a.authenticate, a.top)
 	add(fiber.MethodGet, b+"/:board/cohorts/:cohort/top", a.authenticate, a.top)
+	add(fiber.MethodGet, b+"/:board/regions", a.authenticate, a.regions)
+	add(fiber.MethodGet, b+"/:board/regions/:region/top", a.authenticate, a.top)
 	add(fiber.MethodGet, b+"/:board/members", a.authenticate, a.memberList)
 	add(fiber.MethodGet, b+"/:board/members/:member", a.authenticate, a.member)
 	add(fiber.MethodGet, b+"/:board/members/:member/history", a.authenticate, a.history)

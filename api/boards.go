@@ -279,13 +279,15 @@ func (a *API) deleteBoard(c *fiber.Ctx) error {
 type pageBody struct {
 	Board   string        `json:"board"`
 	Cohort  string        `json:"cohort,omitempty"`
+	Region  string        `json:"region,omitempty"` // a region's page (§17, regions.go)
 	Period  int64         `json:"period,omitempty"`
 	Offset  int           `json:"offset"`
 	Entries []proto.Entry `json:"entries"`
 	Total   int64         `json:"total"`
 }
 
-// top answers GET …/top, and a cohort's page when the route names one.
+// top answers GET …/top, and a cohort's or region's page when the route
+// names one.
 func (a *API) top(c *fiber.Ctx) error {
 	id, err := boardParam(c)
 	if err != nil {
@@ -303,17 +305,21 @@ func (a *API) top(c *fiber.Ctx) error {
 	cohort := c.Params("cohort") // its form is the board's (rank.Board.ParseCohortID): the store checks it
 	ctx, cancel := a.ctx()
 	defer cancel()
+	region := c.Params("region") // §17; the store checks it (rank.CheckRegion)
 	var pg rank.Page
-	if cohort == "" {
-		pg, err = a.deps.Store.Top(ctx, id, period, offset, limit)
-	} else {
+	switch {
+	case cohort != "":
 		pg, err = a.deps.Store.CohortTop(ctx, id, period, cohort, offset, limit)
+	case region != "":
+		pg, err = a.deps.Store.RegionTop(ctx, id, period, region, offset, limit)
+	default:
+		pg, err = a.deps.Store.Top(ctx, id, period, offset, limit)
 	}
 	if err != nil {
 		return fmt.Errorf("api: top %s: %w", id, err)
 	}
 	a.decorate(ctx, pg.Entries)
-	return sendScores(c, pageBody{Board: id, Cohort: cohort, Period: pg.Period, Offset: offset, Entries: proto.EntriesOf(pg.Entries), Total: pg.Total}, pg.Decimals)
+	return sendScores(c, pageBody{Board: id, Cohort: cohort, Region: region, Period: pg.Period, Offset: offset, Entries: proto.EntriesOf(pg.Entries), Total: pg.Total}, pg.Decimals)
 }
 
 // rankBody answers GET …/members/{member}: the WebSocket rank reply without
@@ -329,6 +335,10 @@ type rankBody struct {
 	// Around are within the cohort).
 	Cohort string `json:"cohort,omitempty"`
 	Tier   string `json:"tier,omitempty"`
+	// Region and RegionRank: §17, on region boards, when the member has
+	// an entry (Rank and Around stay the board's).
+	Region     string `json:"region,omitempty"`
+	RegionRank int64  `json:"region_rank,omitempty"`
 }
 
 func (a *API) member(c *fiber.Ctx) error {
@@ -364,6 +374,7 @@ func (a *API) member(c *fiber.Ctx) error {
 	if len(rs.Members) == 1 && rs.Members[0].Found {
 		mr := rs.Members[0]
 		out.Rank, out.Score = &mr.Rank, &mr.Score
+		out.Region, out.RegionRank = mr.Region, mr.RegionRank
 		a.decorate(ctx, mr.Around)
 		out.Around = proto.EntriesOf(mr.Around)
 	}

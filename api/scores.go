@@ -67,6 +67,7 @@ func (a *API) scores(c *fiber.Ctx) error {
 	for i, raw := range raws {
 		items[i] = decodeScore(b, raw)
 	}
+	a.warmRegions(b, items) // regions.go
 	results := a.applyAll(items)
 	// Acks are appended with the WebSocket path's encoder; an ack is
 	// about 120 bytes.

@@ -17,9 +17,11 @@ import (
 //	message = 0x01 str(board) uvarint(count) change*count
 //	change  = flags uvarint(seq) str(member) [varint(old)] varint(new)
 //	          uvarint(rank) uvarint(prev_rank) [varint(period)] [str(name)]
-//	          [str(cohort)]
+//	          [str(cohort)] [str(region) uvarint(region_rank)] [str(region_from)]
 //	flags   = 1: old present, 2: period present, 4: name present,
-//	          8: cohort present (a cohort board's, §12: live frames route by it)
+//	          8: cohort present (a cohort board's, §12: live frames route by it),
+//	          16: region present (a region board's, §17: likewise),
+//	          32: region_from present (the member left that region)
 //	str     = uvarint(len) bytes
 //
 // Integers that should be non-negative still round-trip when they are not
@@ -33,6 +35,8 @@ const (
 	flagPeriod  = 2
 	flagName    = 4
 	flagCohort  = 8
+	flagRegion  = 16
+	flagMoved   = 32
 	minChangeSz = 6 // flags, seq, member length, new, rank, prev_rank
 )
 
@@ -58,6 +62,12 @@ func appendChanges(dst []byte, board string, batch []rank.Change) []byte {
 		if c.Cohort != "" {
 			flags |= flagCohort
 		}
+		if c.Region != "" {
+			flags |= flagRegion
+		}
+		if c.RegionFrom != "" {
+			flags |= flagMoved
+		}
 		dst = append(dst, flags)
 		dst = binary.AppendUvarint(dst, uint64(c.Seq))
 		dst = appendStr(dst, c.Member)
@@ -75,6 +85,13 @@ func appendChanges(dst []byte, board string, batch []rank.Change) []byte {
 		}
 		if c.Cohort != "" {
 			dst = appendStr(dst, c.Cohort)
+		}
+		if c.Region != "" {
+			dst = appendStr(dst, c.Region)
+			dst = binary.AppendUvarint(dst, uint64(c.RegionRank))
+		}
+		if c.RegionFrom != "" {
+			dst = appendStr(dst, c.RegionFrom)
 		}
 	}
 	return dst
@@ -130,7 +147,14 @@ func decodeChanges(data []byte) ([]rank.Change, error) {
 		if flags&flagCohort != 0 {
 			c.Cohort = d.str()
 		}
-		if flags&^(flagOld|flagPeriod|flagName|flagCohort) != 0 {
+		if flags&flagRegion != 0 {
+			c.Region = d.str()
+			c.RegionRank = int64(d.uvarint())
+		}
+		if flags&flagMoved != 0 {
+			c.RegionFrom = d.str()
+		}
+		if flags&^(flagOld|flagPeriod|flagName|flagCohort|flagRegion|flagMoved) != 0 {
 			return nil, fmt.Errorf("unknown flags %#x", flags)
 		}
 	}

@@ -19,6 +19,8 @@ func TestCodecRoundTrip(t *testing.T) {
 		{"new member", []rank.Change{{Seq: 1, Member: "alice", New: 10, Rank: 1}}},
 		{"every field", []rank.Change{{Seq: 99, Member: "bob@x:y", Old: ptr(-5), New: 1 << 53, Rank: 3, PrevRank: 4, Period: 2026, Name: "Bob ✓", Cohort: "silver-12"}}},
 		{"cohort alone", []rank.Change{{Seq: 3, Member: "c", New: 7, Rank: 2, Cohort: "4"}}},
+		{"region", []rank.Change{{Seq: 4, Member: "d", New: 8, Rank: 9, Region: "DE", RegionRank: 2}}},
+		{"region move", []rank.Change{{Seq: 5, Member: "e", Old: ptr(1), New: 8, Rank: 9, PrevRank: 7, Region: "FR", RegionRank: 1, RegionFrom: "DE"}}},
 		{"extremes", []rank.Change{{Seq: math.MaxInt64, Member: strings.Repeat("m", 64), Old: ptr(math.MinInt64), New: -(1<<53 - 1), Rank: -1, PrevRank: math.MaxInt64, Period: -1}}},
 		{"old zero is not nil", []rank.Change{{Seq: 2, Member: "z", Old: ptr(0), New: 0, Rank: 1, PrevRank: 1}}},
 		{"many", func() []rank.Change {
@@ -79,6 +81,7 @@ func TestCodecRejects(t *testing.T) {
 
 func FuzzDecodeChanges(f *testing.F) {
 	f.Add(appendChanges(nil, "run_hero", []rank.Change{{Seq: 1, Member: "a", Old: ptr(3), New: 4, Rank: 1, PrevRank: 2, Period: 7, Name: "A", Cohort: "gold-1"}}))
+	f.Add(appendChanges(nil, "world", []rank.Change{{Seq: 2, Member: "b", New: 4, Rank: 3, Region: "JP", RegionRank: 1, RegionFrom: "ZZ"}}))
 	f.Add([]byte(`[{"board":"x","seq":1,"member":"m","old":null,"new":1,"rank":1,"prev_rank":0}]`))
 	f.Add([]byte{codecV1, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -226,6 +226,12 @@ type SubOpts struct {
 	// Cohort, on a cohort board, makes the top frames that cohort's
 	// standings (proto.Top.Cohort names it) instead of the board's (§12).
 	Cohort string
+	// Region, on a region board, makes the top frames that region's
+	// standings (proto.Top.Region names it) instead of the board's (§17).
+	Region string
+	// Scope "region", on a region board, makes the view frames the
+	// member's within its region (proto.View.Region names it; §17).
+	Scope string
 }
 
 // Subscribe subscribes to board's live frames, or changes the options of an

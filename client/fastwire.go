@@ -17,13 +17,16 @@ import (
 type ackView struct {
 	id, board, member []byte
 	cohort, tier      []byte // cohort and league boards (§12); nil when absent
+	region            []byte // region boards (§17); nil when absent
 	score, rank, seq  int64
 	prevRank, period  int64
+	regionRank        int64
 	hasPrevRank, dup  bool
 }
 
 // parseAck reads an ack exactly as the gateway writes it (proto.AppendAck:
-// its keys in its order, period, cohort and tier only when set, strings of plain ASCII
+// its keys in its order, period, cohort, tier, region and region_rank only
+// when set, strings of plain ASCII
 // without escapes, integer scores). ok is false for anything else (other
 // frames, hot boards' decimal scores, escapes, spaces), which the caller
 // then decodes with encoding/json.
@@ -69,6 +72,12 @@ func parseAck(b []byte) (a ackView, ok bool) {
 		return a, false
 	}
 	if p.lit(`,"tier":`) && !p.str(&a.tier) {
+		return a, false
+	}
+	if p.lit(`,"region":`) && !p.str(&a.region) {
+		return a, false
+	}
+	if p.lit(`,"region_rank":`) && !p.int(&a.regionRank) {
 		return a, false
 	}
 	return a, p.lit("}") && p.i == len(p.b)

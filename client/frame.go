@@ -34,6 +34,9 @@ type frame struct {
 	Tier      string        `json:"tier"`
 	Capped    bool          `json:"capped"`  // acks of capped boards (§18)
 	Applied   int64         `json:"applied"` // with capped: the part of the delta applied
+	// ack and rank replies of region boards, top frames of a region (§17)
+	Region     string `json:"region"`
+	RegionRank int64  `json:"region_rank"`
 	// top (final) and board frames (R19)
 	Final    bool   `json:"final"`
 	State    string `json:"state"`
@@ -90,7 +93,7 @@ func (f *frame) welcome() proto.Welcome {
 
 func (f *frame) ack() proto.Ack {
 	return proto.Ack{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Score: deref(f.Score), Rank: deref(f.Rank),
-		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq, Period: f.Period, Cohort: f.Cohort, Tier: f.Tier, Decimals: f.decimals,
+		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq, Period: f.Period, Cohort: f.Cohort, Tier: f.Tier, Region: f.Region, RegionRank: f.RegionRank, Decimals: f.decimals,
 		Capped: f.Capped, Applied: f.Applied}
 }
 
@@ -100,12 +103,12 @@ func (f *frame) page() proto.PageReply {
 
 func (f *frame) rankReply() proto.RankReply {
 	return proto.RankReply{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Period: f.Period,
-		Cohort: f.Cohort, Tier: f.Tier, Decimals: f.decimals}
+		Cohort: f.Cohort, Tier: f.Tier, Region: f.Region, RegionRank: f.RegionRank, Decimals: f.decimals}
 }
 
 func (f *frame) top() proto.Top {
 	return proto.Top{Type: f.Type, Board: f.Board, Seq: f.Seq, Entries: f.Entries, Total: f.Total, TS: f.TS,
-		Final: f.Final, Period: f.Period, Cohort: f.Cohort, Decimals: f.decimals}
+		Final: f.Final, Period: f.Period, Cohort: f.Cohort, Region: f.Region, Decimals: f.decimals}
 }
 
 func (f *frame) board() proto.Board {
@@ -114,5 +117,5 @@ func (f *frame) board() proto.Board {
 }
 
 func (f *frame) view() proto.View {
-	return proto.View{Type: f.Type, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Seq: f.Seq, TS: f.TS, Decimals: f.decimals}
+	return proto.View{Type: f.Type, Board: f.Board, Member: f.Member, Rank: f.Rank, Score: f.Score, Around: f.Around, Seq: f.Seq, TS: f.TS, Region: f.Region, Decimals: f.decimals}
 }

@@ -60,7 +60,7 @@ func (s *Subscription) setOpts(o SubOpts) (old SubOpts) {
 // req is the subscribe request for the current options.
 func (s *Subscription) req(id string) *proto.Request {
 	o := s.Opts()
-	r := &proto.Request{Type: proto.TypeSubscribe, ID: id, Board: s.board, Member: o.Member, Cohort: o.Cohort}
+	r := &proto.Request{Type: proto.TypeSubscribe, ID: id, Board: s.board, Member: o.Member, Cohort: o.Cohort, Region: o.Region, Scope: o.Scope}
 	switch {
 	case o.Top < 0:
 		r.Top = new(0)

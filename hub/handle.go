@@ -330,6 +330,7 @@ func (c *conn) rank(ctx context.Context, req proto.Message) error {
 		reply.Rank, reply.Score = &r, &s
 		reply.Around = proto.EntriesOf(m.Around)
 		reply.Cohort, reply.Tier = m.Cohort, m.Tier
+		reply.Region, reply.RegionRank = m.Region, m.RegionRank // §17
 	} else if reply.Tier, err = c.tierOf(ctx, req, member); err != nil {
 		return err
 	}

@@ -24,6 +24,22 @@ func (c *conn) subscribeSpec(req proto.Message) (live.Spec, error) {
 		}
 		sp.Group = live.Group{Kind: live.Cohort, ID: req.Cohort}
 	}
+	if req.Has&proto.FieldRegion != 0 {
+		if req.Has&proto.FieldCohort != 0 {
+			return sp, proto.BadRequest("region: not with cohort")
+		}
+		if req.Region == "" {
+			return sp, proto.BadRequest("region: an empty id")
+		}
+		sp.Group = live.Group{Kind: live.Region, ID: req.Region}
+	}
+	switch req.Scope {
+	case "", "board":
+	case "region":
+		sp.RegionView = true
+	default:
+		return sp, proto.BadRequest(`scope: "board" or "region"`)
+	}
 	if req.Has&proto.FieldMembers == 0 {
 		m, err := c.member(req)
 		sp.Member = m

@@ -271,6 +271,9 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.profs = newProfileCache(profiles, cfg.ProfileCache, fetchTimeout,
 		func(members []string) { n.live.ProfilesChanged(members) }, cfg.Logger)
 	n.m.profs = n.profs
+	// Every apply path goes through here: events on region boards get
+	// their member's country (regions.go), and the figures are taken.
+	n.store = metered{regioned{n.store, n.profs}, n.m}
 	n.outbox = webhook.NewWatcher(n.store, webhook.WatchConfig{Every: cfg.Webhooks.Watch, Decorator: n.profs, Logger: cfg.Logger})
 
 	viewers, err := bus.NewViewers(cfg.Viewers) // n.viewers once started: Close stops it
@@ -398,7 +401,6 @@ func (n *Node) openStore(ctx context.Context) error {
 	if cfg.Dev {
 		n.store = rank.AutoCreate(n.store, cfg.DevBoards)
 	}
-	n.store = metered{n.store, n.m}
 	return nil
 }
 

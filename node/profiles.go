@@ -66,6 +66,7 @@ type fetch struct {
 	members  []string
 	done     chan struct{} // closed once the answer is cached
 	late     atomic.Bool   // a caller stopped waiting before done
+	err      error         // the read's failure, set before done closes
 	stale    map[string]bool
 	allStale bool // guarded by profileCache.mu, as stale
 }
@@ -163,6 +164,7 @@ func (c *profileCache) run(f *fetch) {
 		}
 	}
 	c.mu.Unlock()
+	f.err = err
 	close(f.done)
 	if err != nil {
 		c.log.Warn("node: profile read failed; entries show stored names until it succeeds",

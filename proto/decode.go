@@ -67,9 +67,11 @@ const (
 	FieldMembers // subscribe: a member list (v1.2, §11)
 	FieldCohort  // subscribe: the cohort whose top frames to send (v1.2, §12)
 	FieldSince   // subscribe: the resume point (v1.3, §15)
+	FieldRegion  // subscribe: the region whose top frames to send (v1.3, §17)
+	FieldScope   // subscribe: "region" for the member's view within its region (v1.3, §17)
 	FieldName    // an import line's display name (v1.3, §18); no message has it
 
-	allFields = FieldSince<<1 - 1
+	allFields = FieldScope<<1 - 1
 	// scoreFields are the fields of a REST score event.
 	scoreFields = FieldID | FieldMember | FieldDelta | FieldValue | FieldAt | FieldMeta
 )
@@ -113,11 +115,15 @@ func fieldOf(name string) (Field, bool) {
 		return FieldSince, true
 	case "name":
 		return FieldName, true
+	case "region":
+		return FieldRegion, true
+	case "scope":
+		return FieldScope, true
 	}
 	return 0, false
 }
 
-var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta", "members", "cohort", "since", "name"}
+var fieldNames = [...]string{"type", "id", "board", "member", "delta", "value", "top", "around", "offset", "limit", "period", "token", "at", "meta", "members", "cohort", "since", "region", "scope", "name"}
 
 // String is the field's wire name.
 func (f Field) String() string {
@@ -135,7 +141,7 @@ func fieldsOf(typ string) (allowed, required Field, ok bool) {
 	case TypeScore:
 		return FieldBoard | FieldMember | FieldDelta | FieldValue | FieldAt | FieldMeta, FieldBoard, true
 	case TypeSubscribe:
-		return FieldBoard | FieldMember | FieldTop | FieldAround | FieldMembers | FieldMeta | FieldCohort | FieldSince, FieldBoard, true
+		return FieldBoard | FieldMember | FieldTop | FieldAround | FieldMembers | FieldMeta | FieldCohort | FieldSince | FieldRegion | FieldScope, FieldBoard, true
 	case TypeUnsubscribe:
 		return FieldBoard, FieldBoard, true
 	case TypePage:
@@ -170,6 +176,8 @@ type Message struct {
 	WithMeta bool
 	Cohort   string // subscribe: "" when absent (the board's own top frames; §12)
 	Since    *Since // subscribe: the resume point, nil when absent (§15)
+	Region   string // subscribe: "" when absent (§17)
+	Scope    string // subscribe: "" when absent (the board's view; §17)
 	Has      Field
 }
 
@@ -235,6 +243,12 @@ func DecodeMessage(b []byte) (m Message, err error) {
 		return m, err
 	}
 	if m.Cohort, err = stringField(&raw, FieldCohort); err != nil {
+		return m, err
+	}
+	if m.Region, err = stringField(&raw, FieldRegion); err != nil {
+		return m, err
+	}
+	if m.Scope, err = stringField(&raw, FieldScope); err != nil {
 		return m, err
 	}
 	if has&FieldPeriod != 0 {

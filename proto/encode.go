@@ -57,6 +57,14 @@ func AppendAck(b []byte, a *Ack) []byte {
 		b = append(b, `,"capped":true,"applied":`...)
 		b = strconv.AppendInt(b, a.Applied, 10)
 	}
+	if a.Region != "" {
+		b = append(b, `,"region":`...)
+		b = AppendJSONString(b, a.Region)
+	}
+	if a.RegionRank != 0 {
+		b = append(b, `,"region_rank":`...)
+		b = strconv.AppendInt(b, a.RegionRank, 10)
+	}
 	return append(b, '}')
 }
 

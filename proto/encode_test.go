@@ -26,6 +26,7 @@ func TestAppendAckMatchesJSON(t *testing.T) {
 		{Type: TypeAck, ID: `q"uo\te`, Board: "<b>&", Member: "naïve\u2028\x01", Score: 9007199254740991},
 		{Type: TypeAck, ID: "c", Board: "league", Member: "m", Score: 3, Rank: 2, Seq: 4, Period: 9, Cohort: "silver-3", Tier: "silver"},
 		{ID: "c", Board: "groups", Member: "m", Cohort: "12"}, // a cohort board without a league: no tier
+		{Type: TypeAck, ID: "r", Board: "world", Member: "m", Score: 5, Rank: 40, Seq: 2, Region: "DE", RegionRank: 3},
 		{},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -46,6 +47,9 @@ func TestAppendAckMatchesJSON(t *testing.T) {
 		}
 		if r.IntN(2) == 0 {
 			a.Period, a.Cohort, a.Tier = r.Int64(), str(), str()
+		}
+		if r.IntN(2) == 0 {
+			a.Region, a.RegionRank = str(), r.Int64()
 		}
 		acks = append(acks, a)
 	}

@@ -146,6 +146,8 @@ type Request struct {
 	Token  string          `json:"token,omitempty"`
 	Meta   json.RawMessage `json:"meta,omitempty"`   // score: a JSON object; subscribe: true (§11)
 	Cohort string          `json:"cohort,omitempty"` // subscribe: that cohort's top frames (§12)
+	Region string          `json:"region,omitempty"` // subscribe: that region's top frames (§17)
+	Scope  string          `json:"scope,omitempty"`  // subscribe: "region", the view within the member's region (§17)
 	// Members is subscribe's member list (§11).
 	Members []string `json:"members,omitempty"`
 	// Since is subscribe's resume point (§15).
@@ -190,6 +192,10 @@ type Ack struct {
 	// Capped says a board's cap (§18) let only Applied of the delta through.
 	Capped  bool  `json:"capped,omitempty"`
 	Applied int64 `json:"applied,omitempty"`
+	// Region and RegionRank: the member's region on a region board and
+	// its rank there, right after its own step (§17, R37).
+	Region     string `json:"region,omitempty"`
+	RegionRank int64  `json:"region_rank,omitempty"`
 	// Decimals: Score is in units of 10^-Decimals and is written with that
 	// many decimals (hot boards: 3, R22). Not a field of the wire.
 	Decimals int `json:"-"`
@@ -201,7 +207,7 @@ type Ack struct {
 func AckOf(id string, r rank.Result) Ack {
 	a := Ack{ID: id, Board: r.Board, Member: r.Member, Score: r.Score, Rank: r.Rank, Duplicate: r.Duplicate,
 		Seq: r.Seq, Period: r.Period, Cohort: r.Cohort, Tier: r.Tier, Decimals: r.Decimals,
-		Capped: r.Capped, Applied: r.Applied}
+		Capped: r.Capped, Applied: r.Applied, Region: r.Region, RegionRank: r.RegionRank}
 	if r.PrevRank > 0 {
 		prev := r.PrevRank
 		a.PrevRank = &prev
@@ -250,6 +256,10 @@ type RankReply struct {
 	// Rank and Around are within the cohort (§12).
 	Cohort string `json:"cohort,omitempty"`
 	Tier   string `json:"tier,omitempty"`
+	// Region and RegionRank: on a region board, the member's region and
+	// its rank there (§17), present when it has an entry.
+	Region     string `json:"region,omitempty"`
+	RegionRank int64  `json:"region_rank,omitempty"`
 	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
 	// the gateway writes them with that many decimals. Not a wire field.
 	Decimals int `json:"-"`
@@ -269,6 +279,8 @@ type Top struct {
 	Period int64 `json:"period,omitempty"`
 	// Cohort: the frame is that cohort's standings, not the board's (§12).
 	Cohort string `json:"cohort,omitempty"`
+	// Region: the frame is that region's standings, ranks within it (§17).
+	Region string `json:"region,omitempty"`
 	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
 	// the gateway writes them with that many decimals. Not a wire field.
 	Decimals int `json:"-"`
@@ -299,6 +311,8 @@ type View struct {
 	Around []Entry `json:"around"`
 	Seq    int64   `json:"seq"`
 	TS     int64   `json:"ts"`
+	// Region: a "scope": "region" view, ranks and around within it (§17).
+	Region string `json:"region,omitempty"`
 	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
 	// the gateway writes them with that many decimals. Not a wire field.
 	Decimals int `json:"-"`

@@ -140,3 +140,29 @@ func (a *autoCreate) create(ctx context.Context, e Event) error {
 	a.created++
 	return nil
 }
+
+// Region reads of a board that does not exist see a default board, which
+// has no regions (§17).
+func (a *autoCreate) RegionTop(ctx context.Context, board string, p PeriodSel, region string, offset, limit int) (Page, error) {
+	pg, err := a.Store.RegionTop(ctx, board, p, region, offset, limit)
+	if absent(board, err) {
+		return Page{}, NoRegions(board)
+	}
+	return pg, err
+}
+
+func (a *autoCreate) Regions(ctx context.Context, board string, p PeriodSel) ([]RegionCount, error) {
+	rs, err := a.Store.Regions(ctx, board, p)
+	if absent(board, err) {
+		return nil, NoRegions(board)
+	}
+	return rs, err
+}
+
+func (a *autoCreate) RegionRanks(ctx context.Context, board string, p PeriodSel, members []string, around int) (Ranks, error) {
+	rs, err := a.Store.RegionRanks(ctx, board, p, members, around)
+	if absent(board, err) {
+		return Ranks{}, NoRegions(board)
+	}
+	return rs, err
+}

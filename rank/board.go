@@ -198,6 +198,9 @@ type Board struct {
 	// creation.
 	Cohort Cohort `json:"cohort,omitzero"`
 	League League `json:"league,omitzero"`
+	// Regions ranks each entry also within its member's region (§17,
+	// R37; region.go), fixed at creation.
+	Regions bool `json:"regions,omitzero"`
 	// Decay makes the board hot (§8, R22; decay.go). Optional.
 	Decay Decay `json:"decay,omitzero"`
 	// Derived boards (§8, v1.1; derived.go). Group is the Redis Cluster
@@ -414,6 +417,9 @@ func (b Board) Validate() error {
 		return bad("ack_rank", "%q is not none or global", b.AckRank)
 	}
 	if err := b.validateCohort(); err != nil {
+		return err
+	}
+	if err := b.validateRegions(); err != nil {
 		return err
 	}
 	if err := validateDecay(b); err != nil {

@@ -19,6 +19,12 @@ type Change struct {
 	// Cohort is the member's cohort on a cohort board (§12), so live
 	// frames can route per cohort: Rank and PrevRank are then within it.
 	Cohort string `json:"cohort,omitempty"`
+	// Region is the member's region on a region board (§17) and
+	// RegionRank its rank there; RegionFrom the region it left in this
+	// change (its frames lost the member), "" when it did not move.
+	Region     string `json:"region,omitempty"`
+	RegionRank int64  `json:"region_rank,omitempty"`
+	RegionFrom string `json:"region_from,omitempty"`
 }
 
 // ChangeOf is the change that applying e produced with result r; ok is
@@ -28,15 +34,18 @@ func ChangeOf(e Event, r Result) (c Change, ok bool) {
 		return Change{}, false
 	}
 	c = Change{
-		Board:    r.Board,
-		Seq:      r.Seq,
-		Member:   r.Member,
-		New:      r.Score,
-		Rank:     r.Rank,
-		PrevRank: r.PrevRank,
-		Period:   r.Period,
-		Name:     e.Name,
-		Cohort:   r.Cohort,
+		Board:      r.Board,
+		Seq:        r.Seq,
+		Member:     r.Member,
+		New:        r.Score,
+		Rank:       r.Rank,
+		PrevRank:   r.PrevRank,
+		Period:     r.Period,
+		Name:       e.Name,
+		Cohort:     r.Cohort,
+		Region:     r.Region,
+		RegionRank: r.RegionRank,
+		RegionFrom: r.RegionFrom,
 	}
 	if r.Had {
 		old := r.PrevScore

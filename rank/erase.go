@@ -76,6 +76,10 @@ type ExportEntry struct {
 	// and its league tier; without them such a rank reads as the board's.
 	Cohort string `json:"cohort,omitempty"`
 	Tier   string `json:"tier,omitempty"`
+	// Region and RegionRank: on a region board (§17) the member's region
+	// and its rank there.
+	Region     string `json:"region,omitempty"`
+	RegionRank int64  `json:"region_rank,omitempty"`
 	// Hidden: a ban hides the entry (R21); it has no rank.
 	Hidden bool `json:"hidden,omitempty"`
 	// Decimals: as Result.Decimals (3 on hot boards); the API prints the
@@ -161,7 +165,8 @@ func exportBoard(ctx context.Context, s Store, b Board, member string, now time.
 		}
 		if len(rs.Members) == 1 && rs.Members[0].Found {
 			mr := rs.Members[0]
-			e := ExportEntry{Board: b.ID, Period: rs.Period, Score: mr.Score, Rank: mr.Rank, Cohort: mr.Cohort, Tier: mr.Tier, Decimals: rs.Decimals}
+			e := ExportEntry{Board: b.ID, Period: rs.Period, Score: mr.Score, Rank: mr.Rank, Cohort: mr.Cohort, Tier: mr.Tier, Decimals: rs.Decimals,
+				Region: mr.Region, RegionRank: mr.RegionRank}
 			for _, a := range mr.Around {
 				if a.Member == member {
 					e.Meta = a.Meta

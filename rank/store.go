@@ -48,6 +48,11 @@ type Event struct {
 	// (§18): the event is applied to it at its start (Board.Restore)
 	// instead of by R17. Only the API's import sets it.
 	Into int64
+	// Region is the member's region on a region board (§17): its
+	// profile's country as the submitting node knows it, "" = RegionNone.
+	// The profile lives apart from the board's data, so the node passes
+	// it; not part of the payload (a retry after a move is a retry).
+	Region string
 }
 
 // PayloadHash identifies what an event asks for, so a repeated request id with
@@ -110,6 +115,12 @@ type Result struct {
 	// Capped says the board's cap (§18) cut the event's delta to Applied.
 	Capped  bool
 	Applied int64
+	// Region is the member's region on a region board (§17) and
+	// RegionRank its rank there, read in the same step (R37); RegionFrom
+	// the region its entry left in this step ("" when it did not move).
+	Region     string
+	RegionRank int64
+	RegionFrom string
 }
 
 // Entry is one ranked member.
@@ -151,6 +162,11 @@ type MemberRank struct {
 	// and Around are within it; Tier its tier on a league board.
 	Cohort string
 	Tier   string
+	// Region is the member's region on a region board (§17) and
+	// RegionRank its rank there (Ranks); RegionRanks puts Rank and Around
+	// within it too.
+	Region     string
+	RegionRank int64
 }
 
 // HistoryEvent is one applied event as a board with history keeps it
@@ -209,9 +225,10 @@ type Store interface {
 	Profiles
 	Moderation
 	Outbox
-	Eraser  // erase.go (§13, R29)
-	Streams // stream.go (§15)
-	Seasons // season.go (§18)
+	Eraser       // erase.go (§13, R29)
+	Streams      // stream.go (§15)
+	Seasons      // season.go (§18)
+	RegionReader // region.go (§17)
 
 	// PutBoard creates or replaces a board config (validated). Changing the
 	// order, mode or tiebreak of a board that has data is allowed and takes
@@ -325,6 +342,9 @@ func (e Event) Check(b Board) error {
 	}
 	if b.MaxDelta > 0 && (e.Amount > b.MaxDelta || e.Amount < -b.MaxDelta) {
 		return ErrDeltaTooLarge
+	}
+	if e.Region != "" && !ValidRegion(e.Region) {
+		return fmt.Errorf("%w: region %q is not an ISO 3166-1 alpha-2 code or ZZ", ErrBadRequest, truncate(e.Region, 16))
 	}
 	if e.Meta != "" {
 		if b.Hot() {

@@ -127,6 +127,7 @@ func TestConsole(t *testing.T) {
 	t.Run("without a token", func(t *testing.T) { testConsoleNoToken(t, b, bin) })
 	t.Run("create and edit a board", func(t *testing.T) { testConsoleBoards(t, b, gw) })
 	t.Run("moderate a member", func(t *testing.T) { testConsoleModeration(t, b, gw, out) })
+	t.Run("regions", func(t *testing.T) { testConsoleRegions(t, b, gw) })
 	t.Run("states and a final board", func(t *testing.T) { testConsoleLifecycle(t, b, gw) })
 	t.Run("webhooks", func(t *testing.T) { testConsoleWebhooks(t, b, gw) })
 	t.Run("export a period", func(t *testing.T) { testConsoleExport(t, b, gw) })

@@ -52,6 +52,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("play link token", func(t *testing.T) { testPlayLinkToken(t, b, gw) })
 	t.Run("player on a sharded board", func(t *testing.T) { testShardedPlayer(t, b, gw, out) })
 	t.Run("cohorts and leagues", func(t *testing.T) { testCohorts(t, b, gw, out) })
+	t.Run("regions", func(t *testing.T) { testRegions(t, b, gw, out) })
 	t.Run("player on best and set boards", func(t *testing.T) { testPlayerValueModes(t, b, gw) })
 	t.Run("replay links", func(t *testing.T) { testReplayLinks(t, b, gw, out) })
 	t.Run("last runs", func(t *testing.T) { testLastRuns(t, b, gw, out) })

@@ -36,6 +36,7 @@ var notGuides = map[string]string{
 	"architecture.md": "the design, not a walk-through",
 	"reliability.md":  "fault tests, run as e2e tests",
 	"seasons.md":      "its marked blocks run in TestSeasonsGuide, which also checks the files they write",
+	"regions.md":      "run by TestRegionsGuide, with its own runner (LB_JWT_SECRET tokens)",
 }
 
 // notRun marks a ```sh block of a guide that the runner leaves out: the

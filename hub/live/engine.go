@@ -432,9 +432,16 @@ func (e *Engine) readTop(ctx context.Context, src source, board string, sel rank
 	return p, err
 }
 
-func (e *Engine) readRanks(ctx context.Context, id string, sel rank.PeriodSel, members []string, around int) (r rank.Ranks, err error) {
+func (e *Engine) readRanks(ctx context.Context, id string, sel rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
+	return e.ranksWith(ctx, e.store.Ranks, id, sel, members, around)
+}
+
+// ranksWith is a Ranks-shaped read (the board's, or a group's) through
+// call, checking that it answers every member asked.
+func (e *Engine) ranksWith(ctx context.Context, read func(context.Context, string, rank.PeriodSel, []string, int) (rank.Ranks, error),
+	id string, sel rank.PeriodSel, members []string, around int) (r rank.Ranks, err error) {
 	err = e.call(ctx, "ranks", id, func(ctx context.Context) error {
-		r, err = e.store.Ranks(ctx, id, sel, members, around)
+		r, err = read(ctx, id, sel, members, around)
 		if err == nil && len(r.Members) != len(members) {
 			err = fmt.Errorf("store returned %d members for %d asked", len(r.Members), len(members))
 		}

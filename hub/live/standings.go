@@ -42,6 +42,7 @@ func sources(st Store) ([]source, error) {
 	for _, mk := range []func(Store) (source, error){
 		newWholeBoard,
 		newCohorts,
+		newRegions, // region.go
 	} {
 		src, err := mk(st)
 		if err != nil {

@@ -29,6 +29,9 @@ type Spec struct {
 	// Group, when its Kind is set, fills the top slot with that group's
 	// standings instead of the board's (Cohort, §12).
 	Group Group
+	// RegionView: the view is within the member's region on a region
+	// board (scope "region", §17).
+	RegionView bool
 	// Owner is the member whose Members count toward its bound on this
 	// node (Config.MaxListIDs); "": none (servers, anonymous spectators).
 	Owner string
@@ -100,6 +103,9 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 		if err := src.check(cfg, sp.Group.ID); err != nil {
 			return fmt.Errorf("live: subscribe %s: %w", sp.Board, err)
 		}
+	}
+	if sp.RegionView && (!cfg.Regions || !e.regionViews()) {
+		return fmt.Errorf("live: subscribe %s: %w", sp.Board, rank.NoRegions(sp.Board))
 	}
 	sn, _ := e.storeNow(ctx)
 	now := e.now()

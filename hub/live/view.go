@@ -43,6 +43,7 @@ type viewKey struct {
 	member string
 	around int
 	meta   bool // the subscription said "meta": true
+	region bool // the window is within the member's region (scope "region", §17)
 }
 
 // view is one (board, member, around) watched by one or more connections.
@@ -84,7 +85,7 @@ func (vs *views) join(sp *Spec, st *start) part {
 	if sp.Around == 0 {
 		return nil
 	}
-	k := viewKey{sp.Member, sp.Around, sp.Meta}
+	k := viewKey{sp.Member, sp.Around, sp.Meta, sp.RegionView}
 	v := vs.byKey[k]
 	if v == nil {
 		vs.nextID++
@@ -140,6 +141,9 @@ func (vs *views) changed(c rank.Change) {
 	if c.Old != nil { // else: a new member comes from "worst possible"
 		o := b.goodness(*c.Old)
 		l.lo, l.hi = min(o, l.hi), max(o, l.hi)
+	}
+	if c.RegionFrom != "" { // it left a region and arrived in another, each as from the worst
+		l.lo = math.MinInt64
 	}
 	vs.touch(l)
 	if b.reading {
@@ -209,6 +213,7 @@ type viewPass struct {
 
 type aroundRead struct {
 	around int
+	region bool // RegionRanks, not Ranks
 	vjs    []viewJob
 	ok     bool
 	seq    int64
@@ -234,10 +239,10 @@ func (vs *views) snapshot(j *job) pass {
 		if p == nil {
 			p = &viewPass{vs: vs}
 		}
-		i := slices.IndexFunc(p.groups, func(g aroundRead) bool { return g.around == v.key.around })
+		i := slices.IndexFunc(p.groups, func(g aroundRead) bool { return g.around == v.key.around && g.region == v.key.region })
 		if i < 0 {
 			i = len(p.groups)
-			p.groups = append(p.groups, aroundRead{around: v.key.around})
+			p.groups = append(p.groups, aroundRead{around: v.key.around, region: v.key.region})
 		}
 		p.groups[i].vjs = append(p.groups[i].vjs, viewJob{v: v, prev: v.res})
 	}
@@ -265,7 +270,11 @@ func (p *viewPass) readAround(ctx context.Context, j *job, g *aroundRead) error 
 	for i, vj := range g.vjs {
 		members[i] = vj.v.key.member
 	}
-	r, err := e.readRanks(ctx, j.b.id, j.final.sel, members, g.around)
+	read := e.readRanks
+	if g.region {
+		read = e.readRegionRanks // region.go
+	}
+	r, err := read(ctx, j.b.id, j.final.sel, members, g.around)
 	if err != nil {
 		return err
 	}
@@ -397,6 +406,9 @@ func (e *Engine) encodeView(board string, k viewKey, r *viewResult, ts int64) []
 	f := proto.View{
 		Type: proto.TypeView, Board: board, Member: k.member,
 		Around: frameEntries(r.mr.Around, k.meta), Seq: r.seq, TS: ts,
+	}
+	if k.region {
+		f.Region = r.mr.Region
 	}
 	if r.mr.Found {
 		rk, sc := r.mr.Rank, r.mr.Score

@@ -72,8 +72,10 @@
 -- the ranks were not read, ranked below: prev_rank is then -1 for a member
 -- that had an entry, 0 for a new one) followed by the blocks' fields, each "," and a value: a value that starts with a digit
 -- is a cohort (apply_cohort.lua), one that starts with a letter is another
--- block's, tagged by that letter. An applied event's reply may go on with
--- a block's tail (a shard's: apply_shard.lua) after the record. Codes:
+-- block's, tagged by that letter (g: a region, apply_region.lua). An
+-- applied event's reply may go on with a block's tail (a shard's:
+-- apply_shard.lua; a region board's move: apply_region.lua) after the
+-- record. Codes:
 -- invalid_score, bad_request, out_of_range, board_closed:<reason> (R30:
 -- not_started, ended or period_over), at_ahead, banned, and the blocks'
 -- (limit_reached: apply_limit.lua); that event changed nothing; the next

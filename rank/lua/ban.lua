@@ -30,9 +30,11 @@
 -- member's entry of every period passed from z to x, keeping its score and
 -- tie prefix; showing moves it back, only when no live ban is left. An
 -- emptied key loses its TTL, so the moved-to key takes the moved-from one's.
--- On a cohort board (apply.lua's "cohorts") the entry leaves its cohort's
--- sorted set with it and comes back to it; a removal drops it there too.
--- Those keys are named after the period's as apply.lua names them.
+-- On a cohort or region board (apply.lua's "cohorts" and "regions") the
+-- entry leaves its group's sorted set with it and comes back to it; a
+-- removal drops it there too, and on a region board the member's placement
+-- (its next event places it anew). Those keys are named after the period's
+-- as apply.lua names them.
 -- Errors "LB <code>": unknown_board, stale, bad_request.
 
 local err = refused()
@@ -54,15 +56,20 @@ local function banned(m)
   return (r[1] and live(r[1])) or (r[2] and live(r[2])) or false
 end
 
--- cohortSet is member m's cohort's sorted set in the period of sorted set
--- zkey (<p>:{b}:z:<i>), or nil when the board has no cohorts or m no cohort.
+-- groupSet is member m's group's sorted set in the period of sorted set
+-- zkey (<p>:{b}:z:<i>), its cohort's (k:<i>/<c>) or its region's
+-- (g:<i>/<r>), and the groups' hash; nil when the board has no groups or m
+-- none.
 local base = string.sub(KEYS[1], 1, -4) -- KEYS[1] ends in "cfg"
 -- A league's cohort sets expire only once its moves are made (apply.lua).
 local league = string.match(redis.call('HGET', KEYS[1], 'co') or '', '^%d+%.[1-9]') ~= nil
-local function cohortSet(zkey, m)
-  local kk = base .. 'k:' .. string.sub(zkey, #base + 3)
-  local c = redis.call('HGET', kk, m)
-  return c and kk .. '/' .. c
+local function groupSet(zkey, m)
+  local i = string.sub(zkey, #base + 3)
+  for _, h in ipairs({'k:', 'g:'}) do
+    local gh = base .. h .. i
+    local c = redis.call('HGET', gh, m)
+    if c then return gh .. '/' .. c, gh end
+  end
 end
 
 local function move(m, hide)
@@ -77,7 +84,7 @@ local function move(m, hide)
       local fresh = redis.call('EXISTS', to) == 0
       redis.call('ZADD', to, sc, zm)
       if fresh and ttl > 0 then redis.call('PEXPIRE', to, ttl) end
-      local cs = cohortSet(KEYS[k], m)
+      local cs = groupSet(KEYS[k], m)
       if cs and hide then
         redis.call('ZREM', cs, zm)
       elseif cs then
@@ -156,8 +163,10 @@ elseif op == 'remove' then
   if redis.call('ZREM', z, zm) + redis.call('ZREM', x, zm) == 0 then
     result = 0
   else
-    local cs = cohortSet(z, member)
+    local cs, gh = groupSet(z, member)
     if cs then redis.call('ZREM', cs, zm) end
+    -- A region's placement goes with the entry; a cohort seat stays (R27).
+    if gh and string.sub(gh, #base + 1, #base + 2) == 'g:' then redis.call('HDEL', gh, member) end
     redis.call('HDEL', mh, member)
     bump = true
   end

@@ -18,11 +18,12 @@
 -- then any number of other keys that may name it: a hash loses the fields
 --          <member> and g|<member> (a global ban's copy), a sorted set or a
 --          set the member
--- the last K of which are a cohort board's period hashes k:<i> (member ->
---          its cohort "<tier>.<n>", apply.lua's "cohorts"): the member also
---          leaves the cohort's sorted set k:<i>/<tier>.<n> (the cohort keys
---          are built from the hash's name, as apply.lua builds them, in the
---          same slot). Its seat is not given back: k:<i>/n
+-- the last K of which are the period hashes of a board's groups: a cohort
+--          board's k:<i> (member -> its cohort "<tier>.<n>", apply.lua's
+--          "cohorts"), a region board's g:<i> (member -> its region,
+--          "regions"): the member also leaves its group's sorted set, the
+--          hash's name .. "/<group>" (built here as apply.lua builds it, in
+--          the same slot). A cohort seat is not given back: k:<i>/n
 --          keeps counting it, so no cohort ever takes more than its size and
 --          the members placed after it keep their cohorts (R27); a later
 --          event of the member places it anew, in the next seat.
@@ -66,7 +67,7 @@ end
 
 local entries, changed = 0, 0
 
--- The cohort hashes, before the loop below drops their fields.
+-- The group hashes, before the loop below drops their fields.
 for i = #KEYS - K + 1, #KEYS do
   local c = redis.call('HGET', KEYS[i], m)
   if c and redis.call('ZREM', KEYS[i] .. '/' .. c, unpack(forms)) > 0 then changed = changed + 1 end

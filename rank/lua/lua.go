@@ -48,10 +48,15 @@ const (
 	Build = "build.lua" // derived boards: recompute members of a derived board
 	Deps  = "deps.lua"  // derived boards: a source's list of dependants
 
-	// Cohort boards (§12): member reads within cohorts, a league tier.
-	CohortRanks = "cohortranks.lua"
-	CohortTier  = "cohorttier.lua"
-	Cohorts     = "cohorts.lua" // a period's placement counters
+	// Member reads on boards ranked in groups: cohorts (§12), regions (§17).
+	GroupRanks = "groupranks.lua"
+
+	// Region boards (§17): a period's regions and their sizes.
+	Regions = "regions.lua"
+
+	// Cohort boards (§12): a league tier.
+	CohortTier = "cohorttier.lua"
+	Cohorts    = "cohorts.lua" // a period's placement counters
 
 	// Erase removes one member from one key space (§13, R29); Forget
 	// deletes its idempotency records from one bucket, a bounded step at a

@@ -62,11 +62,13 @@ type zset struct {
 	// history holds each member's last applied events, oldest first, on a
 	// board with history (§11); nil on others.
 	history map[string][]rank.HistoryEvent
-	// co holds a cohort board's cohorts (cohort.go); nil on others.
+	// co holds a cohort board's cohorts (cohort.go), rg a region board's
+	// regions (region.go); nil on others.
 	co *cohorts
 	// capped holds each member's points counted by a per-period cap
 	// (§18, caps.go); nil until the first.
 	capped map[string]int64
+	rg     *groups[string]
 }
 
 // idemKey is what a request id is unique within on a board (R4 v1.1): the
@@ -87,9 +89,12 @@ type record struct {
 	had       bool
 	seq       int64
 	period    int64
-	cohort    cohortKey // on a cohort board
-	capped    bool      // on a capped board (§18): the delta was cut to applied
-	applied   int64
+	// group is the member's cohort on a cohort board, and on a region
+	// board its region and region rank (regionRecord): one field for the
+	// two, as a board has at most one of them.
+	group   cohortKey
+	capped  bool // on a capped board (§18): the delta was cut to applied
+	applied int64
 }
 
 // boardView is what GetBoard reads of a board, published whole.
@@ -171,7 +176,14 @@ func (b *board) reconfigure(cfg rank.Board) {
 		return
 	}
 	for _, z := range b.periods {
-		co := cohortNodes(z)
+		var co map[cohortKey][]*node
+		var rg map[string][]*node
+		if z.co != nil {
+			co = z.co.nodes()
+		}
+		if z.rg != nil {
+			rg = z.rg.nodes()
+		}
 		nodes := make([]*node, 0, z.tr.len())
 		for c := z.tr.at(1); c.ok(); c.next() {
 			nodes = append(nodes, c.node())
@@ -184,7 +196,12 @@ func (b *board) reconfigure(cfg rank.Board) {
 		for _, n := range z.hidden {
 			b.setKey(n, n.score, n.reached)
 		}
-		rekeyCohorts(z, co)
+		if z.co != nil {
+			z.co.rekey(co)
+		}
+		if z.rg != nil {
+			z.rg.rekey(rg)
+		}
 	}
 }
 
@@ -218,7 +235,10 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 			Decimals: b.cfg.Decimals(), Capped: rec.capped, Applied: rec.applied,
 		}
 		if b.cfg.Cohorted() {
-			r.Cohort, r.Tier = b.cohortName(rec.cohort), b.tierName(rec.cohort.tier)
+			r.Cohort, r.Tier = b.cohortName(rec.group), b.tierName(rec.group.tier)
+		}
+		if b.cfg.Regions {
+			r.Region, r.RegionRank = rec.group.region()
 		}
 		return r, nil
 	}
@@ -302,6 +322,12 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		ck, ct = b.cohortJoin(z, p, e.Member)
 		r.Cohort, r.Tier = b.cohortName(ck), b.tierName(ck.tier)
 	}
+	// On a region board (region.go) the entry leaves its region's tree
+	// before its key changes, and enters the event's region's after.
+	var rt *tree
+	if z.rg != nil {
+		rt = b.regionMove(z, n, e, &r)
+	}
 	switch {
 	case n == nil:
 		n = &node{}
@@ -333,6 +359,10 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 			r.Rank = b.rankInTree(ct, n, ct.insert(n))
 		}
 	}
+	if rt != nil {
+		r.RegionRank = b.rankInTree(rt, n, rt.insert(n))
+		ck = regionRecord(r.Region, r.RegionRank)
+	}
 	if e.Name != "" {
 		b.names[e.Member] = e.Name
 	}
@@ -357,7 +387,7 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	exp := nowNs + int64(time.Duration(b.cfg.IdempotencyWindow))
 	b.idem[key] = record{
 		hash: hash, expires: exp, score: r.Score, rank: r.Rank, prevRank: r.PrevRank,
-		prevScore: r.PrevScore, had: r.Had, seq: r.Seq, period: r.Period, cohort: ck,
+		prevScore: r.PrevScore, had: r.Had, seq: r.Seq, period: r.Period, group: ck,
 		capped: r.Capped, applied: r.Applied,
 	}
 	b.queue.push(key, exp)
@@ -414,6 +444,10 @@ func (b *board) newPeriod(p rank.Period, now time.Time) *zset {
 	}
 	if b.cfg.Cohorted() {
 		z.co = newCohorts()
+	}
+	if b.cfg.Regions {
+		rg := newGroups[string]()
+		z.rg = &rg
 	}
 	b.periods[p.Index] = z
 	return z

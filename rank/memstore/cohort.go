@@ -22,37 +22,15 @@ type cohortKey struct {
 	n    int64
 }
 
-// cohorts is one period's cohorts.
+// cohorts is one period's cohorts (group.go): the groups and how many
+// members each tier has had placed.
 type cohorts struct {
-	of     map[string]cohortKey // the member's cohort, set when it is placed
-	sets   map[cohortKey]*tree  // each cohort's ranking
-	placed map[int]int64        // members placed per tier
+	groups[cohortKey]
+	placed map[int]int64 // members placed per tier
 }
 
 func newCohorts() *cohorts {
-	return &cohorts{of: map[string]cohortKey{}, sets: map[cohortKey]*tree{}, placed: map[int]int64{}}
-}
-
-// leave takes n out of its cohort's tree (a ban hides it, a removal
-// drops it); its placement stays, so it comes back to the same cohort.
-// Nothing on a board without cohorts (c nil).
-func (c *cohorts) leave(n *node) {
-	if c == nil {
-		return
-	}
-	if k, ok := c.of[n.m]; ok {
-		c.sets[k].remove(n)
-	}
-}
-
-// enter puts n back in its cohort's tree (a ban lifted).
-func (c *cohorts) enter(n *node) {
-	if c == nil {
-		return
-	}
-	if k, ok := c.of[n.m]; ok {
-		c.sets[k].insert(n)
-	}
+	return &cohorts{groups: newGroups[cohortKey](), placed: map[int]int64{}}
 }
 
 // leagueState is a league board's tiers across periods. The moves of a
@@ -98,12 +76,7 @@ func (b *board) cohortJoin(z *zset, p rank.Period, member string) (cohortKey, *t
 	c := cohortKey{t, b.cfg.CohortOf(z.co.placed[t])}
 	z.co.placed[t]++
 	z.co.of[member] = c
-	ct := z.co.sets[c]
-	if ct == nil {
-		ct = newTree()
-		z.co.sets[c] = ct
-	}
-	return c, ct
+	return c, z.co.tree(c)
 }
 
 // leagueOpen folds the moves of the last period placed in into the
@@ -167,52 +140,13 @@ func (b *board) treeEntries(z *zset, t *tree, start, limit int) []rank.Entry {
 	return out
 }
 
-// rekeyCohorts rebuilds z's cohort trees after its nodes were given new
-// keys (reconfigure): a tree is ordered by the keys its nodes had.
-func rekeyCohorts(z *zset, nodes map[cohortKey][]*node) {
-	for c, ns := range nodes {
-		t := newTree()
-		for _, n := range ns {
-			t.insert(n)
-		}
-		z.co.sets[c] = t
-	}
-}
-
-// cohortNodes lists the nodes of every cohort tree of z.
-func cohortNodes(z *zset) map[cohortKey][]*node {
-	if z.co == nil {
-		return nil
-	}
-	out := make(map[cohortKey][]*node, len(z.co.sets))
-	for c, t := range z.co.sets {
-		ns := make([]*node, 0, t.length)
-		for cur := t.at(1); cur.node() != nil; cur.next() {
-			ns = append(ns, cur.node())
-		}
-		out[c] = ns
-	}
-	return out
-}
-
 // cohortRank is member node n's rank and neighbours within its cohort.
 // b.mu held.
 func (b *board) cohortRank(z *zset, n *node, around int) rank.MemberRank {
 	c := z.co.of[n.m]
-	t := z.co.sets[c]
-	pos := t.rankOf(&n.key)
-	lo := max(1, pos-around)
-	hi := min(t.length, pos+around)
-	return rank.MemberRank{
-		Member: n.m,
-		Found:  true,
-		Rank:   b.rankInTree(t, n, pos),
-		Score:  n.score,
-		Name:   b.names[n.m],
-		Around: b.treeEntries(z, t, lo, hi-lo+1),
-		Cohort: b.cohortName(c),
-		Tier:   b.tierName(c.tier),
-	}
+	mr := b.groupRank(z, z.co.sets[c], n, around)
+	mr.Cohort, mr.Tier = b.cohortName(c), b.tierName(c.tier)
+	return mr
 }
 
 // CohortTop reads entries [offset, offset+limit) of one cohort of a period.
@@ -246,10 +180,7 @@ func (s *Store) CohortTop(ctx context.Context, id string, sel rank.PeriodSel, co
 	if tier != "" {
 		c.tier = b.cfg.League.Tiers.Index(tier)
 	}
-	if t := z.co.sets[c]; t != nil {
-		pg.Total = int64(t.length)
-		pg.Entries = b.treeEntries(z, t, offset+1, limit)
-	}
+	b.groupPage(&pg, z, z.co.sets[c], offset, limit)
 	return pg, nil
 }
 

@@ -167,7 +167,7 @@ func (b *board) erase(member string) (entries int64, touched bool) {
 // later event of the member places it anew, in the next seat.
 func (z *zset) erase(member string) (entries int64, touched bool) {
 	if n := z.members[member]; n != nil {
-		z.co.leave(n)
+		z.leaveGroups(n)
 		z.tr.remove(n)
 		delete(z.members, member)
 		entries++
@@ -176,9 +176,11 @@ func (z *zset) erase(member string) (entries int64, touched bool) {
 		entries++
 	}
 	touched = entries > 0
-	if z.co != nil {
-		touched = touched || hasKey(z.co.of, member)
-		delete(z.co.of, member)
+	if z.co != nil && z.co.forget(member) {
+		touched = true
+	}
+	if z.rg != nil && z.rg.forget(member) {
+		touched = true
 	}
 	for _, had := range []bool{hasKey(z.counts, member), hasKey(z.meta, member), hasKey(z.history, member), hasKey(z.capped, member)} {
 		touched = touched || had

@@ -219,6 +219,9 @@ func (s *Store) PutBoard(ctx context.Context, cfg rank.Board) (rank.Board, error
 		if err := rank.CheckCohortChange(b.cfg, cfg); err != nil {
 			return rank.Board{}, fmt.Errorf("memstore: put board %s: %w", cfg.ID, err)
 		}
+		if err := rank.CheckRegionsChange(b.cfg, cfg); err != nil {
+			return rank.Board{}, fmt.Errorf("memstore: put board %s: %w", cfg.ID, err)
+		}
 		b.reconfigure(cfg)
 		return cfg, nil
 	}
@@ -491,6 +494,9 @@ func (s *Store) Ranks(ctx context.Context, id string, sel rank.PeriodSel, member
 			Score:  n.score,
 			Name:   b.names[m],
 			Around: b.entries(z, lo, hi-lo+1),
+		}
+		if !whole {
+			b.regionRank(z, n, &out.Members[i]) // region.go
 		}
 	}
 	return out, nil

@@ -322,6 +322,19 @@ func (m *model) RenewEpoch(context.Context, string, string) (string, error) {
 	return "", errors.ErrUnsupported
 }
 
+// Regions are outside what this model checks (ranktest's region model does).
+func (m *model) RegionTop(context.Context, string, rank.PeriodSel, string, int, int) (rank.Page, error) {
+	return rank.Page{}, errors.ErrUnsupported
+}
+
+func (m *model) Regions(context.Context, string, rank.PeriodSel) ([]rank.RegionCount, error) {
+	return nil, errors.ErrUnsupported
+}
+
+func (m *model) RegionRanks(context.Context, string, rank.PeriodSel, []string, int) (rank.Ranks, error) {
+	return rank.Ranks{}, errors.ErrUnsupported
+}
+
 // The model keeps profiles in a map: Differential does not compare them,
 // the conformance suite does.
 func (m *model) PutProfile(_ context.Context, member string, p rank.Profile) error {

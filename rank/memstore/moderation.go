@@ -34,7 +34,7 @@ func (b *board) hide(member string) {
 			continue
 		}
 		z.tr.remove(n)
-		z.co.leave(n) // a cohort board's cohort hides it too
+		z.leaveGroups(n) // its cohort's or region's standings hide it too
 		delete(z.members, member)
 		if z.hidden == nil {
 			z.hidden = map[string]*node{}
@@ -58,7 +58,7 @@ func (b *board) show(member string, now time.Time) bool {
 		delete(z.hidden, member)
 		z.members[member] = n
 		z.tr.insert(n)
-		z.co.enter(n)
+		z.enterGroups(n)
 	}
 	return true
 }
@@ -230,7 +230,7 @@ func (s *Store) RemoveMember(ctx context.Context, id, member string, sel rank.Pe
 		if z != nil {
 			if n := z.members[member]; n != nil {
 				z.tr.remove(n)
-				z.co.leave(n)
+				z.leaveGroups(n)
 				delete(z.members, member)
 				removed = true
 			} else if z.hidden[member] != nil {
@@ -240,6 +240,9 @@ func (s *Store) RemoveMember(ctx context.Context, id, member string, sel rank.Pe
 			if removed {
 				delete(z.meta, member)
 				delete(z.history, member)
+				if z.rg != nil {
+					z.rg.forget(member) // its next event places it anew
+				}
 			}
 			if removed && b.hot != nil {
 				delete(b.hot.sums, member)

@@ -34,6 +34,7 @@ func RunApply(t *testing.T, f HooksFactory) {
 		{"Submitters", testSubmitters},
 		{"CancelledBeforeSending", testCancelledBeforeSending},
 		{"CohortChanges", testCohortChanges},
+		{"RegionChanges", testRegionChanges},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

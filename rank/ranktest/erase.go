@@ -45,6 +45,7 @@ const (
 	erOther   = "rt-er-other" // only Other scores here
 	erCohort  = "rt-er-co"    // cohorts of 2: the member and Other in cohort 1
 	erLeague  = "rt-er-lg"    // daily league of cohorts of 2: the member promoted
+	erRegion  = "rt-er-rg"    // daily regions: the member in DE, then FR (§17)
 )
 
 // EraseAnchor is a store time for SetupErasure's clock, hours away from
@@ -56,7 +57,9 @@ func EraseAnchor() time.Time { return hotAnchor() }
 // sources of a union, a daily source of a two-period window (two periods),
 // a cohort board (member and other in cohort 1), a daily league board
 // (member promoted out of the previous period's cohort, in silver now),
-// and a board where only other scores, plus a profile and a global ban.
+// a daily region board (member in DE in the previous period, FR in the
+// current one), and a board where only other scores, plus a profile and a
+// global ban.
 // Every board holds other too.
 func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) EraseFixture {
 	t.Helper()
@@ -92,7 +95,8 @@ func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) 
 	lg := leagueBoard(erLeague, 2, 1, 1, "bronze", "silver")
 	lg.Reset = rank.Daily
 	put(t, s, lg)
-	fx.Boards = []string{erSrcA, erSrcB, erBanned, erCohort, erDaily, erHot, erLeague, erOther, erSharded, erUnion, erWin, erWinSrc}
+	put(t, s, regionBoard(erRegion, func(b *rank.Board) { b.Reset = rank.Daily }))
+	fx.Boards = []string{erSrcA, erSrcB, erBanned, erCohort, erDaily, erHot, erLeague, erOther, erRegion, erSharded, erUnion, erWin, erWinSrc}
 	slices.Sort(fx.Boards)
 
 	anchor := clk.Now()
@@ -103,6 +107,7 @@ func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) 
 	// The league's previous period: member first of bronze-1, so promoted.
 	apply(t, s, delta(erLeague, "old-lgprev", member, 5))
 	apply(t, s, delta(erLeague, "o-lgprev", other, 1))
+	apply(t, s, in(delta(erRegion, "old-rgprev", member, 4), "DE"))
 	// Ten minutes into the day, so the hot board's hour buckets start on
 	// the hour, and the previous period's event is still within its
 	// idempotency window as it would be on a real clock.
@@ -113,6 +118,8 @@ func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) 
 		apply(t, s, named(delta(id, "old-"+id, member, int64(10+i)), "Eve"))
 		fx.Old[id] = "old-" + id
 	}
+	apply(t, s, in(named(delta(erRegion, "old-"+erRegion, member, 9), "Eve"), "FR"))
+	fx.Old[erRegion] = "old-" + erRegion
 	if r := ranks(t, s, erLeague, "", 0, member).Members[0]; r.Tier != "silver" {
 		t.Fatalf("%s on %s: tier %q, want silver (promoted)", member, erLeague, r.Tier)
 	}
@@ -120,8 +127,8 @@ func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) 
 	// source's two periods and three of the window's views: the previous
 	// period's, the current one's and the next one's, which already holds
 	// the current period's event; the cohort board, the league's two
-	// periods.
-	fx.Entries = 2 + 5 + 1 + 2 + 3 + 1 + 2
+	// periods, the region board's two.
+	fx.Entries = 2 + 5 + 1 + 2 + 3 + 1 + 2 + 2
 	for i, id := range fx.Boards {
 		if id == erUnion || id == erWin {
 			continue
@@ -169,7 +176,7 @@ func (fx EraseFixture) CheckErased(t *testing.T, s rank.Store) {
 	m := fx.Member
 	for _, id := range fx.Boards {
 		for _, p := range []rank.PeriodSel{"", "previous"} {
-			if id != erDaily && id != erLeague && p != "" {
+			if id != erDaily && id != erLeague && id != erRegion && p != "" {
 				continue
 			}
 			r := ranks(t, s, id, p, 0, m, fx.Other)
@@ -217,6 +224,9 @@ func (fx EraseFixture) CheckErased(t *testing.T, s rank.Store) {
 	if x.Profile != nil || len(x.Entries)+len(x.History)+len(x.Bans) != 0 {
 		t.Fatalf("Export after the erasure: %+v, want it empty", x)
 	}
+	// Its regions are gone with it (§17): other is alone, in ZZ.
+	wantRegions(t, "after the erasure", regionList(t, s, erRegion, ""), "ZZ:1")
+	wantRegions(t, "the previous period after the erasure", regionList(t, s, erRegion, "previous"), "")
 	// Its earlier ids are forgotten: each is applied anew, from zero.
 	for id, old := range fx.Old {
 		r := apply(t, s, delta(id, old, m, 3))
@@ -423,7 +433,7 @@ func testExport(t *testing.T, f Factory) {
 	visible := []string{erSrcA + "/0/", erSrcB + "/0/", erDaily + "/-1/" + `{"car":"red"}`,
 		erDaily + "/+0/" + `{"car":"blue"}`, erHot + "/0/", erSharded + "/0/", erUnion + "/0/",
 		erWinSrc + "/-1/", erWinSrc + "/+0/", erWin + "/-1/", erWin + "/+0/", erWin + "/+1/",
-		erCohort + "/0/", erLeague + "/-1/", erLeague + "/+0/"}
+		erCohort + "/0/", erLeague + "/-1/", erLeague + "/+0/", erRegion + "/-1/", erRegion + "/+0/"}
 	want := append(slices.Clone(visible), erBanned+"/0//hidden") // the banned board's, without a rank
 	slices.Sort(want)
 	if got := entries(x); !slices.Equal(got, want) {
@@ -443,6 +453,17 @@ func testExport(t *testing.T, f Factory) {
 	slices.Sort(cohorts)
 	if want := []string{erCohort + "/0/1//2", erLeague + "/+0/silver-1/silver/1", erLeague + "/-1/bronze-1/bronze/1"}; !slices.Equal(cohorts, want) {
 		t.Fatalf("Export cohorts %q, want %q", cohorts, want)
+	}
+	// A region board's entries name the region and the rank there.
+	var regions []string
+	for _, e := range x.Entries {
+		if e.Region != "" {
+			regions = append(regions, fmt.Sprintf("%s/%+d/%s/%d", e.Board, e.Period-cur, e.Region, e.RegionRank))
+		}
+	}
+	slices.Sort(regions)
+	if want := []string{erRegion + "/+0/FR/1", erRegion + "/-1/DE/1"}; !slices.Equal(regions, want) {
+		t.Fatalf("Export regions %q, want %q", regions, want)
 	}
 	if len(x.History) != 2 || x.History[0].ID == x.History[1].ID {
 		t.Fatalf("Export history %+v, want the daily board's two events", x.History)

@@ -217,6 +217,7 @@ func Run(t *testing.T, f Factory) {
 		{"NameProfiles", testNameProfiles},
 		{"ImportMarks", testImportMarks},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
+		{"Regions", RunRegions}, // regions.go (§17)
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

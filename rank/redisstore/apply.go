@@ -245,7 +245,11 @@ func applyCmd(c cachedBoard, nowArg string, pk *periodKeys, calls []*call) cmd {
 		args = append(c.appendArgs(args), (*string)(&c.e.Meta))
 	}
 	keys = append(keys, pk.dkeys...) // derived boards (derived.go)
-	args = append(args, pk.dargs...)
+	if c.b.Regions {
+		args = appendRegions(args, pk.dargs, calls) // region.go
+	} else {
+		args = append(args, pk.dargs...)
+	}
 	return cmd{calls: calls, keys: keys, args: args}
 }
 
@@ -334,10 +338,21 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 		}
 		return rank.Result{}, fmt.Errorf("redisstore: apply %s: script error %q", e.Board, code)
 	case strings.HasPrefix(rep, "0"), strings.HasPrefix(rep, "1"):
-		var fields string
+		var fields, from string
+		if cfg != nil && cfg.Regions {
+			rep, from, _ = strings.Cut(rep, ";") // the region left (region.go)
+		}
 		r, fields, err = parseRecord(rep[0] == '1', rep[1:], hash, token)
-		if cohort := blockField(fields, ""); err == nil && cohort != "" && cfg != nil {
-			r.Cohort, r.Tier, err = cohortName(*cfg, cohort)
+		switch {
+		case err != nil || cfg == nil:
+		case cfg.Regions: // a region board has no cohorts
+			if g := blockField(fields, "g"); g != "" { // apply_region.lua's
+				err = regionOfRecord(&r, g, from)
+			}
+		default:
+			if cohort := blockField(fields, ""); cohort != "" {
+				r.Cohort, r.Tier, err = cohortName(*cfg, cohort)
+			}
 		}
 		if applied := blockField(fields, "a"); err == nil && applied != "" { // apply_cap.lua: the part of the delta applied
 			r.Capped = true

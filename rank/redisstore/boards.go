@@ -68,6 +68,9 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 			if err := rank.CheckCohortChange(old.b, b); err != nil {
 				return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
 			}
+			if err := rank.CheckRegionsChange(old.b, b); err != nil {
+				return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
+			}
 			oldVer = old.ver
 			if f := old.b.FinalAt(); !f.IsZero() {
 				finalAt = strconv.FormatInt(f.UnixMilli(), 10)

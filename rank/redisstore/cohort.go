@@ -18,9 +18,8 @@ import (
 )
 
 var (
-	cohortRanksScript = newScript(lua.CohortRanks)
-	cohortTierScript  = newScript(lua.CohortTier)
-	cohortsScript     = newScript(lua.Cohorts)
+	cohortTierScript = newScript(lua.CohortTier)
+	cohortsScript    = newScript(lua.Cohorts)
 )
 
 // cohortSpec is a cohort board's config as apply.lua reads it from the cfg
@@ -72,7 +71,20 @@ func (s *Store) kkey(b *rank.Board, idx int64) string {
 // CohortTop reads entries [offset, offset+limit) of one cohort of a period
 // (top.lua over the cohort's sorted set).
 func (s *Store) CohortTop(ctx context.Context, board string, period rank.PeriodSel, cohort string, offset, limit int) (rank.Page, error) {
-	const op = "cohort top"
+	return s.groupTop(ctx, "cohort top", board, period, offset, limit, func(c cachedBoard, sl slots) (a, b string, err error) {
+		suffix, err := cohortSuffix(c.b, cohort)
+		if err != nil {
+			return "", "", err
+		}
+		return s.kkey(&c.b, sl.a) + "/" + suffix, s.kkey(&c.b, sl.b) + "/" + suffix, nil
+	})
+}
+
+// groupTop reads entries [offset, offset+limit) of one group of a period
+// (a cohort's or a region's: top.lua over the group's sorted set, whose
+// keys in the period's two slots sets gives, or refuses).
+func (s *Store) groupTop(ctx context.Context, op, board string, period rank.PeriodSel, offset, limit int,
+	sets func(c cachedBoard, sl slots) (a, b string, err error)) (rank.Page, error) {
 	if !rank.ValidBoardID(board) {
 		return rank.Page{}, fmt.Errorf("redisstore: %s %q: %w", op, board, rank.ErrInvalidBoard)
 	}
@@ -80,13 +92,11 @@ func (s *Store) CohortTop(ctx context.Context, board string, period rank.PeriodS
 		return rank.Page{}, fmt.Errorf("redisstore: %s %s: %w: offset and limit must not be negative", op, board, rank.ErrBadRequest)
 	}
 	c, sl, v, err := s.readWith(ctx, op, board, period, s.top, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
-		suffix, err := cohortSuffix(c.b, cohort)
+		a, b, err := sets(c, sl)
 		if err != nil {
 			return nil, nil, err
 		}
-		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n,
-			s.kkey(&c.b, sl.a) + "/" + suffix, s.kkey(&c.b, sl.b) + "/" + suffix, c.keys.ban,
-			s.metaKey(&c.b, sl.a), s.metaKey(&c.b, sl.b)}
+		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n, a, b, c.keys.ban, s.metaKey(&c.b, sl.a), s.metaKey(&c.b, sl.b)}
 		return keys, []any{c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak), offset, limit}, nil
 	})
 	if err != nil {
@@ -110,41 +120,20 @@ func (s *Store) cohorted(ctx context.Context, board string) bool {
 }
 
 // cohortRanks is Ranks on a cohort board: each member within its cohort
-// (cohortranks.lua). Arguments are checked by Ranks.
+// (groupranks.lua over the cohorts' hash). Arguments are checked by Ranks.
 func (s *Store) cohortRanks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
-	c, sl, v, err := s.readWith(ctx, "ranks", board, period, cohortRanksScript, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
-		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n,
-			s.zkey(&c.b, sl.a), s.mkey(&c.b, sl.a), s.zkey(&c.b, sl.b), s.mkey(&c.b, sl.b), c.keys.ban,
-			s.metaKey(&c.b, sl.a), s.metaKey(&c.b, sl.b), s.kkey(&c.b, sl.a), s.kkey(&c.b, sl.b)}
-		args := make([]any, 0, 7+len(members))
-		args = append(args, c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak), around)
-		for _, m := range members {
-			args = append(args, m)
-		}
-		return keys, args, nil
-	})
+	g, err := s.groupRanks(ctx, "ranks", board, period, members, around, inGroup, s.kkey)
 	if err != nil {
 		return rank.Ranks{}, err
 	}
-	a, _ := v.([]any)
-	if len(a) < 3+len(members) {
-		return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: unexpected reply %v", board, v)
-	}
-	cohorts := a[3 : 3+len(members)]
-	rest := append(append(make([]any, 0, len(a)-len(members)), a[:3]...), a[3+len(members):]...)
-	r, err := parseRanks(rest, members, around, c.b)
-	if err != nil {
-		return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, err)
-	}
-	for i := range r.Members {
-		if co, _ := cohorts[i].(string); co != "" && r.Members[i].Found {
-			if r.Members[i].Cohort, r.Members[i].Tier, err = cohortName(c.b, co); err != nil {
+	for i := range g.r.Members {
+		if co := g.groups[i]; co != "" && g.r.Members[i].Found {
+			if g.r.Members[i].Cohort, g.r.Members[i].Tier, err = cohortName(g.c.b, co); err != nil {
 				return rank.Ranks{}, fmt.Errorf("redisstore: ranks %s: %w", board, err)
 			}
 		}
 	}
-	r.Board, r.Period, r.Decimals = board, sl.pick(r.Period), c.b.Decimals()
-	return r, nil
+	return g.r, nil
 }
 
 // MemberTier is a member's tier in a period of a league board

@@ -68,7 +68,7 @@ func eraseTag(member string) string {
 
 // eraseKeys are erase.lua's KEYS for member in key space id of group g
 // over the periods kept, with E (the entry sorted sets), O (the member's
-// own keys) and K (the cohort hashes, last). seq is the key space's seq when erase.lua moves it,
+// own keys) and K (the group hashes, last: cohorts' and regions'). seq is the key space's seq when erase.lua moves it,
 // else "" (a shard: its seq is its tie clock). A key family added to the
 // engine that may hold a member id goes in here, one line: board-wide
 // families in the list after "then every other key", per-period ones in
@@ -108,10 +108,11 @@ func (s *Store) eraseKeys(g, id, seq string, kept []int64, member, tag string, n
 			k("cap:"+i),  // caps per period (§18)
 		)
 	}
-	for _, idx := range kept { // cohorts (§12): member -> its cohort's set
-		keys = append(keys, k("k:"+strconv.FormatInt(idx, 10)))
+	for _, idx := range kept { // cohorts (§12) and regions (§17): member -> its group's set
+		i := strconv.FormatInt(idx, 10)
+		keys = append(keys, k("k:"+i), k("g:"+i))
 	}
-	return keys, e, o, len(kept)
+	return keys, e, o, 2 * len(kept)
 }
 
 // eraseSpace is a key space of a board: its progress hash holds what an

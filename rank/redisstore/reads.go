@@ -74,6 +74,9 @@ func (s *Store) Ranks(ctx context.Context, board string, period rank.PeriodSel, 
 	if !whole && s.cohorted(ctx, board) {
 		return s.cohortRanks(ctx, board, period, members, around) // within cohorts (cohort.go)
 	}
+	if !whole && s.regioned(ctx, board) {
+		return s.regionBoardRanks(ctx, board, period, members, around) // region.go
+	}
 	extra := make([]any, 0, 1+len(members))
 	extra = append(extra, around)
 	for _, m := range members {

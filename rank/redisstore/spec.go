@@ -57,6 +57,9 @@ func applySpec(b rank.Board) string {
 		s.WriteString(" cohort=")
 		s.WriteString(co)
 	}
+	if b.Regions {
+		s.WriteString(" region") // apply_region.lua (region.go)
+	}
 	return s.String()
 }
 

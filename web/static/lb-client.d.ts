@@ -43,6 +43,9 @@ export interface Ack {
   capped?: true;
   /** v1.3 (§18): with `capped`, the part of the delta applied. */
   applied?: number;
+  /** v1.3 (§17): on a region board, the member's region (its profile's country, ZZ for none) and its rank there. */
+  region?: string;
+  region_rank?: number;
 }
 
 export interface TopFrame {
@@ -57,6 +60,8 @@ export interface TopFrame {
   period?: number;
   /** v1.2 (§12): the frame is this cohort's standings (a subscription with cohort). */
   cohort?: string;
+  /** v1.3 (§17): the frame is this region's standings (a subscription with region). */
+  region?: string;
 }
 
 export interface ViewFrame {
@@ -126,6 +131,9 @@ export interface RankReply {
   /** v1.2 (§12): on a cohort board, the member's cohort (rank and around are within it) and, on a league board, its tier. */
   cohort?: string;
   tier?: string;
+  /** v1.3 (§17): on a region board, when the member has an entry: its region and its rank there (rank and around stay the board's). */
+  region?: string;
+  region_rank?: number;
 }
 
 export type Status = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed';
@@ -210,7 +218,7 @@ export class LBClient {
   reconnectNow(): void;
   request(fields: Record<string, unknown>): Promise<any>;
   score(board: string, opts: { delta?: number; value?: number; member?: string; id?: string; at?: number; meta?: Record<string, unknown> }): Promise<Ack>;
-  subscribe(board: string, opts?: { top?: number; around?: number; member?: string; members?: string[]; meta?: boolean; cohort?: string }): Promise<{ type: 'subscribed'; id: string; board: string; epoch: string; resumed?: boolean }>;
+  subscribe(board: string, opts?: { top?: number; around?: number; member?: string; members?: string[]; meta?: boolean; cohort?: string; region?: string }): Promise<{ type: 'subscribed'; id: string; board: string; epoch: string; resumed?: boolean }>;
   unsubscribe(board: string): Promise<{ type: 'unsubscribed'; id: string; board: string }>;
   page(board: string, opts?: { offset?: number; limit?: number; period?: number | 'previous' }): Promise<Page>;
   rank(board: string, member: string, opts?: { around?: number; period?: number | 'previous' }): Promise<RankReply>;

@@ -688,14 +688,14 @@ export class LBClient {
 
   /**
    * Subscribes to a board's live frames ({top, around, member, members,
-   * meta, cohort} as in the protocol); a second call for the same board
+   * meta, cohort, region} as in the protocol); a second call for the same board
    * replaces the first. Kept across reconnects. 'top', 'view' and 'members'
    * events carry the frames: members (1-100 ids) asks for members frames
    * instead of a view, meta: true for the entries' meta on top and view
    * frames, cohort for that cohort's standings as the top frames (named in
-   * them).
+   * them), region for that region's (v1.3, §17).
    */
-  subscribe(board, { top, around, member, members, meta, cohort } = {}) {
+  subscribe(board, { top, around, member, members, meta, cohort, region } = {}) {
     const fields = {};
     if (top !== undefined) fields.top = top;
     if (around !== undefined) fields.around = around;
@@ -703,6 +703,7 @@ export class LBClient {
     if (members !== undefined) fields.members = members;
     if (meta === true) fields.meta = true;
     if (cohort !== undefined) fields.cohort = cohort;
+    if (region !== undefined) fields.region = region;
     this._subs.set(board, fields);
     return this._request({ type: 'subscribe', board, ...fields }, fields);
   }

@@ -1,9 +1,9 @@
 // The console (/admin, docs/console.md): boards with their state, members,
 // viewers and joins per second; create a board and edit its settings (saved
 // with PATCH, so what the form does not show keeps its value); a board's
-// standings and their export (any retained period, NDJSON or CSV); find a
-// member, edit the profile, ban, lift, remove from a period, erase
-// everywhere; the webhooks and their last deliveries. Built on the REST API only, with the admin token of the URL
+// standings (on a region board its regions, docs/regions.md) and their
+// export (any retained period, NDJSON or CSV); find a member, edit the
+// profile, ban, lift, remove from a period, erase everywhere; the webhooks and their last deliveries. Built on the REST API only, with the admin token of the URL
 // fragment (never sent anywhere but in the Authorization header).
 import { dev, devToken, durationMS, el, errorText, fragmentToken, initial, lifecycle, num, validBoard } from './common.js';
 
@@ -262,6 +262,7 @@ function showConfig(b) {
   }
   const fixed = [`shards ${b.shards || 1}`, `group ${b.group || b.id}`];
   if (b.decay) fixed.push('decay (hot board)');
+  if (b.regions) fixed.push('regions (by each member\'s country)');
   if (b.source) fixed.push('source (derived board)');
   if (b.tiers) fixed.push(`${b.tiers.length} tiers (edit with PUT)`);
   $('fixed').textContent = 'Fixed at creation: ' + fixed.join(' · ') + '.';
@@ -330,6 +331,21 @@ async function refreshStandings() {
   if (id !== current) return;
   $('rows').replaceChildren(...page.entries.map(entryRow));
   $('standings-empty').hidden = page.entries.length > 0;
+  await refreshRegions(id);
+}
+
+// refreshRegions lists a region board's regions, most members first, each
+// linking to its spectator page (§17).
+async function refreshRegions(id) {
+  const box = $('regions-box');
+  box.hidden = !cfg?.regions || cfg.id !== id;
+  if (box.hidden) return;
+  const { regions } = await api('GET', boardPath(id) + '/regions');
+  if (id !== current) return;
+  $('regions').replaceChildren(...regions.map((r) => el('li', { dataset: { region: r.region } },
+    el('a', { href: `/?board=${enc(id)}&region=${enc(r.region)}` }, r.region),
+    el('span', { class: 'muted' }, r.members === 1 ? '1 member' : `${num(r.members)} members`))));
+  $('regions-empty').hidden = regions.length > 0;
 }
 
 // --- one board: export (docs/seasons.md) ---
@@ -487,7 +503,7 @@ async function showMemberRank() {
     const r = await api('GET', `${boardPath(current)}/members/${enc(member)}?around=0`);
     $('member-rank').textContent = r.rank === null
       ? `${member} has no visible entry on this board in the current period (none, or banned).`
-      : `${member} is #${num(r.rank)} with ${num(r.score)}.`;
+      : `${member} is #${num(r.rank)} with ${num(r.score)}` + (r.region ? `, #${num(r.region_rank)} in ${r.region}.` : '.');
   } catch (e) {
     $('member-rank').textContent = errorText(e);
   }

@@ -29,6 +29,15 @@ export function cohortParam() {
   return boardRE.test(c) ? c : '';
 }
 
+/**
+ * The ?region= of the page (docs/regions.md): one region of a region board
+ * ("DE", "ZZ"), '' when absent or not two capital letters.
+ */
+export function regionParam() {
+  const r = new URLSearchParams(location.search).get('region') || '';
+  return /^[A-Z]{2}$/.test(r) ? r : '';
+}
+
 /** How a page names a cohort: "Group 3", "Group silver-3". */
 export function cohortName(c) {
   return 'Group ' + c;

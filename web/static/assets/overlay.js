@@ -5,13 +5,14 @@
 import { LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
-  BoardStatus, boardConfig, boardParam, closeWhileCached, cohortName, cohortParam, lifecycle, randomTag, tokenSource, useBoardDecimals, viewersText,
+  BoardStatus, boardConfig, boardParam, closeWhileCached, cohortName, cohortParam, regionParam, lifecycle, randomTag, tokenSource, useBoardDecimals, viewersText,
 } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const q = new URLSearchParams(location.search);
 const board = boardParam();
 const cohort = board ? cohortParam() : ''; // one cohort's standings (§12, docs/leagues.md)
+const region = board && !cohort ? regionParam() : ''; // one region's standings (§17, docs/regions.md)
 const rows = clampInt(q.get('rows'), 1, 25, 10);
 const cols = new Set((q.get('cols') ?? 'avatar,flag').split(',').map((s) => s.trim()));
 const holdMS = clampInt(q.get('hold'), 0, 3600, 10) * 1000;
@@ -106,8 +107,9 @@ if (!board) {
   start();
 }
 
-// titled is a title with the cohort's name after it, on a cohort overlay.
+// titled is a title with the cohort's or region's name after it.
 function titled(t) {
+  if (region) return `${t} · ${region}`;
   return cohort ? `${t} · ${cohortName(cohort)}` : t;
 }
 
@@ -143,7 +145,7 @@ async function start() {
     post(status?.state);
   };
   lb.on('top', (f) => {
-    if ((f.cohort || '') !== cohort) return;
+    if ((f.cohort || '') !== cohort || (f.region || '') !== region) return;
     if (f.final) {
       const ended = lb.boards.get(board)?.state === 'final';
       $('final-text').textContent = ended || f.period === undefined ? 'Final standings' : 'Round over · final standings';
@@ -202,7 +204,7 @@ async function start() {
   }
   setInterval(tick, 250);
 
-  lb.subscribe(board, cohort ? { top: rows, cohort } : { top: rows }).catch((err) => {
+  lb.subscribe(board, cohort ? { top: rows, cohort } : region ? { top: rows, region } : { top: rows }).catch((err) => {
     if (!status.fail(err)) notice(`${err.code}: ${err.message}`);
   });
   lb.connect();

@@ -2,7 +2,8 @@
 // score with buttons, see the ack's rank, the live view around you, the top
 // 10, and a notice when someone overtakes you. On a cohort board the top
 // 10 gives way to "Your group", the standings of your cohort, and your
-// league tier (docs/leagues.md).
+// league tier (docs/leagues.md). On a region board the rank in your region
+// shows beside the global one: "#12 in DE" (docs/regions.md).
 import { LBClient, tierOf } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
@@ -102,6 +103,7 @@ function start(id, name) {
       top.me = around.me = me;
       $('you-name').textContent = me;
       loadGroup();
+      loadRegion();
     }
   });
   lb.on('error', (err) => {
@@ -207,6 +209,35 @@ function start(id, name) {
     $('tier').textContent = tier; // text, never markup
   }
 
+  // Your region (§17): its rank comes with each ack and from a member read.
+  // Frames carry the global rank only; whoever passes you in your region
+  // passes you on the board too, so a view whose rank moved asks again, at
+  // most once a second.
+  let regionAsked = 0;
+  let regionTimer = 0;
+  function showRegion(region, rank) {
+    const r = $('my-region');
+    r.hidden = !(region && rank > 0);
+    r.textContent = r.hidden ? '' : `#${num(rank)} in ${region}`; // text, never markup
+  }
+  async function loadRegion() {
+    if (!cfg?.board?.regions || !me) return;
+    const n = ++regionAsked;
+    try {
+      const r = await lb.rank(id, me);
+      if (n === regionAsked) showRegion(r.region, r.region_rank || 0);
+    } catch {
+      // the next ack says it too
+    }
+  }
+  function regionSoon() {
+    if (!cfg?.board?.regions || regionTimer) return;
+    regionTimer = setTimeout(() => {
+      regionTimer = 0;
+      loadRegion();
+    }, 1000);
+  }
+
   let lastView = null;
   let overtakenTimer = 0;
   // A sharded board's acks carry no rank unless it says ack_rank "global"
@@ -214,6 +245,7 @@ function start(id, name) {
   let ackRankFromView = false;
   lb.on('view', (f) => {
     if (f.member !== me) return;
+    if (f.rank !== lastView?.rank) regionSoon();
     if (ackRankFromView) $('ack-rank').textContent = f.rank ? '#' + num(f.rank) : '—';
     setBig($('my-rank'), f.rank ? '#' + num(f.rank) : '—');
     setBig($('my-score'), scoreText(f.score));
@@ -270,6 +302,10 @@ function start(id, name) {
         if (ack.cohort) {
           acked++;
           showGroup(ack.cohort, ack.tier || '');
+        }
+        if (ack.region) {
+          regionAsked++; // a read sent before this ack is older news
+          showRegion(ack.region, ack.region_rank);
         }
         showAttempts();
         showRuns();
@@ -332,6 +368,7 @@ function start(id, name) {
     tick();
     showRuns();
     loadGroup();
+    loadRegion();
   });
 
   // showRuns lists the member's last runs on a board with history

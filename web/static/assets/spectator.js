@@ -4,7 +4,7 @@
 import { LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
-  BoardStatus, NO_TOKEN_HINT, closeWhileCached, cohortName, cohortParam, errorText, setBig, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num, scoreText,
+  BoardStatus, NO_TOKEN_HINT, closeWhileCached, cohortName, cohortParam, regionParam, errorText, setBig, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num, scoreText,
   useBoardDecimals, randomTag, tokenRole, tokenSource, validBoard, viewersText,
 } from './common.js';
 
@@ -12,6 +12,8 @@ const $ = (id) => document.getElementById(id);
 const board = boardParam();
 // One cohort of a cohort board (§12): its standings instead of the board's.
 const cohort = board ? cohortParam() : '';
+// One region of a region board (§17): its standings instead of the board's.
+const region = board && !cohort ? regionParam() : '';
 const topN = Math.min(100, Math.max(1, parseInt(new URLSearchParams(location.search).get('top'), 10) || 10));
 const tokens = tokenSource({ sub: 'spectator-' + randomTag(6), role: 'spectator', name: 'Spectator' });
 
@@ -92,12 +94,18 @@ function showBoard(id) {
   // goes along, since a spectator's (or a server's) would be refused there.
   const own = fragmentToken();
   $('play-link').href = own && tokenRole(own) !== 'player' ? '/play?' + new URLSearchParams({ board: id }) : link('/play', { board: id });
-  $('overlay-link').href = link('/overlay', cohort ? { board: id, cohort } : { board: id });
+  $('overlay-link').href = link('/overlay', cohort ? { board: id, cohort } : region ? { board: id, region } : { board: id });
   if (cohort) {
     $('cohort').textContent = cohortName(cohort);
     $('cohort').hidden = false;
     $('top-h').textContent = cohortName(cohort);
     $('total-label').textContent = 'In this group';
+  }
+  if (region) {
+    $('cohort').textContent = region;
+    $('cohort').hidden = false;
+    $('top-h').textContent = 'Region ' + region;
+    $('total-label').textContent = 'In this region';
   }
   $('all-boards').href = link('/', {});
   const debug = new URLSearchParams(location.search).get('debug') === '1';
@@ -131,7 +139,7 @@ function showBoard(id) {
   };
   lb.on('top', (f) => {
     showAge();
-    if ((f.cohort || '') !== cohort) return; // a frame of the subscription this one replaced
+    if ((f.cohort || '') !== cohort || (f.region || '') !== region) return; // a frame of the subscription this one replaced
     if (f.final) {
       showLast(f);
       if (lb.boards.get(id)?.state !== 'final') return; // the live table moves on to the next period
@@ -211,6 +219,7 @@ function showBoard(id) {
     // meta: true brings each entry's meta, for the replay links (§11).
     const opts = followed ? { top: topN, around: 3, member: followed, meta: true } : { top: topN, meta: true };
     if (cohort) opts.cohort = cohort;
+    if (region) opts.region = region;
     lb.subscribe(id, opts).catch((err) => {
       if (!status.fail(err)) notice(errorText(err), false);
     });
@@ -268,8 +277,8 @@ function showBoard(id) {
     }
     tick();
     // A cohort id names another group each period: a cohort's page shows
-    // no previous period.
-    if (b.reset && b.reset !== 'none' && !lb.finals.has(id) && !cohort) {
+    // no previous period; nor does a region's, whose read is another one.
+    if (b.reset && b.reset !== 'none' && !lb.finals.has(id) && !cohort && !region) {
       lb.page(id, { period: 'previous', limit: Math.min(10, topN) }).then(
         (p) => {
           if (!lb.finals.has(id) && p.entries.length) showLast({ entries: p.entries, period: 'previous' });

@@ -1,0 +1,97 @@
+-- apply_region.lua: apply.lua's block for region boards (§17, R37), on when
+-- the apply config has the token "region" (fixed at the board's creation).
+-- The call's last block argument, RG, names each event's region, two
+-- letters per event in event order: its member's profile country as the
+-- gateway knows it (ZZ for none); the profile lives in another slot, so the
+-- script cannot read it. Each event places the member's entry in that
+-- region, moving it there from the one it was in. Keys built from P
+-- (KEYS[1]'s prefix), per period <i>: the hash P .. 'g:<i>' (member ->
+-- region), each region's sorted set P .. 'g:<i>/<region>' holding the
+-- board's own entries (the same sorted-set members and scores, so ties
+-- order as on the board), and the set P .. 'g:<i>/r' of the regions placed
+-- in (regions.lua's list). The event's record goes on with
+-- ",g<region>.<region rank>" (its rank among the region's entries after its
+-- own step; the board's rank and prev_rank stay the board's), and an event
+-- that moved its member goes on with ";<region left>" after the record.
+--
+-- A region's set is written only when its member's entry is. An entry
+-- already in the event's region (nearly every event) is found by the write
+-- of that region's set itself: the ZREM of its old sorted-set member, a
+-- ZADD XX CH of its new score, or a ZSCORE when its score did not change;
+-- so it reads no hash. Only a placement (a new member, a move) reads and
+-- writes the member's field, the region list and their expiries.
+--
+-- ARGV[#ARGV-2] RG, the last of the DA block arguments
+if opt.region then
+  local rgs = ARGV[#ARGV - 2]
+  if da < 1 or #rgs ~= 2 * n or sfind(rgs, '[^A-Z]') then return redis.error_reply('LB bad_request') end
+  local G = P .. 'g:'
+
+  -- The keys of the call's (slot, region) pairs, made once per call rather
+  -- than once per event.
+  local keys = {}
+
+  -- ev's fields are read once each into locals: a table access costs
+  -- more than a local's.
+  on.write[#on.write + 1] = function(ev)
+    local s, sl, i, had, oldz, newz = ev.s, ev.sl, ev.i, ev.had, ev.oldz, ev.newz
+    local region = string.sub(rgs, 2 * i - 1, 2 * i)
+    local t = keys[s]
+    if not t then
+      t = {gk = G .. sl.idx}
+      keys[s] = t
+    end
+    local gk, rk = t.gk, t[region]
+    if not rk then
+      rk = gk .. '/' .. region
+      t[region] = rk
+    end
+    local sc = ev.ns -- the stored score (negated on asc boards)
+    if not desc then sc = fmt('%d', -ev.new) end
+    local here = false
+    if had then
+      if not ev.changed then
+        here = call('ZSCORE', rk, oldz) ~= false
+      elseif newz ~= oldz then
+        here = call('ZREM', rk, oldz) == 1
+        if here then call('ZADD', rk, sc, newz) end
+      else
+        here = call('ZADD', rk, 'XX', 'CH', sc, newz) == 1
+      end
+    end
+    if not here then
+      -- A placement. The field as this call left it (B), else as stored;
+      -- a member without an entry has none.
+      local member, from = ev.member, false
+      if had then
+        from = batchGet(B, gk, member)
+        if from == nil then from = call('HGET', gk, member) end
+      end
+      if from then
+        call('ZREM', gk .. '/' .. from, oldz)
+        ev.tail = ';' .. from
+      end
+      call('ZADD', rk, sc, newz)
+      if s == cur then batchSet(B, gk, member, region) else call('HSET', gk, member, region) end
+      local added = call('SADD', gk .. '/r', region)
+      if sl.exp > now then
+        local ttl = sl.exp - now
+        call('PEXPIRE', rk, ttl)
+        if added == 1 then call('PEXPIRE', gk .. '/r', ttl) end
+        if s == cur then batchExpire(B, gk, ttl) else call('PEXPIRE', gk, ttl) end
+      end
+    end
+    local rank
+    if tie == 'shared' then
+      rank = call('ZCOUNT', rk, '(' .. sc, '+inf') + 1
+    else
+      rank = call('ZREVRANK', rk, newz) + 1
+    end
+    -- A rank counts entries, far below the 1e14 up to which a concatenation
+    -- writes a number as an integer.
+    local extra = ',g' .. region .. '.' .. rank
+    local before = ev.extra
+    if before then extra = before .. extra end
+    ev.extra = extra
+  end
+end
