@@ -44,6 +44,13 @@ type Event struct {
 	// Meta is the event's metadata (§11), "" for none: kept with the
 	// score it sets, in the same atomic step (R26).
 	Meta meta.Meta
+	// Verdict is the board's hook's answer (§16), set when the event is
+	// applied after its call; Reason is a flag's, and Claim the token of
+	// the claim the call was made under (ValidateError). Not part of
+	// the payload.
+	Verdict Verdict
+	Reason  string
+	Claim   string
 }
 
 // PayloadHash identifies what an event asks for, so a repeated request id with
@@ -97,6 +104,12 @@ type Result struct {
 	// league board.
 	Cohort string
 	Tier   string
+	// Held: the member is held in the event's period after it (§16): its
+	// entry is hidden from everyone's reads but its own and admins'.
+	// Hold is the reason when this event held it (a flag, a gain or a
+	// jump), "" otherwise.
+	Held bool
+	Hold string
 }
 
 // Entry is one ranked member.
@@ -196,7 +209,8 @@ type Store interface {
 	Profiles
 	Moderation
 	Outbox
-	Eraser // erase.go (§13, R29)
+	Eraser    // erase.go (§13, R29)
+	Integrity // integrity.go (§16, R35)
 
 	// PutBoard creates or replaces a board config (validated). Changing the
 	// order, mode or tiebreak of a board that has data is allowed and takes

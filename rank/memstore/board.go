@@ -39,6 +39,12 @@ type board struct {
 	deps []dep
 	// league holds a league board's tiers (cohort.go); nil on others.
 	league *leagueState
+	// Score integrity (integrity.go): claims, rejects and kept verdicts by
+	// the records' key (nil on boards without a hook), the last claim's
+	// number, and each member's recent gains on a board with flags.gain.
+	claims   map[idemKey]*claim
+	claimSeq int64
+	gains    map[string]*gains
 }
 
 // zset is one period's ranking.
@@ -49,6 +55,9 @@ type zset struct {
 	expireAt time.Time      // zero: never
 	// hidden holds the nodes of banned members, out of tr, keys intact.
 	hidden map[string]*node
+	// held holds the members held in this period (§16; integrity.go),
+	// their nodes out of tr as hidden ones are.
+	held map[string]*hold
 	// meta is each member's meta (§11), made by the first event that
 	// carries one: a board whose events carry none spends nothing on it.
 	meta map[string]meta.Meta
@@ -77,6 +86,7 @@ type record struct {
 	seq       int64
 	period    int64
 	cohort    cohortKey // on a cohort board
+	held      bool      // the member was held after it (§16)
 }
 
 // boardView is what GetBoard reads of a board, published whole.
@@ -170,6 +180,9 @@ func (b *board) reconfigure(cfg rank.Board) {
 		for _, n := range z.hidden {
 			b.setKey(n, n.score, n.reached)
 		}
+		for _, h := range z.held {
+			b.setKey(h.n, h.n.score, h.n.reached)
+		}
 		rekeyCohorts(z, co)
 	}
 }
@@ -201,12 +214,19 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		r := rank.Result{
 			Board: e.Board, Member: e.Member, Score: rec.score, Rank: rec.rank, PrevRank: rec.prevRank,
 			PrevScore: rec.prevScore, Duplicate: true, Seq: rec.seq, Period: rec.period,
-			Decimals: b.cfg.Decimals(),
+			Decimals: b.cfg.Decimals(), Held: rec.held,
 		}
 		if b.cfg.Cohorted() {
 			r.Cohort, r.Tier = b.cohortName(rec.cohort), b.tierName(rec.cohort.tier)
 		}
 		return r, nil
+	}
+	// R35: a claim for the hook, its reject or its kept verdict
+	// (integrity.go), by the same key, after the applied record.
+	if c := b.liveClaim(key, nowNs); c != nil {
+		if err := admitClaim(c, &e, hash, nowNs); err != nil {
+			return rank.Result{}, err
+		}
 	}
 
 	// R21: after the duplicate check, so a retry of an event applied
@@ -231,13 +251,18 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	if max := b.cfg.MaxSubmissions; max > 0 && z != nil && z.counts[e.Member] >= max {
 		return rank.Result{}, fmt.Errorf("%w: %d events per member per period", rank.ErrLimitReached, max)
 	}
-	var n *node
+	var n, hn *node // hn: the member's entry while it is held (§16)
 	if z != nil {
-		n = z.members[e.Member]
+		if n = z.members[e.Member]; n == nil {
+			hn = z.heldNode(e.Member)
+		}
 	}
 	var old int64
-	if n != nil {
+	switch {
+	case n != nil:
 		old = n.score
+	case hn != nil:
+		old = hn.score
 	}
 	var score, bucket int64
 	if b.hot != nil {
@@ -246,10 +271,14 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 			score, err = b.hotScore(e.Member, bucket, b.hot.at, e.Amount)
 		}
 	} else {
-		score, err = rank.Combine(b.cfg, n != nil, old, e)
+		score, err = rank.Combine(b.cfg, n != nil || hn != nil, old, e)
 	}
 	if err != nil {
 		return rank.Result{}, err
+	}
+	// §16: an event the hook must see is claimed for it, not applied.
+	if b.cfg.Validated() && e.Verdict == rank.VerdictNone && b.contender(z, n != nil || hn != nil, old, score) {
+		return rank.Result{}, b.claimEvent(key, hash, now, p.Index, z, n, hn)
 	}
 
 	// Nothing fails from here on.
@@ -270,6 +299,13 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		r.Cohort, r.Tier = b.cohortName(ck), b.tierName(ck.tier)
 	}
 	switch {
+	case hn != nil:
+		// Held: out of the tree, ranked where it would be (integrity.go).
+		r.PrevRank, r.PrevScore = b.wouldRank(z, hn), old
+		if score != old {
+			b.setKey(hn, score, b.seq)
+		}
+		r.Rank, n = b.wouldRank(z, hn), hn
 	case n == nil:
 		n = &node{}
 		n.m = e.Member
@@ -314,13 +350,20 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	if b.cfg.History > 0 {
 		b.keepHistory(z, e, score, t)
 	}
-	// The record is written last, as in the Lua script.
+	if b.cfg.Holds() {
+		b.afterApply(z, n, e, &r, old, score, now) // the hook's flag, the board's flags
+	}
+	// The record is written last, as in the Lua script; it replaces any
+	// claim of the event.
 	exp := nowNs + int64(time.Duration(b.cfg.IdempotencyWindow))
 	b.idem[key] = record{
 		hash: hash, expires: exp, score: r.Score, rank: r.Rank, prevRank: r.PrevRank,
-		prevScore: r.PrevScore, seq: r.Seq, period: r.Period, cohort: ck,
+		prevScore: r.PrevScore, seq: r.Seq, period: r.Period, cohort: ck, held: r.Held,
 	}
 	b.queue.push(key, exp)
+	if b.claims != nil {
+		delete(b.claims, key)
+	}
 	return r, nil
 }
 
@@ -400,7 +443,7 @@ func (b *board) dropExpiredPeriods(now time.Time) int {
 
 func (b *board) inAnyPeriod(m string) bool {
 	for _, z := range b.periods {
-		if z.members[m] != nil || z.hidden[m] != nil {
+		if z.members[m] != nil || z.hidden[m] != nil || z.held[m] != nil {
 			return true
 		}
 	}
@@ -421,6 +464,9 @@ func (b *board) sweepIdem(now time.Time, max int) int {
 		// The id may have been recorded again after it expired.
 		if rec, ok := b.idem[q.key]; ok && rec.expires <= nowNs {
 			delete(b.idem, q.key)
+		}
+		if c := b.claims[q.key]; c != nil && c.expires <= nowNs {
+			delete(b.claims, q.key)
 		}
 	}
 	return n

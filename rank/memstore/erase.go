@@ -83,12 +83,22 @@ func (b *board) erase(member string) (entries int64, touched bool) {
 		delete(b.hot.sums, member)
 		touched = true
 	}
+	if hasKey(b.gains, member) {
+		delete(b.gains, member)
+		touched = true
+	}
 	// The records are keyed by member and request id: forgetting them is
 	// what lets an old id be applied anew (R29).
 	forgot := false
 	for k := range b.idem {
 		if k.member == member {
 			delete(b.idem, k)
+			forgot = true
+		}
+	}
+	for k := range b.claims {
+		if k.member == member {
+			delete(b.claims, k)
 			forgot = true
 		}
 	}
@@ -115,6 +125,9 @@ func (z *zset) erase(member string) (entries int64, touched bool) {
 		entries++
 	} else if z.hidden[member] != nil {
 		delete(z.hidden, member)
+		entries++
+	} else if z.held[member] != nil {
+		delete(z.held, member)
 		entries++
 	}
 	touched = entries > 0
@@ -171,10 +184,16 @@ func (s *Store) Export(ctx context.Context, member string) (rank.Export, error) 
 		if !b.deleted {
 			for _, idx := range rank.KeptPeriods(b.cfg, s.now()) {
 				z := b.periods[idx]
-				if z == nil || z.hidden[member] == nil {
+				if z == nil {
 					continue
 				}
 				n := z.hidden[member]
+				if n == nil {
+					n = z.heldNode(member)
+				}
+				if n == nil {
+					continue
+				}
 				x.AddHidden(rank.ExportEntry{Board: b.cfg.ID, Period: idx, Score: n.score, Meta: z.meta[member], Decimals: b.cfg.Decimals()})
 			}
 		}

@@ -107,6 +107,8 @@ func Kind(err error) string {
 		return "banned"
 	case errors.Is(err, rank.ErrReadOnly):
 		return "read_only"
+	case errors.Is(err, rank.ErrRejected):
+		return "rejected"
 	case errors.Is(err, rank.ErrInvalidConfig):
 		return "invalid_config"
 	case errors.Is(err, rank.ErrBadRequest):
