@@ -81,6 +81,9 @@ type gwOptions struct {
 	// noBackstop turns off the live frames' backstop re-reads, so a frame
 	// can only come from the path under test.
 	noBackstop bool
+	// allowPrivate lets webhooks and validation hooks reach loopback
+	// (--webhook-allow-private): test hooks listen there.
+	allowPrivate bool
 }
 
 // gateway is one node as cmd/wsgateway wires it (node.New, through
@@ -110,6 +113,7 @@ func (in *infra) gateway(t testing.TB, o gwOptions) *gateway {
 		if o.noBackstop {
 			c.LiveRefresh = -1
 		}
+		c.Webhooks.AllowPrivate = o.allowPrivate
 		if in.kind == redisKind {
 			client, err := redisstore.NewClient(in.redis.URL())
 			if err != nil {

@@ -52,6 +52,9 @@ func AppendAck(b []byte, a *Ack) []byte {
 		b = append(b, `,"tier":`...)
 		b = AppendJSONString(b, a.Tier)
 	}
+	if a.Held {
+		b = append(b, `,"held":true`...)
+	}
 	return append(b, '}')
 }
 

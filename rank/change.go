@@ -19,6 +19,10 @@ type Change struct {
 	// Cohort is the member's cohort on a cohort board (§12), so live
 	// frames can route per cohort: Rank and PrevRank are then within it.
 	Cohort string `json:"cohort,omitempty"`
+	// Hold is why this event held the member (§16), "" when it did not:
+	// the applying node tells webhooks (member.held); not carried by the
+	// bus.
+	Hold string `json:"hold,omitempty"`
 }
 
 // ChangeOf is the change that applying e produced with result r; ok is
@@ -37,6 +41,7 @@ func ChangeOf(e Event, r Result) (c Change, ok bool) {
 		Period:   r.Period,
 		Name:     e.Name,
 		Cohort:   r.Cohort,
+		Hold:     r.Hold,
 	}
 	if r.PrevRank > 0 {
 		old := r.PrevScore
