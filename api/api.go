@@ -125,6 +125,10 @@ type Config struct {
 	// WebhookAllowPrivate lets webhook URLs name loopback, private and
 	// link-local targets (--webhook-allow-private).
 	WebhookAllowPrivate bool
+	// EraseBudget bounds how long one DELETE /api/v1/members/{member}
+	// works before it answers 202 with what it did (each store call within
+	// it stays short; the next DELETE goes on). Zero: DefaultEraseBudget.
+	EraseBudget time.Duration
 	// Logger receives one line per request (method, route, status, duration)
 	// and internal errors; never a token. nil: discard.
 	Logger *slog.Logger
@@ -135,6 +139,9 @@ const (
 	DefaultDevTTL  = 24 * time.Hour
 	DefaultMaxBody = 1 << 20
 	DefaultTimeout = 5 * time.Second
+	// DefaultEraseBudget is Config.EraseBudget's default, well inside a
+	// proxy's usual 60 s.
+	DefaultEraseBudget = 20 * time.Second
 	// MaxScores is the most events one scores request may carry.
 	MaxScores = 1000
 	// readyTimeout is the deadline of each /readyz check.
@@ -157,6 +164,7 @@ type API struct {
 	bodies        sync.Pool              // *[]byte request bodies (fast.go)
 	deadlines     *deadlines             // the store calls' contexts
 	submitters    atomic.Uint64          // numbers the scores requests for the store (applyAll)
+	public        *renderCache           // the public /metrics (Metrics)
 }
 
 // New validates cfg, fills defaults, registers the API's collectors on the
@@ -196,6 +204,9 @@ func New(d Deps, cfg Config) (*API, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.EraseBudget <= 0 {
+		cfg.EraseBudget = DefaultEraseBudget
+	}
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()
 	}
@@ -224,6 +235,7 @@ func New(d Deps, cfg Config) (*API, error) {
 		return nil, fmt.Errorf("api: register metrics: %w", err)
 	}
 	a.proxies = clientaddr.Normalize(cfg.TrustedProxies)
+	a.public = &renderCache{g: foldBoards{d.Registry}, every: publicRender, log: a.log.Warn}
 	if cfg.Rate > 0 {
 		a.members, a.anon = newKeyedLimiter(cfg.Rate), newKeyedLimiter(cfg.Rate)
 	}
@@ -296,17 +308,20 @@ func (a *API) routes() {
 	a.app.Use(a.notFound)
 }
 
-// Metrics serves /metrics: per board to clients on this machine or
-// a private network (a Prometheus beside the gateways), with the board
-// label summed under board="all" for everyone else (foldBoards), so that
-// an anonymous client on the Internet does not read board ids, private
-// ones included. The client address is the one --trusted-proxies defines.
+// Metrics serves /metrics: per board to a client on this machine or at a
+// trusted proxy's address (--trusted-proxies), with the board label summed
+// under board="all" for everyone else (foldBoards), so that nobody else
+// reads board ids, private ones included. A private address is no proof:
+// behind an Ingress every pod and node has one. The client address is the
+// one --trusted-proxies defines; a Prometheus elsewhere scrapes
+// --metrics-addr. Everyone else's answer is rendered at most once a second
+// (renderCache).
 func (a *API) Metrics() http.Handler {
 	full := promhttp.HandlerFor(a.deps.Registry, promhttp.HandlerOpts{})
-	folded := promhttp.HandlerFor(foldBoards{a.deps.Registry}, promhttp.HandlerOpts{})
+	folded := a.public
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		client, _ := a.proxies.Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
-		if client.IsLoopback() || client.IsPrivate() {
+		if client.IsLoopback() || a.proxies.Trusts(client) {
 			full.ServeHTTP(w, r)
 			return
 		}

@@ -3,9 +3,11 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
@@ -82,6 +84,29 @@ func boardParam(c *fiber.Ctx) (string, error) {
 		return "", errf(proto.CodeForbidden, "this token may not access board %s", id)
 	}
 	return id, nil
+}
+
+// mayReach refuses a token limited to some boards (its boards claim) a
+// config next that reaches a board outside the claim: a source (the
+// derived board shows the source's standings, and as its dependant pins
+// the source: its owner could no longer delete it, remove a member or
+// change its order) or a group (the slot, and on the memory engine the
+// lock, that the boards of a group share) that the claim does not name.
+// What the stored config old (nil: none) already names is no new reach:
+// whoever created it could, and a limited admin may still retitle it.
+func mayReach(p auth.Principal, old *rank.Board, next rank.Board) error {
+	if p.Boards == nil {
+		return nil
+	}
+	for _, src := range next.Source.Boards() {
+		if !p.MayAccess(src) && (old == nil || !slices.Contains(old.Source.Boards(), src)) {
+			return errf(proto.CodeForbidden, "field source: this token may not access board %s", src)
+		}
+	}
+	if g := next.GroupID(); !p.MayAccess(g) && (old == nil || old.GroupID() != g) {
+		return errf(proto.CodeForbidden, "field group: this token may not use group %s (a token limited to some boards may use a group its boards claim names)", g)
+	}
+	return nil
 }
 
 func mayManage(c *fiber.Ctx) error {
@@ -169,6 +194,18 @@ func (a *API) putBoard(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
+	if p := principal(c); p.Boards != nil && (b.Derived() || b.GroupID() != id) {
+		old, err := a.deps.Store.GetBoard(ctx, id)
+		switch {
+		case errors.Is(err, rank.ErrUnknownBoard):
+			err = mayReach(p, nil, b)
+		case err == nil:
+			err = mayReach(p, &old, b)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if err := a.checkHookURL(ctx, b); err != nil {
 		return err
 	}

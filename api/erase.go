@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -23,38 +24,66 @@ func (a *API) eraseRoutes(add func(method, path string, hs ...fiber.Handler)) {
 	add(fiber.MethodGet, p+"/export", a.authenticate, a.mayModerate, allBoards, a.exportMember)
 }
 
-// eraseMember answers {"boards","entries"}: the boards where something of
-// the member was and the entries removed. A member the store does not know
-// is erased too, with zeros: erasure is idempotent, so a retried request
-// answers as the first did as far as the store is concerned.
+// eraseBody answers an erasure: the boards where something of the member
+// was, the entries and idempotency records removed, and whether the
+// erasure is done.
+type eraseBody struct {
+	Boards  int   `json:"boards"`
+	Entries int64 `json:"entries"`
+	Records int64 `json:"records"`
+	Done    bool  `json:"done"`
+}
+
+// eraseMember answers {"boards","entries","records","done"}: 200 when the
+// member is erased, 202 with done false when Config.EraseBudget ran out
+// first (a busy board's millions of idempotency records): the store kept
+// its place, and the same DELETE again goes on from there, its counts
+// including the earlier ones. A member the store does not know is erased
+// too, with zeros: erasure is idempotent.
 func (a *API) eraseMember(c *fiber.Ctx) error {
 	m, err := memberParam(c)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.EraseBudget)
 	defer cancel()
 	e, err := a.deps.Store.Erase(ctx, m)
 	if err != nil {
 		return fmt.Errorf("api: erase %s: %w", m, err)
 	}
+	body := eraseBody{Boards: len(e.Boards), Entries: e.Entries, Records: e.Records, Done: e.Done}
+	if !e.Done {
+		// Frames re-read what is gone so far; the profile and the event
+		// wait for the end.
+		a.boardsChanged(e.Boards)
+		a.log.Info("api: moderation", "action", "erase", "sub", principal(c).Member, "done", false, "boards", len(e.Boards), "entries", e.Entries, "records", e.Records)
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return c.Status(http.StatusAccepted).JSON(body)
+	}
+	ctx, cancel = a.ctx()
+	defer cancel()
 	// A separate profile store (the node's) forgets it too; the store's
 	// own is gone with the rest.
 	if err := a.deps.Profiles.DeleteProfile(ctx, m); err != nil && !errors.Is(err, rank.ErrNoProfile) {
 		return fmt.Errorf("api: erase %s: %w", m, err)
 	}
 	a.modActions.WithLabelValues("erase").Inc()
-	a.log.Info("api: moderation", "action", "erase", "sub", principal(c).Member, "boards", len(e.Boards), "entries", e.Entries)
-	// Frames re-read the boards that changed, here and on the other nodes
-	// (R29: within one interval).
-	if a.deps.Boards != nil {
-		for _, b := range e.Boards {
-			a.deps.Boards.BoardChanged(b, false)
-		}
-	}
+	a.log.Info("api: moderation", "action", "erase", "sub", principal(c).Member, "done", true, "boards", len(e.Boards), "entries", e.Entries, "records", e.Records)
+	a.boardsChanged(e.Boards)
 	a.profileChanged(m)
 	a.memberErased(ctx, m)
-	return c.JSON(fiber.Map{"boards": len(e.Boards), "entries": e.Entries})
+	return c.JSON(body)
+}
+
+// boardsChanged has frames re-read boards an erasure changed, here and on
+// the other nodes (R29: within one interval).
+func (a *API) boardsChanged(boards []string) {
+	if a.deps.Boards == nil {
+		return
+	}
+	for _, b := range boards {
+		a.deps.Boards.BoardChanged(b, false)
+	}
 }
 
 // memberErased tells the webhooks that want member.erased. Its marker is

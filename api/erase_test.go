@@ -4,10 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
+	"github.com/wsgateway/wsgateway/rank/redisstore"
 )
 
 // TestEraseMember: DELETE /api/v1/members/{member} erases the member from
@@ -52,8 +58,8 @@ func TestEraseMember(t *testing.T) {
 		before := len(e.boardEvents())
 		r := e.do("DELETE", "/api/v1/members/eve", adm, "")
 		r.wantStatus(t, 200)
-		if string(r.body) != `{"boards":2,"entries":2}` {
-			t.Fatalf("erase answered %s, want boards 2, entries 2", r.body)
+		if string(r.body) != `{"boards":2,"entries":2,"records":2,"done":true}` {
+			t.Fatalf("erase answered %s, want boards 2, entries 2, records 2, done", r.body)
 		}
 		var changed []string
 		for _, be := range e.boardEvents()[before:] {
@@ -79,7 +85,7 @@ func TestEraseMember(t *testing.T) {
 		}
 
 		e.do("DELETE", "/api/v1/members/nobody", adm, "").wantStatus(t, 200)
-		if r := e.do("DELETE", "/api/v1/members/nobody", adm, ""); string(r.body) != `{"boards":0,"entries":0}` {
+		if r := e.do("DELETE", "/api/v1/members/nobody", adm, ""); string(r.body) != `{"boards":0,"entries":0,"records":0,"done":true}` {
 			t.Fatalf("erase of an unknown member: %d %s", r.status, r.body)
 		}
 		e.do("DELETE", "/api/v1/members/bad%20id", adm, "").wantError(t, 400, "invalid_member")
@@ -96,4 +102,86 @@ func TestEraseMember(t *testing.T) {
 			t.Fatalf("bob after refused erasures: %d %s", r.status, r.body)
 		}
 	})
+}
+
+// TestEraseResumesOverREST: on a board whose bucket of idempotency records
+// holds 200,000 fields and an erasure budget of 40 ms (Config.EraseBudget;
+// the store looks at 500 fields a call), DELETE answers 202 with done
+// false and what it did so far, Retry-After, and no member.erased yet; the
+// same DELETE again goes on, and the last answers 200 with done true, the
+// counts of the whole erasure, and member.erased appended once.
+func TestEraseResumesOverREST(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	client, err := redisstore.NewClient(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := redisstore.New(context.Background(), client, rank.Hooks{}, redisstore.Config{EraseChunk: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	e := newEnv(t, store, func(c *setup) { c.EraseBudget = 40 * time.Millisecond; c.WebhookAllowPrivate = true })
+	adm := adminToken(t)
+	e.putBoard("busy", `{}`)
+	e.do("PUT", "/api/v1/webhooks/gone", adm, `{"url":"http://127.0.0.1:9/","secret":"0123456789abcdef","events":["member.erased"]}`).wantStatus(t, 200)
+	e.scores("busy", `[{"member":"eve","delta":5,"id":"e1"},{"member":"bob","delta":9,"id":"b1"}]`)
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rc.Close()
+	ctx := context.Background()
+	buckets, err := rc.Keys(ctx, "lb:{busy}:r:*").Result()
+	if err != nil || len(buckets) != 1 {
+		t.Fatalf("buckets %v, %v", buckets, err)
+	}
+	for start := 0; start < 200000; start += 10000 {
+		pipe := rc.Pipeline()
+		for i := start; i < start+10000; i++ {
+			m := "p" + strconv.Itoa(i)
+			if i%1000 == 0 {
+				m = "eve"
+			}
+			pipe.HSet(ctx, buckets[0], m+"|x"+strconv.Itoa(i), "r")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var body struct {
+		Boards  int   `json:"boards"`
+		Entries int64 `json:"entries"`
+		Records int64 `json:"records"`
+		Done    bool  `json:"done"`
+	}
+	partial := 0
+	for i := 0; ; i++ {
+		if i > 500 {
+			t.Fatalf("not done after %d requests: %+v", i, body)
+		}
+		r := e.do("DELETE", "/api/v1/members/eve", adm, "")
+		r.json(t, &body)
+		if r.status == 200 {
+			break
+		}
+		if r.status != 202 || body.Done || r.header.Get("Retry-After") == "" {
+			t.Fatalf("answer %d %s (Retry-After %q), want 202 with done false", r.status, r.body, r.header.Get("Retry-After"))
+		}
+		if ds, _ := store.Deliveries(ctx, "gone"); len(ds) != 0 {
+			t.Fatalf("member.erased appended before the erasure was done: %+v", ds)
+		}
+		partial++
+	}
+	if partial == 0 {
+		t.Fatal("done at the first request: the budget did not cut the erasure short")
+	}
+	t.Logf("done after %d answers 202", partial)
+	if !body.Done || body.Boards != 1 || body.Entries != 1 || body.Records != 201 {
+		t.Fatalf("the last answer %+v, want 1 board, 1 entry, 201 records, done", body)
+	}
+	if ds, _ := store.Deliveries(ctx, "gone"); len(ds) != 1 || ds[0].Event != rank.EventMemberErased {
+		t.Fatalf("deliveries %+v, want one member.erased", ds)
+	}
+	if n, _ := rc.HLen(ctx, buckets[0]).Result(); n != 200000-200+1 {
+		t.Fatalf("%d records left, want the others' and bob's", n)
+	}
 }

@@ -1,14 +1,19 @@
 package api
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // metrics are the API's own collectors. Route labels are route patterns
@@ -68,11 +73,72 @@ func (m *metrics) route(label string) *routeMetrics {
 // publicBoard is the one board label value of the public /metrics.
 const publicBoard = "all"
 
+// publicRender is how often the public /metrics is rendered at most.
+const publicRender = time.Second
+
+// renderCache serves a gatherer's text exposition rendered at most once per
+// every: anyone may ask for the public /metrics, and a gather, a fold and
+// an encoding per request would let a flood of them spend the node's CPU;
+// a cached answer costs a write. A scraper every few seconds sees figures
+// at most that old.
+type renderCache struct {
+	g     prometheus.Gatherer
+	every time.Duration
+	log   func(msg string, args ...any)
+	// mu guards the rendering below; it is held while rendering, so one
+	// request renders and the others arriving meanwhile take its bytes.
+	mu    sync.Mutex
+	at    time.Time // when plain and gz were rendered; zero: never
+	plain []byte
+	gz    []byte
+}
+
+func (c *renderCache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	plain, gz := c.bytes()
+	h := w.Header()
+	h.Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+	h.Set("Cache-Control", "no-store")
+	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		h.Set("Content-Encoding", "gzip")
+		_, _ = w.Write(gz)
+		return
+	}
+	_, _ = w.Write(plain)
+}
+
+// bytes returns the exposition, rendered again when older than every.
+func (c *renderCache) bytes() (plain, gz []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < c.every {
+		return c.plain, c.gz
+	}
+	mfs, err := c.g.Gather()
+	if err != nil {
+		// What was gathered is still served, as promhttp's
+		// ContinueOnError does; the error goes to the log.
+		c.log("api: gather metrics", "err", err)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			c.log("api: encode metrics", "family", mf.GetName(), "err", err)
+		}
+	}
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	_, _ = zw.Write(buf.Bytes()) // into memory
+	_ = zw.Close()
+	c.at, c.plain, c.gz = time.Now(), buf.Bytes(), zb.Bytes()
+	return c.plain, c.gz
+}
+
 // foldBoards is the gatherer of the public /metrics (the one on --addr)
-// for clients beyond this machine and its private network
-// (metricsHandler): every series labelled with a board is summed under
-// board="all", so board ids, private ones included, are not listed to
-// them. --metrics-addr serves every series per board.
+// for clients other than this machine and the trusted proxies (Metrics):
+// every series labelled with a board is summed under board="all", so
+// board ids, private ones included, are not listed to them.
+// --metrics-addr serves every series per board.
 type foldBoards struct{ g prometheus.Gatherer }
 
 func (f foldBoards) Gather() ([]*dto.MetricFamily, error) {

@@ -1,15 +1,21 @@
 package api_test
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// TestPublicMetricsFoldBoards is issue 33 B9: the public /metrics names no
-// board to a client beyond this machine and its private network: series
+// TestPublicMetricsFoldBoards: the /metrics of the main port names no
+// board to a client other than this machine or a trusted proxy
+// (--trusted-proxies), private addresses included: series
 // labelled with a board are summed under board="all" (counters,
 // histograms), the others are left alone, and nothing gathered is changed
 // (the next scrape, and a local one, still see every board).
@@ -26,15 +32,16 @@ func TestPublicMetricsFoldBoards(t *testing.T) {
 	ack.WithLabelValues("public-b").Observe(2)
 	e := newEnv(t, memEngine().new(t), func(c *setup) {
 		c.Registry = reg
-		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("10.9.0.0/16")}
 	})
-	remote := func() string {
+	from := func(client string) string {
 		req := newRequest(t, e, "GET", "/metrics", "")
-		req.Header.Set("X-Forwarded-For", "198.51.100.7")
+		req.Header.Set("X-Forwarded-For", client)
 		r := e.send(req)
 		r.wantStatus(t, 200)
 		return string(r.body)
 	}
+	remote := func() string { return from("198.51.100.7") }
 	remote()
 	text := remote() // the second scrape: the first changed nothing
 	for _, want := range []string{
@@ -54,5 +61,70 @@ func TestPublicMetricsFoldBoards(t *testing.T) {
 	local := e.do("GET", "/metrics", "", "")
 	if !strings.Contains(string(local.body), `t_events_total{board="private-finals",outcome="applied"} 2`) {
 		t.Errorf("a scrape from this machine lost the per-board series:\n%s", local.body)
+	}
+	// A private address is not trusted for being private (any pod behind
+	// an Ingress has one); a trusted proxy's own address is.
+	for client, full := range map[string]bool{"10.1.2.3": false, "192.168.7.7": false, "fd00::7": false, "10.9.0.5": true} {
+		if got := strings.Contains(from(client), "private-finals"); got != full {
+			t.Errorf("a scrape from %s: per-board series %v, want %v", client, got, full)
+		}
+	}
+}
+
+// gatherCounter is a collector that counts the registry's gathers.
+type gatherCounter struct{ n atomic.Int64 }
+
+func (g *gatherCounter) Describe(chan<- *prometheus.Desc) {}
+func (g *gatherCounter) Collect(chan<- prometheus.Metric) { g.n.Add(1) }
+
+// TestPublicMetricsCached: a flood of public /metrics requests gathers the
+// registry at most once a second, and each answer is the exposition
+// (plain or gzip, as asked); the trusted /metrics is rendered anew each
+// time.
+func TestPublicMetricsCached(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	gathers := &gatherCounter{}
+	reg.MustRegister(gathers)
+	e := newEnv(t, memEngine().new(t), func(c *setup) {
+		c.Registry = reg
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	})
+	began := time.Now()
+	const n = 50
+	for i := range n {
+		req := newRequest(t, e, "GET", "/metrics", "")
+		req.Header.Set("X-Forwarded-For", "198.51.100.7")
+		if i%2 == 1 {
+			req.Header.Set("Accept-Encoding", "gzip") // the client then leaves the body compressed
+		}
+		r := e.send(req)
+		r.wantStatus(t, 200)
+		body := r.body
+		if i%2 == 1 {
+			if r.header.Get("Content-Encoding") != "gzip" {
+				t.Fatalf("asked for gzip, got Content-Encoding %q", r.header.Get("Content-Encoding"))
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(r.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body, err = io.ReadAll(zr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !strings.Contains(string(body), "# TYPE wsgateway_api_body_reads gauge") || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain; version=0.0.4") {
+			t.Fatalf("answer %d: %s %q", i, r.header.Get("Content-Type"), body)
+		}
+	}
+	if most := int64(time.Since(began)/time.Second) + 1; gathers.n.Load() > most {
+		t.Fatalf("%d public scrapes gathered %d times in %s, want at most %d", n, gathers.n.Load(), time.Since(began), most)
+	}
+	before := gathers.n.Load()
+	for range 3 {
+		e.do("GET", "/metrics", "", "").wantStatus(t, 200) // from this machine
+	}
+	if got := gathers.n.Load() - before; got != 3 {
+		t.Fatalf("3 local scrapes gathered %d times, want 3 (fresh figures for the operator)", got)
 	}
 }

@@ -39,14 +39,16 @@ func (a *API) patchBoard(c *fiber.Ctx) error {
 	defer cancel()
 	old, err := a.deps.Store.GetBoard(ctx, id)
 	if errors.Is(err, rank.ErrUnknownBoard) {
-		return &Error{code: proto.CodeNotFound, status: http.StatusNotFound,
-			msg: fmt.Sprintf("board %s does not exist: PUT creates it", id)}
+		return errf(proto.CodeUnknownBoard, "board %s does not exist: PUT creates it", id)
 	}
 	if err != nil {
 		return fmt.Errorf("api: patch board %s: %w", id, err)
 	}
 	next, err := mergeBoard(old, patch)
 	if err != nil {
+		return err
+	}
+	if err := mayReach(principal(c), &old, next); err != nil {
 		return err
 	}
 	if err := checkFixed(old, next); err != nil {

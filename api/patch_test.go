@@ -120,7 +120,7 @@ func TestPatchBoardRefusals(t *testing.T) {
 			{"plain", ``, 400, "bad_request", "object"},
 			{"plain", `{"title":"x"} {}`, 400, "bad_request", "trailing"},
 			{"over", `{"title":"Still over"}`, 409, "board_closed", "final"},
-			{"nope", `{"title":"x"}`, 404, "not_found", "nope"},
+			{"nope", `{"title":"x"}`, 404, "unknown_board", "nope"},
 		} {
 			before := storedBoard(t, e, tc.board)
 			eb := e.do("PATCH", "/api/v1/boards/"+tc.board, admin, tc.body).wantError(t, tc.status, tc.code)

@@ -140,6 +140,8 @@ func TestProfileBadFields(t *testing.T) {
 			{`{"name":"Ann\u0007"}`, "name"},
 			{`{"name":"Ann\u200b"}`, "name"},
 			{`{"name":"\u202eAnn"}`, "name"},
+			{`{"name":"\u0410lice"}`, "name"},                     // Cyrillic А: renders as Alice (UTS #39)
+			{`{"name":"\uff21\uff4c\uff49\uff43\uff45"}`, "name"}, // fullwidth Ａｌｉｃｅ
 			{`{"name":" Ann"}`, "name"},
 			{`{"name":7}`, "name"},
 			{`{"name":null}`, "name"},

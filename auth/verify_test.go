@@ -85,6 +85,8 @@ func TestVerifyClaims(t *testing.T) {
 		{name: "name 33 runes", claims: valid(map[string]any{"name": strings.Repeat("a", 33)}), want: ErrInvalidClaims},
 		{name: "name number", claims: valid(map[string]any{"name": 7}), want: ErrUnauthorized},
 		{name: "name variation selector", claims: valid(map[string]any{"name": "Alice\ufe0f"}), want: ErrInvalidClaims},
+		{name: "name Cyrillic look-alike", claims: valid(map[string]any{"name": "\u0410lice"}), want: ErrInvalidClaims},
+		{name: "name fullwidth", claims: valid(map[string]any{"name": "\uff21\uff4c\uff49\uff43\uff45"}), want: ErrInvalidClaims},
 		{name: "name decomposed", claims: valid(map[string]any{"name": "Zoe\u0308"}), check: func(t *testing.T, p Principal) {
 			if p.Name != "Zo\u00eb" {
 				t.Errorf("name = %q, want the NFC form", p.Name)

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,6 +94,15 @@ func TestComposeFile(t *testing.T) {
 		if !strings.HasPrefix(s.Environment["LB_REDIS_URL"], "${LB_REDIS_URL:-redis://redis:") || strings.Count(s.Environment["LB_NATS_URL"], "nats://") != 3 ||
 			s.Environment["LB_REDIS_REPLICAS"] != "${LB_REDIS_REPLICAS:-0}" {
 			t.Errorf("%s: LB_REDIS_URL %q, LB_REDIS_REPLICAS %q, LB_NATS_URL %q", name, s.Environment["LB_REDIS_URL"], s.Environment["LB_REDIS_REPLICAS"], s.Environment["LB_NATS_URL"])
+		}
+		// Prometheus scrapes the metrics address: /metrics on the main port
+		// sums the board label for an address that is neither loopback nor
+		// a trusted proxy, such as Prometheus's on the compose network.
+		_, port, err := net.SplitHostPort(s.Environment["LB_METRICS_ADDR"])
+		if err != nil {
+			t.Errorf("%s: LB_METRICS_ADDR %q: %v", name, s.Environment["LB_METRICS_ADDR"], err)
+		} else if targets, _ := os.ReadFile(filepath.Join(root, "deploy", "prometheus", "targets-compose", "gateways.json")); !strings.Contains(string(targets), `"`+name+":"+port+`"`) {
+			t.Errorf("deploy/prometheus/targets-compose/gateways.json does not scrape %s:%s (its LB_METRICS_ADDR)", name, port)
 		}
 	}
 	if !strings.Contains(strings.Join(c.Services["haproxy"].Ports, " "), "8080:8080") {

@@ -3,7 +3,9 @@ package deploy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/wsgateway/wsgateway/internal/clientaddr"
 )
 
 // k8sObject is the part of a manifest the test reads; the rest is kept
@@ -65,7 +69,8 @@ type deploymentSpec struct {
 	} `yaml:"selector"`
 	Template struct {
 		Metadata struct {
-			Labels map[string]string `yaml:"labels"`
+			Labels      map[string]string `yaml:"labels"`
+			Annotations map[string]string `yaml:"annotations"`
 		} `yaml:"metadata"`
 		Spec struct {
 			TerminationGracePeriodSeconds int `yaml:"terminationGracePeriodSeconds"`
@@ -133,6 +138,24 @@ func TestKubernetesManifests(t *testing.T) {
 		time.Duration(c.Lifecycle.PreStop.Sleep.Seconds)*time.Second+drain; grace <= need {
 		t.Errorf("terminationGracePeriodSeconds %v must exceed preStop + drain (%v)", grace, need)
 	}
+	// /metrics names private boards: on its own port, which Prometheus
+	// scrapes and the Service does not expose; and the proxies in front
+	// named, so per-address limits count the clients behind them.
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	_, mport, err := net.SplitHostPort(env["LB_METRICS_ADDR"])
+	if err != nil {
+		t.Errorf("LB_METRICS_ADDR %q: want a metrics address of its own (%v)", env["LB_METRICS_ADDR"], err)
+	}
+	if mport == "8080" || d.Template.Metadata.Annotations["prometheus.io/port"] != mport {
+		t.Errorf("Prometheus scrapes port %q, LB_METRICS_ADDR is %q: want the metrics port, not the main one",
+			d.Template.Metadata.Annotations["prometheus.io/port"], env["LB_METRICS_ADDR"])
+	}
+	if ps, err := clientaddr.Parse(env["LB_TRUSTED_PROXIES"]); err != nil || len(ps) == 0 {
+		t.Errorf("LB_TRUSTED_PROXIES %q: want the Ingress's addresses (%v)", env["LB_TRUSTED_PROXIES"], err)
+	}
 	if c.Resources.Requests["cpu"] == "" || c.Resources.Requests["memory"] == "" || c.Resources.Limits["memory"] == "" {
 		t.Errorf("resources %+v: want cpu and memory requests and a memory limit", c.Resources)
 	}
@@ -155,9 +178,17 @@ func TestKubernetesManifests(t *testing.T) {
 	var svc struct {
 		Selector        map[string]string `yaml:"selector"`
 		SessionAffinity string            `yaml:"sessionAffinity"`
+		Ports           []struct {
+			TargetPort any `yaml:"targetPort"`
+		} `yaml:"ports"`
 	}
 	if err := objs["Service"].Spec.Decode(&svc); err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range svc.Ports {
+		if fmt.Sprint(p.TargetPort) == mport || p.TargetPort == "metrics" {
+			t.Errorf("the Service exposes the metrics port %v", p.TargetPort)
+		}
 	}
 	selects("Service", svc.Selector)
 	if svc.SessionAffinity != "" && svc.SessionAffinity != "None" {

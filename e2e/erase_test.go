@@ -25,7 +25,8 @@ import (
 // live.TestR20R21BoundAfterNotice, on a fake clock), a real receiver gets
 // a signed member.erased, a scan of every Redis key finds the id nowhere
 // but in the webhook outbox, and its old request id sent to node 2 is
-// applied anew, from zero.
+// applied anew, from zero. A ban made through the API before leaves no key
+// name holding the id either (its member.banned marker is hashed).
 func TestEraseTwoNodes(t *testing.T) {
 	testenv.Long(t)
 	t.Parallel()
@@ -62,6 +63,12 @@ func TestEraseTwoNodes(t *testing.T) {
 			at, _ := l.firstTop(time.Time{}, func(f proto.Top) bool { return len(f.Entries) == 3 })
 			return !at.IsZero()
 		})
+	}
+
+	// A ban through the API: its member.banned marker names the member,
+	// which no key name may hold after the erasure (R29).
+	if st, b, err := rest(ctx, "PUT", n1.HTTP()+"/api/v1/boards/er-day/bans/"+eve, adm, map[string]any{"reason": "cheat"}, nil); err != nil || st != 200 {
+		t.Fatalf("PUT ban: %d %s %v", st, b, err)
 	}
 
 	since := time.Now()
@@ -118,10 +125,10 @@ func TestEraseTwoNodes(t *testing.T) {
 	}
 }
 
-// scanFor lists where text occurs in the Redis at addr, outside the
-// webhook outbox ({wh}, whose deliveries name the member they tell of):
-// key names, hash fields and values, set and sorted-set members, list
-// elements, strings.
+// scanFor lists where text occurs in the Redis at addr: key names (the
+// webhook outbox's included), hash fields and values, set and sorted-set
+// members, list elements, strings, outside the webhook deliveries' bodies
+// (which name the member they tell of).
 func scanFor(t *testing.T, addr, text string) []string {
 	t.Helper()
 	ctx := t.Context()

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -102,9 +101,9 @@ func Wrap(s rank.Store, cfg Config) (*Store, error) {
 	}
 	tr := cfg.Transport
 	if tr == nil {
-		d := &net.Dialer{Timeout: rank.MaxValidateTimeout}
-		if !cfg.AllowPrivate {
-			d.Control = webhook.Control
+		d := webhook.Dialer(rank.MaxValidateTimeout)
+		if cfg.AllowPrivate {
+			d.Control = nil
 		}
 		tr = &http.Transport{
 			DialContext:         d.DialContext,

@@ -177,7 +177,7 @@ func (b Board) validateCohort() error {
 	case b.Grace != 0:
 		// The moves of a period are decided when the next one is first
 		// played; with grace a late event could still change the period.
-		return bad("league", "a league board takes no grace (the moves of a period are made when the next one starts), not %s", time.Duration(b.Grace))
+		return bad("grace", "a league board takes no grace (the next period's cohorts form at its first event, so its tiers must be known then), not %s", time.Duration(b.Grace))
 	case l.Tiers.Len() < MinLeagueTiers:
 		return bad("league", "%d tiers, want %d..%d", l.Tiers.Len(), MinLeagueTiers, MaxLeagueTiers)
 	case l.Promote < 0 || l.Promote >= b.Cohort.Size:

@@ -80,3 +80,20 @@ func TestCohortIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestLeagueRefusesGrace (§12, v1.3): a league board with grace > 0 is a
+// 400 naming grace (its next period's cohorts form at its first event,
+// so its tiers must be known then); grace 0 is fine.
+func TestLeagueRefusesGrace(t *testing.T) {
+	const league = `"reset":"daily","cohort":{"size":5},"league":{"tiers":["a","b"],"promote":1,"demote":1}`
+	_, err := ParseBoard("x", []byte(`{`+league+`,"grace":"1s"}`))
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "field grace:") {
+		t.Fatalf("league with grace: %v, want an invalid config naming field grace", err)
+	}
+	if _, err := ParseBoard("x", []byte(`{`+league+`,"grace":"0s"}`)); err != nil {
+		t.Fatalf("league without grace: %v", err)
+	}
+	if _, err := ParseBoard("x", []byte(`{"reset":"daily","cohort":{"size":5},"grace":"1s"}`)); err != nil {
+		t.Fatalf("a cohort board without a league takes grace: %v", err)
+	}
+}

@@ -23,8 +23,10 @@ type Eraser interface {
 	// profile, and its
 	// idempotency records, so a later event with an old request id is
 	// applied anew. A member the store knows nothing of is erased too,
-	// with nothing removed: erasure is idempotent. ErrInvalidMember for a
-	// bad id.
+	// with nothing removed: erasure is idempotent. It works in short
+	// steps, however many records a board holds; when ctx's deadline comes
+	// first it answers what it did with Done false, and the next call
+	// resumes (not an error). ErrInvalidMember for a bad id.
 	Erase(ctx context.Context, member string) (Erasure, error)
 	// Export reads everything the store holds about member (§13). A
 	// member the store knows nothing of exports empty.
@@ -32,11 +34,16 @@ type Eraser interface {
 }
 
 // Erasure is what an Erase removed: the boards where something of the
-// member was, sorted, and the sorted-set entries removed (one per board
-// and period the member had a score in, shown or hidden by a ban).
+// member was, sorted, the sorted-set entries removed (one per board and
+// period the member had a score in, shown or hidden by a ban) and the
+// idempotency records forgotten. Done is false when the caller's context
+// ended before everything was erased: the next Erase of the member goes on
+// where this one stopped, and its counts include this one's.
 type Erasure struct {
 	Boards  []string
 	Entries int64
+	Records int64
+	Done    bool
 }
 
 // Export is a member's data as GET /api/v1/members/{member}/export

@@ -2,6 +2,8 @@ package rank
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,6 +134,15 @@ func (w Webhook) Validate() error {
 	return nil
 }
 
+// MarkerKey is what an engine keeps of an outbox marker (AppendOutbox): a
+// hash of it. A marker may name a member (a ban's names its board, member
+// and time), and after an erasure no key of the store may hold the
+// member's id (R29); the hash still tells one marker from another.
+func MarkerKey(marker string) string {
+	h := sha256.Sum256([]byte(marker))
+	return hex.EncodeToString(h[:16])
+}
+
 // OutboxEvent is a fact to tell the webhooks that want it.
 type OutboxEvent struct {
 	Event string
@@ -189,14 +200,17 @@ type Outbox interface {
 	// AppendOutbox records ev for every webhook that wants it, in one
 	// atomic step with marker: the first call with a marker appends, every
 	// later one (any node) appends nothing and returns false. The marker
-	// is kept for keep (0 = for good).
+	// is kept for keep (0 = for good), as its MarkerKey only.
 	AppendOutbox(ctx context.Context, marker string, keep time.Duration, ev OutboxEvent) (bool, error)
 	// LeaseDelivery takes the pending delivery due first (next attempt at
 	// or before the store's clock) for lease: until it ends no other call
 	// gets it, so one node makes an attempt at a time, and when it ends
 	// without RecordAttempt (the node died) the delivery is due again.
-	// token names the taker. false when nothing is due.
-	LeaseDelivery(ctx context.Context, token string, lease time.Duration) (Delivery, Webhook, bool, error)
+	// token names the taker. A webhook named in skip (the caller has no
+	// slot free for it: a slow receiver) is passed over, however early its
+	// deliveries are due, and costs the call nothing per delivery it has
+	// queued. false when nothing is due.
+	LeaseDelivery(ctx context.Context, token string, lease time.Duration, skip ...string) (Delivery, Webhook, bool, error)
 	// RecordAttempt records the outcome of the leased attempt: errText ""
 	// is a 2xx (delivered), else the next attempt is scheduled by
 	// NextAttempt or the delivery fails. A token that no longer holds the

@@ -147,6 +147,9 @@ func testConsoleBoards(t *testing.T, b *browser, gw *gateway) {
 	tab := b.tab(t)
 	tab.run(t, chromedp.Navigate(gw.url+"/admin#token="+admin))
 	tab.waitFor(t, 10*time.Second, "the boards table", `!q("#boards-card").hidden && attr("#conn", "data-status") === "open"`)
+	// The token is read once and leaves the address bar and the tab's
+	// history entry.
+	tab.waitFor(t, time.Second, "the token gone from the URL", `!location.href.includes("token") && location.pathname === "/admin"`)
 
 	tab.fill(t, "New board id", "finals")
 	tab.fill(t, "New board title", "Finals")
@@ -187,6 +190,7 @@ func testConsoleBoards(t *testing.T, b *browser, gw *gateway) {
 		t.Fatalf("title %v", renamed["title"])
 	}
 	sameBut(t, "renaming", set, renamed, "title")
+	tab.waitFor(t, time.Second, "the board in the URL, the token not", `location.hash === "#board=finals"`)
 
 	// Phone width: the page does not scroll sideways (the boards table
 	// scrolls inside its card).

@@ -11,7 +11,8 @@ import (
 
 // testReplayLinks (docs/lists.md): the spectator page shows a "Replay" link
 // on an entry whose meta has an https replay URL, and no link for any
-// other scheme (javascript:, http:) or a replay that is not a URL.
+// other scheme (javascript:, http:), a URL with user info (a link to
+// evil.example dressed as youtube.com) or a replay that is not a URL.
 func testReplayLinks(t *testing.T, b *browser, gw *gateway, out string) {
 	admin := gw.token(t, "ops", "admin")
 	replays := map[string]string{
@@ -19,11 +20,13 @@ func testReplayLinks(t *testing.T, b *browser, gw *gateway, out string) {
 		"bob": "javascript:alert(document.domain)",
 		"cat": "http://replays.example/cat",
 		"dan": "not a url",
+		"eve": "https://youtube.com@evil.example/watch",
+		"fay": "https://:pw@evil.example/watch",
 	}
 	var events []map[string]any
-	for i, m := range []string{"ann", "bob", "cat", "dan"} {
+	for i, m := range []string{"ann", "bob", "cat", "dan", "eve", "fay"} {
 		events = append(events, map[string]any{
-			"id": fmt.Sprintf("rp-%s-%d", m, time.Now().UnixNano()), "member": m, "delta": 40 - 10*i,
+			"id": fmt.Sprintf("rp-%s-%d", m, time.Now().UnixNano()), "member": m, "delta": 60 - 10*i,
 			"meta": map[string]any{"replay": replays[m]},
 		})
 	}
@@ -37,13 +40,13 @@ func testReplayLinks(t *testing.T, b *browser, gw *gateway, out string) {
 
 	tab := b.tab(t)
 	tab.run(t, chromedp.Navigate(gw.url+"/?board=replays"))
-	tab.waitFor(t, 10*time.Second, "the board's entries", `members() === "ann,bob,cat,dan"`)
+	tab.waitFor(t, 10*time.Second, "the board's entries", `members() === "ann,bob,cat,dan,eve,fay"`)
 	tab.waitFor(t, 5*time.Second, "ann's replay link",
 		`text('#rows tr[data-member="ann"] td.replay') === "Replay" && q('#rows tr[data-member="ann"] td.replay a').href === "`+replays["ann"]+`"`)
-	for _, m := range []string{"bob", "cat", "dan"} {
+	for _, m := range []string{"bob", "cat", "dan", "eve", "fay"} {
 		tab.waitFor(t, time.Second, m+" without a link", `text('#rows tr[data-member="`+m+`"] td.replay') === "" && !q('#rows tr[data-member="`+m+`"] td.replay a')`)
 	}
-	tab.waitFor(t, time.Second, "no javascript: link anywhere", `![...document.querySelectorAll("a")].some(a => a.protocol === "javascript:")`)
+	tab.waitFor(t, time.Second, "no javascript: link anywhere", `![...document.querySelectorAll("a")].some(a => a.protocol === "javascript:" || a.hostname === "evil.example")`)
 
 	// A new run with a replay: the link follows the live frame.
 	gw.post(t, "/api/v1/boards/replays/scores", admin, []map[string]any{{
@@ -51,7 +54,7 @@ func testReplayLinks(t *testing.T, b *browser, gw *gateway, out string) {
 		"meta": map[string]any{"replay": "https://replays.example/dan-2"},
 	}}, &results)
 	tab.waitFor(t, 5*time.Second, "dan's new run and its link",
-		`members() === "dan,ann,bob,cat" && text('#rows tr[data-member="dan"] td.replay') === "Replay"`)
+		`members() === "dan,ann,bob,cat,eve,fay" && text('#rows tr[data-member="dan"] td.replay') === "Replay"`)
 	tab.shot(t, out, "spectator-5-replays")
 	tab.checkNoErrors(t)
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -33,15 +32,21 @@ type Config struct {
 	// AllowPrivate lets deliveries reach loopback, private and link-local
 	// addresses (--webhook-allow-private).
 	AllowPrivate bool
-	// Workers is how many deliveries are attempted at once; default 4.
+	// Workers is how many deliveries this node attempts at once, over all
+	// webhooks; default 32.
 	Workers int
+	// PerWebhook is how many of one webhook's deliveries this node
+	// attempts at once; default 4. A receiver that does not answer holds
+	// these slots for an attempt's Timeout each, never the others', so
+	// Workers / PerWebhook such receivers at once leave the rest on time.
+	PerWebhook int
 	// Timeout bounds one attempt (connect, send, the receiver's answer);
 	// default 10s.
 	Timeout time.Duration
 	// Lease is how long an attempt holds its delivery; past it another node
 	// may try. Default Timeout + 20s, so a live attempt always ends first.
 	Lease time.Duration
-	// Poll is how often an idle worker asks the store for due deliveries;
+	// Poll is how often an idle node asks the store for due deliveries;
 	// default 1s (the first retry is due within 5 s, R28).
 	Poll time.Duration
 	// Transport replaces the HTTP transport (tests); nil = one that dials
@@ -58,6 +63,9 @@ type Deliverer struct {
 	client *http.Client
 	tokens string        // this deliverer's random token prefix
 	n      atomic.Uint64 // numbers its leases
+
+	mu   sync.Mutex     // guards busy
+	busy map[string]int // webhook id -> attempts under way on this node (absent: none)
 }
 
 // New returns a Deliverer of store's outbox.
@@ -69,8 +77,12 @@ func New(store Store, log *slog.Logger, cfg Config) (*Deliverer, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 4
+		cfg.Workers = 32
 	}
+	if cfg.PerWebhook <= 0 {
+		cfg.PerWebhook = 4
+	}
+	cfg.PerWebhook = min(cfg.PerWebhook, cfg.Workers)
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
@@ -85,15 +97,15 @@ func New(store Store, log *slog.Logger, cfg Config) (*Deliverer, error) {
 	}
 	tr := cfg.Transport
 	if tr == nil {
-		d := &net.Dialer{Timeout: cfg.Timeout}
-		if !cfg.AllowPrivate {
-			d.Control = Control
+		d := Dialer(cfg.Timeout)
+		if cfg.AllowPrivate {
+			d.Control = nil
 		}
 		tr = &http.Transport{
 			DialContext:           d.DialContext,
 			TLSHandshakeTimeout:   cfg.Timeout,
 			ResponseHeaderTimeout: cfg.Timeout,
-			MaxIdleConnsPerHost:   cfg.Workers,
+			MaxIdleConnsPerHost:   cfg.PerWebhook,
 			IdleConnTimeout:       time.Minute,
 			// A proxy would dial the target for us, past Control.
 			Proxy: nil,
@@ -102,7 +114,7 @@ func New(store Store, log *slog.Logger, cfg Config) (*Deliverer, error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return &Deliverer{
-		store: store, log: log, cfg: cfg, tokens: cfg.Node + "/" + hex.EncodeToString(b[:]) + "/",
+		store: store, log: log, cfg: cfg, tokens: cfg.Node + "/" + hex.EncodeToString(b[:]) + "/", busy: map[string]int{},
 		client: &http.Client{
 			Transport: tr,
 			Timeout:   cfg.Timeout,
@@ -113,55 +125,129 @@ func New(store Store, log *slog.Logger, cfg Config) (*Deliverer, error) {
 	}, nil
 }
 
-// Run attempts due deliveries with Config.Workers workers until ctx ends.
-func (d *Deliverer) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for range d.cfg.Workers {
-		wg.Go(func() { d.work(ctx) })
-	}
-	wg.Wait()
-	return nil
+// leased is a delivery this node holds the lease of, to attempt.
+type leased struct {
+	del   rank.Delivery
+	hook  rank.Webhook
+	token string
 }
 
-func (d *Deliverer) work(ctx context.Context) {
+// Run attempts due deliveries until ctx ends: one loop leases, and
+// Config.Workers workers attempt, at most Config.PerWebhook of one webhook
+// at once. The loop leases only when a worker is free, passing over the
+// webhooks whose slots are full, so a receiver that does not answer
+// delays its own deliveries only.
+func (d *Deliverer) Run(ctx context.Context) error {
+	jobs := make(chan leased) // unbuffered: a lease is handed to a free worker only
+	free := make(chan struct{}, d.cfg.Workers)
+	for range d.cfg.Workers {
+		free <- struct{}{}
+	}
+	// freed is signalled when an attempt ends, so the loop looks again at
+	// once: the webhook it passed over may have a slot now.
+	freed := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	for range d.cfg.Workers {
+		wg.Go(func() {
+			for j := range jobs {
+				if err := d.finish(ctx, j); err != nil && ctx.Err() == nil {
+					d.log.Warn("webhook: delivery", "err", err)
+				}
+				d.release(j.hook.ID)
+				free <- struct{}{}
+				select {
+				case freed <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}
+	defer wg.Wait()
+	defer close(jobs)
 	t := time.NewTicker(d.cfg.Poll)
 	defer t.Stop()
 	for {
-		for {
-			did, err := d.Step(ctx)
-			if err != nil && ctx.Err() == nil {
-				d.log.Warn("webhook: delivery step", "err", err)
-			}
-			if !did || err != nil {
-				break
-			}
-		}
 		select {
 		case <-ctx.Done():
-			return
+			return nil
+		case <-free:
+		}
+		j, ok, err := d.lease(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("webhook: lease", "err", err)
+		}
+		if ok {
+			jobs <- j
+			continue
+		}
+		free <- struct{}{}
+		select { // nothing due that a slot may take: wait for one
+		case <-ctx.Done():
+			return nil
 		case <-t.C:
+		case <-freed:
 		}
 	}
 }
 
-// Step leases the delivery due first, attempts it and records the outcome.
-// It reports false when nothing was due.
-func (d *Deliverer) Step(ctx context.Context) (bool, error) {
+// lease takes the delivery due first among the webhooks with a slot free
+// on this node, and counts it against its webhook's slots.
+func (d *Deliverer) lease(ctx context.Context) (leased, bool, error) {
+	d.mu.Lock()
+	var full []string
+	for w, n := range d.busy {
+		if n >= d.cfg.PerWebhook {
+			full = append(full, w)
+		}
+	}
+	d.mu.Unlock()
 	token := d.tokens + strconv.FormatUint(d.n.Add(1), 10)
-	del, hook, ok, err := d.store.LeaseDelivery(ctx, token, d.cfg.Lease)
+	del, hook, ok, err := d.store.LeaseDelivery(ctx, token, d.cfg.Lease, full...)
+	if err != nil || !ok {
+		return leased{}, false, err
+	}
+	d.mu.Lock()
+	d.busy[hook.ID]++
+	d.mu.Unlock()
+	return leased{del: del, hook: hook, token: token}, true, nil
+}
+
+// release gives back a slot of webhook w.
+func (d *Deliverer) release(w string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.busy[w] <= 1 {
+		delete(d.busy, w)
+		return
+	}
+	d.busy[w]--
+}
+
+// Step leases the delivery due first, attempts it and records the outcome,
+// on the caller's goroutine (tests; Run attempts many at once). It
+// reports false when nothing was due.
+func (d *Deliverer) Step(ctx context.Context) (bool, error) {
+	j, ok, err := d.lease(ctx)
 	if err != nil || !ok {
 		return false, err
 	}
+	defer d.release(j.hook.ID)
+	return true, d.finish(ctx, j)
+}
+
+// finish attempts a leased delivery and records the outcome.
+func (d *Deliverer) finish(ctx context.Context, j leased) error {
+	del, hook, token := j.del, j.hook, j.token
 	errText := d.attempt(ctx, del, hook)
 	recorded, err := d.store.RecordAttempt(ctx, del.ID, token, errText)
 	if err != nil {
-		return true, fmt.Errorf("webhook: record attempt of %s: %w", del.ID, err)
+		return fmt.Errorf("webhook: record attempt of %s: %w", del.ID, err)
 	}
 	if !recorded {
 		d.log.Warn("webhook: lease ended before the attempt did; another node retries", "delivery", del.ID, "webhook", hook.ID)
 	}
 	d.log.Debug("webhook: attempt", "delivery", del.ID, "webhook", hook.ID, "event", del.Event, "board", del.Board, "error", errText)
-	return true, nil
+	return nil
 }
 
 // payload is a delivery's body (§13).
@@ -202,7 +288,7 @@ func (d *Deliverer) attempt(ctx context.Context, del rank.Delivery, hook rank.We
 	resp, err := d.client.Do(req)
 	if err != nil {
 		if errors.Is(err, ErrRefusedTarget) {
-			return "refused: the target address is loopback, private or link-local"
+			return "refused: the target address is not a public unicast address"
 		}
 		return clip(err.Error())
 	}

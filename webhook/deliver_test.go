@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -201,5 +202,122 @@ func TestRefusesPrivateTarget(t *testing.T) {
 	ds, _ := store.Deliveries(ctx, "w")
 	if len(ds) != 1 || ds[0].Status != rank.DeliveryPending || !strings.Contains(ds[0].LastError, "refused") {
 		t.Fatalf("log %+v: want a refused attempt", ds)
+	}
+}
+
+// blackHole accepts connections and reads them, never answering: a
+// receiver that holds every attempt until its timeout.
+type blackHole struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	open  int // connections held now
+	most  int // the most held at once
+	conns []net.Conn
+}
+
+func newBlackHole(t *testing.T) *blackHole {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &blackHole{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.open++
+			b.most = max(b.most, b.open)
+			b.conns = append(b.conns, c)
+			b.mu.Unlock()
+			go func() {
+				_, _ = io.Copy(io.Discard, c) // until the attempt gives up
+				b.mu.Lock()
+				b.open--
+				b.mu.Unlock()
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, c := range b.conns {
+			c.Close()
+		}
+	})
+	return b
+}
+
+func (b *blackHole) held() (open, most int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.open, b.most
+}
+
+// TestBlackHoleDelaysNoOther (R28's first attempt within 5 s, for every
+// receiver): a receiver that never answers, whose deliveries fell due
+// first, holds its own PerWebhook slots only; another webhook's 20
+// deliveries all arrive while it holds them (its attempts last an hour
+// here, so with the slots shared none would), both engines.
+func TestBlackHoleDelaysNoOther(t *testing.T) {
+	for _, name := range []string{"memory", "redis"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clk := ranktest.NewClock(time.Date(2030, 6, 7, 8, 0, 0, 0, time.UTC))
+			store := engine(t, name, clk)
+			hole := newBlackHole(t)
+			rcv := &receiver{}
+			srv := httptest.NewServer(rcv)
+			defer srv.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if _, err := store.PutWebhook(ctx, rank.Webhook{ID: "hole", URL: "http://" + hole.ln.Addr().String() + "/", Secret: secret, Events: []string{rank.EventBoardState}}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 20 {
+				ev := rank.OutboxEvent{Event: rank.EventBoardState, Board: "b" + strconv.Itoa(i), TS: clk.Now(), Data: json.RawMessage(`{"state":"final"}`)}
+				if _, err := store.AppendOutbox(ctx, "hole-"+strconv.Itoa(i), 0, ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clk.Advance(time.Second) // the healthy receiver's deliveries fall due after every one of the hole's
+			if _, err := store.PutWebhook(ctx, rank.Webhook{ID: "ok", URL: srv.URL + "/hook", Secret: secret, Events: []string{rank.EventBoardFinal}}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 20 {
+				ev := rank.OutboxEvent{Event: rank.EventBoardFinal, Board: "b" + strconv.Itoa(i), TS: clk.Now(), Data: json.RawMessage(`{}`)}
+				if _, err := store.AppendOutbox(ctx, "ok-"+strconv.Itoa(i), 0, ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, err := webhook.New(store, nil, webhook.Config{Node: "n1", AllowPrivate: true, Workers: 4, PerWebhook: 2,
+				Timeout: time.Hour, Poll: 10 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- d.Run(ctx) }()
+			testenv.Until(t, 30*time.Second, "the healthy receiver's 20 deliveries recorded delivered", func() bool {
+				ds, _ := store.Deliveries(ctx, "ok")
+				n := 0
+				for _, x := range ds {
+					if x.Status == rank.DeliveryDelivered {
+						n++
+					}
+				}
+				return len(rcv.requests()) >= 20 && n == 20
+			})
+			testenv.Until(t, 10*time.Second, "the black hole holding its 2 slots", func() bool { open, _ := hole.held(); return open == 2 })
+			if open, most := hole.held(); open != 2 || most != 2 {
+				t.Fatalf("the black hole holds %d attempts (at most %d at once), want its 2 slots", open, most)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

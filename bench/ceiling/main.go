@@ -22,11 +22,11 @@ import (
 )
 
 // The layout of a one-event apply.lua call on a board without derived
-// boards and without history (rank/lua/apply.lua's header): EVALSHA sha
-// numkeys, 17 board keys, 21 board arguments, the event's 8 (member first,
-// request id seventh), and the dependants' two counts (DA, DK: "0" "0").
+// boards (rank/lua/apply.lua's header): EVALSHA sha numkeys, 11 board
+// keys, 12 board arguments, the event's 8 (member first, request id
+// seventh), and the blocks' two counts (DA, DK: "0" "0").
 const (
-	boardKeys, boardArgs, eventArgs, trailer = 17, 21, 8, 2
+	boardKeys, boardArgs, eventArgs, trailer = 11, 12, 8, 2
 	oneEventFields                           = 3 + boardKeys + boardArgs + eventArgs + trailer
 	evMember, evID                           = 0, 6
 )
@@ -55,7 +55,7 @@ func main() {
 		}
 		return
 	}
-	fmt.Fprintln(os.Stderr, "ceiling: no one-event apply.lua EVALSHA (17 keys) in the MONITOR output")
+	fmt.Fprintln(os.Stderr, "ceiling: no one-event apply.lua EVALSHA (11 keys) in the MONITOR output")
 	os.Exit(1)
 }
 

@@ -1,8 +1,11 @@
-// Command webhookload is the webhook load check of bench/webhooks.sh: it
-// makes N boards that end in the same second (one score each), registers a
-// webhook for board.final on a receiver of its own, and reports when every
-// board's delivery has arrived. It prints "ends <unix seconds>" once the
-// boards are set up, so the caller can put a score load around that second.
+// Command webhookload is the webhook load check of bench/webhooks.sh and
+// bench/blackhole.sh: it makes N boards that end in the same second (one
+// score each), registers a webhook for board.final on a receiver of its
+// own, and reports when every board's delivery has arrived. It prints
+// "ends <unix seconds>" once the boards are set up, so the caller can put
+// a score load around that second. With --blackhole it first registers
+// another webhook for the same events on a receiver that accepts and never
+// answers, whose deliveries fall due alongside.
 package main
 
 import (
@@ -16,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,11 +27,12 @@ import (
 )
 
 type result struct {
-	Boards      int     `json:"boards"`
-	Delivered   int     `json:"delivered"`     // distinct deliveries of distinct boards
-	Requests    int     `json:"requests"`      // every POST received (retries included)
-	FirstAfterS float64 `json:"first_after_s"` // first delivery, seconds after ends_at
-	LastAfterS  float64 `json:"last_after_s"`  // last board's first delivery, seconds after ends_at
+	Boards       int     `json:"boards"`
+	Delivered    int     `json:"delivered"`      // distinct deliveries of distinct boards
+	Requests     int     `json:"requests"`       // every POST received (retries included)
+	FirstAfterS  float64 `json:"first_after_s"`  // first delivery, seconds after ends_at
+	MedianAfterS float64 `json:"median_after_s"` // the boards' first deliveries' median, seconds after ends_at
+	LastAfterS   float64 `json:"last_after_s"`   // last board's first delivery, seconds after ends_at
 }
 
 // sink counts board.final deliveries by board.
@@ -58,6 +63,7 @@ func main() {
 	lead := flag.Duration("lead", 30*time.Second, "how far ahead of now the boards end (setup must fit in it)")
 	wait := flag.Duration("wait", 2*time.Minute, "how long to wait for every delivery after the end")
 	out := flag.String("json", "", "write the result here")
+	hole := flag.Bool("blackhole", false, "also register a webhook for the same events on a receiver that never answers")
 	flag.Parse()
 	log.SetFlags(0)
 	adm, err := auth.MintHS256([]byte(*secret), auth.Claims{Sub: "bench", Role: auth.Admin, TTL: time.Hour})
@@ -91,6 +97,24 @@ func main() {
 			log.Fatalf("%s %s: %d %s", method, path, res.StatusCode, rb)
 		}
 	}
+	if *hole {
+		bh, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			log.Fatal(err)
+		}
+		go func() {
+			for {
+				c, err := bh.Accept()
+				if err != nil {
+					return
+				}
+				go func() { _, _ = io.Copy(io.Discard, c) }() // read, never answer
+			}
+		}()
+		do("PUT", "/api/v1/webhooks/bench-hole", adm, map[string]any{
+			"url": "http://" + bh.Addr().String() + "/hook", "secret": "bench-webhook-secret-0123", "events": []string{"board.final"},
+		})
+	}
 	do("PUT", "/api/v1/webhooks/bench", adm, map[string]any{
 		"url": "http://" + ln.Addr().String() + "/hook", "secret": "bench-webhook-secret-0123", "events": []string{"board.final"},
 	})
@@ -116,15 +140,16 @@ func main() {
 		time.Sleep(50 * time.Millisecond)
 	}
 	sk.mu.Lock()
-	r := result{Boards: *n, Delivered: len(sk.first), Requests: sk.requests, FirstAfterS: -1, LastAfterS: -1}
+	r := result{Boards: *n, Delivered: len(sk.first), Requests: sk.requests, FirstAfterS: -1, MedianAfterS: -1, LastAfterS: -1}
+	var after []float64
 	for _, at := range sk.first {
-		d := at.Sub(ends).Seconds()
-		if r.FirstAfterS < 0 || d < r.FirstAfterS {
-			r.FirstAfterS = d
-		}
-		r.LastAfterS = max(r.LastAfterS, d)
+		after = append(after, at.Sub(ends).Seconds())
 	}
 	sk.mu.Unlock()
+	if len(after) > 0 {
+		slices.Sort(after)
+		r.FirstAfterS, r.MedianAfterS, r.LastAfterS = after[0], after[len(after)/2], after[len(after)-1]
+	}
 	js, _ := json.MarshalIndent(r, "", "  ")
 	fmt.Println(string(js))
 	if *out != "" {

@@ -200,7 +200,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Int(&o.Rate, "rate", 50, "messages per second per player or spectator connection (burst 2x)")
 	f.String(&o.AllowedOrigins, "allowed-origins", "", "comma-separated origin host patterns for browser upgrades; empty = same host")
 	f.Bool(&o.PublicRead, "public-read", false, "allow token-less spectators on boards marked public")
-	f.Bool(&o.WebhookPrivate, "webhook-allow-private", false, "let webhook URLs reach loopback, private and link-local addresses")
+	f.Bool(&o.WebhookPrivate, "webhook-allow-private", false, "let webhook URLs reach addresses that are not public unicast (loopback, private, link-local, other special-purpose blocks)")
 	f.String(&o.NodeID, "node-id", "", "this node's name in frames, logs and metrics; empty = hostname-pid")
 	f.Duration(&o.DrainTimeout, "drain-timeout", node.DefaultDrainTimeout, "how long SIGTERM waits for connections to drain")
 	f.String(&o.MetricsAddr, "metrics-addr", "", "serve /metrics and /debug/pprof on this separate address instead of --addr")

@@ -25,14 +25,19 @@ const maxMarks = 2
 
 // Normalize returns the display name s in Unicode NFC, so that two names
 // that look the same are the same string, after checking the normalised
-// form with Check. Input from a client goes through Normalize; what is
-// stored is its result.
+// form with Check and refusing a name that imitates a Latin one with
+// letters of another alphabet or compatibility forms (confusable.go).
+// Input from a client goes through Normalize; what is stored is its
+// result.
 func Normalize(s string) (string, error) {
 	if !utf8.ValidString(s) {
 		return "", errors.New("not valid UTF-8")
 	}
 	n := norm.NFC.String(s)
 	if err := check(n); err != nil {
+		return "", err
+	}
+	if err := deceptive(n); err != nil {
 		return "", err
 	}
 	return n, nil

@@ -10,9 +10,10 @@ import (
 // KeysHolding scans the keys of one Redis server matching match and lists
 // every place that holds text: a key name ("key K"), or a hash field or
 // value, set or sorted-set member, list element or string value ("K holds
-// V"). The webhook outbox ({wh} keys) is passed over: its deliveries name
-// members on purpose (docs/operations.md, "Erasure"). For erasure tests
-// (R29).
+// V"). Every key's name is looked at; only the contents of the webhook
+// deliveries ({wh}:d:<id>, the delivery log) are passed over: they name
+// members on purpose, until 7 days after each ends (R29, docs/operations.md,
+// "Erasure"). For erasure tests.
 func KeysHolding(ctx context.Context, c redis.Cmdable, match, text string) ([]string, error) {
 	var found []string
 	var cursor uint64
@@ -22,11 +23,11 @@ func KeysHolding(ctx context.Context, c redis.Cmdable, match, text string) ([]st
 			return found, err
 		}
 		for _, k := range keys {
-			if strings.Contains(k, ":{wh}:") {
-				continue
-			}
 			if strings.Contains(k, text) {
 				found = append(found, "key "+k)
+			}
+			if strings.Contains(k, ":{wh}:d:") {
+				continue
 			}
 			var vals []string
 			switch typ, _ := c.Type(ctx, k).Result(); typ {

@@ -8,7 +8,11 @@
 --          removed (a removal changes reads, as in ban.lua); a shard's seq
 --          is its tie clock, so a shard passes its cfg here and the caller
 --          moves the board's seq
--- KEYS[3]  and on: first E keys whose sorted sets hold the member's entries
+-- KEYS[3]  the erasure's progress hash in this key space (<ks>:er:<hash of
+--          the member>, rank/redisstore/erase.go): e += the entries
+--          removed, c = 1 once anything was; it lives ARGV[11] ms (an
+--          erasure resumed later adds to it; the caller deletes it when done)
+-- KEYS[4]  and on: first E keys whose sorted sets hold the member's entries
 --          (z:<i>, x:<i>): their removals are the entries counted
 -- then O keys that are the member's own (its history lists): deleted whole
 -- then any number of other keys that may name it: a hash loses the fields
@@ -33,24 +37,25 @@
 -- ARGV[8] O
 -- ARGV[9] 1 when KEYS[2] is a seq to move, else 0
 -- ARGV[10] K
+-- ARGV[11] the progress hash's lifetime (ms)
 --
 -- A sorted set of tiebreak first or last holds "<16 digits>|<member>"; the
 -- member's hashes that map it to that form (m:<i>) are read before any
 -- field goes, and every form found is removed from every sorted set.
 -- The idempotency records are not erased here: finding a member's fields
--- in a bucket hash is a pass over every member's records, which the Go
--- side makes in HSCAN steps (rank/redisstore/erase.go), so no one call
--- holds Redis for the length of the pass.
+-- in a bucket hash is a pass over every member's records, which forget.lua
+-- makes in bounded HSCAN steps, resumable, so no one call holds Redis for
+-- the length of the pass.
 --
 -- Returns {entries removed, keys changed}.
 
 local m = ARGV[6]
 local E, O, K = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[10])
-if not E or not O or not K or #KEYS < 2 + E + O + K then return redis.error_reply('LB bad_request') end
+if not E or not O or not K or #KEYS < 3 + E + O + K then return redis.error_reply('LB bad_request') end
 
 local forms = {m}
 local types = {}
-for i = 3, #KEYS do
+for i = 4, #KEYS do
   local t = redis.call('TYPE', KEYS[i])['ok']
   types[i] = t
   if t == 'hash' then
@@ -67,13 +72,13 @@ for i = #KEYS - K + 1, #KEYS do
   if c and redis.call('ZREM', KEYS[i] .. '/' .. c, unpack(forms)) > 0 then changed = changed + 1 end
 end
 
-for i = 3, #KEYS do
+for i = 4, #KEYS do
   local k, t, n = KEYS[i], types[i], 0
-  if i > 2 + E and i <= 2 + E + O then
+  if i > 3 + E and i <= 3 + E + O then
     n = redis.call('DEL', k)
   elseif t == 'zset' then
     n = redis.call('ZREM', k, unpack(forms))
-    if i <= 2 + E then entries = entries + n end
+    if i <= 3 + E then entries = entries + n end
   elseif t == 'hash' then
     n = redis.call('HDEL', k, m, 'g|' .. m)
   elseif t == 'set' then
@@ -82,5 +87,10 @@ for i = 3, #KEYS do
   if n > 0 then changed = changed + 1 end
 end
 
-if changed > 0 and ARGV[9] == '1' then redis.call('INCR', KEYS[2]) end
+if changed > 0 then
+  if ARGV[9] == '1' then redis.call('INCR', KEYS[2]) end
+  redis.call('HINCRBY', KEYS[3], 'e', entries)
+  redis.call('HSET', KEYS[3], 'c', 1)
+  redis.call('PEXPIRE', KEYS[3], ARGV[11])
+end
 return {entries, changed}

@@ -3,17 +3,23 @@
 // touches carries the board's {hash tag}, so each script runs on one Redis
 // Cluster slot. Every key arrives in KEYS but the idempotency records'
 // bucket hashes (prelude.lua), whose names depend on the script's clock,
-// and a cohort board's keys (apply.lua), whose names depend on where the
-// script places a member: they are built from KEYS[1]'s prefix, so they
-// share its slot. prelude.lua holds what every script shares
-// (the config version check, the period clock, member ids and names); Source
-// puts it before each script, so the text sent to Redis, and its SHA1, is
-// one self-contained script.
+// and the keys of apply.lua's blocks (a cohort board's, whose names depend
+// on where the script places a member; a period's counts, meta and
+// history): they are built from KEYS[1]'s prefix, so they share its slot,
+// and each file's header lists them. prelude.lua holds what every script
+// shares (the config version check, the period clock, member ids and
+// names); Source puts it before each script, so the text sent to Redis,
+// and its SHA1, is one self-contained script. apply.lua's optional
+// features are blocks, one file each (apply_<feature>.lua), which Source
+// puts in where apply.lua says "-- @blocks" (apply.lua's header says how
+// a block joins the event step).
 package lua
 
 import (
 	"embed"
 	"fmt"
+	"io/fs"
+	"strings"
 )
 
 //go:embed *.lua
@@ -44,18 +50,42 @@ const (
 	CohortTier  = "cohorttier.lua"
 	Cohorts     = "cohorts.lua" // a period's placement counters
 
-	// Erase removes one member from one key space (§13, R29).
-	Erase = "erase.lua"
+	// Erase removes one member from one key space (§13, R29); Forget
+	// deletes its idempotency records from one bucket, a bounded step at a
+	// time.
+	Erase  = "erase.lua"
+	Forget = "forget.lua"
 )
 
 // prelude is the file Source puts before every script.
 const prelude = "prelude.lua"
 
+// blocksMark is the line of apply.lua where its blocks go.
+const blocksMark = "-- @blocks\n"
+
 // Source returns the named script as sent to Redis: the prelude, then the
-// script. It panics on an unknown name: names are the constants above, so a
-// miss is a programming error.
+// script, with apply.lua's blocks in place. It panics on an unknown name:
+// names are the constants above, so a miss is a programming error.
 func Source(name string) string {
-	return file(prelude) + file(name)
+	src := file(name)
+	if name == Apply {
+		src = strings.Replace(src, blocksMark, Blocks(), 1)
+	}
+	return file(prelude) + src
+}
+
+// Blocks is the text of apply.lua's blocks, the files apply_*.lua in name
+// order.
+func Blocks() string {
+	names, err := fs.Glob(files, "apply_*.lua")
+	if err != nil {
+		panic(err) // the pattern is valid
+	}
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(file(n))
+	}
+	return b.String()
 }
 
 // file returns the text of one embedded file.

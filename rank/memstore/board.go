@@ -514,6 +514,7 @@ type expiryQueue struct {
 	head, tail *queueBlock // nil when nothing was ever queued or all was popped
 	hi, ti     int         // the front's index in head; the next free index in tail
 	n          int
+	popped     int // items popped so far: the front's position counted from the first push
 	spare      *queueBlock
 }
 
@@ -562,6 +563,7 @@ func (q *expiryQueue) pop() {
 	q.head.items[q.hi] = queued{} // the keys go with the record
 	q.hi++
 	q.n--
+	q.popped++
 	switch {
 	case q.n == 0:
 		// Empty: keep one block (as the spare) and start again at its

@@ -2,7 +2,10 @@ package memstore
 
 // Erasure and export of a member (docs/protocol.md §13, R29). A board's
 // data about a member lives in its own maps, so erasing is a walk over every
-// board under its lock, then the global bans and the profile.
+// board under its lock, then over its idempotency records' expiry queue in
+// chunks (the lock taken again for each, so a busy board's writers wait a
+// chunk at most, whatever the records), then the global bans and the
+// profile.
 
 import (
 	"context"
@@ -36,8 +39,10 @@ func (s *Store) Erase(ctx context.Context, member string) (rank.Erasure, error) 
 		entries, touched := b.erase(member)
 		id := b.cfg.ID
 		b.mu.Unlock()
+		records := b.forgetRecords(member, s.chunk)
 		out.Entries += entries
-		if touched {
+		out.Records += records
+		if touched || records > 0 {
 			out.Boards = append(out.Boards, id)
 		}
 	}
@@ -46,13 +51,76 @@ func (s *Store) Erase(ctx context.Context, member string) (rank.Erasure, error) 
 	t.mu.Lock()
 	delete(t.m, member)
 	t.mu.Unlock()
+	out.Done = true
 	return out, nil
 }
 
-// erase removes member from every period b holds, its name, bans, hot
-// sums and idempotency records; it returns the entries removed (shown or
-// hidden) and whether anything was. b.mu is held for writing. A new map of
-// a board or period keyed by member is one more delete here.
+// forgetRecords deletes member's idempotency records, so its old request
+// ids are applied anew (R29), and blanks its keys in the expiry queue, so
+// the queue holds no trace of it: a walk over the queue (every record has
+// an item there) in chunks of chunk items, each under the lock. It returns
+// the records deleted. Items popped by the sweep between two chunks are
+// skipped: their records went with them or were recorded again, further on.
+func (b *board) forgetRecords(member string, chunk int) int64 {
+	var n int64
+	pos := 0 // the next item to look at, counted from the queue's first push
+	for {
+		b.mu.Lock()
+		if b.deleted {
+			b.mu.Unlock()
+			return n
+		}
+		k, next, done := b.forgetChunk(member, pos, chunk)
+		if k > 0 {
+			b.seq++ // reads changed, as a removal moves it
+		}
+		b.mu.Unlock()
+		n += k
+		if done {
+			return n
+		}
+		pos = next
+	}
+}
+
+// forgetChunk is one step of forgetRecords from position pos, over at most
+// chunk items: the records deleted, the position to go on from, and
+// whether the queue's end was reached. b.mu is held for writing.
+func (b *board) forgetChunk(member string, pos, chunk int) (int64, int, bool) {
+	q := &b.queue
+	pos = max(pos, q.popped)
+	bl, i := q.head, q.hi+(pos-q.popped)
+	for bl != nil && i >= queueBlockLen {
+		bl, i = bl.next, i-queueBlockLen
+	}
+	var n int64
+	for seen := 0; bl != nil && seen < chunk; seen++ {
+		if bl == q.tail && i >= q.ti {
+			break
+		}
+		if it := &bl.items[i]; it.key.member == member {
+			if _, ok := b.idem[it.key]; ok {
+				delete(b.idem, it.key)
+				n++
+			}
+			if _, ok := b.claims[it.key]; ok { // a claim, reject or verdict (§16)
+				delete(b.claims, it.key)
+				n++
+			}
+			it.key = idemKey{}
+		}
+		pos++
+		if i++; i == queueBlockLen {
+			bl, i = bl.next, 0
+		}
+	}
+	return n, pos, bl == nil || (bl == q.tail && i >= q.ti)
+}
+
+// erase removes member from every period b holds, its name, bans and hot
+// sums; it returns the entries removed (shown or hidden) and whether
+// anything was. b.mu is held for writing. A new map of a board or period
+// keyed by member is one more delete here.
 func (b *board) erase(member string) (entries int64, touched bool) {
 	if b.deleted {
 		return 0, false
@@ -87,25 +155,7 @@ func (b *board) erase(member string) (entries int64, touched bool) {
 		delete(b.gains, member)
 		touched = true
 	}
-	// The records are keyed by member and request id: forgetting them is
-	// what lets an old id be applied anew (R29).
-	forgot := false
-	for k := range b.idem {
-		if k.member == member {
-			delete(b.idem, k)
-			forgot = true
-		}
-	}
-	for k := range b.claims {
-		if k.member == member {
-			delete(b.claims, k)
-			forgot = true
-		}
-	}
-	if forgot {
-		b.queue.forget(member)
-		touched = true
-	}
+	// The records go in chunks after it (forgetRecords).
 	if touched {
 		b.seq++ // reads changed, as a removal moves it
 	}
@@ -142,23 +192,6 @@ func (z *zset) erase(member string) (entries int64, touched bool) {
 	delete(z.meta, member)
 	delete(z.history, member)
 	return entries, touched
-}
-
-// forget blanks member's keys in the queue, so it holds no trace of the
-// member: the sweep pops a blank key as any other and finds no record
-// under it. O(records queued), once per erasure of a member with records.
-func (q *expiryQueue) forget(member string) {
-	for b, i := q.head, q.hi; b != nil; b, i = b.next, 0 {
-		end := queueBlockLen
-		if b == q.tail {
-			end = q.ti
-		}
-		for ; i < end; i++ {
-			if b.items[i].key.member == member {
-				b.items[i].key = idemKey{}
-			}
-		}
-	}
 }
 
 func hasKey[V any](m map[string]V, k string) bool {

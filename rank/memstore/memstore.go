@@ -40,7 +40,14 @@ type Config struct {
 	// idempotency records and periods of boards that get no writes (writes
 	// sweep as they go). 0 = one minute; negative = no background sweep.
 	SweepInterval time.Duration
+	// EraseChunk is how many items of a board's idempotency record queue
+	// an erasure looks at under one hold of the board's lock (erase.go).
+	// 0 = DefaultEraseChunk.
+	EraseChunk int
 }
+
+// DefaultEraseChunk is Config.EraseChunk's default: a millisecond or so.
+const DefaultEraseChunk = 16384
 
 // Store is the memory engine. All methods are safe for concurrent use.
 type Store struct {
@@ -50,6 +57,7 @@ type Store struct {
 	// of one for Complete.
 	hooks  rank.Hooks
 	log    *slog.Logger
+	chunk  int // Config.EraseChunk
 	closed atomic.Bool
 	stop   chan struct{} // closed by Close to end the sweeper
 	done   chan struct{} // closed when the sweeper has ended
@@ -86,6 +94,10 @@ func New(hooks rank.Hooks, cfg Config) (*Store, error) {
 		done:   make(chan struct{}),
 		boards: map[string]*board{},
 		global: map[string]rank.Ban{},
+		chunk:  cfg.EraseChunk,
+	}
+	if s.chunk <= 0 {
+		s.chunk = DefaultEraseChunk
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -21,7 +21,7 @@ type Outbox struct {
 
 	mu      sync.Mutex // guards everything below
 	hooks   map[string]rank.Webhook
-	markers map[string]time.Time // marker -> when it lapses (zero: never)
+	markers map[string]time.Time // rank.MarkerKey of a marker -> when it lapses (zero: never)
 	dels    map[string]*memDelivery
 	logs    map[string][]string // webhook -> delivery ids, oldest first, at most rank.DeliveryLog
 }
@@ -94,6 +94,7 @@ func (o *Outbox) AppendOutbox(_ context.Context, marker string, keep time.Durati
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := o.now()
+	marker = rank.MarkerKey(marker)
 	if until, ok := o.markers[marker]; ok && (until.IsZero() || now.Before(until)) {
 		return false, nil
 	}
@@ -125,7 +126,7 @@ func (o *Outbox) AppendOutbox(_ context.Context, marker string, keep time.Durati
 	return true, nil
 }
 
-func (o *Outbox) LeaseDelivery(_ context.Context, token string, lease time.Duration) (rank.Delivery, rank.Webhook, bool, error) {
+func (o *Outbox) LeaseDelivery(_ context.Context, token string, lease time.Duration, skip ...string) (rank.Delivery, rank.Webhook, bool, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := o.now()
@@ -135,7 +136,7 @@ func (o *Outbox) LeaseDelivery(_ context.Context, token string, lease time.Durat
 			delete(o.dels, id) // its webhook was deleted after the log let go of it
 			continue
 		}
-		if d.d.Status != rank.DeliveryPending || d.due.After(now) {
+		if d.d.Status != rank.DeliveryPending || d.due.After(now) || slices.Contains(skip, d.d.Webhook) {
 			continue
 		}
 		if best == nil || d.due.Before(best.due) || (d.due.Equal(best.due) && d.d.ID < best.d.ID) {

@@ -3,6 +3,7 @@ package ranktest
 // Erasure and export of a member (docs/protocol.md §13, R29).
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -125,8 +126,20 @@ func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) 
 	}
 	fx.OtherScores[erUnion] = fx.OtherScores[erSrcA] + fx.OtherScores[erSrcB]
 	fx.OtherScores[erWin] = fx.OtherScores[erWinSrc]
-	if _, err := s.BanMember(ctx, erBanned, rank.Ban{Member: member, Reason: "cheat"}); err != nil {
+	ban, err := s.BanMember(ctx, erBanned, rank.Ban{Member: member, Reason: "cheat"})
+	if err != nil {
 		t.Fatalf("BanMember: %v", err)
+	}
+	// The API tells member.banned of a ban under a marker naming the board,
+	// the member and the time; the delivery's body names the member too.
+	if _, err := s.PutWebhook(ctx, rank.Webhook{ID: "rt-er-bans", URL: "https://hooks.example/bans", Secret: "0123456789abcdef",
+		Events: []string{rank.EventMemberBanned}}); err != nil {
+		t.Fatalf("PutWebhook: %v", err)
+	}
+	marker := fmt.Sprintf("banned|%s|%s|%d", erBanned, member, ban.At.UnixMilli())
+	data, _ := json.Marshal(map[string]string{"member": member})
+	if _, err := s.AppendOutbox(ctx, marker, rank.RetryFor, rank.OutboxEvent{Event: rank.EventMemberBanned, Board: erBanned, TS: ban.At, Data: data}); err != nil {
+		t.Fatalf("AppendOutbox: %v", err)
 	}
 	if err := s.PutProfile(ctx, member, rank.Profile{Name: "Eve", Country: "FR"}); err != nil {
 		t.Fatalf("PutProfile: %v", err)

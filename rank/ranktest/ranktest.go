@@ -188,6 +188,7 @@ func Run(t *testing.T, f Factory) {
 		{"WebhookCRUD", testWebhookCRUD},
 		{"OutboxOnce", testOutboxOnce},
 		{"OutboxLease", testOutboxLease},
+		{"OutboxSkip", testOutboxSkip},
 		{"OutboxFails", testOutboxFails},
 		{"Meta", testMeta},
 		{"History", testHistory},

@@ -205,6 +205,63 @@ func testOutboxLease(t *testing.T, f Factory) {
 	}
 }
 
+// testOutboxSkip: a lease passes over the webhooks it is told to skip
+// (a slow receiver's), however many of their deliveries are due before
+// another's; the skipped ones are still there for a lease that does not
+// skip them, in the order they fell due, and a retry keeps the queue's
+// order by next attempt.
+func testOutboxSkip(t *testing.T, f Factory) {
+	clk := NewClock(time.Date(2030, 3, 4, 5, 6, 7, 0, time.UTC))
+	s := f(t, clk.Now)
+	ctx := context.Background()
+	if _, err := s.PutWebhook(ctx, hook("rt-slow", []string{rank.EventBoardState}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	var slow []string
+	for i := range 30 {
+		ev := rank.OutboxEvent{Event: rank.EventBoardState, Board: "rt-b" + strconv.Itoa(i), TS: clk.Now(), Data: json.RawMessage(`{"state":"open"}`)}
+		if _, err := s.AppendOutbox(ctx, "rt-skip-"+strconv.Itoa(i), 0, ev); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Millisecond)
+	}
+	ds, _ := s.Deliveries(ctx, "rt-slow")
+	for i := len(ds) - 1; i >= 0; i-- {
+		slow = append(slow, ds[i].ID) // oldest first
+	}
+	if _, err := s.PutWebhook(ctx, hook("rt-fast", []string{rank.EventBoardFinal}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	ev := rank.OutboxEvent{Event: rank.EventBoardFinal, Board: "rt-b", TS: clk.Now(), Data: json.RawMessage(`{}`)}
+	if _, err := s.AppendOutbox(ctx, "rt-skip-final", 0, ev); err != nil {
+		t.Fatal(err)
+	}
+	d, w, ok, err := s.LeaseDelivery(ctx, "n1", time.Minute, "rt-slow")
+	if !ok || err != nil || w.ID != "rt-fast" || d.Webhook != "rt-fast" {
+		t.Fatalf("lease skipping rt-slow: %+v %+v %v %v; want rt-fast's, though 30 of rt-slow's fell due first", d, w, ok, err)
+	}
+	if _, _, ok, err := s.LeaseDelivery(ctx, "n1", time.Minute, "rt-slow"); ok || err != nil {
+		t.Fatalf("a second lease skipping rt-slow: %v %v, want nothing (rt-fast's is leased)", ok, err)
+	}
+	if _, _, ok, _ := s.LeaseDelivery(ctx, "n1", time.Minute, "rt-slow", "rt-fast"); ok {
+		t.Fatal("a lease skipping both webhooks took one")
+	}
+	// Without skipping: rt-slow's, oldest first; a failed attempt goes
+	// behind the ones due before its retry.
+	first, _, ok, _ := s.LeaseDelivery(ctx, "n2", time.Minute)
+	if !ok || first.ID != slow[0] {
+		t.Fatalf("lease without skipping: %s %v, want rt-slow's oldest %s", first.ID, ok, slow[0])
+	}
+	if ok, err := s.RecordAttempt(ctx, first.ID, "n2", "timeout"); !ok || err != nil {
+		t.Fatalf("record: %v %v", ok, err)
+	}
+	next, _, ok, _ := s.LeaseDelivery(ctx, "n2", time.Minute)
+	if !ok || next.ID != slow[1] {
+		t.Fatalf("after a failed attempt: %s %v, want the next oldest %s", next.ID, ok, slow[1])
+	}
+}
+
 // testOutboxFails: R28's schedule on the store clock, then failed after
 // 24 h; the log keeps the last rank.DeliveryLog, newest first.
 func testOutboxFails(t *testing.T, f Factory) {

@@ -221,23 +221,14 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 // (see the script's header for the keys and arguments).
 func applyCmd(c cachedBoard, nowArg string, pk *periodKeys, calls []*call) cmd {
 	k := c.keys
-	hist := c.b.History > 0
-	nk := 17 + len(pk.dkeys)
-	if hist {
-		nk += 3 * len(calls)
-	}
-	keys := make([]string, 0, nk)
-	keys = append(keys, k.cfg, k.seq, k.n, pk.za, pk.ma, pk.zb, pk.mb, pk.zp, pk.mp, pk.cp, pk.ca, pk.cb, k.ban, k.guard, pk.ep, pk.ea, pk.eb)
-	args := make([]any, 0, 21+8*len(calls)+len(pk.dargs))
+	keys := make([]string, 0, 11+len(pk.dkeys))
+	keys = append(keys, k.cfg, k.seq, k.n, pk.za, pk.ma, pk.zb, pk.mb, pk.zp, pk.mp, k.ban, k.guard)
+	args := make([]any, 0, 12+8*len(calls)+len(pk.dargs))
 	args = append(args, k.ver, nowArg, pk.args[0], pk.args[1], pk.args[2], pk.args[3], pk.args[4], pk.args[5], pk.args[6],
-		k.mode, k.order, k.tiebreak, k.window, pk.pargs[0], pk.pargs[1], pk.pargs[2],
-		k.startsAt, k.endsAt, k.grace, k.maxSubs, k.history)
+		pk.pargs[0], pk.pargs[1], pk.pargs[2])
 	for _, c := range calls {
 		// The meta goes as a pointer into the call, as appendArgs's do.
 		args = append(c.appendArgs(args), (*string)(&c.e.Meta))
-		if hist {
-			keys = append(keys, pk.hp+c.e.Member, pk.ha+c.e.Member, pk.hb+c.e.Member)
-		}
 	}
 	keys = append(keys, pk.dkeys...) // derived boards (derived.go)
 	args = append(args, pk.dargs...)

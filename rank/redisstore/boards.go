@@ -102,7 +102,7 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 			building = "1"
 		}
 		s.forget(b.ID)
-		v, err := putBoardScript.run(ctx, s.client, []string{s.keyIn(nb.GroupID(), nb.ID, "cfg")}, oldVer, s.nowArg(), finalAt, ver, j, building, cohortSpec(nb))
+		v, err := putBoardScript.run(ctx, s.client, []string{s.keyIn(nb.GroupID(), nb.ID, "cfg")}, oldVer, s.nowArg(), finalAt, ver, j, building, cohortSpec(nb), applySpec(nb), "")
 		if scriptError(err) == "stale" && attempt < maxPutAttempts {
 			continue
 		}

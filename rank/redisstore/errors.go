@@ -87,6 +87,9 @@ func (s *Store) retryable(ctx context.Context, board string, err error, attempt 
 	case "stale":
 		s.forget(board)
 		return true
+	case "nospec":
+		// A config stored by an earlier version (spec.go).
+		return s.writeSpecs(ctx, board) == nil
 	case "clock":
 		s.clock.invalidate()
 		return true

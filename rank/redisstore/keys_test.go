@@ -30,9 +30,9 @@ func TestKeysOfAConfigInHand(t *testing.T) {
 	s.forget(b.ID)
 	want := s.keyIn("kf", b.ID, "")
 	p := s.periodKeys(c, time.Now())
-	keys := []string{p.za, p.ma, p.zb, p.mb, p.zp, p.mp, p.cp, p.ca, p.cb, p.ep, p.ea, p.eb, p.hp, p.ha, p.hb}
+	keys := []string{p.za, p.ma, p.zb, p.mb, p.zp, p.mp}
 	sl, _ := slotsFor(c.b, "", time.Now())
-	keys = append(keys, s.zkey(&c.b, sl.a), s.kkey(&c.b, sl.a), s.key(&c.b, "seq"))
+	keys = append(keys, s.zkey(&c.b, sl.a), s.kkey(&c.b, sl.a), s.key(&c.b, "seq"), s.ckey(&c.b, sl.a), s.metaKey(&c.b, sl.a), s.historyKey(&c.b, sl.a, "m"))
 	for _, k := range keys {
 		if !strings.HasPrefix(k, want) {
 			t.Errorf("key %q outside the group's slot (want prefix %q)", k, want)

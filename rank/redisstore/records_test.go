@@ -112,21 +112,24 @@ func TestRecordsWindowChange(t *testing.T) {
 // A board whose tiebreak was shared holds raw "<member>" entries; after a
 // change to first, a member with such an entry is still found: it moves
 // from its score, not from nothing, and is on the board once.
+// So on a sharded board's shards.
 func TestRawEntryAfterTiebreakChange(t *testing.T) {
 	t.Parallel()
-	b := rank.DefaultBoard("raw")
-	b.Tiebreak = rank.Shared
-	r := newRecordsRig(t, b)
-	mustApply(t, r.s, incr("raw", "e1", "m", 5)) // a raw entry "m"
-	b.Tiebreak = rank.First
-	mustPut(t, r.s, b)
-	got := mustApply(t, r.s, incr("raw", "e2", "m", 2))
-	if got.Score != 7 || got.PrevRank != 1 {
-		t.Fatalf("%+v, want m at 7 from rank 1", got)
-	}
-	p, err := r.s.Top(t.Context(), "raw", "", 0, 10)
-	if err != nil || len(p.Entries) != 1 || p.Entries[0].Score != 7 {
-		t.Fatalf("top %+v, %v; want m alone at 7", p, err)
+	for _, shards := range []int{0, 3} {
+		b := rank.DefaultBoard("raw")
+		b.Tiebreak, b.Shards = rank.Shared, shards
+		r := newRecordsRig(t, b)
+		mustApply(t, r.s, incr("raw", "e1", "m", 5)) // a raw entry "m"
+		b.Tiebreak = rank.First
+		mustPut(t, r.s, b)
+		got := mustApply(t, r.s, incr("raw", "e2", "m", 2))
+		if got.Score != 7 || got.PrevRank != 1 {
+			t.Fatalf("shards %d: %+v, want m at 7 from rank 1", shards, got)
+		}
+		p, err := r.s.Top(t.Context(), "raw", "", 0, 10)
+		if err != nil || len(p.Entries) != 1 || p.Entries[0].Score != 7 {
+			t.Fatalf("shards %d: top %+v, %v; want m alone at 7", shards, p, err)
+		}
 	}
 }
 

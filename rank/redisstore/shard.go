@@ -4,8 +4,9 @@ package redisstore
 // of its own, the keys of a board whose hash tag is {b#i} or {b#i.k}
 // (shardID; '#' never occurs in a board id): its config version copy, tie
 // clock, names, period sets, counts, bans and idempotency records, so
-// apply.lua runs on the member's shard unchanged but for its tie key (the
-// store's time in µs, "@t").
+// apply.lua runs on the member's shard as on a board, with its shard block
+// (apply_shard.lua, token "shard" of the shard's apply config): the tie key
+// is the store's time in µs.
 // The board's own key space keeps the config, the board's change seq and
 // nothing else.
 //
@@ -102,22 +103,27 @@ func (s *Store) cachedShards(b rank.Board, ver string) []cachedBoard {
 		sub := b
 		sub.ID, sub.Shards, sub.Group = shardID(b.ID, b.Shards, i), 0, "" // a shard's keys are its own slot
 		out[i] = s.cachedOne(sub, ver)
-		out[i].keys.tiebreak = string(b.Tiebreak) + "@t"
+		out[i].keys.spec = shardSpec(b)
 	}
 	return out
 }
 
-// putShardVersions writes the config version to every shard's cfg hash,
-// which apply.lua and shard.lua check. PutBoard calls it before writing the
-// board's config: a caller holding the old version meets "stale" and
-// re-reads, never a shard without the new version.
+// putShardVersions writes the config version, which apply.lua and
+// shard.lua check, and the shard's apply config to every shard's cfg hash
+// (with field sh on a board with tiebreak shared: putboard.lua). PutBoard
+// calls it after writing the board's config: a caller holding the old
+// version meets "stale" on a shard until it lands, and re-reads.
 func (s *Store) putShardVersions(ctx context.Context, b rank.Board, ver string) error {
 	if !b.Sharded() {
 		return nil
 	}
 	pipe := s.client.Pipeline()
 	for _, sh := range s.cachedShards(b, ver) {
-		pipe.HSet(ctx, sh.keys.cfg, "v", ver)
+		if b.Tiebreak == rank.Shared {
+			pipe.HSet(ctx, sh.keys.cfg, "v", ver, "a", sh.keys.spec, "sh", "1")
+		} else {
+			pipe.HSet(ctx, sh.keys.cfg, "v", ver, "a", sh.keys.spec)
+		}
 	}
 	_, err := pipe.Exec(ctx)
 	return err

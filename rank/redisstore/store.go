@@ -97,6 +97,10 @@ type Config struct {
 	// keeper (tests drive the steps; boundaries are then done by whoever
 	// reads or writes first, step by step).
 	HotInterval time.Duration
+	// EraseChunk is how many idempotency record fields one erasure call
+	// looks at (erase.go): each call stays a few milliseconds long, however
+	// many records a board holds; default DefaultEraseChunk.
+	EraseChunk int
 }
 
 // Store is the Redis engine. All methods are safe for concurrent use.
@@ -180,13 +184,14 @@ func (c *cachedBoard) ttl() time.Duration {
 // the board and its config version, built once per cached config instead of
 // once per event. last holds those of the most recent period pair.
 type applyKeys struct {
-	cfg, seq, n, ban, guard            string // guard: a key never written (apply.lua's KEYS[14])
-	ver, mode, order, tiebreak, window any
-	// The lifecycle's arguments (§6): starts_at and ends_at ("" = none),
-	// grace in ms, max_submissions.
-	startsAt, endsAt, grace, maxSubs any
-	history                          any // events kept per member and period (§11)
-	last                             atomic.Pointer[periodKeys]
+	cfg, seq, n, ban, guard string // guard: a key never written (apply.lua's KEYS[11])
+	ver                     any
+	spec                    string // the apply config (spec.go), which apply.lua reads from the cfg hash
+	// hot.lua's arguments: the idempotency window in ms, the lifecycle's
+	// (§6): starts_at and ends_at ("" = none), grace in ms,
+	// max_submissions.
+	window, startsAt, endsAt, grace, maxSubs any
+	last                                     atomic.Pointer[periodKeys]
 }
 
 // periodKeys are the sorted-set and member-hash keys and the slot arguments
@@ -194,9 +199,6 @@ type applyKeys struct {
 type periodKeys struct {
 	sl                     slots
 	za, ma, zb, mb, zp, mp string
-	cp, ca, cb             string // R18's count hashes of P, A and B
-	ep, ea, eb             string // the meta hashes of P, A and B (§11)
-	hp, ha, hb             string // the history lists' names of P, A and B, but for the member id (§11)
 	args                   [7]any // start, bound, end, a, b, expireA, expireB
 	pargs                  [3]any // start of P, P, expireP
 
@@ -214,11 +216,10 @@ func (s *Store) cachedOne(b rank.Board, ver string) cachedBoard {
 	g := b.GroupID()
 	return cachedBoard{b: b, ver: ver, at: time.Now(), keys: &applyKeys{
 		cfg: s.keyIn(g, b.ID, "cfg"), seq: s.keyIn(g, b.ID, "seq"), n: s.keyIn(g, b.ID, "n"), ban: s.keyIn(g, b.ID, "ban"), guard: s.keyIn(g, b.ID, "guard"),
-		ver: ver, mode: string(b.Mode), order: string(b.Order), tiebreak: string(b.Tiebreak),
+		ver: ver, spec: applySpec(b),
 		window:   time.Duration(b.IdempotencyWindow).Milliseconds(),
 		startsAt: msArg(b.StartsAt), endsAt: msArg(b.EndsAt),
 		grace: time.Duration(b.Grace).Milliseconds(), maxSubs: b.MaxSubmissions,
-		history: b.History,
 	}}
 }
 
@@ -243,9 +244,6 @@ func (s *Store) periodKeys(c cachedBoard, now time.Time) *periodKeys {
 		sl: sl,
 		za: s.zkey(board, sl.a), ma: s.mkey(board, sl.a), zb: s.zkey(board, sl.b), mb: s.mkey(board, sl.b),
 		zp: s.zkey(board, sl.p), mp: s.mkey(board, sl.p),
-		cp: s.ckey(board, sl.p), ca: s.ckey(board, sl.a), cb: s.ckey(board, sl.b),
-		ep: s.metaKey(board, sl.p), ea: s.metaKey(board, sl.a), eb: s.metaKey(board, sl.b),
-		hp: s.historyKey(board, sl.p, ""), ha: s.historyKey(board, sl.a, ""), hb: s.historyKey(board, sl.b, ""),
 		args:  [7]any{sl.start, sl.bound, sl.end, sl.a, sl.b, sl.expireA, sl.expireB},
 		pargs: [3]any{sl.pstart, sl.p, sl.expireP},
 	}
@@ -288,6 +286,9 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 	}
 	if strings.ContainsAny(cfg.Prefix, "{}") {
 		return nil, fmt.Errorf("redisstore: Config.Prefix %q must not contain braces (they would move the hash tag)", cfg.Prefix)
+	}
+	if cfg.EraseChunk <= 0 {
+		cfg.EraseChunk = DefaultEraseChunk
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 2 * time.Second

@@ -21,13 +21,20 @@ import (
 // so one slot carries them:
 //
 //	<p>:{wh}:hooks          hash: webhook id -> its JSON (secret included)
-//	<p>:{wh}:due            sorted set: pending delivery id -> next attempt or lease end (ms)
+//	<p>:{wh}:q:<webhook>    sorted set: the webhook's pending delivery ids -> next attempt or lease end (ms)
+//	<p>:{wh}:ready          sorted set: webhook id -> the earliest score of its q (only webhooks with one)
+//	<p>:{wh}:due            sorted set: pending delivery id -> next attempt (the one queue of older
+//	                        versions; the lease script moves what it holds to the q:<webhook>)
 //	<p>:{wh}:d:<id>         hash: w (webhook), body (the static fields' JSON), status, attempts, err, next, created, token
 //	<p>:{wh}:log:<webhook>  list: delivery ids, newest first, at most rank.DeliveryLog
-//	<p>:{wh}:m:<marker>     string: the marker of a fact appended (AppendOutbox): when it lapses, ms
+//	<p>:{wh}:m:<hash>       string: the marker of a fact appended (AppendOutbox), named by its
+//	                        rank.MarkerKey (a marker may name a member): when it lapses, ms
 //
-// A delivery that is delivered or failed expires deliveryKeep later; its
-// id stays in the log until pushed out, and a listing skips what expired.
+// A queue per webhook lets a lease pass over a slow receiver's webhook
+// (its skip list) at the cost of one entry of ready, however many
+// deliveries that webhook has due. A delivery that is delivered or failed
+// expires deliveryKeep later; its id stays in the log until pushed out,
+// and a listing skips what expired.
 
 var _ rank.Outbox = (*Store)(nil)
 
@@ -41,11 +48,11 @@ func (s *Store) whKey(parts ...string) string {
 	return k
 }
 
-// appendScript: KEYS[1] marker, KEYS[2] due, then per delivery its hash
-// and its webhook's log. ARGV[1] keep ms (0: for good), ARGV[2] now ms,
-// ARGV[3] the static fields' JSON, then per delivery its webhook and id.
-// The marker holds when it lapses on the store clock (0: never), which
-// decides; its PX only frees the key.
+// appendScript: KEYS[1] marker, KEYS[2] ready, then per delivery its
+// hash, its webhook's log and its webhook's queue. ARGV[1] keep ms (0: for
+// good), ARGV[2] now ms, ARGV[3] the static fields' JSON, then per delivery
+// its webhook and id. The marker holds when it lapses on the store clock
+// (0: never), which decides; its PX only frees the key.
 var appendScript = redis.NewScript(`
 local was = redis.call('GET', KEYS[1])
 if was and (was == '0' or tonumber(was) > tonumber(ARGV[2])) then return 0 end
@@ -55,44 +62,75 @@ else
   redis.call('SET', KEYS[1], '0')
 end
 local n = 0
-for i = 3, #KEYS, 2 do
+for i = 3, #KEYS, 3 do
   local w, id = ARGV[4 + n * 2], ARGV[5 + n * 2]
   redis.call('HSET', KEYS[i], 'w', w, 'body', ARGV[3], 'status', 'pending', 'attempts', 0,
     'err', '', 'next', ARGV[2], 'created', ARGV[2], 'token', '')
-  redis.call('ZADD', KEYS[2], ARGV[2], id)
+  redis.call('ZADD', KEYS[i + 2], ARGV[2], id)
+  local first = redis.call('ZSCORE', KEYS[2], w)
+  if not first or tonumber(first) > tonumber(ARGV[2]) then redis.call('ZADD', KEYS[2], ARGV[2], w) end
   redis.call('LPUSH', KEYS[i + 1], id)
   redis.call('LTRIM', KEYS[i + 1], 0, ` + strconv.Itoa(rank.DeliveryLog-1) + `)
   n = n + 1
 end
 return 1`)
 
-// leaseScript: KEYS[1] due, KEYS[2] hooks. ARGV[1] now ms, ARGV[2] lease
-// end ms, ARGV[3] token, ARGV[4] the delivery keys' prefix. It returns the
-// delivery's fields and its webhook's JSON, or nil when nothing is due. A
-// delivery whose webhook or hash is gone leaves the queue.
+// leaseScript: KEYS[1] ready, KEYS[2] hooks, KEYS[3] due (the older
+// versions' one queue). ARGV[1] now ms, ARGV[2] lease end ms, ARGV[3]
+// token, ARGV[4] the delivery keys' prefix ("<p>:{wh}:d:"), ARGV[5] the
+// queues' prefix ("<p>:{wh}:q:"), ARGV[6…] the webhooks to pass over. The
+// keys built from the two prefixes share KEYS[1]'s slot ({wh}). It returns
+// the delivery's fields and its webhook's JSON, or nil when nothing is
+// due. A webhook whose queue is due first and not passed over is taken
+// from; a delivery whose webhook or hash is gone leaves its queue.
 var leaseScript = redis.NewScript(`
-for _ = 1, 16 do
-  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 1)
-  if #ids == 0 then return false end
-  local id = ids[1]
-  local k = ARGV[4] .. id
-  local w = redis.call('HGET', k, 'w')
-  local hook = w and redis.call('HGET', KEYS[2], w)
-  if not hook then
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('DEL', k)
-  else
-    redis.call('ZADD', KEYS[1], ARGV[2], id)
-    redis.call('HSET', k, 'token', ARGV[3])
-    return {id, hook, redis.call('HGETALL', k)}
+local ready, hooks, dpre, qpre = KEYS[1], KEYS[2], ARGV[4], ARGV[5]
+-- ready's entry of webhook w: its queue's earliest score, none when empty.
+local function resync(w)
+  local first = redis.call('ZRANGE', qpre .. w, 0, 0, 'WITHSCORES')
+  if #first == 0 then redis.call('ZREM', ready, w) else redis.call('ZADD', ready, first[2], w) end
+end
+-- What an older version queued moves to the webhooks' queues, a bounded
+-- number a call.
+local old = redis.call('ZRANGE', KEYS[3], 0, 99, 'WITHSCORES')
+for i = 1, #old, 2 do
+  local w = redis.call('HGET', dpre .. old[i], 'w')
+  if w then
+    redis.call('ZADD', qpre .. w, old[i + 1], old[i])
+    resync(w)
+  end
+  redis.call('ZREM', KEYS[3], old[i])
+end
+local skip = {}
+for i = 6, #ARGV do skip[ARGV[i]] = true end
+local budget = 64
+for _, w in ipairs(redis.call('ZRANGEBYSCORE', ready, '-inf', ARGV[1])) do
+  if not skip[w] then
+    local hook = redis.call('HGET', hooks, w)
+    while budget > 0 do
+      budget = budget - 1
+      local ids = redis.call('ZRANGEBYSCORE', qpre .. w, '-inf', ARGV[1], 'LIMIT', 0, 1)
+      if #ids == 0 then break end
+      local k = dpre .. ids[1]
+      if hook and redis.call('EXISTS', k) == 1 then
+        redis.call('ZADD', qpre .. w, ARGV[2], ids[1])
+        redis.call('HSET', k, 'token', ARGV[3])
+        resync(w)
+        return {ids[1], hook, redis.call('HGETALL', k)}
+      end
+      redis.call('ZREM', qpre .. w, ids[1])
+      redis.call('DEL', k)
+    end
+    resync(w)
+    if budget <= 0 then return false end
   end
 end
 return false`)
 
-// recordScript: KEYS[1] due, KEYS[2] the delivery. ARGV[1] id, ARGV[2]
-// token, ARGV[3] status, ARGV[4] attempts, ARGV[5] err, ARGV[6] next ms
-// (0 when final), ARGV[7] keep ms once final. 0 when the token no longer
-// holds the lease.
+// recordScript: KEYS[1] the webhook's queue, KEYS[2] the delivery, KEYS[3]
+// ready. ARGV[1] id, ARGV[2] token, ARGV[3] status, ARGV[4] attempts,
+// ARGV[5] err, ARGV[6] next ms (0 when final), ARGV[7] keep ms once final,
+// ARGV[8] the webhook. 0 when the token no longer holds the lease.
 var recordScript = redis.NewScript(`
 if redis.call('HGET', KEYS[2], 'token') ~= ARGV[2] or redis.call('HGET', KEYS[2], 'status') ~= 'pending' then
   return 0
@@ -104,6 +142,8 @@ else
   redis.call('ZREM', KEYS[1], ARGV[1])
   redis.call('PEXPIRE', KEYS[2], ARGV[7])
 end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if #first == 0 then redis.call('ZREM', KEYS[3], ARGV[8]) else redis.call('ZADD', KEYS[3], first[2], ARGV[8]) end
 return 1`)
 
 // deliveryBody is the part of a delivery fixed when it is appended.
@@ -191,17 +231,22 @@ func (s *Store) DeleteWebhook(ctx context.Context, id string) error {
 	if n == 0 {
 		return fmt.Errorf("redisstore: delete webhook %s: %w", id, rank.ErrNoWebhook)
 	}
-	log := s.whKey("log", id)
+	log, q := s.whKey("log", id), s.whKey("q", id)
 	ids, err := s.client.LRange(ctx, log, 0, -1).Result()
 	if err != nil {
 		return s.fail("delete webhook", "", err)
 	}
+	queued, err := s.client.ZRange(ctx, q, 0, -1).Result()
+	if err != nil {
+		return s.fail("delete webhook", "", err)
+	}
 	_, err = s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, d := range ids {
+		for _, d := range append(ids, queued...) {
 			p.Del(ctx, s.whKey("d", d))
 			p.ZRem(ctx, s.whKey("due"), d)
 		}
-		p.Del(ctx, log)
+		p.Del(ctx, log, q)
+		p.ZRem(ctx, s.whKey("ready"), id)
 		return nil
 	})
 	if err != nil {
@@ -222,14 +267,14 @@ func (s *Store) AppendOutbox(ctx context.Context, marker string, keep time.Durat
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	now := s.clock.now(ctx, s.client)
-	keys := []string{s.whKey("m", marker), s.whKey("due")}
+	keys := []string{s.whKey("m", rank.MarkerKey(marker)), s.whKey("ready")}
 	args := []any{keep.Milliseconds(), now.UnixMilli(), body}
 	for _, w := range hooks {
 		if !w.Wants(ev.Event, ev.Board) {
 			continue
 		}
 		id := newDeliveryID()
-		keys = append(keys, s.whKey("d", id), s.whKey("log", w.ID))
+		keys = append(keys, s.whKey("d", id), s.whKey("log", w.ID), s.whKey("q", w.ID))
 		args = append(args, w.ID, id)
 	}
 	v, err := appendScript.Run(ctx, s.client, keys, args...).Int()
@@ -239,15 +284,18 @@ func (s *Store) AppendOutbox(ctx context.Context, marker string, keep time.Durat
 	return v == 1, nil
 }
 
-func (s *Store) LeaseDelivery(ctx context.Context, token string, lease time.Duration) (rank.Delivery, rank.Webhook, bool, error) {
+func (s *Store) LeaseDelivery(ctx context.Context, token string, lease time.Duration, skip ...string) (rank.Delivery, rank.Webhook, bool, error) {
 	if s.closed.Load() {
 		return rank.Delivery{}, rank.Webhook{}, false, ErrClosed
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	now := s.clock.now(ctx, s.client)
-	v, err := leaseScript.Run(ctx, s.client, []string{s.whKey("due"), s.whKey("hooks")},
-		now.UnixMilli(), now.Add(lease).UnixMilli(), token, s.whKey("d")+":").Slice()
+	args := []any{now.UnixMilli(), now.Add(lease).UnixMilli(), token, s.whKey("d") + ":", s.whKey("q") + ":"}
+	for _, w := range skip {
+		args = append(args, w)
+	}
+	v, err := leaseScript.Run(ctx, s.client, []string{s.whKey("ready"), s.whKey("hooks"), s.whKey("due")}, args...).Slice()
 	if errors.Is(err, redis.Nil) {
 		return rank.Delivery{}, rank.Webhook{}, false, nil
 	}
@@ -305,8 +353,8 @@ func (s *Store) RecordAttempt(ctx context.Context, id, token, errText string) (b
 			status = rank.DeliveryFailed
 		}
 	}
-	v, err := recordScript.Run(ctx, s.client, []string{s.whKey("due"), key},
-		id, token, status, attempts, errText, next, deliveryKeep.Milliseconds()).Int()
+	v, err := recordScript.Run(ctx, s.client, []string{s.whKey("q", d.Webhook), key, s.whKey("ready")},
+		id, token, status, attempts, errText, next, deliveryKeep.Milliseconds(), d.Webhook).Int()
 	if err != nil {
 		return false, s.fail("record attempt", "", err)
 	}

@@ -454,7 +454,7 @@ function erase(ev) {
   const m = member;
   let r = null;
   return memberAction('erase-err', async () => {
-    r = await api('DELETE', `/api/v1/members/${enc(m)}`);
+    do r = await api('DELETE', `/api/v1/members/${enc(m)}`); while (r && r.done === false); // 202: resumes
     await showProfile();
   }, () => `${m} is erased: ${num(r.entries)} removed from ${num(r.boards)} boards.`);
 }
@@ -497,6 +497,11 @@ function every(f, showsInBadge) {
 
 async function start() {
   token = fragmentToken();
+  if (token) { // read once: kept out of the address bar and this tab's history
+    const f = fragment();
+    f.delete('token');
+    history.replaceState(null, '', location.pathname + location.search + (f.toString() ? '#' + f : ''));
+  }
   if (!token && dev) {
     try {
       token = await devToken('console', 'admin');

@@ -179,15 +179,16 @@ export class RankTable {
 
 /**
  * The replay URL of an entry's meta (docs/lists.md): an absolute https: URL
- * only, so that a score's meta can never make the page follow javascript:,
- * data: or a plain-http link.
+ * without user info only, so that a score's meta can never make the page
+ * follow javascript:, data: or a plain-http link, nor dress a link to
+ * evil.example as https://youtube.com@evil.example/.
  */
 export function replayURL(entry) {
   const r = entry?.meta?.replay;
   if (typeof r !== 'string' || r.length > 512) return '';
   try {
     const u = new URL(r);
-    return u.protocol === 'https:' ? u.href : '';
+    return u.protocol === 'https:' && !u.username && !u.password ? u.href : '';
   } catch {
     return '';
   }

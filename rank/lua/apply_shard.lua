@@ -1,0 +1,32 @@
+-- apply_shard.lua: apply.lua's block for a shard of a sharded board (R24,
+-- docs/protocol.md §9), on when the apply config has the token "shard".
+-- The tie key is then the store's time in µs, strictly increasing within
+-- the shard (the shard's seq key, KEYS[2], holds the last one), so ties
+-- across shards order by the time of reaching the score; and each applied
+-- event's reply goes on with ";<new sorted-set member>;<old one>;<record
+-- hash>" after its record, for the rank across shards and the record's
+-- rewrite (rank/redisstore/shard_write.go, rerecord.lua).
+--
+-- KEYS[2] <p>:{b#i}:seq  string: the shard's last tie key (µs)
+-- ARGV[2] now in unix ms, or "" to read the server's TIME
+if opt.shard then
+  local clockUs -- read once per call: later events of the call go above it
+  nextSeq = function()
+    if not seqLast then seqLast = tonumber(call('GET', KEYS[2]) or '0') end
+    if not clockUs then
+      if ARGV[2] ~= '' then
+        clockUs = tonumber(ARGV[2]) * 1000
+      else
+        local t = call('TIME')
+        clockUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+      end
+    end
+    local us = clockUs
+    if us <= seqLast then us = seqLast + 1 end
+    seqLast, seqDirty = us, true
+    return us
+  end
+  on.write[#on.write + 1] = function(ev)
+    ev.tail = ';' .. ev.newz .. ';' .. ev.oldz .. ';' .. R.cur
+  end
+end
