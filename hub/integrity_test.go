@@ -21,19 +21,6 @@ import (
 
 const hookSecret = "hub-test-hook-secret"
 
-// integritySetups are the setups the integrity tests run on.
-var integritySetups = []string{memoryKind}
-
-func forEachIntegritySetup(t *testing.T, fn func(t *testing.T, kind string)) {
-	t.Helper()
-	for _, kind := range integritySetups {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			fn(t, kind)
-		})
-	}
-}
-
 // hookBoard creates a board whose hook is h (every event, 2 s timeout,
 // on_error reject), edited by edit.
 func (g *gateway) hookBoard(id string, h *hooktest.Hook, edit func(*rank.Board)) rank.Board {
@@ -80,7 +67,7 @@ func (c *wsClient) rankOf(board, member string) *int64 {
 // but its own and an admin's.
 func TestHookVerdicts(t *testing.T) {
 	t.Parallel()
-	forEachIntegritySetup(t, func(t *testing.T, kind string) {
+	forEachSetup(t, func(t *testing.T, kind string) {
 		in := newInfra(t, kind)
 		g := in.gateway(t, gwOptions{allowPrivate: true})
 		h := hooktest.New(t, hookSecret, func(c hooktest.Call) hooktest.Answer {
@@ -137,7 +124,7 @@ func TestHookVerdicts(t *testing.T) {
 // connection's events on that board are acked at once.
 func TestHookSlowDelaysNothingElse(t *testing.T) {
 	t.Parallel()
-	forEachIntegritySetup(t, func(t *testing.T, kind string) {
+	forEachSetup(t, func(t *testing.T, kind string) {
 		in := newInfra(t, kind)
 		g := in.gateway(t, gwOptions{allowPrivate: true})
 		release := make(chan struct{})
@@ -175,7 +162,7 @@ func TestHookSlowDelaysNothingElse(t *testing.T) {
 // answers unavailable with the claim's retry_after_ms, accept applies.
 func TestHookOnError(t *testing.T) {
 	t.Parallel()
-	forEachIntegritySetup(t, func(t *testing.T, kind string) {
+	forEachSetup(t, func(t *testing.T, kind string) {
 		in := newInfra(t, kind)
 		g := in.gateway(t, gwOptions{allowPrivate: true})
 		slowHook := hooktest.New(t, hookSecret, func(hooktest.Call) hooktest.Answer { return hooktest.Answer{Delay: 3 * time.Second} })
@@ -208,7 +195,7 @@ func TestHookOnError(t *testing.T) {
 // sent to the hook; the rest apply with no call.
 func TestHookTopContenders(t *testing.T) {
 	t.Parallel()
-	forEachIntegritySetup(t, func(t *testing.T, kind string) {
+	forEachSetup(t, func(t *testing.T, kind string) {
 		in := newInfra(t, kind)
 		g := in.gateway(t, gwOptions{allowPrivate: true})
 		h := hooktest.New(t, hookSecret, nil)
@@ -236,7 +223,7 @@ func TestHookTopContenders(t *testing.T) {
 // the order sent even when the first waits for its verdict.
 func TestHookMemberOrder(t *testing.T) {
 	t.Parallel()
-	forEachIntegritySetup(t, func(t *testing.T, kind string) {
+	forEachSetup(t, func(t *testing.T, kind string) {
 		in := newInfra(t, kind)
 		g := in.gateway(t, gwOptions{allowPrivate: true})
 		h := hooktest.New(t, hookSecret, func(c hooktest.Call) hooktest.Answer {
@@ -266,7 +253,7 @@ func TestHookMemberOrder(t *testing.T) {
 // back after the queue's clear.
 func TestHeldFrames(t *testing.T) {
 	t.Parallel()
-	forEachIntegritySetup(t, func(t *testing.T, kind string) {
+	forEachSetup(t, func(t *testing.T, kind string) {
 		in := newInfra(t, kind)
 		g := in.gateway(t, gwOptions{allowPrivate: true})
 		b := g.board("heldf", func(b *rank.Board) { b.Flags.Jump = 50 })
@@ -337,4 +324,54 @@ func post(t *testing.T, g *gateway, token, path, body string) (int, []byte) {
 		t.Fatalf("POST %s: %d %q is not JSON", path, resp.StatusCode, out)
 	}
 	return resp.StatusCode, out
+}
+
+// TestHookOneCallAcrossNodes (R35): the same event sent to two nodes at
+// once is called once; the other node answers unavailable meanwhile, and
+// after the verdict every re-send anywhere gets the first answer without
+// a call, a reject as an accept.
+func TestHookOneCallAcrossNodes(t *testing.T) {
+	t.Parallel()
+	in := newInfra(t, redisKind)
+	g1 := in.gateway(t, gwOptions{node: "n1", allowPrivate: true})
+	g2 := in.gateway(t, gwOptions{node: "n2", allowPrivate: true})
+	release := make(chan struct{})
+	h := hooktest.New(t, hookSecret, func(c hooktest.Call) hooktest.Answer {
+		if c.Body["member"] == "rej" {
+			return hooktest.Reject("replayed run")
+		}
+		return hooktest.Answer{Until: release}
+	})
+	b := g1.hookBoard("twonode", h, func(b *rank.Board) { b.Hook.Timeout = rank.Duration(5 * time.Second) })
+	g2.Node.BoardChanged(b.ID, false)
+	c1 := g1.dial(in.token(t, "game1", auth.Server))
+	c2 := g2.dial(in.token(t, "game2", auth.Server))
+	c1.send(proto.TypeScore, "x1", map[string]any{"board": b.ID, "member": "ann", "delta": 9})
+	testenv.Until(t, 5*time.Second, "the hook is called", func() bool { return h.CallsOf("x1") == 1 })
+	e := c2.scoreErr("x1", b.ID, "ann", 9, proto.CodeUnavailable)
+	if e.RetryAfterMS <= 0 || e.RetryAfterMS > (5*time.Second+rank.ClaimMargin).Milliseconds() {
+		t.Fatalf("the other node while the call is under way: %+v", e)
+	}
+	close(release)
+	first := as[proto.Ack](t, c1.reply("x1"))
+	if first.Score != 9 || first.Duplicate {
+		t.Fatalf("the first node's ack: %+v", first)
+	}
+	for _, c := range []*wsClient{c2, c1, c2} {
+		if a := c.scoreID("x1", b.ID, "ann", 9); !a.Duplicate || a.Seq != first.Seq {
+			t.Fatalf("a re-send after the verdict: %+v, want the duplicate of %+v", a, first)
+		}
+	}
+	c1.scoreErr("r1", b.ID, "rej", 5, proto.CodeRejected)
+	for _, c := range []*wsClient{c2, c1} {
+		if e := c.scoreErr("r1", b.ID, "rej", 5, proto.CodeRejected); e.Reason != "replayed run" {
+			t.Fatalf("a re-send of the rejected event: %+v", e)
+		}
+	}
+	if h.CallsOf("x1") != 1 || h.CallsOf("r1") != 1 {
+		t.Fatalf("calls: x1 %d, r1 %d; want 1 each", h.CallsOf("x1"), h.CallsOf("r1"))
+	}
+	if p := g2.top(b.ID, 10); len(p.Entries) != 1 || p.Entries[0].Score != 9 {
+		t.Fatalf("the board: %+v", p.Entries)
+	}
 }

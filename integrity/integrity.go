@@ -214,10 +214,10 @@ func (s *Store) validate(ctx context.Context, e rank.Event, ve *rank.ValidateErr
 	// The answer is recorded whatever became of the caller: a re-send must
 	// find it rather than call again.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.StoreTimeout)
-	defer cancel()
 	if err != nil {
 		s.log.Warn("integrity: validation failed", "board", b.ID, "member", e.Member, "id", e.ID, "on_error", b.Hook.OnError, "err", err)
 		if b.Hook.OnError != rank.OnErrorAccept {
+			cancel()
 			done(rank.Result{}, fmt.Errorf("integrity: %s: %w: %w", b.ID, err, &rank.PendingError{Retry: s.claimLeft(b.ID, claimed)}))
 			return
 		}
@@ -225,6 +225,7 @@ func (s *Store) validate(ctx context.Context, e rank.Event, ve *rank.ValidateErr
 	}
 	if v == verdictReject {
 		ok, err := s.Store.Reject(sctx, e, ve.Token, reason)
+		cancel()
 		switch {
 		case err != nil:
 			done(rank.Result{}, fmt.Errorf("integrity: record reject of %s: %w", e.ID, err))
@@ -239,5 +240,9 @@ func (s *Store) validate(ctx context.Context, e rank.Event, ve *rank.ValidateErr
 	if v == verdictFlag {
 		e.Verdict, e.Reason = rank.VerdictFlag, reason
 	}
-	s.Store.Apply(sctx, e, done)
+	// The store may answer after Apply returns: its context lives until then.
+	s.Store.Apply(sctx, e, func(r rank.Result, err error) {
+		cancel()
+		done(r, err)
+	})
 }

@@ -55,6 +55,10 @@ const (
 	// time.
 	Erase  = "erase.lua"
 	Forget = "forget.lua"
+
+	// Hold records a validation hook's reject, lists and clears held
+	// members (§16).
+	Hold = "hold.lua"
 )
 
 // prelude is the file Source puts before every script.

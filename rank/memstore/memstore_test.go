@@ -38,10 +38,6 @@ func TestConformance(t *testing.T) {
 	ranktest.Run(t, func(t *testing.T, now func() time.Time) rank.Store { return newStore(t, now) })
 }
 
-func TestIntegrityConformance(t *testing.T) {
-	ranktest.RunIntegrity(t, func(t *testing.T, now func() time.Time) rank.Store { return newStore(t, now) })
-}
-
 func TestApplyContract(t *testing.T) {
 	t.Parallel()
 	ranktest.RunApply(t, func(t *testing.T, hooks rank.Hooks) rank.Store {

@@ -10,33 +10,25 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// RunIntegrity is the conformance of score integrity (§16, R35): claims for
-// a board's hook, verdicts kept with the idempotency records, held members
-// and flags.
-func RunIntegrity(t *testing.T, f Factory) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, f Factory)
-	}{
-		{"HookConfig", testHookConfig},
-		{"HookClaim", testHookClaim},
-		{"HookReject", testHookReject},
-		{"HookClaimLapse", testHookClaimLapse},
-		{"HookVerdictKept", testHookVerdictKept},
-		{"HookTopK", testHookTopK},
-		{"HoldFlag", testHoldFlag},
-		{"HoldFlagsJump", testHoldFlagsJump},
-		{"HoldFlagsGain", testHoldFlagsGain},
-		{"HoldActions", testHoldActions},
-		{"HoldPeriods", testHoldPeriods},
-		{"HoldErase", testHoldErase},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, f)
-		})
-	}
+// integrityTests are the conformance of score integrity (§16, R35): claims
+// for a board's hook, verdicts kept with the idempotency records, held
+// members and flags.
+var integrityTests = []struct {
+	name string
+	fn   func(t *testing.T, f Factory)
+}{
+	{"HookConfig", testHookConfig},
+	{"HookClaim", testHookClaim},
+	{"HookReject", testHookReject},
+	{"HookClaimLapse", testHookClaimLapse},
+	{"HookVerdictKept", testHookVerdictKept},
+	{"HookTopK", testHookTopK},
+	{"HoldFlag", testHoldFlag},
+	{"HoldFlagsJump", testHoldFlagsJump},
+	{"HoldFlagsGain", testHoldFlagsGain},
+	{"HoldActions", testHoldActions},
+	{"HoldPeriods", testHoldPeriods},
+	{"HoldErase", testHoldErase},
 }
 
 const hookSecret = "0123456789abcdef-secret"

@@ -207,6 +207,7 @@ func Run(t *testing.T, f Factory) {
 		{"Export", testExport},
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 	}
+	tests = append(tests, integrityTests...) // integrity.go (§16)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -231,7 +231,18 @@ func applyCmd(c cachedBoard, nowArg string, pk *periodKeys, calls []*call) cmd {
 		args = append(c.appendArgs(args), (*string)(&c.e.Meta))
 	}
 	keys = append(keys, pk.dkeys...) // derived boards (derived.go)
-	args = append(args, pk.dargs...)
+	if !c.b.Holds() {
+		args = append(args, pk.dargs...)
+		return cmd{calls: calls, keys: keys, args: args}
+	}
+	// The events' verdicts (§16, apply_hold.lua) are the last block
+	// arguments, before DA and DK.
+	d := pk.dargs
+	args = append(args, d[:len(d)-2]...)
+	for _, c := range calls {
+		args = append(args, verdictArg(&c.e))
+	}
+	args = append(args, d[len(d)-2].(int)+len(calls), d[len(d)-1])
 	return cmd{calls: calls, keys: keys, args: args}
 }
 
@@ -312,6 +323,9 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 	switch {
 	case strings.HasPrefix(rep, "!"):
 		code := rep[1:]
+		if herr, ok := holdResult(code); ok {
+			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, herr) // §16 (integrity.go)
+		}
 		if reason, ok := strings.CutPrefix(code, "board_closed:"); ok && cfg != nil {
 			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, cfg.Closed(reason, e.At))
 		}
@@ -320,8 +334,10 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 		}
 		return rank.Result{}, fmt.Errorf("redisstore: apply %s: script error %q", e.Board, code)
 	case strings.HasPrefix(rep, "0"), strings.HasPrefix(rep, "1"):
-		var cohort string
+		var cohort, hold string
+		rep, hold, _ = strings.Cut(rep, "\t") // why the event held its member (§16)
 		r, cohort, err = parseRecord(rep[0] == '1', rep[1:], hash, token)
+		r.Hold = hold
 		if err == nil && cohort != "" && cfg != nil {
 			r.Cohort, r.Tier, err = cohortName(*cfg, cohort)
 		}
@@ -339,11 +355,12 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 // "<payload hash>.<attempt token>": another hash is a conflict; the same
 // hash with this call's own token is this call's result, not a duplicate.
 // A cohort board's record ends in the member's cohort as the script
-// names it ("<tier>.<n>"), returned apart.
+// names it ("<tier>.<n>"), returned apart; a board that holds members'
+// in ",h" when the member was held after it (§16).
 func parseRecord(dup bool, rec string, hash, token string) (rank.Result, string, error) {
-	// rec is "hash,score,rank,prev_rank,prev_score,seq,period[,cohort]"; cut
-	// in place rather than strings.Split, which allocates per event.
-	if c := strings.Count(rec, ","); c != 6 && c != 7 {
+	// rec is "hash,score,rank,prev_rank,prev_score,seq,period[,cohort][,h]";
+	// cut in place rather than strings.Split, which allocates per event.
+	if c := strings.Count(rec, ","); c < 6 || c > 8 {
 		return rank.Result{}, "", fmt.Errorf("unexpected record %q", rec)
 	}
 	h, rest, _ := strings.Cut(rec, ",")
@@ -361,8 +378,19 @@ func parseRecord(dup bool, rec string, hash, token string) (rank.Result, string,
 		}
 		n[i] = x
 	}
-	return rank.Result{
+	r := rank.Result{
 		Score: n[0], Rank: n[1], PrevRank: n[2], PrevScore: n[3], Seq: n[4], Period: n[5],
 		Duplicate: dup && recToken != token,
-	}, rest, nil
+	}
+	cohort := ""
+	for rest != "" {
+		var f string
+		f, rest, _ = strings.Cut(rest, ",")
+		if f == "h" {
+			r.Held = true
+		} else {
+			cohort = f
+		}
+	}
+	return r, cohort, nil
 }

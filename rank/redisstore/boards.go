@@ -34,9 +34,6 @@ func (s *Store) PutBoard(ctx context.Context, b rank.Board) (rank.Board, error) 
 	if err := b.Validate(); err != nil {
 		return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
 	}
-	if err := checkIntegrity(b); err != nil {
-		return rank.Board{}, fmt.Errorf("redisstore: put board %s: %w", b.ID, err)
-	}
 	if s.closed.Load() {
 		return rank.Board{}, ErrClosed
 	}

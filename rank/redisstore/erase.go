@@ -79,14 +79,14 @@ func (s *Store) eraseKeys(g, id, seq string, kept []int64, member, tag string) (
 		seq = k("cfg")
 	}
 	keys = append(keys, k("cfg"), seq, k("er:"+tag))
-	for _, idx := range kept { // the entries: shown and hidden by a ban
+	for _, idx := range kept { // the entries: shown, hidden by a ban, held (§16)
 		i := strconv.FormatInt(idx, 10)
-		keys = append(keys, k("z:"+i), k("x:"+i))
+		keys = append(keys, k("z:"+i), k("x:"+i), k("q:"+i))
 	}
 	for _, idx := range kept { // the member's own keys
 		keys = append(keys, k("h:"+strconv.FormatInt(idx, 10)+":"+member))
 	}
-	e, o = 2*len(kept), len(kept)
+	e, o = 3*len(kept), len(kept)
 	// then every other key that may name the member:
 	keys = append(keys,
 		k("n"),    // names
@@ -95,6 +95,7 @@ func (s *Store) eraseKeys(g, id, seq string, kept []int64, member, tag string) (
 		k("h:xn"), // its hidden entries,
 		k("h:s"),  // and the members' bucket sums
 		k("lg"),   // league tiers (§12)
+		k("g"),    // recent gains (§16)
 	)
 	for _, idx := range kept {
 		i := strconv.FormatInt(idx, 10)
@@ -102,6 +103,7 @@ func (s *Store) eraseKeys(g, id, seq string, kept []int64, member, tag string) (
 			k("m:"+i),    // sorted-set members (tiebreak first/last)
 			k("meta:"+i), // meta (§11)
 			k("c:"+i),    // submissions (R18)
+			k("hd:"+i),   // held members (§16)
 		)
 	}
 	for _, idx := range kept { // cohorts (§12): member -> its cohort's set

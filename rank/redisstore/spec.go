@@ -53,6 +53,7 @@ func applySpec(b rank.Board) string {
 		s.WriteString(" cohort=")
 		s.WriteString(co)
 	}
+	s.WriteString(holdSpec(b)) // §16 (integrity.go)
 	return s.String()
 }
 
