@@ -58,6 +58,21 @@ func claimOf(t *testing.T, s rank.Store, e rank.Event) *rank.ValidateError {
 	return ve
 }
 
+// applyHooked applies e, through its board's hook when the store claims it
+// (accepted under the claim).
+func applyHooked(t *testing.T, s rank.Store, e rank.Event) rank.Result {
+	t.Helper()
+	r, err := rank.ApplyWait(t.Context(), s, e)
+	var ve *rank.ValidateError
+	if errors.As(err, &ve) {
+		return apply(t, s, verdict(e, rank.VerdictAccept, ve.Token, ""))
+	}
+	if err != nil {
+		t.Fatalf("Apply(%+v): %v", e, err)
+	}
+	return r
+}
+
 // pending applies e and wants PendingError with a retry within the claim.
 func pending(t *testing.T, s rank.Store, b rank.Board, e rank.Event) {
 	t.Helper()

@@ -430,7 +430,8 @@ func (s *Store) Export(ctx context.Context, member string) (rank.Export, error) 
 	return x, nil
 }
 
-// hiddenEntries reads member's entries of board b that a ban hides.
+// hiddenEntries reads member's entries of board b that a ban hides, or a
+// hold (§16).
 func (s *Store) hiddenEntries(ctx context.Context, b rank.Board, member string, now time.Time) ([]rank.ExportEntry, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
@@ -444,8 +445,18 @@ func (s *Store) hiddenEntries(ctx context.Context, b rank.Board, member string, 
 		g = id
 	}
 	bans, err := s.client.HMGet(ctx, s.keyIn(g, id, "ban"), member, globalField(member)).Result()
-	if err != nil || (bans[0] == nil && bans[1] == nil) {
+	if err != nil {
 		return nil, err
+	}
+	var sets []string // where its hidden entries may be
+	if bans[0] != nil || bans[1] != nil {
+		sets = append(sets, "x:")
+	}
+	if b.Holds() {
+		sets = append(sets, "q:")
+	}
+	if len(sets) == 0 {
+		return nil, nil
 	}
 	var out []rank.ExportEntry
 	kept := keptPeriods(b, now)
@@ -458,12 +469,21 @@ func (s *Store) hiddenEntries(ctx context.Context, b rank.Board, member string, 
 		} else if !isNil(err) {
 			return nil, err
 		}
-		sc, err := s.client.ZScore(ctx, s.keyIn(g, id, "x:"+i), form).Result()
-		if isNil(err) {
-			continue
+		var sc float64
+		found := false
+		for _, set := range sets {
+			v, err := s.client.ZScore(ctx, s.keyIn(g, id, set+i), form).Result()
+			if isNil(err) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			sc, found = v, true
+			break
 		}
-		if err != nil {
-			return nil, err
+		if !found {
+			continue
 		}
 		score := int64(sc)
 		if b.Order == rank.Asc {
