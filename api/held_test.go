@@ -261,3 +261,41 @@ func TestHookConfigAPI(t *testing.T) {
 	open := newEnv(t, memEngine().new(t), func(c *setup) { c.WebhookAllowPrivate = true })
 	open.do("PUT", "/api/v1/boards/priv", adminToken(t), `{"validate":{"url":"http://127.0.0.1:9/v","secret":"`+apiHookSecret+`"}}`).wantStatus(t, 200)
 }
+
+// TestRESTMemberOrder (R36): in a scores array on a board with a hook, a
+// member's elements apply in array order, even when the first waits for
+// its verdict; another member's element does not wait for it.
+func TestRESTMemberOrder(t *testing.T) {
+	t.Parallel()
+	forEngines(t, func(t *testing.T, eng engine) {
+		s, err := integrity.Wrap(eng.new(t), integrity.Config{AllowPrivate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEnv(t, s, func(c *setup) { c.WebhookAllowPrivate = true })
+		h := hooktest.New(t, apiHookSecret, func(c hooktest.Call) hooktest.Answer {
+			if c.Body["value"] == 100.0 {
+				return hooktest.Answer{Delay: 300 * time.Millisecond}
+			}
+			return hooktest.Accept()
+		})
+		e.putBoard("ord", fmt.Sprintf(`{"mode":"set","validate":{"url":%q,"secret":%q}}`, h.URL, apiHookSecret))
+		e.scores("ord", `[{"id":"1","member":"ann","value":100},{"id":"2","member":"zed","value":1},{"id":"3","member":"ann","value":50}]`)
+		if got := e.members("ord"); got != "ann,zed" {
+			t.Fatalf("top: %s", got)
+		}
+		var r struct {
+			Score *int64 `json:"score"`
+		}
+		e.do("GET", "/api/v1/boards/ord/members/ann", serverToken(t), "").json(t, &r)
+		if r.Score == nil || *r.Score != 50 {
+			t.Fatalf("ann's score %v, want 50 (its last value)", r.Score)
+		}
+		// zed's call did not wait for ann's first verdict; ann's second was
+		// made once the first had applied (it sees ann at 100).
+		calls := h.Calls()
+		if len(calls) != 3 || calls[2].Body["id"] != "3" || calls[2].Body["score"] != 100.0 {
+			t.Fatalf("calls %v: want ann's second last, after her first applied", calls)
+		}
+	})
+}
