@@ -195,7 +195,7 @@ func (c *Client) dispatchAck(a *ackView) {
 	}
 	ack := proto.Ack{Type: proto.TypeAck, ID: cl.id, Board: cl.board, Member: cl.member,
 		Score: a.score, Rank: a.rank, Duplicate: a.dup, Seq: a.seq, Period: a.period,
-		Cohort: string(a.cohort), Tier: string(a.tier)}
+		Cohort: string(a.cohort), Tier: string(a.tier), Held: a.held}
 	if string(a.board) != cl.board {
 		ack.Board = string(a.board)
 	}

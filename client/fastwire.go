@@ -20,10 +20,11 @@ type ackView struct {
 	score, rank, seq  int64
 	prevRank, period  int64
 	hasPrevRank, dup  bool
+	held              bool // §16
 }
 
 // parseAck reads an ack exactly as the gateway writes it (proto.AppendAck:
-// its keys in its order, period, cohort and tier only when set, strings of plain ASCII
+// its keys in its order, period, cohort, tier and held only when set, strings of plain ASCII
 // without escapes, integer scores). ok is false for anything else (other
 // frames, hot boards' decimal scores, escapes, spaces), which the caller
 // then decodes with encoding/json.
@@ -66,6 +67,7 @@ func parseAck(b []byte) (a ackView, ok bool) {
 	if p.lit(`,"tier":`) && !p.str(&a.tier) {
 		return a, false
 	}
+	a.held = p.lit(`,"held":true`)
 	return a, p.lit("}") && p.i == len(p.b)
 }
 

@@ -25,7 +25,7 @@ func slowAck(b []byte) (proto.Ack, bool) {
 func fastAck(a ackView) proto.Ack {
 	ack := proto.Ack{Type: proto.TypeAck, ID: string(a.id), Board: string(a.board), Member: string(a.member),
 		Score: a.score, Rank: a.rank, Duplicate: a.dup, Seq: a.seq, Period: a.period,
-		Cohort: string(a.cohort), Tier: string(a.tier)}
+		Cohort: string(a.cohort), Tier: string(a.tier), Held: a.held}
 	if a.hasPrevRank {
 		pr := a.prevRank
 		ack.PrevRank = &pr
@@ -48,6 +48,7 @@ func TestParseAck(t *testing.T) {
 		{Type: proto.TypeAck, ID: "", Board: "", Member: "", Score: 0},
 		{Type: proto.TypeAck, ID: "c", Board: "groups", Member: "m", Score: 3, Rank: 2, Seq: 5, Cohort: "17"},
 		{Type: proto.TypeAck, ID: "l", Board: "league", Member: "m", Score: 3, Rank: 1, PrevRank: &pr, Seq: 6, Period: 4, Cohort: "gold-2", Tier: "gold"},
+		{Type: proto.TypeAck, ID: "h", Board: "arena", Member: "m", Score: 1200, Rank: 1, Seq: 7, Period: 2, Held: true},
 	}
 	for _, a := range acks {
 		b := proto.AppendAck(nil, &a)

@@ -32,6 +32,7 @@ type frame struct {
 	Exp       int64         `json:"exp"`
 	Cohort    string        `json:"cohort"` // ack and top frames of cohort boards (§12)
 	Tier      string        `json:"tier"`
+	Held      bool          `json:"held"` // ack: the member is held (§16)
 	// top (final) and board frames (R19)
 	Final    bool   `json:"final"`
 	State    string `json:"state"`
@@ -48,6 +49,7 @@ type frame struct {
 	Code         string `json:"code"`
 	Message      string `json:"message"`
 	RetryAfterMS int64  `json:"retry_after_ms"`
+	Reason       string `json:"reason"` // board_closed's (R30), rejected's (§16)
 
 	// decimals is how many decimals the frame's scores had (hot boards,
 	// R22): they are decoded as integers in units of 10^-decimals.
@@ -74,7 +76,7 @@ func deref(p *int64) int64 {
 }
 
 func (f *frame) err() *Error {
-	return &Error{Code: f.Code, Message: f.Message, RetryAfter: time.Duration(f.RetryAfterMS) * time.Millisecond}
+	return &Error{Code: f.Code, Message: f.Message, RetryAfter: time.Duration(f.RetryAfterMS) * time.Millisecond, Reason: f.Reason}
 }
 
 func (f *frame) welcome() proto.Welcome {
@@ -83,7 +85,7 @@ func (f *frame) welcome() proto.Welcome {
 
 func (f *frame) ack() proto.Ack {
 	return proto.Ack{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Score: deref(f.Score), Rank: deref(f.Rank),
-		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq, Period: f.Period, Cohort: f.Cohort, Tier: f.Tier, Decimals: f.decimals}
+		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq, Period: f.Period, Cohort: f.Cohort, Tier: f.Tier, Held: f.Held, Decimals: f.decimals}
 }
 
 func (f *frame) page() proto.PageReply {
