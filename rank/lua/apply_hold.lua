@@ -46,20 +46,22 @@ if opt.hold then
   local va = #ARGV - 2 - n -- ARGV[va + i]: event i's verdict
   local vOf, whyOf = {}, {} -- event i's verdict ('a', 'f' or false) and reason
 
-  -- The events' held records in the clock's slot, one HMGET per call;
-  -- what this call holds is noted in heldNow (by hd key and member).
-  local hdCur = P .. 'hd:' .. slots[cur].idx
+  -- Each slot's hd key; the events' held records in the clock's slot,
+  -- one HMGET per call; what this call holds or lists, by slot and member
+  -- (heldNow[s][member]).
+  local hdKey = {}
+  for k = 0, 2 do hdKey[k] = P .. 'hd:' .. slots[k].idx end
   local hdv
-  local heldNow = {}
+  local heldNow = {[0] = {}, {}, {}}
   local function heldRec(ev)
-    local hd = P .. 'hd:' .. ev.sl.idx
-    local h = heldNow[hd .. '\0' .. ev.member]
+    local s = ev.s
+    local h = heldNow[s][ev.member]
     if h ~= nil then return h end
-    if hd ~= hdCur then return call('HGET', hd, ev.member) end
+    if s ~= cur then return call('HGET', hdKey[s], ev.member) end
     if not hdv then
       local ms = {}
       for i = 1, n do ms[i] = ARGV[12 + 8 * (i - 1) + 1] end
-      hdv = call('HMGET', hdCur, unpack(ms))
+      hdv = call('HMGET', hdKey[cur], unpack(ms))
     end
     return hdv[ev.i]
   end
@@ -75,9 +77,14 @@ if opt.hold then
   end
 
   on.record = function(i, rec)
+    local varg = ARGV[va + i]
+    if not rec and varg == '' then -- the common case: a new event, no verdict
+      vOf[i] = false
+      return nil
+    end
     local j = 12 + 8 * (i - 1)
     local hash = string.match(ARGV[j + 5], '^([^.]*)')
-    local v, tok, why = string.match(ARGV[va + i], '^(%a) (%S+) ?(.*)$')
+    local v, tok, why = string.match(varg, '^(%a) (%S+) ?(.*)$')
     if rec then
       local c = string.sub(rec, 1, 1)
       if c == '?' then
@@ -189,6 +196,7 @@ if opt.hold then
 
   on.write[#on.write + 1] = function(ev)
     local i, member = ev.i, ev.member
+    if not ev.held and vOf[i] ~= 'f' and not jump and not gainP then return end
     local z, sc = slots[ev.s].z, ev.ns
     if not desc then sc = fmt('%d', -ev.new) end
     local rise = ev.new - ev.old -- old is 0 without an entry
@@ -202,7 +210,7 @@ if opt.hold then
     elseif gainP and gain(member, rise) > gainP then
       reason = 'gain'
     end
-    local hd = P .. 'hd:' .. ev.sl.idx
+    local hd = hdKey[ev.s]
     if ev.held then
       -- Out of z: the ranks it would have there.
       if ev.had then ev.prev = wouldRank(z, ev.olds, ev.oldz) end
@@ -212,7 +220,7 @@ if opt.hold then
       if count + 1 < 100 then
         local h = at .. '\t' .. why .. '\t' .. ids .. ' ' .. ev.id
         call('HSET', hd, member, h)
-        heldNow[hd .. '\0' .. member] = h
+        heldNow[ev.s][member] = h
       end
       ev.extra = (ev.extra or '') .. ',h'
       return
@@ -229,7 +237,7 @@ if opt.hold then
     if call('HSET', hd, member, h) == 1 and sl.exp > now and call('HLEN', hd) == 1 then
       call('PEXPIRE', hd, sl.exp - now)
     end
-    heldNow[hd .. '\0' .. member] = h
+    heldNow[ev.s][member] = h
     ev.extra = (ev.extra or '') .. ',h'
     ev.tail = '\t' .. reason
   end
