@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/hub/live"
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -231,6 +232,9 @@ func (c *conn) subscribe(ctx context.Context, req proto.Message) error {
 	sctx, cancel := c.storeCtx(ctx)
 	err = c.h.deps.Live.SubscribeSpec(sctx, c.out, sp)
 	cancel()
+	if busy := (*live.BusyError)(nil); errors.As(err, &busy) {
+		return &retryError{err, busy.RetryAfter}
+	}
 	if err != nil {
 		return err
 	}

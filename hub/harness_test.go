@@ -68,6 +68,7 @@ func newInfra(t testing.TB, kind string, redisArgs ...string) *infra {
 type gwOptions struct {
 	node     string
 	cfg      func(*hub.Config)
+	nodeCfg  func(*node.Config)
 	proxies  []netip.Prefix              // node.Config.TrustedProxies
 	wrap     func(rank.Store) rank.Store // a fault-injecting or slowing wrapper (node.Config.WrapStore)
 	dev      bool                        // boards are created on first use (--dev)
@@ -123,6 +124,9 @@ func (in *infra) gateway(t testing.TB, o gwOptions) *gateway {
 		}
 		if o.cfg != nil {
 			o.cfg(&c.Hub)
+		}
+		if o.nodeCfg != nil {
+			o.nodeCfg(c)
 		}
 	}}
 	return &gateway{t: t, in: in, Gateway: gwtest.Run(t, opts)}

@@ -17,9 +17,12 @@ const (
 // with members: a list subscription gets members frames, and top frames
 // only when it asks for them.
 func (c *conn) subscribeSpec(req proto.Message) (live.Spec, error) {
-	sp := live.Spec{Board: req.Board, Top: req.Top, Around: req.Around, Meta: req.WithMeta, Cohort: req.Cohort}
-	if req.Has&proto.FieldCohort != 0 && req.Cohort == "" {
-		return sp, proto.BadRequest("cohort: an empty id")
+	sp := live.Spec{Board: req.Board, Top: req.Top, Around: req.Around, Meta: req.WithMeta}
+	if req.Has&proto.FieldCohort != 0 {
+		if req.Cohort == "" {
+			return sp, proto.BadRequest("cohort: an empty id")
+		}
+		sp.Group = live.Group{Kind: live.Cohort, ID: req.Cohort}
 	}
 	if req.Has&proto.FieldMembers == 0 {
 		m, err := c.member(req)
@@ -33,5 +36,8 @@ func (c *conn) subscribeSpec(req proto.Message) (live.Spec, error) {
 	}
 	sp.Members = req.Members
 	sp.Top = max(sp.Top, 0)
+	if c.p.Limited() && !c.anon {
+		sp.Owner = c.sub // its distinct ids are bounded (live.Config.MaxListIDs)
+	}
 	return sp, nil
 }

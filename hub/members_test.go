@@ -8,6 +8,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/internal/testenv"
+	"github.com/wsgateway/wsgateway/node"
 	"github.com/wsgateway/wsgateway/proto"
 )
 
@@ -121,6 +122,43 @@ func TestMembersSubscription(t *testing.T) {
 				break
 			}
 		}
+	})
+}
+
+// TestMembersBounds (§11): one player's members subscriptions on a board
+// hold at most MaxListIDs distinct ids on a node, across its connections:
+// past it, bad_request naming members; the node's lists at most
+// ListBudget × 10 ids: past it, rate_limited with retry_after_ms. A refused
+// subscribe changes nothing.
+func TestMembersBounds(t *testing.T) {
+	forEachSetup(t, func(t *testing.T, kind string) {
+		in := newInfra(t, kind)
+		g := in.gateway(t, gwOptions{nodeCfg: func(c *node.Config) { c.MaxListIDs, c.ListBudget = 150, 30 }})
+		g.board("fr", nil)
+		sc := g.dial(in.token(t, "srv", auth.Server))
+		sc.score("fr", "m0", 5)
+		list := func(from int) []string {
+			out := make([]string, 100)
+			for i := range out {
+				out[i] = fmt.Sprint("m", from+i)
+			}
+			return out
+		}
+		p1, p2 := g.dial(in.token(t, "eve", auth.Player)), g.dial(in.token(t, "eve", auth.Player))
+		p1.expectOK(proto.TypeSubscribed, proto.TypeSubscribe, map[string]any{"board": "fr", "members": list(0)})
+		e := p2.expectError(proto.CodeBadRequest, proto.TypeSubscribe, map[string]any{"board": "fr", "members": list(100)})
+		if msg := as[proto.Error](t, e).Message; !strings.Contains(msg, "members") || !strings.Contains(msg, "150") {
+			t.Errorf("past the member's bound: %q does not name members and the bound", msg)
+		}
+		g.dial(in.token(t, "srv", auth.Server)).expectOK(proto.TypeSubscribed, proto.TypeSubscribe, map[string]any{"board": "fr", "members": list(100)})
+		g.dial(in.token(t, "srv", auth.Server)).expectOK(proto.TypeSubscribed, proto.TypeSubscribe, map[string]any{"board": "fr", "members": list(200)})
+		e = g.dial(in.token(t, "srv", auth.Server)).expectError(proto.CodeRateLimited, proto.TypeSubscribe, map[string]any{"board": "fr", "members": list(300)})
+		if er := as[proto.Error](t, e); er.RetryAfterMS <= 0 || !strings.Contains(er.Message, "members") {
+			t.Errorf("past the node's bound: %+v, want retry_after_ms and members named", er)
+		}
+		// The lists held still follow the board.
+		sc.score("fr", "m0", 1)
+		p1.untilMembers("m0:1:6")
 	})
 }
 

@@ -67,6 +67,8 @@ const (
 	DefaultMaxConnsPerIP     = hub.DefaultMaxConnsPerIP
 	DefaultMaxConnsPerMember = hub.DefaultMaxConnsPerMember
 	DefaultRESTRate          = api.DefaultRate
+	DefaultListBudget        = live.DefaultListBudget
+	DefaultMaxListIDs        = live.DefaultMaxListIDs
 	DefaultDevBoards         = rank.DefaultAutoCreateCap
 	DefaultRedisLanes        = redisstore.DefaultLanes
 	DefaultReadHeaderTimeout = api.DefaultReadHeaderTimeout
@@ -149,6 +151,9 @@ type Config struct {
 	// (live.Config.Refresh): zero = 2s; negative = none, for tests that
 	// must tell a frame the change stream brought from the backstop's.
 	LiveRefresh time.Duration
+	// ListBudget and MaxListIDs bound what members subscriptions cost the
+	// store (live.Config): zero = live's defaults; negative = no bound.
+	ListBudget, MaxListIDs int
 	// Viewers tunes the viewer counts over every node (bus.Viewers).
 	Viewers ViewersConfig
 	// Webhooks tunes the outbox watcher and delivery (webhooks.go).
@@ -296,7 +301,8 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.watch = newInterest(interest, cfg.InterestLinger, cfg.Logger)
 	n.live, err = live.New(live.Config{Store: n.store, Interval: cfg.Interval, Logger: cfg.Logger, Decorator: n.profs,
-		OnWatch: n.watch.watch, Refresh: cfg.LiveRefresh, OtherViewers: viewers.Others})
+		OnWatch: n.watch.watch, Refresh: cfg.LiveRefresh, OtherViewers: viewers.Others,
+		ListBudget: cfg.ListBudget, MaxListIDs: cfg.MaxListIDs})
 	if err != nil {
 		return nil, err
 	}

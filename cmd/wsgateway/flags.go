@@ -164,6 +164,8 @@ type serveOptions struct {
 
 	MaxConnsPerIP     int
 	MaxConnsPerMember int
+	ListBudget        int
+	MaxListIDs        int
 	TrustedProxies    []netip.Prefix
 	ReadHeaderTimeout time.Duration
 
@@ -207,6 +209,8 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.String(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.Int(&o.MaxConnsPerIP, "max-conns-per-ip", node.DefaultMaxConnsPerIP, "open WebSocket connections per client address (IPv6: per /64; loopback not counted); 0 = no cap")
 	f.Int(&o.MaxConnsPerMember, "max-conns-per-member", node.DefaultMaxConnsPerMember, "open WebSocket connections per player or spectator member (server and admin exempt); 0 = no cap")
+	f.Int(&o.ListBudget, "list-budget", node.DefaultListBudget, "ids the members subscriptions of this node read per --top-interval, on average over every board; beyond it members frames slow down; 0 = no bound")
+	f.Int(&o.MaxListIDs, "max-list-ids", node.DefaultMaxListIDs, "distinct ids one player's or spectator's members subscriptions may list on one board of this node (server and admin exempt); 0 = no bound")
 	var proxies string
 	f.String(&proxies, "trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For gives the client address; empty = the TCP peer")
 	f.Duration(&o.ReadHeaderTimeout, "read-header-timeout", node.DefaultReadHeaderTimeout, "time a client gets to send its request headers, the token included (slowloris)")
@@ -243,6 +247,9 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	}
 	if o.MaxConnsPerIP < 0 || o.MaxConnsPerMember < 0 {
 		return o, fmt.Errorf("--max-conns-per-ip and --max-conns-per-member must not be negative")
+	}
+	if o.ListBudget < 0 || o.MaxListIDs < 0 {
+		return o, fmt.Errorf("--list-budget and --max-list-ids must not be negative")
 	}
 	if o.ReadHeaderTimeout <= 0 {
 		return o, fmt.Errorf("--read-header-timeout must be positive")

@@ -21,6 +21,7 @@ import (
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/hub"
 	"github.com/wsgateway/wsgateway/internal/testenv"
+	"github.com/wsgateway/wsgateway/node"
 )
 
 const testSecret = "security-test-secret-0123456789abcdef"
@@ -388,11 +389,13 @@ func TestSecurityFlags(t *testing.T) {
 		"LB_MAX_CONNS_PER_MEMBER": "3",
 		"LB_TRUSTED_PROXIES":      "10.0.0.0/8, 192.0.2.1",
 		"LB_READ_HEADER_TIMEOUT":  "3s",
+		"LB_LIST_BUDGET":          "500",
+		"LB_MAX_LIST_IDS":         "0",
 	}), new(bytes.Buffer))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.MaxConnsPerIP != 9 || o.MaxConnsPerMember != 3 || o.ReadHeaderTimeout != 3*time.Second ||
+	if o.MaxConnsPerIP != 9 || o.MaxConnsPerMember != 3 || o.ReadHeaderTimeout != 3*time.Second || o.ListBudget != 500 || o.MaxListIDs != 0 ||
 		len(o.TrustedProxies) != 2 || o.TrustedProxies[1] != netip.MustParsePrefix("192.0.2.1/32") {
 		t.Fatalf("env twins not applied: %+v", o)
 	}
@@ -401,7 +404,8 @@ func TestSecurityFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.MaxConnsPerIP != hub.DefaultMaxConnsPerIP || o.MaxConnsPerMember != hub.DefaultMaxConnsPerMember ||
-		o.ReadHeaderTimeout != 10*time.Second || o.TrustedProxies != nil {
+		o.ReadHeaderTimeout != 10*time.Second || o.TrustedProxies != nil ||
+		o.ListBudget != node.DefaultListBudget || o.MaxListIDs != node.DefaultMaxListIDs {
 		t.Fatalf("defaults: %+v", o)
 	}
 	for _, args := range [][]string{
@@ -409,6 +413,8 @@ func TestSecurityFlags(t *testing.T) {
 		{"--trusted-proxies", "proxy.local"},
 		{"--max-conns-per-ip", "-1"},
 		{"--max-conns-per-member", "-2"},
+		{"--list-budget", "-1"},
+		{"--max-list-ids", "-1"},
 		{"--read-header-timeout", "0s"},
 	} {
 		if _, err := parseServe(append(key, args...), envMap(nil), new(bytes.Buffer)); err == nil {

@@ -60,6 +60,8 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		Verifier:            verifier,
 		DevSecret:           devSecret,
 		Interval:            o.TopInterval,
+		ListBudget:          connCap(o.ListBudget),
+		MaxListIDs:          connCap(o.MaxListIDs),
 		RedisReplicas:       o.RedisReplicas,
 		RedisReplicaTimeout: o.RedisReplicaTO,
 		Hub: node.HubConfig{

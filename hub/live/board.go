@@ -1,16 +1,19 @@
 package live
 
 import (
-	"math"
-	"slices"
 	"time"
 
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// board is one watched board's state on this node. Guarded by Engine.mu.
+// board is one watched board's state on this node: what every frame kind
+// shares (the config, the change stream, the read schedule) and the kinds
+// themselves. Guarded by Engine.mu.
 type board struct {
+	e      *Engine
 	id     string
+	kinds  []kind
+	nsubs  int // connections subscribed to it (Engine.conns entries)
 	cfg    rank.Board
 	cfgOK  bool
 	cfgAt  time.Time   // when cfg was read; zero forces a re-read
@@ -37,6 +40,7 @@ type board struct {
 	lastSeq  int64
 	ahead    map[int64]struct{}
 	aheadAt  time.Time // when lastSeq last stopped short of ahead
+	maxSeq   int64     // greatest seq the stream has shown (lastSeq or in ahead)
 	seenSeq  int64     // highest seq a read returned
 	heldSeq  int64     // seenSeq at the previous backstop check
 	lastRead time.Time
@@ -45,114 +49,82 @@ type board struct {
 	lastPoint time.Time
 	probe     bool // the backstop wants one read of this board
 
+	// reading: a job's reads are in flight (jobs of a board run one at a
+	// time: the tick waits for them all).
+	reading bool
+	// profStale: a profile changed while a job read; it re-reads all when
+	// it installs (profiles.go).
+	profStale bool
+
 	// framesOut counts the frames offered to this board's subscribers'
 	// outboxes (one per outbox per frame), for metrics (BoardStats).
 	framesOut uint64
-
-	// top frames
-	topSubs  map[int]*subscribers // by N
-	maxN     int
-	topDirty bool
-	frames   map[int]*topFrame // latest frame per N that has subscribers
-	// cohort top frames (cohort.go), by cohort id; dirtyCohorts are those
-	// marked, in marking order
-	cohorts      map[string]*cohortTops
-	dirtyCohorts []*cohortTops
-
-	// view frames
-	views    map[viewKey]*view
-	byMember map[string][]*view
-	dirty    []*view // views with dirty set, in marking order (may hold removed views)
-	index    rangeIndex
-
-	// members frames (members.go)
-	ml memberLists
-
-	// While reads are in flight, changes are logged so that a view installed
-	// from a read at seq S can be checked against changes after S that were
-	// tested against its previous window (see replay).
-	inflight int
-	log      []logged
-	logStart int64 // position of log[0] in the stream of logged changes
-	logOver  bool  // the log was full: replay must assume the worst
-	// profGen counts profile changes heard while reads were in flight; a
-	// job that started under another value re-reads (profiles.go).
-	profGen uint64
 }
 
-type logged struct {
-	seq    int64
-	member string
-	cohort string // the change's cohort on a cohort board (§12)
-	lo, hi int64  // the change's span in goodness space
+// newBoard is a board and its frame kinds. A new frame kind is one line
+// here (and its file); a new grouping for standings, one in Engine.sources.
+func (e *Engine) newBoard(id string) *board {
+	b := &board{e: e, id: id}
+	for _, src := range e.sources {
+		b.kinds = append(b.kinds, newStandings(b, src))
+	}
+	b.kinds = append(b.kinds,
+		newViews(b),
+		newLists(b),
+	)
+	return b
 }
 
-type topFrame struct {
-	entries []rank.Entry
-	total   int64
-	seq     int64
-	bytes   []byte
-	// decimals: the scores are in units of 10^-decimals (hot boards).
-	decimals int
-	// final: the frame shows a final board's standings (R19).
-	final finalRead
-	// unsent: a Subscribe's read installed it and it has not been offered
-	// to the other subscribers yet; the next scheduled read does that.
-	unsent bool
-	// meta: the entries carry their meta (a "meta": true subscription).
-	meta bool
-	// cohort: the frame is that cohort's standings (cohort.go).
-	cohort string
-}
+// kick wakes Run after the engine unlocks: something became dirty. Lock
+// held.
+func (b *board) kick() { b.e.kick = true }
 
-type viewKey struct {
-	member string
-	around int
-	meta   bool // the subscription said "meta": true
-}
+// unseq is the seq a mark with no change behind it stands for (a rename, a
+// gap, a rollover, a new config): after every seq this board has shown, so
+// a resume from any of them sees it (stamp).
+func (b *board) unseq() int64 { return max(b.maxSeq, b.seenSeq) + 1 }
 
-// view is one (board, member, around) watched by one or more connections.
-// Guarded by Engine.mu.
-type view struct {
-	id       uint64
-	key      viewKey
-	watchers *subscribers
-	dirty    bool
-	removed  bool
-	res      *viewResult // nil until the first read; replaced, never mutated
-	// unsent: res came from a Subscribe's read and has not been offered to
-	// the other watchers yet; the next scheduled read does that.
-	unsent bool
+// saw records the seq of a read's answer (the backstop compares it with
+// the change stream).
+func (b *board) saw(seq int64) { b.seenSeq = max(b.seenSeq, seq) }
 
-	// The window's score range in goodness space; lo is MinInt64 when the
-	// window reaches the board's last rank, hi MaxInt64 when it reaches rank
-	// 1. Set only for a found member; such a view is in the board's index.
-	lo, hi      int64
-	maxHi       int64
-	left, right *view
-	prio        uint32
-	indexed     bool
-}
-
-type viewResult struct {
-	mr       rank.MemberRank
-	seq      int64
-	bytes    []byte
-	decimals int // as topFrame's
-}
-
-func newBoard(id string) *board {
-	return &board{
-		id:       id,
-		topSubs:  make(map[int]*subscribers),
-		frames:   make(map[int]*topFrame),
-		views:    make(map[viewKey]*view),
-		byMember: make(map[string][]*view),
+// markAll marks every frame of the board: changes up to seq may have
+// changed any (stamp). Lock held.
+func (b *board) markAll(seq int64) {
+	for _, k := range b.kinds {
+		k.markAll(seq)
 	}
 }
 
-func (b *board) empty() bool {
-	return len(b.topSubs) == 0 && len(b.views) == 0 && len(b.ml.lists) == 0 && len(b.cohorts) == 0
+func (b *board) dirty() bool {
+	for _, k := range b.kinds {
+		if k.dirty() {
+			return true
+		}
+	}
+	return false
+}
+
+// each calls fn for every subscriber set of every kind of b.
+func (b *board) each(fn func(*subscribers)) {
+	for _, k := range b.kinds {
+		k.each(fn)
+	}
+}
+
+// outboxes lists every connection subscribed to b. Lock held.
+func (b *board) outboxes() []*Outbox {
+	seen := map[*Outbox]struct{}{}
+	var out []*Outbox
+	b.each(func(s *subscribers) {
+		for o := range s.m {
+			if _, ok := seen[o]; !ok {
+				seen[o] = struct{}{}
+				out = append(out, o)
+			}
+		}
+	})
+	return out
 }
 
 // goodness maps a score so that higher always ranks higher.
@@ -164,8 +136,7 @@ func (b *board) goodness(score int64) int64 {
 }
 
 func (b *board) needsRead(now time.Time) bool {
-	return !b.cfgOK || now.Sub(b.cfgAt) >= cfgTTL || b.probe ||
-		(b.topDirty && b.maxN > 0) || len(b.dirty) > 0 || b.ml.dirty || len(b.dirtyCohorts) > 0
+	return !b.cfgOK || now.Sub(b.cfgAt) >= cfgTTL || b.probe || b.dirty()
 }
 
 // setCfg installs a config read at now. It reports whether the change
@@ -183,58 +154,31 @@ func (b *board) setCfg(c rank.Board, now time.Time) (shape bool) {
 	return shape
 }
 
-// markTop marks the top frames dirty. Lock held.
-func (e *Engine) markTop(b *board) {
-	if !b.topDirty {
-		b.topDirty = true
-		e.kick = true
-	}
-}
-
-// markView marks v dirty. Lock held.
-func (e *Engine) markView(b *board, v *view) {
-	if !v.dirty && !v.removed {
-		v.dirty = true
-		b.dirty = append(b.dirty, v)
-		e.kick = true
-	}
-}
-
-// markAll marks the whole board dirty. Lock held.
-func (e *Engine) markAll(b *board) {
-	e.markTop(b)
-	for _, ct := range b.cohorts {
-		e.markCohort(b, ct)
-	}
-	for _, v := range b.views {
-		e.markView(b, v)
-	}
-	e.markLists(b)
-}
-
 // gap gives up on the missing seqs below ahead: the store will be re-read.
 // Lock held.
-func (e *Engine) gap(b *board) {
+func (b *board) gap() {
 	for s := range b.ahead {
 		b.lastSeq = max(b.lastSeq, s)
 	}
 	clear(b.ahead)
-	e.markAll(b)
+	b.markAll(b.maxSeq)
 }
 
 // accept records seq in the board's change stream and reports whether the
 // change is new (not a duplicate or already covered). Lock held.
-func (e *Engine) accept(b *board, seq int64, now time.Time) bool {
+func (b *board) accept(seq int64, now time.Time) bool {
 	switch {
 	case !b.seqKnown:
 		// Nothing to compare with: whatever came before may have been
 		// missed, so re-read everything once.
-		b.seqKnown, b.lastSeq = true, seq
-		e.markAll(b)
+		b.seqKnown, b.lastSeq, b.maxSeq = true, seq, max(b.maxSeq, seq)
+		b.markAll(seq - 1)
 		return true
 	case seq <= b.lastSeq:
 		return false
-	case seq == b.lastSeq+1:
+	}
+	b.maxSeq = max(b.maxSeq, seq)
+	if seq == b.lastSeq+1 {
 		b.lastSeq = seq
 		for len(b.ahead) > 0 {
 			if _, ok := b.ahead[b.lastSeq+1]; !ok {
@@ -251,7 +195,7 @@ func (e *Engine) accept(b *board, seq int64, now time.Time) bool {
 	}
 	if len(b.ahead) >= maxAhead {
 		b.lastSeq = max(b.lastSeq, seq)
-		e.gap(b)
+		b.gap()
 		return true
 	}
 	if b.ahead == nil {
@@ -259,7 +203,7 @@ func (e *Engine) accept(b *board, seq int64, now time.Time) bool {
 	}
 	if len(b.ahead) == 0 {
 		b.aheadAt = now
-		e.kick = true // Run must come back to check the grace period
+		b.kick() // Run must come back to check the grace period
 	}
 	b.ahead[seq] = struct{}{}
 	return true
@@ -274,62 +218,20 @@ func (e *Engine) Changed(changes []rank.Change) {
 	for i := range changes {
 		c := &changes[i]
 		b := e.boards[c.Board]
-		if b == nil || !e.accept(b, c.Seq, now) {
+		if b == nil || !b.accept(c.Seq, now) {
 			continue
 		}
 		// A later period than the last one seen: the store rolled over (a
 		// late event into the period before, R17, is not a rollover).
 		if b.cfgOK && b.cfg.Reset != rank.None && c.Period > b.changePeriod {
 			b.changePeriod = c.Period
-			e.markAll(b) // the store rolled over to a new period
+			b.markAll(c.Seq)
 		}
-		// Top: only a change that touches the first maxN ranks, or adds a
-		// member (total), can change a top frame. On a cohort board the
-		// change's ranks are within its cohort, never worse than the
-		// board's, so the test still marks every change that matters.
-		if n := int64(b.maxN); n > 0 && (c.Old == nil || c.Rank <= n || (c.PrevRank > 0 && c.PrevRank <= n)) {
-			e.markTop(b)
-		}
-		e.markLists(b) // any change may move a listed member's rank
-		e.cohortChanged(b, c)
-		if len(b.views) == 0 {
-			continue
-		}
-		if !b.cfgOK {
-			e.markAll(b) // no order known: cannot place the change
-			continue
-		}
-		l := logged{seq: c.Seq, member: c.Member, cohort: c.Cohort, lo: math.MinInt64, hi: b.goodness(c.New)}
-		if c.Old != nil { // else: a new member comes from "worst possible"
-			o := b.goodness(*c.Old)
-			l.lo, l.hi = min(o, l.hi), max(o, l.hi)
-		}
-		e.touchViews(b, l)
-		if b.inflight > 0 {
-			if len(b.log) < maxLog {
-				b.log = append(b.log, l)
-			} else {
-				b.logOver = true
-			}
+		for _, k := range b.kinds {
+			k.changed(*c)
 		}
 	}
 	e.unlock()
-}
-
-// touchViews marks the views a change may affect: the changed member's own,
-// and every found view whose window range intersects the change's span
-// (the span crosses or enters the window, so a rank, score or neighbour
-// moves). On a cohort board a view's window is within its member's cohort,
-// which a change in another cohort cannot move (sameCohort). Lock held.
-func (e *Engine) touchViews(b *board, l logged) {
-	for _, v := range b.byMember[l.member] {
-		e.markView(b, v)
-	}
-	b.index.stab(l.lo, l.hi, func(v *view) {
-		if sameCohort(v, l) {
-			e.markView(b, v)
-		}
-	})
 }
 
 // Resync marks a board ("" = every board) dirty and its config stale: the
@@ -339,33 +241,8 @@ func (e *Engine) Resync(board string) {
 	for id, b := range e.boards {
 		if board == "" || id == board {
 			b.cfgAt = time.Time{}
-			e.markAll(b)
+			b.markAll(b.unseq())
 		}
 	}
 	e.unlock()
-}
-
-// setRange recomputes v's window range from its result and re-indexes it.
-// Lock held.
-func (b *board) setRange(v *view) {
-	b.index.remove(v)
-	if v.removed || v.res == nil || !v.res.mr.Found {
-		return
-	}
-	around := v.res.mr.Around
-	i := slices.IndexFunc(around, func(x rank.Entry) bool { return x.Member == v.key.member })
-	if i < 0 {
-		// Not expected from a correct store; an unbounded range keeps the
-		// view correct at the price of extra reads.
-		v.lo, v.hi = math.MinInt64, math.MaxInt64
-	} else {
-		v.lo, v.hi = b.goodness(around[len(around)-1].Score), b.goodness(around[0].Score)
-		if i < v.key.around { // fewer neighbours above than asked: rank 1 is in the window
-			v.hi = math.MaxInt64
-		}
-		if len(around)-1-i < v.key.around { // the window reaches the last rank
-			v.lo = math.MinInt64
-		}
-	}
-	b.index.insert(v)
 }

@@ -59,96 +59,112 @@ func ready(o *Outbox) bool {
 func TestOutboxDirectPath(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		const iv = 100 * time.Millisecond
 		d := &fakeDirect{t: t, idle: true}
-		o := NewOutbox(iv, nil)
+		o := NewOutbox(directIV, nil)
 		o.SetDirect(d)
-		top, view := slotKey{"b", false}, slotKey{"b", true}
-		gen := o.open(top)
-
-		// The initial frame: the slot and Ready, never direct.
-		o.offer(top, gen, 1, frameOf(1))
-		if len(d.frames) != 0 || o.pending() != 1 || !ready(o) {
-			t.Fatalf("initial frame: direct %d, pending %d; want it in its slot", len(d.frames), o.pending())
-		}
-		if fs, _ := o.Take(time.Now()); len(fs) != 1 {
-			t.Fatalf("Take after the initial frame: %d frames", len(fs))
-		}
-		// Due at once (the initial frame does not count toward the
-		// interval): direct, nothing left in the slot, no wake-up.
-		o.offer(top, gen, 2, frameOf(2))
-		if len(d.frames) != 1 || string(d.frames[0]) != "2" || o.pending() != 0 || ready(o) {
-			t.Fatalf("due frame: direct %q, pending %d; want it written directly", d.frames, o.pending())
-		}
-		if o.floor(top) != 2 {
-			t.Fatalf("floor %d after the direct frame, want 2", o.floor(top))
-		}
-		if del, _ := o.Stats(); del != 2 {
-			t.Fatalf("delivered %d, want 2 (the direct frame counts)", del)
-		}
-		// Inside the interval: held in the slot (R7) and released by Take
-		// once due.
-		time.Sleep(iv / 2)
-		o.offer(top, gen, 3, frameOf(3))
-		if len(d.frames) != 1 || o.pending() != 1 {
-			t.Fatalf("frame inside the interval went direct")
-		}
-		if fs, retry := o.Take(time.Now()); len(fs) != 0 || retry != iv/2 {
-			t.Fatalf("Take inside the interval: %q, retry %v; want nothing, retry %v", fs, retry, iv/2)
-		}
-		time.Sleep(iv / 2)
-		if fs, _ := o.Take(time.Now()); len(fs) != 1 || string(fs[0]) != "3" {
-			t.Fatalf("Take once due: %q", fs)
-		}
-		// A stale frame (seq below what was written) is refused.
-		time.Sleep(iv)
-		if o.offer(top, gen, 2, frameOf(2)) || len(d.frames) != 1 {
-			t.Fatalf("a frame older than the last one written was accepted")
-		}
-		// An event waiting: the frame must follow it, through Take.
-		o.event([]byte("event"), nil)
-		ready(o)
-		o.offer(top, gen, 4, frameOf(4))
-		if len(d.frames) != 1 {
-			t.Fatalf("a frame went direct ahead of a waiting event")
-		}
-		if fs, _ := o.Take(time.Now()); len(fs) != 2 || string(fs[0]) != "event" || string(fs[1]) != "4" {
-			t.Fatalf("Take with an event: %q", fs)
-		}
-		// Another key's frame pending: Take returns both, in order.
-		vgen := o.open(view)
-		o.offer(view, vgen, 1, []byte("v1")) // initial: stays
-		time.Sleep(iv)
-		o.offer(top, gen, 5, frameOf(5))
-		if len(d.frames) != 1 || o.pending() != 2 {
-			t.Fatalf("a frame went direct beside another key's pending frame")
-		}
-		if fs, _ := o.Take(time.Now()); len(fs) != 2 {
-			t.Fatalf("Take: %q", fs)
-		}
-		// The writer busy (TryAcquire fails): the usual way, Ready included.
-		time.Sleep(iv)
-		d.idle = false
-		ready(o)
-		o.offer(top, gen, 6, frameOf(6))
-		if len(d.frames) != 1 || o.pending() != 1 || !ready(o) {
-			t.Fatalf("busy writer: direct %d, pending %d; want the slot and a wake-up", len(d.frames), o.pending())
-		}
-		if fs, _ := o.Take(time.Now()); len(fs) != 1 || string(fs[0]) != "6" {
-			t.Fatalf("Take after a failed TryAcquire: %q", fs)
-		}
-		// A re-subscription's first frame is initial again: not direct.
-		d.idle = true
-		time.Sleep(iv)
-		gen = o.open(top)
-		o.offer(top, gen, 7, frameOf(7))
-		if len(d.frames) != 1 || o.pending() != 1 {
-			t.Fatalf("a re-subscription's initial frame went direct")
-		}
+		gen := o.open(slotKey{"b", topSlot})
+		directAlone(t, o, d, gen)
+		directBehind(t, o, d, gen)
 		if d.held {
 			t.Fatal("the writer is left held")
 		}
 	})
+}
+
+const directIV = 100 * time.Millisecond
+
+// directAlone is TestOutboxDirectPath's frames with nothing else pending:
+// the initial one, a due one, one inside its interval, a stale one.
+func directAlone(t *testing.T, o *Outbox, d *fakeDirect, gen uint64) {
+	const iv = directIV
+	top := slotKey{"b", topSlot}
+	// The initial frame: the slot and Ready, never direct.
+	o.offer(top, gen, 1, frameOf(1))
+	if len(d.frames) != 0 || o.pending() != 1 || !ready(o) {
+		t.Fatalf("initial frame: direct %d, pending %d; want it in its slot", len(d.frames), o.pending())
+	}
+	if fs, _ := o.Take(time.Now()); len(fs) != 1 {
+		t.Fatalf("Take after the initial frame: %d frames", len(fs))
+	}
+	// Due at once (the initial frame does not count toward the
+	// interval): direct, nothing left in the slot, no wake-up.
+	o.offer(top, gen, 2, frameOf(2))
+	if len(d.frames) != 1 || string(d.frames[0]) != "2" || o.pending() != 0 || ready(o) {
+		t.Fatalf("due frame: direct %q, pending %d; want it written directly", d.frames, o.pending())
+	}
+	if o.floor(top) != 2 {
+		t.Fatalf("floor %d after the direct frame, want 2", o.floor(top))
+	}
+	if del, _ := o.Stats(); del != 2 {
+		t.Fatalf("delivered %d, want 2 (the direct frame counts)", del)
+	}
+	// Inside the interval: held in the slot (R7) and released by Take
+	// once due.
+	time.Sleep(iv / 2)
+	o.offer(top, gen, 3, frameOf(3))
+	if len(d.frames) != 1 || o.pending() != 1 {
+		t.Fatalf("frame inside the interval went direct")
+	}
+	if fs, retry := o.Take(time.Now()); len(fs) != 0 || retry != iv/2 {
+		t.Fatalf("Take inside the interval: %q, retry %v; want nothing, retry %v", fs, retry, iv/2)
+	}
+	time.Sleep(iv / 2)
+	if fs, _ := o.Take(time.Now()); len(fs) != 1 || string(fs[0]) != "3" {
+		t.Fatalf("Take once due: %q", fs)
+	}
+	// A stale frame (seq below what was written) is refused.
+	time.Sleep(iv)
+	if o.offer(top, gen, 2, frameOf(2)) || len(d.frames) != 1 {
+		t.Fatalf("a frame older than the last one written was accepted")
+	}
+}
+
+// directBehind is TestOutboxDirectPath's frames that must not go direct:
+// behind an event, beside another key's frame, with the writer busy, and a
+// re-subscription's first.
+func directBehind(t *testing.T, o *Outbox, d *fakeDirect, gen uint64) {
+	const iv = directIV
+	top, view := slotKey{"b", topSlot}, slotKey{"b", viewSlot}
+	// An event waiting: the frame must follow it, through Take.
+	o.event([]byte("event"), nil)
+	ready(o)
+	o.offer(top, gen, 4, frameOf(4))
+	if len(d.frames) != 1 {
+		t.Fatalf("a frame went direct ahead of a waiting event")
+	}
+	if fs, _ := o.Take(time.Now()); len(fs) != 2 || string(fs[0]) != "event" || string(fs[1]) != "4" {
+		t.Fatalf("Take with an event: %q", fs)
+	}
+	// Another key's frame pending: Take returns both, in order.
+	vgen := o.open(view)
+	o.offer(view, vgen, 1, []byte("v1")) // initial: stays
+	time.Sleep(iv)
+	o.offer(top, gen, 5, frameOf(5))
+	if len(d.frames) != 1 || o.pending() != 2 {
+		t.Fatalf("a frame went direct beside another key's pending frame")
+	}
+	if fs, _ := o.Take(time.Now()); len(fs) != 2 {
+		t.Fatalf("Take: %q", fs)
+	}
+	// The writer busy (TryAcquire fails): the usual way, Ready included.
+	time.Sleep(iv)
+	d.idle = false
+	ready(o)
+	o.offer(top, gen, 6, frameOf(6))
+	if len(d.frames) != 1 || o.pending() != 1 || !ready(o) {
+		t.Fatalf("busy writer: direct %d, pending %d; want the slot and a wake-up", len(d.frames), o.pending())
+	}
+	if fs, _ := o.Take(time.Now()); len(fs) != 1 || string(fs[0]) != "6" {
+		t.Fatalf("Take after a failed TryAcquire: %q", fs)
+	}
+	// A re-subscription's first frame is initial again: not direct.
+	d.idle = true
+	time.Sleep(iv)
+	gen = o.open(top)
+	o.offer(top, gen, 7, frameOf(7))
+	if len(d.frames) != 1 || o.pending() != 1 {
+		t.Fatalf("a re-subscription's initial frame went direct")
+	}
 }
 
 // TestOutboxDirectBookkeeping: an outbox that writes frames directly ends
@@ -164,7 +180,7 @@ func TestOutboxDirectBookkeeping(t *testing.T) {
 		d := &fakeDirect{t: t, idle: true}
 		direct, plain := NewOutbox(iv, nil), NewOutbox(iv, nil)
 		direct.SetDirect(d)
-		k := slotKey{"b", false}
+		k := slotKey{"b", topSlot}
 		dgen, pgen := direct.open(k), plain.open(k)
 		var lastSent time.Time
 		written := 0
@@ -226,7 +242,7 @@ func TestOutboxDirectBookkeeping(t *testing.T) {
 func TestDeliverSplit(t *testing.T) {
 	t.Parallel()
 	const n = 4*deliverChunk + 7
-	top, view := slotKey{"b", false}, slotKey{"b", true}
+	top, view := slotKey{"b", topSlot}, slotKey{"b", viewSlot}
 	var tops, views []target
 	var boxes []*Outbox
 	for range n {
@@ -253,7 +269,7 @@ func TestDeliverSplit(t *testing.T) {
 func TestOutboxLastSlot(t *testing.T) {
 	t.Parallel()
 	o := NewOutbox(0, nil)
-	k := slotKey{"b", false}
+	k := slotKey{"b", topSlot}
 	gen := o.open(k)
 	if !o.offer(k, gen, 1, frameOf(1)) {
 		t.Fatal("offer to an open slot refused")

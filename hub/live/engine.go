@@ -1,5 +1,6 @@
-// Package live is the live frame engine: throttled, latest-wins `top` and
-// `view` frames (docs/protocol.md §4, R7, R8, R9, R12).
+// Package live is the live frame engine: throttled, latest-wins `top`,
+// `view` and `members` frames (docs/protocol.md §4, R7, R8, R9, R12, §11),
+// one frame kind each (kind.go).
 //
 // Change events (local and from the bus) are hints that mark boards and views
 // dirty; the Run loop re-reads only what is dirty, on each board's fixed read
@@ -33,10 +34,20 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
+// Store is the store reads every board's frames need; the engines
+// (rank.Store) satisfy it. A standings source reads through an interface
+// of its own, which New asserts (cohortReader).
+type Store interface {
+	Board(ctx context.Context, id string) (rank.Board, error)
+	Top(ctx context.Context, board string, period rank.PeriodSel, offset, limit int) (rank.Page, error)
+	Ranks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error)
+	Now(ctx context.Context) (time.Time, error)
+}
+
 // Config configures an Engine.
 type Config struct {
 	// Store is the source of truth for every frame. Required.
-	Store rank.Store
+	Store Store
 	// Interval is the minimum gap between two frames of one key on one
 	// connection (--top-interval); it is also the period of each board's
 	// read schedule (schedule.go). Zero means 100ms.
@@ -67,6 +78,19 @@ type Config struct {
 	// lock held, so calls come in the order the changes happened; it must
 	// not block nor call the Engine.
 	OnWatch func(board string, watched bool)
+	// ListBudget bounds the ids this node's member lists read per Interval,
+	// on average over every board (docs/protocol.md §11): a board's lists
+	// are read only while the node has credit left, one Interval bringing
+	// ListBudget ids of it, so beyond the budget the members frames slow
+	// down and the store does not. A list that would take the node's union
+	// past maxListPeriods times the budget is refused (BusyError). Zero
+	// means DefaultListBudget; negative: no bound.
+	ListBudget int
+	// MaxListIDs bounds the distinct ids one member's members
+	// subscriptions (Spec.Owner) list on one board on this node; a
+	// subscribe past it is refused (rank.ErrBadRequest). Zero means
+	// DefaultMaxListIDs; negative: no bound.
+	MaxListIDs int
 	// OtherViewers, when set, is a board's open subscriptions on the other
 	// nodes (docs/protocol.md §14); board frames then carry "viewers"
 	// (viewers.go). Called with the engine's lock held: it must not block
@@ -81,27 +105,19 @@ const (
 	errLogEvery = 5 * time.Second  // at most one store-error log line per this period
 )
 
-// Stats are the engine's counters, for metrics.
-type Stats struct {
-	Reads    uint64 // store calls made (Top, Ranks, Board)
-	Errors   uint64 // store calls that failed
-	Encoded  uint64 // frames encoded
-	Boards   int    // boards with at least one subscription on this node
-	Views    int    // distinct (board, member, around) views
-	TopSubs  int    // top subscriptions
-	Watchers int    // view subscriptions
-}
-
 // Engine computes live frames for every subscription of one node. All methods
 // are safe for concurrent use; Run must run for frames to follow changes.
 type Engine struct {
-	store       rank.Store
+	store       Store
+	sources     []source // standings.go: the whole board first
 	interval    time.Duration
 	readTimeout time.Duration
 	refresh     time.Duration
 	parallel    int
 	decorator   rank.Decorator
 	onWatch     func(board string, watched bool)
+	listBudget  int                    // Config.ListBudget; 0: none
+	maxListIDs  int                    // Config.MaxListIDs; 0: none
 	others      func(board string) int // Config.OtherViewers
 	now         func() time.Time
 	log         *slog.Logger
@@ -112,23 +128,17 @@ type Engine struct {
 	errLogAt             atomic.Int64  // unix nanos of the last logged store error
 	errQuiet             atomic.Uint64 // store errors not logged since then
 
-	mu      sync.Mutex // guards everything below and all board and view state
-	boards  map[string]*board
-	conns   map[*Outbox]map[string]*sub
-	nextID  uint64
-	kick    bool      // something became dirty: wake Run after unlocking
-	houseAt time.Time // last backstop check
-}
-
-// sub is one connection's subscription to one board.
-type sub struct {
-	top     int    // 0: no top frames
-	cohort  string // top frames of this cohort's standings (§12); "": the board's
-	topGen  uint64
-	v       *view // nil: no view frames
-	viewGen uint64
-	ml      *memberList // nil: no members frames (members.go)
-	mlGen   uint64
+	mu     sync.Mutex // guards everything below and all board and view state
+	boards map[string]*board
+	conns  map[*Outbox]map[string]*sub
+	kick   bool // something became dirty: wake Run after unlocking
+	// listIDs is the ids the boards' member lists hold, over every board;
+	// listCredit, the ids they may read now (members.go), refilled by
+	// ListBudget per Interval up to ListBudget, and spent by each read of
+	// a board's union, into debt.
+	listIDs, listCredit int
+	creditAt            time.Time
+	houseAt             time.Time // last backstop check
 }
 
 // New validates cfg, fills defaults and returns an Engine.
@@ -157,14 +167,23 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	cfg.ListBudget = orDefault(cfg.ListBudget, DefaultListBudget)
+	cfg.MaxListIDs = orDefault(cfg.MaxListIDs, DefaultMaxListIDs)
+	srcs, err := sources(cfg.Store)
+	if err != nil {
+		return nil, err
+	}
 	return &Engine{
 		store:       cfg.Store,
+		sources:     srcs,
 		interval:    cfg.Interval,
 		readTimeout: cfg.ReadTimeout,
 		refresh:     cfg.Refresh,
 		parallel:    cfg.Parallel,
 		decorator:   cfg.Decorator,
 		onWatch:     cfg.OnWatch,
+		listBudget:  cfg.ListBudget,
+		maxListIDs:  cfg.MaxListIDs,
 		others:      cfg.OtherViewers,
 		now:         cfg.Now,
 		log:         cfg.Logger,
@@ -172,6 +191,17 @@ func New(cfg Config) (*Engine, error) {
 		boards:      make(map[string]*board),
 		conns:       make(map[*Outbox]map[string]*sub),
 	}, nil
+}
+
+// orDefault is v, or def when v is zero, or 0 (none) when v is negative.
+func orDefault(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
 }
 
 // Run refreshes dirty boards and hands their frames to the Outboxes until ctx
@@ -192,29 +222,6 @@ func (e *Engine) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
-}
-
-// Stats returns the engine's counters.
-func (e *Engine) Stats() Stats {
-	s := Stats{Reads: e.reads.Load(), Errors: e.errs.Load(), Encoded: e.encoded.Load()}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s.Boards = len(e.boards)
-	for _, b := range e.boards {
-		s.Views += len(b.views)
-		for _, subs := range b.topSubs {
-			s.TopSubs += subs.len()
-		}
-		for _, ct := range b.cohorts {
-			for _, subs := range ct.subs {
-				s.TopSubs += subs.len()
-			}
-		}
-		for _, v := range b.views {
-			s.Watchers += v.watchers.len()
-		}
-	}
-	return s
 }
 
 // unlock releases e.mu and wakes Run if something became dirty meanwhile.
@@ -247,46 +254,23 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 	if house {
 		e.houseAt = now
 	}
+	e.refill(now)
 	for _, b := range e.boards {
 		if house {
 			e.backstop(b, now)
 		}
-		if len(b.ahead) > 0 {
-			if d := b.aheadAt.Add(e.interval).Sub(now); d > 0 {
-				wait = min(wait, d)
-			} else {
-				e.gap(b) // a missing seq did not turn up: assume it was lost
-			}
-		}
-		if snOK && b.cfgOK && b.cfg.Reset != rank.None && (sn.Before(b.periodStart) || !sn.Before(b.periodEnd)) {
-			p := rank.PeriodAt(b.cfg, sn)
-			b.periodStart, b.periodEnd = p.Start, p.End
-			if p.Index != b.period {
-				b.period, b.changePeriod = p.Index, p.Index
-				e.markAll(b)
-			}
-		}
-		if snOK && b.cfgOK && b.cfg.Hot() {
-			if k := b.cfg.Decay.BucketAt(sn); k != b.hotBucket {
-				b.hotBucket = k
-				e.markAll(b)
-			}
-		}
 		if snOK && b.cfgOK {
-			if f := e.lifecycleTick(b, sn); f != nil {
+			if f := e.storeTick(b, sn, now); f != nil {
 				finals = append(finals, f)
 			}
-			e.viewersTick(b, sn, now)
 		}
-		if !b.needsRead(now) {
-			continue
+		j, d := e.schedule(b, now)
+		if j != nil {
+			jobs = append(jobs, j)
 		}
-		at, d := b.readPoint(now, e.interval)
 		if d > 0 {
 			wait = min(wait, d)
-			continue
 		}
-		jobs = append(jobs, e.snapshot(b, now, at))
 	}
 	e.kick = false // this round takes care of it
 	e.mu.Unlock()
@@ -308,15 +292,75 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 	return max(wait, time.Millisecond)
 }
 
+// refill adds to the list credit what the time since the last refill
+// brings (ListBudget per Interval), up to ListBudget. Lock held.
+func (e *Engine) refill(now time.Time) {
+	if d := now.Sub(e.creditAt); d > 0 {
+		// Debt is at most the node's union, maxListPeriods budgets: a
+		// longer gap refills it all (and cannot overflow).
+		d = min(d, (maxListPeriods+1)*e.interval)
+		e.listCredit = min(e.listCredit+int(int64(e.listBudget)*int64(d)/int64(e.interval)), e.listBudget)
+		e.creditAt = now
+	}
+}
+
+// storeTick follows the store's clock sn on b: a period rollover or a hot
+// board's new bucket marks every frame (no change event says so), and the
+// lifecycle and viewers are compared with what subscribers were told (it
+// returns the final frames due). Lock held.
+func (e *Engine) storeTick(b *board, sn, now time.Time) *finalJob {
+	if b.cfg.Reset != rank.None && (sn.Before(b.periodStart) || !sn.Before(b.periodEnd)) {
+		p := rank.PeriodAt(b.cfg, sn)
+		b.periodStart, b.periodEnd = p.Start, p.End
+		if p.Index != b.period {
+			b.period, b.changePeriod = p.Index, p.Index
+			b.markAll(b.unseq())
+		}
+	}
+	if b.cfg.Hot() {
+		if k := b.cfg.Decay.BucketAt(sn); k != b.hotBucket {
+			b.hotBucket = k
+			b.markAll(b.unseq())
+		}
+	}
+	f := e.lifecycleTick(b, sn)
+	e.viewersTick(b, sn, now)
+	return f
+}
+
+// schedule returns b's job when b is due for a read now, and how long the
+// tick may wait for b (0: no need to come back). Lock held.
+func (e *Engine) schedule(b *board, now time.Time) (*job, time.Duration) {
+	var wait time.Duration
+	if len(b.ahead) > 0 {
+		if d := b.aheadAt.Add(e.interval).Sub(now); d > 0 {
+			wait = d
+		} else {
+			b.gap() // a missing seq did not turn up: assume it was lost
+		}
+	}
+	if !b.needsRead(now) {
+		return nil, wait
+	}
+	at, d := b.readPoint(now, e.interval)
+	if d > 0 {
+		if wait == 0 || d < wait {
+			wait = d
+		}
+		return nil, wait
+	}
+	return e.snapshot(b, now, at), wait
+}
+
 // backstop catches change events that never arrived: if a read showed a seq
 // that the change stream still has not reached one Refresh later, the board
 // is re-read whole. An idle board gets one small probe read per Refresh so
 // that its seq is known. Lock held.
 func (e *Engine) backstop(b *board, now time.Time) {
 	if b.heldSeq > b.lastSeq {
-		b.seqKnown, b.lastSeq = true, b.heldSeq
+		b.seqKnown, b.lastSeq, b.maxSeq = true, b.heldSeq, max(b.maxSeq, b.heldSeq)
 		clear(b.ahead)
-		e.markAll(b)
+		b.markAll(b.heldSeq)
 	}
 	b.heldSeq = b.seenSeq
 	if now.Sub(b.lastRead) >= e.refresh {
@@ -341,43 +385,49 @@ func (e *Engine) readFailed(ctx context.Context, op, board string, err error) {
 		"op", op, "board", board, "err", err, "suppressed", e.errQuiet.Swap(0))
 }
 
-func (e *Engine) getBoard(parent context.Context, id string) (rank.Board, error) {
+// call makes one store read, bounded by ReadTimeout, counting it and its
+// failure.
+func (e *Engine) call(parent context.Context, op, board string, read func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(parent, e.readTimeout)
 	defer cancel()
 	e.reads.Add(1)
-	b, err := e.store.Board(ctx, id)
-	if err != nil {
-		e.readFailed(parent, "board", id, err)
-		return rank.Board{}, fmt.Errorf("live: board %s: %w", id, err)
+	if err := read(ctx); err != nil {
+		e.readFailed(parent, op, board, err)
+		return fmt.Errorf("live: %s %s: %w", op, board, err)
 	}
-	return b, nil
+	return nil
 }
 
-func (e *Engine) readTop(parent context.Context, id string, sel rank.PeriodSel, n int) (rank.Page, error) {
-	ctx, cancel := context.WithTimeout(parent, e.readTimeout)
-	defer cancel()
-	e.reads.Add(1)
-	p, err := e.store.Top(ctx, id, sel, 0, n)
-	if err != nil {
-		e.readFailed(parent, "top", id, err)
-		return rank.Page{}, fmt.Errorf("live: top %s: %w", id, err)
-	}
-	return p, nil
+func (e *Engine) getBoard(ctx context.Context, id string) (b rank.Board, err error) {
+	err = e.call(ctx, "board", id, func(ctx context.Context) error {
+		b, err = e.store.Board(ctx, id)
+		return err
+	})
+	return b, err
 }
 
-func (e *Engine) readRanks(parent context.Context, id string, sel rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
-	ctx, cancel := context.WithTimeout(parent, e.readTimeout)
-	defer cancel()
-	e.reads.Add(1)
-	r, err := e.store.Ranks(ctx, id, sel, members, around)
-	if err == nil && len(r.Members) != len(members) {
-		err = fmt.Errorf("store returned %d members for %d asked", len(r.Members), len(members))
+// readTop reads the first n entries of a group of src.
+func (e *Engine) readTop(ctx context.Context, src source, board string, sel rank.PeriodSel, group string, n int) (p rank.Page, err error) {
+	op, name := "top", board
+	if group != "" {
+		op, name = src.name()+" top", board+"/"+group
 	}
-	if err != nil {
-		e.readFailed(parent, "ranks", id, err)
-		return rank.Ranks{}, fmt.Errorf("live: ranks %s: %w", id, err)
-	}
-	return r, nil
+	err = e.call(ctx, op, name, func(ctx context.Context) error {
+		p, err = src.top(ctx, board, sel, group, n)
+		return err
+	})
+	return p, err
+}
+
+func (e *Engine) readRanks(ctx context.Context, id string, sel rank.PeriodSel, members []string, around int) (r rank.Ranks, err error) {
+	err = e.call(ctx, "ranks", id, func(ctx context.Context) error {
+		r, err = e.store.Ranks(ctx, id, sel, members, around)
+		if err == nil && len(r.Members) != len(members) {
+			err = fmt.Errorf("store returned %d members for %d asked", len(r.Members), len(members))
+		}
+		return err
+	})
+	return r, err
 }
 
 // BoardStat is one watched board's live figures on this node.
@@ -395,30 +445,7 @@ func (e *Engine) BoardStats() []BoardStat {
 	defer e.mu.Unlock()
 	out := make([]BoardStat, 0, len(e.boards))
 	for id, b := range e.boards {
-		subs := map[*Outbox]struct{}{}
-		for _, s := range b.topSubs {
-			for o := range s.m {
-				subs[o] = struct{}{}
-			}
-		}
-		for _, ct := range b.cohorts {
-			for _, s := range ct.subs {
-				for o := range s.m {
-					subs[o] = struct{}{}
-				}
-			}
-		}
-		for _, v := range b.views {
-			for o := range v.watchers.m {
-				subs[o] = struct{}{}
-			}
-		}
-		for _, l := range b.ml.lists {
-			for o := range l.watchers.m {
-				subs[o] = struct{}{}
-			}
-		}
-		out = append(out, BoardStat{Board: id, Subscribers: len(subs), Frames: b.framesOut})
+		out = append(out, BoardStat{Board: id, Subscribers: len(b.outboxes()), Frames: b.framesOut})
 	}
 	return out
 }

@@ -28,7 +28,12 @@ func BenchmarkFrameFanout(b *testing.B) {
 		if err := e.Subscribe(ctx, outs[i], "g", 10, "", 0); err != nil {
 			b.Fatal(err)
 		}
-		outs[i].Take(clock) // the first frame
+	}
+	e.tick(ctx) // the board's first read: every subscriber's first frame
+	for _, o := range outs {
+		if fs, _ := o.Take(clock); len(fs) != 2 { // the board frame and the top
+			b.Fatalf("%d first frames", len(fs))
+		}
 	}
 	seq := int64(0)
 	frames := 0

@@ -22,6 +22,7 @@ import (
 type countingStore struct {
 	rank.Store
 	tops, ranks atomic.Int64
+	rankIDs     atomic.Int64 // members asked of Ranks, in all
 	fail        atomic.Bool
 	// gate, when set, holds a Ranks call after it read the store, until the
 	// gate's release channel is closed.
@@ -43,6 +44,7 @@ func (c *countingStore) Top(ctx context.Context, board string, p rank.PeriodSel,
 
 func (c *countingStore) Ranks(ctx context.Context, board string, p rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
 	c.ranks.Add(1)
+	c.rankIDs.Add(int64(len(members)))
 	if c.fail.Load() {
 		return rank.Ranks{}, rank.ErrUnavailable
 	}
@@ -311,6 +313,15 @@ func (h *harness) subscribe(r *reader, board string, top int, member string, aro
 	if err := h.e.Subscribe(context.Background(), r.o, board, top, member, around); err != nil {
 		h.t.Fatal(err)
 	}
+	firstFrames(r.o)
+}
+
+// firstFrames waits until o holds a first frame in every slot it opened:
+// a frame the engine did not hold comes from the board's next read.
+func firstFrames(o *Outbox) {
+	for synctest.Wait(); o.awaiting(); synctest.Wait() {
+		time.Sleep(testInterval / 20)
+	}
 }
 
 // Test-only helpers of the Outbox.
@@ -342,9 +353,69 @@ func (o *Outbox) pending() int {
 	return n
 }
 
+// awaiting reports whether a slot waits for its first frame.
+func (o *Outbox) awaiting() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, s := range o.order {
+		if s.initial && s.frame == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // keys is the number of open slots (for tests).
 func (o *Outbox) keys() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.slots)
+}
+
+// kindOf is b's first kind of type K (the whole board's standings, for
+// *standings).
+func kindOf[K kind](b *board) K {
+	for _, k := range b.kinds {
+		if x, ok := k.(K); ok {
+			return x
+		}
+	}
+	var zero K
+	return zero
+}
+
+// Stats are the engine's counters and subscriptions, for the tests.
+type Stats struct {
+	Reads    uint64 // store calls made (Top, Ranks, Board)
+	Errors   uint64 // store calls that failed
+	Encoded  uint64 // frames encoded
+	Boards   int    // boards with at least one subscription on this node
+	Views    int    // distinct (board, member, around) views
+	TopSubs  int    // top subscriptions
+	Watchers int    // view subscriptions
+}
+
+func (e *Engine) Stats() Stats {
+	s := Stats{Reads: e.reads.Load(), Errors: e.errs.Load(), Encoded: e.encoded.Load()}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s.Boards = len(e.boards)
+	for _, b := range e.boards {
+		for _, k := range b.kinds {
+			if st, ok := k.(*standings); ok {
+				st.each(func(subs *subscribers) { s.TopSubs += subs.len() })
+			}
+		}
+		vs := kindOf[*views](b)
+		s.Views += len(vs.byKey)
+		vs.each(func(subs *subscribers) { s.Watchers += subs.len() })
+	}
+	return s
+}
+
+// Subscribe is SubscribeSpec with top frames of the first top entries (0:
+// none) and view frames of member with around neighbours (0: none): the
+// tests' shorthand.
+func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int, member string, around int) error {
+	return e.SubscribeSpec(ctx, o, Spec{Board: board, Top: top, Member: member, Around: around})
 }

@@ -87,35 +87,6 @@ func encodeBoard(cfg rank.Board, st rank.State, period int64, ts time.Time, view
 	return b
 }
 
-// outboxes lists every connection subscribed to b (top or a view). Lock held.
-func (b *board) outboxes() []*Outbox {
-	seen := map[*Outbox]struct{}{}
-	var out []*Outbox
-	add := func(s *subscribers) {
-		for o := range s.m {
-			if _, ok := seen[o]; !ok {
-				seen[o] = struct{}{}
-				out = append(out, o)
-			}
-		}
-	}
-	for _, s := range b.topSubs {
-		add(s)
-	}
-	for _, ct := range b.cohorts {
-		for _, s := range ct.subs {
-			add(s)
-		}
-	}
-	for _, v := range b.views {
-		add(v.watchers)
-	}
-	for _, l := range b.ml.lists {
-		add(l.watchers)
-	}
-	return out
-}
-
 // finalRead is what a top read of a board that was final when it began
 // reads, and how its frames say so. R19 makes the final frame a board's
 // last top frame: a read that was due when the board went final, or one
@@ -145,16 +116,16 @@ func finalPeriod(cfg rank.Board, final int64) finalRead {
 	return finalRead{is: true, sel: rank.PeriodSel(strconv.FormatInt(final, 10)), period: final}
 }
 
-// finalJob is a final top frame to read and send after the lock is
-// released.
+// finalJob is the final top frames of a period or board that became
+// final, to read and send after the lock is released.
 type finalJob struct {
-	board string
-	read  finalRead
-	ns    map[int][]target // top N -> its subscribers
-	maxN  int
-	// cohorts are the cohort top subscriptions' (cohort.go), by cohort.
-	cohorts map[string]*finalCohort
+	board  string
+	read   finalRead
+	groups []finalGroup // standings.go
 }
+
+// finaler is a kind that sends final frames (standings).
+type finaler interface{ finals() []finalGroup }
 
 // lifecycleTick compares b's phase at store time now with what its
 // subscribers were told: a change sends a board frame to each at once, a
@@ -177,41 +148,46 @@ func (e *Engine) lifecycleTick(b *board, now time.Time) *finalJob {
 		return nil
 	}
 	lc.final, lc.hasFin = final, true
-	if b.maxN == 0 && len(b.cohorts) == 0 {
+	j := &finalJob{board: b.id, read: finalPeriod(b.cfg, final)}
+	for _, k := range b.kinds {
+		if f, ok := k.(finaler); ok {
+			j.groups = append(j.groups, f.finals()...)
+		}
+	}
+	if len(j.groups) == 0 {
 		return nil
 	}
-	j := &finalJob{board: b.id, read: finalPeriod(b.cfg, final), maxN: b.maxN, ns: map[int][]target{}}
-	for n, s := range b.topSubs {
-		j.ns[n] = s.targets()
-	}
-	finalCohorts(b, j)
 	return j
 }
 
-// runFinal reads a final period's standings and sends each top subscriber
-// its final frame, superseding a pending frame of the period that ended.
+// tell sends o the board frame (R19): it goes first (Take returns events
+// before any slot's frame), after `subscribed` (the hub queues that before
+// it lets its writer take frames). sn is the store's time. Lock held.
+func (b *board) tell(o *Outbox, sn time.Time) {
+	st, period, final, hasFinal := phase(b.cfg, sn)
+	if !b.lc.known {
+		b.lc = lifecycle{known: true, state: st, period: period, final: final, hasFin: hasFinal, cfg: scheduleOf(b.cfg)}
+	}
+	o.event(encodeBoard(b.cfg, st, period, sn, b.told.count()), nil)
+}
+
+// runFinal reads each group's standings of a final period and sends each
+// top subscriber its final frame, an event superseding a pending frame of
+// the period that ended. A cohort's id names another group in the next
+// period, so this is the last frame of the group the subscriber watched.
 func (e *Engine) runFinal(ctx context.Context, j *finalJob, ts time.Time) {
-	e.runFinalCohorts(ctx, j, ts)
-	if j.maxN == 0 {
-		return
-	}
-	rctx, cancel := context.WithTimeout(ctx, e.readTimeout)
-	defer cancel()
-	e.reads.Add(1)
-	page, err := e.store.Top(rctx, j.board, j.read.sel, 0, j.maxN)
-	if err != nil {
-		e.readFailed(ctx, "final top", j.board, err)
-		return
-	}
-	e.decorate(ctx, page.Entries)
-	key := slotKey{j.board, false}
-	for n, to := range j.ns {
-		frame := e.encodeTop(j.board, &topFrame{
-			entries: page.Entries[:min(topCount(n), len(page.Entries))], total: page.Total, seq: page.Seq,
-			decimals: page.Decimals, final: j.read, meta: topMeta(n),
-		}, ts.UnixMilli())
-		for _, t := range to {
-			t.o.event(frame, &key)
+	key := slotKey{j.board, topSlot}
+	for _, fg := range j.groups {
+		page, err := e.readTop(ctx, fg.src, j.board, j.read.sel, fg.id, fg.n)
+		if err != nil {
+			continue // logged; the live frames go on
+		}
+		e.decorate(ctx, page.Entries)
+		for k, to := range fg.keys {
+			frame := e.encodeTop(j.board, newTopFrame(page, k, j.read, fg.src, fg.id), ts.UnixMilli())
+			for _, t := range to {
+				t.o.event(frame, &key)
+			}
 		}
 	}
 }
@@ -245,9 +221,7 @@ func (e *Engine) BoardDeleted(board string) {
 	e.mu.Unlock()
 	frame, _ := json.Marshal(proto.Board{Type: proto.TypeBoard, Board: board, State: "deleted", TS: e.now().UnixMilli()})
 	for _, o := range os {
-		o.close(slotKey{board, false})
-		o.close(slotKey{board, true})
-		o.close(listSlot(board))
+		o.closeBoard(board)
 		o.event(frame, nil)
 	}
 }

@@ -32,39 +32,30 @@ const MaxMembers = proto.MaxMembers
 // bound.
 const listChunk = 1000
 
-// Spec is one subscribe's ask (docs/protocol.md §4, §11).
-type Spec struct {
-	Board string
-	// Top: top frames of the first Top entries; 0: none.
-	Top int
-	// Member and Around: view frames of Member with Around neighbours; 0:
-	// none.
-	Member string
-	Around int
-	// Members: members frames of these ids (1..MaxMembers); nil: none.
-	Members []string
-	// Meta: top and view frames carry their entries' meta.
-	Meta bool
-	// Cohort, on a cohort board, makes the top frames that cohort's
-	// standings instead of the board's (§12; cohort.go).
-	Cohort string
+// Bounds of the member lists (Config.ListBudget, Config.MaxListIDs).
+const (
+	DefaultListBudget = 2 * listChunk
+	DefaultMaxListIDs = 2 * MaxMembers
+	// maxListPeriods is how many intervals apart a node's lists may come to
+	// be read before it refuses ids no list holds yet: the node's union is
+	// at most ListBudget × maxListPeriods ids.
+	maxListPeriods = 10
+	// listRetry is the retry_after of a list refused for the node's bound.
+	listRetry = 5 * time.Second
+)
+
+// BusyError refuses a subscription this node cannot take now: its member
+// lists are at their bound. The same subscribe may pass after RetryAfter,
+// once other lists are gone.
+type BusyError struct {
+	RetryAfter time.Duration
+	msg        string
 }
 
-// metaTop offsets the topSubs key of a "meta": true top subscription: such
-// subscribers get other bytes than the others of the same N, so they are
-// another subscriber set, and one map keyed by N keeps the top paths as
-// they are. topCount gives back N, topMeta the flag.
-const metaTop = 1 << 20
+func (e *BusyError) Error() string { return e.msg }
 
-func topKey(n int, meta bool) int {
-	if meta && n > 0 {
-		return n + metaTop
-	}
-	return n
-}
-
-func topCount(k int) int { return k % metaTop }
-func topMeta(k int) bool { return k >= metaTop }
+// Code is the contract's code of the refusal.
+func (e *BusyError) Code() string { return proto.CodeRateLimited }
 
 // frameEntries converts entries for a frame, without their meta unless the
 // subscription asked for it (§11).
@@ -75,10 +66,6 @@ func frameEntries(es []rank.Entry, meta bool) []proto.Entry {
 	}
 	return out
 }
-
-// listSlot is the Outbox slot of a board's members frames. A board id
-// never holds '#', so it cannot be a top or view slot.
-func listSlot(board string) slotKey { return slotKey{board: "#members/" + board} }
 
 // checkMembers validates a members subscription's ids.
 func checkMembers(board string, ids []string) error {
@@ -93,55 +80,130 @@ func checkMembers(board string, ids []string) error {
 	return nil
 }
 
-// memberLists is a board's members subscriptions. Guarded by Engine.mu.
+// lists is a board's members subscriptions. Guarded by Engine.mu.
 //
 // The union is a slice of positions, so that a read's answer is cut into
 // frames by index, with no map lookup per listed entry: each list holds
 // the positions of its ids, fixed for its life; a position nobody lists
 // any more is freed ("") and reused.
-type memberLists struct {
-	lists map[string]*memberList // by listKey
-	ids   []string               // the union by position; "" is a free position
-	pos   map[string]int32       // id → position in ids
-	refs  []int32                // lists holding each position
-	free  []int32                // free positions
-	dirty bool                   // the board changed since the lists' last read
+type lists struct {
+	b      *board
+	byKey  map[string]*memberList // by listKey
+	ids    []string               // the union by position; "" is a free position
+	pos    map[string]int32       // id → position in ids
+	refs   []int32                // lists holding each position
+	free   []int32                // free positions
+	marked bool                   // the board changed since the lists' last read
+	stamp                         // every list's
+	// owners counts, per member (Spec.Owner), the subscriptions of its
+	// that list each id: a member's distinct ids are bounded.
+	owners map[string]map[string]int32
+}
+
+func newLists(b *board) *lists { return &lists{b: b} }
+
+// admit refuses a members subscription that would take its member past
+// MaxListIDs distinct ids on the board, or the node's lists past what
+// they may read (BusyError). old is the part it replaces.
+func (ls *lists) admit(sp *Spec, old part) error {
+	if len(sp.Members) == 0 {
+		return nil
+	}
+	_, ids := listKey(sp.Members)
+	e := ls.b.e
+	if have := ls.owners[sp.Owner]; sp.Owner != "" && e.maxListIDs > 0 {
+		n := len(have) + countMissing(ids, have)
+		if p, ok := old.(*listPart); ok && p.owner == sp.Owner {
+			for _, id := range p.l.ids {
+				if _, keep := slices.BinarySearch(ids, id); have[id] == 1 && !keep {
+					n-- // only the replaced subscription lists it
+				}
+			}
+		}
+		if n > e.maxListIDs {
+			return fmt.Errorf("live: subscribe %s: %w: members: this member's lists would hold %d distinct ids on the board, at most %d (on one node)",
+				ls.b.id, rank.ErrBadRequest, n, e.maxListIDs)
+		}
+	}
+	if e.listBudget > 0 {
+		if fresh := countMissing(ids, ls.pos); fresh > 0 && e.listIDs+fresh > e.listBudget*maxListPeriods {
+			return fmt.Errorf("live: subscribe %s: %w", ls.b.id, &BusyError{listRetry,
+				fmt.Sprintf("members: this node's lists are at their bound of %d ids; retry later", e.listBudget*maxListPeriods)})
+		}
+	}
+	return nil
+}
+
+// countMissing is how many of ids m lacks.
+func countMissing[V any](ids []string, m map[string]V) int {
+	n := 0
+	for _, id := range ids {
+		if _, ok := m[id]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// own counts (d = 1) or uncounts (d = -1) ids as listed by owner.
+func (ls *lists) own(owner string, ids []string, d int32) {
+	if owner == "" {
+		return
+	}
+	have := ls.owners[owner]
+	if have == nil {
+		if ls.owners == nil {
+			ls.owners = make(map[string]map[string]int32)
+		}
+		have = make(map[string]int32, len(ids))
+		ls.owners[owner] = have
+	}
+	for _, id := range ids {
+		if have[id] += d; have[id] <= 0 {
+			delete(have, id)
+		}
+	}
+	if len(have) == 0 {
+		delete(ls.owners, owner)
+	}
 }
 
 // watching is how many of the board's lists hold id.
-func (ml *memberLists) watching(id string) int {
-	if p, ok := ml.pos[id]; ok {
-		return int(ml.refs[p])
+func (ls *lists) watching(id string) int {
+	if p, ok := ls.pos[id]; ok {
+		return int(ls.refs[p])
 	}
 	return 0
 }
 
 // add takes a reference on id's position, giving it one if it has none.
-func (ml *memberLists) add(id string) int32 {
-	p, ok := ml.pos[id]
+func (ls *lists) add(id string) int32 {
+	p, ok := ls.pos[id]
 	if !ok {
-		if n := len(ml.free); n > 0 {
-			p, ml.free = ml.free[n-1], ml.free[:n-1]
-			ml.ids[p] = id
+		if n := len(ls.free); n > 0 {
+			p, ls.free = ls.free[n-1], ls.free[:n-1]
+			ls.ids[p] = id
 		} else {
-			p = int32(len(ml.ids))
-			ml.ids = append(ml.ids, id)
-			ml.refs = append(ml.refs, 0)
+			p = int32(len(ls.ids))
+			ls.ids = append(ls.ids, id)
+			ls.refs = append(ls.refs, 0)
 		}
-		ml.pos[id] = p
+		ls.pos[id] = p
+		ls.b.e.listIDs++
 	}
-	ml.refs[p]++
+	ls.refs[p]++
 	return p
 }
 
 // release drops a reference on position p, freeing it at the last.
-func (ml *memberLists) release(p int32) {
-	if ml.refs[p]--; ml.refs[p] > 0 {
+func (ls *lists) release(p int32) {
+	if ls.refs[p]--; ls.refs[p] > 0 {
 		return
 	}
-	delete(ml.pos, ml.ids[p])
-	ml.ids[p] = ""
-	ml.free = append(ml.free, p)
+	delete(ls.pos, ls.ids[p])
+	ls.ids[p] = ""
+	ls.free = append(ls.free, p)
+	ls.b.e.listIDs--
 }
 
 // memberList is one distinct list of ids, watched by one or more
@@ -153,30 +215,20 @@ type memberList struct {
 	watchers *subscribers
 	removed  bool
 	res      *listResult // nil until the first read; replaced, never mutated
-	// unsent: res came from a Subscribe's read and has not been offered to
-	// the other watchers yet; the next scheduled read does that.
-	unsent bool
+}
+
+func (l *memberList) frame() *frame {
+	if l.res == nil {
+		return nil
+	}
+	return &l.res.frame
 }
 
 type listResult struct {
+	frame
 	entries  []rank.Entry // in rank order
 	total    int64
-	seq      int64
 	decimals int
-	bytes    []byte
-}
-
-// listsJob is the members part of a job: the ids to read (by position; ""
-// is skipped) and the lists to cut from them, each with its ids'
-// positions.
-type listsJob struct {
-	ids    []string
-	lists  []*memberList
-	pos    [][]int32
-	prev   []*listResult // each list's res when the job started
-	next   []*listResult // set when the read succeeded
-	period int64
-	seq    int64
 }
 
 // listKey is the identity of a list: its sorted ids.
@@ -187,147 +239,195 @@ func listKey(ids []string) (string, []string) {
 	return strings.Join(s, ","), s
 }
 
-// markLists marks b's lists for a read. Lock held.
-func (e *Engine) markLists(b *board) {
-	if len(b.ml.lists) > 0 && !b.ml.dirty {
-		b.ml.dirty = true
-		e.kick = true
+type listPart struct {
+	ls    *lists
+	l     *memberList
+	owner string
+}
+
+func (ls *lists) join(sp *Spec, st *start) part {
+	if len(sp.Members) == 0 {
+		return nil
+	}
+	key, sorted := listKey(sp.Members)
+	if ls.byKey == nil {
+		ls.byKey = make(map[string]*memberList)
+		ls.pos = make(map[string]int32)
+	}
+	l := ls.byKey[key]
+	if l == nil {
+		l = &memberList{key: key, ids: sorted, pos: make([]int32, len(sorted)), watchers: newSubscribers()}
+		ls.byKey[key] = l
+		for i, id := range sorted {
+			l.pos[i] = ls.add(id)
+		}
+	}
+	if l.watchers.join(st, listSlot, l.frame(), ls.stamp) {
+		ls.mark(0)
+	}
+	ls.own(sp.Owner, l.ids, 1)
+	return &listPart{ls, l, sp.Owner}
+}
+
+// leave removes o from its list, and the list when nobody watches it any
+// more.
+func (p *listPart) leave(o *Outbox) {
+	ls, l := p.ls, p.l
+	ls.own(p.owner, l.ids, -1)
+	if !l.watchers.leave(o) {
+		return
+	}
+	l.removed = true
+	delete(ls.byKey, l.key)
+	for _, p := range l.pos {
+		ls.release(p)
+	}
+	if len(ls.byKey) == 0 {
+		*ls = lists{b: ls.b, stamp: ls.stamp}
 	}
 }
 
-// listsProfiles marks b's lists when one of the members whose profile
-// changed is listed (R20 makes a rename a change). Lock held.
-func (e *Engine) listsProfiles(b *board, changed map[string]struct{}) {
+// mark marks the lists for a read; seq is the change behind it (stamp).
+func (ls *lists) mark(seq int64) {
+	ls.touch(seq)
+	if len(ls.byKey) > 0 && !ls.marked {
+		ls.marked = true
+		ls.b.kick()
+	}
+}
+
+// changed marks the lists: any change may move a listed member's rank (an
+// unlisted member can overtake a listed one).
+func (ls *lists) changed(c rank.Change) { ls.mark(c.Seq) }
+func (ls *lists) markAll(seq int64)     { ls.mark(seq) }
+func (ls *lists) dirty() bool           { return ls.marked }
+
+// profiles marks the lists when one of the members whose profile changed is
+// listed (R20 makes a rename a change).
+func (ls *lists) profiles(changed map[string]struct{}) {
 	for m := range changed {
-		if b.ml.watching(m) > 0 {
-			e.markLists(b)
+		if ls.watching(m) > 0 {
+			ls.mark(ls.b.unseq())
 			return
 		}
 	}
 }
 
-// openList opens (or closes) o's members slot of board for s.
-func (e *Engine) openList(o *Outbox, s *sub, board string, on bool) {
-	if on {
-		s.mlGen = o.open(listSlot(board))
-	} else {
-		o.close(listSlot(board))
+func (ls *lists) each(fn func(*subscribers)) {
+	for _, l := range ls.byKey {
+		fn(l.watchers)
 	}
 }
 
-// subscribeList registers o's list on b and gives it its first frame: the
-// list's current one when it is fresh, else j reads it. Lock held.
-func (e *Engine) subscribeList(b *board, o *Outbox, s *sub, ids []string, j *job, out []delivery) []delivery {
-	key, sorted := listKey(ids)
-	ml := &b.ml
-	if ml.lists == nil {
-		ml.lists = make(map[string]*memberList)
-		ml.pos = make(map[string]int32)
-	}
-	l := ml.lists[key]
-	if l == nil {
-		l = &memberList{key: key, ids: sorted, pos: make([]int32, len(sorted)), watchers: newSubscribers()}
-		ml.lists[key] = l
-		for i, id := range sorted {
-			l.pos[i] = ml.add(id)
-		}
-	}
-	l.watchers.set(o, s.mlGen)
-	s.ml = l
-	if r := l.res; r != nil && !ml.dirty && r.seq >= o.floor(listSlot(b.id)) {
-		return append(out, delivery{listSlot(b.id), r.seq, r.bytes, []target{{o, s.mlGen}}, time.Time{}})
-	}
-	// The list alone, read in the order of its ids.
-	own := make([]int32, len(l.ids))
-	for i := range own {
-		own[i] = int32(i)
-	}
-	j.ml = &listsJob{ids: l.ids, lists: []*memberList{l}, pos: [][]int32{own}, prev: []*listResult{l.res}}
-	return out
+// listPass is the members part of a job: the ids to read (by position; ""
+// is skipped) and the lists to cut from them, each with its ids'
+// positions.
+type listPass struct {
+	ls     *lists
+	ids    []string
+	lists  []*memberList
+	pos    [][]int32
+	prev   []*listResult // each list's res when the job started
+	next   []*listResult // set when the read succeeded
+	period int64
+	seq    int64
+	ts     int64
 }
 
-// ownList is a Subscribe's own first members frame, after j ran: the list's
-// newest if it is not older than what o already had, else j's. Lock held.
-func (e *Engine) ownList(j *job, o *Outbox, s *sub, out []delivery) []delivery {
-	if j.ml == nil || j.ml.next == nil || s.ml == nil {
-		return out
-	}
-	k := listSlot(j.b.id)
-	r := s.ml.res
-	if r == nil || r.seq < o.floor(k) {
-		r = j.ml.next[0]
-	}
-	return append(out, delivery{k, r.seq, r.bytes, []target{{o, s.mlGen}}, time.Time{}})
-}
-
-// dropList removes o from its list on b, and the list when nobody watches
-// it any more. Lock held.
-func (e *Engine) dropList(b *board, o *Outbox, s *sub) {
-	l := s.ml
-	if l == nil {
-		return
-	}
-	l.watchers.del(o)
-	if l.watchers.len() > 0 {
-		return
-	}
-	l.removed = true
-	delete(b.ml.lists, l.key)
-	for _, p := range l.pos {
-		b.ml.release(p)
-	}
-	if len(b.ml.lists) == 0 {
-		b.ml = memberLists{}
-	}
-}
-
-// snapshot takes the lists' dirty mark into a job of the whole union, or
-// returns nil. Lock held.
-func (ml *memberLists) snapshot() *listsJob {
-	if !ml.dirty || len(ml.lists) == 0 {
+// snapshot takes the lists' dirty mark into a read of the whole union,
+// paid from the node's list credit (Config.ListBudget): while the credit
+// is spent, the lists stay marked for a later point.
+func (ls *lists) snapshot(*job) pass {
+	e := ls.b.e
+	if !ls.marked || len(ls.byKey) == 0 || (e.listBudget > 0 && e.listCredit <= 0) {
 		return nil
 	}
-	ml.dirty = false
+	ls.marked = false
+	if e.listBudget > 0 {
+		e.listCredit -= len(ls.pos)
+	}
 	// A copy: positions freed and reused while the job reads must not
 	// change what its lists' positions mean.
-	j := &listsJob{ids: slices.Clone(ml.ids)}
-	for _, l := range ml.lists {
-		j.lists = append(j.lists, l)
-		j.pos = append(j.pos, l.pos)
-		j.prev = append(j.prev, l.res)
+	p := &listPass{ls: ls, ids: slices.Clone(ls.ids)}
+	for _, l := range ls.byKey {
+		p.lists = append(p.lists, l)
+		p.pos = append(p.pos, l.pos)
+		p.prev = append(p.prev, l.res)
 	}
-	return j
+	return p
 }
 
-// readLists reads j's ids (in chunks of listChunk) and cuts each list's
-// result, encoding those that changed. No lock held. It returns the read's
-// error; failed is an earlier failure of the job (the config read) that
-// stands for it.
-func (e *Engine) readLists(ctx context.Context, j *job, failed error) error {
-	lj := j.ml
-	if lj == nil {
-		return nil
+// read reads the union (in chunks of listChunk) and cuts each list's
+// result, encoding those that changed.
+func (p *listPass) read(ctx context.Context, j *job) error {
+	e := j.e
+	hits, hitPos, total, decimals, err := p.readUnion(ctx, j)
+	if err != nil {
+		return err
 	}
-	if failed != nil {
-		return failed
+	e.decorate(ctx, hits)
+	// Hits in rank order (shared ranks: by id), so each list's entries
+	// are in rank order when its hit indices are.
+	order := make([]int32, len(hits))
+	for i := range order {
+		order[i] = int32(i)
 	}
-	ask := make([]string, 0, len(lj.ids))
-	at := make([]int32, 0, len(lj.ids)) // position of each asked id
-	for p, id := range lj.ids {
+	slices.SortFunc(order, func(x, y int32) int {
+		return cmp.Or(cmp.Compare(hits[x].Rank, hits[y].Rank), strings.Compare(hits[x].Member, hits[y].Member))
+	})
+	hitAt := make([]int32, len(p.ids)) // position → 1 + its place in order; 0: not found
+	for k, h := range order {
+		hitAt[hitPos[h]] = int32(k) + 1
+	}
+	// Lists overlap: each entry is encoded once per read, and each frame
+	// is those encodings put together.
+	enc := make([][]byte, len(hits))
+	var idx []int32
+	p.ts = e.now().UnixMilli()
+	next := make([]*listResult, len(p.lists))
+	for i := range p.lists {
+		idx = idx[:0]
+		for _, q := range p.pos[i] {
+			if k := hitAt[q]; k > 0 {
+				idx = append(idx, k-1)
+			}
+		}
+		slices.Sort(idx)
+		r := &listResult{frame: frame{seq: p.seq}, entries: make([]rank.Entry, len(idx)), total: total, decimals: decimals}
+		for n, k := range idx {
+			r.entries[n] = hits[order[k]]
+		}
+		if prev := p.prev[i]; prev == nil || !slices.Equal(prev.entries, r.entries) {
+			r.bytes = e.appendMembers(j.b.id, r, p.ts, func(n int) []byte {
+				k := idx[n]
+				if enc[k] == nil {
+					enc[k], _ = json.Marshal(proto.Entry(r.entries[n]))
+				}
+				return enc[k]
+			})
+		}
+		next[i] = r
+	}
+	p.next = next
+	return nil
+}
+
+// readUnion reads the union's ids, whole-board ranks (§11), and returns
+// the found members' entries with their positions.
+func (p *listPass) readUnion(ctx context.Context, j *job) (hits []rank.Entry, hitPos []int32, total int64, decimals int, err error) {
+	ask := make([]string, 0, len(p.ids))
+	at := make([]int32, 0, len(p.ids)) // position of each asked id
+	for q, id := range p.ids {
 		if id != "" {
 			ask = append(ask, id)
-			at = append(at, int32(p))
+			at = append(at, int32(q))
 		}
 	}
-	var hits []rank.Entry // the found members' entries
-	var hitPos []int32    // and their positions
-	var total int64
-	decimals := 0
 	for lo := 0; lo < len(ask); lo += listChunk {
 		hi := min(lo+listChunk, len(ask))
-		r, err := e.readRanks(ctx, j.b.id, j.final.sel, ask[lo:hi], rank.BoardRanks) // whole-board ranks (§11)
+		r, err := j.e.readRanks(ctx, j.b.id, j.final.sel, ask[lo:hi], rank.BoardRanks)
 		if err != nil {
-			return err
+			return nil, nil, 0, 0, err
 		}
 		for i, mr := range r.Members {
 			if !mr.Found {
@@ -342,101 +442,41 @@ func (e *Engine) readLists(ctx context.Context, j *job, failed error) error {
 				}
 			}
 		}
-		if r.Seq >= lj.seq {
-			lj.seq, total, lj.period, decimals = r.Seq, r.Total, r.Period, r.Decimals
+		if r.Seq >= p.seq {
+			p.seq, total, p.period, decimals = r.Seq, r.Total, r.Period, r.Decimals
 		}
 	}
-	e.decorate(ctx, hits)
-	// Hits in rank order (shared ranks: by id), so each list's entries
-	// are in rank order when its hit indices are.
-	order := make([]int32, len(hits))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(x, y int32) int {
-		return cmp.Or(cmp.Compare(hits[x].Rank, hits[y].Rank), strings.Compare(hits[x].Member, hits[y].Member))
-	})
-	hitAt := make([]int32, len(lj.ids)) // position → 1 + its place in order; 0: not found
-	for k, h := range order {
-		hitAt[hitPos[h]] = int32(k) + 1
-	}
-	// Lists overlap: each entry is encoded once per read, and each frame
-	// is those encodings put together.
-	enc := make([][]byte, len(hits))
-	var idx []int32
-	ts := e.now().UnixMilli()
-	lj.next = make([]*listResult, len(lj.lists))
-	for i := range lj.lists {
-		idx = idx[:0]
-		for _, p := range lj.pos[i] {
-			if k := hitAt[p]; k > 0 {
-				idx = append(idx, k-1)
-			}
-		}
-		slices.Sort(idx)
-		next := &listResult{entries: make([]rank.Entry, len(idx)), total: total, seq: lj.seq, decimals: decimals}
-		for n, k := range idx {
-			next.entries[n] = hits[order[k]]
-		}
-		if p := lj.prev[i]; j.sub || p == nil || !slices.Equal(p.entries, next.entries) {
-			next.bytes = e.appendMembers(j.b.id, next, ts, func(n int) []byte {
-				k := idx[n]
-				if enc[k] == nil {
-					enc[k], _ = json.Marshal(proto.Entry(next.entries[n]))
-				}
-				return enc[k]
-			})
-		}
-		lj.next[i] = next
-	}
-	return nil
+	return hits, hitPos, total, decimals, nil
 }
 
-// installLists makes j's list results current where they are newer and
+// install makes the pass's list results current where they are newer and
 // different, and appends their deliveries. A frame is due when a listed
 // member's rank, score, name or meta changed: the total alone does not
-// make one. Lock held.
-func (e *Engine) installLists(b *board, j *job, out []delivery) []delivery {
-	lj := j.ml
-	if lj == nil {
+// make one.
+func (p *listPass) install(j *job, out []delivery) []delivery {
+	ls, b := p.ls, j.b
+	if p.next == nil {
+		ls.mark(0) // the read failed: again next tick
 		return out
 	}
-	if lj.next == nil {
-		e.markLists(b) // the read failed: again next tick
-		return out
+	b.saw(p.seq)
+	if j.stale(p.period) {
+		ls.mark(0) // the store has not rolled over yet: read again
+	} else {
+		ls.read = max(ls.read, p.seq)
 	}
-	b.seenSeq = max(b.seenSeq, lj.seq)
-	if b.cfgOK && !j.final.is && lj.period < b.period {
-		e.markLists(b) // the store has not rolled over yet: read again
-	}
-	k := listSlot(b.id)
-	for i, l := range lj.lists {
-		next := lj.next[i]
+	k := slotKey{b.id, listSlot}
+	for i, l := range p.lists {
+		next := p.next[i]
 		if l.removed {
 			continue
 		}
-		if cur := l.res; cur != nil && (cur.seq > next.seq || slices.Equal(cur.entries, next.entries)) {
-			// Nothing newer; a frame a Subscribe installed still goes to
-			// the others, now that the schedule has come round.
-			if !j.sub && l.unsent {
-				l.unsent = false
-				out = append(out, delivery{k, cur.seq, cur.bytes, l.watchers.targets(), j.at})
-			}
-			continue
+		var ok bool
+		out, ok = l.watchers.settle(out, k, j.at, l.frame(), &next.frame,
+			l.res != nil && slices.Equal(l.res.entries, next.entries), func() { next.bytes = j.e.encodeMembers(b.id, next, p.ts) })
+		if ok {
+			l.res = next
 		}
-		if next.bytes == nil {
-			next.bytes = e.encodeMembers(b.id, next, e.now().UnixMilli())
-		}
-		l.res = next
-		if j.sub {
-			// Off the schedule: see job.sub.
-			if l.unsent = !onlyWatcher(l.watchers, j.o); l.unsent {
-				e.markLists(b)
-			}
-			continue
-		}
-		l.unsent = false
-		out = append(out, delivery{k, next.seq, next.bytes, l.watchers.targets(), j.at})
 	}
 	return out
 }

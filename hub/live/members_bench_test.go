@@ -76,7 +76,7 @@ func BenchmarkMembersFanout(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			union := len(e.boards["g"].ml.pos)
+			union := len(kindOf[*lists](e.boards["g"]).pos)
 
 			var cpu, wall time.Duration
 			var redisCPU float64

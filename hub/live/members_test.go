@@ -21,6 +21,7 @@ func (h *harness) subscribeSpec(r *reader, sp Spec) {
 	if err := h.e.SubscribeSpec(context.Background(), r.o, sp); err != nil {
 		h.t.Fatal(err)
 	}
+	firstFrames(r.o)
 }
 
 // applyMeta applies a delta carrying m and tells the engine.
@@ -159,9 +160,9 @@ func TestMembersReplace(t *testing.T) {
 			t.Fatalf("top %+v and members %v, want both", top.Entries, listed(m))
 		}
 		h.e.Unsubscribe(both.o, "g")
-		b := h.e.boards["g"]
-		if len(b.ml.lists) != 1 || b.ml.watching("a") != 0 || b.ml.watching("b") != 1 {
-			t.Fatalf("g's lists after the replacement: %d lists, union %v", len(b.ml.lists), b.ml.ids)
+		ls := kindOf[*lists](h.e.boards["g"])
+		if len(ls.byKey) != 1 || ls.watching("a") != 0 || ls.watching("b") != 1 {
+			t.Fatalf("g's lists after the replacement: %d lists, union %v", len(ls.byKey), ls.ids)
 		}
 	})
 }
@@ -186,9 +187,9 @@ func TestMembersBadRequest(t *testing.T) {
 		if err := h.e.SubscribeSpec(context.Background(), r.o, Spec{Board: "g", Members: []string{"a", "no spaces"}}); !errors.Is(err, rank.ErrInvalidMember) {
 			t.Fatalf("an invalid id: %v, want invalid_member", err)
 		}
-		b := h.e.boards["g"]
-		if len(b.ml.lists) != 1 || b.ml.watching("a") != 1 {
-			t.Fatalf("a refused subscribe changed the lists: %v", b.ml.ids)
+		ls := kindOf[*lists](h.e.boards["g"])
+		if len(ls.byKey) != 1 || ls.watching("a") != 1 {
+			t.Fatalf("a refused subscribe changed the lists: %v", ls.ids)
 		}
 	})
 }
@@ -359,11 +360,11 @@ func TestMembersEncoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []*listResult{
-		{entries: []rank.Entry{}, total: 0, seq: 1},
+		{entries: []rank.Entry{}, total: 0, frame: frame{seq: 1}},
 		{entries: []rank.Entry{
 			{Rank: 1, Member: "a", Score: 120, Name: "<Ann & \"co\">", Avatar: "https://a.example/x.png", Country: "FR", Meta: `{"replay":"https://r.example/a?x=1&y=<2>"}`},
 			{Rank: 7, Member: "b", Score: -5},
-		}, total: 12, seq: 99, decimals: 3},
+		}, total: 12, frame: frame{seq: 99}, decimals: 3},
 	} {
 		got := e.appendMembers("g.1", r, 1234, func(n int) []byte {
 			b, _ := json.Marshal(proto.Entry(r.entries[n]))

@@ -6,11 +6,22 @@ import (
 )
 
 // slotKey names one subscription's frame stream on a connection: a board's
-// top frames or its view frames.
+// top, view or members frames.
 type slotKey struct {
 	board string
-	view  bool
+	kind  slotKind
 }
+
+// slotKind is which of a board's frame streams a slot holds, in the order
+// Take returns them.
+type slotKind uint8
+
+const (
+	topSlot slotKind = iota // top frames: the board's or a group's (standings.go)
+	viewSlot
+	listSlot
+	slotKinds = iota
+)
 
 // slot is the one-frame holder of a key. A newer frame replaces an
 // undelivered one; nothing ever queues behind it.
@@ -255,6 +266,13 @@ func (o *Outbox) close(k slotKey) {
 	}
 }
 
+// closeBoard forgets every slot of board.
+func (o *Outbox) closeBoard(board string) {
+	for k := range slotKinds {
+		o.close(slotKey{board, slotKind(k)})
+	}
+}
+
 // floor is the seq of the last frame taken for k (0 when none), so a
 // subscriber is never handed a cached frame older than what it already has.
 func (o *Outbox) floor(k slotKey) int64 {
@@ -275,18 +293,14 @@ func (o *Outbox) floor(k slotKey) int64 {
 // the next point's frame is due when it arrives.
 func (o *Outbox) offerAt(k slotKey, gen uint64, seq int64, frame []byte, at time.Time) bool {
 	o.mu.Lock()
-	s := o.last
-	if s == nil || s.key != k {
-		s = o.slots[k]
-		o.last = s
-	}
-	if s == nil || s.gen != gen || seq < s.sentSeq || (s.frame != nil && seq < s.seq) {
+	s := o.accepting(k, gen, seq)
+	if s == nil {
 		o.mu.Unlock()
 		return false
 	}
 	if s.frame != nil {
 		if len(s.frame) == len(frame) && len(frame) > 0 && &s.frame[0] == &frame[0] {
-			o.mu.Unlock() // the very same frame again (a subscriber's own read)
+			o.mu.Unlock() // the very same frame again
 			return true
 		}
 		o.coalesced++
@@ -324,6 +338,21 @@ func (o *Outbox) offerAt(k slotKey, gen uint64, seq int64, frame []byte, at time
 		}
 	}
 	return true
+}
+
+// accepting is the slot of k when it takes a frame of seq for subscription
+// gen; nil when the frame is another subscription's, or older than what
+// the slot holds or has sent. Lock held.
+func (o *Outbox) accepting(k slotKey, gen uint64, seq int64) *slot {
+	s := o.last
+	if s == nil || s.key != k {
+		s = o.slots[k]
+		o.last = s
+	}
+	if s == nil || s.gen != gen || seq < s.sentSeq || (s.frame != nil && seq < s.seq) {
+		return nil
+	}
+	return s
 }
 
 // alone reports whether no slot but s holds a frame. Lock held.
@@ -379,6 +408,7 @@ type target struct {
 type subscribers struct {
 	m    map[*Outbox]uint64
 	list []target // nil after a change; never modified once built
+	owed []owing  // owed the key's next read (subscribers.join)
 }
 
 func newSubscribers() *subscribers { return &subscribers{m: make(map[*Outbox]uint64)} }

@@ -28,7 +28,7 @@ func TestOutboxThrottle(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				o := NewOutbox(tc.interval, nil)
-				k := slotKey{"b", false}
+				k := slotKey{"b", topSlot}
 				gen := o.open(k)
 				type got struct {
 					at  time.Time
@@ -93,7 +93,7 @@ func TestOutboxThrottle(t *testing.T) {
 func TestOutboxOffer(t *testing.T) {
 	t.Parallel()
 	start := time.Unix(1000, 0)
-	top, vw := slotKey{"b", false}, slotKey{"b", true}
+	top, vw := slotKey{"b", topSlot}, slotKey{"b", viewSlot}
 	o := NewOutbox(100*time.Millisecond, nil)
 	g1 := o.open(top)
 	gv := o.open(vw)
@@ -107,7 +107,7 @@ func TestOutboxOffer(t *testing.T) {
 	if o.offer(top, g1+100, 6, []byte("x")) {
 		t.Error("a frame of another subscription generation was accepted")
 	}
-	if o.offer(slotKey{"other", false}, g1, 6, []byte("x")) {
+	if o.offer(slotKey{"other", topSlot}, g1, 6, []byte("x")) {
 		t.Error("a frame for a key never opened was accepted")
 	}
 	select {
@@ -147,6 +147,13 @@ func TestOutboxOffer(t *testing.T) {
 		t.Error("a seq below the last one sent was accepted")
 	}
 
+	offerReopened(t, o, g1, start)
+}
+
+// offerReopened is TestOutboxOffer's re-subscription of top (generation
+// g1, its last frame t9 taken at start+130ms) and the closes.
+func offerReopened(t *testing.T, o *Outbox, g1 uint64, start time.Time) {
+	top, vw := slotKey{"b", topSlot}, slotKey{"b", viewSlot}
 	// Re-subscribing keeps the seq floor and the throttle, drops pending;
 	// its own first frame goes at once and does not count.
 	o.offer(top, g1, 10, []byte("t10"))
@@ -189,7 +196,7 @@ func TestOutboxQuietOffer(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1000, 0)
 	o := NewOutbox(100*time.Millisecond, func() time.Time { return now })
-	top, vw := slotKey{"b", false}, slotKey{"b", true}
+	top, vw := slotKey{"b", topSlot}, slotKey{"b", viewSlot}
 	gt, gv := o.open(top), o.open(vw)
 	ready := func() bool {
 		select {

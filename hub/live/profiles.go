@@ -2,7 +2,6 @@ package live
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/wsgateway/wsgateway/rank"
@@ -57,34 +56,14 @@ func (e *Engine) ProfilesChanged(members []string) {
 	for _, m := range members {
 		set[m] = struct{}{}
 	}
-	shows := func(es []rank.Entry) bool {
-		return slices.ContainsFunc(es, func(x rank.Entry) bool { _, ok := set[x.Member]; return ok })
-	}
 	e.mu.Lock()
 	for _, b := range e.boards {
-		if b.inflight > 0 {
-			b.profGen++
+		if b.reading {
+			b.profStale = true
 		}
-		for _, f := range b.frames {
-			if f != nil && shows(f.entries) {
-				e.markTop(b)
-				break
-			}
+		for _, k := range b.kinds {
+			k.profiles(set)
 		}
-		for _, ct := range b.cohorts {
-			for _, f := range ct.frames {
-				if f != nil && shows(f.entries) {
-					e.markCohort(b, ct)
-					break
-				}
-			}
-		}
-		for _, v := range b.views {
-			if v.res != nil && shows(v.res.mr.Around) {
-				e.markView(b, v)
-			}
-		}
-		e.listsProfiles(b, set)
 	}
 	e.unlock()
 }

@@ -15,11 +15,9 @@ import "time"
 // is shown within one interval plus the read's own time. A board read off
 // its schedule would hand some subscribers a frame they take at once,
 // moving their phase away from the board's points; the next points' frames
-// would then wait in their outboxes for up to another interval (measured
-// last: 191–198 ms against a 150 ms bound with reads of a busy board every
-// 1.00–1.05 intervals, when reads followed the changes). So the only reads
-// off the schedule are a Subscribe's own, whose frames go to that
-// subscriber alone (job.sub).
+// would then wait in their outboxes for up to another interval. So every
+// read is on the schedule: a Subscribe reads nothing, it gets the frames
+// the board holds, or waits for the next point's (kind.go).
 //
 // A board read late, more than a twentieth of an interval after its point
 // (a quiet board's first change, or a tick held up by a loaded machine),

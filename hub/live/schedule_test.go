@@ -101,12 +101,13 @@ func TestReadSchedule(t *testing.T) {
 	})
 }
 
-// TestSubscribeReadOffSchedule: a Subscribe reads the board when its frames
-// are stale, off the board's schedule. That read's frame goes to the new
-// subscriber alone: a subscriber that was due (its top-2 had not changed
-// for a while) gets it on the board's next point, not at once, so its
-// phase stays the board's (which is what keeps R7's bound, schedule.go).
-func TestSubscribeReadOffSchedule(t *testing.T) {
+// TestSubscribeKeepsPhase: a Subscribe to a board whose frames are stale
+// reads nothing off the board's schedule: the new subscriber gets the held
+// frame, and the board's next point brings what changed to every
+// subscriber. A subscriber that was due (its top-2 had not changed for a
+// while) gets it on that point, so its phase stays the board's (which is
+// what keeps R7's bound, schedule.go).
+func TestSubscribeKeepsPhase(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{Refresh: -1}, nil)
@@ -131,7 +132,7 @@ func TestSubscribeReadOffSchedule(t *testing.T) {
 			time.Sleep(7 * time.Millisecond)
 		}
 		// Half-way between two points: the leader changes and a new top-2
-		// subscriber arrives, whose Subscribe reads the board at once.
+		// subscriber arrives.
 		wide.mu.Lock()
 		lastWide := wide.at[len(wide.at)-1]
 		wide.mu.Unlock()
@@ -154,7 +155,7 @@ func TestSubscribeReadOffSchedule(t *testing.T) {
 		board := phaseOf(lastWide)
 		for i := 1; i < len(narrow.at); i++ {
 			if ph := phaseOf(narrow.at[i]); ph != board {
-				t.Errorf("top-2 subscriber: frame %d at phase %v, the board's reads at %v (moved by a Subscribe's read)", i, ph, board)
+				t.Errorf("top-2 subscriber: frame %d at phase %v, the board's reads at %v (moved by a Subscribe)", i, ph, board)
 			}
 		}
 		if len(narrow.at) < 5 {

@@ -3,8 +3,6 @@ package live
 import (
 	"context"
 	"fmt"
-	"slices"
-	"time"
 
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -15,191 +13,185 @@ const (
 	MaxAround = rank.MaxAround
 )
 
-// Subscribe subscribes o to board: top frames of the first top entries
-// (0: none) and view frames of member with around neighbours (0: none),
-// replacing o's previous subscription to board. The first frames are put in
-// o at once (R7), from the board's current frames when they are fresh, else
-// from a store read.
-//
-// Any error (an invalid argument, an unknown board, a failed first read)
-// leaves o with no subscription to board at all, the previous one included.
-func (e *Engine) Subscribe(ctx context.Context, o *Outbox, board string, top int, member string, around int) error {
-	return e.SubscribeSpec(ctx, o, Spec{Board: board, Top: top, Member: member, Around: around})
+// Spec is one subscribe's ask (docs/protocol.md §4, §11, §12, §15).
+type Spec struct {
+	Board string
+	// Top: top frames of the first Top entries; 0: none.
+	Top int
+	// Member and Around: view frames of Member with Around neighbours; 0:
+	// none.
+	Member string
+	Around int
+	// Members: members frames of these ids (1..MaxMembers); nil: none.
+	Members []string
+	// Meta: top and view frames carry their entries' meta.
+	Meta bool
+	// Group, when its Kind is set, fills the top slot with that group's
+	// standings instead of the board's (Cohort, §12).
+	Group Group
+	// Owner is the member whose Members count toward its bound on this
+	// node (Config.MaxListIDs); "": none (servers, anonymous spectators).
+	Owner string
+	// Resume: the connection resumes the client's subscription, whose
+	// greatest seq of the board was Since (§15): a frame that shows what
+	// the client had at Since is not sent again (stamp.unchanged).
+	Resume bool
+	Since  int64
 }
 
-// SubscribeSpec is Subscribe with every option of a subscribe (members.go).
-func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
-	board, top, member, around := sp.Board, sp.Top, sp.Member, sp.Around
-	if err := checkMembers(board, sp.Members); err != nil {
+// Group names one group of a board's members: a Kind of grouping (Cohort)
+// and the group's id within the board.
+type Group struct{ Kind, ID string }
+
+// check validates what of sp needs no board config.
+func (sp *Spec) check() error {
+	if err := checkMembers(sp.Board, sp.Members); err != nil {
 		return err
 	}
 	switch {
-	case !rank.ValidBoardID(board):
-		return fmt.Errorf("live: subscribe %q: %w", board, rank.ErrInvalidBoard)
-	case top < 0 || top > MaxTop:
-		return fmt.Errorf("live: subscribe %s: %w: top %d is not within 0..%d", board, rank.ErrBadRequest, top, MaxTop)
-	case around < 0 || around > MaxAround:
-		return fmt.Errorf("live: subscribe %s: %w: around %d is not within 0..%d", board, rank.ErrBadRequest, around, MaxAround)
-	case around > 0 && !rank.ValidMemberID(member):
-		return fmt.Errorf("live: subscribe %s: %w", board, rank.ErrInvalidMember)
+	case !rank.ValidBoardID(sp.Board):
+		return fmt.Errorf("live: subscribe %q: %w", sp.Board, rank.ErrInvalidBoard)
+	case sp.Top < 0 || sp.Top > MaxTop:
+		return fmt.Errorf("live: subscribe %s: %w: top %d is not within 0..%d", sp.Board, rank.ErrBadRequest, sp.Top, MaxTop)
+	case sp.Around < 0 || sp.Around > MaxAround:
+		return fmt.Errorf("live: subscribe %s: %w: around %d is not within 0..%d", sp.Board, rank.ErrBadRequest, sp.Around, MaxAround)
+	case sp.Around > 0 && !rank.ValidMemberID(sp.Member):
+		return fmt.Errorf("live: subscribe %s: %w", sp.Board, rank.ErrInvalidMember)
+	case sp.Group.Kind != "" && sp.Group.ID == "":
+		return fmt.Errorf("live: subscribe %s: %w: %s: an empty id", sp.Board, rank.ErrBadRequest, sp.Group.Kind)
+	case sp.Since < 0:
+		return fmt.Errorf("live: subscribe %s: %w: since %d", sp.Board, rank.ErrBadRequest, sp.Since)
 	}
-	if top == 0 && around == 0 && len(sp.Members) == 0 {
-		e.Unsubscribe(o, board)
+	return nil
+}
+
+// SubscribeSpec subscribes o to sp.Board as sp asks, replacing o's previous
+// subscription to the board. The frames this node holds go in o at once
+// (R7), and cost no store read (R33); a frame it does not hold yet comes
+// from the board's next read, which every subscriber arriving before it
+// shares. The board frame (R19) goes first.
+//
+// An invalid Spec, an unknown board or a failed config read changes
+// nothing: o keeps its previous subscription to the board, if any.
+func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
+	if err := sp.check(); err != nil {
+		return err
+	}
+	if sp.Top == 0 && sp.Around == 0 && len(sp.Members) == 0 {
+		e.Unsubscribe(o, sp.Board)
 		return nil
 	}
-	var cfg rank.Board
-	e.mu.Lock()
-	b := e.boards[board]
-	haveCfg := b != nil && b.cfgOK
-	if haveCfg {
-		cfg = b.cfg
+	src := e.source(sp.Group.Kind)
+	if src == nil {
+		return fmt.Errorf("live: subscribe %s: %w: no groups of kind %q", sp.Board, rank.ErrBadRequest, sp.Group.Kind)
 	}
-	e.mu.Unlock()
-	if !haveCfg {
-		// The config gives the order, needed to place view windows; it also
-		// turns an unknown board into an error before anything is kept.
-		c, err := e.getBoard(ctx, board)
-		if err != nil {
-			return fmt.Errorf("live: subscribe: %w", err)
-		}
-		cfg = c
+	cfg, err := e.config(ctx, sp.Board)
+	if err != nil {
+		return fmt.Errorf("live: subscribe: %w", err)
 	}
-	cohort := sp.Cohort
-	if cohort != "" {
-		// Refused before anything is sent (a board frame) or read.
-		if _, _, err := cfg.ParseCohortID(cohort); err != nil {
-			return fmt.Errorf("live: subscribe %s: %w", board, err)
+	if sp.Group.Kind != "" {
+		if err := src.check(cfg, sp.Group.ID); err != nil {
+			return fmt.Errorf("live: subscribe %s: %w", sp.Board, err)
 		}
 	}
-
 	sn, _ := e.storeNow(ctx)
-	tk, vk := slotKey{board, false}, slotKey{board, true}
-	top = topKey(top, sp.Meta)
-	s := &sub{top: top, cohort: cohort}
-	e.openList(o, s, board, len(sp.Members) > 0)
-	if top > 0 {
-		s.topGen = o.open(tk)
-	} else {
-		o.close(tk)
-	}
-	if around > 0 {
-		s.viewGen = o.open(vk)
-	} else {
-		o.close(vk)
-	}
-
 	now := e.now()
 	e.mu.Lock()
-	b = e.boards[board]
+	b := e.boards[sp.Board]
 	if b == nil {
-		b = newBoard(board)
+		b = e.newBoard(sp.Board)
 	}
-	if !b.cfgOK && cfg.ID != "" {
+	if err := e.admit(o, b, &sp); err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	if !b.cfgOK {
 		b.setCfg(cfg, now)
 	}
 	e.unregister(o, b)
 	e.addBoard(b) // new, or unregister dropped it as left empty
+	s := e.register(o, b)
+	b.tell(o, sn)
+	st := &start{o: o, board: b.id, last: b.lastSeq, resume: sp.Resume, since: sp.Since}
+	for i, k := range b.kinds {
+		s.parts[i] = k.join(&sp, st)
+	}
+	for k, gen := range st.opened {
+		if gen == 0 {
+			o.close(slotKey{b.id, slotKind(k)})
+		}
+	}
+	countFrames(b, st.out)
+	e.unlock()
+	deliver(st.out)
+	return nil
+}
+
+// An admitter is a kind that may refuse a subscription for what it holds
+// (a bound), asked before anything changes. old is the connection's
+// current part of the kind on the board (nil: none), which the
+// subscription would replace. Lock held.
+type admitter interface {
+	admit(sp *Spec, old part) error
+}
+
+// admit asks b's kinds whether o may subscribe as sp asks. Lock held.
+func (e *Engine) admit(o *Outbox, b *board, sp *Spec) error {
+	cur := e.conns[o][b.id]
+	for i, k := range b.kinds {
+		if a, ok := k.(admitter); ok {
+			var old part
+			if cur != nil {
+				old = cur.parts[i]
+			}
+			if err := a.admit(sp, old); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// source is the standings source of Group kind name; nil: none.
+func (e *Engine) source(name string) source {
+	for _, src := range e.sources {
+		if src.name() == name {
+			return src
+		}
+	}
+	return nil
+}
+
+// config is board's config: the one held, else read.
+func (e *Engine) config(ctx context.Context, board string) (rank.Board, error) {
+	e.mu.Lock()
+	b := e.boards[board]
+	if b != nil && b.cfgOK {
+		cfg := b.cfg
+		e.mu.Unlock()
+		return cfg, nil
+	}
+	e.mu.Unlock()
+	// The config gives the order, needed to place view windows; it also
+	// turns an unknown board into an error before anything is kept.
+	return e.getBoard(ctx, board)
+}
+
+// sub is one connection's subscription to one board: its part of each of
+// the board's kinds (nil: it asked nothing of it).
+type sub struct{ parts []part }
+
+// register records o's new subscription to b. Lock held.
+func (e *Engine) register(o *Outbox, b *board) *sub {
 	subs := e.conns[o]
 	if subs == nil {
 		subs = make(map[string]*sub)
 		e.conns[o] = subs
 	}
-	subs[board] = s
-	if b.cfgOK {
-		// R19: the board frame goes first (Take returns events before
-		// any slot's frame), after `subscribed` (the hub queues that
-		// before it lets its writer take frames).
-		st, period, final, hasFinal := phase(b.cfg, sn)
-		if !b.lc.known {
-			b.lc = lifecycle{known: true, state: st, period: period, final: final, hasFin: hasFinal, cfg: scheduleOf(b.cfg)}
-		}
-		o.event(encodeBoard(b.cfg, st, period, sn, b.told.count()), nil)
-	}
-
-	j := &job{b: b, sub: true, o: o, final: finalOf(b)}
-	var out []delivery
-	if top > 0 && cohort != "" {
-		out = e.subscribeCohort(b, o, s, j, out)
-	} else if top > 0 {
-		n := b.topSubs[top]
-		if n == nil {
-			n = newSubscribers()
-			b.topSubs[top] = n
-		}
-		n.set(o, s.topGen)
-		b.maxN = max(b.maxN, topCount(top))
-		if f := b.frames[top]; f != nil && !b.topDirty && f.seq >= o.floor(tk) {
-			out = append(out, delivery{tk, f.seq, f.bytes, []target{{o, s.topGen}}, time.Time{}})
-		} else {
-			j.topN, j.ns = topCount(top), []int{top}
-			j.prevTop = map[int]*topFrame{top: f}
-		}
-	}
-	if around > 0 {
-		k := viewKey{member, around, sp.Meta}
-		v := b.views[k]
-		if v == nil {
-			e.nextID++
-			v = &view{id: e.nextID, key: k, watchers: newSubscribers()}
-			b.views[k] = v
-			b.byMember[member] = append(b.byMember[member], v)
-			// Not marked dirty: this job reads it, and marks it on failure.
-		}
-		v.watchers.set(o, s.viewGen)
-		s.v = v
-		if r := v.res; r != nil && !v.dirty && r.seq >= o.floor(vk) {
-			out = append(out, delivery{vk, r.seq, r.bytes, []target{{o, s.viewGen}}, time.Time{}})
-		} else {
-			j.groups = map[int][]viewJob{around: {{v: v, prev: r}}}
-		}
-	}
-	if len(sp.Members) > 0 {
-		out = e.subscribeList(b, o, s, sp.Members, j, out)
-	}
-	if j.topN > 0 || j.groups != nil || j.ml != nil || j.cohorts != nil {
-		e.startJob(b, j)
-	}
-	e.unlock()
-
-	var err error
-	if j.topN > 0 || j.groups != nil || j.ml != nil || j.cohorts != nil {
-		err = e.runJob(ctx, j)
-		// The subscriber's own first frames: the board's newest if it is not
-		// older than what this connection already had, else this read's.
-		e.mu.Lock()
-		if top > 0 && cohort != "" {
-			out = e.firstCohortFrame(b, o, s, j, out)
-		} else if top > 0 && j.newTop != nil {
-			f := b.frames[top]
-			if f == nil || f.seq < o.floor(tk) {
-				f = j.newTop[top]
-			}
-			if f != nil {
-				out = append(out, delivery{tk, f.seq, f.bytes, []target{{o, s.topGen}}, time.Time{}})
-			}
-		}
-		if around > 0 && len(j.groups[around]) == 1 {
-			vj := j.groups[around][0]
-			r := vj.v.res
-			if r == nil || r.seq < o.floor(vk) {
-				r = vj.next
-			}
-			if r != nil && vj.next != nil {
-				out = append(out, delivery{vk, r.seq, r.bytes, []target{{o, s.viewGen}}, time.Time{}})
-			}
-		}
-		out = e.ownList(j, o, s, out)
-		e.mu.Unlock()
-	}
-	if err != nil {
-		e.Unsubscribe(o, board)
-		return fmt.Errorf("live: subscribe: %w", err)
-	}
-	e.mu.Lock()
-	countFrames(b, out)
-	e.mu.Unlock()
-	deliver(out)
-	return nil
+	s := &sub{parts: make([]part, len(b.kinds))}
+	subs[b.id] = s
+	b.nsubs++
+	return s
 }
 
 // Unsubscribe ends o's subscription to board, pending frames included.
@@ -209,25 +201,23 @@ func (e *Engine) Unsubscribe(o *Outbox, board string) {
 		e.unregister(o, b)
 	}
 	e.mu.Unlock()
-	o.close(slotKey{board, false})
-	o.close(slotKey{board, true})
-	o.close(listSlot(board))
+	o.closeBoard(board)
 }
 
 // Drop forgets every subscription of o (its connection is gone).
 func (e *Engine) Drop(o *Outbox) {
-	var keys []slotKey
+	var ids []string
 	e.mu.Lock()
 	for id := range e.conns[o] {
 		if b := e.boards[id]; b != nil {
 			e.unregister(o, b)
 		}
-		keys = append(keys, slotKey{id, false}, slotKey{id, true}, listSlot(id))
+		ids = append(ids, id)
 	}
 	delete(e.conns, o)
 	e.mu.Unlock()
-	for _, k := range keys {
-		o.close(k)
+	for _, id := range ids {
+		o.closeBoard(id)
 	}
 }
 
@@ -243,38 +233,12 @@ func (e *Engine) unregister(o *Outbox, b *board) {
 	if len(subs) == 0 {
 		delete(e.conns, o)
 	}
-	if s.cohort != "" {
-		e.unregisterCohort(o, b, s)
-	} else if n := b.topSubs[s.top]; n != nil {
-		n.del(o)
-		if n.len() == 0 {
-			delete(b.topSubs, s.top)
-			delete(b.frames, s.top)
-			b.maxN = 0
-			for k := range b.topSubs {
-				b.maxN = max(b.maxN, topCount(k))
-			}
+	for _, p := range s.parts {
+		if p != nil {
+			p.leave(o)
 		}
 	}
-	if v := s.v; v != nil {
-		v.watchers.del(o)
-		if v.watchers.len() == 0 {
-			v.removed = true
-			b.index.remove(v)
-			delete(b.views, v.key)
-			m := slices.DeleteFunc(b.byMember[v.key.member], func(x *view) bool { return x == v })
-			if len(m) == 0 {
-				delete(b.byMember, v.key.member)
-			} else {
-				b.byMember[v.key.member] = m
-			}
-			if len(b.views) == 0 {
-				b.dirty = nil
-			}
-		}
-	}
-	e.dropList(b, o, s)
-	if b.empty() && e.boards[b.id] == b {
+	if b.nsubs--; b.nsubs == 0 && e.boards[b.id] == b {
 		e.dropBoard(b.id)
 	}
 }
