@@ -277,8 +277,10 @@ func TestOtherBoardsNotDelayed(t *testing.T) {
 	if _, err := rank.ApplyWait(t.Context(), e.store, seed); err != nil {
 		t.Fatal(err)
 	}
+	// Apply returns before the hook answers: the call runs on a goroutine
+	// of its own, not the caller's (on Redis, the lane's completer).
 	hung := make(chan struct{})
-	go func() { _, _ = e.apply(t, delta(slow.ID, "c", "cheat", 5000)); close(hung) }()
+	e.s.Apply(t.Context(), delta(slow.ID, "c", "cheat", 5000), func(rank.Result, error) { close(hung) })
 	testenv.Until(t, 5*time.Second, "the hung call arrives", func() bool { return len(h.Calls()) == 1 })
 	for i := range 100 {
 		if _, err := e.apply(t, delta(plain.ID, "p"+string(rune('0'+i%10))+string(rune('a'+i/10)), "ann", 1)); err != nil {
