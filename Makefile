@@ -1,17 +1,21 @@
 # The one test command (README): installs what the suite needs when missing,
-# then runs the whole suite with the race detector.
+# then runs the whole suite with the race detector. scripts/testprogress
+# prints go test's line per package as it ends, every 30 s the packages
+# still running, failed tests' output, and the run's duration (kept in
+# testout/ and quoted at the start of the next run).
 GO ?= go
+GOTEST = $(GO) run ./scripts/testprogress -go=$(GO)
 
 .PHONY: test test-short lint bench bench-fanout bench-engines deps run fuzz screenshots
 
 test: deps
-	$(GO) test -race -count=1 -timeout 25m ./...
+	@$(GOTEST) -last=testout/make-test.last -- -race -count=1 -timeout=25m ./...
 
 # test-short is the edit-test loop: -short skips the end-to-end, browser,
 # cluster, fault and multi-node tests (each calls testenv.Long). CI runs
 # `make test`, which never passes -short.
 test-short:
-	$(GO) test -short ./...
+	@$(GOTEST) -last=testout/make-test-short.last -- -short ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

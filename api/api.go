@@ -27,6 +27,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/internal/clientaddr"
+	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/webhook"
 )
@@ -125,6 +126,9 @@ type Config struct {
 	// WebhookAllowPrivate lets webhook URLs name loopback, private and
 	// link-local targets (--webhook-allow-private).
 	WebhookAllowPrivate bool
+	// WebhookAllowLoopback lets them name loopback targets only (--dev:
+	// webhook.Guard.Loopback).
+	WebhookAllowLoopback bool
 	// EraseBudget bounds how long one DELETE /api/v1/members/{member}
 	// works before it answers 202 with what it did (each store call within
 	// it stays short; the next DELETE goes on). Zero: DefaultEraseBudget.
@@ -246,6 +250,8 @@ func New(d Deps, cfg Config) (*API, error) {
 		CaseSensitive:         true,
 		DisableStartupMessage: true,
 		ErrorHandler:          a.errorHandler,
+		// Messages say <, > and & as they are (proto.Marshal).
+		JSONEncoder: proto.Marshal,
 		// Serve reads bodies itself (readBody, after the token); this one
 		// documents the intent.
 		BodyLimit: int(cfg.MaxBody),

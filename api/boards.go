@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -387,7 +386,7 @@ func (a *API) member(c *fiber.Ctx) error {
 // sendScores answers with v's JSON, its scores written with the board's
 // decimals (hot boards, R22).
 func sendScores(c *fiber.Ctx, v any, decimals int) error {
-	b, err := json.Marshal(v)
+	b, err := proto.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("api: encode: %w", err)
 	}

@@ -25,21 +25,25 @@ func (a *API) eraseRoutes(add func(method, path string, hs ...fiber.Handler)) {
 }
 
 // eraseBody answers an erasure: the boards where something of the member
-// was, the entries and idempotency records removed, and whether the
-// erasure is done.
+// was (an entry, a ban, a name, records), the entries (scores, one per
+// board and period) and idempotency records removed, whether a profile
+// and a ban from every board were, and whether the erasure is done.
 type eraseBody struct {
-	Boards  int   `json:"boards"`
-	Entries int64 `json:"entries"`
-	Records int64 `json:"records"`
-	Done    bool  `json:"done"`
+	Boards    int   `json:"boards"`
+	Entries   int64 `json:"entries"`
+	Records   int64 `json:"records"`
+	Profile   bool  `json:"profile"`
+	GlobalBan bool  `json:"global_ban"`
+	Done      bool  `json:"done"`
 }
 
-// eraseMember answers {"boards","entries","records","done"}: 200 when the
-// member is erased, 202 with done false when Config.EraseBudget ran out
-// first (a busy board's millions of idempotency records): the store kept
-// its place, and the same DELETE again goes on from there, its counts
-// including the earlier ones. A member the store does not know is erased
-// too, with zeros: erasure is idempotent.
+// eraseMember answers {"boards","entries","records","profile",
+// "global_ban","done"}: 200 when the member is erased, 202 with done false
+// when Config.EraseBudget ran out first (a busy board's millions of
+// idempotency records): the store kept its place, and the same DELETE
+// again goes on from there, its counts including the earlier ones. A
+// member the store held nothing of is a 404 not_found (R30), and no
+// webhook hears of it: so is a DELETE repeated after the erasure.
 func (a *API) eraseMember(c *fiber.Ctx) error {
 	m, err := memberParam(c)
 	if err != nil {
@@ -51,7 +55,7 @@ func (a *API) eraseMember(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("api: erase %s: %w", m, err)
 	}
-	body := eraseBody{Boards: len(e.Boards), Entries: e.Entries, Records: e.Records, Done: e.Done}
+	body := eraseBody{Boards: len(e.Boards), Entries: e.Entries, Records: e.Records, Profile: e.Profile, GlobalBan: e.GlobalBan, Done: e.Done}
 	if !e.Done {
 		// Frames re-read what is gone so far; the profile and the event
 		// wait for the end.
@@ -64,8 +68,14 @@ func (a *API) eraseMember(c *fiber.Ctx) error {
 	defer cancel()
 	// A separate profile store (the node's) forgets it too; the store's
 	// own is gone with the rest.
-	if err := a.deps.Profiles.DeleteProfile(ctx, m); err != nil && !errors.Is(err, rank.ErrNoProfile) {
+	switch err := a.deps.Profiles.DeleteProfile(ctx, m); {
+	case err == nil:
+		e.Profile, body.Profile = true, true
+	case !errors.Is(err, rank.ErrNoProfile):
 		return fmt.Errorf("api: erase %s: %w", m, err)
+	}
+	if !e.Found() {
+		return errf(proto.CodeNotFound, "member %s: nothing to erase (no score, record, ban or profile)", m)
 	}
 	a.modActions.WithLabelValues("erase").Inc()
 	a.log.Info("api: moderation", "action", "erase", "sub", principal(c).Member, "done", true, "boards", len(e.Boards), "entries", e.Entries, "records", e.Records)

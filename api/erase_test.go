@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,10 +18,12 @@ import (
 )
 
 // TestEraseMember: DELETE /api/v1/members/{member} erases the member from
-// every board, answers the boards and entries removed, re-reads the boards
-// that changed, tells member.erased, and answers zeros for a member it
-// does not know (our reading: erasure is idempotent). Only an admin with a
-// token for every board may.
+// every board, answers the boards and entries removed and whether a
+// profile and a global ban were, re-reads the boards that changed, tells
+// member.erased; a member the store holds nothing of (never seen, or
+// erased already) is a 404 not_found and tells no webhook, and a member
+// with a profile only is found. Only an admin with a token for every
+// board may.
 func TestEraseMember(t *testing.T) {
 	t.Parallel()
 	forEngines(t, func(t *testing.T, eng engine) {
@@ -58,8 +61,8 @@ func TestEraseMember(t *testing.T) {
 		before := len(e.boardEvents())
 		r := e.do("DELETE", "/api/v1/members/eve", adm, "")
 		r.wantStatus(t, 200)
-		if string(r.body) != `{"boards":2,"entries":2,"records":2,"done":true}` {
-			t.Fatalf("erase answered %s, want boards 2, entries 2, records 2, done", r.body)
+		if string(r.body) != `{"boards":2,"entries":2,"records":2,"profile":true,"global_ban":false,"done":true}` {
+			t.Fatalf("erase answered %s, want boards 2, entries 2, records 2, the profile, done", r.body)
 		}
 		var changed []string
 		for _, be := range e.boardEvents()[before:] {
@@ -84,9 +87,19 @@ func TestEraseMember(t *testing.T) {
 			t.Fatalf("old id after the erasure: %+v", acks)
 		}
 
-		e.do("DELETE", "/api/v1/members/nobody", adm, "").wantStatus(t, 200)
-		if r := e.do("DELETE", "/api/v1/members/nobody", adm, ""); string(r.body) != `{"boards":0,"entries":0,"records":0,"done":true}` {
-			t.Fatalf("erase of an unknown member: %d %s", r.status, r.body)
+		e.do("DELETE", "/api/v1/members/nobody", adm, "").wantError(t, 404, "not_found")
+		e.do("DELETE", "/api/v1/members/eve", adm, "").wantStatus(t, 200)             // the score sent after the erasure
+		e.do("DELETE", "/api/v1/members/eve", adm, "").wantError(t, 404, "not_found") // again: nothing left
+		e.do("PUT", "/api/v1/members/ghost/profile", srv, `{"name":"Ghost"}`).wantStatus(t, 200)
+		if r := e.do("DELETE", "/api/v1/members/ghost", adm, ""); r.status != 200 || string(r.body) != `{"boards":0,"entries":0,"records":0,"profile":true,"global_ban":false,"done":true}` {
+			t.Fatalf("erase of a member with a profile only: %d %s", r.status, r.body)
+		}
+		e.do("PUT", "/api/v1/bans/mallory", adm, `{"reason":"spam"}`).wantStatus(t, 200)
+		if r := e.do("DELETE", "/api/v1/members/mallory", adm, ""); r.status != 200 || !json.Valid(r.body) || !strings.Contains(string(r.body), `"global_ban":true`) {
+			t.Fatalf("erase of a member with a global ban only: %d %s", r.status, r.body)
+		}
+		if ds, err := store.Deliveries(context.Background(), "gone"); err != nil || len(ds) != 4 {
+			t.Fatalf("deliveries %+v, %v: want member.erased for eve (twice), ghost and mallory, none for unknown members", ds, err)
 		}
 		e.do("DELETE", "/api/v1/members/bad%20id", adm, "").wantError(t, 400, "invalid_member")
 		for _, p := range []string{"/api/v1/members/bob", "/api/v1/members/bob/export"} {

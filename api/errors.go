@@ -120,5 +120,7 @@ func (a *API) detail(err error) proto.ErrorDetail {
 func writeJSON(w io.Writer, v any) {
 	// Encoding our own response types cannot fail; a write error means the
 	// client left.
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // as proto.Marshal: messages say <, > and & as they are
+	_ = enc.Encode(v)
 }

@@ -247,9 +247,9 @@ func appendAck(b []byte, id string, r rank.Result) []byte {
 }
 
 // appendFailure appends a failed element's answer. Failures are the rare
-// case and carry free text, so encoding/json writes them.
+// case and carry free text, so encoding/json writes them (proto.Marshal).
 func appendFailure(b []byte, f proto.ScoreFailure) []byte {
-	j, _ := json.Marshal(f) // plain strings: Marshal cannot fail
+	j, _ := proto.Marshal(f) // plain strings: Marshal cannot fail
 	return append(b, j...)
 }
 

@@ -87,7 +87,7 @@ func (a *API) putWebhook(c *fiber.Ctx) error {
 	ctx, cancel := a.ctx()
 	defer cancel()
 	if !a.cfg.WebhookAllowPrivate {
-		if err := webhook.CheckURL(ctx, a.resolver(), w.URL); err != nil {
+		if err := (webhook.Guard{Loopback: a.cfg.WebhookAllowLoopback}).CheckURL(ctx, a.resolver(), w.URL); err != nil {
 			return fmt.Errorf("api: put webhook %s: %w", id, err)
 		}
 	}

@@ -10,14 +10,16 @@
 #   - acked events/s (sum over the load generators, one per gateway);
 #   - per master: EVALSHA calls, redis-server CPU seconds, its share of
 #     the masters' CPU, and µs of Redis CPU per acked event (the master's
-#     events/s ceiling is 1e6 / that, on one core);
+#     events/s ceiling is 1e6 / that, on one core), and µs spent in
+#     scripts per acked event (INFO commandstats usec of EVALSHA and EVAL);
 #   - gateway CPU µs per acked event;
 #   - NATS messages in and out, and bytes in, per acked event (nats-server
 #     /varz; out counts one delivery per subscribed gateway).
 #
 # Knobs (env): SCALE_SHARDS (1; > 1 needs sharded boards, contract §9
 # `shards`), SCALE_TIEBREAK (the board's tiebreak; unset: the default,
-# first), SCALE_MASTERS (3), SCALE_GATEWAYS (2), SCALE_DURATION (10s),
+# first), SCALE_ACK_RANK (a sharded board's ack_rank, none or global;
+# unset: the default, none), SCALE_MASTERS (3), SCALE_GATEWAYS (2), SCALE_DURATION (10s),
 # SCALE_PLAYERS (16 per gateway), SCALE_INFLIGHT (16), SCALE_MEMBERS
 # (100000), SCALE_RATE (0 = as fast as acks come back; else events/s per
 # gateway), SCALE_OUT (bench/out), SCALE_GATEWAY (a wsgateway binary to
@@ -28,6 +30,7 @@ cd "$(dirname "$0")/.."
 
 SHARDS=${SCALE_SHARDS:-1}
 TIEBREAK=${SCALE_TIEBREAK:-}
+ACK_RANK=${SCALE_ACK_RANK:-}
 MASTERS=${SCALE_MASTERS:-3}
 GATEWAYS=${SCALE_GATEWAYS:-2}
 DUR=${SCALE_DURATION:-10s}
@@ -136,6 +139,7 @@ ADMIN=$("$WORK/wsgateway" token --secret "$SECRET" --sub admin --role admin)
 BODY="{\"id\":\"$BOARD\""
 [ "$SHARDS" -gt 1 ] && BODY="$BODY,\"shards\":$SHARDS"
 [ -n "$TIEBREAK" ] && BODY="$BODY,\"tiebreak\":\"$TIEBREAK\""
+[ -n "$ACK_RANK" ] && BODY="$BODY,\"ack_rank\":\"$ACK_RANK\""
 BODY="$BODY}"
 code=$(curl -sS -o "$WORK/put.txt" -w '%{http_code}' -X PUT -H "Authorization: Bearer $ADMIN" \
 	-H 'Content-Type: application/json' -d "$BODY" "http://127.0.0.1:${GPORTS[0]}/api/v1/boards/$BOARD")
@@ -178,19 +182,30 @@ for i in "${!GPORTS[@]}"; do
 done
 measure shards "$SHARDS"
 measure tiebreak "${TIEBREAK:-first}"
+measure ack_rank "${ACK_RANK:-default}"
 measure masters "$MASTERS"
 measure gateways "$GATEWAYS"
 measure acked "$ACKED"
 measure acked_per_second "$(awk -v a="$ACKED" -v s="$SECS" 'BEGIN {printf "%.0f", a / s}')"
 TOTAL=0
-declare -A RS
+UTOTAL=0
+declare -A RS RU
 for i in "${!RPIDS[@]}"; do
 	RS[$i]=$(cpu_seconds "${RB[$i]}" "$(cpu_ticks "${RPIDS[$i]}")")
 	TOTAL=$(awk -v a="$TOTAL" -v b="${RS[$i]}" 'BEGIN {print a + b}')
 done
 for i in "${!RPIDS[@]}"; do
-	calls=$(redis-cli -p "${RPORTS[$i]}" info commandstats | tr -d '\r' | awk -F'[=,:]' '/^cmdstat_evalsha:/ {print $3}')
+	stats=$(redis-cli -p "${RPORTS[$i]}" info commandstats | tr -d '\r')
+	calls=$(awk -F'[=,:]' '/^cmdstat_evalsha:/ {print $3}' <<<"$stats")
+	# The µs Redis spent running scripts, which the box's other load moves
+	# less than the process's CPU time. Every write is a script; a script's
+	# own redis.call commands are counted again under their names, so only
+	# the scripts are summed (top-level commands, such as a read's or the
+	# global follow-up's INCRBY, count in the CPU time only).
+	RU[$i]=$(awk -F'[=,:]' '/^cmdstat_(evalsha|eval):/ {u += $5} END {print u + 0}' <<<"$stats")
+	UTOTAL=$((UTOTAL + RU[$i]))
 	measure "master${i}_evalsha_calls" "${calls:-0}"
+	measure "master${i}_script_us_per_event" "$(awk -v a="${RU[$i]}" -v n="$ACKED" 'BEGIN {printf "%.1f", (n > 0) ? a / n : 0}')"
 	measure "master${i}_cpu_s" "${RS[$i]}"
 	measure "master${i}_cpu_share" "$(awk -v a="${RS[$i]}" -v t="$TOTAL" 'BEGIN {printf "%.2f", (t > 0) ? a / t : 0}')"
 	measure "master${i}_cpu_us_per_event" "$(awk -v a="${RS[$i]}" -v n="$ACKED" 'BEGIN {printf "%.1f", (n > 0) ? a * 1e6 / n : 0}')"
@@ -198,6 +213,10 @@ done
 BUSIEST=0
 for i in "${!RPIDS[@]}"; do BUSIEST=$(awk -v a="$BUSIEST" -v b="${RS[$i]}" 'BEGIN {print (b > a) ? b : a}'); done
 measure busiest_master_share "$(awk -v a="$BUSIEST" -v t="$TOTAL" 'BEGIN {printf "%.2f", (t > 0) ? a / t : 0}')"
+UBUSIEST=0
+for i in "${!RPIDS[@]}"; do [ "${RU[$i]}" -gt "$UBUSIEST" ] && UBUSIEST=${RU[$i]}; done
+measure busiest_master_script_share "$(awk -v a="$UBUSIEST" -v t="$UTOTAL" 'BEGIN {printf "%.2f", (t > 0) ? a / t : 0}')"
+measure redis_script_us_per_event "$(awk -v a="$UTOTAL" -v n="$ACKED" 'BEGIN {printf "%.1f", (n > 0) ? a / n : 0}')"
 measure redis_cpu_us_per_event "$(awk -v a="$TOTAL" -v n="$ACKED" 'BEGIN {printf "%.1f", (n > 0) ? a * 1e6 / n : 0}')"
 GT=0
 for i in "${!GPIDS[@]}"; do

@@ -319,3 +319,43 @@ func (g *binaryGateway) kill() {
 		g.cmd = nil
 	}
 }
+
+// TestScoreOnShardedBoard: a sharded board's ack carries no rank (R24 v1.3,
+// ack_rank none): the client's Ack has Rank 0 and no PrevRank, and the
+// member's rank comes from a rank request; with ack_rank global it is in
+// the ack again.
+func TestScoreOnShardedBoard(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t)
+	ctx := testCtx(t)
+	b := rank.DefaultBoard("wide")
+	b.Shards = 4
+	if _, err := g.Store.PutBoard(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Dial(ctx, g.URL, mint("bot", auth.Server), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, m := range []string{"ann", "bob", "ann"} {
+		ack, err := c.Score(ctx, client.ScoreReq{Board: "wide", Member: m, Delta: client.Int(int64(10 * (i + 1)))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ack.Rank != 0 || ack.PrevRank != nil || ack.Seq != int64(i+1) {
+			t.Fatalf("ack %d: %+v, want no rank and seq %d", i, ack, i+1)
+		}
+	}
+	if r, err := c.Rank(ctx, client.RankReq{Board: "wide", Member: "ann"}); err != nil || r.Rank == nil || *r.Rank != 1 || *r.Score != 40 {
+		t.Fatalf("rank of ann: %+v, %v; want 1 at 40", r, err)
+	}
+	b.AckRank = rank.AckRankGlobal
+	if _, err := g.Store.PutBoard(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	ack, err := c.Score(ctx, client.ScoreReq{Board: "wide", Member: "bob", Delta: client.Int(25)})
+	if err != nil || ack.Rank != 1 || ack.PrevRank == nil || *ack.PrevRank != 2 {
+		t.Fatalf("ack with ack_rank global: %+v, %v; want rank 1 from 2", ack, err)
+	}
+}

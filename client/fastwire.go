@@ -33,17 +33,22 @@ func parseAck(b []byte) (a ackView, ok bool) {
 	ok = p.lit(`{"type":"ack","id":`) && p.str(&a.id) &&
 		p.lit(`,"board":`) && p.str(&a.board) &&
 		p.lit(`,"member":`) && p.str(&a.member) &&
-		p.lit(`,"score":`) && p.int(&a.score) &&
-		p.lit(`,"rank":`) && p.int(&a.rank) &&
-		p.lit(`,"prev_rank":`)
+		p.lit(`,"score":`) && p.int(&a.score)
 	if !ok {
 		return a, false
 	}
-	if !p.lit("null") {
-		if !p.int(&a.prevRank) {
+	// Neither rank nor prev_rank on a sharded board's ack without ranks
+	// (R24): a.rank stays 0.
+	if p.lit(`,"rank":`) {
+		if !p.int(&a.rank) || !p.lit(`,"prev_rank":`) {
 			return a, false
 		}
-		a.hasPrevRank = true
+		if !p.lit("null") {
+			if !p.int(&a.prevRank) {
+				return a, false
+			}
+			a.hasPrevRank = true
+		}
 	}
 	if !p.lit(`,"duplicate":`) {
 		return a, false

@@ -49,6 +49,7 @@ func TestParseAck(t *testing.T) {
 		{Type: proto.TypeAck, ID: "c", Board: "groups", Member: "m", Score: 3, Rank: 2, Seq: 5, Cohort: "17"},
 		{Type: proto.TypeAck, ID: "l", Board: "league", Member: "m", Score: 3, Rank: 1, PrevRank: &pr, Seq: 6, Period: 4, Cohort: "gold-2", Tier: "gold"},
 		{Type: proto.TypeAck, ID: "h", Board: "arena", Member: "m", Score: 1200, Rank: 1, Seq: 7, Period: 2, Held: true},
+		{Type: proto.TypeAck, ID: "s", Board: "sharded", Member: "m", Score: 3, Seq: 8, Period: 2}, // no ranks (R24)
 	}
 	for _, a := range acks {
 		b := proto.AppendAck(nil, &a)
@@ -72,6 +73,7 @@ func TestParseAck(t *testing.T) {
 		`{"type":"ack", "id":"r","board":"b","member":"a","score":7,"rank":1,"prev_rank":null,"duplicate":false,"seq":4}`,
 		`{"type":"ack","id":"r","board":"b","member":"a","score":7,"rank":1,"prev_rank":null,"duplicate":false,"seq":4,"x":1}`,
 		`{"type":"ack","id":"r","board":"b","member":"a","score":7,"rank":1,"duplicate":false,"seq":4}`,
+		`{"type":"ack","id":"r","board":"b","member":"a","score":7,"prev_rank":null,"duplicate":false,"seq":4}`,
 		`{"type":"ack","id":"r","board":"b","member":"a","score":7,"rank":1,"prev_rank":null,"duplicate":false,"seq":4}x`,
 		`{"type":"ack","id":"r","board":"b","member":"a","score":7,"rank":1,"prev_rank":null,"duplicate":false,"seq":4`,
 		// numbers JSON or int64 do not have
@@ -130,7 +132,7 @@ func FuzzParseAck(f *testing.F) {
 	})
 }
 
-// The score request is the bytes json.Marshal(proto.Request) wrote.
+// The score request is the bytes proto.Marshal(proto.Request) writes.
 func TestAppendScoreReq(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -156,12 +158,12 @@ func TestAppendScoreReq(t *testing.T) {
 		} else {
 			req.Value = n
 		}
-		want, err := json.Marshal(req)
+		want, err := proto.Marshal(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := appendScoreReq([]byte("junk")[:0], tc.id, tc.board, tc.member, key, tc.v, []byte(tc.meta)); string(got) != string(want) {
-			t.Errorf("appendScoreReq = %s, json.Marshal %s", got, want)
+			t.Errorf("appendScoreReq = %s, proto.Marshal %s", got, want)
 		}
 	}
 }

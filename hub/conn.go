@@ -3,7 +3,6 @@ package hub
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -380,7 +379,7 @@ func (c *conn) queueFull(b *[]byte) bool {
 }
 
 func (c *conn) sendJSON(v any) bool {
-	b, err := json.Marshal(v)
+	b, err := proto.Marshal(v)
 	if err != nil {
 		c.h.log.Error("hub: encode reply", "err", err)
 		return false

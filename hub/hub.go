@@ -34,7 +34,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -397,7 +396,7 @@ func (h *Hub) originAllowed(r *http.Request) bool {
 }
 
 func httpError(w http.ResponseWriter, status int, code, msg string) {
-	b, _ := json.Marshal(proto.ErrorBody{Error: proto.ErrorDetail{Code: code, Message: msg}})
+	b, _ := proto.Marshal(proto.ErrorBody{Error: proto.ErrorDetail{Code: code, Message: msg}})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)

@@ -9,10 +9,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/wsgateway/wsgateway/auth"
+	"github.com/wsgateway/wsgateway/client"
 )
 
 // Sentinels for the ways a run fails before it starts, so the command can
@@ -121,32 +121,13 @@ func errorMessage(body []byte) string {
 // connection's token, valid for ttl.
 func DevTokens(wsURL string, ttl time.Duration) func(context.Context, string, auth.Role) (string, error) {
 	return func(ctx context.Context, sub string, role auth.Role) (string, error) {
-		endpoint := httpBase(wsURL) + "/api/v1/dev/token"
-		body, _ := json.Marshal(map[string]string{"sub": sub, "role": string(role), "ttl": ttl.String()})
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+		tok, err := client.DevToken(ctx, httpBase(wsURL), client.DevTokenRequest{Sub: sub, Role: string(role), TTL: ttl.String()})
+		if uerr := (*url.Error)(nil); errors.As(err, &uerr) {
+			return "", fmt.Errorf("%w at %s: %v", ErrUnreachable, uerr.URL, uerr.Err)
+		}
 		if err != nil {
-			return "", fmt.Errorf("loadgen: dev token: %w", err)
+			return "", fmt.Errorf("loadgen: %w", err)
 		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return "", fmt.Errorf("%w at %s: %v", ErrUnreachable, endpoint, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if resp.StatusCode != http.StatusOK {
-			hint := ""
-			if resp.StatusCode == http.StatusNotFound {
-				hint = " (the gateway is not running with --dev, or has a configured JWT key)"
-			}
-			return "", fmt.Errorf("loadgen: dev token from %s: %s: %s%s", endpoint, resp.Status, strings.TrimSpace(errorMessage(b)), hint)
-		}
-		var out struct {
-			Token string `json:"token"`
-		}
-		if err := json.Unmarshal(b, &out); err != nil || out.Token == "" {
-			return "", fmt.Errorf("loadgen: dev token from %s: no token in %q", endpoint, b)
-		}
-		return out.Token, nil
+		return tok, nil
 	}
 }

@@ -340,7 +340,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 	ready := []api.Check{{Name: "store", Ping: n.store.Ping}, {Name: "bus", Ping: n.bus.Ping}}
 	acfg := cfg.API
 	acfg.DevSecret, acfg.Logger, acfg.TrustedProxies = cfg.DevSecret, cfg.Logger, cfg.TrustedProxies
-	acfg.WebhookAllowPrivate = cfg.Webhooks.AllowPrivate
+	acfg.WebhookAllowPrivate, acfg.WebhookAllowLoopback = cfg.Webhooks.AllowPrivate, cfg.Webhooks.AllowLoopback
 	n.api, err = api.New(api.Deps{
 		Store: n.store, Verifier: cfg.Verifier, Ready: ready, Registry: cfg.Registry,
 		// Moderation and PATCH change a board's reads: the API tells BoardChanged (R21).

@@ -20,17 +20,21 @@ type WebhooksConfig struct {
 	// AllowPrivate lets webhook URLs reach loopback, private and
 	// link-local addresses (--webhook-allow-private).
 	AllowPrivate bool
+	// AllowLoopback lets them reach loopback addresses only (--dev:
+	// webhook.Guard.Loopback).
+	AllowLoopback bool
 	// Watch is the watcher's webhook.WatchConfig.Every; zero =
 	// webhook.DefaultWatch.
 	Watch time.Duration
-	// Deliver tunes the delivery loop; Node and AllowPrivate are filled in.
+	// Deliver tunes the delivery loop; Node, AllowPrivate and AllowLoopback
+	// are filled in.
 	Deliver webhook.Config
 }
 
 // runWebhooks runs the watcher and the delivery loop until ctx ends.
 func (n *Node) runWebhooks(ctx context.Context) (wait func(), err error) {
 	dcfg := n.cfg.Webhooks.Deliver
-	dcfg.Node, dcfg.AllowPrivate = n.cfg.ID, n.cfg.Webhooks.AllowPrivate
+	dcfg.Node, dcfg.AllowPrivate, dcfg.AllowLoopback = n.cfg.ID, n.cfg.Webhooks.AllowPrivate, n.cfg.Webhooks.AllowLoopback
 	d, err := webhook.New(n.store, n.log, dcfg)
 	if err != nil {
 		return nil, fmt.Errorf("node: webhooks: %w", err)

@@ -1,14 +1,13 @@
 package proto
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// AppendAck appends a's JSON to b: the same bytes as json.Marshal(a), built
+// AppendAck appends a's JSON to b: the same bytes as Marshal(a), built
 // without reflection or allocation, since an ack is the reply to nearly
 // every request at ingest rates (encode_test.go compares the two). It is
 // the one ack encoder: the hub's acks and the REST scores answers (Type
@@ -28,13 +27,15 @@ func AppendAck(b []byte, a *Ack) []byte {
 	b = AppendJSONString(b, a.Member)
 	b = append(b, `,"score":`...)
 	b = AppendScore(b, a.Score, a.Decimals)
-	b = append(b, `,"rank":`...)
-	b = strconv.AppendInt(b, a.Rank, 10)
-	b = append(b, `,"prev_rank":`...)
-	if a.PrevRank == nil {
-		b = append(b, "null"...)
-	} else {
-		b = strconv.AppendInt(b, *a.PrevRank, 10)
+	if a.Rank > 0 { // else a sharded board's ack without ranks (R24): neither field
+		b = append(b, `,"rank":`...)
+		b = strconv.AppendInt(b, a.Rank, 10)
+		b = append(b, `,"prev_rank":`...)
+		if a.PrevRank == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, *a.PrevRank, 10)
+		}
 	}
 	b = append(b, `,"duplicate":`...)
 	b = strconv.AppendBool(b, a.Duplicate)
@@ -58,18 +59,17 @@ func AppendAck(b []byte, a *Ack) []byte {
 	return append(b, '}')
 }
 
-// AppendJSONString appends s quoted as encoding/json quotes it (the
-// gateway's acks and the Go client's requests both use it). Ids are
-// plain ASCII, copied as they are; anything encoding/json would escape
-// (quotes, backslash, control bytes, <, >, &, non-ASCII) takes the
-// stdlib's path so the output stays identical. That path marshals a copy:
-// handing s itself to json.Marshal would make it escape, and with it the
-// *Ack of every AppendAck call (its PrevRank then costs an allocation
-// per ack).
+// AppendJSONString appends s quoted as Marshal quotes it (the gateway's
+// acks and error frames and the Go client's requests use it). Ids are
+// plain ASCII, copied as they are; anything Marshal would escape (quotes,
+// backslash, control bytes, non-ASCII) takes its path so the output stays
+// identical. That path marshals a copy: handing s itself to Marshal would
+// make it escape, and with it the *Ack of every AppendAck call (its
+// PrevRank then costs an allocation per ack).
 func AppendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(strings.Clone(s))
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			q, _ := Marshal(strings.Clone(s))
 			return append(b, q...)
 		}
 	}
@@ -78,7 +78,7 @@ func AppendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// AppendError appends e's JSON to b: the same bytes as json.Marshal(e),
+// AppendError appends e's JSON to b: the same bytes as Marshal(e),
 // built without reflection, since error frames answer refused events at
 // ingest rates (rate_limited, board_closed) and the hub writes them into
 // its pooled reply buffers (encode_test.go compares the two).

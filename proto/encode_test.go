@@ -3,6 +3,8 @@ package proto
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"regexp"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -10,7 +12,9 @@ import (
 )
 
 // TestAppendAckMatchesJSON: the hand-written ack encoder writes exactly the
-// bytes of encoding/json, escapes included.
+// bytes of Marshal (encoding/json without HTML escaping), escapes included,
+// but for an ack without rank (Rank 0: a sharded board's, R24), which has
+// no prev_rank either, where encoding/json writes one.
 func TestAppendAckMatchesJSON(t *testing.T) {
 	t.Parallel()
 	pr := int64(7)
@@ -46,13 +50,29 @@ func TestAppendAckMatchesJSON(t *testing.T) {
 		acks = append(acks, a)
 	}
 	for _, a := range acks {
-		want, err := json.Marshal(a)
+		want, err := Marshal(a)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if a.Rank == 0 {
+			want = noPrevRank.ReplaceAll(want, nil)
 		}
 		if got := AppendAck([]byte("x"), &a); string(got[1:]) != string(want) || got[0] != 'x' {
 			t.Fatalf("AppendAck(%+v)\n got %s\nwant x%s", a, got, want)
 		}
+	}
+}
+
+// noPrevRank matches the prev_rank field of encoding/json's ack.
+var noPrevRank = regexp.MustCompile(`,"prev_rank":(null|-?[0-9]+)`)
+
+// TestAckWithoutRank: an ack whose Rank is 0 has neither rank nor
+// prev_rank (R24: a sharded board's acks without ack_rank global).
+func TestAckWithoutRank(t *testing.T) {
+	t.Parallel()
+	got := string(AppendAck(nil, &Ack{Type: TypeAck, ID: "s1", Board: "hot", Member: "m", Score: 5, Seq: 3}))
+	if want := `{"type":"ack","id":"s1","board":"hot","member":"m","score":5,"duplicate":false,"seq":3}`; got != want {
+		t.Fatalf("%s, want %s", got, want)
 	}
 }
 
@@ -102,7 +122,8 @@ func TestAckOf(t *testing.T) {
 }
 
 // TestAppendErrorMatchesJSON: the hand-written error encoder writes exactly
-// the bytes of encoding/json, the R30 fields included, and they decode back.
+// the bytes of Marshal (encoding/json without HTML escaping), the R30
+// fields included, and they decode back.
 func TestAppendErrorMatchesJSON(t *testing.T) {
 	t.Parallel()
 	frames := []Error{
@@ -137,7 +158,7 @@ func TestAppendErrorMatchesJSON(t *testing.T) {
 			Closed: rank.Closed{Reason: str(), StartsAt: n(), FinalAt: n(), Period: n(), GraceEnd: n()}})
 	}
 	for _, e := range frames {
-		want, err := json.Marshal(e)
+		want, err := Marshal(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,5 +221,24 @@ func BenchmarkAppendError(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = AppendError(buf[:0], &e)
+	}
+}
+
+// TestMarshalKeepsHTMLCharacters: messages say <, > and & as they are
+// (REST bodies, error frames, upgrade refusals), and the JSON decodes to
+// the same text.
+func TestMarshalKeepsHTMLCharacters(t *testing.T) {
+	const msg = "missing bearer token: send Authorization: Bearer <jwt> & retry"
+	body, err := Marshal(ErrorBody{Error: ErrorDetail{Code: CodeUnauthorized, Message: msg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"error":{"code":"unauthorized","message":"` + msg + `"}}`; string(body) != want {
+		t.Fatalf("Marshal = %s, want %s", body, want)
+	}
+	frame := AppendError(nil, &Error{Type: TypeError, Code: CodeBadRequest, Message: msg})
+	var back Error
+	if err := json.Unmarshal(frame, &back); err != nil || back.Message != msg || strings.Contains(string(frame), `\u003c`) {
+		t.Fatalf("error frame %s (%v)", frame, err)
 	}
 }

@@ -173,12 +173,14 @@ type Welcome struct {
 
 // Ack answers a score.
 type Ack struct {
-	Type      string `json:"type,omitempty"` // omitted in REST results
-	ID        string `json:"id"`
-	Board     string `json:"board"`
-	Member    string `json:"member"`
-	Score     int64  `json:"score"`
-	Rank      int64  `json:"rank"`
+	Type   string `json:"type,omitempty"` // omitted in REST results
+	ID     string `json:"id"`
+	Board  string `json:"board"`
+	Member string `json:"member"`
+	Score  int64  `json:"score"`
+	// Rank and PrevRank: 0 and nil on a sharded board's ack without ranks
+	// (ack_rank none, R24), whose JSON then has neither field.
+	Rank      int64  `json:"rank,omitempty"`
 	PrevRank  *int64 `json:"prev_rank"` // null when the member was new
 	Duplicate bool   `json:"duplicate"`
 	Seq       int64  `json:"seq"`

@@ -185,6 +185,11 @@ type Board struct {
 	// Shards spreads the members over this many sorted sets (§9, R24;
 	// shard.go), fixed at creation; 0 (absent) = 1.
 	Shards int `json:"shards,omitzero"`
+	// AckRank says what a sharded board's acks carry (R24 v1.3):
+	// AckRankNone, or empty (absent: the default), no rank and no
+	// prev_rank; AckRankGlobal the member's global ranks. An unsharded
+	// board refuses it.
+	AckRank AckRank `json:"ack_rank,omitempty"`
 	// Cohort makes the board compete in groups (§12, R27; cohort.go),
 	// League moves members between tiers each period; both fixed at
 	// creation.
@@ -401,6 +406,12 @@ func (b Board) Validate() error {
 	if err := b.validateShards(); err != nil {
 		return err
 	}
+	switch {
+	case b.AckRank != "" && !b.Sharded():
+		return bad("ack_rank", "only a sharded board has it (shards > 1); an unsharded board's acks always carry rank and prev_rank")
+	case b.AckRank != "" && b.AckRank != AckRankNone && b.AckRank != AckRankGlobal:
+		return bad("ack_rank", "%q is not none or global", b.AckRank)
+	}
 	if err := b.validateCohort(); err != nil {
 		return err
 	}
@@ -438,6 +449,22 @@ func (b Board) Validate() error {
 	}
 	return nil
 }
+
+// AckRank is what a sharded board's acks carry (R24 v1.3).
+type AckRank string
+
+const (
+	// AckRankNone: no rank and no prev_rank; the event touches its own
+	// shard only. The default on a sharded board.
+	AckRankNone AckRank = "none"
+	// AckRankGlobal: the member's global rank and previous rank, read
+	// right after its step, at the price of a count on every other shard.
+	AckRankGlobal AckRank = "global"
+)
+
+// RanksInAck reports whether the board's acks carry rank and prev_rank:
+// always on an unsharded board, with ack_rank global on a sharded one.
+func (b Board) RanksInAck() bool { return !b.Sharded() || b.AckRank == AckRankGlobal }
 
 // Instant is a moment of a board's schedule: an RFC 3339 string in JSON,
 // null when unset (the zero value). It is kept in UTC to the millisecond,

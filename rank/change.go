@@ -43,7 +43,7 @@ func ChangeOf(e Event, r Result) (c Change, ok bool) {
 		Cohort:   r.Cohort,
 		Hold:     r.Hold,
 	}
-	if r.PrevRank > 0 {
+	if r.Had {
 		old := r.PrevScore
 		c.Old = &old
 	}

@@ -43,7 +43,16 @@ type Erasure struct {
 	Boards  []string
 	Entries int64
 	Records int64
-	Done    bool
+	// Profile and GlobalBan: the member had a profile, a ban from every
+	// board (set by the call that finishes: Done).
+	Profile, GlobalBan bool
+	Done               bool
+}
+
+// Found reports whether the store held anything of the member: a member
+// it knew nothing of is erased too, and Found tells the caller so.
+func (e Erasure) Found() bool {
+	return len(e.Boards) > 0 || e.Entries > 0 || e.Records > 0 || e.Profile || e.GlobalBan
 }
 
 // Export is a member's data as GET /api/v1/members/{member}/export

@@ -90,9 +90,10 @@ type Result struct {
 	Board     string
 	Member    string
 	Score     int64
-	Rank      int64 // 1-based
-	PrevRank  int64 // 0: the member was not on the board (null on the wire)
-	PrevScore int64 // meaningful when PrevRank > 0
+	Rank      int64 // 1-based; 0: not read (a sharded board's ack without ack_rank global, R24)
+	PrevRank  int64 // 0: the member was not on the board (null on the wire), or Rank is 0
+	PrevScore int64 // meaningful when Had
+	Had       bool  // the member had an entry before the event (PrevRank > 0 when ranks were read)
 	Duplicate bool
 	Seq       int64 // the board's change sequence number of this event
 	Period    int64 // the period index written to (0 for reset none)

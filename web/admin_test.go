@@ -126,6 +126,8 @@ func TestConsole(t *testing.T) {
 	t.Run("without a token", func(t *testing.T) { testConsoleNoToken(t, b, bin) })
 	t.Run("create and edit a board", func(t *testing.T) { testConsoleBoards(t, b, gw) })
 	t.Run("moderate a member", func(t *testing.T) { testConsoleModeration(t, b, gw, out) })
+	t.Run("states and a final board", func(t *testing.T) { testConsoleLifecycle(t, b, gw) })
+	t.Run("webhooks", func(t *testing.T) { testConsoleWebhooks(t, b, gw) })
 	t.Run("the review queue", func(t *testing.T) { testConsoleQueue(t, b, gw, out) })
 }
 
@@ -325,7 +327,7 @@ func testConsoleModeration(t *testing.T, b *browser, gw *gateway, out string) {
 	tab.click(t, "Erase")
 	tab.waitFor(t, 5*time.Second, "the confirmation asked", `text("#member-done").includes("Confirm erase") && members() === "alice,bob"`)
 	tab.click(t, "Confirm erase")
-	tab.waitFor(t, 5*time.Second, "alice erased", `members() === "bob" && text("#member-done") === "alice is erased: 1 removed from 1 boards."`)
+	tab.waitFor(t, 5*time.Second, "alice erased", `members() === "bob" && text("#member-done") === "alice is erased: 1 score on 1 board, 1 remembered event id."`)
 	watch.waitFor(t, 5*time.Second, "alice gone for spectators too", `members() === "bob"`)
 	if x := gw.get(t, "/api/v1/members/alice/export", admin); len(x["entries"].([]any)) != 0 {
 		t.Fatalf("export after the erasure: %v", x)

@@ -47,6 +47,10 @@ func TestBrowser(t *testing.T) {
 	t.Run("spectator", func(t *testing.T) { testSpectator(t, b, gw, out) })
 	t.Run("player", func(t *testing.T) { testPlayer(t, b, gw, out) })
 	t.Run("player tiers", func(t *testing.T) { testPlayerTiers(t, b, gw) })
+	t.Run("player top names at desktop widths", func(t *testing.T) { testPlayerTopNames(t, b, gw, out) })
+	t.Run("player standing", func(t *testing.T) { testPlayerStanding(t, b, gw) })
+	t.Run("play link token", func(t *testing.T) { testPlayLinkToken(t, b, gw) })
+	t.Run("player on a sharded board", func(t *testing.T) { testShardedPlayer(t, b, gw, out) })
 	t.Run("cohorts and leagues", func(t *testing.T) { testCohorts(t, b, gw, out) })
 	t.Run("player on best and set boards", func(t *testing.T) { testPlayerValueModes(t, b, gw) })
 	t.Run("replay links", func(t *testing.T) { testReplayLinks(t, b, gw, out) })
@@ -55,6 +59,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("honest states", func(t *testing.T) { testHonestStates(t, b, gw, bin) })
 	t.Run("embedding", func(t *testing.T) { testEmbedding(t, b, gw, bin) })
 	t.Run("overlay", func(t *testing.T) { testOverlayLive(t, b, gw, out) })
+	t.Run("overlay deltas fade", func(t *testing.T) { testOverlayDeltaFades(t, b, gw, out) })
 	t.Run("lifecycle on the gateway", func(t *testing.T) { testLifecycleLive(t, b, gw) })
 	t.Run("hot and derived boards", func(t *testing.T) { testHotAndDerived(t, b, gw) })
 	t.Run("example game", func(t *testing.T) { testGame(t, b, gw, out) })
@@ -488,7 +493,8 @@ func (gw *gateway) token(t *testing.T, sub, role string) string {
 	return got.Token
 }
 
-// score sends one delta per member over REST and checks every result is an ack.
+// score sends one delta per member over REST and checks every result is an
+// ack (with a score: a sharded board's has no rank, R24).
 func (gw *gateway) score(t *testing.T, token, board string, deltas map[string]int64) {
 	t.Helper()
 	var events []map[string]any
@@ -498,7 +504,7 @@ func (gw *gateway) score(t *testing.T, token, board string, deltas map[string]in
 	var results []map[string]any
 	gw.post(t, "/api/v1/boards/"+board+"/scores", token, events, &results)
 	for i, r := range results {
-		if _, failed := r["error"]; failed || r["rank"] == nil {
+		if _, failed := r["error"]; failed || r["score"] == nil {
 			t.Fatalf("score %v: %v", events[i], r)
 		}
 	}

@@ -32,6 +32,9 @@ type Config struct {
 	// AllowPrivate lets deliveries reach loopback, private and link-local
 	// addresses (--webhook-allow-private).
 	AllowPrivate bool
+	// AllowLoopback lets deliveries reach loopback addresses, and no other
+	// address AllowPrivate would allow (Guard.Loopback: a --dev gateway).
+	AllowLoopback bool
 	// Workers is how many deliveries this node attempts at once, over all
 	// webhooks; default 32.
 	Workers int
@@ -97,7 +100,7 @@ func New(store Store, log *slog.Logger, cfg Config) (*Deliverer, error) {
 	}
 	tr := cfg.Transport
 	if tr == nil {
-		d := Dialer(cfg.Timeout)
+		d := Guard{Loopback: cfg.AllowLoopback}.Dialer(cfg.Timeout)
 		if cfg.AllowPrivate {
 			d.Control = nil
 		}

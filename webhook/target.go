@@ -103,22 +103,46 @@ func Refused(ip netip.Addr) bool {
 // ErrRefusedTarget is a dial to an address Refused names.
 var ErrRefusedTarget = errors.New("webhook: target address is not a public unicast address")
 
+// Guard refuses the targets Refused names, and with Loopback lets the
+// loopback ones through (a --dev gateway: on a developer's machine, where
+// anyone may mint an admin token anyway, a receiver on localhost is the
+// one a new user tries first). The zero Guard is the default policy.
+type Guard struct {
+	Loopback bool
+}
+
+// Refused reports whether g refuses ip (see the package's Refused).
+func (g Guard) Refused(ip netip.Addr) bool {
+	if g.Loopback && ip.Unmap().IsLoopback() {
+		return false
+	}
+	return Refused(ip)
+}
+
 // Dialer is a net.Dialer with timeout whose Control refuses the addresses
 // Refused names, whatever a name resolved to when it was checked: an
 // outbound client to an address an admin chose dials through it (and
 // through no proxy, which would dial for it, past Control).
-func Dialer(timeout time.Duration) *net.Dialer {
-	return &net.Dialer{Timeout: timeout, Control: Control}
+func Dialer(timeout time.Duration) *net.Dialer { return Guard{}.Dialer(timeout) }
+
+// Dialer is the package's Dialer under g.
+func (g Guard) Dialer(timeout time.Duration) *net.Dialer {
+	return &net.Dialer{Timeout: timeout, Control: g.Control}
 }
 
 // Control is a net.Dialer Control that refuses an address Refused names:
 // it sees the address about to be connected to, after the name resolved.
-func Control(_, address string, _ syscall.RawConn) error {
+func Control(network, address string, c syscall.RawConn) error {
+	return Guard{}.Control(network, address, c)
+}
+
+// Control is the package's Control under g.
+func (g Guard) Control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("webhook: dial %s: %w", address, ErrRefusedTarget)
 	}
-	if Refused(ap.Addr()) {
+	if g.Refused(ap.Addr()) {
 		return fmt.Errorf("webhook: dial %s: %w", address, ErrRefusedTarget)
 	}
 	return nil
@@ -133,6 +157,11 @@ type Resolver interface {
 // Refused names, as rank.ErrInvalidWebhook naming url. A name that does
 // not resolve now is refused too: an admin sees the mistake at once.
 func CheckURL(ctx context.Context, r Resolver, raw string) error {
+	return Guard{}.CheckURL(ctx, r, raw)
+}
+
+// CheckURL is the package's CheckURL under g.
+func (g Guard) CheckURL(ctx context.Context, r Resolver, raw string) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: field url: %s (set --webhook-allow-private to allow it)", rank.ErrInvalidWebhook, fmt.Sprintf(format, args...))
 	}
@@ -142,12 +171,12 @@ func CheckURL(ctx context.Context, r Resolver, raw string) error {
 	}
 	host := u.Hostname()
 	if ip, err := netip.ParseAddr(host); err == nil {
-		if Refused(ip) {
+		if g.Refused(ip) {
 			return bad("%s is not a public unicast address (loopback, private, link-local or another special-purpose block)", host)
 		}
 		return nil
 	}
-	if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "localhost" || strings.HasSuffix(h, ".localhost") {
+	if h := strings.ToLower(strings.TrimSuffix(host, ".")); !g.Loopback && (h == "localhost" || strings.HasSuffix(h, ".localhost")) {
 		return bad("%s is loopback", host)
 	}
 	ips, err := r.LookupNetIP(ctx, "ip", host)
@@ -159,7 +188,7 @@ func CheckURL(ctx context.Context, r Resolver, raw string) error {
 		return fmt.Errorf("webhook: resolve %s: %w", host, err)
 	}
 	for _, ip := range ips {
-		if Refused(ip) {
+		if g.Refused(ip) {
 			return bad("%s resolves to %s, not a public unicast address (loopback, private, link-local or another special-purpose block)", host, ip)
 		}
 	}

@@ -124,3 +124,48 @@ func TestControl(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardLoopback: a --dev gateway's guard lets a webhook reach a
+// receiver on this machine (loopback, by address or by a name resolving
+// there, and the listener is reached), and nothing else the default guard
+// refuses: private, link-local, NAT64 or IPv4-compatible forms of 127/8.
+func TestGuardLoopback(t *testing.T) {
+	t.Parallel()
+	g := webhook.Guard{Loopback: true}
+	r := fakeResolver{
+		"localhost":      {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")},
+		"sneaky.example": {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("10.1.2.3")},
+	}
+	ctx := context.Background()
+	for _, ok := range []string{"http://127.0.0.1:9000/", "http://localhost:9000/hook", "http://[::1]/", "http://[::ffff:127.0.0.1]/", "http://127.8.9.10/"} {
+		if err := g.CheckURL(ctx, r, ok); err != nil {
+			t.Errorf("%s: %v, want allowed", ok, err)
+		}
+	}
+	for _, bad := range []string{"http://10.0.0.8/", "http://192.168.1.1/", "http://169.254.169.254/", "http://[fd00::1]/",
+		"http://0.0.0.0/", "http://[64:ff9b::7f00:1]/", "http://[::127.0.0.1]/", "https://sneaky.example/"} {
+		if err := g.CheckURL(ctx, r, bad); !errors.Is(err, rank.ErrInvalidWebhook) {
+			t.Errorf("%s: %v, want refused", bad, err)
+		}
+	}
+	for addr, refused := range map[string]bool{"127.0.0.1:80": false, "[::1]:443": false, "10.9.8.7:80": true, "[::a00:1]:80": true, "93.184.216.34:443": false} {
+		if err := g.Control("tcp", addr, nil); (err != nil) != refused {
+			t.Errorf("Control %s: %v, want refused %v", addr, err, refused)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	c, err := g.Dialer(time.Second).DialContext(ctx, "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatalf("dial the loopback receiver: %v", err)
+	}
+	c.Close()
+}

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// testPackages maps the package names docs/protocol.md's rule → test table
+// testPackages maps the package names docs/testing.md's rule → test table
 // uses to their directories.
 var testPackages = map[string]string{
 	"hub": "hub", "live": "hub/live", "sock": "hub/sock", "api": "api", "auth": "auth",
@@ -20,17 +20,37 @@ var testPackages = map[string]string{
 }
 
 // TestRuleTableNamesRealTests: every test the rule → test table of
-// docs/protocol.md names exists, so a renamed or deleted test cannot leave
-// a rule claiming a proof it no longer has.
+// docs/testing.md names exists, so a renamed or deleted test cannot leave
+// a rule claiming a proof it no longer has; every rule docs/protocol.md
+// states has a row there; and protocol.md, the contract for its users,
+// names no test.
 func TestRuleTableNamesRealTests(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile("../../docs/protocol.md")
+	doc, err := os.ReadFile("../../docs/testing.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(doc), "## Rule → test")
 	if !ok {
-		t.Fatal("docs/protocol.md has no \"## Rule → test\" section")
+		t.Fatal("docs/testing.md has no \"## Rule → test\" section")
+	}
+	protocol, err := os.ReadFile("../../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\| (R[0-9]+)\b`).FindAllStringSubmatch(table, -1) {
+		rows[m[1]] = true
+	}
+	for _, rule := range regexp.MustCompile(`\bR[0-9]+\b`).FindAllString(string(protocol), -1) {
+		if !rows[rule] {
+			t.Errorf("docs/protocol.md states %s, which has no row in docs/testing.md's rule → test table", rule)
+			rows[rule] = true // once
+		}
+	}
+	testName := regexp.MustCompile("`[a-z/]+\\.(?:Test|Fuzz|Benchmark)[A-Za-z0-9_]*")
+	for _, name := range testName.FindAllString(string(protocol), -1) {
+		t.Errorf("docs/protocol.md names the test %s`: tests belong in docs/testing.md's rule → test table", name)
 	}
 	sources := map[string]string{} // package dir → its test files, concatenated
 	src := func(dir string) string {

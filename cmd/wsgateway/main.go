@@ -2,7 +2,7 @@
 //
 //	wsgateway [serve] [flags]     run the gateway (see --help)
 //	wsgateway --dev               run it with nothing installed
-//	wsgateway token [flags]       print a signed HS256 token
+//	wsgateway token [flags]       print a signed HS256 token (or a --dev gateway's)
 //	wsgateway load [flags]        run the load generator against a gateway
 //	wsgateway version             print the build information
 //	wsgateway healthcheck         probe a local gateway's /healthz (container HEALTHCHECK)
@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return serve(ctx, o, stdout, stderr)
 	case "token":
-		return tokenCmd(args, getenv, stdout, stderr)
+		return tokenCmd(ctx, args, getenv, stdout, stderr)
 	case "load":
 		return loadCmd(ctx, args, getenv, stdout, stderr)
 	case "version":

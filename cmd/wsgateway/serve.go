@@ -79,10 +79,12 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		Web:               node.WebConfig{FrameAncestors: o.FrameAncestors},
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		DrainTimeout:      o.DrainTimeout,
-		Webhooks:          node.WebhooksConfig{AllowPrivate: o.WebhookPrivate},
-		Registry:          reg,
-		MetricsElsewhere:  o.MetricsAddr != "",
-		Logger:            log,
+		// --dev mints admin tokens for anyone on the machine: a webhook to
+		// a receiver on it gives them nothing more.
+		Webhooks:         node.WebhooksConfig{AllowPrivate: o.WebhookPrivate, AllowLoopback: o.Dev},
+		Registry:         reg,
+		MetricsElsewhere: o.MetricsAddr != "",
+		Logger:           log,
 	})
 	if err != nil {
 		return err
@@ -240,11 +242,16 @@ func announce(w io.Writer, o serveOptions, addr net.Addr, devSecret []byte, log 
 	fmt.Fprintf(&b, "  stream overlay  http://%s/overlay?board=demo\n", host)
 	fmt.Fprintf(&b, "  websocket       ws://%s/ws   (subprotocol lb.v1)\n", host)
 	fmt.Fprintf(&b, "  REST            http://%s/api/v1/boards\n", host)
+	fmt.Fprintf(&b, "  console         http://%s/admin\n", host)
 	if devSecret != nil {
 		tok, err := auth.MintHS256(devSecret, auth.Claims{Sub: "admin", Role: auth.Admin, Name: "Admin", TTL: 24 * time.Hour})
 		if err == nil {
 			fmt.Fprintf(&b, "  admin token (24h):\n%s\n", tok)
 			fmt.Fprintf(&b, "  try: curl -H 'Authorization: Bearer %s' http://%s/api/v1/boards\n", tok, host)
+			// The key is random and never printed: more tokens come from
+			// the dev endpoint, which answers JSON ({"token":…}).
+			fmt.Fprintf(&b, "  more tokens: wsgateway token --dev-url http://%s --sub alice --role player\n", host)
+			fmt.Fprintf(&b, "           or: curl -X POST http://%s/api/v1/dev/token -d '{\"sub\":\"alice\",\"role\":\"player\"}'   (answers {\"token\":\"…\"})\n", host)
 		}
 	}
 	if devSecret != nil && !isLoopback(addr) {

@@ -66,8 +66,9 @@
 -- reply contains "\n"). Each is "0" .. record when it was applied,
 -- "1" .. record when its id was already applied (nothing changed), or
 -- "!" .. code when it failed, where record is
--- "hash.token,score,rank,prev_rank,prev_score,seq,period" followed by the
--- blocks' fields, each "," and a value: a value that starts with a digit
+-- "hash.token,score,rank,prev_rank,prev_score,seq,period" (rank 0 when
+-- the ranks were not read, ranked below: prev_rank is then -1 for a member
+-- that had an entry, 0 for a new one) followed by the blocks' fields, each "," and a value: a value that starts with a digit
 -- is a cohort (apply_cohort.lua), one that starts with a letter is another
 -- block's, tagged by that letter. An applied event's reply may go on with
 -- a block's tail (a shard's: apply_shard.lua) after the record. Codes:
@@ -377,8 +378,10 @@ local function one(i)
   if new > MAX or new < -MAX then return '!out_of_range' end
 
   local prev = 0
-  if had and ranked then
-    if tie == 'shared' then
+  if had then
+    if not ranked then
+      prev = -1 -- not read (the header's record)
+    elseif tie == 'shared' then
       prev = call('ZCOUNT', zkey, '(' .. olds, '+inf') + 1
     else
       prev = call('ZREVRANK', zkey, oldz) + 1
@@ -394,7 +397,7 @@ local function one(i)
   end
 
   local seq = nextSeq()
-  local rank, newz = prev, oldz
+  local rank, newz = ranked and prev or 0, oldz
   local ns = fmt('%d', new)
   local changed = not (had and new == old)
   if changed then

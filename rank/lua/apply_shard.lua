@@ -5,11 +5,15 @@
 -- across shards order by the time of reaching the score; and each applied
 -- event's reply goes on with ";<new sorted-set member>;<old one>;<record
 -- hash>" after its record, for the rank across shards and the record's
--- rewrite (rank/redisstore/shard_write.go, rerecord.lua).
+-- rewrite (rank/redisstore/shard_write.go, rerecord.lua). With the token
+-- "norank" too (ack_rank none), the event's ranks are not read: the
+-- record's rank is 0 (apply.lua's header) and its seq is the tie key,
+-- which the round's follow-up turns into the board's seq (shardseq.lua).
 --
 -- KEYS[2] <p>:{b#i}:seq  string: the shard's last tie key (µs)
 -- ARGV[2] now in unix ms, or "" to read the server's TIME
 if opt.shard then
+  if opt.norank then ranked = false end
   local clockUs -- read once per call: later events of the call go above it
   nextSeq = function()
     if not seqLast then seqLast = tonumber(call('GET', KEYS[2]) or '0') end

@@ -41,6 +41,9 @@ const (
 
 	// Rerecord replaces an existing idempotency record (sharded boards).
 	Rerecord = "rerecord.lua"
+	// ShardSeq gives a sharded board's events their seqs when their acks
+	// carry no ranks.
+	ShardSeq = "shardseq.lua"
 
 	Build = "build.lua" // derived boards: recompute members of a derived board
 	Deps  = "deps.lua"  // derived boards: a source's list of dependants

@@ -83,6 +83,7 @@ type record struct {
 	rank      int64
 	prevRank  int64
 	prevScore int64
+	had       bool
 	seq       int64
 	period    int64
 	cohort    cohortKey // on a cohort board
@@ -213,7 +214,7 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		}
 		r := rank.Result{
 			Board: e.Board, Member: e.Member, Score: rec.score, Rank: rec.rank, PrevRank: rec.prevRank,
-			PrevScore: rec.prevScore, Duplicate: true, Seq: rec.seq, Period: rec.period,
+			PrevScore: rec.prevScore, Had: rec.had, Duplicate: true, Seq: rec.seq, Period: rec.period,
 			Decimals: b.cfg.Decimals(), Held: rec.held,
 		}
 		if b.cfg.Cohorted() {
@@ -353,12 +354,18 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	if b.cfg.Holds() {
 		b.afterApply(z, n, e, &r, old, score, now) // the hook's flag, the board's flags
 	}
+	r.Had = r.PrevRank > 0
+	if !b.cfg.RanksInAck() {
+		// R24: a sharded board's ack carries no ranks unless it asks for
+		// them (the Redis engine reads none; this one has them at hand).
+		r.Rank, r.PrevRank = 0, 0
+	}
 	// The record is written last, as in the Lua script; it replaces any
 	// claim of the event.
 	exp := nowNs + int64(time.Duration(b.cfg.IdempotencyWindow))
 	b.idem[key] = record{
 		hash: hash, expires: exp, score: r.Score, rank: r.Rank, prevRank: r.PrevRank,
-		prevScore: r.PrevScore, seq: r.Seq, period: r.Period, cohort: ck, held: r.Held,
+		prevScore: r.PrevScore, had: r.Had, seq: r.Seq, period: r.Period, cohort: ck, held: r.Held,
 	}
 	b.queue.push(key, exp)
 	if b.claims != nil {

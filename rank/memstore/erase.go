@@ -28,6 +28,7 @@ func (s *Store) Erase(ctx context.Context, member string) (rank.Erasure, error) 
 		return out, fmt.Errorf("memstore: erase: %w", err)
 	}
 	s.mu.Lock()
+	_, out.GlobalBan = s.global[member]
 	delete(s.global, member)
 	bs := make([]*board, 0, len(s.boards))
 	for _, b := range s.boards {
@@ -49,6 +50,7 @@ func (s *Store) Erase(ctx context.Context, member string) (rank.Erasure, error) 
 	slices.Sort(out.Boards)
 	t := &s.profiles
 	t.mu.Lock()
+	_, out.Profile = t.m[member]
 	delete(t.m, member)
 	t.mu.Unlock()
 	out.Done = true

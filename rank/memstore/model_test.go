@@ -221,7 +221,7 @@ func (m *model) apply(e rank.Event) (rank.Result, error) {
 	b.seq++
 	r := rank.Result{Board: e.Board, Member: e.Member, Score: n, Seq: b.seq}
 	if had {
-		r.PrevRank, r.PrevScore = b.rankOf(e.Member), old
+		r.PrevRank, r.PrevScore, r.Had = b.rankOf(e.Member), old, true
 		if n != old {
 			cur.score, cur.reached = n, b.seq
 		}

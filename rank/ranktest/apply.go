@@ -164,7 +164,7 @@ func testCompletion(t *testing.T, f HooksFactory) {
 		want := rank.Change{Board: e.Board, Seq: o.r.Seq, Member: e.Member, New: o.r.Score, Rank: o.r.Rank,
 			PrevRank: o.r.PrevRank, Period: o.r.Period, Name: e.Name}
 		got := o.change
-		if (got.Old == nil) != (o.r.PrevRank == 0) || (got.Old != nil && *got.Old != o.r.PrevScore) {
+		if (got.Old == nil) != !o.r.Had || (got.Old != nil && *got.Old != o.r.PrevScore) {
 			t.Fatalf("event %d: change old %v, result %+v", i, got.Old, o.r)
 		}
 		got.Old = nil

@@ -301,19 +301,33 @@ func testErase(t *testing.T, f Factory) {
 		t.Fatalf("Erase(zed) = %+v, %v; want the board %s and 1 entry", got, err, erDaily)
 	}
 	got, err = s.Erase(ctx, "eve")
-	if err != nil {
-		t.Fatalf("Erase: %v", err)
+	if err != nil || !got.Profile || !got.GlobalBan {
+		t.Fatalf("Erase(eve) = %+v, %v; want its profile and global ban found", got, err)
 	}
 	// The global ban's copy is on every board, so every board changed.
 	if !slices.Equal(got.Boards, fx.Boards) || got.Entries != fx.Entries {
 		t.Fatalf("Erase(eve) = %+v; want boards %v and %d entries", got, fx.Boards, fx.Entries)
 	}
 	again, err := s.Erase(ctx, "eve")
-	if err != nil || len(again.Boards) != 0 || again.Entries != 0 {
-		t.Fatalf("Erase twice = %+v, %v; want nothing removed", again, err)
+	if err != nil || again.Found() {
+		t.Fatalf("Erase twice = %+v, %v; want nothing found", again, err)
 	}
-	if none, err := s.Erase(ctx, "nobody"); err != nil || len(none.Boards) != 0 || none.Entries != 0 {
-		t.Fatalf("Erase(nobody) = %+v, %v; want nothing removed", none, err)
+	if none, err := s.Erase(ctx, "nobody"); err != nil || none.Found() || !none.Done {
+		t.Fatalf("Erase(nobody) = %+v, %v; want nothing found, done", none, err)
+	}
+	// A member with a profile or a global ban only is found: the API
+	// answers its erasure, and tells the webhooks.
+	if err := s.PutProfile(ctx, "faceonly", rank.Profile{Name: "Face"}); err != nil {
+		t.Fatalf("PutProfile: %v", err)
+	}
+	if got, err := s.Erase(ctx, "faceonly"); err != nil || !got.Profile || got.GlobalBan || !got.Found() {
+		t.Fatalf("Erase(faceonly) = %+v, %v; want its profile found", got, err)
+	}
+	if _, err := s.PutGlobalBan(ctx, rank.Ban{Member: "banonly", Reason: "spam"}); err != nil {
+		t.Fatalf("PutGlobalBan: %v", err)
+	}
+	if got, err := s.Erase(ctx, "banonly"); err != nil || !got.GlobalBan || got.Profile || !got.Found() {
+		t.Fatalf("Erase(banonly) = %+v, %v; want its global ban found", got, err)
 	}
 	if _, err := s.Erase(ctx, "bad member"); !errors.Is(err, rank.ErrInvalidMember) {
 		t.Fatalf("Erase(bad member): %v, want ErrInvalidMember", err)

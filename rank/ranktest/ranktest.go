@@ -169,6 +169,7 @@ func Run(t *testing.T, f Factory) {
 		{"GlobalBans", testGlobalBans},
 		{"ShardsValidation", testShardsValidation},
 		{"ShardedTwin", testShardedTwin},
+		{"ShardedAckRank", testShardedAckRank},
 		{"ShardedConfig", testShardedConfig},
 		{"ShardedPeriods", testShardedPeriods},
 		{"ShardedSkew", testShardedSkew},

@@ -190,10 +190,10 @@ func testResultFields(t *testing.T, f Factory) {
 	}{
 		{delta(b.ID, "e1", "a", 10), rank.Result{Score: 10, Rank: 1, Seq: 1}},
 		{delta(b.ID, "e2", "b", 20), rank.Result{Score: 20, Rank: 1, Seq: 2}},
-		{delta(b.ID, "e3", "a", 15), rank.Result{Score: 25, Rank: 1, PrevRank: 2, PrevScore: 10, Seq: 3}},
-		{delta(b.ID, "e4", "b", 0), rank.Result{Score: 20, Rank: 2, PrevRank: 2, PrevScore: 20, Seq: 4}},
+		{delta(b.ID, "e3", "a", 15), rank.Result{Score: 25, Rank: 1, PrevRank: 2, PrevScore: 10, Had: true, Seq: 3}},
+		{delta(b.ID, "e4", "b", 0), rank.Result{Score: 20, Rank: 2, PrevRank: 2, PrevScore: 20, Had: true, Seq: 4}},
 		{delta(b.ID, "e5", "c", -5), rank.Result{Score: -5, Rank: 3, Seq: 5}},
-		{delta(b.ID, "e6", "c", 30), rank.Result{Score: 25, Rank: 2, PrevRank: 3, PrevScore: -5, Seq: 6}},
+		{delta(b.ID, "e6", "c", 30), rank.Result{Score: 25, Rank: 2, PrevRank: 3, PrevScore: -5, Had: true, Seq: 6}},
 	}
 	for i, st := range steps {
 		if i == 4 {

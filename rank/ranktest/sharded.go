@@ -59,27 +59,28 @@ type twinCase struct {
 	mode   rank.Mode
 	tie    rank.Tiebreak
 	shards int
+	ack    rank.AckRank
 }
 
 func testShardedTwin(t *testing.T, f Factory) {
 	s := f(t, nil)
 	mod := modOf(t, s)
 	cases := []twinCase{
-		{rank.Desc, rank.Incr, rank.Shared, 4},
-		{rank.Asc, rank.Best, rank.Shared, 7},
-		{rank.Desc, rank.Set, rank.Shared, 16},
-		{rank.Desc, rank.Incr, rank.First, 4},
-		{rank.Asc, rank.Incr, rank.Last, 3},
-		{rank.Desc, rank.Best, rank.First, 64},
+		{rank.Desc, rank.Incr, rank.Shared, 4, rank.AckRankGlobal},
+		{rank.Asc, rank.Best, rank.Shared, 7, rank.AckRankNone},
+		{rank.Desc, rank.Set, rank.Shared, 16, rank.AckRankGlobal},
+		{rank.Desc, rank.Incr, rank.First, 4, rank.AckRankNone},
+		{rank.Asc, rank.Incr, rank.Last, 3, rank.AckRankGlobal},
+		{rank.Desc, rank.Best, rank.First, 64, ""}, // the default: none
 	}
 	var lastSeq int64
 	for ci, tc := range cases {
 		lastSeq = 0
 		sh := board(fmt.Sprintf("rt-shard-%d", ci), func(b *rank.Board) {
-			b.Order, b.Mode, b.Tiebreak, b.Shards = tc.order, tc.mode, tc.tie, tc.shards
+			b.Order, b.Mode, b.Tiebreak, b.Shards, b.AckRank = tc.order, tc.mode, tc.tie, tc.shards, tc.ack
 		})
 		tw := sh
-		tw.ID, tw.Shards = sh.ID+"-twin", 0
+		tw.ID, tw.Shards, tw.AckRank = sh.ID+"-twin", 0, ""
 		put(t, s, sh)
 		put(t, s, tw)
 		rng := rand.New(rand.NewPCG(uint64(ci), 0x5a4d))
@@ -107,21 +108,17 @@ func testShardedTwin(t *testing.T, f Factory) {
 			if errA != nil {
 				continue
 			}
-			if a.Score != b.Score || a.Duplicate != b.Duplicate || a.PrevScore != b.PrevScore || (a.PrevRank == 0) != (b.PrevRank == 0) {
-				t.Fatalf("%s event %d %+v: sharded %+v, twin %+v", sh.ID, i, e, a, b)
-			}
-			if tc.tie == rank.Shared && (a.Rank != b.Rank || a.PrevRank != b.PrevRank) {
-				t.Fatalf("%s event %d %+v: sharded rank %d (prev %d), twin %d (prev %d)", sh.ID, i, e, a.Rank, a.PrevRank, b.Rank, b.PrevRank)
-			}
+			sameAsTwin(t, sh, fmt.Sprintf("event %d %+v", i, e), a, b)
 			if !a.Duplicate {
 				// Seq: +1 per applied event of the board, whatever its shard.
 				if a.Seq != lastSeq+1 {
 					t.Fatalf("%s event %d: seq %d after %d", sh.ID, i, a.Seq, lastSeq)
 				}
 				lastSeq = a.Seq
-				// R24: the ack's rank is the global one right after the
-				// step; nothing else runs here, so a read agrees.
-				if r := one(t, s, sh.ID, e.Member, 0); r.Rank != a.Rank || r.Score != a.Score {
+				// R24: the ack's rank, when it has one, is the global one
+				// right after the step; nothing else runs here, so a read
+				// agrees. Without one, the read is exact all the same.
+				if r := one(t, s, sh.ID, e.Member, 0); (sh.RanksInAck() && r.Rank != a.Rank) || r.Score != a.Score {
 					t.Fatalf("%s event %d: ack rank %d score %d, read %d %d", sh.ID, i, a.Rank, a.Score, r.Rank, r.Score)
 				}
 			}
@@ -160,6 +157,32 @@ func testShardedTwin(t *testing.T, f Factory) {
 			}
 		}
 		compareTwins(t, s, sh, tw, members)
+	}
+}
+
+// sameAsTwin holds result a of sharded board sh to b, its unsharded
+// twin's for the same event (R24): the same score, duplicate, period and
+// previous score; ranks equal with ack_rank global on shared ties (first
+// and last order ties across shards by time: the caller compares a read);
+// no rank and no previous rank otherwise, and the member's being new
+// (Had) as the twin says.
+func sameAsTwin(t *testing.T, sh rank.Board, what string, a, b rank.Result) {
+	t.Helper()
+	if a.Score != b.Score || a.Duplicate != b.Duplicate || a.Period != b.Period || a.Had != b.Had || a.PrevScore != b.PrevScore {
+		t.Fatalf("%s %s: sharded %+v, twin %+v", sh.ID, what, a, b)
+	}
+	if b.Had != (b.PrevRank > 0) {
+		t.Fatalf("%s %s: twin %+v: Had and PrevRank disagree", sh.ID, what, b)
+	}
+	switch {
+	case !sh.RanksInAck():
+		if a.Rank != 0 || a.PrevRank != 0 {
+			t.Fatalf("%s %s: sharded %+v carries ranks without ack_rank global", sh.ID, what, a)
+		}
+	case (a.PrevRank == 0) != (b.PrevRank == 0) || a.Rank < 1:
+		t.Fatalf("%s %s: sharded %+v, twin %+v", sh.ID, what, a, b)
+	case sh.Tiebreak == rank.Shared && (a.Rank != b.Rank || a.PrevRank != b.PrevRank):
+		t.Fatalf("%s %s: sharded rank %d (prev %d), twin %d (prev %d)", sh.ID, what, a.Rank, a.PrevRank, b.Rank, b.PrevRank)
 	}
 }
 
@@ -310,15 +333,21 @@ func testShardedConfig(t *testing.T, f Factory) {
 // and idempotency on a sharded board and its twin, across a period
 // boundary, on the store's (injected) clock.
 func testShardedPeriods(t *testing.T, f Factory) {
+	for _, ack := range []rank.AckRank{rank.AckRankNone, rank.AckRankGlobal} {
+		t.Run(string(ack), func(t *testing.T) { shardedPeriods(t, f, ack) })
+	}
+}
+
+func shardedPeriods(t *testing.T, f Factory, ack rank.AckRank) {
 	anchor := skewedAnchor().Truncate(time.Hour).Add(50 * time.Minute)
 	clk := NewClock(anchor)
 	s := f(t, clk.Now)
 	sh := put(t, s, board("rt-shper", func(b *rank.Board) {
-		b.Reset, b.Shards, b.Tiebreak = rank.Hourly, 5, rank.Shared
+		b.Reset, b.Shards, b.Tiebreak, b.AckRank = rank.Hourly, 5, rank.Shared, ack
 		b.MaxSubmissions, b.Grace = 4, rank.Duration(2*time.Minute)
 	}))
 	tw := sh
-	tw.ID, tw.Shards = "rt-shper-twin", 0
+	tw.ID, tw.Shards, tw.AckRank = "rt-shper-twin", 0, ""
 	put(t, s, tw)
 	rng := rand.New(rand.NewPCG(7, 0x5a4d))
 	members := make([]string, 12)
@@ -341,8 +370,8 @@ func testShardedPeriods(t *testing.T, f Factory) {
 		if Kind(errA) != Kind(errB) {
 			t.Fatalf("event %d %+v: sharded %v, twin %v", i, e, errA, errB)
 		}
-		if errA == nil && (a.Score != b.Score || a.Rank != b.Rank || a.PrevRank != b.PrevRank || a.Period != b.Period || a.Duplicate != b.Duplicate) {
-			t.Fatalf("event %d %+v: sharded %+v, twin %+v", i, e, a, b)
+		if errA == nil {
+			sameAsTwin(t, sh, fmt.Sprintf("event %d %+v", i, e), a, b)
 		}
 	}
 	for _, sel := range []rank.PeriodSel{"", "previous"} {
@@ -424,5 +453,113 @@ func testShardedSkew(t *testing.T, f Factory) {
 			t.Fatalf("skewed rank of %s: %+v, twin %+v", x.Member, x, y)
 		}
 		wantEntries(t, "skewed around "+x.Member, x.Around, y.Around...)
+	}
+}
+
+// testShardedAckRank: R24 v1.3. ack_rank is refused on an unsharded board
+// and takes none or global. A sharded board's acks carry no rank and no
+// previous rank by default (none), and everything else as an unsharded
+// board's: the score, whether the member was new and its previous score,
+// a seq one above the board's last however many events run at once (each
+// seq taken once), and a duplicate answering the first result; reads stay
+// exact. With global the acks carry the global ranks a read right after
+// gives; a change back and forth keeps every earlier event's duplicate
+// answer as it was first given.
+func testShardedAckRank(t *testing.T, f Factory) {
+	s := f(t, nil)
+	ctx := t.Context()
+	for _, n := range []int{0, 1} {
+		for _, ar := range []rank.AckRank{rank.AckRankNone, rank.AckRankGlobal} {
+			b := board("rt-ack-flat", func(b *rank.Board) { b.Shards, b.AckRank = n, ar })
+			if _, err := s.PutBoard(ctx, b); !errors.Is(err, rank.ErrInvalidConfig) || !strings.Contains(err.Error(), "ack_rank") {
+				t.Errorf("ack_rank %q on a board of %d shards: %v, want ErrInvalidConfig naming ack_rank", ar, n, err)
+			}
+		}
+	}
+	if _, err := s.PutBoard(ctx, board("rt-ack-bogus", func(b *rank.Board) { b.Shards, b.AckRank = 3, "exact" })); !errors.Is(err, rank.ErrInvalidConfig) || !strings.Contains(err.Error(), "ack_rank") {
+		t.Errorf("ack_rank exact: %v, want ErrInvalidConfig naming ack_rank", err)
+	}
+	sh := put(t, s, board("rt-ack", func(b *rank.Board) { b.Shards = 6 }))
+	score := map[string]int64{}
+	var lastSeq int64
+	var g ids
+	type sent struct {
+		e rank.Event
+		r rank.Result
+	}
+	var history []sent
+	check := func(what string, e rank.Event, r rank.Result, ranked bool) {
+		t.Helper()
+		old, had := score[e.Member]
+		score[e.Member] = old + e.Amount
+		if r.Duplicate || r.Score != old+e.Amount || r.Had != had || (had && r.PrevScore != old) || r.Seq != lastSeq+1 {
+			t.Fatalf("%s %+v: %+v; want score %d from %d (had %v), seq %d", what, e, r, old+e.Amount, old, had, lastSeq+1)
+		}
+		lastSeq = r.Seq
+		read := one(t, s, sh.ID, e.Member, 0)
+		switch {
+		case !read.Found || read.Score != r.Score:
+			t.Fatalf("%s %+v: read %+v after ack %+v", what, e, read, r)
+		case ranked && (r.Rank != read.Rank || (had != (r.PrevRank > 0))):
+			t.Fatalf("%s %+v: ack %+v, read rank %d", what, e, r, read.Rank)
+		case !ranked && (r.Rank != 0 || r.PrevRank != 0):
+			t.Fatalf("%s %+v: ack %+v carries ranks with ack_rank none", what, e, r)
+		}
+		history = append(history, sent{e, r})
+	}
+	round := func(what string, ranked bool) {
+		for i := range 40 {
+			e := delta(sh.ID, g.next(), fmt.Sprintf("a%02d", (i*7)%25), int64(i%5))
+			check(what, e, apply(t, s, e), ranked)
+		}
+		// Many at once, on every shard: each seq once, the board's total
+		// equal to the sum of the acks' moves.
+		const n = 60
+		res := make([]rank.Result, n)
+		evs := make([]rank.Event, n)
+		done := make(chan int, n)
+		for i := range n {
+			evs[i] = delta(sh.ID, g.next(), fmt.Sprintf("c%02d", i), int64(i+1))
+			go func() {
+				r, err := rank.ApplyWait(ctx, s, evs[i])
+				if err != nil {
+					t.Errorf("concurrent %+v: %v", evs[i], err)
+				}
+				res[i] = r
+				done <- i
+			}()
+		}
+		for range n {
+			<-done
+		}
+		seen := map[int64]bool{}
+		for i, r := range res {
+			if r.Seq <= lastSeq || r.Seq > lastSeq+n || seen[r.Seq] || (!ranked && r.Rank != 0) || (ranked && r.Rank < 1) {
+				t.Fatalf("%s concurrent %d: %+v (seqs from %d)", what, i, r, lastSeq+1)
+			}
+			seen[r.Seq] = true
+			score[evs[i].Member] += evs[i].Amount
+			history = append(history, sent{evs[i], r})
+		}
+		lastSeq += n
+		// Every earlier event's duplicate answers its first result.
+		for _, h := range history {
+			d := apply(t, s, h.e)
+			want := h.r
+			want.Duplicate = true
+			if d != want {
+				t.Fatalf("%s: duplicate of %+v: %+v, want %+v", what, h.e, d, want)
+			}
+		}
+	}
+	round("none", false)
+	sh.AckRank = rank.AckRankGlobal
+	put(t, s, sh)
+	round("global", true)
+	sh.AckRank = rank.AckRankNone
+	put(t, s, sh)
+	round("none again", false)
+	if p := all(t, s, sh.ID, ""); p.Seq != lastSeq {
+		t.Fatalf("the board's seq %d, want %d", p.Seq, lastSeq)
 	}
 }

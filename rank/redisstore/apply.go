@@ -334,11 +334,12 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 		}
 		return rank.Result{}, fmt.Errorf("redisstore: apply %s: script error %q", e.Board, code)
 	case strings.HasPrefix(rep, "0"), strings.HasPrefix(rep, "1"):
-		var cohort, hold string
+		var fields, hold string
 		rep, hold, _ = strings.Cut(rep, "\t") // why the event held its member (§16)
-		r, cohort, err = parseRecord(rep[0] == '1', rep[1:], hash, token)
+		r, fields, err = parseRecord(rep[0] == '1', rep[1:], hash, token)
 		r.Hold = hold
-		if err == nil && cohort != "" && cfg != nil {
+		r.Held = hasField(fields, "h")
+		if cohort := blockField(fields, ""); err == nil && cohort != "" && cfg != nil {
 			r.Cohort, r.Tier, err = cohortName(*cfg, cohort)
 		}
 	default:
@@ -354,13 +355,13 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 // parseRecord decodes an idempotency record. Its first field is
 // "<payload hash>.<attempt token>": another hash is a conflict; the same
 // hash with this call's own token is this call's result, not a duplicate.
-// A cohort board's record ends in the member's cohort as the script
-// names it ("<tier>.<n>"), returned apart; a board that holds members'
-// in ",h" when the member was held after it (§16).
+// The fields apply.lua's blocks add after the seventh (a cohort board's
+// cohort, "<tier>.<n>", see blockField; "h" when the member was held after
+// the event, §16, see hasField) are returned apart, as they are.
 func parseRecord(dup bool, rec string, hash, token string) (rank.Result, string, error) {
-	// rec is "hash,score,rank,prev_rank,prev_score,seq,period[,cohort][,h]";
+	// rec is "hash,score,rank,prev_rank,prev_score,seq,period[,field...]";
 	// cut in place rather than strings.Split, which allocates per event.
-	if c := strings.Count(rec, ","); c < 6 || c > 8 {
+	if strings.Count(rec, ",") < 6 {
 		return rank.Result{}, "", fmt.Errorf("unexpected record %q", rec)
 	}
 	h, rest, _ := strings.Cut(rec, ",")
@@ -371,7 +372,7 @@ func parseRecord(dup bool, rec string, hash, token string) (rank.Result, string,
 	var n [6]int64
 	for i := range n {
 		var f string
-		f, rest, _ = strings.Cut(rest, ",")
+		f, rest, _ = strings.Cut(rest, ",") // after the period: the blocks' fields
 		x, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
 			return rank.Result{}, "", fmt.Errorf("unexpected record %q", rec)
@@ -380,17 +381,42 @@ func parseRecord(dup bool, rec string, hash, token string) (rank.Result, string,
 	}
 	r := rank.Result{
 		Score: n[0], Rank: n[1], PrevRank: n[2], PrevScore: n[3], Seq: n[4], Period: n[5],
-		Duplicate: dup && recToken != token,
+		Had: n[2] > 0, Duplicate: dup && recToken != token,
 	}
-	cohort := ""
-	for rest != "" {
+	if r.Rank == 0 { // not read: prev_rank -1 says the member had an entry
+		r.Had, r.PrevRank = n[2] == -1, 0
+	}
+	return r, rest, nil
+}
+
+// blockField is the record field of apply.lua's block tagged tag (its
+// first letter) among fields, the record's fields after the seventh joined
+// by ","; tag "" is the cohort's, the one field that starts with a digit.
+// "" when there is none.
+func blockField(fields, tag string) string {
+	for fields != "" {
 		var f string
-		f, rest, _ = strings.Cut(rest, ",")
-		if f == "h" {
-			r.Held = true
-		} else {
-			cohort = f
+		f, fields, _ = strings.Cut(fields, ",")
+		switch {
+		case f == "":
+		case tag == "" && f[0] >= '0' && f[0] <= '9':
+			return f
+		case tag != "" && strings.HasPrefix(f, tag):
+			return f[len(tag):]
 		}
 	}
-	return r, cohort, nil
+	return ""
+}
+
+// hasField reports whether fields (as blockField takes them) hold the
+// field f itself.
+func hasField(fields, f string) bool {
+	for fields != "" {
+		var x string
+		x, fields, _ = strings.Cut(fields, ",")
+		if x == f {
+			return true
+		}
+	}
+	return false
 }

@@ -124,7 +124,7 @@ func TestShardCallTieKeys(t *testing.T) {
 	s := newStore(t, srv, Config{Prefix: "ctie", Now: func() time.Time { return at }})
 	const id = "ctie"
 	b := rank.DefaultBoard(id)
-	b.Shards = 2
+	b.Shards, b.AckRank = 2, rank.AckRankGlobal
 	mustPut(t, s, b)
 	// Members of one shard, all reaching the same score, in one batch.
 	var members []string

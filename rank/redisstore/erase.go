@@ -183,15 +183,18 @@ func (s *Store) Erase(ctx context.Context, member string) (rank.Erasure, error) 
 	if s.closed.Load() {
 		return out, ErrClosed
 	}
-	boards, err := s.Boards(ctx)
+	// Where to start is read even when ctx's budget is short (a busy
+	// node): a budget spent before any erasing must answer "not done",
+	// not fail.
+	setup, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timeout)
+	defer cancel()
+	boards, err := s.Boards(setup)
 	if err != nil {
 		return out, err
 	}
-	e := &eraser{s: s, member: member, tag: eraseTag(member), now: s.clock.now(ctx, s.client),
+	e := &eraser{s: s, member: member, tag: eraseTag(member), now: s.clock.now(setup, s.client),
 		erase: newScript(lua.Erase), forgt: newScript(lua.Forget)}
-	short, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	after, err := s.client.Get(short, e.resumeKey()).Result()
-	cancel()
+	after, err := s.client.Get(setup, e.resumeKey()).Result()
 	if err != nil && !isNil(err) {
 		return out, s.fail("erase", "", err)
 	}
@@ -222,13 +225,14 @@ func (s *Store) Erase(ctx context.Context, member string) (rank.Erasure, error) 
 	if done && e.more(ctx) {
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 		pipe := s.client.Pipeline()
-		pipe.HDel(ctx, s.gbansKey(), member)
-		pipe.Del(ctx, s.profileKey(member))
+		gban := pipe.HDel(ctx, s.gbansKey(), member)
+		prof := pipe.Del(ctx, s.profileKey(member))
 		_, err := pipe.Exec(ctx)
 		cancel()
 		if err != nil {
 			return out, s.fail("erase", "", err)
 		}
+		out.GlobalBan, out.Profile = gban.Val() > 0, prof.Val() > 0
 	} else {
 		done = false
 	}

@@ -142,16 +142,20 @@ func TestEraseResumes(t *testing.T) {
 		t.Fatalf("buckets %v, %v: want the one records were written to", buckets, err)
 	}
 	const others, mine = 40000, 2000
-	pipe := s.client.Pipeline()
-	for i := range others + mine {
-		m := fmt.Sprintf("p%d", i)
-		if i%((others+mine)/mine) == 0 {
-			m = eraseMember
+	// In pipelines of 5,000: one of 42,000 may outlast the client's write
+	// timeout on a busy machine.
+	for start := 0; start < others+mine; start += 5000 {
+		pipe := s.client.Pipeline()
+		for i := start; i < min(start+5000, others+mine); i++ {
+			m := fmt.Sprintf("p%d", i)
+			if i%((others+mine)/mine) == 0 {
+				m = eraseMember
+			}
+			pipe.HSet(ctx, buckets[0], fmt.Sprintf("%s|r%d", m, i), "x")
 		}
-		pipe.HSet(ctx, buckets[0], fmt.Sprintf("%s|r%d", m, i), "x")
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	left := func() int {
 		n := 0

@@ -118,6 +118,9 @@ func TestRawEntryAfterTiebreakChange(t *testing.T) {
 	for _, shards := range []int{0, 3} {
 		b := rank.DefaultBoard("raw")
 		b.Tiebreak, b.Shards = rank.Shared, shards
+		if shards > 1 {
+			b.AckRank = rank.AckRankGlobal
+		}
 		r := newRecordsRig(t, b)
 		mustApply(t, r.s, incr("raw", "e1", "m", 5)) // a raw entry "m"
 		b.Tiebreak = rank.First

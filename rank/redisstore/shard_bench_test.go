@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -102,19 +103,82 @@ func redisCPU(b *testing.B, s *Store) float64 {
 	return t
 }
 
+// BenchmarkShardedViews reads what one node's live views of a
+// 100k-member board cost the store per interval: 1,000 and 10,000 views
+// (around 5) of a board of 1 and of 16 shards, in one Ranks call, as the
+// live engine batches a board's views of one around per tick. The
+// store's and the client's timeouts are lifted: such a tick outlasts
+// the defaults.
+func BenchmarkShardedViews(b *testing.B) {
+	srv := testenv.StartRedis(b)
+	client, err := NewClient(srv.URL() + "?read_timeout=5m&write_timeout=5m")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(context.Background(), client, rank.Hooks{}, Config{Prefix: "views", Timeout: 5 * time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	const n = 100_000
+	for _, shards := range []int{1, 16} {
+		id := "views" + strconv.Itoa(shards)
+		populateSharded(b, s, id, shards, n)
+		for _, views := range []int{1000, 10000} {
+			members := make([]string, views)
+			for i := range members {
+				members[i] = "m" + strconv.Itoa(i*(n/views))
+			}
+			b.Run(fmt.Sprintf("shards=%d/views=%d", shards, views), func(b *testing.B) {
+				b.ReportAllocs()
+				cpu := redisCPU(b, s)
+				for b.Loop() {
+					r, err := s.Ranks(context.Background(), id, "", members, 5)
+					if err != nil || len(r.Members) != views || !r.Members[views-1].Found || len(r.Members[0].Around) == 0 {
+						b.Fatalf("Ranks of %d members: %v", views, err)
+					}
+				}
+				us := (redisCPU(b, s) - cpu) * 1e6 / float64(b.N)
+				b.ReportMetric(us, "redis-cpu-µs/tick")
+				b.ReportMetric(us/float64(views), "redis-cpu-µs/view")
+			})
+		}
+	}
+}
+
 // BenchmarkShardedApply applies events from 32 callers (the lanes
 // pipelines them) to a 100k-member board of 1, 3 and 16 shards on one
-// Redis: the sharded event's follow-up (every other shard's count, the
-// board's seq, the record rewrite) is the price of R24's global ack rank.
+// Redis, the sharded ones with ack_rank none (the default: the follow-up
+// gives seqs only) and global (the follow-up counts every other shard for
+// each ack's ranks and rewrites the records).
 func BenchmarkShardedApply(b *testing.B) {
 	srv := testenv.StartRedis(b)
 	s := newStore(b, srv, Config{})
 	const n = 100_000
 	var ids atomic.Int64
-	for _, shards := range []int{1, 3, 16} {
-		id := "apply" + strconv.Itoa(shards)
+	type tc struct {
+		shards int
+		ack    rank.AckRank
+	}
+	for _, c := range []tc{{1, ""}, {3, rank.AckRankNone}, {3, rank.AckRankGlobal}, {16, rank.AckRankNone}, {16, rank.AckRankGlobal}} {
+		shards := c.shards
+		id := fmt.Sprintf("apply%d%s", shards, c.ack)
 		populateSharded(b, s, id, shards, n)
-		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+		if c.ack != "" {
+			cfg, err := s.Board(context.Background(), id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg.AckRank = c.ack
+			if _, err := s.PutBoard(context.Background(), cfg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		name := fmt.Sprintf("shards=%d", shards)
+		if c.ack != "" {
+			name += "/ack_rank=" + string(c.ack)
+		}
+		b.Run(name, func(b *testing.B) {
 			b.SetParallelism(16)
 			b.ReportAllocs()
 			cpu := redisCPU(b, s)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -84,24 +85,80 @@ func (p *countPart) ask(sc, z string, ref *int64) {
 }
 
 // shardFollowUp makes the results of calls applied on shards global (see
-// the file comment) in two pipelines per lane round, whatever the round's
-// number of events: first one count call per (board, period, other shard)
-// holding all the round's queries to that shard, and one INCRBY per
-// board; then one rerecord.lua call per bucket hash holding all the
-// records written in it. Every record is rewritten: its seq is the board's
-// global one, which only the follow-up knows. A call whose follow-up fails
-// gets the failure: it was applied, and re-sending it is safe (R4), as
-// after any unavailable. Lane only.
+// the file comment). The events of a board whose acks carry ranks
+// (ack_rank global) get them in rankFollowUp; the others, and the
+// duplicates of their records, only their seqs, in seqFollowUp. A call
+// whose follow-up fails gets the failure: it was applied, and re-sending
+// it is safe (R4), as after any unavailable. Lane only.
 func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
-	var todo []*call
+	var ranked, unranked []*call
 	for _, c := range calls {
-		if c.shard != nil && c.err == nil && !c.r.Duplicate {
-			todo = append(todo, c)
+		switch {
+		case c.shard == nil || c.err != nil:
+		case c.r.Rank == 0: // its record says its ranks were not read
+			unranked = append(unranked, c)
+		case !c.r.Duplicate:
+			ranked = append(ranked, c)
 		}
 	}
-	if len(todo) == 0 {
-		return
+	if len(unranked) > 0 {
+		s.seqFollowUp(ctx, unranked)
 	}
+	if len(ranked) > 0 {
+		s.rankFollowUp(ctx, ranked)
+	}
+}
+
+// seqFollowUp gives calls, events applied on shards without their ranks
+// read and duplicates of such events, their boards' seqs: their records
+// hold the tie key their shard's step took, which shardseq.lua turns into
+// the seq the board gave the event, giving it one if none has yet, in one
+// call per board, all in one pipeline per lane round. Lane only.
+func (s *Store) seqFollowUp(ctx context.Context, calls []*call) {
+	var seqs []scriptCall
+	var of [][]*call
+	byBoard := map[string]int{}
+	for _, c := range calls {
+		i, ok := byBoard[c.e.Board]
+		if !ok {
+			b := &c.board.b
+			// A minute's fields outlive every record written in it: a
+			// record lives at most two windows and a quarter.
+			w := time.Duration(b.IdempotencyWindow)
+			keep := (2*w + w/4 + time.Minute).Milliseconds()
+			i = len(seqs)
+			byBoard[c.e.Board] = i
+			seqs = append(seqs, scriptCall{keys: []string{c.board.keys.seq}, args: []any{"", s.nowArg(), keep}})
+			of = append(of, nil)
+		}
+		shard := rank.ShardOf(c.e.Member, c.board.b.Shards)
+		seqs[i].args = append(seqs[i].args, strconv.Itoa(shard)+"."+strconv.FormatInt(c.r.Seq, 10))
+		of[i] = append(of[i], c)
+	}
+	err := s.evalPipe(ctx, s.client.Pipeline(), s.shardSeq, seqs)
+	for i, sc := range seqs {
+		a, _ := sc.res.Val().([]any)
+		if err == nil && len(a) != len(of[i]) {
+			err = fmt.Errorf("unexpected seqs reply %v", sc.res.Val())
+		}
+		for k, c := range of[i] {
+			if err != nil {
+				c.err = s.fail("apply", c.e.Board, err)
+				continue
+			}
+			c.r.Seq = num(a[k])
+		}
+	}
+}
+
+// rankFollowUp makes the results of calls applied on shards of boards
+// whose acks carry ranks global in two pipelines per lane round, whatever
+// the round's number of events: first one count call per (board, period,
+// other shard) holding all the round's queries to that shard, and one
+// INCRBY per board; then one rerecord.lua call per bucket hash holding all
+// the records written in it. Every record is rewritten: its seq is the
+// board's global one, which only the follow-up knows. Lane only.
+func (s *Store) rankFollowUp(ctx context.Context, todo []*call) {
 	var parts []*countPart
 	byKey := map[string]*countPart{}
 	seqs := map[string]*redis.IntCmd{}

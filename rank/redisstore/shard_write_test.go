@@ -25,7 +25,7 @@ func TestShardFollowUpPerRound(t *testing.T) {
 	s := newStore(t, srv, Config{Prefix: "fround", Now: func() time.Time { return at }})
 	const id, shards, events = "fround", 4, 60
 	b := rank.DefaultBoard(id)
-	b.Shards = shards
+	b.Shards, b.AckRank = shards, rank.AckRankGlobal
 	mustPut(t, s, b)
 	// Every member already on the board, so each event asks two counts
 	// (its rank and its rank before) of every other shard.
@@ -159,5 +159,50 @@ func TestShardCountLeavesNoTrace(t *testing.T) {
 	mustApply(t, s, incr(id, "later", mine[0], 1))
 	if aof() == size {
 		t.Error("the AOF did not grow on an apply either: the check above proves nothing")
+	}
+}
+
+// TestShardSeqGivenOnce: on a sharded board whose acks carry no ranks, an
+// event's seq is given once, by whichever follow-up meets it first: here a
+// duplicate (a retry sent to another node) is answered before the round
+// that applied the event finished its follow-up; both answers carry the
+// same seq, and the board's seq moved by one.
+func TestShardSeqGivenOnce(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{Prefix: "sonce"})
+	ctx := t.Context()
+	const id = "sonce"
+	b := rank.DefaultBoard(id)
+	b.Shards = 4
+	mustPut(t, s, b)
+	cb, err := s.board(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := incr(id, "once", "m1", 5)
+	sh := cb.shards[rank.ShardOf(e.Member, b.Shards)]
+	c := &call{e: e}
+	c.setRecord(e, "first-", 1)
+	c.shard, c.board = sh.keys, &cb
+	now, nowArg := s.now(ctx, sh.b)
+	cmds := []cmd{applyCmd(sh, nowArg, s.periodKeys(sh, now), []*call{c})}
+	s.lanes[0].exec(ctx, cmds)
+	if again := s.settle(ctx, &cmds[0], staleRetries, nil); len(again) > 0 || c.err != nil || c.r.Rank != 0 {
+		t.Fatalf("the shard's step: %+v, %v", c.r, c.err)
+	}
+	dup := mustApply(t, s, e) // its round's follow-up has not run yet
+	if !dup.Duplicate || dup.Seq != 1 || dup.Score != 5 || dup.Rank != 0 {
+		t.Fatalf("the retry: %+v, want a duplicate at seq 1", dup)
+	}
+	s.seqFollowUp(ctx, []*call{c})
+	if c.err != nil || c.r.Seq != 1 {
+		t.Fatalf("the round's own follow-up: seq %d, %v; want 1", c.r.Seq, c.err)
+	}
+	if got := storedSeq(t, s, id); got != 1 {
+		t.Fatalf("the board's seq = %d, want 1", got)
+	}
+	if r := mustApply(t, s, incr(id, "next", "m2", 1)); r.Seq != 2 {
+		t.Fatalf("the next event's seq = %d, want 2", r.Seq)
 	}
 }

@@ -58,9 +58,13 @@ func applySpec(b rank.Board) string {
 }
 
 // shardSpec is the apply config of a shard of sharded board b: the
-// board's, with the shard's tie key (apply_shard.lua).
+// board's, with the shard's tie key, and without rank reads unless the
+// board's acks carry ranks (apply_shard.lua; R24).
 func shardSpec(b rank.Board) string {
-	return applySpec(b) + " shard"
+	if b.RanksInAck() {
+		return applySpec(b) + " shard"
+	}
+	return applySpec(b) + " shard norank"
 }
 
 // writeSpecs stores the apply config of board id, and of each of its

@@ -32,8 +32,12 @@ func TestApplySpec(t *testing.T) {
 		t.Errorf("%q, want %q", got, want)
 	}
 	b.Shards = 4
-	if got := shardSpec(b); got != want+" shard" {
+	if got := shardSpec(b); got != want+" shard norank" {
 		t.Errorf("shard: %q", got)
+	}
+	b.AckRank = rank.AckRankGlobal
+	if got := shardSpec(b); got != want+" shard" {
+		t.Errorf("shard with ack_rank global: %q", got)
 	}
 }
 

@@ -115,6 +115,7 @@ type Store struct {
 	shard    *script // reads of one shard of a sharded board (shard.go)
 	hot      *script // hot.lua (hot.go)
 	rerecord *script // rerecord.lua (shard.go)
+	shardSeq *script // shardseq.lua (shard_write.go)
 	derive   *script // derived.go
 	deps     *script // derived.go
 	// holdScript is hold.lua (integrity.go).
@@ -325,6 +326,7 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 		shard:      newScript(lua.Shard),
 		hot:        newScript(lua.Hot),
 		rerecord:   newScript(lua.Rerecord),
+		shardSeq:   newScript(lua.ShardSeq),
 		hotCur:     make(map[string]int64),
 		boards:     make(map[string]*cachedBoard),
 		groups:     make(map[string]string),
@@ -341,7 +343,7 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 	s.clock.injected = cfg.Now
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban, s.shard, s.hot, s.rerecord, s.derive, s.deps, s.holdScript} {
+	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban, s.shard, s.hot, s.rerecord, s.shardSeq, s.derive, s.deps, s.holdScript} {
 		if err := sc.load(ctx, s.client); err != nil {
 			return nil, s.fail("new", "", err)
 		}

@@ -28,8 +28,10 @@ export interface Ack {
   board: string;
   member: string;
   score: number;
-  rank: number;
-  prev_rank: number | null;
+  /** v1.3 (R24): absent, with prev_rank, on a sharded board unless its ack_rank is "global"; the rank comes from a view, a rank request or REST reads. */
+  rank?: number;
+  /** null when the member was new; absent when rank is. */
+  prev_rank?: number | null;
   duplicate: boolean;
   seq: number;
   period?: number;

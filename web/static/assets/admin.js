@@ -2,10 +2,11 @@
 // viewers and joins per second; create a board and edit its settings (saved
 // with PATCH, so what the form does not show keeps its value); a board's
 // standings; find a member, edit the profile, ban, lift, remove from a
-// period, erase everywhere; the review queue of held members (§16): clear,
-// remove, ban. Built on the REST API only, with the admin token of the URL
+// period, erase everywhere; the webhooks and their last deliveries; the
+// review queue of held members (§16): clear, remove, ban. Built on the
+// REST API only, with the admin token of the URL
 // fragment (never sent anywhere but in the Authorization header).
-import { dev, devToken, el, errorText, fragmentToken, initial, num, validBoard } from './common.js';
+import { dev, devToken, durationMS, el, errorText, fragmentToken, initial, lifecycle, num, validBoard } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -40,6 +41,7 @@ async function api(method, path, body) {
   } catch {
     throw new APIError(0, 'unreachable', 'the gateway cannot be reached');
   }
+  noteServerClock(r);
   if (r.status === 204) return null;
   const j = await r.json().catch(() => null);
   if (!r.ok) throw new APIError(r.status, j?.error?.code || 'internal', j?.error?.message || `HTTP ${r.status}`);
@@ -123,9 +125,8 @@ async function boardDetails(id) {
   }
   const tr = $('board-rows').querySelector(`tr[data-board="${CSS.escape(id)}"]`);
   if (!tr) return;
-  const st = tr.querySelector('.state');
-  st.textContent = STATES[d.state] || d.state || '';
-  st.dataset.state = d.state || '';
+  lifecycles.set(id, { state: d.state || '', cfg: d.board || {} });
+  showState(tr, id);
   tr.querySelector('.members').textContent = num(d.members);
   tr.querySelector('.viewers').textContent = typeof d.viewers === 'number' ? num(d.viewers) : '—';
   const now = performance.now();
@@ -135,7 +136,10 @@ async function boardDetails(id) {
     const rate = Math.max(0, d.members - prev.members) / ((now - prev.at) / 1000);
     tr.querySelector('.rate').textContent = rate.toFixed(1);
   }
-  if (id === current && d.board) showConfig(d.board);
+  if (id === current && d.board) {
+    showConfig(d.board);
+    lockFinal(d.state === 'final');
+  }
 }
 
 async function createBoard(ev) {
@@ -292,6 +296,13 @@ async function saveConfig(ev) {
     $('saved').textContent = 'Saved.';
     refreshBoards().catch(() => {});
   } catch (e) {
+    if (e.code === 'board_closed') {
+      // Not a score refusal: a final board's config is frozen (§6).
+      editing = false;
+      lockFinal(true);
+      $('edit-err').textContent = 'Not saved: this board is final, and its settings can no longer change.';
+      return;
+    }
     const field = namedField(e);
     const slot = field && $('err-' + field);
     (slot || $('edit-err')).textContent = errorText(e);
@@ -505,7 +516,114 @@ function erase(ev) {
   return memberAction('erase-err', async () => {
     do r = await api('DELETE', `/api/v1/members/${enc(m)}`); while (r && r.done === false); // 202: resumes
     await showProfile();
-  }, () => `${m} is erased: ${num(r.entries)} removed from ${num(r.boards)} boards.`);
+  }, () => erasedText(m, r));
+}
+
+// --- board states and countdowns ---
+
+// The server's clock, estimated from the Date header of its answers (to the
+// second): countdowns run on it, not on this machine's (§6).
+let serverSkew = 0;
+function noteServerClock(r) {
+  const at = Date.parse(r.headers.get('Date') || '');
+  if (Number.isFinite(at)) serverSkew = at + 500 - Date.now(); // the header drops the ms: the middle of its second
+}
+const serverNow = () => Date.now() + serverSkew;
+
+const lifecycles = new Map(); // board id → {state, cfg}: the last details read
+
+/** The lifecycle times of a config as a `board` frame carries them (unix ms or null). */
+function frameOf(state, cfg) {
+  const ms = (t) => (t ? Date.parse(t) : null);
+  const ends = ms(cfg.ends_at);
+  const grace = durationMS(cfg.grace);
+  return { state, starts_at: ms(cfg.starts_at), ends_at: ends, final_at: ends === null ? null : ends + grace };
+}
+
+// showState writes a board row's state and, while one runs, its countdown
+// ("live · ends in 4:05", "not started · starts in 1:30").
+function showState(tr, id) {
+  const l = lifecycles.get(id);
+  if (!l) return;
+  const st = tr.querySelector('.state');
+  const words = STATES[l.state] || l.state;
+  const { text } = l.state && l.state !== 'final' ? lifecycle(frameOf(l.state, l.cfg), l.cfg, serverNow()) : { text: '' };
+  st.textContent = text ? `${words} · ${text}` : words;
+  st.dataset.state = l.state;
+}
+
+function tickStates() {
+  for (const tr of $('board-rows').children) showState(tr, tr.dataset.board);
+}
+
+// lockFinal freezes the settings form of a final board: its config can no
+// longer change (409 board_closed), so nothing invites an edit.
+function lockFinal(final) {
+  $('final-lock').hidden = !final;
+  for (const c of $('edit-form').querySelectorAll('input, select, button')) c.disabled = final;
+}
+
+// --- erasure ---
+
+const plural = (n, one, many = one + 's') => `${num(n)} ${n === 1 ? one : many}`;
+
+/** What an erasure removed, in words (§13's answer). */
+function erasedText(m, r) {
+  const parts = [`${plural(r.entries, 'score')} on ${plural(r.boards, 'board')}`, plural(r.records, 'remembered event id')];
+  if (r.profile) parts.push('the profile');
+  if (r.global_ban) parts.push('a ban from every board');
+  return `${m} is erased: ${parts.join(', ')}.`;
+}
+
+// --- webhooks ---
+
+// How many deliveries of each webhook the console shows.
+const DELIVERIES = 5;
+
+// refreshWebhooks lists the webhooks and each one's last deliveries. A
+// token limited to some boards may not read them (403): the card stays
+// hidden.
+async function refreshWebhooks() {
+  let hooks;
+  try {
+    ({ webhooks: hooks } = await api('GET', '/api/v1/webhooks'));
+  } catch (e) {
+    if (e.status === 403) {
+      $('webhooks-card').hidden = true;
+      return;
+    }
+    throw e;
+  }
+  const items = await Promise.all(hooks.map(async (w) => {
+    let ds = [];
+    try {
+      ({ deliveries: ds } = await api('GET', `/api/v1/webhooks/${enc(w.id)}/deliveries`));
+    } catch {
+      // removed meanwhile: listed without deliveries until the next read
+    }
+    return webhookItem(w, ds.slice(0, DELIVERIES));
+  }));
+  $('webhooks').replaceChildren(...items);
+  $('webhooks-empty').hidden = hooks.length > 0;
+  $('webhooks-card').hidden = false;
+}
+
+function webhookItem(w, ds) {
+  const head = el('div', { class: 'hook-head' },
+    el('strong', {}, w.id), el('span', { class: 'hook-url' }, w.url),
+    el('span', { class: 'muted' }, (w.events || []).join(', ')),
+    el('span', { class: 'muted' }, w.boards ? 'boards: ' + w.boards.join(', ') : 'every board'));
+  if (ds.length === 0) return el('li', { dataset: { webhook: w.id } }, head, el('p', { class: 'muted small' }, 'No deliveries yet.'));
+  const rows = ds.map((d) => el('tr', { dataset: { delivery: d.id } },
+    el('td', {}, d.event), el('td', {}, d.board || '—'),
+    el('td', { class: 'status', dataset: { status: d.status } }, d.status),
+    el('td', { class: 'n' }, num(d.attempts)),
+    el('td', { class: 'error' }, d.last_error || ''),
+    el('td', {}, d.next_attempt_at ? new Date(d.next_attempt_at).toLocaleTimeString() : '')));
+  const table = el('table', { class: 'grid', 'aria-label': `Deliveries of ${w.id}` },
+    el('thead', {}, el('tr', {}, ...['Event', 'Board', 'Status', 'Attempts', 'Last error', 'Next attempt'].map((h) => el('th', { scope: 'col' }, h)))),
+    el('tbody', {}, ...rows));
+  return el('li', { dataset: { webhook: w.id } }, head, el('div', { class: 'scroll' }, table));
 }
 
 // --- wiring ---
@@ -521,7 +639,11 @@ function showBoard(id) {
   $('saved').textContent = '';
   clearErrors($('edit-form'));
   for (const tr of $('board-rows').children) tr.classList.toggle('selected', tr.dataset.board === id);
-  api('GET', boardPath(id)).then((d) => showConfig(d.board), (e) => { $('edit-err').textContent = errorText(e); });
+  lockFinal(false);
+  api('GET', boardPath(id)).then((d) => {
+    showConfig(d.board);
+    lockFinal(d.state === 'final');
+  }, (e) => { $('edit-err').textContent = errorText(e); });
   refreshStandings().catch(() => {});
   refreshBans().catch(() => {});
   $('held-done').textContent = '';
@@ -586,6 +708,8 @@ async function start() {
   every(refreshBoards, true);
   every(refreshStandings, false);
   every(refreshHeld, false);
+  every(refreshWebhooks, false);
+  setInterval(tickStates, 1000);
 }
 
 start();

@@ -101,12 +101,15 @@ export class RankTable {
       who = el('td', { class: 'who' }, el('span', { class: 'pick' }, pic, flag, label));
     }
     const score = el('td', { class: 'score num' });
-    const delta = this.cols.delta ? el('td', { class: 'delta num' }) : null;
+    // The change fades inside its cell, never the cell itself: a
+    // transparent cell would leave its row without its end (ragged rows).
+    const change = this.cols.delta ? el('span') : null;
+    const delta = this.cols.delta ? el('td', { class: 'delta num' }, change) : null;
     const replay = this.cols.replay ? el('td', { class: 'replay' }) : null;
     const tr = el('tr', { dataset: { member: e.member } }, rank, move, who, score, delta, replay);
     tr.classList.toggle('me', e.member === this.me);
     tr.classList.toggle('followed', e.member === this.followed);
-    return { tr, rank: null, score: null, pic: null, cells: { rank, move, arrow, name, id, score, pic, flag, delta, replay } };
+    return { tr, rank: null, score: null, pic: null, cells: { rank, move, arrow, name, id, score, pic, flag, delta, change, replay } };
   }
 
   // _picture shows the avatar, or the name's initial when there is none or
@@ -166,10 +169,10 @@ export class RankTable {
         flash(r.tr);
         if (c.delta) {
           const d = e.score - r.score;
-          c.delta.textContent = (d > 0 ? '+' : '−') + scoreText(Math.abs(d));
+          c.change.textContent = (d > 0 ? '+' : '−') + scoreText(Math.abs(d));
           c.delta.className = 'delta num ' + (d > 0 ? 'up' : 'down');
-          c.delta.getAnimations().forEach((a) => a.cancel());
-          c.delta.animate([{ opacity: 1 }, { opacity: 1, offset: 0.7 }, { opacity: 0 }], { duration: 5000, fill: 'forwards' });
+          c.change.getAnimations().forEach((a) => a.cancel());
+          c.change.animate([{ opacity: 1 }, { opacity: 1, offset: 0.7 }, { opacity: 0 }], { duration: 5000, fill: 'forwards' });
         }
       }
       r.score = e.score;

@@ -75,14 +75,24 @@ export function link(path, params) {
   return path + (q ? '?' + q : '') + location.hash;
 }
 
-/** The `exp` claim of a JWT (unix seconds), 0 when unreadable. */
-export function tokenExp(token) {
+/** The claims of a JWT, {} when unreadable (the server checks it anyway). */
+function tokenClaims(token) {
   try {
     const part = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
-    return JSON.parse(atob(part)).exp || 0;
+    return JSON.parse(atob(part)) || {};
   } catch {
-    return 0;
+    return {};
   }
+}
+
+/** The `exp` claim of a JWT (unix seconds), 0 when unreadable. */
+export function tokenExp(token) {
+  return tokenClaims(token).exp || 0;
+}
+
+/** The role a JWT claims ('player' when it says none, as the gateway reads it). */
+export function tokenRole(token) {
+  return tokenClaims(token).role || 'player';
 }
 
 /** The gateway did not answer at all (fetch's network error). */
@@ -291,9 +301,11 @@ export function clock(ms) {
   return h ? `${h}:${String(m).padStart(2, '0')}:${sec}` : `${m}:${sec}`;
 }
 
-// durationMS parses the Go-style durations of a board's reset ("1m", "15m",
-// "6h", "1h30m"); 0 when it is not one.
-function durationMS(s) {
+/**
+ * The ms of a Go-style duration of a board config ("1m", "15m", "6h",
+ * "1h30m", a grace's "2m0s"); 0 when it is not one.
+ */
+export function durationMS(s) {
   if (typeof s !== 'string' || !/^(\d+h)?(\d+m)?(\d+s)?$/.test(s) || s === '') return 0;
   let ms = 0;
   for (const [, n, u] of s.matchAll(/(\d+)([hms])/g)) ms += Number(n) * { h: 3600e3, m: 60e3, s: 1e3 }[u];

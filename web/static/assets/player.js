@@ -43,7 +43,9 @@ const board = boardParam();
 if (!dev && !fragmentToken()) {
   notice(NO_TOKEN_HINT.replace('needs a token', 'needs a player token'));
 }
-if (!dev && board && fragmentToken()) {
+// A token in the fragment says who plays, under --dev too (it wins over
+// the dev endpoint): no name to ask for.
+if (board && fragmentToken()) {
   start(board, '');
 } else {
   showJoin();
@@ -77,7 +79,7 @@ function start(id, name) {
   $('title').textContent = id;
   document.title = id + ' · Play';
   $('watch-link').href = link('/', { board: id });
-  let me = dev ? memberID(name) : '';
+  let me = dev && !fragmentToken() ? memberID(name) : '';
   $('you-name').textContent = name || '…';
 
   const tokens = tokenSource({ sub: me, role: 'player', name });
@@ -199,10 +201,7 @@ function start(id, name) {
     const p = $('percentile');
     p.hidden = !(lastRank > 0 && total > 0);
     if (p.hidden) return;
-    // "top 3%": the share of the board at or above this rank, rounded up, so
-    // the leader of 1,000 is "top 1%" and never "top 0%".
-    const pct = Math.max(1, Math.ceil((lastRank / total) * 100));
-    p.textContent = lastRank === 1 ? `Leading ${num(total)} players` : `Top ${pct}% of ${num(total)} players`;
+    p.textContent = standing(lastRank, total);
     const tier = tierOf(cfg?.board?.tiers, lastRank, total);
     $('tier').hidden = !tier;
     $('tier').textContent = tier; // text, never markup
@@ -210,8 +209,12 @@ function start(id, name) {
 
   let lastView = null;
   let overtakenTimer = 0;
+  // A sharded board's acks carry no rank unless it says ack_rank "global"
+  // (R24): the last ack's rank is then the live view's, kept up to date.
+  let ackRankFromView = false;
   lb.on('view', (f) => {
     if (f.member !== me) return;
+    if (ackRankFromView) $('ack-rank').textContent = f.rank ? '#' + num(f.rank) : '—';
     setBig($('my-rank'), f.rank ? '#' + num(f.rank) : '—');
     setBig($('my-score'), scoreText(f.score));
     lastRank = f.rank || 0;
@@ -270,13 +273,26 @@ function start(id, name) {
         }
         showAttempts();
         showRuns();
-        $('ack-rank').textContent = '#' + num(ack.rank);
         $('ack-score').textContent = scoreText(ack.score);
+        const sent = byValue ? `${num(delta)} → ` : `${delta > 0 ? '+' : ''}${num(delta)} → `;
+        const again = ack.duplicate ? ' — re-sent, applied once' : '';
+        ackRankFromView = ack.rank === undefined;
+        if (ackRankFromView) {
+          // No rank in the ack: the view's, which follows within an interval.
+          $('ack-rank').textContent = lastRank ? '#' + num(lastRank) : '—';
+          $('ackline').replaceChildren(
+            sent,
+            Object.assign(document.createElement('strong'), { textContent: `score ${scoreText(ack.score)}` }),
+            ` (your rank follows in the live view)${again}`,
+          );
+          return;
+        }
+        $('ack-rank').textContent = '#' + num(ack.rank);
         const was = ack.prev_rank === null ? 'new on the board' : `was #${num(ack.prev_rank)}`;
         $('ackline').replaceChildren(
-          byValue ? `${num(delta)} → ` : `${delta > 0 ? '+' : ''}${num(delta)} → `,
+          sent,
           Object.assign(document.createElement('strong'), { textContent: `rank #${num(ack.rank)}` }),
-          `, score ${scoreText(ack.score)} (${was})${ack.duplicate ? ' — re-sent, applied once' : ''}`,
+          `, score ${scoreText(ack.score)} (${was})${again}`,
         );
       },
       (err) => {
@@ -330,6 +346,21 @@ function start(id, name) {
     $('runs-empty').hidden = events.length > 0;
     $('runs-list').replaceChildren(...events.map((e) => el('li', {}, runText(e))));
   }
+}
+
+/**
+ * Where a rank stands among total players, in words: "Top 3% of 1,200
+ * players" in the upper half of a board of 10 or more (the share at or
+ * above the rank, rounded up, so the leader of 1,000 is never "top 0%"),
+ * else the rank itself ("#8 of 8 players"): a percentage of a handful of
+ * players, or "Top 100%", says nothing.
+ */
+function standing(rank, total) {
+  const players = `${num(total)} ${total === 1 ? 'player' : 'players'}`;
+  if (total === 1) return 'The only player so far';
+  if (rank === 1) return `Leading ${players}`;
+  const pct = Math.max(1, Math.ceil((rank / total) * 100));
+  return total >= 10 && pct <= 50 ? `Top ${pct}% of ${players}` : `#${num(rank)} of ${players}`;
 }
 
 // lastRuns reads GET …/members/{member}/history; null when it fails.

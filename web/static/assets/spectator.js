@@ -5,7 +5,7 @@ import { LBClient } from '/lb-client.js';
 import { RankTable } from './board.js';
 import {
   BoardStatus, NO_TOKEN_HINT, closeWhileCached, cohortName, cohortParam, errorText, setBig, ago, boardConfig, boardParam, dev, el, fragmentToken, lifecycle, link, listBoards, num, scoreText,
-  useBoardDecimals, randomTag, tokenSource, validBoard, viewersText,
+  useBoardDecimals, randomTag, tokenRole, tokenSource, validBoard, viewersText,
 } from './common.js';
 
 const $ = (id) => document.getElementById(id);
@@ -88,7 +88,10 @@ function showBoard(id) {
   $('board').hidden = false;
   $('title').textContent = id;
   document.title = id + ' · Leaderboard';
-  $('play-link').href = link('/play', { board: id });
+  // The player page scores with the token it is given: only a player's
+  // goes along, since a spectator's (or a server's) would be refused there.
+  const own = fragmentToken();
+  $('play-link').href = own && tokenRole(own) !== 'player' ? '/play?' + new URLSearchParams({ board: id }) : link('/play', { board: id });
   $('overlay-link').href = link('/overlay', cohort ? { board: id, cohort } : { board: id });
   if (cohort) {
     $('cohort').textContent = cohortName(cohort);
