@@ -169,7 +169,7 @@ func (a *API) listBoards(c *fiber.Ctx) error {
 			body.Next = out[len(out)-1].ID
 			break
 		}
-		out = append(out, b)
+		out = append(out, b.WithoutSecrets())
 	}
 	body.Boards = out
 	return c.JSON(body)
@@ -205,6 +205,9 @@ func (a *API) putBoard(c *fiber.Ctx) error {
 			return err
 		}
 	}
+	if err := a.checkHookURL(ctx, b); err != nil {
+		return err
+	}
 	stored, err := a.deps.Store.PutBoard(ctx, b)
 	if err != nil {
 		return fmt.Errorf("api: put board %s: %w", id, err)
@@ -213,7 +216,7 @@ func (a *API) putBoard(c *fiber.Ctx) error {
 	if a.deps.Boards != nil {
 		a.deps.Boards.BoardChanged(id, false)
 	}
-	return c.JSON(stored)
+	return c.JSON(stored.WithoutSecrets())
 }
 
 // boardBody answers GET /api/v1/boards/{board}: the config and the number of
@@ -244,7 +247,7 @@ func (a *API) getBoard(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("api: get board %s: %w", id, err)
 	}
-	out := boardBody{Board: b, Members: n, State: b.StateAt(now)}
+	out := boardBody{Board: b.WithoutSecrets(), Members: n, State: b.StateAt(now)}
 	if a.deps.Viewers != nil {
 		v := a.deps.Viewers.Viewers(id)
 		out.Viewers = &v
@@ -356,7 +359,17 @@ func (a *API) member(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
-	rs, err := a.deps.Store.Ranks(ctx, id, rank.PeriodSel(c.Query("period")), []string{m}, around)
+	read := a.deps.Store.Ranks
+	if p := principal(c); p.Role == auth.Admin || p.Member == m {
+		b, err := a.deps.Store.Board(ctx, id)
+		if err != nil {
+			return fmt.Errorf("api: rank %s: %w", id, err)
+		}
+		if b.Holds() {
+			read = a.deps.Store.SelfRanks // a held member sees itself, as admins do (§16)
+		}
+	}
+	rs, err := read(ctx, id, rank.PeriodSel(c.Query("period")), []string{m}, around)
 	if err != nil {
 		return fmt.Errorf("api: rank %s: %w", id, err)
 	}

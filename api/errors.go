@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -86,6 +88,14 @@ func (a *API) classify(err error) (int, proto.ErrorDetail) {
 	if errors.As(err, &closed) {
 		d.Closed = rank.Closed(*closed) // why, and when (R30)
 	}
+	var rejected *rank.RejectedError
+	if errors.As(err, &rejected) {
+		d.Reason = rejected.Reason // the hook's (§16)
+	}
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) {
+		d.RetryAfterMS = max(ra.RetryAfter().Milliseconds(), 1) // a claim's (§16): when it lapses
+	}
 	return status, d
 }
 
@@ -95,7 +105,7 @@ func (a *API) errorHandler(c *fiber.Ctx, err error) error {
 	status, detail := a.classify(err)
 	a.m.errors.WithLabelValues(detail.Code).Inc()
 	if status == http.StatusServiceUnavailable {
-		c.Set(fiber.HeaderRetryAfter, "1")
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(max((detail.RetryAfterMS+999)/1000, 1), 10))
 	}
 	return c.Status(status).JSON(proto.ErrorBody{Error: detail})
 }

@@ -25,6 +25,8 @@ func (a *API) moderationRoutes(add func(method, path string, hs ...fiber.Handler
 	add(fiber.MethodDelete, b+"/bans/:member", a.authenticate, a.mayModerate, a.liftBan)
 	add(fiber.MethodGet, b+"/bans", a.authenticate, a.mayModerate, a.listBans)
 	add(fiber.MethodDelete, b+"/members/:member", a.authenticate, a.mayModerate, a.removeMember)
+	add(fiber.MethodGet, b+"/held", a.authenticate, a.mayModerate, a.listHeld)
+	add(fiber.MethodPost, b+"/held/:member", a.authenticate, a.mayModerate, a.review)
 	const g = "/api/v1/bans"
 	add(fiber.MethodPut, g+"/:member", a.authenticate, a.mayModerate, allBoards, a.putGlobalBan)
 	add(fiber.MethodDelete, g+"/:member", a.authenticate, a.mayModerate, allBoards, a.liftGlobalBan)
@@ -35,7 +37,7 @@ func (a *API) moderationRoutes(add func(method, path string, hs ...fiber.Handler
 func newModerationMetric(reg *prometheus.Registry) (*prometheus.CounterVec, error) {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "wsgateway_moderation_actions_total",
-		Help: "Moderation actions done through the API (ban, lift, global_ban, global_lift, remove).",
+		Help: "Moderation actions done through the API (ban, lift, global_ban, global_lift, remove, held_clear, held_remove, held_ban).",
 	}, []string{"action"})
 	if err := reg.Register(c); err != nil {
 		return nil, fmt.Errorf("api: register metrics: %w", err)

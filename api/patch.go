@@ -54,6 +54,11 @@ func (a *API) patchBoard(c *fiber.Ctx) error {
 	if err := checkFixed(old, next); err != nil {
 		return err
 	}
+	if next.Hook.URL != old.Hook.URL {
+		if err := a.checkHookURL(ctx, next); err != nil {
+			return err
+		}
+	}
 	stored, err := a.deps.Store.PutBoard(ctx, next)
 	if err != nil {
 		return fmt.Errorf("api: patch board %s: %w", id, err)
@@ -62,7 +67,7 @@ func (a *API) patchBoard(c *fiber.Ctx) error {
 	if a.deps.Boards != nil {
 		a.deps.Boards.BoardChanged(id, false)
 	}
-	return c.JSON(stored)
+	return c.JSON(stored.WithoutSecrets())
 }
 
 // parsePatch reads a merge patch: one JSON object, no key twice (a repeated

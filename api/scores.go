@@ -68,7 +68,7 @@ func (a *API) scores(c *fiber.Ctx) error {
 		items[i] = decodeScore(b, raw)
 	}
 	a.warmRegions(b, items) // regions.go
-	results := a.applyAll(items)
+	results := a.applyAll(items, b.Validated())
 	// Acks are appended with the WebSocket path's encoder; an ack is
 	// about 120 bytes.
 	out := make([]byte, 0, 2+128*len(results))
@@ -131,8 +131,12 @@ type applied struct {
 // tried: the first unavailable answer cancels the array's ctx, so no later
 // element is sent (the store drops a call whose ctx ended) and each of them
 // is answered with that first failure. The failures are a suffix, so
-// re-sending the whole array applies everything in array order.
-func (a *API) applyAll(items []scoreItem) []applied {
+// re-sending the whole array applies everything in array order. An event
+// another submission is validating (§16) is answered unavailable alone:
+// the store answered. On a board with a hook (validated), an element
+// waits until the array's earlier element of its member is answered,
+// since a verdict may come long after later elements were applied.
+func (a *API) applyAll(items []scoreItem, validated bool) []applied {
 	out := make([]applied, len(items))
 	parent, cancel := a.ctx()
 	defer cancel()
@@ -147,14 +151,29 @@ func (a *API) applyAll(items []scoreItem) []applied {
 	// order, and other requests' events may overtake them.
 	sub := a.submitters.Add(1)
 	slots := make(chan struct{}, arrayWindow)
+	var last map[string]chan struct{} // by member: its latest element's answer (validated)
+	if validated {
+		last = map[string]chan struct{}{}
+	}
 	for i, it := range items {
 		if it.err != nil {
 			out[i].err = it.err
 			continue
 		}
+		var answered chan struct{}
+		if validated {
+			if prev := last[it.ev.Member]; prev != nil {
+				<-prev
+			}
+			answered = make(chan struct{})
+			last[it.ev.Member] = answered
+		}
 		slots <- struct{}{}
 		if ctx.Err() != nil { // stopped by an earlier element: not tried
 			<-slots
+			if answered != nil {
+				close(answered)
+			}
 			mu.Lock()
 			why := down
 			mu.Unlock()
@@ -168,14 +187,21 @@ func (a *API) applyAll(items []scoreItem) []applied {
 		ev := it.ev
 		ev.Submitter = sub
 		a.deps.Store.Apply(ctx, ev, func(r rank.Result, err error) {
-			defer func() { <-slots; wg.Done() }()
+			defer func() {
+				if answered != nil {
+					close(answered)
+				}
+				<-slots
+				wg.Done()
+			}()
 			if err == nil {
 				out[i].res = r
 				a.count(r)
 				return
 			}
+			var pe *rank.PendingError
 			mu.Lock()
-			if down == nil && proto.CodeOf(err) == proto.CodeUnavailable {
+			if down == nil && proto.CodeOf(err) == proto.CodeUnavailable && !errors.As(err, &pe) {
 				down = err
 				stop()
 			}

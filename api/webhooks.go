@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -47,6 +48,30 @@ func webhookID(c *fiber.Ctx) (string, error) {
 	return id, nil
 }
 
+func (a *API) resolver() webhook.Resolver {
+	if a.deps.Resolver == nil {
+		return net.DefaultResolver
+	}
+	return a.deps.Resolver
+}
+
+// checkHookURL refuses a board whose validation hook's URL is a target
+// webhooks may not reach (§13, §16), unless --webhook-allow-private.
+func (a *API) checkHookURL(ctx context.Context, b rank.Board) error {
+	if !b.Validated() || a.cfg.WebhookAllowPrivate {
+		return nil
+	}
+	err := webhook.CheckURL(ctx, a.resolver(), b.Hook.URL)
+	if errors.Is(err, rank.ErrInvalidWebhook) {
+		_, why, _ := strings.Cut(err.Error(), "field url: ")
+		return fmt.Errorf("%w: field validate: url: %s", rank.ErrInvalidConfig, why)
+	}
+	if err != nil {
+		return fmt.Errorf("api: board %s: %w", b.ID, err)
+	}
+	return nil
+}
+
 // noWebhook is the 404 of a webhook that does not exist: not_found (R30).
 func noWebhook(id string) *Error { return errf(proto.CodeNotFound, "no webhook %s", id) }
 
@@ -62,11 +87,7 @@ func (a *API) putWebhook(c *fiber.Ctx) error {
 	ctx, cancel := a.ctx()
 	defer cancel()
 	if !a.cfg.WebhookAllowPrivate {
-		r := a.deps.Resolver
-		if r == nil {
-			r = net.DefaultResolver
-		}
-		if err := (webhook.Guard{Loopback: a.cfg.WebhookAllowLoopback}).CheckURL(ctx, r, w.URL); err != nil {
+		if err := (webhook.Guard{Loopback: a.cfg.WebhookAllowLoopback}).CheckURL(ctx, a.resolver(), w.URL); err != nil {
 			return fmt.Errorf("api: put webhook %s: %w", id, err)
 		}
 	}

@@ -135,6 +135,9 @@ type Error struct {
 	Message    string
 	RetryAfter time.Duration // when retrying later helps (rate_limited, unavailable)
 	Status     int           // HTTP status of a refused upgrade; 0 for an error frame
+	// Reason says why: a board_closed's (R30), or a rejected event's, the
+	// board's validation hook's words (§16).
+	Reason string
 }
 
 func (e *Error) Error() string {

@@ -220,7 +220,7 @@ func (c *Client) dispatchAck(a *ackView) {
 	}
 	ack := proto.Ack{Type: proto.TypeAck, ID: cl.id, Board: cl.board, Member: cl.member,
 		Score: a.score, Rank: a.rank, Duplicate: a.dup, Seq: a.seq, Period: a.period,
-		Cohort: string(a.cohort), Tier: string(a.tier), Region: string(a.region), RegionRank: a.regionRank}
+		Cohort: string(a.cohort), Tier: string(a.tier), Region: string(a.region), RegionRank: a.regionRank, Held: a.held}
 	if string(a.board) != cl.board {
 		ack.Board = string(a.board)
 	}

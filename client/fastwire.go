@@ -22,11 +22,12 @@ type ackView struct {
 	prevRank, period  int64
 	regionRank        int64
 	hasPrevRank, dup  bool
+	held              bool // §16
 }
 
 // parseAck reads an ack exactly as the gateway writes it (proto.AppendAck:
-// its keys in its order, period, cohort, tier, region and region_rank only
-// when set, strings of plain ASCII
+// its keys in its order, period, cohort, tier, region, region_rank and held
+// only when set, strings of plain ASCII
 // without escapes, integer scores). ok is false for anything else (other
 // frames, hot boards' decimal scores, escapes, spaces), which the caller
 // then decodes with encoding/json.
@@ -80,6 +81,7 @@ func parseAck(b []byte) (a ackView, ok bool) {
 	if p.lit(`,"region_rank":`) && !p.int(&a.regionRank) {
 		return a, false
 	}
+	a.held = p.lit(`,"held":true`)
 	return a, p.lit("}") && p.i == len(p.b)
 }
 

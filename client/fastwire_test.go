@@ -25,7 +25,7 @@ func slowAck(b []byte) (proto.Ack, bool) {
 func fastAck(a ackView) proto.Ack {
 	ack := proto.Ack{Type: proto.TypeAck, ID: string(a.id), Board: string(a.board), Member: string(a.member),
 		Score: a.score, Rank: a.rank, Duplicate: a.dup, Seq: a.seq, Period: a.period,
-		Cohort: string(a.cohort), Tier: string(a.tier), Region: string(a.region), RegionRank: a.regionRank}
+		Cohort: string(a.cohort), Tier: string(a.tier), Region: string(a.region), RegionRank: a.regionRank, Held: a.held}
 	if a.hasPrevRank {
 		pr := a.prevRank
 		ack.PrevRank = &pr
@@ -49,7 +49,8 @@ func TestParseAck(t *testing.T) {
 		{Type: proto.TypeAck, ID: "c", Board: "groups", Member: "m", Score: 3, Rank: 2, Seq: 5, Cohort: "17"},
 		{Type: proto.TypeAck, ID: "l", Board: "league", Member: "m", Score: 3, Rank: 1, PrevRank: &pr, Seq: 6, Period: 4, Cohort: "gold-2", Tier: "gold"},
 		{Type: proto.TypeAck, ID: "g", Board: "world", Member: "m", Score: 3, Rank: 40, Seq: 7, Region: "DE", RegionRank: 2}, // §17
-		{Type: proto.TypeAck, ID: "s", Board: "sharded", Member: "m", Score: 3, Seq: 8, Period: 2},                           // no ranks (R24)
+		{Type: proto.TypeAck, ID: "h", Board: "arena", Member: "m", Score: 1200, Rank: 1, Seq: 7, Period: 2, Held: true},
+		{Type: proto.TypeAck, ID: "s", Board: "sharded", Member: "m", Score: 3, Seq: 8, Period: 2}, // no ranks (R24)
 	}
 	for _, a := range acks {
 		b := proto.AppendAck(nil, &a)

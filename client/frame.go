@@ -37,6 +37,7 @@ type frame struct {
 	// ack and rank replies of region boards, top frames of a region (§17)
 	Region     string `json:"region"`
 	RegionRank int64  `json:"region_rank"`
+	Held       bool   `json:"held"` // ack: the member is held (§16)
 	// top (final) and board frames (R19)
 	Final    bool   `json:"final"`
 	State    string `json:"state"`
@@ -58,6 +59,7 @@ type frame struct {
 	Code         string `json:"code"`
 	Message      string `json:"message"`
 	RetryAfterMS int64  `json:"retry_after_ms"`
+	Reason       string `json:"reason"` // board_closed's (R30), rejected's (§16)
 
 	// decimals is how many decimals the frame's scores had (hot boards,
 	// R22): they are decoded as integers in units of 10^-decimals.
@@ -84,7 +86,7 @@ func deref(p *int64) int64 {
 }
 
 func (f *frame) err() *Error {
-	return &Error{Code: f.Code, Message: f.Message, RetryAfter: time.Duration(f.RetryAfterMS) * time.Millisecond}
+	return &Error{Code: f.Code, Message: f.Message, RetryAfter: time.Duration(f.RetryAfterMS) * time.Millisecond, Reason: f.Reason}
 }
 
 func (f *frame) welcome() proto.Welcome {
@@ -94,7 +96,7 @@ func (f *frame) welcome() proto.Welcome {
 func (f *frame) ack() proto.Ack {
 	return proto.Ack{Type: f.Type, ID: f.ID, Board: f.Board, Member: f.Member, Score: deref(f.Score), Rank: deref(f.Rank),
 		PrevRank: f.PrevRank, Duplicate: f.Duplicate, Seq: f.Seq, Period: f.Period, Cohort: f.Cohort, Tier: f.Tier, Region: f.Region, RegionRank: f.RegionRank, Decimals: f.decimals,
-		Capped: f.Capped, Applied: f.Applied}
+		Capped: f.Capped, Applied: f.Applied, Held: f.Held}
 }
 
 func (f *frame) page() proto.PageReply {

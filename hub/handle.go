@@ -208,7 +208,7 @@ func (c *conn) score(ctx context.Context, req proto.Message, now time.Time) erro
 	if member == c.p.Member {
 		e.Name = c.p.Name
 	}
-	c.apply(ctx, e) // the store checks the event against the board (R6)
+	c.apply(ctx, e, b.validated) // the store checks the event against the board (R6)
 	return nil
 }
 
@@ -314,8 +314,16 @@ func (c *conn) rank(ctx context.Context, req proto.Message) error {
 	if err != nil {
 		return err
 	}
+	b, err := c.h.board(ctx, req.Board)
+	if err != nil {
+		return err
+	}
+	read := c.h.deps.Store.Ranks
+	if b.holds && (member == c.p.Member || c.p.Role == auth.Admin) {
+		read = c.h.deps.Store.SelfRanks // a held member sees itself, as admins do (§16)
+	}
 	sctx, cancel := c.storeCtx(ctx)
-	rs, err := c.h.deps.Store.Ranks(sctx, req.Board, rank.PeriodSel(req.Period), []string{member}, req.Around)
+	rs, err := read(sctx, req.Board, rank.PeriodSel(req.Period), []string{member}, req.Around)
 	if err == nil && len(rs.Members) == 1 {
 		c.decorate(sctx, rs.Members[0].Around)
 	}
@@ -405,6 +413,10 @@ func (c *conn) errorReply(id string, err error, retry time.Duration) *[]byte {
 		c.h.log.Error("hub: internal error", "err", err)
 		msg = "internal error"
 	}
+	var ra interface{ RetryAfter() time.Duration }
+	if retry == 0 && errors.As(err, &ra) {
+		retry = ra.RetryAfter() // a claim's (§16): when it lapses
+	}
 	if code == proto.CodeUnavailable && retry == 0 {
 		retry = retryUnavailable * time.Millisecond
 	}
@@ -412,6 +424,10 @@ func (c *conn) errorReply(id string, err error, retry time.Duration) *[]byte {
 	var closed *rank.ClosedError
 	if errors.As(err, &closed) {
 		e.Closed = rank.Closed(*closed) // why, and when (R30)
+	}
+	var rejected *rank.RejectedError
+	if errors.As(err, &rejected) {
+		e.Reason = rejected.Reason // the hook's (§16)
 	}
 	if retry > 0 {
 		e.RetryAfterMS = max(retry.Milliseconds(), 1)

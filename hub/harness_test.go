@@ -85,6 +85,9 @@ type gwOptions struct {
 	noBackstop bool
 	// log, when set, also gets the node's log lines (warnings and errors).
 	log io.Writer
+	// allowPrivate lets webhooks and validation hooks reach loopback
+	// (--webhook-allow-private): test hooks listen there.
+	allowPrivate bool
 }
 
 // gateway is one node as cmd/wsgateway wires it (node.New, through
@@ -117,6 +120,7 @@ func (in *infra) gateway(t testing.TB, o gwOptions) *gateway {
 		if o.noBackstop {
 			c.LiveRefresh = -1
 		}
+		c.Webhooks.AllowPrivate = o.allowPrivate
 		if in.kind == redisKind {
 			client, err := redisstore.NewClient(in.redis.URL())
 			if err != nil {

@@ -70,6 +70,7 @@ type Store interface {
 	Apply(ctx context.Context, e rank.Event, done rank.Done)
 	Top(ctx context.Context, board string, period rank.PeriodSel, offset, limit int) (rank.Page, error)
 	Ranks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error)
+	SelfRanks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error)
 	MemberTier(ctx context.Context, board string, period rank.PeriodSel, member string) (string, error)
 }
 
@@ -538,17 +539,20 @@ func (r *registry) all() []*conn {
 	return out
 }
 
-// boardConf is what the hub reads of a board's config: four fields of a
+// boardConf is what the hub reads of a board's config: a few fields of a
 // struct of about 1 KB, copied out once.
 type boardConf struct {
 	public       bool
 	clientWrites bool
 	leagued      bool // §12: a member not on the board still has a tier
 	top          int
+	validated    bool // §16: a hook may answer its events late
+	holds        bool // §16: a held member reads itself
 }
 
 func confOf(b *rank.Board) boardConf {
-	return boardConf{public: b.Public, clientWrites: b.ClientWrites, leagued: b.Leagued(), top: b.Top}
+	return boardConf{public: b.Public, clientWrites: b.ClientWrites, leagued: b.Leagued(), top: b.Top,
+		validated: b.Validated(), holds: b.Holds()}
 }
 
 // board returns the config of board id, an id the caller has checked (R15):

@@ -24,6 +24,14 @@ import (
 // A full window makes the reader wait (backpressure: the client's frames
 // stay in the socket). The memory engine completes inline, so there a slot
 // is filled before Apply returns.
+//
+// On a board with a validation hook (§16) an event may wait for its
+// verdict in its slot long after later events were applied, which would
+// reorder one member's events (the last value of a set board, a history).
+// So there an event waits in its slot, unsent, while an earlier event of
+// the same member on the same board is unanswered, and goes to the store
+// when that one is answered; other members' events and other boards' pass
+// (R36).
 
 // maxInFlight bounds the score events one connection has in flight.
 const maxInFlight = 32
@@ -45,6 +53,11 @@ type slot struct {
 	id   string
 	buf  *[]byte
 	done func(rank.Result, error) // s.complete, bound once
+	// vb and vm are the board and member of an event on a validated
+	// board ("" otherwise); ev is such an event waiting behind an earlier
+	// one of its member (see above), nil once sent.
+	vb, vm string
+	ev     *rank.Event
 }
 
 func (c *conn) initWindow() {
@@ -72,10 +85,59 @@ func (s *slot) complete(res rank.Result, err error) {
 	}
 	c.mu.Lock()
 	s.buf = buf
+	var send []waitingEvent
+	if s.vb != "" {
+		send = c.win.unblocked()
+	}
 	queued := c.releaseLocked()
 	c.mu.Unlock()
 	if queued {
 		c.acked() // the writer, or the batch's end (acks.go), writes them
+	}
+	if len(send) > 0 {
+		go c.sendWaiting(send) // done must not call the store
+	}
+}
+
+// waitingEvent is an event taken from its slot to be sent.
+type waitingEvent struct {
+	s  *slot
+	ev *rank.Event
+}
+
+// unblocked takes, in order, the waiting events no earlier unanswered
+// event of their member holds back any more. Guarded by conn.mu.
+func (w *window) unblocked() []waitingEvent {
+	var out []waitingEvent
+	var busy []*slot // unanswered validated slots met so far
+	for i := range w.n {
+		s := &w.slots[(w.head+i)%len(w.slots)]
+		if s.vb == "" || s.buf != nil {
+			continue
+		}
+		if s.ev != nil && !behindAny(busy, s) {
+			out = append(out, waitingEvent{s, s.ev})
+			s.ev = nil // taken: in flight from here on
+		}
+		busy = append(busy, s)
+	}
+	return out
+}
+
+func behindAny(busy []*slot, s *slot) bool {
+	for _, b := range busy {
+		if b.vb == s.vb && b.vm == s.vm {
+			return true
+		}
+	}
+	return false
+}
+
+// sendWaiting sends, in order, events that waited behind an earlier event of
+// their member.
+func (c *conn) sendWaiting(evs []waitingEvent) {
+	for _, h := range evs {
+		c.h.deps.Store.Apply(c.h.ctx, *h.ev, h.s.done)
 	}
 }
 
@@ -135,7 +197,7 @@ func (c *conn) reserve(ctx context.Context, id string) *slot {
 		}
 		w := c.win
 		if s := w.next(); s != nil {
-			s.id = id // buf is nil: released slots are cleared
+			s.id, s.vb, s.vm = id, "", "" // buf and ev are nil: released slots are cleared
 			c.mu.Unlock()
 			return s
 		}
@@ -196,14 +258,40 @@ func (c *conn) wakeWindow() {
 	}
 }
 
-// apply submits a score event; its reply takes a slot.
-func (c *conn) apply(ctx context.Context, e rank.Event) {
+// apply submits a score event; its reply takes a slot. validated: its
+// board has a hook, so it waits behind an unanswered event of its member.
+func (c *conn) apply(ctx context.Context, e rank.Event, validated bool) {
 	s := c.reserve(ctx, e.ID)
 	if s == nil {
 		return // the connection is ending: nobody would read the ack
 	}
 	e.Submitter = c.submitter
+	if validated {
+		c.mu.Lock()
+		s.vb, s.vm = e.Board, e.Member
+		if c.win.behind(s) {
+			s.ev = &e
+			c.mu.Unlock()
+			return // sent when the earlier one is answered (complete)
+		}
+		c.mu.Unlock()
+	}
 	c.h.deps.Store.Apply(ctx, e, s.done)
+}
+
+// behind reports whether an earlier slot than s holds an unanswered event
+// of its board and member. Guarded by conn.mu.
+func (w *window) behind(s *slot) bool {
+	for i := range w.n {
+		o := &w.slots[(w.head+i)%len(w.slots)]
+		if o == s {
+			return false
+		}
+		if o.buf == nil && o.vb == s.vb && o.vm == s.vm {
+			return true
+		}
+	}
+	return false
 }
 
 // ackReply encodes the ack of res into a reply buffer.

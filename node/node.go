@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"time"
@@ -41,6 +42,7 @@ import (
 	"github.com/wsgateway/wsgateway/bus"
 	"github.com/wsgateway/wsgateway/hub"
 	"github.com/wsgateway/wsgateway/hub/live"
+	"github.com/wsgateway/wsgateway/integrity"
 	"github.com/wsgateway/wsgateway/internal/clientaddr"
 	"github.com/wsgateway/wsgateway/internal/hijack"
 	"github.com/wsgateway/wsgateway/rank"
@@ -53,10 +55,11 @@ import (
 // The parts' tuning, as the node's Config holds it: whoever configures a
 // node (cmd/wsgateway) needs no import of the parts.
 type (
-	HubConfig     = hub.Config
-	APIConfig     = api.Config
-	WebConfig     = web.Config
-	ViewersConfig = bus.ViewersConfig
+	HubConfig       = hub.Config
+	APIConfig       = api.Config
+	IntegrityConfig = integrity.Config
+	WebConfig       = web.Config
+	ViewersConfig   = bus.ViewersConfig
 )
 
 // Defaults a caller may want to show (flags' help).
@@ -155,6 +158,11 @@ type Config struct {
 	Viewers ViewersConfig
 	// Webhooks tunes the outbox watcher and delivery (webhooks.go).
 	Webhooks WebhooksConfig
+	// Integrity tunes the boards' validation hooks (§16). Its
+	// AllowPrivate, StoreTimeout, Registry and Logger are the node's
+	// (Webhooks.AllowPrivate, StoreTimeout, Registry, Logger): New
+	// refuses them set here.
+	Integrity IntegrityConfig
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
 	// the client address of every per-address limit, the WebSocket's and
 	// REST's alike (internal/clientaddr); nil = the TCP peer.
@@ -192,7 +200,8 @@ type Node struct {
 	cfg     Config
 	log     *slog.Logger
 	store   rank.Store
-	engine  rank.Store // the engine itself, under WrapStore, AutoCreate and metered
+	engine  rank.Store       // the engine itself, under WrapStore, the hooks, AutoCreate and metered
+	integ   *integrity.Store // runs the boards' validation hooks (§16)
 	m       *metrics
 	live    *live.Engine
 	profs   *profileCache
@@ -215,8 +224,9 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, errors.New("node: Config.ID and Config.Verifier are required")
 	}
 	if cfg.Hub.Node != "" || cfg.Hub.TopInterval != 0 || cfg.Hub.Logger != nil || cfg.Hub.TrustedProxies != nil ||
-		cfg.API.DevSecret != nil || cfg.API.Logger != nil || cfg.API.TrustedProxies != nil || cfg.Web.Dev {
-		return nil, errors.New("node: Config.Hub.Node, TopInterval, Logger, TrustedProxies, Config.API.DevSecret, Logger, TrustedProxies and Config.Web.Dev are the node's own fields (ID, Interval, Logger, TrustedProxies, DevSecret): set those")
+		cfg.API.DevSecret != nil || cfg.API.Logger != nil || cfg.API.TrustedProxies != nil || cfg.Web.Dev ||
+		cfg.Integrity.AllowPrivate || cfg.Integrity.StoreTimeout != 0 || cfg.Integrity.Registry != nil || cfg.Integrity.Logger != nil {
+		return nil, errors.New("node: Config.Hub.Node, TopInterval, Logger, TrustedProxies, Config.API.DevSecret, Logger, TrustedProxies, Config.Web.Dev and Config.Integrity.AllowPrivate, StoreTimeout, Registry, Logger are the node's own fields (ID, Interval, Logger, TrustedProxies, DevSecret, Webhooks.AllowPrivate, StoreTimeout, Registry): set those")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -246,6 +256,11 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	for _, b := range cfg.Boards {
+		if b.Validated() && !cfg.Webhooks.AllowPrivate {
+			if err := webhook.CheckURL(ctx, net.DefaultResolver, b.Hook.URL); err != nil {
+				return nil, fmt.Errorf("node: board %s: validate: %w", b.ID, err)
+			}
+		}
 		if _, err := n.store.PutBoard(ctx, b); err != nil {
 			return nil, fmt.Errorf("node: board %s: %w", b.ID, err)
 		}
@@ -398,6 +413,13 @@ func (n *Node) openStore(ctx context.Context) error {
 	if cfg.WrapStore != nil {
 		n.store = cfg.WrapStore(n.store)
 	}
+	icfg := cfg.Integrity
+	icfg.AllowPrivate, icfg.StoreTimeout, icfg.Registry, icfg.Logger = cfg.Webhooks.AllowPrivate, cfg.StoreTimeout, cfg.Registry, cfg.Logger
+	integ, err := integrity.Wrap(n.store, icfg)
+	if err != nil {
+		return err
+	}
+	n.integ, n.store = integ, integ
 	if cfg.Dev {
 		n.store = rank.AutoCreate(n.store, cfg.DevBoards)
 	}
@@ -410,6 +432,7 @@ func (n *Node) applied(batch []rank.Change) {
 	n.live.Changed(batch)
 	n.followSources(batch) // derived boards (derived.go)
 	n.bus.PublishChanges(batch)
+	n.integ.Changed(batch) // member.held (§16)
 }
 
 // completing runs a store batch's Done callbacks inside the hub's
@@ -498,6 +521,9 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	defer wait() // they end with ctx, as live does
+	held := make(chan struct{})
+	go func() { defer close(held); n.integ.Run(ctx) }()
+	defer func() { <-held }()
 	return n.live.Run(ctx)
 }
 

@@ -65,6 +65,9 @@ func AppendAck(b []byte, a *Ack) []byte {
 		b = append(b, `,"region_rank":`...)
 		b = strconv.AppendInt(b, a.RegionRank, 10)
 	}
+	if a.Held {
+		b = append(b, `,"held":true`...)
+	}
 	return append(b, '}')
 }
 

@@ -68,6 +68,8 @@ const (
 	// v1.2: a REST 404 for anything but a board (a profile, ban, entry,
 	// route), which stays unknown_board (R30).
 	CodeNotFound = "not_found"
+	// v1.3: a board's validation hook rejected the event (§16; REST 422).
+	CodeRejected = "rejected"
 )
 
 // Close codes beyond RFC 6455's.
@@ -100,6 +102,8 @@ func HTTPStatus(code string) int {
 		return 409
 	case CodeRateLimited:
 		return 429
+	case CodeRejected:
+		return 422
 	case CodeUnavailable:
 		return 503
 	case CodeInternal:
@@ -196,6 +200,9 @@ type Ack struct {
 	// its rank there, right after its own step (§17, R37).
 	Region     string `json:"region,omitempty"`
 	RegionRank int64  `json:"region_rank,omitempty"`
+	// Held: the member is held (§16): its entry is hidden from everyone
+	// else's reads.
+	Held bool `json:"held,omitempty"`
 	// Decimals: Score is in units of 10^-Decimals and is written with that
 	// many decimals (hot boards: 3, R22). Not a field of the wire.
 	Decimals int `json:"-"`
@@ -207,7 +214,7 @@ type Ack struct {
 func AckOf(id string, r rank.Result) Ack {
 	a := Ack{ID: id, Board: r.Board, Member: r.Member, Score: r.Score, Rank: r.Rank, Duplicate: r.Duplicate,
 		Seq: r.Seq, Period: r.Period, Cohort: r.Cohort, Tier: r.Tier, Decimals: r.Decimals,
-		Capped: r.Capped, Applied: r.Applied, Region: r.Region, RegionRank: r.RegionRank}
+		Capped: r.Capped, Applied: r.Applied, Region: r.Region, RegionRank: r.RegionRank, Held: r.Held}
 	if r.PrevRank > 0 {
 		prev := r.PrevRank
 		a.PrevRank = &prev
@@ -347,6 +354,9 @@ type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	rank.Closed
+	// RetryAfterMS: when re-sending an unavailable event helps (§16: its
+	// claim lapses then).
+	RetryAfterMS int64 `json:"retry_after_ms,omitempty"`
 }
 
 // ScoreFailure is a failed element of the REST scores answer.

@@ -104,6 +104,14 @@ func (a *autoCreate) Ranks(ctx context.Context, board string, p PeriodSel, membe
 	return rs, err
 }
 
+func (a *autoCreate) SelfRanks(ctx context.Context, board string, p PeriodSel, members []string, around int) (Ranks, error) {
+	rs, err := a.Store.SelfRanks(ctx, board, p, members, around)
+	if absent(board, err) {
+		return a.Ranks(ctx, board, p, members, around)
+	}
+	return rs, err
+}
+
 // Apply creates the board first when the engine does not know it and the
 // event would be accepted on it. Done must not call the store, so the
 // board is created before the event is submitted, not after an

@@ -213,6 +213,11 @@ type Board struct {
 	// many entries a final event carries (0, absent, = DefaultStandings).
 	Rewards   Rewards `json:"rewards,omitzero"`
 	Standings int     `json:"standings,omitzero"`
+
+	// Score integrity (§16, integrity.go): the hook events pass before
+	// they apply, and the flags that hold a member rising too fast.
+	Hook  Hook  `json:"validate,omitzero"`
+	Flags Flags `json:"flags,omitzero"`
 }
 
 // DefaultBoard is the config every field of which has the contract's default.
@@ -439,6 +444,9 @@ func (b Board) Validate() error {
 	}
 	if err := validateRewards(b.Rewards); err != nil {
 		return bad("rewards", "%v", err)
+	}
+	if err := b.validateIntegrity(); err != nil {
+		return err
 	}
 	// Derived, hot and sharded are three kinds of board: one each (§8, §9).
 	// A board that is hot or sharded is never a source either (derived.go),

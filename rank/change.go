@@ -25,6 +25,10 @@ type Change struct {
 	Region     string `json:"region,omitempty"`
 	RegionRank int64  `json:"region_rank,omitempty"`
 	RegionFrom string `json:"region_from,omitempty"`
+	// Hold is why this event held the member (§16), "" when it did not:
+	// the applying node tells webhooks (member.held); not carried by the
+	// bus.
+	Hold string `json:"hold,omitempty"`
 }
 
 // ChangeOf is the change that applying e produced with result r; ok is
@@ -46,6 +50,7 @@ func ChangeOf(e Event, r Result) (c Change, ok bool) {
 		Region:     r.Region,
 		RegionRank: r.RegionRank,
 		RegionFrom: r.RegionFrom,
+		Hold:       r.Hold,
 	}
 	if r.Had {
 		old := r.PrevScore

@@ -53,6 +53,13 @@ type Event struct {
 	// The profile lives apart from the board's data, so the node passes
 	// it; not part of the payload (a retry after a move is a retry).
 	Region string
+	// Verdict is the board's hook's answer (§16), set when the event is
+	// applied after its call; Reason is a flag's, and Claim the token of
+	// the claim the call was made under (ValidateError). Not part of
+	// the payload.
+	Verdict Verdict
+	Reason  string
+	Claim   string
 }
 
 // PayloadHash identifies what an event asks for, so a repeated request id with
@@ -121,6 +128,12 @@ type Result struct {
 	Region     string
 	RegionRank int64
 	RegionFrom string
+	// Held: the member is held in the event's period after it (§16): its
+	// entry is hidden from everyone's reads but its own and admins'.
+	// Hold is the reason when this event held it (a flag, a gain or a
+	// jump), "" otherwise.
+	Held bool
+	Hold string
 }
 
 // Entry is one ranked member.
@@ -227,8 +240,9 @@ type Store interface {
 	Outbox
 	Eraser       // erase.go (§13, R29)
 	Streams      // stream.go (§15)
-	Seasons      // season.go (§18)
+	Integrity    // integrity.go (§16, R35)
 	RegionReader // region.go (§17)
+	Seasons      // season.go (§18)
 
 	// PutBoard creates or replaces a board config (validated). Changing the
 	// order, mode or tiebreak of a board that has data is allowed and takes

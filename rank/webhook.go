@@ -19,10 +19,11 @@ const (
 	EventBoardState   = "board.state"
 	EventMemberBanned = "member.banned"
 	EventMemberErased = "member.erased"
+	EventMemberHeld   = "member.held" // §16
 )
 
 // webhookEvents are the events a webhook may ask for.
-var webhookEvents = []string{EventPeriodFinal, EventBoardFinal, EventBoardState, EventMemberBanned, EventMemberErased}
+var webhookEvents = []string{EventPeriodFinal, EventBoardFinal, EventBoardState, EventMemberBanned, EventMemberErased, EventMemberHeld}
 
 // Limits of a webhook and of its outbox.
 const (

@@ -131,6 +131,7 @@ func TestConsole(t *testing.T) {
 	t.Run("states and a final board", func(t *testing.T) { testConsoleLifecycle(t, b, gw) })
 	t.Run("webhooks", func(t *testing.T) { testConsoleWebhooks(t, b, gw) })
 	t.Run("export a period", func(t *testing.T) { testConsoleExport(t, b, gw) })
+	t.Run("the review queue", func(t *testing.T) { testConsoleQueue(t, b, gw, out) })
 }
 
 // testConsoleExport (§18): the export offers the current period and each
@@ -181,6 +182,66 @@ func testConsoleExport(t *testing.T, b *browser, gw *gateway) {
 		t.Fatalf("CSV of the previous period: %q", got)
 	}
 	tab.checkNoErrors(t)
+}
+
+// labelledButton is the visible button whose accessible name (aria-label)
+// is name.
+func labelledButton(name string) chromedp.JSPath {
+	return chromedp.JSPath(fmt.Sprintf(
+		`[...document.querySelectorAll("button")].find((b) => b.getAttribute("aria-label") === %q && b.offsetParent !== null)`, name))
+}
+
+// testConsoleQueue (§16): members held by a board's jump flag are listed
+// in the console's review queue with their reason, score and events; a
+// spectator does not see them. Clear shows a member again (in the
+// console's standings and the spectator's), Remove drops its entry, Ban
+// with a reason bans it; each leaves the queue, and the gateway agrees.
+func testConsoleQueue(t *testing.T, b *browser, gw *gateway, out string) {
+	admin := gw.token(t, "ops", "admin")
+	var stored map[string]any
+	gw.put(t, "/api/v1/boards/queue", admin, map[string]any{"flags": map[string]any{"jump": 50}}, &stored)
+	gw.score(t, admin, "queue", map[string]int64{"ann": 40, "cheat": 100, "sneak": 90, "bot": 80})
+
+	watch := b.tab(t)
+	watch.run(t, chromedp.Navigate(gw.url+"/?board=queue"))
+	watch.waitFor(t, 10*time.Second, "the spectator sees only ann", `members() === "ann"`)
+
+	tab := b.tab(t)
+	tab.run(t, chromedp.Navigate(gw.url+"/admin#token="+admin))
+	tab.run(t, chromedp.WaitVisible(button("queue")), chromedp.Click(button("queue")))
+	const held = `[...document.querySelectorAll("#held li")].map((li) => li.dataset.member).join(",")`
+	tab.waitFor(t, 10*time.Second, "the queue and the standings",
+		held+` === "bot,cheat,sneak" && members() === "ann" && q("#held-empty").hidden`)
+	tab.waitFor(t, time.Second, "cheat's row",
+		`text('#held li[data-member="cheat"] .reason') === "jump" && text('#held li[data-member="cheat"] .score') === "100" && text('#held li[data-member="cheat"] .events').includes("bt-cheat-")`)
+	tab.js(t, `document.activeElement.blur(); document.querySelector("#held-card").scrollIntoView()`)
+	tab.shot(t, out, "console-queue")
+
+	tab.run(t, chromedp.Click(labelledButton("Clear cheat")))
+	tab.waitFor(t, 5*time.Second, "cheat shown again",
+		held+` === "bot,sneak" && members() === "cheat,ann" && text("#held-done") === "cheat is shown again."`)
+	watch.waitFor(t, 5*time.Second, "cheat back for spectators", `members() === "cheat,ann"`)
+
+	tab.run(t, chromedp.Click(labelledButton("Remove sneak")))
+	tab.waitFor(t, 5*time.Second, "sneak removed", held+` === "bot" && members() === "cheat,ann"`)
+
+	tab.fill(t, "Ban reason for bot", "speed hack")
+	tab.run(t, chromedp.Click(labelledButton("Ban bot")))
+	tab.waitFor(t, 5*time.Second, "bot banned and off the queue",
+		held+` === "" && !q("#held-empty").hidden && text("#bans").includes("bot") && text("#bans").includes("speed hack")`)
+
+	if h := gw.get(t, "/api/v1/boards/queue/held", admin)["held"].([]any); len(h) != 0 {
+		t.Fatalf("the gateway's queue after the three actions: %v", h)
+	}
+	if top := gw.get(t, "/api/v1/boards/queue/top", admin); top["total"] != float64(2) {
+		t.Fatalf("standings after the actions: %v, want cheat and ann", top)
+	}
+	bans := gw.get(t, "/api/v1/boards/queue/bans", admin)["bans"].([]any)
+	if len(bans) != 1 || bans[0].(map[string]any)["member"] != "bot" || bans[0].(map[string]any)["reason"] != "speed hack" {
+		t.Fatalf("bans %v", bans)
+	}
+	tab.checkNoErrors(t)
+	watch.checkNoErrors(t)
 }
 
 // testConsoleNoToken: on a gateway without --dev, the console opened

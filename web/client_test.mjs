@@ -218,6 +218,17 @@ test('a rate-limited score is retried after retry_after_ms with the same id', as
   assert.equal((await p).rank, 1);
 });
 
+test('a score the board\'s hook rejects fails with code rejected and its reason, and is not re-sent', async () => {
+  const { clock, server, lb } = await connected();
+  const ws = server.last();
+  const p = lb.score('b1', { delta: 9000 });
+  const [s] = ws.take();
+  ws.push({ type: 'error', id: s.id, code: 'rejected', message: 'rejected by the board\'s validation: too high', reason: 'too high' });
+  await assert.rejects(p, { code: 'rejected', reason: 'too high' });
+  await clock.advance(5000);
+  assert.deepEqual(ws.take(), []);
+});
+
 test('scores that are not safe integers are refused before sending', async () => {
   const { server, lb } = await connected();
   for (const bad of [{ delta: 1.5 }, { delta: 2 ** 53 }, { value: '3' }, {}, { delta: 1, value: 1 }]) {

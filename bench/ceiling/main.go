@@ -6,7 +6,9 @@
 // The capture makes the ceiling run the project's own script with the exact
 // keys and arguments the gateway sends. With -events N the call carries N
 // such events (apply.lua takes a board's events of one pipeline in one
-// call), each with its own random member and id.
+// call), each with its own random member and id. A call of a board that
+// holds members (apply_hold.lua) carries one verdict per event after the
+// events, counted in DA: each copy gets the captured one's.
 //
 //	redis-cli -p P monitor > mon.txt   (while the gateway applies one event)
 //	go run ./bench/ceiling [-events N] < mon.txt > args.txt
@@ -38,9 +40,18 @@ func main() {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		args, err := fields(sc.Text())
-		if err != nil || len(args) != oneEventFields || !strings.EqualFold(args[0], "EVALSHA") ||
-			args[2] != strconv.Itoa(boardKeys) {
+		if err != nil || len(args) < oneEventFields || len(args) > oneEventFields+1 ||
+			!strings.EqualFold(args[0], "EVALSHA") || args[2] != strconv.Itoa(boardKeys) {
 			continue
+		}
+		var verdict []string
+		if len(args) == oneEventFields+1 { // apply_hold.lua's verdict
+			da, err := strconv.Atoi(args[len(args)-2])
+			if err != nil || da != 1 {
+				continue
+			}
+			verdict = args[len(args)-trailer-1 : len(args)-trailer]
+			args = append(args[:len(args)-trailer-1:len(args)-trailer-1], "0", args[len(args)-1])
 		}
 		ev := args[3+boardKeys+boardArgs : len(args)-trailer]
 		ev[evMember] = "m__rand_int__"
@@ -49,7 +60,14 @@ func main() {
 		for range *events {
 			out = append(out, ev...)
 		}
-		out = append(out, args[len(args)-trailer:]...)
+		for range *events {
+			out = append(out, verdict...)
+		}
+		tail := args[len(args)-trailer:]
+		if verdict != nil {
+			tail = []string{strconv.Itoa(*events), tail[1]}
+		}
+		out = append(out, tail...)
 		for _, a := range out {
 			fmt.Println(a)
 		}

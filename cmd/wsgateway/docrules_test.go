@@ -16,7 +16,7 @@ var testPackages = map[string]string{
 	"node": "node", "bus": "bus", "client": "client", "e2e": "e2e", "web": "web",
 	"names": "internal/names", "cmd/wsgateway": "cmd/wsgateway", "loadgen": "loadgen",
 	"clientaddr": "internal/clientaddr", "hijack": "internal/hijack", "testenv": "internal/testenv",
-	"webhook": "webhook", "meta": "internal/meta",
+	"webhook": "webhook", "meta": "internal/meta", "integrity": "integrity",
 }
 
 // TestRuleTableNamesRealTests: every test the rule → test table of

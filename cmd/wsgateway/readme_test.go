@@ -18,15 +18,16 @@ type devGateway struct {
 	banner string
 }
 
-// startDev runs the quick start's `wsgateway --dev` (with further flags
-// args) and waits for its banner; the gateway drains when the test ends.
-func startDev(t *testing.T, args ...string) devGateway {
+// startDev runs the quick start's `wsgateway --dev` (with flags) and waits
+// for its banner; the gateway drains when the test ends.
+func startDev(t *testing.T, flags ...string) devGateway {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr testenv.LogBuffer
 	done := make(chan error, 1)
+	args := append([]string{"--dev", "--addr", "127.0.0.1:0", "--drain-timeout", "1s"}, flags...)
 	go func() {
-		done <- run(ctx, append([]string{"--dev", "--addr", "127.0.0.1:0", "--drain-timeout", "1s"}, args...), envMap(nil), &stdout, &stderr)
+		done <- run(ctx, args, envMap(nil), &stdout, &stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -118,11 +118,22 @@
 -- in the apply config, usually), so a board without the feature runs none
 -- of it, not even its closures; it joins the event step by appending
 -- functions to the lists of `on`:
+--   on.record(i, rec) -> reply|nil  (one block at most) in place of the
+--                               duplicate check: rec is event i's record
+--                               (false: none); a reply answers the event
+--                               (a duplicate's is "1" .. rec), nil goes on;
 --   on.admit[k](e) -> code|nil  after the core admitted the event (R17, and
 --                               its duplicate and ban checks), before the
 --                               score is computed: a code refuses it ("!"
 --                               .. code, nothing written), or the hook may
---                               change e.amount, which the step then uses;
+--                               change e.amount, which the step then uses,
+--                               and e.sl, the slot table whose keys it
+--                               writes (the same idx, exp, from and to);
+--   on.score[k](e) -> code|nil  once the new score is known and the
+--                               previous rank read (e.had, e.old, e.new,
+--                               e.olds, e.oldz, e.prev), before any write:
+--                               a code refuses it (nothing written by the
+--                               core; the hook's own writes stay);
 --   on.write[k](e)              after the event's entry is written and its
 --                               ranks read, before its record: a hook may
 --                               change e.rank and e.prev (what the record
@@ -275,14 +286,14 @@ end
 local ranked = true
 
 -- The hooks blocks join the step with, and the event they see.
-local on = {admit = {}, write = {}, finish = {}}
+local on = {admit = {}, score = {}, write = {}, finish = {}}
 local e = {}
 
 -- @blocks
 
-local onAdmit, onWrite = on.admit, on.write
-local nAdmit, nWrite = #onAdmit, #onWrite
-local hooked = nAdmit + nWrite > 0
+local onAdmit, onScore, onWrite, onRecord = on.admit, on.score, on.write, on.record
+local nAdmit, nScore, nWrite = #onAdmit, #onScore, #onWrite
+local hooked = nAdmit + nScore + nWrite > 0 or onRecord ~= nil
 
 -- The first 8 digits of tiebreak first's pad, and the seq / 1e8 they are of.
 local padHi, padHiOf
@@ -295,7 +306,12 @@ local function one(i)
   local member = ARGV[j + 1]
   local rec = Rw[Rf[i]] or Rg[i] or Rp[i]
   if not rec and R.oldCur then rec = recordGet(R, i) end
-  if rec then return '1' .. rec end
+  if onRecord then
+    local reply = onRecord(i, rec)
+    if reply then return reply end
+  elseif rec then
+    return '1' .. rec
+  end
   if bans then
     local r = call('HMGET', bkey, member, 'g|' .. member)
     if r[1] or r[2] then return '!banned' end
@@ -338,7 +354,7 @@ local function one(i)
       local code = onAdmit[k](e)
       if code then return '!' .. code end
     end
-    amount = e.amount
+    amount, sl = e.amount, e.sl
   end
   local zkey, mkey = sl.z, sl.m
 
@@ -382,6 +398,14 @@ local function one(i)
       prev = call('ZCOUNT', zkey, '(' .. olds, '+inf') + 1
     else
       prev = call('ZREVRANK', zkey, oldz) + 1
+    end
+  end
+
+  if nScore > 0 then
+    e.had, e.old, e.new, e.olds, e.oldz, e.prev = had, old, new, olds, oldz, prev
+    for k = 1, nScore do
+      local code = onScore[k](e)
+      if code then return '!' .. code end
     end
   end
 

@@ -33,8 +33,9 @@
 -- On a cohort or region board (apply.lua's "cohorts" and "regions") the
 -- entry leaves its group's sorted set with it and comes back to it; a
 -- removal drops it there too, and on a region board the member's placement
--- (its next event places it anew). Those keys are named after the period's
--- as apply.lua names them.
+-- (its next event places it anew). A removal drops a held entry too, with
+-- its queue entry (apply_hold.lua's q:<i> and hd:<i>). Those keys are
+-- named after the period's as apply.lua names them.
 -- Errors "LB <code>": unknown_board, stale, bad_request.
 
 local err = refused()
@@ -160,7 +161,10 @@ elseif op == 'remove' then
   if not k or 7 + 3 * k > #KEYS then return redis.error_reply('LB bad_request') end
   local z, mh, x = KEYS[5 + 3 * k], KEYS[6 + 3 * k], KEYS[7 + 3 * k]
   local zm = redis.call('HGET', mh, member) or member
-  if redis.call('ZREM', z, zm) + redis.call('ZREM', x, zm) == 0 then
+  -- A held member's entry (apply_hold.lua) goes with its queue entry.
+  local idx = string.sub(z, #base + 3)
+  local held = redis.call('ZREM', base .. 'q:' .. idx, zm) + redis.call('HDEL', base .. 'hd:' .. idx, member)
+  if redis.call('ZREM', z, zm) + redis.call('ZREM', x, zm) + held == 0 then
     result = 0
   else
     local cs, gh = groupSet(z, member)

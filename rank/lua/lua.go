@@ -66,6 +66,9 @@ const (
 
 	// Stream records a board's schedule transitions, or renews its epoch (§15).
 	Stream = "stream.lua"
+	// Hold records a validation hook's reject, lists and clears held
+	// members (§16).
+	Hold = "hold.lua"
 )
 
 // prelude is the file Source puts before every script.

@@ -12,6 +12,13 @@
 -- KEYS[8] <p>:{b}:ban    hash: the board's bans (see ban.lua)
 -- KEYS[9] <p>:{b}:meta:<A> hash: member id -> meta (§11), slot A
 -- KEYS[10] <p>:{b}:meta:<B> the same for B
+-- KEYS[11] <p>:{b}:q:<A> sorted set of slot A's held entries
+--          (apply_hold.lua), passed by a self read only (docs/protocol.md
+--          §16): a listed member held there is read as it sees itself,
+--          its entry put in the period's sorted set for the read, so it
+--          and its neighbours rank as if it were shown, and taken out
+--          again (the total counts the shown entries only)
+-- KEYS[12] <p>:{b}:q:<B> the same for B (a self read only)
 --
 -- ARGV[1]  config version the caller resolved the keys with
 -- ARGV[2]  now in unix ms, or "" to read the server's TIME
@@ -58,10 +65,21 @@ for i = 1, #ids do
   keys[i] = zkey
   scores[i] = true
 end
+local shownFor = {}
+if #KEYS == 12 then
+  local q = KEYS[11]
+  if slot == 2 then q = KEYS[12] end
+  for i = 1, #ids do
+    local sc = redis.call('ZSCORE', q, zs[i])
+    if sc and redis.call('ZADD', zkey, 'NX', sc, zs[i]) == 1 then shownFor[#shownFor + 1] = zs[i] end
+  end
+end
 if around == 0 or shared then
   for i = 1, #ids, 500 do
     local part = redis.call('ZMSCORE', zkey, unpack(zs, i, math.min(i + 499, #zs)))
     for j = 1, #part do scores[i + j - 1] = part[j] end
   end
 end
-return listRanks(out, keys, zs, ids, scores, around, shared, ekey)
+out = listRanks(out, keys, zs, ids, scores, around, shared, ekey)
+if #shownFor > 0 then redis.call('ZREM', zkey, unpack(shownFor)) end
+return out

@@ -46,6 +46,12 @@ type board struct {
 	capDayMap map[string]int64
 	// imports are the marks of imports (§18, scan.go), by import id.
 	imports map[string]importMark
+	// Score integrity (integrity.go): claims, rejects and kept verdicts by
+	// the records' key (nil on boards without a hook), the last claim's
+	// number, and each member's recent gains on a board with flags.gain.
+	claims   map[idemKey]*claim
+	claimSeq int64
+	gains    map[string]*gains
 }
 
 // zset is one period's ranking.
@@ -56,6 +62,9 @@ type zset struct {
 	expireAt time.Time      // zero: never
 	// hidden holds the nodes of banned members, out of tr, keys intact.
 	hidden map[string]*node
+	// held holds the members held in this period (§16; integrity.go),
+	// their nodes out of tr as hidden ones are.
+	held map[string]*hold
 	// meta is each member's meta (§11), made by the first event that
 	// carries one: a board whose events carry none spends nothing on it.
 	meta map[string]meta.Meta
@@ -95,6 +104,7 @@ type record struct {
 	group   cohortKey
 	capped  bool // on a capped board (§18): the delta was cut to applied
 	applied int64
+	held    bool // the member was held after it (§16)
 }
 
 // boardView is what GetBoard reads of a board, published whole.
@@ -196,6 +206,9 @@ func (b *board) reconfigure(cfg rank.Board) {
 		for _, n := range z.hidden {
 			b.setKey(n, n.score, n.reached)
 		}
+		for _, h := range z.held {
+			b.setKey(h.n, h.n.score, h.n.reached)
+		}
 		if z.co != nil {
 			z.co.rekey(co)
 		}
@@ -232,7 +245,7 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		r := rank.Result{
 			Board: e.Board, Member: e.Member, Score: rec.score, Rank: rec.rank, PrevRank: rec.prevRank,
 			PrevScore: rec.prevScore, Had: rec.had, Duplicate: true, Seq: rec.seq, Period: rec.period,
-			Decimals: b.cfg.Decimals(), Capped: rec.capped, Applied: rec.applied,
+			Decimals: b.cfg.Decimals(), Capped: rec.capped, Applied: rec.applied, Held: rec.held,
 		}
 		if b.cfg.Cohorted() {
 			r.Cohort, r.Tier = b.cohortName(rec.group), b.tierName(rec.group.tier)
@@ -241,6 +254,13 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 			r.Region, r.RegionRank = rec.group.region()
 		}
 		return r, nil
+	}
+	// R35: a claim for the hook, its reject or its kept verdict
+	// (integrity.go), by the same key, after the applied record.
+	if c := b.liveClaim(key, nowNs); c != nil {
+		if err := admitClaim(c, &e, hash, nowNs); err != nil {
+			return rank.Result{}, err
+		}
 	}
 
 	// R21: after the duplicate check, so a retry of an event applied
@@ -278,13 +298,18 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 			return rank.Result{}, err
 		}
 	}
-	var n *node
+	var n, hn *node // hn: the member's entry while it is held (§16)
 	if z != nil {
-		n = z.members[e.Member]
+		if n = z.members[e.Member]; n == nil {
+			hn = z.heldNode(e.Member)
+		}
 	}
 	var old int64
-	if n != nil {
+	switch {
+	case n != nil:
 		old = n.score
+	case hn != nil:
+		old = hn.score
 	}
 	var score, bucket int64
 	if b.hot != nil {
@@ -293,10 +318,14 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 			score, err = b.hotScore(e.Member, bucket, b.hot.at, e.Amount)
 		}
 	} else {
-		score, err = rank.Combine(b.cfg, n != nil, old, e)
+		score, err = rank.Combine(b.cfg, n != nil || hn != nil, old, e)
 	}
 	if err != nil {
 		return rank.Result{}, err
+	}
+	// §16: an event the hook must see is claimed for it, not applied.
+	if b.cfg.Validated() && e.Verdict == rank.VerdictNone && b.contender(z, n != nil || hn != nil, old, score) {
+		return rank.Result{}, b.claimEvent(key, hash, now, p.Index, z, n, hn)
 	}
 
 	// Nothing fails from here on.
@@ -329,6 +358,13 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		rt = b.regionMove(z, n, e, &r)
 	}
 	switch {
+	case hn != nil:
+		// Held: out of the tree, ranked where it would be (integrity.go).
+		r.PrevRank, r.PrevScore = b.wouldRank(z, hn), old
+		if score != old {
+			b.setKey(hn, score, b.seq)
+		}
+		r.Rank, n = b.wouldRank(z, hn), hn
 	case n == nil:
 		n = &node{}
 		n.m = e.Member
@@ -377,20 +413,27 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 	if b.cfg.History > 0 {
 		b.keepHistory(z, e, score, t)
 	}
+	if b.cfg.Holds() {
+		b.afterApply(z, n, e, &r, old, score, now) // the hook's flag, the board's flags
+	}
 	r.Had = r.PrevRank > 0
 	if !b.cfg.RanksInAck() {
 		// R24: a sharded board's ack carries no ranks unless it asks for
 		// them (the Redis engine reads none; this one has them at hand).
 		r.Rank, r.PrevRank = 0, 0
 	}
-	// The record is written last, as in the Lua script.
+	// The record is written last, as in the Lua script; it replaces any
+	// claim of the event.
 	exp := nowNs + int64(time.Duration(b.cfg.IdempotencyWindow))
 	b.idem[key] = record{
 		hash: hash, expires: exp, score: r.Score, rank: r.Rank, prevRank: r.PrevRank,
 		prevScore: r.PrevScore, had: r.Had, seq: r.Seq, period: r.Period, group: ck,
-		capped: r.Capped, applied: r.Applied,
+		capped: r.Capped, applied: r.Applied, held: r.Held,
 	}
 	b.queue.push(key, exp)
+	if b.claims != nil {
+		delete(b.claims, key)
+	}
 	return r, nil
 }
 
@@ -474,7 +517,7 @@ func (b *board) dropExpiredPeriods(now time.Time) int {
 
 func (b *board) inAnyPeriod(m string) bool {
 	for _, z := range b.periods {
-		if z.members[m] != nil || z.hidden[m] != nil {
+		if z.members[m] != nil || z.hidden[m] != nil || z.held[m] != nil {
 			return true
 		}
 	}
@@ -495,6 +538,9 @@ func (b *board) sweepIdem(now time.Time, max int) int {
 		// The id may have been recorded again after it expired.
 		if rec, ok := b.idem[q.key]; ok && rec.expires <= nowNs {
 			delete(b.idem, q.key)
+		}
+		if c := b.claims[q.key]; c != nil && c.expires <= nowNs {
+			delete(b.claims, q.key)
 		}
 	}
 	return n

@@ -76,7 +76,11 @@ func (s *Store) link(nb *board, now time.Time) {
 				continue
 			}
 			views := rank.ViewPeriods(nb.cfg, p, src.Span())
-			for _, set := range []map[string]*node{z.members, z.hidden} {
+			held := map[string]*node{}
+			for m, h := range z.held {
+				held[m] = h.n
+			}
+			for _, set := range []map[string]*node{z.members, z.hidden, held} {
 				for m, n := range set {
 					for _, v := range views {
 						nb.add(v, m, w*n.score, now)

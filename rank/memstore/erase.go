@@ -105,6 +105,10 @@ func (b *board) forgetChunk(member string, pos, chunk int) (int64, int, bool) {
 				delete(b.idem, it.key)
 				n++
 			}
+			if _, ok := b.claims[it.key]; ok { // a claim, reject or verdict (§16)
+				delete(b.claims, it.key)
+				n++
+			}
 			it.key = idemKey{}
 		}
 		pos++
@@ -153,6 +157,10 @@ func (b *board) erase(member string) (entries int64, touched bool) {
 		delete(b.hot.sums, member)
 		touched = true
 	}
+	if hasKey(b.gains, member) {
+		delete(b.gains, member)
+		touched = true
+	}
 	// The records go in chunks after it (forgetRecords).
 	if touched {
 		b.seq++ // reads changed, as a removal moves it
@@ -173,6 +181,9 @@ func (z *zset) erase(member string) (entries int64, touched bool) {
 		entries++
 	} else if z.hidden[member] != nil {
 		delete(z.hidden, member)
+		entries++
+	} else if z.held[member] != nil {
+		delete(z.held, member)
 		entries++
 	}
 	touched = entries > 0
@@ -215,10 +226,16 @@ func (s *Store) Export(ctx context.Context, member string) (rank.Export, error) 
 		if !b.deleted {
 			for _, idx := range rank.KeptPeriods(b.cfg, s.now()) {
 				z := b.periods[idx]
-				if z == nil || z.hidden[member] == nil {
+				if z == nil {
 					continue
 				}
 				n := z.hidden[member]
+				if n == nil {
+					n = z.heldNode(member)
+				}
+				if n == nil {
+					continue
+				}
 				x.AddHidden(rank.ExportEntry{Board: b.cfg.ID, Period: idx, Score: n.score, Meta: z.meta[member], Decimals: b.cfg.Decimals()})
 			}
 		}

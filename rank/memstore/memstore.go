@@ -151,6 +151,7 @@ func (s *Store) Sweep() {
 			now := s.now()
 			n := b.sweepIdem(now, sweepChunk)
 			if n < sweepChunk {
+				b.sweepGains(now)
 				dropped := b.dropExpiredPeriods(now)
 				if n > 0 || dropped > 0 {
 					s.log.Debug("memstore: sweep", "board", b.cfg.ID, "records", n, "periods", dropped)
@@ -403,6 +404,7 @@ func (s *Store) apply(ctx context.Context, e rank.Event) (rank.Result, error) {
 	now := s.now()
 	r, err := b.apply(e, now)
 	if err != nil {
+		b.keepVerdict(e, now, err) // §16: a refused verdict still stands (integrity.go)
 		return rank.Result{}, fmt.Errorf("memstore: apply %s: %w", e.Board, err)
 	}
 	b.maintain(e, r, now) // derived boards, in the same step (derived.go)

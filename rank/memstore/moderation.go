@@ -236,6 +236,9 @@ func (s *Store) RemoveMember(ctx context.Context, id, member string, sel rank.Pe
 			} else if z.hidden[member] != nil {
 				delete(z.hidden, member)
 				removed = true
+			} else if z.held[member] != nil {
+				delete(z.held, member) // §16: its queue entry goes with it
+				removed = true
 			}
 			if removed {
 				delete(z.meta, member)

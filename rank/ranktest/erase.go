@@ -46,6 +46,7 @@ const (
 	erCohort  = "rt-er-co"    // cohorts of 2: the member and Other in cohort 1
 	erLeague  = "rt-er-lg"    // daily league of cohorts of 2: the member promoted
 	erRegion  = "rt-er-rg"    // daily regions: the member in DE, then FR (§17)
+	erHold    = "rt-er-hold"  // a hook and a gain flag (§16): the member held, a reject, a claim
 )
 
 // EraseAnchor is a store time for SetupErasure's clock, hours away from
@@ -96,7 +97,8 @@ func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) 
 	lg.Reset = rank.Daily
 	put(t, s, lg)
 	put(t, s, regionBoard(erRegion, func(b *rank.Board) { b.Reset = rank.Daily }))
-	fx.Boards = []string{erSrcA, erSrcB, erBanned, erCohort, erDaily, erHot, erLeague, erOther, erRegion, erSharded, erUnion, erWin, erWinSrc}
+	put(t, s, hooked(erHold, 0, func(b *rank.Board) { b.Flags.Gain = rank.Gain{Points: 1000, Per: rank.Duration(time.Hour)} }))
+	fx.Boards = []string{erSrcA, erSrcB, erBanned, erCohort, erDaily, erHot, erHold, erLeague, erOther, erRegion, erSharded, erUnion, erWin, erWinSrc}
 	slices.Sort(fx.Boards)
 
 	anchor := clk.Now()
@@ -123,17 +125,30 @@ func SetupErasure(t *testing.T, s rank.Store, clk *Clock, member, other string) 
 	if r := ranks(t, s, erLeague, "", 0, member).Members[0]; r.Tier != "silver" {
 		t.Fatalf("%s on %s: tier %q, want silver (promoted)", member, erLeague, r.Tier)
 	}
+	// The hook board: held by a flag, a gain recorded, a reject, a claim
+	// never answered.
+	old := delta(erHold, "old-hold", member, 7)
+	if r := apply(t, s, verdict(old, rank.VerdictFlag, claimOf(t, s, old).Token, "fixture")); !r.Held {
+		t.Fatalf("the member's flagged event on %s: %+v", erHold, r)
+	}
+	fx.Old[erHold] = old.ID
+	applyHooked(t, s, delta(erHold, "hold-2", member, 1))
+	rej := delta(erHold, "hold-rej", member, 1)
+	if ok, err := s.Reject(ctx, rej, claimOf(t, s, rej).Token, "no"); !ok || err != nil {
+		t.Fatalf("Reject on %s: %v, %v", erHold, ok, err)
+	}
+	claimOf(t, s, delta(erHold, "hold-pend", member, 1))
 	// The daily board's two periods, five boards, the union, the window's
 	// source's two periods and three of the window's views: the previous
 	// period's, the current one's and the next one's, which already holds
 	// the current period's event; the cohort board, the league's two
-	// periods, the region board's two.
-	fx.Entries = 2 + 5 + 1 + 2 + 3 + 1 + 2 + 2
+	// periods, the region board's two; the hook board's held entry.
+	fx.Entries = 2 + 5 + 1 + 2 + 3 + 1 + 2 + 2 + 1
 	for i, id := range fx.Boards {
 		if id == erUnion || id == erWin {
 			continue
 		}
-		apply(t, s, named(delta(id, "o-"+id, other, int64(100+i)), "Bob"))
+		applyHooked(t, s, named(delta(id, "o-"+id, other, int64(100+i)), "Bob"))
 		fx.OtherScores[id] = int64(100 + i)
 	}
 	fx.OtherScores[erUnion] = fx.OtherScores[erSrcA] + fx.OtherScores[erSrcB]
@@ -229,7 +244,7 @@ func (fx EraseFixture) CheckErased(t *testing.T, s rank.Store) {
 	wantRegions(t, "the previous period after the erasure", regionList(t, s, erRegion, "previous"), "")
 	// Its earlier ids are forgotten: each is applied anew, from zero.
 	for id, old := range fx.Old {
-		r := apply(t, s, delta(id, old, m, 3))
+		r := applyHooked(t, s, delta(id, old, m, 3))
 		want := int64(3)
 		if id == erHot {
 			want = 3000
@@ -434,7 +449,8 @@ func testExport(t *testing.T, f Factory) {
 		erDaily + "/+0/" + `{"car":"blue"}`, erHot + "/0/", erSharded + "/0/", erUnion + "/0/",
 		erWinSrc + "/-1/", erWinSrc + "/+0/", erWin + "/-1/", erWin + "/+0/", erWin + "/+1/",
 		erCohort + "/0/", erLeague + "/-1/", erLeague + "/+0/", erRegion + "/-1/", erRegion + "/+0/"}
-	want := append(slices.Clone(visible), erBanned+"/0//hidden") // the banned board's, without a rank
+	// The banned board's and the held entry (§16), without a rank.
+	want := append(slices.Clone(visible), erBanned+"/0//hidden", erHold+"/0//hidden")
 	slices.Sort(want)
 	if got := entries(x); !slices.Equal(got, want) {
 		t.Fatalf("Export entries %q, want %q", got, want)
@@ -476,7 +492,7 @@ func testExport(t *testing.T, f Factory) {
 		t.Fatalf("Export after a global ban: bans %+v, %v; want the board's and the global one", x.Bans, err)
 	}
 	// Every entry hidden now, each with its score and meta.
-	want = []string{erBanned + "/0//hidden"}
+	want = []string{erBanned + "/0//hidden", erHold + "/0//hidden"}
 	for _, v := range visible {
 		want = append(want, v+"/hidden")
 	}

@@ -107,6 +107,8 @@ func Kind(err error) string {
 		return "banned"
 	case errors.Is(err, rank.ErrReadOnly):
 		return "read_only"
+	case errors.Is(err, rank.ErrRejected):
+		return "rejected"
 	case errors.Is(err, rank.ErrInvalidConfig):
 		return "invalid_config"
 	case errors.Is(err, rank.ErrBadRequest):
@@ -219,6 +221,7 @@ func Run(t *testing.T, f Factory) {
 		{"DerivedDifferential", func(t *testing.T, f Factory) { DerivedDifferential(t, f, 14, 2000) }},
 		{"Regions", RunRegions}, // regions.go (§17)
 	}
+	tests = append(tests, integrityTests...) // integrity.go (§16)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

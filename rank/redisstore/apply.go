@@ -245,11 +245,23 @@ func applyCmd(c cachedBoard, nowArg string, pk *periodKeys, calls []*call) cmd {
 		args = append(c.appendArgs(args), (*string)(&c.e.Meta))
 	}
 	keys = append(keys, pk.dkeys...) // derived boards (derived.go)
-	if c.b.Regions {
-		args = appendRegions(args, pk.dargs, calls) // region.go
-	} else {
-		args = append(args, pk.dargs...)
+	// The blocks' per-event arguments go before DA and DK: the events'
+	// verdicts (§16, apply_hold.lua), then their regions (§17, RG, the
+	// last: apply_region.lua).
+	d := pk.dargs
+	da, _ := d[len(d)-2].(int)
+	args = append(args, d[:len(d)-2]...)
+	if c.b.Holds() {
+		for _, c := range calls {
+			args = append(args, verdictArg(&c.e))
+		}
+		da += len(calls)
 	}
+	if c.b.Regions {
+		args = append(args, regionsArg(calls)) // region.go
+		da++
+	}
+	args = append(args, da, d[len(d)-1])
 	return cmd{calls: calls, keys: keys, args: args}
 }
 
@@ -330,6 +342,9 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 	switch {
 	case strings.HasPrefix(rep, "!"):
 		code := rep[1:]
+		if herr, ok := holdResult(code); ok {
+			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, herr) // §16 (integrity.go)
+		}
 		if reason, ok := strings.CutPrefix(code, "board_closed:"); ok && cfg != nil {
 			return rank.Result{}, fmt.Errorf("redisstore: apply %s: %w", e.Board, cfg.Closed(reason, e.At))
 		}
@@ -338,11 +353,13 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 		}
 		return rank.Result{}, fmt.Errorf("redisstore: apply %s: script error %q", e.Board, code)
 	case strings.HasPrefix(rep, "0"), strings.HasPrefix(rep, "1"):
-		var fields, from string
+		var fields, hold, from string
+		rep, hold, _ = strings.Cut(rep, "\t") // why the event held its member (§16)
 		if cfg != nil && cfg.Regions {
 			rep, from, _ = strings.Cut(rep, ";") // the region left (region.go)
 		}
 		r, fields, err = parseRecord(rep[0] == '1', rep[1:], hash, token)
+		r.Hold, r.Held = hold, hasField(fields, "h")
 		switch {
 		case err != nil || cfg == nil:
 		case cfg.Regions: // a region board has no cohorts
@@ -374,7 +391,8 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 // "<payload hash>.<attempt token>": another hash is a conflict; the same
 // hash with this call's own token is this call's result, not a duplicate.
 // The fields apply.lua's blocks add after the seventh (a cohort board's
-// cohort, "<tier>.<n>"; see blockField) are returned apart, as they are.
+// cohort, "<tier>.<n>", see blockField; "h" when the member was held after
+// the event, §16, see hasField) are returned apart, as they are.
 func parseRecord(dup bool, rec string, hash, token string) (rank.Result, string, error) {
 	// rec is "hash,score,rank,prev_rank,prev_score,seq,period[,field...]";
 	// cut in place rather than strings.Split, which allocates per event.
@@ -432,4 +450,17 @@ func recordFields(r rank.Result) string {
 		return ",a" + strconv.FormatInt(r.Applied, 10)
 	}
 	return ""
+}
+
+// hasField reports whether fields (as blockField takes them) hold the
+// field f itself.
+func hasField(fields, f string) bool {
+	for fields != "" {
+		var x string
+		x, fields, _ = strings.Cut(fields, ",")
+		if x == f {
+			return true
+		}
+	}
+	return false
 }

@@ -79,14 +79,14 @@ func (s *Store) eraseKeys(g, id, seq string, kept []int64, member, tag string, n
 		seq = k("cfg")
 	}
 	keys = append(keys, k("cfg"), seq, k("er:"+tag))
-	for _, idx := range kept { // the entries: shown and hidden by a ban
+	for _, idx := range kept { // the entries: shown, hidden by a ban, held (§16)
 		i := strconv.FormatInt(idx, 10)
-		keys = append(keys, k("z:"+i), k("x:"+i))
+		keys = append(keys, k("z:"+i), k("x:"+i), k("q:"+i))
 	}
 	for _, idx := range kept { // the member's own keys
 		keys = append(keys, k("h:"+strconv.FormatInt(idx, 10)+":"+member))
 	}
-	e, o = 2*len(kept), len(kept)
+	e, o = 3*len(kept), len(kept)
 	// then every other key that may name the member:
 	keys = append(keys,
 		k("n"),    // names
@@ -98,6 +98,7 @@ func (s *Store) eraseKeys(g, id, seq string, kept []int64, member, tag string, n
 		// caps per UTC day (§18): a day's counts live until the next ends
 		k("cap:d"+strconv.FormatInt(rank.CapDayOf(now), 10)),
 		k("cap:d"+strconv.FormatInt(rank.CapDayOf(now)-1, 10)),
+		k("g"), // recent gains (§16)
 	)
 	for _, idx := range kept {
 		i := strconv.FormatInt(idx, 10)
@@ -106,6 +107,7 @@ func (s *Store) eraseKeys(g, id, seq string, kept []int64, member, tag string, n
 			k("meta:"+i), // meta (§11)
 			k("c:"+i),    // submissions (R18)
 			k("cap:"+i),  // caps per period (§18)
+			k("hd:"+i),   // held members (§16)
 		)
 	}
 	for _, idx := range kept { // cohorts (§12) and regions (§17): member -> its group's set
@@ -437,7 +439,8 @@ func (s *Store) Export(ctx context.Context, member string) (rank.Export, error) 
 	return x, nil
 }
 
-// hiddenEntries reads member's entries of board b that a ban hides.
+// hiddenEntries reads member's entries of board b that a ban hides, or a
+// hold (§16).
 func (s *Store) hiddenEntries(ctx context.Context, b rank.Board, member string, now time.Time) ([]rank.ExportEntry, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
@@ -451,8 +454,18 @@ func (s *Store) hiddenEntries(ctx context.Context, b rank.Board, member string, 
 		g = id
 	}
 	bans, err := s.client.HMGet(ctx, s.keyIn(g, id, "ban"), member, globalField(member)).Result()
-	if err != nil || (bans[0] == nil && bans[1] == nil) {
+	if err != nil {
 		return nil, err
+	}
+	var sets []string // where its hidden entries may be
+	if bans[0] != nil || bans[1] != nil {
+		sets = append(sets, "x:")
+	}
+	if b.Holds() {
+		sets = append(sets, "q:")
+	}
+	if len(sets) == 0 {
+		return nil, nil
 	}
 	var out []rank.ExportEntry
 	kept := keptPeriods(b, now)
@@ -465,12 +478,21 @@ func (s *Store) hiddenEntries(ctx context.Context, b rank.Board, member string, 
 		} else if !isNil(err) {
 			return nil, err
 		}
-		sc, err := s.client.ZScore(ctx, s.keyIn(g, id, "x:"+i), form).Result()
-		if isNil(err) {
-			continue
+		var sc float64
+		found := false
+		for _, set := range sets {
+			v, err := s.client.ZScore(ctx, s.keyIn(g, id, set+i), form).Result()
+			if isNil(err) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			sc, found = v, true
+			break
 		}
-		if err != nil {
-			return nil, err
+		if !found {
+			continue
 		}
 		score := int64(sc)
 		if b.Order == rank.Asc {

@@ -35,6 +35,8 @@ var scriptErrors = map[string]error{
 	"limit_reached":   rank.ErrLimitReached,
 	"at_ahead":        rank.ErrAtAhead,
 	"banned":          rank.ErrBanned,
+	// apply_hold.lua (§16): a claim, reject or verdict under another payload
+	"idempotency_conflict": rank.ErrIdempotencyConflict,
 }
 
 // unavailablePrefixes are Redis error replies that mean "not now".

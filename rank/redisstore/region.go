@@ -126,18 +126,14 @@ func (s *Store) regionBoardRanks(ctx context.Context, board string, period rank.
 	return g.r, nil
 }
 
-// appendRegions appends the block arguments dargs (ending in DA and DK,
-// derived.go) to args with apply_region.lua's RG, the events' regions (two
-// letters each), as the last of them.
-func appendRegions(args, dargs []any, calls []*call) []any {
+// regionsArg is apply_region.lua's RG: the events' regions, two letters
+// each.
+func regionsArg(calls []*call) string {
 	rg := make([]byte, 0, 2*len(calls))
 	for _, c := range calls {
 		rg = append(rg, rank.RegionOf(c.e.Region)...)
 	}
-	n := len(dargs)
-	da, _ := dargs[n-2].(int)
-	args = append(args, dargs[:n-2]...)
-	return append(args, string(rg), da+1, dargs[n-1])
+	return string(rg)
 }
 
 // regionOfRecord sets r's region fields from a region board's record field

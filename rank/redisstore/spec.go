@@ -60,6 +60,7 @@ func applySpec(b rank.Board) string {
 	if b.Regions {
 		s.WriteString(" region") // apply_region.lua (region.go)
 	}
+	s.WriteString(holdSpec(b)) // §16 (integrity.go)
 	return s.String()
 }
 

@@ -118,8 +118,10 @@ type Store struct {
 	shardSeq *script // shardseq.lua (shard_write.go)
 	derive   *script // derived.go
 	deps     *script // derived.go
-	clock    clock
-	closed   atomic.Bool
+	// holdScript is hold.lua (integrity.go).
+	holdScript *script
+	clock      clock
+	closed     atomic.Bool
 	// epoch is a local reading taken at New; epoch.Add(time.Since(epoch))
 	// is a reading of the monotonic clock alone, for deadlines (monoNow).
 	epoch time.Time
@@ -321,23 +323,24 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Store{
-		cfg:      cfg,
-		client:   client,
-		log:      log,
-		apply:    newScript(lua.Apply),
-		top:      newScript(lua.Top),
-		ranks:    newScript(lua.Ranks),
-		ban:      newScript(lua.Ban),
-		shard:    newScript(lua.Shard),
-		hot:      newScript(lua.Hot),
-		rerecord: newScript(lua.Rerecord),
-		shardSeq: newScript(lua.ShardSeq),
-		hotCur:   make(map[string]int64),
-		boards:   make(map[string]*cachedBoard),
-		groups:   make(map[string]string),
-		derive:   newScript(lua.Build),
-		deps:     newScript(lua.Deps),
-		epoch:    time.Now(),
+		cfg:        cfg,
+		client:     client,
+		log:        log,
+		apply:      newScript(lua.Apply),
+		top:        newScript(lua.Top),
+		ranks:      newScript(lua.Ranks),
+		ban:        newScript(lua.Ban),
+		shard:      newScript(lua.Shard),
+		hot:        newScript(lua.Hot),
+		rerecord:   newScript(lua.Rerecord),
+		shardSeq:   newScript(lua.ShardSeq),
+		hotCur:     make(map[string]int64),
+		boards:     make(map[string]*cachedBoard),
+		groups:     make(map[string]string),
+		derive:     newScript(lua.Build),
+		deps:       newScript(lua.Deps),
+		holdScript: newScript(lua.Hold),
+		epoch:      time.Now(),
 	}
 	var seed [8]byte
 	if _, err := rand.Read(seed[:]); err != nil {
@@ -347,7 +350,7 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 	s.clock.injected = cfg.Now
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban, s.shard, s.hot, s.rerecord, s.shardSeq, s.derive, s.deps} {
+	for _, sc := range []*script{s.apply, s.top, s.ranks, s.ban, s.shard, s.hot, s.rerecord, s.shardSeq, s.derive, s.deps, s.holdScript} {
 		if err := sc.load(ctx, s.client); err != nil {
 			return nil, s.fail("new", "", err)
 		}

@@ -46,6 +46,8 @@ export interface Ack {
   /** v1.3 (§17): on a region board, the member's region (its profile's country, ZZ for none) and its rank there. */
   region?: string;
   region_rank?: number;
+  /** v1.3 (§16): true when the member is held: hidden from everyone but itself and admins. */
+  held?: boolean;
 }
 
 export interface TopFrame {
@@ -142,13 +144,15 @@ export type ErrorCode =
   | 'bad_request' | 'unauthorized' | 'token_expired' | 'forbidden' | 'unknown_board' | 'invalid_board'
   | 'invalid_member' | 'invalid_score' | 'out_of_range' | 'delta_too_large' | 'board_closed'
   | 'idempotency_conflict' | 'rate_limited' | 'unavailable' | 'internal'
-  | 'banned' | 'limit_reached' | 'read_only'
+  | 'banned' | 'limit_reached' | 'read_only' | 'rejected'
   | 'closed' | 'timeout' | 'too_many_pending' | 'unsubscribed' | 'token_failed';
 
 export class LBError extends Error {
   constructor(code: ErrorCode | string, message?: string, retryAfterMs?: number);
   code: ErrorCode | string;
   retryAfterMs?: number;
+  /** Why: a board_closed error's reason (R30), or a rejected score's, the board's validation hook's words (v1.3, §16). */
+  reason?: string;
   cause?: unknown;
 }
 

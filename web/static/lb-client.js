@@ -531,6 +531,7 @@ export class LBClient {
 
   _onError(msg) {
     const err = new LBError(msg.code, msg.message, msg.retry_after_ms);
+    if (typeof msg.reason === 'string') err.reason = msg.reason; // board_closed's (R30), rejected's (§16)
     const e = msg.id !== undefined && this._pending.get(msg.id);
     if (!e) {
       this._emit('error', err);

@@ -3,7 +3,9 @@
 // with PATCH, so what the form does not show keeps its value); a board's
 // standings (on a region board its regions, docs/regions.md) and their
 // export (any retained period, NDJSON or CSV); find a member, edit the
-// profile, ban, lift, remove from a period, erase everywhere; the webhooks and their last deliveries. Built on the REST API only, with the admin token of the URL
+// profile, ban, lift, remove from a period, erase everywhere; the webhooks
+// and their last deliveries; the review queue of held members (§16): clear,
+// remove, ban. Built on the REST API only, with the admin token of the URL
 // fragment (never sent anywhere but in the Authorization header).
 import { dev, devToken, durationMS, el, errorText, fragmentToken, initial, lifecycle, num, validBoard } from './common.js';
 
@@ -481,6 +483,54 @@ async function refreshBans() {
   }
 }
 
+// --- one board: the review queue (§16) ---
+
+async function refreshHeld() {
+  if (!current) return;
+  const id = current;
+  const { held } = await api('GET', boardPath(id) + '/held');
+  if (id !== current) return;
+  const box = $('held');
+  const typing = box.contains(document.activeElement) && document.activeElement.tagName === 'INPUT';
+  if (typing) return; // a reason being typed is not wiped by a refresh
+  box.replaceChildren(...held.map((h) => {
+    const reasonId = 'held-reason-' + h.member;
+    const more = h.events.length >= 100 ? ' (the first 100)' : '';
+    return el('li', { class: 'stack', dataset: { member: h.member } },
+      el('p', {}, el('strong', { class: 'who' }, h.member), ' — ', el('span', { class: 'reason' }, h.reason || 'no reason given'),
+        ' · score ', el('span', { class: 'score' }, num(h.score)),
+        ' · held ', el('time', { dateTime: h.at }, new Date(h.at).toLocaleString())),
+      el('p', { class: 'muted small events' }, `Events since${more}: ${h.events.join(', ')}`),
+      el('div', { class: 'row' },
+        el('button', { type: 'button', 'aria-label': `Clear ${h.member}`, onclick: () => review(h.member, { action: 'clear' }) }, 'Clear'),
+        el('button', { type: 'button', 'aria-label': `Remove ${h.member}`, onclick: () => review(h.member, { action: 'remove' }) }, 'Remove'),
+        el('div', { class: 'grow' },
+          el('label', { htmlFor: reasonId }, `Ban reason for ${h.member}`),
+          el('input', { id: reasonId, maxLength: 200, autocomplete: 'off' })),
+        el('button', {
+          type: 'button', 'aria-label': `Ban ${h.member}`,
+          onclick: () => review(h.member, { action: 'ban', reason: $(reasonId).value.trim() }),
+        }, 'Ban')));
+  }));
+  $('held-empty').hidden = held.length > 0;
+}
+
+const REVIEWED = { clear: 'is shown again', remove: 'has its entry removed', ban: 'is banned from this board' };
+
+async function review(m, body) {
+  $('held-err').textContent = '';
+  $('held-done').textContent = '';
+  try {
+    await api('POST', `${boardPath(current)}/held/${enc(m)}`, body);
+  } catch (e) {
+    $('held-err').textContent = errorText(e);
+    return;
+  }
+  $('held-done').textContent = `${m} ${REVIEWED[body.action]}.`;
+  document.activeElement?.blur();
+  await Promise.all([refreshHeld(), refreshStandings(), refreshBans()].map((p) => p.catch(() => {})));
+}
+
 // --- one board: a member ---
 
 let member = '';
@@ -730,6 +780,8 @@ function showBoard(id) {
   $('export-done').textContent = '';
   refreshStandings().catch(() => {});
   refreshBans().catch(() => {});
+  $('held-done').textContent = '';
+  refreshHeld().catch((e) => { $('held-err').textContent = errorText(e); });
 }
 
 /**
@@ -791,6 +843,7 @@ async function start() {
   if (b) showBoard(b);
   every(refreshBoards, true);
   every(refreshStandings, false);
+  every(refreshHeld, false);
   every(refreshWebhooks, false);
   setInterval(tickStates, 1000);
 }
