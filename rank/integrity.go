@@ -200,7 +200,8 @@ func (b Board) WithoutSecrets() Board {
 
 // validateIntegrity checks validate and flags and the kinds of board they
 // apply to: a held member's entry is hidden from the board's own standings,
-// which sharded, cohort, hot and derived boards keep in other shapes.
+// which sharded, cohort, region, hot and derived boards keep in other
+// shapes (a held entry would stay in its cohort's or region's standings).
 func (b Board) validateIntegrity() error {
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("%w: field %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
@@ -227,6 +228,8 @@ func (b Board) validateIntegrity() error {
 		return bad(field, "not with shards")
 	case b.Cohorted():
 		return bad(field, "not with cohort")
+	case b.Regions:
+		return bad(field, "not with regions")
 	}
 	return nil
 }

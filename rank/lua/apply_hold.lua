@@ -18,8 +18,7 @@
 --   P .. 'g'                      hash: member -> "<bucket>:<sum> ...", its
 --                                 rises of the last per in buckets of per/16
 --                                 (gain flag), ascending
--- ARGV, one per event i, the last n before DA (before RG on a region
--- board, apply_region.lua): ARGV[#ARGV - 2 - n + i] is
+-- ARGV, one per event i, the last n before DA: ARGV[#ARGV - 2 - n + i] is
 --   event i's verdict: "" none, "a <token>" accept or "f <token> <reason>"
 --   flag, the hook's answer under the claim named token.
 --
@@ -44,8 +43,7 @@ if opt.hold then
     local p, w = string.match(opt.gain, '^(%d+)/(%d+)$')
     gainP, gainPer = tonumber(p), tonumber(w)
   end
-  -- ARGV[va + i]: event i's verdict (a region board's RG follows them)
-  local va = #ARGV - 2 - n - (opt.region and 1 or 0)
+  local va = #ARGV - 2 - n -- ARGV[va + i]: event i's verdict
   local vOf, whyOf = {}, {} -- event i's verdict ('a', 'f' or false) and reason
 
   -- Each slot's hd key; the events' held records in the clock's slot,
@@ -241,6 +239,6 @@ if opt.hold then
     end
     heldNow[ev.s][member] = h
     ev.extra = (ev.extra or '') .. ',h'
-    ev.tail = (ev.tail or '') .. '\t' .. reason -- after apply_region.lua's
+    ev.tail = '\t' .. reason
   end
 end

@@ -69,7 +69,7 @@ if opt.region then
       end
       if from then
         call('ZREM', gk .. '/' .. from, oldz)
-        ev.tail = ';' .. from .. (ev.tail or '') -- before apply_hold.lua's
+        ev.tail = ';' .. from
       end
       call('ZADD', rk, sc, newz)
       if s == cur then batchSet(B, gk, member, region) else call('HSET', gk, member, region) end

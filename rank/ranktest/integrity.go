@@ -129,6 +129,8 @@ func testHookConfig(t *testing.T, f Factory) {
 		{`{"flags":{"jump":-1}}`, "jump"},
 		{`{"flags":{"jump":1},"shards":2}`, "flags"},
 		{`{"flags":{"jump":1},"cohort":{"size":10}}`, "flags"},
+		{`{"validate":{"url":"https://h.example","secret":"` + hookSecret + `"},"regions":true}`, "validate"},
+		{`{"flags":{"jump":1},"regions":true}`, "flags"},
 		{`{"validate":{"url":"https://h.example","secret":"` + hookSecret + `"},"decay":{"bucket":"1h","buckets":24,"factor":0.9}}`, "validate"},
 	} {
 		_, err := rank.ParseBoard("rt-hbad", []byte(tc.body))
