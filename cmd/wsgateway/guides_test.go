@@ -37,6 +37,7 @@ var notGuides = map[string]string{
 	"reliability.md":  "fault tests, run as e2e tests",
 	"seasons.md":      "its marked blocks run in TestSeasonsGuide, which also checks the files they write",
 	"regions.md":      "run by TestRegionsGuide, with its own runner (LB_JWT_SECRET tokens)",
+	"integrity.md":    "run by TestIntegrityGuide against the guide's own hook, which it starts",
 }
 
 // notRun marks a ```sh block of a guide that the runner leaves out: the
