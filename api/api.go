@@ -409,10 +409,5 @@ func (a *API) observe(c *fiber.Ctx) error {
 }
 
 // ctx is the deadline of one store call: a timeout shared by the calls
-// that start within a few milliseconds (deadline.go), no timer per call;
-// the cancel func is a no-op kept for the callers' defer.
-func (a *API) ctx() (context.Context, context.CancelFunc) {
-	return a.deadlines.get(), noCancel
-}
-
-func noCancel() {}
+// that start within a few milliseconds (deadline.go), no timer per call.
+func (a *API) ctx() context.Context { return a.deadlines.get() }

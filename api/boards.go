@@ -47,9 +47,7 @@ func (a *API) authenticate(c *fiber.Ctx) error {
 		}
 		return a.limitRefused(c, err, nil)
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	p, err := a.deps.Verifier.Verify(ctx, token)
+	p, err := a.deps.Verifier.Verify(a.ctx(), token)
 	if err != nil {
 		switch proto.CodeOf(err) {
 		case proto.CodeUnauthorized, proto.CodeTokenExpired:
@@ -108,11 +106,17 @@ func mayReach(p auth.Principal, old *rank.Board, next rank.Board) error {
 	return nil
 }
 
-func mayManage(c *fiber.Ctx) error {
-	if p := principal(c); !p.MayManage() {
-		return errf(proto.CodeForbidden, "role %s may not manage boards", p.Role)
+// managedBoard is boardParam for a route that changes the board: the
+// token's role must manage boards.
+func managedBoard(c *fiber.Ctx) (string, error) {
+	id, err := boardParam(c)
+	if err != nil {
+		return "", err
 	}
-	return nil
+	if p := principal(c); !p.MayManage() {
+		return "", errf(proto.CodeForbidden, "role %s may not manage boards", p.Role)
+	}
+	return id, nil
 }
 
 // queryInt reads an optional integer query parameter within [min, max].
@@ -152,9 +156,7 @@ func (a *API) listBoards(c *fiber.Ctx) error {
 		limit = n
 	}
 	after := c.Query("after")
-	ctx, cancel := a.ctx()
-	defer cancel()
-	all, err := a.deps.Store.Boards(ctx)
+	all, err := a.deps.Store.Boards(a.ctx())
 	if err != nil {
 		return fmt.Errorf("api: list boards: %w", err)
 	}
@@ -176,11 +178,8 @@ func (a *API) listBoards(c *fiber.Ctx) error {
 }
 
 func (a *API) putBoard(c *fiber.Ctx) error {
-	id, err := boardParam(c)
+	id, err := managedBoard(c)
 	if err != nil {
-		return err
-	}
-	if err := mayManage(c); err != nil {
 		return err
 	}
 	body := c.Body()
@@ -191,8 +190,7 @@ func (a *API) putBoard(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
+	ctx := a.ctx()
 	if p := principal(c); p.Boards != nil && (b.Derived() || b.GroupID() != id) {
 		old, err := a.deps.Store.GetBoard(ctx, id)
 		switch {
@@ -233,8 +231,7 @@ func (a *API) getBoard(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
+	ctx := a.ctx()
 	b, err := a.deps.Store.GetBoard(ctx, id)
 	if err != nil {
 		return fmt.Errorf("api: get board %s: %w", id, err)
@@ -256,16 +253,11 @@ func (a *API) getBoard(c *fiber.Ctx) error {
 }
 
 func (a *API) deleteBoard(c *fiber.Ctx) error {
-	id, err := boardParam(c)
+	id, err := managedBoard(c)
 	if err != nil {
 		return err
 	}
-	if err := mayManage(c); err != nil {
-		return err
-	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	if err := a.deps.Store.DeleteBoard(ctx, id); err != nil {
+	if err := a.deps.Store.DeleteBoard(a.ctx(), id); err != nil {
 		return fmt.Errorf("api: delete board %s: %w", id, err)
 	}
 	a.log.Info("api: board deleted", "board", id, "sub", principal(c).Member)
@@ -306,8 +298,7 @@ func (a *API) top(c *fiber.Ctx) error {
 	}
 	period := rank.PeriodSel(c.Query("period"))
 	cohort := c.Params("cohort") // its form is the board's (rank.Board.ParseCohortID): the store checks it
-	ctx, cancel := a.ctx()
-	defer cancel()
+	ctx := a.ctx()
 	region := c.Params("region") // §17; the store checks it (rank.CheckRegion)
 	var pg rank.Page
 	switch {
@@ -357,8 +348,7 @@ func (a *API) member(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
+	ctx := a.ctx()
 	read := a.deps.Store.Ranks
 	if p := principal(c); p.Role == auth.Admin || p.Member == m {
 		b, err := a.deps.Store.Board(ctx, id)

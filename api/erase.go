@@ -64,8 +64,7 @@ func (a *API) eraseMember(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderRetryAfter, "1")
 		return c.Status(http.StatusAccepted).JSON(body)
 	}
-	ctx, cancel = a.ctx()
-	defer cancel()
+	ctx = a.ctx()
 	// A separate profile store (the node's) forgets it too; the store's
 	// own is gone with the rest.
 	switch err := a.deps.Profiles.DeleteProfile(ctx, m); {
@@ -126,8 +125,7 @@ func (a *API) exportMember(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
+	ctx := a.ctx()
 	x, err := a.deps.Store.Export(ctx, m)
 	if err != nil {
 		return fmt.Errorf("api: export %s: %w", m, err)

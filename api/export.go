@@ -38,11 +38,8 @@ const (
 )
 
 func (a *API) export(c *fiber.Ctx) error {
-	id, err := boardParam(c)
+	id, err := managedBoard(c)
 	if err != nil {
-		return err
-	}
-	if err := mayManage(c); err != nil {
 		return err
 	}
 	var format exportFormat
@@ -59,8 +56,7 @@ func (a *API) export(c *fiber.Ctx) error {
 	}
 	// The first chunk is read here, so a board or period that cannot be
 	// read is answered with its status before the 200 goes out.
-	ctx, cancel := a.ctx()
-	defer cancel()
+	ctx := a.ctx()
 	b, err := a.deps.Store.Board(ctx, id)
 	if err != nil {
 		return fmt.Errorf("api: export %s: %w", id, err)
@@ -121,9 +117,7 @@ func (x *exporter) run(w *bufio.Writer, pg rank.ScanPage) {
 		if err := x.conn.SetWriteDeadline(time.Now().Add(exportWriteTimeout)); err != nil {
 			return
 		}
-		ctx, cancel := x.a.ctx()
-		x.profiles(ctx, pg.Entries)
-		cancel()
+		x.profiles(x.a.ctx(), pg.Entries)
 		for _, e := range pg.Entries {
 			if cw != nil {
 				_ = cw.Write(csvRow(e, pg.Decimals))
@@ -150,9 +144,7 @@ func (x *exporter) run(w *bufio.Writer, pg rank.ScanPage) {
 			return
 		}
 		var err error
-		ctx, cancel = x.a.ctx()
-		pg, err = x.a.deps.Store.Scan(ctx, x.board, x.sel, pg.Next, exportChunk, x.hidden)
-		cancel()
+		pg, err = x.a.deps.Store.Scan(x.a.ctx(), x.board, x.sel, pg.Next, exportChunk, x.hidden)
 		if err != nil {
 			x.a.log.Warn("api: export cut short", "board", x.board, "entries", rows, "err", err)
 			_ = x.conn.Close()

@@ -37,9 +37,7 @@ func (a *API) verifyEarly(header string) (auth.Principal, string, error) {
 	if !ok {
 		return auth.Principal{}, proto.CodeUnauthorized, errf(proto.CodeUnauthorized, "missing bearer token")
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	p, err := a.deps.Verifier.Verify(ctx, token)
+	p, err := a.deps.Verifier.Verify(a.ctx(), token)
 	if err != nil {
 		a.log.Debug("api: request refused before its body", "err", err)
 		code := proto.CodeOf(err)

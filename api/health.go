@@ -124,8 +124,6 @@ func (a *API) isAdmin(c *fiber.Ctx) bool {
 	if !ok {
 		return false
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	p, err := a.deps.Verifier.Verify(ctx, token)
+	p, err := a.deps.Verifier.Verify(a.ctx(), token)
 	return err == nil && p.MayManage()
 }

@@ -30,9 +30,7 @@ func (a *API) listHeld(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	hs, err := a.deps.Store.Held(ctx, id, rank.PeriodSel(c.Query("period")))
+	hs, err := a.deps.Store.Held(a.ctx(), id, rank.PeriodSel(c.Query("period")))
 	if err != nil {
 		return fmt.Errorf("api: held of %s: %w", id, err)
 	}
@@ -60,8 +58,7 @@ func (a *API) review(c *fiber.Ctx) error {
 		return err
 	}
 	period := rank.PeriodSel(c.Query("period"))
-	ctx, cancel := a.ctx()
-	defer cancel()
+	ctx := a.ctx()
 	notHeld := func() error { return noSuch("member %s is not held in that period of board %s", m, id) }
 	switch action {
 	case "clear":

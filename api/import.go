@@ -96,19 +96,15 @@ func (a *API) importScores(c *fiber.Ctx) error {
 	// Whatever is answered before the body's end leaves the rest unread:
 	// the connection cannot carry another request.
 	c.Context().SetConnectionClose()
-	id, err := boardParam(c)
+	id, err := managedBoard(c)
 	if err != nil {
-		return err
-	}
-	if err := mayManage(c); err != nil {
 		return err
 	}
 	impID := c.Query("id")
 	if len(impID) > MaxImportID || !proto.ValidRequestID(impID) {
 		return errf(proto.CodeBadRequest, "id: the import id must be 1-%d characters [A-Za-z0-9_.:-]", MaxImportID)
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
+	ctx := a.ctx()
 	b, err := a.deps.Store.Board(ctx, id)
 	if err != nil {
 		return fmt.Errorf("api: import %s: %w", id, err)
@@ -337,9 +333,7 @@ func (im *importer) mark(line int64) {
 	if line <= im.skip {
 		return
 	}
-	ctx, cancel := im.a.ctx()
-	defer cancel()
-	if err := im.a.deps.Store.MarkImport(ctx, im.board.ID, im.id, line); err != nil {
+	if err := im.a.deps.Store.MarkImport(im.a.ctx(), im.board.ID, im.id, line); err != nil {
 		im.a.log.Warn("api: import: mark not written", "board", im.board.ID, "id", im.id, "line", line, "err", err)
 	}
 }
@@ -383,9 +377,7 @@ func (im *importer) flushNames(final bool) {
 	batch := im.names
 	im.names = nil
 	im.mu.Unlock()
-	ctx, cancel := im.a.ctx()
-	changed, err := im.a.deps.Store.NameProfiles(ctx, batch)
-	cancel()
+	changed, err := im.a.deps.Store.NameProfiles(im.a.ctx(), batch)
 	if err != nil {
 		im.a.log.Warn("api: import: names not given to profiles", "board", im.board.ID, "names", len(batch), "err", err)
 	}

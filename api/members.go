@@ -38,8 +38,7 @@ func (a *API) memberList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
+	ctx := a.ctx()
 	// One snapshot of every listed member: ranks, scores and meta agree;
 	// ranks on the whole board, cohort boards included (§11).
 	rs, err := a.deps.Store.Ranks(ctx, id, rank.PeriodSel(c.Query("period")), ids, rank.BoardRanks)
@@ -110,9 +109,7 @@ func (a *API) history(c *fiber.Ctx) error {
 	if err := rank.CheckMemberID(m); err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	h, err := a.deps.Store.History(ctx, id, rank.PeriodSel(c.Query("period")), m)
+	h, err := a.deps.Store.History(a.ctx(), id, rank.PeriodSel(c.Query("period")), m)
 	if err != nil {
 		return fmt.Errorf("api: history %s: %w", id, err)
 	}

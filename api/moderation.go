@@ -146,8 +146,7 @@ func (a *API) putBan(c *fiber.Ctx) error {
 		return err
 	}
 	m := ban.Member
-	ctx, cancel := a.ctx()
-	defer cancel()
+	ctx := a.ctx()
 	ban, err = a.deps.Store.BanMember(ctx, id, ban)
 	if err != nil {
 		return fmt.Errorf("api: ban %s on %s: %w", m, id, err)
@@ -166,9 +165,7 @@ func (a *API) liftBan(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	err = a.deps.Store.LiftBan(ctx, id, m)
+	err = a.deps.Store.LiftBan(a.ctx(), id, m)
 	if errors.Is(err, rank.ErrNoBan) {
 		return noSuch("member %s is not banned from board %s", m, id)
 	}
@@ -184,9 +181,7 @@ func (a *API) listBans(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	bs, err := a.deps.Store.Bans(ctx, id)
+	bs, err := a.deps.Store.Bans(a.ctx(), id)
 	if err != nil {
 		return fmt.Errorf("api: bans of %s: %w", id, err)
 	}
@@ -203,9 +198,7 @@ func (a *API) removeMember(c *fiber.Ctx) error {
 		return err
 	}
 	period := rank.PeriodSel(c.Query("period"))
-	ctx, cancel := a.ctx()
-	defer cancel()
-	err = a.deps.Store.RemoveMember(ctx, id, m, period)
+	err = a.deps.Store.RemoveMember(a.ctx(), id, m, period)
 	if errors.Is(err, rank.ErrNoEntry) {
 		return noSuch("member %s has no entry in that period of board %s", m, id)
 	}
@@ -222,8 +215,7 @@ func (a *API) putGlobalBan(c *fiber.Ctx) error {
 		return err
 	}
 	m := ban.Member
-	ctx, cancel := a.ctx()
-	defer cancel()
+	ctx := a.ctx()
 	ban, err = a.deps.Store.PutGlobalBan(ctx, ban)
 	if err != nil {
 		return fmt.Errorf("api: global ban %s: %w", m, err)
@@ -238,9 +230,7 @@ func (a *API) liftGlobalBan(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	err = a.deps.Store.LiftGlobalBan(ctx, m)
+	err = a.deps.Store.LiftGlobalBan(a.ctx(), m)
 	if errors.Is(err, rank.ErrNoBan) {
 		return noSuch("member %s has no global ban", m)
 	}
@@ -252,9 +242,7 @@ func (a *API) liftGlobalBan(c *fiber.Ctx) error {
 }
 
 func (a *API) listGlobalBans(c *fiber.Ctx) error {
-	ctx, cancel := a.ctx()
-	defer cancel()
-	bs, err := a.deps.Store.GlobalBans(ctx)
+	bs, err := a.deps.Store.GlobalBans(a.ctx())
 	if err != nil {
 		return fmt.Errorf("api: global bans: %w", err)
 	}

@@ -24,19 +24,15 @@ import (
 // Two PATCHes of one board at once both read the stored config before
 // either writes: the later write wins whole, as two PUTs would.
 func (a *API) patchBoard(c *fiber.Ctx) error {
-	id, err := boardParam(c)
+	id, err := managedBoard(c)
 	if err != nil {
-		return err
-	}
-	if err := mayManage(c); err != nil {
 		return err
 	}
 	patch, keys, err := parsePatch(c.Body())
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
+	ctx := a.ctx()
 	old, err := a.deps.Store.GetBoard(ctx, id)
 	if errors.Is(err, rank.ErrUnknownBoard) {
 		return errf(proto.CodeUnknownBoard, "board %s does not exist: PUT creates it", id)

@@ -57,9 +57,7 @@ func (a *API) putProfile(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	if err := a.deps.Profiles.PutProfile(ctx, m, prof); err != nil {
+	if err := a.deps.Profiles.PutProfile(a.ctx(), m, prof); err != nil {
 		return fmt.Errorf("api: put profile %s: %w", m, err)
 	}
 	a.profileChanged(m)
@@ -71,9 +69,7 @@ func (a *API) getProfile(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	prof, err := a.deps.Profiles.GetProfile(ctx, m)
+	prof, err := a.deps.Profiles.GetProfile(a.ctx(), m)
 	if errors.Is(err, rank.ErrNoProfile) {
 		return noProfile(m)
 	}
@@ -91,9 +87,7 @@ func (a *API) deleteProfile(c *fiber.Ctx) error {
 	if p := principal(c); p.Role != auth.Admin {
 		return errf(proto.CodeForbidden, "role %s may not delete profiles (admin may)", p.Role)
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	err = a.deps.Profiles.DeleteProfile(ctx, m)
+	err = a.deps.Profiles.DeleteProfile(a.ctx(), m)
 	if errors.Is(err, rank.ErrNoProfile) {
 		return noProfile(m)
 	}

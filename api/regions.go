@@ -28,9 +28,7 @@ func (a *API) warmRegions(b rank.Board, items []scoreItem) {
 			es = append(es, rank.Entry{Member: it.ev.Member})
 		}
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	a.decorate(ctx, es)
+	a.decorate(a.ctx(), es)
 }
 
 // regionsBody answers GET …/regions: the regions that hold entries, most
@@ -45,9 +43,7 @@ func (a *API) regions(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	rs, err := a.deps.Store.Regions(ctx, id, rank.PeriodSel(c.Query("period")))
+	rs, err := a.deps.Store.Regions(a.ctx(), id, rank.PeriodSel(c.Query("period")))
 	if err != nil {
 		return fmt.Errorf("api: regions %s: %w", id, err)
 	}

@@ -88,9 +88,7 @@ func (a *API) scores(c *fiber.Ctx) error {
 
 // board is the config of board id, for checking events against it.
 func (a *API) board(id string) (rank.Board, error) {
-	ctx, cancel := a.ctx()
-	b, err := a.deps.Store.Board(ctx, id)
-	cancel()
+	b, err := a.deps.Store.Board(a.ctx(), id)
 	if err != nil {
 		return rank.Board{}, fmt.Errorf("api: scores %s: %w", id, err)
 	}
@@ -138,9 +136,7 @@ type applied struct {
 // since a verdict may come long after later elements were applied.
 func (a *API) applyAll(items []scoreItem, validated bool) []applied {
 	out := make([]applied, len(items))
-	parent, cancel := a.ctx()
-	defer cancel()
-	ctx, stop := context.WithCancel(parent)
+	ctx, stop := context.WithCancel(a.ctx())
 	defer stop()
 	var (
 		wg   sync.WaitGroup
@@ -222,9 +218,7 @@ const arrayWindow = 64
 
 // apply runs one event with its own deadline.
 func (a *API) apply(ev rank.Event) (rank.Result, error) {
-	ctx, cancel := a.ctx()
-	defer cancel()
-	res, err := rank.ApplyWait(ctx, a.deps.Store, ev)
+	res, err := rank.ApplyWait(a.ctx(), a.deps.Store, ev)
 	if err != nil {
 		return res, fmt.Errorf("api: apply %s: %w", ev.Board, err)
 	}

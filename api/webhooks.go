@@ -84,8 +84,7 @@ func (a *API) putWebhook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
+	ctx := a.ctx()
 	if !a.cfg.WebhookAllowPrivate {
 		if err := (webhook.Guard{Loopback: a.cfg.WebhookAllowLoopback}).CheckURL(ctx, a.resolver(), w.URL); err != nil {
 			return fmt.Errorf("api: put webhook %s: %w", id, err)
@@ -107,9 +106,7 @@ func (a *API) getWebhook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	w, err := a.deps.Store.GetWebhook(ctx, id)
+	w, err := a.deps.Store.GetWebhook(a.ctx(), id)
 	if errors.Is(err, rank.ErrNoWebhook) {
 		return noWebhook(id)
 	}
@@ -120,9 +117,7 @@ func (a *API) getWebhook(c *fiber.Ctx) error {
 }
 
 func (a *API) listWebhooks(c *fiber.Ctx) error {
-	ctx, cancel := a.ctx()
-	defer cancel()
-	ws, err := a.deps.Store.Webhooks(ctx)
+	ws, err := a.deps.Store.Webhooks(a.ctx())
 	if err != nil {
 		return fmt.Errorf("api: list webhooks: %w", err)
 	}
@@ -138,9 +133,7 @@ func (a *API) deleteWebhook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	err = a.deps.Store.DeleteWebhook(ctx, id)
+	err = a.deps.Store.DeleteWebhook(a.ctx(), id)
 	if errors.Is(err, rank.ErrNoWebhook) {
 		return noWebhook(id)
 	}
@@ -168,9 +161,7 @@ func (a *API) webhookDeliveries(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	ds, err := a.deps.Store.Deliveries(ctx, id)
+	ds, err := a.deps.Store.Deliveries(a.ctx(), id)
 	if errors.Is(err, rank.ErrNoWebhook) {
 		return noWebhook(id)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 
@@ -43,18 +44,9 @@ func (b *Bus) PublishChanges(batch []rank.Change) {
 
 // PublishBoard queues e for every other node. It never blocks: past 1024
 // queued board events the oldest is dropped, counted, and its board resynced.
+// An event without a board is ignored.
 func (b *Bus) PublishBoard(e BoardEvent) {
-	b.enqueue(e.Board, func() (string, bool) {
-		old, lost := b.events.push(e)
-		return old.Board, lost
-	})
-}
-
-// enqueue runs push (one of the bounded queues, under b.mu) for a message of
-// board and wakes the publisher. When push dropped the oldest message, its
-// board is marked for resync so the other nodes reread it.
-func (b *Bus) enqueue(board string, push func() (dropped string, lost bool)) {
-	if board == "" {
+	if e.Board == "" {
 		return
 	}
 	b.mu.Lock()
@@ -63,9 +55,9 @@ func (b *Bus) enqueue(board string, push func() (dropped string, lost bool)) {
 		b.dropped.Add(1)
 		return
 	}
-	old, lost := push()
+	old, lost := b.events.push(e)
 	if lost {
-		b.markResyncLocked(old)
+		b.markResyncLocked(old.Board)
 	}
 	b.mu.Unlock()
 	if lost {
@@ -176,9 +168,7 @@ func (b *Bus) flush(p *publisher) bool {
 	if b.resyncAll {
 		p.resync = append(p.resync, "")
 	} else {
-		for board := range b.resync {
-			p.resync = append(p.resync, board)
-		}
+		p.resync = slices.AppendSeq(p.resync, maps.Keys(b.resync))
 	}
 	b.resyncAll = false
 	clear(b.resync)

@@ -177,18 +177,16 @@ func (v *Viewers) All() map[string]int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	out := make(map[string]int, len(v.local)+len(v.remote))
-	for b := range v.local {
-		out[b] = 0
-	}
-	for b := range v.remote {
-		out[b] = 0
-	}
-	for b := range out {
+	add := func(b string) {
 		if n := v.countLocked(b, now); n > 0 {
 			out[b] = n
-		} else {
-			delete(out, b)
 		}
+	}
+	for b := range v.local {
+		add(b)
+	}
+	for b := range v.remote {
+		add(b)
 	}
 	return out
 }

@@ -286,11 +286,8 @@ func (in *interest) resyncNeeding(subscribed []string) {
 		set[b] = struct{}{}
 	}
 	for board, names := range in.local {
-		for _, b := range names {
-			if _, ok := set[b]; ok {
-				in.resync(board)
-				break
-			}
+		if slices.ContainsFunc(names, func(b string) bool { _, ok := set[b]; return ok }) {
+			in.resync(board)
 		}
 	}
 }

@@ -169,14 +169,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 // scrape time (prometheus.Collector), so the frame path counts nothing
 // extra.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	ch <- m.subscribersDesc
-	ch <- m.framesDesc
-	ch <- m.profileDesc
-	ch <- m.busSubsDesc
-	ch <- m.busInDesc
-	ch <- m.pipelinesDesc
-	ch <- m.laneEventsDesc
-	ch <- m.laneBusyDesc
+	for _, d := range []*prometheus.Desc{m.subscribersDesc, m.framesDesc, m.profileDesc, m.busSubsDesc,
+		m.busInDesc, m.pipelinesDesc, m.laneEventsDesc, m.laneBusyDesc} {
+		ch <- d
+	}
 }
 
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {

@@ -446,13 +446,9 @@ func (n *Node) completing(run func()) { n.hub.Completing(run) }
 // the new config closes end (hub), live frames re-read the board, and the
 // other nodes are told.
 func (n *Node) BoardChanged(board string, deleted bool) {
-	n.store.Forget(board)
-	n.boardGone(board, deleted)
-	n.hub.BoardChanged(board)
-	n.live.Resync(board)
-	n.watch.refresh(board)
-	n.outbox.BoardChanged(board)
-	n.bus.PublishBoard(bus.BoardEvent{Board: board, Deleted: deleted})
+	e := bus.BoardEvent{Board: board, Deleted: deleted}
+	n.remoteBoard(e)
+	n.bus.PublishBoard(e)
 }
 
 // remoteBoard is another node's BoardChanged, heard over the bus.
@@ -481,8 +477,7 @@ func (n *Node) boardGone(board string, deleted bool) {
 // member are re-read (R20: a change under R7/R8), and the other nodes are
 // told.
 func (n *Node) ProfileChanged(ms ...string) {
-	n.profs.Invalidate(ms)
-	n.live.ProfilesChanged(ms)
+	n.remoteProfiles(bus.ProfileEvent{Members: ms})
 	n.bus.PublishProfiles(ms)
 }
 

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,7 +99,7 @@ func (c *profileCache) Decorate(ctx context.Context, lists ...[]rank.Entry) {
 			}
 			c.misses.Add(1)
 			if g := c.inflight[m]; g != nil {
-				if g != f && !containsFetch(waits, g) {
+				if g != f && !slices.Contains(waits, g) {
 					waits = append(waits, g)
 				}
 				continue
@@ -134,15 +135,6 @@ func (c *profileCache) Decorate(ctx context.Context, lists ...[]rank.Entry) {
 			}
 		}
 	}
-}
-
-func containsFetch(fs []*fetch, f *fetch) bool {
-	for _, g := range fs {
-		if g == f {
-			return true
-		}
-	}
-	return false
 }
 
 // run reads f's members, caches what no invalidation overtook, and tells
@@ -219,11 +211,4 @@ func (c *profileCache) Clear() {
 	for _, f := range c.inflight {
 		f.allStale = true
 	}
-}
-
-// len is the number of members cached (for tests).
-func (c *profileCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.Len()
 }

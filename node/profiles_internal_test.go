@@ -214,3 +214,10 @@ func TestCacheLate(t *testing.T) {
 	}
 	testenv.Until(t, 5*time.Second, "failed members reported", func() bool { return slices.Contains(late.get(), "cat") })
 }
+
+// len is the number of members cached (for tests).
+func (c *profileCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}

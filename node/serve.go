@@ -38,7 +38,12 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
 	// later (§15) is served until then.
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()
-	g.Go(func() error { return ignoreCancel(n.Run(runCtx)) })
+	g.Go(func() error {
+		if err := n.Run(runCtx); !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	})
 	g.Go(func() error {
 		return n.api.Serve(rl, api.ServeConfig{
 			Other: n.other,
@@ -74,13 +79,6 @@ func (n *Node) drain() error {
 	n.log.Info("drained", "err", err)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil // the deadline is the contract's bound, not a failure
-	}
-	return err
-}
-
-func ignoreCancel(err error) error {
-	if errors.Is(err, context.Canceled) {
-		return nil
 	}
 	return err
 }

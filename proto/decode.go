@@ -454,10 +454,7 @@ func fieldOfKey(q []byte) (Field, bool) {
 	if bytes.IndexByte(q, '\\') < 0 {
 		return fieldOf(string(q[1 : len(q)-1]))
 	}
-	name, ok := keyName(q)
-	if !ok {
-		return 0, false
-	}
+	name, _ := keyName(q) // "" when it fails, which names no field
 	return fieldOf(name)
 }
 

@@ -15,15 +15,13 @@ const MaxMembers = 100
 // Members is the live frame of a member list: the listed members that have
 // an entry, in rank order, each with its rank on the whole board (§11).
 type Members struct {
-	Type    string  `json:"type"`
-	Board   string  `json:"board"`
-	Entries []Entry `json:"entries"`
-	Total   int64   `json:"total"`
-	Seq     int64   `json:"seq"`
-	TS      int64   `json:"ts"` // unix ms
-	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
-	// the gateway writes them with that many decimals. Not a wire field.
-	Decimals int `json:"-"`
+	Type     string  `json:"type"`
+	Board    string  `json:"board"`
+	Entries  []Entry `json:"entries"`
+	Total    int64   `json:"total"`
+	Seq      int64   `json:"seq"`
+	TS       int64   `json:"ts"` // unix ms
+	Decimals int     `json:"-"`  // as PageReply.Decimals
 }
 
 // subscribeFields reads subscribe's members (1..MaxMembers strings, a

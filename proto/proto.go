@@ -267,9 +267,7 @@ type RankReply struct {
 	// its rank there (§17), present when it has an entry.
 	Region     string `json:"region,omitempty"`
 	RegionRank int64  `json:"region_rank,omitempty"`
-	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
-	// the gateway writes them with that many decimals. Not a wire field.
-	Decimals int `json:"-"`
+	Decimals   int    `json:"-"` // as PageReply.Decimals
 }
 
 // Top is the live top-N frame of a board.
@@ -287,10 +285,8 @@ type Top struct {
 	// Cohort: the frame is that cohort's standings, not the board's (§12).
 	Cohort string `json:"cohort,omitempty"`
 	// Region: the frame is that region's standings, ranks within it (§17).
-	Region string `json:"region,omitempty"`
-	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
-	// the gateway writes them with that many decimals. Not a wire field.
-	Decimals int `json:"-"`
+	Region   string `json:"region,omitempty"`
+	Decimals int    `json:"-"` // as PageReply.Decimals
 }
 
 // Board is the lifecycle frame of a subscribed board (R19): after
@@ -319,10 +315,8 @@ type View struct {
 	Seq    int64   `json:"seq"`
 	TS     int64   `json:"ts"`
 	// Region: a "scope": "region" view, ranks and around within it (§17).
-	Region string `json:"region,omitempty"`
-	// Decimals: the scores are in units of 10^-Decimals (hot boards: 3);
-	// the gateway writes them with that many decimals. Not a wire field.
-	Decimals int `json:"-"`
+	Region   string `json:"region,omitempty"`
+	Decimals int    `json:"-"` // as PageReply.Decimals
 }
 
 // Authed answers auth.

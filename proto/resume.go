@@ -76,31 +76,18 @@ func sinceField(raw *rawFields) (*Since, error) {
 			i = skipSpace(b, i+1)
 		}
 	}
-	if !haveEpoch || !haveSeq {
-		return nil, bad("missing " + strings.Join(missing(haveEpoch, haveSeq), " and "))
+	switch {
+	case !haveEpoch && !haveSeq:
+		return nil, bad("missing epoch and seq")
+	case !haveEpoch:
+		return nil, bad("missing epoch")
+	case !haveSeq:
+		return nil, bad("missing seq")
 	}
 	return &s, nil
 }
 
-func missing(epoch, seq bool) []string {
-	var out []string
-	if !epoch {
-		out = append(out, "epoch")
-	}
-	if !seq {
-		out = append(out, "seq")
-	}
-	return out
-}
-
+// validEpoch: non-ASCII bytes decode to runes above '~', so they fail too.
 func validEpoch(e string) bool {
-	if len(e) == 0 || len(e) > MaxEpoch {
-		return false
-	}
-	for i := 0; i < len(e); i++ {
-		if e[i] <= ' ' || e[i] > '~' {
-			return false
-		}
-	}
-	return true
+	return len(e) > 0 && len(e) <= MaxEpoch && !strings.ContainsFunc(e, func(r rune) bool { return r <= ' ' || r > '~' })
 }

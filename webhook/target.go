@@ -130,19 +130,10 @@ func (g Guard) Dialer(timeout time.Duration) *net.Dialer {
 	return &net.Dialer{Timeout: timeout, Control: g.Control}
 }
 
-// Control is a net.Dialer Control that refuses an address Refused names:
+// Control is a net.Dialer Control that refuses an address g.Refused names:
 // it sees the address about to be connected to, after the name resolved.
-func Control(network, address string, c syscall.RawConn) error {
-	return Guard{}.Control(network, address, c)
-}
-
-// Control is the package's Control under g.
 func (g Guard) Control(_, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("webhook: dial %s: %w", address, ErrRefusedTarget)
-	}
-	if g.Refused(ap.Addr()) {
+	if ap, err := netip.ParseAddrPort(address); err != nil || g.Refused(ap.Addr()) {
 		return fmt.Errorf("webhook: dial %s: %w", address, ErrRefusedTarget)
 	}
 	return nil

@@ -118,7 +118,7 @@ func TestControl(t *testing.T) {
 		"240.1.2.3:80": true, "255.255.255.255:80": true,
 		"93.184.216.34:443": false, "[2606:4700::1]:443": false,
 	} {
-		err := webhook.Control("tcp", addr, nil)
+		err := webhook.Guard{}.Control("tcp", addr, nil)
 		if (err != nil) != refused || (err != nil && !errors.Is(err, webhook.ErrRefusedTarget)) {
 			t.Errorf("%s: %v, want refused %v", addr, err, refused)
 		}
