@@ -42,6 +42,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -277,7 +278,13 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var ws *websocket.Conn
 	defer func() {
 		if v := recover(); v != nil {
-			h.upgradePanicked(v, w, ws)
+			h.m.panicked("upgrade")
+			h.log.Error("hub: panic during an upgrade", "panic", v, "stack", string(debug.Stack()))
+			if ws != nil {
+				ws.CloseNow() // no longer an HTTP request
+			} else { // 500 (once the library hijacked the socket, this fails harmlessly)
+				httpError(w, http.StatusInternalServerError, proto.CodeInternal, reasonInternal)
+			}
 		}
 	}()
 	if h.closing.Load() {
