@@ -31,6 +31,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -126,7 +127,7 @@ type Config struct {
 	// Zero or negative: no cap.
 	MaxConns int
 	// TrustedProxies are the reverse proxies (CIDRs) whose X-Forwarded-For
-	// is believed for the client address (see ClientIP). Empty = the TCP
+	// is believed for the client address (see clientKey). Empty = the TCP
 	// peer is the client. Behind a proxy that is not listed, every client
 	// shares the proxy's address and its cap.
 	TrustedProxies []netip.Prefix
@@ -210,29 +211,19 @@ func New(d Deps, cfg Config) (*Hub, error) {
 	case d.Live == nil:
 		return nil, errors.New("hub: Deps.Live is required")
 	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	defDur := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&cfg.MaxMessage, 4096)
-	def(&cfg.Rate, 50)
-	def(&cfg.ReplyQueue, 256)
-	def(&cfg.ReplyQueueBytes, 1<<20)
-	def(&cfg.MemberScoreRate, cfg.Rate)
-	def(&cfg.MaxSubscriptions, 64)
-	def(&cfg.MaxConnsPerIP, DefaultMaxConnsPerIP)
-	def(&cfg.MaxConnsPerMember, DefaultMaxConnsPerMember)
+	cfg.MaxMessage = cmp.Or(cfg.MaxMessage, 4096)
+	cfg.Rate = cmp.Or(cfg.Rate, 50)
+	cfg.ReplyQueue = cmp.Or(cfg.ReplyQueue, 256)
+	cfg.ReplyQueueBytes = cmp.Or(cfg.ReplyQueueBytes, 1<<20)
+	cfg.MemberScoreRate = cmp.Or(cfg.MemberScoreRate, cfg.Rate)
+	cfg.MaxSubscriptions = cmp.Or(cfg.MaxSubscriptions, 64)
+	cfg.MaxConnsPerIP = cmp.Or(cfg.MaxConnsPerIP, DefaultMaxConnsPerIP)
+	cfg.MaxConnsPerMember = cmp.Or(cfg.MaxConnsPerMember, DefaultMaxConnsPerMember)
 	cfg.TrustedProxies = clientaddr.Normalize(cfg.TrustedProxies)
-	defDur(&cfg.TopInterval, 100*time.Millisecond)
-	defDur(&cfg.WriteTimeout, 5*time.Second)
-	defDur(&cfg.StoreTimeout, 2*time.Second)
-	defDur(&cfg.PingInterval, 25*time.Second)
+	cfg.TopInterval = cmp.Or(cfg.TopInterval, 100*time.Millisecond)
+	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, 5*time.Second)
+	cfg.StoreTimeout = cmp.Or(cfg.StoreTimeout, 2*time.Second)
+	cfg.PingInterval = cmp.Or(cfg.PingInterval, 25*time.Second)
 	switch {
 	case cfg.MaxMessage < 64:
 		return nil, fmt.Errorf("hub: MaxMessage %d is below 64 bytes", cfg.MaxMessage)
@@ -246,9 +237,7 @@ func New(d Deps, cfg Config) (*Hub, error) {
 			return nil, fmt.Errorf("hub: allowed origin pattern %q: %w", p, err)
 		}
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	h := &Hub{
 		cfg:     cfg,
 		log:     cfg.Logger,
