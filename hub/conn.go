@@ -385,11 +385,9 @@ func (s *slidingCount) add(now time.Time) int {
 }
 
 func (h *Hub) getBuf() *bytes.Buffer {
-	if b, ok := h.bufs.Get().(*bytes.Buffer); ok {
-		b.Reset()
-		return b
-	}
-	return new(bytes.Buffer)
+	b := h.bufs.Get().(*bytes.Buffer)
+	b.Reset()
+	return b
 }
 
 func (h *Hub) putBuf(b *bytes.Buffer) {

@@ -3,13 +3,13 @@
 // events, subscriptions through the live frame engine, rate limits, the
 // slow-consumer policy and the drain on shutdown.
 //
-// Each connection is one reader (the handler goroutine) and one writer
-// goroutine, cancelled together. Replies go through a bounded queue; live
-// frames through a latest-wins live.Outbox. The socket belongs to a
-// sock.Conn: the writer holds it except while it waits, and while it waits
-// the fan-out (a due frame) and the store's batch end (acks) may take it
-// and write in its place, never waiting for it (direct.go). The protocol
-// code (handle, window, access) never touches the socket.
+// Each connection is one reader goroutine, and a writer started for work a
+// write in its place cannot do (writer.go). Replies go through a bounded
+// queue; live frames through a latest-wins live.Outbox. The socket belongs
+// to a sock.Conn: the writer holds it except while it waits, and while it
+// waits the fan-out (a due frame) and the store's batch end (acks) may
+// take it and write in its place, never waiting for it (direct.go). The
+// protocol code (handle, window, access) never touches the socket.
 //
 // Lock order (a lock may be taken while holding those to its left, never
 // the other way round):
@@ -31,6 +31,7 @@
 package hub
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -248,6 +249,7 @@ func New(d Deps, cfg Config) (*Hub, error) {
 	h.sockBufs = sock.NewBuffers()
 	h.wheel.h = h
 	h.replyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
+	h.bufs.New = func() any { return new(bytes.Buffer) }
 	h.reg.init()
 	h.rates.init(cfg.MemberScoreRate)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
@@ -306,7 +308,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case proto.CodeUnavailable:
 			httpError(w, http.StatusServiceUnavailable, code, "token keys unavailable")
 		default:
-			httpError(w, http.StatusUnauthorized, proto.CodeUnauthorized, unauthorizedText(err))
+			// The contract's words, not the verifier's (the JWT library's are logged above).
+			httpError(w, http.StatusUnauthorized, proto.CodeUnauthorized, proto.PublicMessage(err))
 		}
 		return
 	}
@@ -361,10 +364,6 @@ func (h *Hub) authenticate(r *http.Request) (p auth.Principal, anon bool, err er
 	p, err = h.deps.Verifier.Verify(ctx, tok)
 	return p, false, err
 }
-
-// unauthorizedText is the reason shown in a 401: the contract's words, not
-// the verifier's (the JWT library's reasons are logged above).
-func unauthorizedText(err error) string { return proto.PublicMessage(err) }
 
 // originAllowed mirrors coder/websocket's origin check so that a refusal is
 // a JSON 403 before any token work: no Origin (a bot) or the request's own
