@@ -13,21 +13,15 @@ import (
 
 // A panic while answering a request is that request's alone
 // (docs/architecture.md, "Crash only where it is safe"): it is answered 500
-// with the contract's `internal`, logged with its stack, counted
-// (wsgateway_api_panics_total), and the server serves on. fiber's recover
-// middleware takes one in a route's handler (observe then logs and counts
-// the request like any other); Serve's handler takes one in the gates
-// (gate.go) or in ServeConfig.Other (the pages and /metrics, through
-// fasthttp's adaptor), which run before or beside fiber. The WebSocket
-// upgrade runs on a goroutine of its own: the hub guards it (and
-// internal/hijack behind it).
+// `internal`, logged with its stack, counted (wsgateway_api_panics_total),
+// and the server serves on. fiber's recover middleware takes one in a
+// route's handler (observe then accounts the request like any other);
+// Serve's handler one in the gates or ServeConfig.Other, which run before
+// or beside fiber. The hub guards the upgrade, on a goroutine of its own.
 
 // recoverHandlers is fiber's recover middleware, logging and counting.
 func (a *API) recoverHandlers() fiber.Handler {
-	return fiberrecover.New(fiberrecover.Config{
-		EnableStackTrace:  true,
-		StackTraceHandler: func(_ *fiber.Ctx, v any) { a.panicked(v) },
-	})
+	return fiberrecover.New(fiberrecover.Config{EnableStackTrace: true, StackTraceHandler: func(_ *fiber.Ctx, v any) { a.panicked(v) }})
 }
 
 // panicked logs and counts a recovered panic, on the panicking goroutine
@@ -41,14 +35,11 @@ func (a *API) panicked(v any) {
 // escaped the gates or ServeConfig.Other with 500 internal, closing the
 // connection (the body may be partly read).
 func (a *API) recoverRequest(ctx *fasthttp.RequestCtx, start time.Time) {
-	v := recover()
-	if v == nil {
-		return
+	if v := recover(); v != nil {
+		a.panicked(v)
+		if !ctx.Hijacked() { // else the connection is its hijacker's
+			ctx.Response.Reset()
+			a.answerFast(ctx, start, verdict{status: 500, route: "panicked", code: proto.CodeInternal, msg: "internal error"})
+		}
 	}
-	a.panicked(v)
-	if ctx.Hijacked() {
-		return // the connection is its hijacker's
-	}
-	ctx.Response.Reset()
-	a.answerFast(ctx, start, verdict{status: 500, route: "panicked", code: proto.CodeInternal, msg: "internal error"})
 }

@@ -17,23 +17,21 @@ import (
 // cached config is dropped). It returns at once; the check runs on its own
 // goroutine, as it may read the config from the store.
 func (h *Hub) BoardChanged(board string) {
-	go h.recheckBoard(board)
-}
-
-func (h *Hub) recheckBoard(board string) {
-	var b struct{ public, read bool }
-	for _, c := range h.reg.all() {
-		if !c.anon || !c.subscribed(board) {
-			continue // a token's access does not depend on a board's config
+	go func() {
+		var b struct{ public, read bool }
+		for _, c := range h.reg.all() {
+			if !c.anon || !c.subscribed(board) {
+				continue // a token's access does not depend on a board's config
+			}
+			if !b.read {
+				cfg, err := h.board(h.ctx, board)
+				b.public, b.read = err == nil && cfg.public, true
+			}
+			if !b.public {
+				c.endSub(board, "board "+board+" is not public")
+			}
 		}
-		if !b.read {
-			cfg, err := h.board(h.ctx, board)
-			b.public, b.read = err == nil && cfg.public, true
-		}
-		if !b.public {
-			c.endSub(board, "board "+board+" is not public")
-		}
-	}
+	}()
 }
 
 // BoardDeleted forgets every connection's subscription to a deleted board:

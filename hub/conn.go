@@ -305,11 +305,11 @@ func (c *conn) send(b *[]byte) bool {
 // queue is a slow consumer (R12): the connection is closed with 1008
 // without waiting for the queue.
 func (c *conn) push(b *[]byte) bool {
-	if c.replies.add(b, &c.h.cfg) {
+	ok := c.pushQuiet(b)
+	if ok {
 		c.wake()
-		return true
 	}
-	return c.queueFull(b)
+	return ok
 }
 
 // wake pokes the writer, or, while the reader writes what it queues
@@ -325,17 +325,11 @@ func (c *conn) wake() {
 }
 
 // pushQuiet is push without waking the writer (a completion's ack: see
-// conn.acked).
+// conn.acked). A b that does not fit the queue is dropped.
 func (c *conn) pushQuiet(b *[]byte) bool {
 	if c.replies.add(b, &c.h.cfg) {
 		return true
 	}
-	return c.queueFull(b)
-}
-
-// queueFull drops b, which did not fit the reply queue, and closes the
-// connection as a slow consumer (R12).
-func (c *conn) queueFull(b *[]byte) bool {
 	c.h.putReplyBuf(b)
 	if !c.closeAsked.Load() {
 		c.h.m.slowConsumerClose()
@@ -391,11 +385,9 @@ func (s *slidingCount) add(now time.Time) int {
 }
 
 func (h *Hub) getBuf() *bytes.Buffer {
-	if b, ok := h.bufs.Get().(*bytes.Buffer); ok {
-		b.Reset()
-		return b
-	}
-	return new(bytes.Buffer)
+	b := h.bufs.Get().(*bytes.Buffer)
+	b.Reset()
+	return b
 }
 
 func (h *Hub) putBuf(b *bytes.Buffer) {

@@ -2,12 +2,9 @@ package hub
 
 import (
 	"errors"
-	"net/http"
 	"runtime/debug"
 
 	"github.com/coder/websocket"
-
-	"github.com/wsgateway/wsgateway/proto"
 )
 
 // Panics are confined to the connection they happen for
@@ -41,36 +38,23 @@ func (c *conn) crashed(v any) {
 	c.requestClose(websocket.StatusInternalError, reasonInternal, false)
 }
 
-// guard, deferred by a goroutine serving c outside its reader and writer
-// (the expiry timer, a store's completion), confines a panic to c.
+// guard, deferred by code serving c outside its reader and writer (a
+// timer of the wheel, a store's completion, a request apart), confines a
+// panic to c.
 func (c *conn) guard() {
 	if v := recover(); v != nil {
 		c.crashed(v)
 	}
 }
 
-// guardWriter, deferred by a writer goroutine, confines a panic to c.
+// guardWriter, deferred by a writer goroutine, confines a panic to c. The
+// writer still holds the socket, so it writes the 1011 close itself; a
+// second panic on the way drops the socket instead.
 func (c *conn) guardWriter() {
-	if v := recover(); v != nil {
-		c.writerPanicked(v)
+	v := recover()
+	if v == nil {
+		return
 	}
-}
-
-// writeGuarded is write with a panic confined to c (ended then).
-func (c *conn) writeGuarded() (ended bool) {
-	defer func() {
-		if v := recover(); v != nil {
-			c.writerPanicked(v)
-			ended = true
-		}
-	}()
-	return c.write()
-}
-
-// writerPanicked takes a panic v recovered while writing. The writer
-// still holds the socket, so it writes the 1011 close itself; a second
-// panic on the way drops the socket instead.
-func (c *conn) writerPanicked(v any) {
 	c.crashed(v)
 	defer c.endWriter()
 	defer func() {
@@ -79,18 +63,4 @@ func (c *conn) writerPanicked(v any) {
 		}
 	}()
 	c.closeWith(closeRequest{code: uint16(websocket.StatusInternalError), reason: reasonInternal})
-}
-
-// upgradePanicked answers a panic recovered during an upgrade: 500
-// internal while the request is still HTTP (after the library hijacked
-// the socket the write fails harmlessly), else the new connection is
-// dropped.
-func (h *Hub) upgradePanicked(v any, w http.ResponseWriter, ws *websocket.Conn) {
-	h.m.panicked("upgrade")
-	h.log.Error("hub: panic during an upgrade", "panic", v, "stack", string(debug.Stack()))
-	if ws != nil {
-		ws.CloseNow()
-		return
-	}
-	httpError(w, http.StatusInternalServerError, proto.CodeInternal, reasonInternal)
 }

@@ -1,5 +1,12 @@
 package hub
 
+import (
+	"net/http"
+	"net/netip"
+
+	"github.com/wsgateway/wsgateway/internal/clientaddr"
+)
+
 // What the external tests (package hub_test, which run the hub inside a
 // node) may see of the hub's internals.
 
@@ -56,3 +63,10 @@ func (h *Hub) DirectReplies() uint64 { return h.directReplies.Load() }
 // batch ("write"), so that a panic from f is one in that upgrade's or
 // connection's handling. Set it before the first dial.
 func (h *Hub) InjectPanic(f func(where, member string)) { h.testPanic = f }
+
+// ClientIP is the address the per-address cap counts for r (clientKey's);
+// the zero Addr means unknown.
+func (h *Hub) ClientIP(r *http.Request) netip.Addr {
+	a, _ := clientaddr.Proxies(h.cfg.TrustedProxies).Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
+	return a
+}

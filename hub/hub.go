@@ -3,13 +3,13 @@
 // events, subscriptions through the live frame engine, rate limits, the
 // slow-consumer policy and the drain on shutdown.
 //
-// Each connection is one reader (the handler goroutine) and one writer
-// goroutine, cancelled together. Replies go through a bounded queue; live
-// frames through a latest-wins live.Outbox. The socket belongs to a
-// sock.Conn: the writer holds it except while it waits, and while it waits
-// the fan-out (a due frame) and the store's batch end (acks) may take it
-// and write in its place, never waiting for it (direct.go). The protocol
-// code (handle, window, access) never touches the socket.
+// Each connection is one reader goroutine, and a writer started for work a
+// write in its place cannot do (writer.go). Replies go through a bounded
+// queue; live frames through a latest-wins live.Outbox. The socket belongs
+// to a sock.Conn: the writer holds it except while it waits, and while it
+// waits the fan-out (a due frame) and the store's batch end (acks) may
+// take it and write in its place, never waiting for it (direct.go). The
+// protocol code (handle, window, access) never touches the socket.
 //
 // Lock order (a lock may be taken while holding those to its left, never
 // the other way round):
@@ -31,6 +31,8 @@
 package hub
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -42,6 +44,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -125,7 +128,7 @@ type Config struct {
 	// Zero or negative: no cap.
 	MaxConns int
 	// TrustedProxies are the reverse proxies (CIDRs) whose X-Forwarded-For
-	// is believed for the client address (see ClientIP). Empty = the TCP
+	// is believed for the client address (see clientKey). Empty = the TCP
 	// peer is the client. Behind a proxy that is not listed, every client
 	// shares the proxy's address and its cap.
 	TrustedProxies []netip.Prefix
@@ -209,29 +212,19 @@ func New(d Deps, cfg Config) (*Hub, error) {
 	case d.Live == nil:
 		return nil, errors.New("hub: Deps.Live is required")
 	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	defDur := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&cfg.MaxMessage, 4096)
-	def(&cfg.Rate, 50)
-	def(&cfg.ReplyQueue, 256)
-	def(&cfg.ReplyQueueBytes, 1<<20)
-	def(&cfg.MemberScoreRate, cfg.Rate)
-	def(&cfg.MaxSubscriptions, 64)
-	def(&cfg.MaxConnsPerIP, DefaultMaxConnsPerIP)
-	def(&cfg.MaxConnsPerMember, DefaultMaxConnsPerMember)
+	cfg.MaxMessage = cmp.Or(cfg.MaxMessage, 4096)
+	cfg.Rate = cmp.Or(cfg.Rate, 50)
+	cfg.ReplyQueue = cmp.Or(cfg.ReplyQueue, 256)
+	cfg.ReplyQueueBytes = cmp.Or(cfg.ReplyQueueBytes, 1<<20)
+	cfg.MemberScoreRate = cmp.Or(cfg.MemberScoreRate, cfg.Rate)
+	cfg.MaxSubscriptions = cmp.Or(cfg.MaxSubscriptions, 64)
+	cfg.MaxConnsPerIP = cmp.Or(cfg.MaxConnsPerIP, DefaultMaxConnsPerIP)
+	cfg.MaxConnsPerMember = cmp.Or(cfg.MaxConnsPerMember, DefaultMaxConnsPerMember)
 	cfg.TrustedProxies = clientaddr.Normalize(cfg.TrustedProxies)
-	defDur(&cfg.TopInterval, 100*time.Millisecond)
-	defDur(&cfg.WriteTimeout, 5*time.Second)
-	defDur(&cfg.StoreTimeout, 2*time.Second)
-	defDur(&cfg.PingInterval, 25*time.Second)
+	cfg.TopInterval = cmp.Or(cfg.TopInterval, 100*time.Millisecond)
+	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, 5*time.Second)
+	cfg.StoreTimeout = cmp.Or(cfg.StoreTimeout, 2*time.Second)
+	cfg.PingInterval = cmp.Or(cfg.PingInterval, 25*time.Second)
 	switch {
 	case cfg.MaxMessage < 64:
 		return nil, fmt.Errorf("hub: MaxMessage %d is below 64 bytes", cfg.MaxMessage)
@@ -245,9 +238,7 @@ func New(d Deps, cfg Config) (*Hub, error) {
 			return nil, fmt.Errorf("hub: allowed origin pattern %q: %w", p, err)
 		}
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	h := &Hub{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -258,6 +249,7 @@ func New(d Deps, cfg Config) (*Hub, error) {
 	h.sockBufs = sock.NewBuffers()
 	h.wheel.h = h
 	h.replyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
+	h.bufs.New = func() any { return new(bytes.Buffer) }
 	h.reg.init()
 	h.rates.init(cfg.MemberScoreRate)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
@@ -277,7 +269,13 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var ws *websocket.Conn
 	defer func() {
 		if v := recover(); v != nil {
-			h.upgradePanicked(v, w, ws)
+			h.m.panicked("upgrade")
+			h.log.Error("hub: panic during an upgrade", "panic", v, "stack", string(debug.Stack()))
+			if ws != nil {
+				ws.CloseNow() // no longer an HTTP request
+			} else { // 500 (once the library hijacked the socket, this fails harmlessly)
+				httpError(w, http.StatusInternalServerError, proto.CodeInternal, reasonInternal)
+			}
 		}
 	}()
 	if h.closing.Load() {
@@ -310,7 +308,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case proto.CodeUnavailable:
 			httpError(w, http.StatusServiceUnavailable, code, "token keys unavailable")
 		default:
-			httpError(w, http.StatusUnauthorized, proto.CodeUnauthorized, unauthorizedText(err))
+			// The contract's words, not the verifier's (the JWT library's are logged above).
+			httpError(w, http.StatusUnauthorized, proto.CodeUnauthorized, proto.PublicMessage(err))
 		}
 		return
 	}
@@ -365,10 +364,6 @@ func (h *Hub) authenticate(r *http.Request) (p auth.Principal, anon bool, err er
 	p, err = h.deps.Verifier.Verify(ctx, tok)
 	return p, false, err
 }
-
-// unauthorizedText is the reason shown in a 401: the contract's words, not
-// the verifier's (the JWT library's reasons are logged above).
-func unauthorizedText(err error) string { return proto.PublicMessage(err) }
 
 // originAllowed mirrors coder/websocket's origin check so that a refusal is
 // a JSON 403 before any token work: no Origin (a bot) or the request's own

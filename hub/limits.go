@@ -173,24 +173,12 @@ func capRefused(w http.ResponseWriter, what string, max int) {
 		"too many connections "+what+" (at most "+strconv.Itoa(max)+")")
 }
 
-// ClientIP is the address the per-address cap counts for r: the TCP peer,
-// or, when the peer is one of TrustedProxies, the right-most
-// X-Forwarded-For hop that is not itself trusted (hops left of it were
-// written by the client and can be forged). The zero Addr means unknown.
-func (h *Hub) ClientIP(r *http.Request) netip.Addr {
-	a, _ := h.clientAddr(r)
-	return a
-}
-
-// clientKey is the count key of r's client (clientaddr.Proxies.Key).
+// clientKey is the count key of r's client: the TCP peer, or, when the
+// peer is one of TrustedProxies, the right-most X-Forwarded-For hop that
+// is not itself trusted (hops left of it were written by the client and
+// can be forged); clientaddr.Proxies.Key.
 func (h *Hub) clientKey(r *http.Request) string {
 	return clientaddr.Proxies(h.cfg.TrustedProxies).Key(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
-}
-
-// clientAddr is ClientIP, and whether an unparseable hop cut the walk
-// short (the address is then the last trusted hop, a proxy).
-func (h *Hub) clientAddr(r *http.Request) (netip.Addr, bool) {
-	return clientaddr.Proxies(h.cfg.TrustedProxies).Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
 }
 
 // ExposureWarning is the start-up warning for a hub served on listenAddr

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"runtime/debug"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -147,13 +146,10 @@ func (c *conn) apart(ctx context.Context, req proto.Message) error {
 	}
 	done := make(chan error, 1)
 	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				c.crashed(v)
-				done <- errCrashed
-			}
-		}()
-		done <- c.request(ctx, req)
+		err := errCrashed
+		defer func() { done <- err }()
+		defer c.guard()
+		err = c.request(ctx, req)
 	}()
 	return <-done
 }
@@ -215,10 +211,8 @@ func (c *conn) end(rerr error) {
 		}
 	}()
 	defer func() {
-		// Outside the reader's guard: ending the connection.
-		if v := recover(); v != nil {
-			h.m.panicked("connection")
-			h.log.Error("hub: panic ending a connection", "panic", v, "stack", string(debug.Stack()))
+		if v := recover(); v != nil { // outside the reader's guard
+			c.crashed(v)
 			c.ws.CloseNow()
 		}
 	}()

@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,12 +178,7 @@ func (w *wheel) fire(e wheelEntry, now time.Time) {
 	if !c.due[e.kind].CompareAndSwap(e.at, 0) {
 		return
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			c.crashed(v)
-			c.h.log.Debug("hub: panic in a timer", "stack", string(debug.Stack()))
-		}
-	}()
+	defer c.guard()
 	if c.wstate.Load()&wEnded != 0 {
 		return
 	}

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"slices"
 
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
@@ -115,22 +116,13 @@ func (w *window) unblocked() []waitingEvent {
 		if s.vb == "" || s.buf != nil {
 			continue
 		}
-		if s.ev != nil && !behindAny(busy, s) {
+		if s.ev != nil && !slices.ContainsFunc(busy, func(b *slot) bool { return b.vb == s.vb && b.vm == s.vm }) {
 			out = append(out, waitingEvent{s, s.ev})
 			s.ev = nil // taken: in flight from here on
 		}
 		busy = append(busy, s)
 	}
 	return out
-}
-
-func behindAny(busy []*slot, s *slot) bool {
-	for _, b := range busy {
-		if b.vb == s.vb && b.vm == s.vm {
-			return true
-		}
-	}
-	return false
 }
 
 // sendWaiting sends, in order, events that waited behind an earlier event of

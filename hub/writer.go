@@ -95,18 +95,6 @@ func (c *conn) stopRunning() bool {
 	}
 }
 
-// dropWriter gives up the writer's role, holding nothing, whatever was
-// poked meanwhile (after a panic), and pokes for it.
-func (c *conn) dropWriter() {
-	for {
-		s := c.wstate.Load()
-		if c.wstate.CompareAndSwap(s, s&^(wRunning|wAgain)) {
-			break
-		}
-	}
-	c.poke()
-}
-
 // endWriter records that nothing more is written.
 func (c *conn) endWriter() {
 	for {

@@ -239,12 +239,6 @@ func (c *Conn) SetOnFlood(f func()) { c.in.onFlood = f }
 // Flooded reports whether the connection spent its frame budget.
 func (c *Conn) Flooded() bool { return c.in.flooded.Load() }
 
-// observe accounts for the bytes p just read at now; false once the budget
-// is spent: reads stop.
-func (r *reader) observe(p []byte, now func() time.Time) bool {
-	return r.count(r.scan.scan(p), now)
-}
-
 // count spends n frames of the budget at now; false once it is spent.
 func (r *reader) count(n int, now func() time.Time) bool {
 	if n == 0 {
@@ -577,17 +571,6 @@ type frameScanner struct {
 
 // atBoundary reports whether the bytes scanned end a frame.
 func (s *frameScanner) atBoundary() bool { return s.hn == 0 && s.skip == 0 }
-
-// scan consumes p and returns how many frames that do not end a message
-// with data it completed the header of.
-func (s *frameScanner) scan(p []byte) (n int) {
-	for len(p) > 0 {
-		k, f := s.scanFrame(p)
-		n += f
-		p = p[k:]
-	}
-	return n
-}
 
 // scanFrame consumes p up to the end of the frame in progress, if it ends
 // within p, and returns how many bytes it consumed and whether the frame

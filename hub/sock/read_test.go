@@ -17,6 +17,23 @@ import (
 	"github.com/coder/websocket"
 )
 
+// observe accounts for the bytes p just read at now; false once the budget
+// is spent: reads stop.
+func (r *reader) observe(p []byte, now func() time.Time) bool {
+	return r.count(r.scan.scan(p), now)
+}
+
+// scan consumes p and returns how many frames that do not end a message
+// with data it completed the header of.
+func (s *frameScanner) scan(p []byte) (n int) {
+	for len(p) > 0 {
+		k, f := s.scanFrame(p)
+		n += f
+		p = p[k:]
+	}
+	return n
+}
+
 // frame encodes a client frame: masked, with a payload of n bytes.
 func frame(op byte, fin bool, n int) []byte {
 	b0 := op

@@ -57,7 +57,11 @@ func Handler(h http.Handler, log *slog.Logger) fasthttp.RequestHandler {
 			defer close(done)
 			defer func() {
 				if v := recover(); v != nil {
-					w.panicked(v, log, r)
+					log.Error("hijack: panic serving a request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+					w.crashed = true
+					if w.got != nil {
+						w.got.Close() // h took it
+					}
 				}
 			}()
 			reqCtx, cancel := context.WithCancel(context.Background())
@@ -66,6 +70,11 @@ func Handler(h http.Handler, log *slog.Logger) fasthttp.RequestHandler {
 		}()
 		select {
 		case <-done:
+			if w.crashed {
+				ctx.Error("internal error\n", fasthttp.StatusInternalServerError)
+				ctx.SetConnectionClose()
+				return
+			}
 			w.answer(&ctx.Response)
 		case <-w.taking:
 			raw := ctx.Conn()
@@ -80,13 +89,10 @@ func Handler(h http.Handler, log *slog.Logger) fasthttp.RequestHandler {
 func request(ctx *fasthttp.RequestCtx) (r *http.Request, status int) {
 	uri := string(ctx.RequestURI())
 	u, err := url.ParseRequestURI(uri)
-	if err != nil {
-		return nil, http.StatusBadRequest
-	}
 	proto := string(ctx.Request.Header.Protocol())
 	major, minor, ok := http.ParseHTTPVersion(proto)
 	switch {
-	case !ok:
+	case err != nil || !ok:
 		return nil, http.StatusBadRequest
 	case major != 1:
 		return nil, http.StatusHTTPVersionNotSupported
@@ -147,30 +153,13 @@ type writer struct {
 	header  http.Header
 	status  int
 	body    bytes.Buffer
-	crashed bool // the handler panicked: the answer closes the connection
+	crashed bool // the handler panicked: the answer is a 500 that closes the connection
 
 	taking chan struct{} // closed by Hijack
 	conn   chan hijacked // the connection, unless Hijack gave up
 	gaveUp chan struct{} // closed when Hijack stops waiting
 	taken  bool
 	got    net.Conn // the connection Hijack returned
-}
-
-// panicked takes a panic v that escaped the handler of r: logged; the
-// answer is a 500 that closes the connection, or, when the handler had
-// taken the connection, the connection is closed.
-func (w *writer) panicked(v any, log *slog.Logger, r *http.Request) {
-	log.Error("hijack: panic serving a request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
-	if w.taken {
-		if w.got != nil {
-			w.got.Close()
-		}
-		return
-	}
-	w.status, w.crashed = http.StatusInternalServerError, true
-	w.header = http.Header{"Content-Type": {"text/plain; charset=utf-8"}}
-	w.body.Reset()
-	w.body.WriteString("internal error\n")
 }
 
 // hand passes the connection to Hijack, or closes it if Hijack gave up.
@@ -210,9 +199,6 @@ func (w *writer) answer(resp *fasthttp.Response) {
 	}
 	resp.SetStatusCode(w.status)
 	resp.SetBody(w.body.Bytes())
-	if w.crashed {
-		resp.SetConnectionClose()
-	}
 }
 
 // Hijack takes the connection, with a response head already written
