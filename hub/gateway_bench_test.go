@@ -126,7 +126,9 @@ func BenchmarkHubFanout(b *testing.B) {
 		behind.Store(spectators)
 		want.Store(last + 1)
 		ack := srv.score("fan", fmt.Sprint("m", i%20), int64(1000+i))
-		if ack.Seq != last+1 {
+		// A schedule transition the store records (§15, the period's start
+		// seen first) takes a seq of its own, so a score may skip one.
+		if ack.Seq <= last {
 			b.Fatalf("seq %d after %d", ack.Seq, last)
 		}
 		last = ack.Seq
