@@ -189,11 +189,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	if m.bus != nil {
 		s := m.bus.Stats()
 		ch <- prometheus.MustNewConstMetric(m.busSubsDesc, prometheus.GaugeValue, float64(s.Watched))
-		for _, k := range []struct {
-			kind string
-			n    int64
-		}{{"changes", s.In.Changes}, {"boards", s.In.Boards}, {"resync", s.In.Resync}, {"profiles", s.In.Profiles}} {
-			ch <- prometheus.MustNewConstMetric(m.busInDesc, prometheus.CounterValue, float64(k.n), k.kind)
+		for kind, n := range map[string]int64{"changes": s.In.Changes, "boards": s.In.Boards, "resync": s.In.Resync, "profiles": s.In.Profiles} {
+			ch <- prometheus.MustNewConstMetric(m.busInDesc, prometheus.CounterValue, float64(n), kind)
 		}
 	}
 	if m.live == nil {

@@ -24,12 +24,19 @@ type regioned struct {
 	profs *profileCache
 }
 
-// Apply looks up the member's country when the board has regions. A
-// member whose profile is cached costs nothing more; one that is not waits
-// for one profile read. An event whose region cannot be learned is not
-// applied (unavailable: re-sending the same id is safe, R4).
+// Apply looks up the member's country when the board has regions (its
+// config as the store caches it; an unknown board has none, and the store
+// refuses the event itself). A member whose profile is cached costs
+// nothing more; one that is not waits for one profile read. An event whose
+// region cannot be learned is not applied (unavailable: re-sending the
+// same id is safe, R4).
 func (s regioned) Apply(ctx context.Context, e rank.Event, done rank.Done) {
-	if s.hasRegions(ctx, e.Board) {
+	b, ok := s.Store.CachedBoard(e.Board)
+	if !ok {
+		got, _ := s.Store.Board(ctx, e.Board)
+		b = &got
+	}
+	if b.Regions {
 		c, err := s.profs.Country(ctx, e.Member)
 		if err != nil {
 			done(rank.Result{}, fmt.Errorf("node: the region of %s: %w", e.Member, err))
@@ -38,17 +45,6 @@ func (s regioned) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 		e.Region = c
 	}
 	s.Store.Apply(ctx, e, done)
-}
-
-// hasRegions reports whether board has regions, from the store's cached
-// config when it has one. An unknown board has none: the store refuses
-// the event itself.
-func (s regioned) hasRegions(ctx context.Context, board string) bool {
-	if b, ok := s.Store.CachedBoard(board); ok {
-		return b.Regions
-	}
-	b, err := s.Store.Board(ctx, board)
-	return err == nil && b.Regions
 }
 
 // errProfileMoving is a member whose profile changed during each of the
