@@ -209,9 +209,9 @@ func (e *Engine) runFinal(ctx context.Context, j *finalJob, ts time.Time) {
 // storeNow is the store's clock, or the engine's own when the store does
 // not answer (frames then follow once it does).
 func (e *Engine) storeNow(ctx context.Context) (time.Time, bool) {
-	rctx, cancel := context.WithTimeout(ctx, e.readTimeout)
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.ReadTimeout)
 	defer cancel()
-	t, err := e.store.Now(rctx)
+	t, err := e.cfg.Store.Now(rctx)
 	if err != nil {
 		return e.now(), false
 	}

@@ -111,7 +111,7 @@ func (ls *lists) admit(sp *Spec, old part) error {
 	}
 	_, ids := listKey(sp.Members)
 	e := ls.b.e
-	if have := ls.owners[sp.Owner]; sp.Owner != "" && e.maxListIDs > 0 {
+	if have := ls.owners[sp.Owner]; sp.Owner != "" && e.cfg.MaxListIDs > 0 {
 		n := len(have) + countMissing(ids, have)
 		if p, ok := old.(*listPart); ok && p.owner == sp.Owner {
 			for _, id := range p.l.ids {
@@ -120,15 +120,15 @@ func (ls *lists) admit(sp *Spec, old part) error {
 				}
 			}
 		}
-		if n > e.maxListIDs {
+		if n > e.cfg.MaxListIDs {
 			return fmt.Errorf("live: subscribe %s: %w: members: this member's lists would hold %d distinct ids on the board, at most %d (on one node)",
-				ls.b.id, rank.ErrBadRequest, n, e.maxListIDs)
+				ls.b.id, rank.ErrBadRequest, n, e.cfg.MaxListIDs)
 		}
 	}
-	if e.listBudget > 0 {
-		if fresh := countMissing(ids, ls.pos); fresh > 0 && e.listIDs+fresh > e.listBudget*maxListPeriods {
+	if e.cfg.ListBudget > 0 {
+		if fresh := countMissing(ids, ls.pos); fresh > 0 && e.listIDs+fresh > e.cfg.ListBudget*maxListPeriods {
 			return fmt.Errorf("live: subscribe %s: %w", ls.b.id, &BusyError{listRetry,
-				fmt.Sprintf("members: this node's lists are at their bound of %d ids; retry later", e.listBudget*maxListPeriods)})
+				fmt.Sprintf("members: this node's lists are at their bound of %d ids; retry later", e.cfg.ListBudget*maxListPeriods)})
 		}
 	}
 	return nil
@@ -339,11 +339,11 @@ type listPass struct {
 // is spent, the lists stay marked for a later point.
 func (ls *lists) snapshot(*job) pass {
 	e := ls.b.e
-	if !ls.marked || len(ls.byKey) == 0 || (e.listBudget > 0 && e.listCredit <= 0) {
+	if !ls.marked || len(ls.byKey) == 0 || (e.cfg.ListBudget > 0 && e.listCredit <= 0) {
 		return nil
 	}
 	ls.marked = false
-	if e.listBudget > 0 {
+	if e.cfg.ListBudget > 0 {
 		e.listCredit -= len(ls.pos)
 	}
 	// A copy: positions freed and reused while the job reads must not

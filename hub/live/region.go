@@ -77,12 +77,12 @@ type regionRanker interface {
 
 // regionViews reports whether the store can read region views.
 func (e *Engine) regionViews() bool {
-	_, ok := e.store.(regionRanker)
+	_, ok := e.cfg.Store.(regionRanker)
 	return ok
 }
 
 func (e *Engine) readRegionRanks(ctx context.Context, id string, sel rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
-	rr, ok := e.store.(regionRanker)
+	rr, ok := e.cfg.Store.(regionRanker)
 	if !ok {
 		return rank.Ranks{}, errors.New("live: Config.Store has no RegionRanks")
 	}

@@ -275,7 +275,7 @@ func (p *standingsPass) read(ctx context.Context, j *job) error {
 		return p.readGroup(ctx, j, &p.groups[0])
 	}
 	var g errgroup.Group
-	g.SetLimit(j.e.parallel)
+	g.SetLimit(j.e.cfg.Parallel)
 	for i := range p.groups {
 		g.Go(func() error { return p.readGroup(ctx, j, &p.groups[i]) })
 	}

@@ -126,7 +126,7 @@ func (b *board) install(st rank.Stream, sn time.Time) {
 // its stream; concurrent calls for one board share one store call.
 func (e *Engine) mark(ctx context.Context, board string) (rank.Stream, error) {
 	v, err := e.flights.do(ctx, "m\x00"+board, func(ctx context.Context) (any, error) {
-		rctx, cancel := context.WithTimeout(ctx, e.readTimeout)
+		rctx, cancel := context.WithTimeout(ctx, e.cfg.ReadTimeout)
 		defer cancel()
 		e.reads.Add(1)
 		return e.streams.MarkStream(rctx, board)
@@ -156,7 +156,7 @@ func (e *Engine) markDue(ctx context.Context, sn time.Time) {
 }
 
 func (e *Engine) markAll(ctx context.Context, ids []string, sn time.Time) {
-	sem := make(chan struct{}, e.parallel)
+	sem := make(chan struct{}, e.cfg.Parallel)
 	done := make(chan struct{})
 	for _, id := range ids {
 		sem <- struct{}{}
@@ -312,14 +312,14 @@ func (e *Engine) resumable(ctx context.Context, board string, sn time.Time, st r
 	if since.Seq <= fresh.Seq {
 		return fresh, fresh.Epoch == since.Epoch
 	}
-	rctx, cancel := context.WithTimeout(ctx, e.readTimeout)
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.ReadTimeout)
 	epoch, err := e.streams.RenewEpoch(rctx, board, fresh.Epoch)
 	cancel()
 	if err != nil {
 		e.readFailed(ctx, "renew epoch", board, err)
 		return fresh, false
 	}
-	e.log.Warn("live: a client held a later seq than the store: the store lost writes; the board's stream gets a new epoch",
+	e.cfg.Logger.Warn("live: a client held a later seq than the store: the store lost writes; the board's stream gets a new epoch",
 		"board", board, "seq", fresh.Seq, "client_seq", since.Seq, "epoch", epoch)
 	fresh.Epoch = epoch
 	e.mu.Lock()

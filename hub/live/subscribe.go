@@ -272,8 +272,8 @@ func (e *Engine) addBoard(b *board) {
 	}
 	_, had := e.boards[b.id]
 	e.boards[b.id] = b
-	if !had && e.onWatch != nil {
-		e.onWatch(b.id, true)
+	if !had && e.cfg.OnWatch != nil {
+		e.cfg.OnWatch(b.id, true)
 	}
 }
 
@@ -284,7 +284,7 @@ func (e *Engine) dropBoard(id string) {
 		return
 	}
 	delete(e.boards, id)
-	if e.onWatch != nil {
-		e.onWatch(id, false)
+	if e.cfg.OnWatch != nil {
+		e.cfg.OnWatch(id, false)
 	}
 }
