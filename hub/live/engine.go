@@ -334,7 +334,7 @@ func (e *Engine) schedule(b *board, now time.Time) (*job, time.Duration) {
 			b.gap() // a missing seq did not turn up: assume it was lost
 		}
 	}
-	if !b.needsRead(now) {
+	if b.cfgOK && now.Sub(b.cfgAt) < cfgTTL && !b.probe && !b.dirty() {
 		return nil, wait
 	}
 	at, d := b.readPoint(now, e.cfg.Interval)

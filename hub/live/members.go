@@ -473,7 +473,9 @@ func (p *listPass) install(j *job, out []delivery) []delivery {
 		}
 		var ok bool
 		out, ok = l.watchers.settle(out, k, j.at, l.frame(), &next.frame,
-			l.res != nil && slices.Equal(l.res.entries, next.entries), func() { next.bytes = j.e.encodeMembers(b.id, next, p.ts) })
+			l.res != nil && slices.Equal(l.res.entries, next.entries), func() {
+				next.bytes = j.e.appendMembers(b.id, next, p.ts, func(n int) []byte { x, _ := json.Marshal(proto.Entry(next.entries[n])); return x })
+			})
 		if ok {
 			l.res = next
 		}
@@ -481,9 +483,9 @@ func (p *listPass) install(j *job, out []delivery) []delivery {
 	return out
 }
 
-// appendMembers is encodeMembers from its entries' encodings (entry(n)
-// is the n-th entry's, made once per read and shared by every list that
-// shows it): the same bytes, as TestMembersEncoding checks.
+// appendMembers is the exact JSON of a proto.Members frame, from its
+// entries' encodings (entry(n) is the n-th entry's, made once per read and
+// shared by every list that shows it), as TestMembersEncoding checks.
 func (e *Engine) appendMembers(board string, r *listResult, ts int64, entry func(n int) []byte) []byte {
 	e.encoded.Add(1)
 	boardJSON, _ := json.Marshal(board)
@@ -505,14 +507,4 @@ func (e *Engine) appendMembers(board string, r *listResult, ts int64, entry func
 	out = strconv.AppendInt(out, ts, 10)
 	out = append(out, '}')
 	return proto.Decimalize(out, r.decimals)
-}
-
-// encodeMembers is the exact JSON of a proto.Members frame.
-func (e *Engine) encodeMembers(board string, r *listResult, ts int64) []byte {
-	e.encoded.Add(1)
-	b, _ := json.Marshal(proto.Members{
-		Type: proto.TypeMembers, Board: board, Entries: proto.EntriesOf(r.entries),
-		Total: r.total, Seq: r.seq, TS: ts,
-	})
-	return proto.Decimalize(b, r.decimals)
 }

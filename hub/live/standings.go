@@ -320,23 +320,20 @@ func (p *standingsPass) install(j *job, out []delivery) []delivery {
 		} else {
 			g.read = max(g.read, r.page.Seq)
 		}
+		// Each key's frame becomes current when it is newer and different
+		// (subscribers.settle).
 		for _, kr := range r.keys {
-			if g.keys[kr.key.k] == kr.key {
-				out = s.installKey(j, kr, r.ts, out)
+			key, f := kr.key, kr.next
+			if g.keys[key.k] != key {
+				continue
+			}
+			var ok bool
+			out, ok = key.subs.settle(out, slotKey{b.id, topSlot}, j.at, key.frame(), &f.frame,
+				key.cur != nil && sameTop(key.cur, f), func() { f.bytes = j.e.encodeTop(b.id, f, r.ts) })
+			if ok {
+				key.cur = f
 			}
 		}
-	}
-	return out
-}
-
-// installKey makes kr's frame the key's current one when it is newer and
-// different, delivering it to the key's subscribers (subscribers.settle).
-func (s *standings) installKey(j *job, kr keyRead, ts int64, out []delivery) []delivery {
-	key, f := kr.key, kr.next
-	out, ok := key.subs.settle(out, slotKey{j.b.id, topSlot}, j.at, key.frame(), &f.frame,
-		key.cur != nil && sameTop(key.cur, f), func() { f.bytes = j.e.encodeTop(j.b.id, f, ts) })
-	if ok {
-		key.cur = f
 	}
 	return out
 }

@@ -20,8 +20,10 @@ package live
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
@@ -156,27 +158,24 @@ func (e *Engine) markDue(ctx context.Context, sn time.Time) {
 }
 
 func (e *Engine) markAll(ctx context.Context, ids []string, sn time.Time) {
-	sem := make(chan struct{}, e.cfg.Parallel)
-	done := make(chan struct{})
+	var g errgroup.Group
+	g.SetLimit(e.cfg.Parallel)
 	for _, id := range ids {
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; done <- struct{}{} }()
+		g.Go(func() error {
 			st, err := e.mark(ctx, id)
 			if err != nil {
 				e.readFailed(ctx, "mark stream", id, err)
-				return
+				return nil
 			}
 			e.mu.Lock()
 			if b := e.boards[id]; b != nil {
 				b.install(st, sn)
 			}
 			e.mu.Unlock()
-		}()
+			return nil
+		})
 	}
-	for range ids {
-		<-done
-	}
+	g.Wait()
 }
 
 // settleTransitions runs before a job of b delivers what it read: when the
@@ -462,40 +461,15 @@ func (e *Engine) keepFinal(key finalKey, b []byte) {
 }
 
 // flights lets concurrent callers of one key share one call.
-type flights struct {
-	mu sync.Mutex // guards m
-	m  map[string]*flight
-}
-
-type flight struct {
-	done chan struct{}
-	v    any
-	err  error
-}
+type flights struct{ g singleflight.Group }
 
 // do runs fn once for every caller of key that arrives while it runs; a
 // caller whose ctx ends stops waiting (the call goes on for the others).
 func (fs *flights) do(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
-	fs.mu.Lock()
-	if fs.m == nil {
-		fs.m = make(map[string]*flight)
-	}
-	f := fs.m[key]
-	if f == nil {
-		f = &flight{done: make(chan struct{})}
-		fs.m[key] = f
-		go func() {
-			f.v, f.err = fn(context.WithoutCancel(ctx))
-			fs.mu.Lock()
-			delete(fs.m, key)
-			fs.mu.Unlock()
-			close(f.done)
-		}()
-	}
-	fs.mu.Unlock()
+	ch := fs.g.DoChan(key, func() (any, error) { return fn(context.WithoutCancel(ctx)) })
 	select {
-	case <-f.done:
-		return f.v, f.err
+	case r := <-ch:
+		return r.Val, r.Err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -129,7 +129,7 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 	}
 	o.eventsUncapped(sp.finals)
 	if sp.quiet {
-		b.knowPhase(sn)
+		b.knowPhase(b.phaseNow(sn))
 	} else {
 		b.tell(o, sn)
 	}

@@ -318,8 +318,15 @@ func (p *viewPass) install(j *job, out []delivery) []delivery {
 			if v.removed {
 				continue
 			}
+			// next becomes current when it is newer and different, and the
+			// view's window is indexed again (subscribers.settle).
+			next := vj.next
 			var ok bool
-			if out, ok = vs.install(j, v, vj.next, out); ok {
+			out, ok = v.watchers.settle(out, slotKey{b.id, viewSlot}, j.at, v.frame(), &next.frame,
+				v.res != nil && sameView(v.res.mr, next.mr), func() { next.bytes = j.e.encodeView(b.id, v.key, next, j.e.now().UnixMilli()) })
+			if ok {
+				v.res = next
+				vs.setRange(v)
 				installed = append(installed, v)
 			}
 		}
@@ -328,19 +335,6 @@ func (p *viewPass) install(j *job, out []delivery) []delivery {
 		vs.replay(minSeq, installed)
 	}
 	return out
-}
-
-// install makes next v's current result if it is newer and different,
-// re-indexing the view's window and delivering it to v's watchers
-// (subscribers.settle).
-func (vs *views) install(j *job, v *view, next *viewResult, out []delivery) ([]delivery, bool) {
-	out, ok := v.watchers.settle(out, slotKey{vs.b.id, viewSlot}, j.at, v.frame(), &next.frame,
-		v.res != nil && sameView(v.res.mr, next.mr), func() { next.bytes = j.e.encodeView(vs.b.id, v.key, next, j.e.now().UnixMilli()) })
-	if ok {
-		v.res = next
-		vs.setRange(v)
-	}
-	return out, ok
 }
 
 func (v *view) frame() *frame {
