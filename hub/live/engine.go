@@ -20,6 +20,7 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -147,18 +148,10 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Interval < 0 || cfg.ReadTimeout < 0 || cfg.Parallel < 0 {
 		return nil, errors.New("live: Interval, ReadTimeout and Parallel must not be negative")
 	}
-	if cfg.Interval == 0 {
-		cfg.Interval = 100 * time.Millisecond
-	}
-	if cfg.ReadTimeout == 0 {
-		cfg.ReadTimeout = 2 * time.Second
-	}
-	if cfg.Refresh == 0 {
-		cfg.Refresh = 2 * time.Second
-	}
-	if cfg.Parallel == 0 {
-		cfg.Parallel = 8
-	}
+	cfg.Interval = cmp.Or(cfg.Interval, 100*time.Millisecond)
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, 2*time.Second)
+	cfg.Refresh = cmp.Or(cfg.Refresh, 2*time.Second)
+	cfg.Parallel = cmp.Or(cfg.Parallel, 8)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

@@ -140,11 +140,17 @@ func (j *job) read(ctx context.Context) error {
 	return first
 }
 
-// stale reports whether a read answered for an earlier period than the
-// board's current one: the store has not rolled over yet, read again.
-// Lock held.
-func (j *job) stale(period int64) bool {
-	return j.b.cfgOK && !j.final.is && period < j.b.period
+// stale records a read of seq in period for a key stamped st, and reports
+// whether it answered for an earlier period than the board's current one:
+// the store has not rolled over yet, the caller marks the key to read it
+// again. Lock held.
+func (j *job) stale(st *stamp, seq, period int64) bool {
+	j.b.saw(seq)
+	if j.b.cfgOK && !j.final.is && period < j.b.period {
+		return true
+	}
+	st.read = max(st.read, seq)
+	return false
 }
 
 // probe is the backstop's read of an idle board: one top entry, for the

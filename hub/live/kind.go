@@ -90,6 +90,19 @@ type frame struct {
 	bytes []byte
 }
 
+func (f *frame) base() *frame { return f }
+
+// held is the frame of a key's current result r; nil before its first read.
+func held[R any, P interface {
+	*R
+	base() *frame
+}](r P) *frame {
+	if r == nil {
+		return nil
+	}
+	return r.base()
+}
+
 // start is one connection joining a board's kinds: where its frames go,
 // what it already has, and its first frames so far. Lock held.
 type start struct {

@@ -217,13 +217,6 @@ type memberList struct {
 	res      *listResult // nil until the first read; replaced, never mutated
 }
 
-func (l *memberList) frame() *frame {
-	if l.res == nil {
-		return nil
-	}
-	return &l.res.frame
-}
-
 type listResult struct {
 	frame
 	entries  []rank.Entry // in rank order
@@ -262,7 +255,7 @@ func (ls *lists) join(sp *Spec, st *start) part {
 			l.pos[i] = ls.add(id)
 		}
 	}
-	if l.watchers.join(st, listSlot, l.frame(), ls.stamp, ls.marked) {
+	if l.watchers.join(st, listSlot, held(l.res), ls.stamp, ls.marked) {
 		ls.mark(0)
 	}
 	ls.own(sp.Owner, l.ids, 1)
@@ -459,11 +452,8 @@ func (p *listPass) install(j *job, out []delivery) []delivery {
 		ls.mark(0) // the read failed: again next tick
 		return out
 	}
-	b.saw(p.seq)
-	if j.stale(p.period) {
-		ls.mark(0) // the store has not rolled over yet: read again
-	} else {
-		ls.read = max(ls.read, p.seq)
+	if j.stale(&ls.stamp, p.seq, p.period) {
+		ls.mark(0)
 	}
 	k := slotKey{b.id, listSlot}
 	for i, l := range p.lists {
@@ -472,7 +462,7 @@ func (p *listPass) install(j *job, out []delivery) []delivery {
 			continue
 		}
 		var ok bool
-		out, ok = l.watchers.settle(out, k, j.at, l.frame(), &next.frame,
+		out, ok = l.watchers.settle(out, k, j.at, held(l.res), &next.frame,
 			l.res != nil && slices.Equal(l.res.entries, next.entries), func() {
 				next.bytes = j.e.appendMembers(b.id, next, p.ts, func(n int) []byte { x, _ := json.Marshal(proto.Entry(next.entries[n])); return x })
 			})

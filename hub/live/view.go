@@ -93,7 +93,7 @@ func (vs *views) join(sp *Spec, st *start) part {
 		vs.byKey[k] = v
 		vs.byMember[k.member] = append(vs.byMember[k.member], v)
 	}
-	if v.watchers.join(st, viewSlot, v.frame(), v.stamp, v.dirty) {
+	if v.watchers.join(st, viewSlot, held(v.res), v.stamp, v.dirty) {
 		vs.mark(v, 0)
 	}
 	return &viewPart{vs, v}
@@ -303,17 +303,13 @@ func (p *viewPass) install(j *job, out []delivery) []delivery {
 			}
 			continue
 		}
-		b.saw(g.seq)
 		if minSeq < 0 || g.seq < minSeq {
 			minSeq = g.seq
 		}
-		stale := j.stale(g.period)
 		for _, vj := range g.vjs {
 			v := vj.v
-			if stale {
-				vs.mark(v, 0) // the store has not rolled over yet: read again
-			} else {
-				v.read = max(v.read, g.seq)
+			if j.stale(&v.stamp, g.seq, g.period) {
+				vs.mark(v, 0)
 			}
 			if v.removed {
 				continue
@@ -322,7 +318,7 @@ func (p *viewPass) install(j *job, out []delivery) []delivery {
 			// view's window is indexed again (subscribers.settle).
 			next := vj.next
 			var ok bool
-			out, ok = v.watchers.settle(out, slotKey{b.id, viewSlot}, j.at, v.frame(), &next.frame,
+			out, ok = v.watchers.settle(out, slotKey{b.id, viewSlot}, j.at, held(v.res), &next.frame,
 				v.res != nil && sameView(v.res.mr, next.mr), func() { next.bytes = j.e.encodeView(b.id, v.key, next, j.e.now().UnixMilli()) })
 			if ok {
 				v.res = next
@@ -335,13 +331,6 @@ func (p *viewPass) install(j *job, out []delivery) []delivery {
 		vs.replay(minSeq, installed)
 	}
 	return out
-}
-
-func (v *view) frame() *frame {
-	if v.res == nil {
-		return nil
-	}
-	return &v.res.frame
 }
 
 // replay re-tests the changes logged since the job began whose seq is
