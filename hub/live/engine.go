@@ -71,7 +71,7 @@ type Config struct {
 	// Decorator gives every entry of a frame its profile fields (R20),
 	// once per read, before frames are compared and encoded, so a profile
 	// change makes a different frame. A read waits on it at most
-	// decorateWait (profiles.go). nil: entries carry the stored names.
+	// half an interval (profiles.go). nil: entries carry the stored names.
 	Decorator rank.Decorator
 	// OnWatch, when set, is told when a board gains its first subscription
 	// on this node (watched true) and when it loses its last one (false):

@@ -75,12 +75,6 @@ type regionRanker interface {
 	RegionRanks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error)
 }
 
-// regionViews reports whether the store can read region views.
-func (e *Engine) regionViews() bool {
-	_, ok := e.cfg.Store.(regionRanker)
-	return ok
-}
-
 func (e *Engine) readRegionRanks(ctx context.Context, id string, sel rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
 	rr, ok := e.cfg.Store.(regionRanker)
 	if !ok {

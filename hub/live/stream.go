@@ -299,7 +299,15 @@ func (e *Engine) resumable(ctx context.Context, board string, sn time.Time, st r
 		}
 		st = fresh
 	}
-	if since.Seq <= e.knownSeq(board, st) {
+	// The greatest seq this node knows of: its stream's, its change
+	// stream's, its reads'.
+	e.mu.Lock()
+	known := st.Seq
+	if b := e.boards[board]; b != nil {
+		known = max(known, b.maxSeq, b.seenSeq)
+	}
+	e.mu.Unlock()
+	if since.Seq <= known {
 		return st, true
 	}
 	// Ahead of what this node knows: the store may just be ahead of it,
@@ -327,18 +335,6 @@ func (e *Engine) resumable(ctx context.Context, board string, sn time.Time, st r
 	}
 	e.mu.Unlock()
 	return fresh, false
-}
-
-// knownSeq is the greatest seq of board this node knows of: its stream's,
-// its change stream's, its reads'.
-func (e *Engine) knownSeq(board string, st rank.Stream) int64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n := st.Seq
-	if b := e.boards[board]; b != nil {
-		n = max(n, b.maxSeq, b.seenSeq)
-	}
-	return n
 }
 
 // latestOf is the moment a board's phase is told at for stream st at

@@ -104,7 +104,7 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 			return fmt.Errorf("live: subscribe %s: %w", sp.Board, err)
 		}
 	}
-	if sp.RegionView && (!cfg.Regions || !e.regionViews()) {
+	if _, ok := e.cfg.Store.(regionRanker); sp.RegionView && (!cfg.Regions || !ok) {
 		return fmt.Errorf("live: subscribe %s: %w", sp.Board, rank.NoRegions(sp.Board))
 	}
 	sn, _ := e.storeNow(ctx)
