@@ -54,14 +54,6 @@ type streamState struct {
 	nextAt time.Time
 }
 
-// latest is the last transition recorded, zero when none.
-func (s *streamState) latest() time.Time {
-	if !s.ok || len(s.st.Marks) == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(s.st.Marks[len(s.st.Marks)-1].At)
-}
-
 // phaseNow is the moment b's phase is told at, by the store's time sn
 // (an estimate): a transition is told once it is recorded (rank.Streams),
 // so that every frame after it on any node is newer than its mark. That
@@ -71,13 +63,12 @@ func (s *streamState) latest() time.Time {
 // answer), the last one recorded. Without a stream (no store streams, a
 // board not read yet): sn. Lock held.
 func (b *board) phaseNow(sn time.Time) time.Time {
-	l := b.stream.latest()
-	switch {
-	case l.IsZero():
+	s := &b.stream
+	if !s.ok || len(s.st.Marks) == 0 {
 		return sn
-	case l.After(sn):
-		return l
-	case !b.stream.nextAt.IsZero() && !sn.Before(b.stream.nextAt):
+	}
+	l := time.UnixMilli(s.st.Marks[len(s.st.Marks)-1].At) // the last transition recorded
+	if l.After(sn) || (!s.nextAt.IsZero() && !sn.Before(s.nextAt)) {
 		return l
 	}
 	return sn

@@ -123,7 +123,14 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 	}
 	e.unregister(o, b)
 	e.addBoard(b) // new, or unregister dropped it as left empty
-	s := e.register(o, b)
+	subs := e.conns[o]
+	if subs == nil {
+		subs = make(map[string]*sub)
+		e.conns[o] = subs
+	}
+	s := &sub{parts: make([]part, len(b.kinds))}
+	subs[b.id] = s
+	b.nsubs++
 	if sp.stream != nil && b.cfgOK && (!b.stream.ok || b.stream.st.Seq < sp.stream.Seq) {
 		b.install(*sp.stream, sn)
 	}
@@ -201,19 +208,6 @@ func (e *Engine) config(ctx context.Context, board string) (rank.Board, error) {
 // sub is one connection's subscription to one board: its part of each of
 // the board's kinds (nil: it asked nothing of it).
 type sub struct{ parts []part }
-
-// register records o's new subscription to b. Lock held.
-func (e *Engine) register(o *Outbox, b *board) *sub {
-	subs := e.conns[o]
-	if subs == nil {
-		subs = make(map[string]*sub)
-		e.conns[o] = subs
-	}
-	s := &sub{parts: make([]part, len(b.kinds))}
-	subs[b.id] = s
-	b.nsubs++
-	return s
-}
 
 // Unsubscribe ends o's subscription to board, pending frames included.
 func (e *Engine) Unsubscribe(o *Outbox, board string) {

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"math"
@@ -254,12 +255,9 @@ func (vs *views) snapshot(j *job) pass {
 	return p
 }
 
-func (p *viewPass) read(ctx context.Context, j *job) error {
-	var first error
+func (p *viewPass) read(ctx context.Context, j *job) (first error) {
 	for i := range p.groups {
-		if err := p.readAround(ctx, j, &p.groups[i]); err != nil && first == nil {
-			first = err
-		}
+		first = cmp.Or(first, p.readAround(ctx, j, &p.groups[i]))
 	}
 	return first
 }
