@@ -1,6 +1,7 @@
 package live
 
 import (
+	"slices"
 	"time"
 
 	"github.com/wsgateway/wsgateway/rank"
@@ -99,14 +100,7 @@ func (b *board) markAll(seq int64) {
 	}
 }
 
-func (b *board) dirty() bool {
-	for _, k := range b.kinds {
-		if k.dirty() {
-			return true
-		}
-	}
-	return false
-}
+func (b *board) dirty() bool { return slices.ContainsFunc(b.kinds, kind.dirty) }
 
 // each calls fn for every subscriber set of every kind of b.
 func (b *board) each(fn func(*subscribers)) {
@@ -136,10 +130,6 @@ func (b *board) goodness(score int64) int64 {
 		return -score
 	}
 	return score
-}
-
-func (b *board) needsRead(now time.Time) bool {
-	return !b.cfgOK || now.Sub(b.cfgAt) >= cfgTTL || b.probe || b.dirty()
 }
 
 // setCfg installs a config read at now. It reports whether the change

@@ -20,6 +20,7 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,7 +71,7 @@ type Config struct {
 	// Decorator gives every entry of a frame its profile fields (R20),
 	// once per read, before frames are compared and encoded, so a profile
 	// change makes a different frame. A read waits on it at most
-	// decorateWait (profiles.go). nil: entries carry the stored names.
+	// half an interval (profiles.go). nil: entries carry the stored names.
 	Decorator rank.Decorator
 	// OnWatch, when set, is told when a board gains its first subscription
 	// on this node (watched true) and when it loses its last one (false):
@@ -108,21 +109,12 @@ const (
 // Engine computes live frames for every subscription of one node. All methods
 // are safe for concurrent use; Run must run for frames to follow changes.
 type Engine struct {
-	store       Store
-	sources     []source // standings.go: the whole board first
-	interval    time.Duration
-	readTimeout time.Duration
-	refresh     time.Duration
-	parallel    int
-	decorator   rank.Decorator
-	onWatch     func(board string, watched bool)
-	listBudget  int                    // Config.ListBudget; 0: none
-	maxListIDs  int                    // Config.MaxListIDs; 0: none
-	others      func(board string) int // Config.OtherViewers
-	now         func() time.Time
-	log         *slog.Logger
-	wake        chan struct{} // capacity 1: a board became due for a read
-	running     atomic.Bool
+	// cfg is the Config as New filled it: ListBudget and MaxListIDs are 0
+	// when unbounded.
+	cfg     Config
+	sources []source      // standings.go: the whole board first
+	wake    chan struct{} // capacity 1: a board became due for a read
+	running atomic.Bool
 
 	reads, errs, encoded atomic.Uint64
 	errLogAt             atomic.Int64  // unix nanos of the last logged store error
@@ -156,18 +148,10 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Interval < 0 || cfg.ReadTimeout < 0 || cfg.Parallel < 0 {
 		return nil, errors.New("live: Interval, ReadTimeout and Parallel must not be negative")
 	}
-	if cfg.Interval == 0 {
-		cfg.Interval = 100 * time.Millisecond
-	}
-	if cfg.ReadTimeout == 0 {
-		cfg.ReadTimeout = 2 * time.Second
-	}
-	if cfg.Refresh == 0 {
-		cfg.Refresh = 2 * time.Second
-	}
-	if cfg.Parallel == 0 {
-		cfg.Parallel = 8
-	}
+	cfg.Interval = cmp.Or(cfg.Interval, 100*time.Millisecond)
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, 2*time.Second)
+	cfg.Refresh = cmp.Or(cfg.Refresh, 2*time.Second)
+	cfg.Parallel = cmp.Or(cfg.Parallel, 8)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -182,24 +166,13 @@ func New(cfg Config) (*Engine, error) {
 	}
 	streams, _ := cfg.Store.(Streams)
 	return &Engine{
-		streams:     streams,
-		finals:      make(map[finalKey]keptFinal),
-		store:       cfg.Store,
-		sources:     srcs,
-		interval:    cfg.Interval,
-		readTimeout: cfg.ReadTimeout,
-		refresh:     cfg.Refresh,
-		parallel:    cfg.Parallel,
-		decorator:   cfg.Decorator,
-		onWatch:     cfg.OnWatch,
-		listBudget:  cfg.ListBudget,
-		maxListIDs:  cfg.MaxListIDs,
-		others:      cfg.OtherViewers,
-		now:         cfg.Now,
-		log:         cfg.Logger,
-		wake:        make(chan struct{}, 1),
-		boards:      make(map[string]*board),
-		conns:       make(map[*Outbox]map[string]*sub),
+		cfg:     cfg,
+		streams: streams,
+		finals:  make(map[finalKey]keptFinal),
+		sources: srcs,
+		wake:    make(chan struct{}, 1),
+		boards:  make(map[string]*board),
+		conns:   make(map[*Outbox]map[string]*sub),
 	}, nil
 }
 
@@ -221,7 +194,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		return errors.New("live: Run is already running")
 	}
 	defer e.running.Store(false)
-	t := time.NewTimer(e.interval)
+	t := time.NewTimer(e.cfg.Interval)
 	defer t.Stop()
 	for {
 		t.Reset(e.tick(ctx))
@@ -233,6 +206,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 }
+
+func (e *Engine) now() time.Time { return e.cfg.Now() }
 
 // unlock releases e.mu and wakes Run if something became dirty meanwhile.
 func (e *Engine) unlock() {
@@ -259,11 +234,11 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 	now := e.now()
 	// Board frames are due within 1 s of a change (R19), whatever the
 	// frame interval.
-	wait := min(e.interval, lifecycleTick)
+	wait := min(e.cfg.Interval, lifecycleTick)
 	var jobs []*job
 	var finals []*finalJob
 	e.mu.Lock()
-	house := e.refresh > 0 && now.Sub(e.houseAt) >= e.refresh
+	house := e.cfg.Refresh > 0 && now.Sub(e.houseAt) >= e.cfg.Refresh
 	if house {
 		e.houseAt = now
 	}
@@ -296,7 +271,7 @@ func (e *Engine) tick(ctx context.Context) time.Duration {
 		e.runJob(ctx, jobs[0])
 	} else if len(jobs) > 1 {
 		var g errgroup.Group
-		g.SetLimit(e.parallel)
+		g.SetLimit(e.cfg.Parallel)
 		for _, j := range jobs {
 			g.Go(func() error { e.runJob(ctx, j); return nil })
 		}
@@ -311,8 +286,8 @@ func (e *Engine) refill(now time.Time) {
 	if d := now.Sub(e.creditAt); d > 0 {
 		// Debt is at most the node's union, maxListPeriods budgets: a
 		// longer gap refills it all (and cannot overflow).
-		d = min(d, (maxListPeriods+1)*e.interval)
-		e.listCredit = min(e.listCredit+int(int64(e.listBudget)*int64(d)/int64(e.interval)), e.listBudget)
+		d = min(d, (maxListPeriods+1)*e.cfg.Interval)
+		e.listCredit = min(e.listCredit+int(int64(e.cfg.ListBudget)*int64(d)/int64(e.cfg.Interval)), e.cfg.ListBudget)
 		e.creditAt = now
 	}
 }
@@ -346,16 +321,16 @@ func (e *Engine) storeTick(b *board, sn, now time.Time) *finalJob {
 func (e *Engine) schedule(b *board, now time.Time) (*job, time.Duration) {
 	var wait time.Duration
 	if len(b.ahead) > 0 {
-		if d := b.aheadAt.Add(e.interval).Sub(now); d > 0 {
+		if d := b.aheadAt.Add(e.cfg.Interval).Sub(now); d > 0 {
 			wait = d
 		} else {
 			b.gap() // a missing seq did not turn up: assume it was lost
 		}
 	}
-	if !b.needsRead(now) {
+	if b.cfgOK && now.Sub(b.cfgAt) < cfgTTL && !b.probe && !b.dirty() {
 		return nil, wait
 	}
-	at, d := b.readPoint(now, e.interval)
+	at, d := b.readPoint(now, e.cfg.Interval)
 	if d > 0 {
 		if wait == 0 || d < wait {
 			wait = d
@@ -376,7 +351,7 @@ func (e *Engine) backstop(b *board, now time.Time) {
 		b.markAll(b.heldSeq)
 	}
 	b.heldSeq = b.seenSeq
-	if now.Sub(b.lastRead) >= e.refresh {
+	if now.Sub(b.lastRead) >= e.cfg.Refresh {
 		b.probe = true
 	}
 }
@@ -394,14 +369,14 @@ func (e *Engine) readFailed(ctx context.Context, op, board string, err error) {
 		e.errQuiet.Add(1)
 		return
 	}
-	e.log.Warn("live: store read failed; retrying next tick",
+	e.cfg.Logger.Warn("live: store read failed; retrying next tick",
 		"op", op, "board", board, "err", err, "suppressed", e.errQuiet.Swap(0))
 }
 
 // call makes one store read, bounded by ReadTimeout, counting it and its
 // failure.
 func (e *Engine) call(parent context.Context, op, board string, read func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(parent, e.readTimeout)
+	ctx, cancel := context.WithTimeout(parent, e.cfg.ReadTimeout)
 	defer cancel()
 	e.reads.Add(1)
 	if err := read(ctx); err != nil {
@@ -413,7 +388,7 @@ func (e *Engine) call(parent context.Context, op, board string, read func(contex
 
 func (e *Engine) getBoard(ctx context.Context, id string) (b rank.Board, err error) {
 	err = e.call(ctx, "board", id, func(ctx context.Context) error {
-		b, err = e.store.Board(ctx, id)
+		b, err = e.cfg.Store.Board(ctx, id)
 		return err
 	})
 	return b, err
@@ -433,7 +408,7 @@ func (e *Engine) readTop(ctx context.Context, src source, board string, sel rank
 }
 
 func (e *Engine) readRanks(ctx context.Context, id string, sel rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
-	return e.ranksWith(ctx, e.store.Ranks, id, sel, members, around)
+	return e.ranksWith(ctx, e.cfg.Store.Ranks, id, sel, members, around)
 }
 
 // ranksWith is a Ranks-shaped read (the board's, or a group's) through

@@ -539,8 +539,8 @@ func TestNewConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.interval != 100*time.Millisecond || e.readTimeout != 2*time.Second || e.refresh != 2*time.Second || e.parallel != 8 {
-		t.Errorf("defaults: %v %v %v %d", e.interval, e.readTimeout, e.refresh, e.parallel)
+	if e.cfg.Interval != 100*time.Millisecond || e.cfg.ReadTimeout != 2*time.Second || e.cfg.Refresh != 2*time.Second || e.cfg.Parallel != 8 {
+		t.Errorf("defaults: %v %v %v %d", e.cfg.Interval, e.cfg.ReadTimeout, e.cfg.Refresh, e.cfg.Parallel)
 	}
 }
 

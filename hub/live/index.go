@@ -23,14 +23,13 @@ func less(a, b *view) bool {
 }
 
 func (v *view) fix() {
-	m := v.hi
-	if v.left != nil && v.left.maxHi > m {
-		m = v.left.maxHi
+	v.maxHi = v.hi
+	if v.left != nil {
+		v.maxHi = max(v.maxHi, v.left.maxHi)
 	}
-	if v.right != nil && v.right.maxHi > m {
-		m = v.right.maxHi
+	if v.right != nil {
+		v.maxHi = max(v.maxHi, v.right.maxHi)
 	}
-	v.maxHi = m
 }
 
 // insert adds v, whose lo and hi are set and which is not in the index.

@@ -97,8 +97,8 @@ func (e *Engine) snapshot(b *board, now, at time.Time) *job {
 // runJob reads what j asks for with no lock held, installs the results
 // and hands the frames to the subscribers. A failed read leaves its part
 // marked, to be retried next tick.
-func (e *Engine) runJob(ctx context.Context, j *job) error {
-	err := j.read(ctx)
+func (e *Engine) runJob(ctx context.Context, j *job) {
+	j.read(ctx)
 	e.settleTransitions(ctx, j.b)
 	now := e.now()
 	b := j.b
@@ -118,51 +118,50 @@ func (e *Engine) runJob(ctx context.Context, j *job) error {
 	countFrames(b, out)
 	e.unlock()
 	deliver(out)
-	return err
 }
 
 // read makes j's reads: the config, then each pass (none when the config
-// read failed). No lock held.
-func (j *job) read(ctx context.Context) error {
+// read failed). A failed read is logged (Engine.call), and its pass marks
+// itself again when it installs. No lock held.
+func (j *job) read(ctx context.Context) {
 	if j.cfg {
 		c, err := j.e.getBoard(ctx, j.b.id)
 		if err != nil {
-			return err
+			return
 		}
 		j.newCfg, j.cfgOK = c, true
 	}
-	var first error
 	for _, p := range j.passes {
-		if err := p.read(ctx, j); err != nil && first == nil {
-			first = err
-		}
+		p.read(ctx, j)
 	}
-	return first
 }
 
-// stale reports whether a read answered for an earlier period than the
-// board's current one: the store has not rolled over yet, read again.
-// Lock held.
-func (j *job) stale(period int64) bool {
-	return j.b.cfgOK && !j.final.is && period < j.b.period
+// stale records a read of seq in period for a key stamped st, and reports
+// whether it answered for an earlier period than the board's current one:
+// the store has not rolled over yet, the caller marks the key to read it
+// again. Lock held.
+func (j *job) stale(st *stamp, seq, period int64) bool {
+	j.b.saw(seq)
+	if j.b.cfgOK && !j.final.is && period < j.b.period {
+		return true
+	}
+	st.read = max(st.read, seq)
+	return false
 }
 
 // probe is the backstop's read of an idle board: one top entry, for the
-// board's seq.
-type probe struct {
-	seq int64
-	ok  bool
-}
+// board's seq (0 until the read succeeds).
+type probe struct{ seq int64 }
 
 func (p *probe) read(ctx context.Context, j *job) error {
 	page, err := j.e.readTop(ctx, j.e.sources[0], j.b.id, j.final.sel, "", 1)
-	p.seq, p.ok = page.Seq, err == nil
+	if err == nil {
+		p.seq = page.Seq
+	}
 	return err
 }
 
 func (p *probe) install(j *job, out []delivery) []delivery {
-	if p.ok {
-		j.b.saw(p.seq)
-	}
+	j.b.saw(p.seq)
 	return out
 }

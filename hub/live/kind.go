@@ -90,6 +90,19 @@ type frame struct {
 	bytes []byte
 }
 
+func (f *frame) base() *frame { return f }
+
+// held is the frame of a key's current result r; nil before its first read.
+func held[R any, P interface {
+	*R
+	base() *frame
+}](r P) *frame {
+	if r == nil {
+		return nil
+	}
+	return r.base()
+}
+
 // start is one connection joining a board's kinds: where its frames go,
 // what it already has, and its first frames so far. Lock held.
 type start struct {
@@ -160,21 +173,6 @@ func (s *subscribers) leave(o *Outbox) (empty bool) {
 	return s.len() == 0
 }
 
-// holding is the resuming subscribers owed a read that hold a frame of seq
-// already (their since is not older): nil when none.
-func (s *subscribers) holding(seq int64) map[*Outbox]bool {
-	var held map[*Outbox]bool
-	for _, w := range s.owed {
-		if w.since >= seq {
-			if held == nil {
-				held = make(map[*Outbox]bool)
-			}
-			held[w.o] = true
-		}
-	}
-	return held
-}
-
 // settle hands a read's frame next to the key of s, whose current frame is
 // cur (nil: none): when next is newer and shows something else (same is
 // false) every subscriber gets it, and settle reports true for the caller
@@ -188,7 +186,18 @@ func (s *subscribers) settle(out []delivery, k slotKey, at time.Time, cur, next 
 	switch {
 	case installed:
 		to = s.targets()
-		if held := s.holding(next.seq); held != nil {
+		// Not the resuming subscribers owed a read that hold a frame of
+		// next.seq already (their since is not older).
+		var held map[*Outbox]bool
+		for _, w := range s.owed {
+			if w.since >= next.seq {
+				if held == nil {
+					held = make(map[*Outbox]bool)
+				}
+				held[w.o] = true
+			}
+		}
+		if held != nil {
 			to = slices.DeleteFunc(slices.Clone(to), func(t target) bool { return held[t.o] })
 		}
 	case cur.seq > next.seq:

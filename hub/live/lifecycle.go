@@ -131,12 +131,12 @@ type finaler interface{ finals() []finalGroup }
 // subscribers were told: a change sends a board frame to each at once, a
 // newly final period yields a finalJob. Lock held.
 func (e *Engine) lifecycleTick(b *board, now time.Time) *finalJob {
-	st, period, final, hasFinal := phase(b.cfg, now)
 	lc := &b.lc
 	if !lc.known {
-		*lc = lifecycle{known: true, state: st, period: period, final: final, hasFin: hasFinal, cfg: scheduleOf(b.cfg)}
+		b.knowPhase(now)
 		return nil
 	}
+	st, period, final, hasFinal := phase(b.cfg, now)
 	if sc := scheduleOf(b.cfg); st != lc.state || period != lc.period || sc != lc.cfg {
 		lc.state, lc.period, lc.cfg = st, period, sc
 		frame := encodeBoard(b.cfg, st, period, now, b.told.count())
@@ -165,19 +165,17 @@ func (e *Engine) lifecycleTick(b *board, now time.Time) *finalJob {
 // it lets its writer take frames). sn is the store's time. Lock held.
 func (b *board) tell(o *Outbox, sn time.Time) {
 	sn = b.phaseNow(sn)
-	st, period, final, hasFinal := phase(b.cfg, sn)
-	if !b.lc.known {
-		b.lc = lifecycle{known: true, state: st, period: period, final: final, hasFin: hasFinal, cfg: scheduleOf(b.cfg)}
-	}
+	b.knowPhase(sn)
+	st, period, _, _ := phase(b.cfg, sn)
 	o.event(encodeBoard(b.cfg, st, period, sn, b.told.count()), nil)
 }
 
-// knowPhase records b's phase at store time sn as told, when nothing was
-// told yet: a resume that holds the board frame is told nothing. Lock
-// held.
-func (b *board) knowPhase(sn time.Time) {
+// knowPhase records b's phase at at (a moment of phaseNow) as told, when
+// nothing was told yet: a resume that holds the board frame is told
+// nothing. Lock held.
+func (b *board) knowPhase(at time.Time) {
 	if !b.lc.known {
-		st, period, final, hasFinal := phase(b.cfg, b.phaseNow(sn))
+		st, period, final, hasFinal := phase(b.cfg, at)
 		b.lc = lifecycle{known: true, state: st, period: period, final: final, hasFin: hasFinal, cfg: scheduleOf(b.cfg)}
 	}
 }
@@ -209,9 +207,9 @@ func (e *Engine) runFinal(ctx context.Context, j *finalJob, ts time.Time) {
 // storeNow is the store's clock, or the engine's own when the store does
 // not answer (frames then follow once it does).
 func (e *Engine) storeNow(ctx context.Context) (time.Time, bool) {
-	rctx, cancel := context.WithTimeout(ctx, e.readTimeout)
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.ReadTimeout)
 	defer cancel()
-	t, err := e.store.Now(rctx)
+	t, err := e.cfg.Store.Now(rctx)
 	if err != nil {
 		return e.now(), false
 	}

@@ -167,7 +167,7 @@ func TestListBudget(t *testing.T) {
 // elapsed, a debt included, up to one budget; the first refill fills it.
 func TestListCreditRefill(t *testing.T) {
 	t.Parallel()
-	e := &Engine{listBudget: 100, interval: 100 * time.Millisecond}
+	e := &Engine{cfg: Config{ListBudget: 100, Interval: 100 * time.Millisecond}}
 	t0 := time.Unix(1e9, 0)
 	e.refill(t0)
 	if e.listCredit != 100 {

@@ -111,7 +111,7 @@ func (ls *lists) admit(sp *Spec, old part) error {
 	}
 	_, ids := listKey(sp.Members)
 	e := ls.b.e
-	if have := ls.owners[sp.Owner]; sp.Owner != "" && e.maxListIDs > 0 {
+	if have := ls.owners[sp.Owner]; sp.Owner != "" && e.cfg.MaxListIDs > 0 {
 		n := len(have) + countMissing(ids, have)
 		if p, ok := old.(*listPart); ok && p.owner == sp.Owner {
 			for _, id := range p.l.ids {
@@ -120,15 +120,15 @@ func (ls *lists) admit(sp *Spec, old part) error {
 				}
 			}
 		}
-		if n > e.maxListIDs {
+		if n > e.cfg.MaxListIDs {
 			return fmt.Errorf("live: subscribe %s: %w: members: this member's lists would hold %d distinct ids on the board, at most %d (on one node)",
-				ls.b.id, rank.ErrBadRequest, n, e.maxListIDs)
+				ls.b.id, rank.ErrBadRequest, n, e.cfg.MaxListIDs)
 		}
 	}
-	if e.listBudget > 0 {
-		if fresh := countMissing(ids, ls.pos); fresh > 0 && e.listIDs+fresh > e.listBudget*maxListPeriods {
+	if e.cfg.ListBudget > 0 {
+		if fresh := countMissing(ids, ls.pos); fresh > 0 && e.listIDs+fresh > e.cfg.ListBudget*maxListPeriods {
 			return fmt.Errorf("live: subscribe %s: %w", ls.b.id, &BusyError{listRetry,
-				fmt.Sprintf("members: this node's lists are at their bound of %d ids; retry later", e.listBudget*maxListPeriods)})
+				fmt.Sprintf("members: this node's lists are at their bound of %d ids; retry later", e.cfg.ListBudget*maxListPeriods)})
 		}
 	}
 	return nil
@@ -217,13 +217,6 @@ type memberList struct {
 	res      *listResult // nil until the first read; replaced, never mutated
 }
 
-func (l *memberList) frame() *frame {
-	if l.res == nil {
-		return nil
-	}
-	return &l.res.frame
-}
-
 type listResult struct {
 	frame
 	entries  []rank.Entry // in rank order
@@ -262,7 +255,7 @@ func (ls *lists) join(sp *Spec, st *start) part {
 			l.pos[i] = ls.add(id)
 		}
 	}
-	if l.watchers.join(st, listSlot, l.frame(), ls.stamp, ls.marked) {
+	if l.watchers.join(st, listSlot, held(l.res), ls.stamp, ls.marked) {
 		ls.mark(0)
 	}
 	ls.own(sp.Owner, l.ids, 1)
@@ -339,11 +332,11 @@ type listPass struct {
 // is spent, the lists stay marked for a later point.
 func (ls *lists) snapshot(*job) pass {
 	e := ls.b.e
-	if !ls.marked || len(ls.byKey) == 0 || (e.listBudget > 0 && e.listCredit <= 0) {
+	if !ls.marked || len(ls.byKey) == 0 || (e.cfg.ListBudget > 0 && e.listCredit <= 0) {
 		return nil
 	}
 	ls.marked = false
-	if e.listBudget > 0 {
+	if e.cfg.ListBudget > 0 {
 		e.listCredit -= len(ls.pos)
 	}
 	// A copy: positions freed and reused while the job reads must not
@@ -459,11 +452,8 @@ func (p *listPass) install(j *job, out []delivery) []delivery {
 		ls.mark(0) // the read failed: again next tick
 		return out
 	}
-	b.saw(p.seq)
-	if j.stale(p.period) {
-		ls.mark(0) // the store has not rolled over yet: read again
-	} else {
-		ls.read = max(ls.read, p.seq)
+	if j.stale(&ls.stamp, p.seq, p.period) {
+		ls.mark(0)
 	}
 	k := slotKey{b.id, listSlot}
 	for i, l := range p.lists {
@@ -472,8 +462,10 @@ func (p *listPass) install(j *job, out []delivery) []delivery {
 			continue
 		}
 		var ok bool
-		out, ok = l.watchers.settle(out, k, j.at, l.frame(), &next.frame,
-			l.res != nil && slices.Equal(l.res.entries, next.entries), func() { next.bytes = j.e.encodeMembers(b.id, next, p.ts) })
+		out, ok = l.watchers.settle(out, k, j.at, held(l.res), &next.frame,
+			l.res != nil && slices.Equal(l.res.entries, next.entries), func() {
+				next.bytes = j.e.appendMembers(b.id, next, p.ts, func(n int) []byte { x, _ := json.Marshal(proto.Entry(next.entries[n])); return x })
+			})
 		if ok {
 			l.res = next
 		}
@@ -481,9 +473,9 @@ func (p *listPass) install(j *job, out []delivery) []delivery {
 	return out
 }
 
-// appendMembers is encodeMembers from its entries' encodings (entry(n)
-// is the n-th entry's, made once per read and shared by every list that
-// shows it): the same bytes, as TestMembersEncoding checks.
+// appendMembers is the exact JSON of a proto.Members frame, from its
+// entries' encodings (entry(n) is the n-th entry's, made once per read and
+// shared by every list that shows it), as TestMembersEncoding checks.
 func (e *Engine) appendMembers(board string, r *listResult, ts int64, entry func(n int) []byte) []byte {
 	e.encoded.Add(1)
 	boardJSON, _ := json.Marshal(board)
@@ -505,14 +497,4 @@ func (e *Engine) appendMembers(board string, r *listResult, ts int64, entry func
 	out = strconv.AppendInt(out, ts, 10)
 	out = append(out, '}')
 	return proto.Decimalize(out, r.decimals)
-}
-
-// encodeMembers is the exact JSON of a proto.Members frame.
-func (e *Engine) encodeMembers(board string, r *listResult, ts int64) []byte {
-	e.encoded.Add(1)
-	b, _ := json.Marshal(proto.Members{
-		Type: proto.TypeMembers, Board: board, Entries: proto.EntriesOf(r.entries),
-		Total: r.total, Seq: r.seq, TS: ts,
-	})
-	return proto.Decimalize(b, r.decimals)
 }

@@ -370,7 +370,11 @@ func TestMembersEncoding(t *testing.T) {
 			b, _ := json.Marshal(proto.Entry(r.entries[n]))
 			return b
 		})
-		if want := e.encodeMembers("g.1", r, 1234); string(got) != string(want) {
+		want, _ := json.Marshal(proto.Members{
+			Type: proto.TypeMembers, Board: "g.1", Entries: proto.EntriesOf(r.entries),
+			Total: r.total, Seq: r.seq, TS: 1234,
+		})
+		if want = proto.Decimalize(want, r.decimals); string(got) != string(want) {
 			t.Errorf("appended\n %s\nencoded\n %s", got, want)
 		}
 	}

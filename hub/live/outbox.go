@@ -1,6 +1,7 @@
 package live
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -129,11 +130,7 @@ func NewOutboxSignal(interval time.Duration, now func() time.Time, ready chan st
 	if now == nil {
 		now = time.Now
 	}
-	return &Outbox{
-		interval: interval,
-		now:      now,
-		ready:    ready,
-	}
+	return &Outbox{interval: interval, now: now, ready: ready}
 }
 
 // NewOutboxWake is NewOutboxSignal calling wake instead of signalling a
@@ -194,11 +191,6 @@ func (o *Outbox) TakeAppend(dst [][]byte, now time.Time) (frames [][]byte, retry
 	// signals Ready itself, and with reads on the board's schedule it is
 	// due when it arrives, so a spectator's writer wakes once per frame and
 	// never for a timer.
-	soonest := func(wait time.Duration) {
-		if wait > 0 && (retryIn == 0 || wait < retryIn) {
-			retryIn = wait
-		}
-	}
 	for _, s := range o.order {
 		if s.frame == nil {
 			continue
@@ -211,7 +203,9 @@ func (o *Outbox) TakeAppend(dst [][]byte, now time.Time) (frames [][]byte, retry
 		}
 		if s.sent && o.interval > 0 {
 			if wait := s.lastSent.Add(o.interval).Sub(now); wait > 0 {
-				soonest(wait)
+				if retryIn == 0 || wait < retryIn {
+					retryIn = wait
+				}
 				continue
 			}
 		}
@@ -289,12 +283,7 @@ func (o *Outbox) close(k slotKey) {
 	if o.last == s {
 		o.last = nil
 	}
-	for i, x := range o.order {
-		if x == s {
-			o.order = append(o.order[:i], o.order[i+1:]...)
-			break
-		}
-	}
+	o.order = slices.DeleteFunc(o.order, func(x *slot) bool { return x == s })
 }
 
 // closeBoard forgets every slot of board.
@@ -348,7 +337,9 @@ func (o *Outbox) offerAt(k slotKey, gen uint64, seq int64, frame []byte, at time
 		// fan-out write it in the writer's place. An initial frame never
 		// goes this way: it must follow its `subscribed`, which the writer
 		// writes. TryAcquire is tried last, since it takes the writer.
-		o.takeDirect(s, seq, at, now)
+		// The bookkeeping is TakeAppend's, as if the writer took it at now.
+		s.readyAt, s.seq = at, seq
+		o.markSent(s, now)
 		o.mu.Unlock()
 		o.direct.WriteDirect(frame)
 		return true
@@ -391,14 +382,6 @@ func (o *Outbox) alone(s *slot) bool {
 		}
 	}
 	return true
-}
-
-// takeDirect is TakeAppend's bookkeeping for a frame of s, due at once, that
-// arrived at at and is written directly instead of being put in the slot:
-// exactly as if the writer had taken it at now. Lock held.
-func (o *Outbox) takeDirect(s *slot, seq int64, at, now time.Time) {
-	s.readyAt, s.seq = at, seq
-	o.markSent(s, now)
 }
 
 // event queues frame to go before any slot's frame. When stale is set, the

@@ -13,24 +13,21 @@ import (
 // ProfilesChanged, which re-sends the frames that show them.
 const maxDecorateWait = 20 * time.Millisecond
 
-// decorateWait is half an interval (20 ms at most): a frame never waits on
-// profiles longer than its read schedule allows.
-func (e *Engine) decorateWait() time.Duration { return min(e.interval/2, maxDecorateWait) }
-
-// decorate gives entries their profile fields, waiting at most
-// decorateWait. No lock held.
+// decorate gives entries their profile fields, waiting at most half an
+// interval (maxDecorateWait at most): a frame never waits on profiles
+// longer than its read schedule allows. No lock held.
 func (e *Engine) decorate(parent context.Context, lists ...[]rank.Entry) {
-	if e.decorator == nil {
+	if e.cfg.Decorator == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(parent, e.decorateWait())
+	ctx, cancel := context.WithTimeout(parent, min(e.cfg.Interval/2, maxDecorateWait))
 	defer cancel()
-	e.decorator.Decorate(ctx, lists...)
+	e.cfg.Decorator.Decorate(ctx, lists...)
 }
 
 // decorateRanks decorates the around entries of every member in one call.
 func (e *Engine) decorateRanks(ctx context.Context, ms []rank.MemberRank) {
-	if e.decorator == nil || len(ms) == 0 {
+	if e.cfg.Decorator == nil || len(ms) == 0 {
 		return
 	}
 	lists := make([][]rank.Entry, len(ms))

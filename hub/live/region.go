@@ -75,14 +75,8 @@ type regionRanker interface {
 	RegionRanks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error)
 }
 
-// regionViews reports whether the store can read region views.
-func (e *Engine) regionViews() bool {
-	_, ok := e.store.(regionRanker)
-	return ok
-}
-
 func (e *Engine) readRegionRanks(ctx context.Context, id string, sel rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
-	rr, ok := e.store.(regionRanker)
+	rr, ok := e.cfg.Store.(regionRanker)
 	if !ok {
 		return rank.Ranks{}, errors.New("live: Config.Store has no RegionRanks")
 	}

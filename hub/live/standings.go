@@ -97,13 +97,6 @@ type topKey struct {
 	cur  *topFrame // the latest frame; nil before the first read
 }
 
-func (key *topKey) frame() *frame {
-	if key.cur == nil {
-		return nil
-	}
-	return &key.cur.frame
-}
-
 type topFrame struct {
 	frame
 	entries []rank.Entry
@@ -145,7 +138,7 @@ func (s *standings) join(sp *Spec, st *start) part {
 		g.keys[k] = key
 	}
 	g.maxN = max(g.maxN, topCount(k))
-	if key.subs.join(st, topSlot, key.frame(), g.stamp, g.dirty) {
+	if key.subs.join(st, topSlot, held(key.cur), g.stamp, g.dirty) {
 		s.mark(g, 0)
 	}
 	return &topPart{s, g, key}
@@ -275,7 +268,7 @@ func (p *standingsPass) read(ctx context.Context, j *job) error {
 		return p.readGroup(ctx, j, &p.groups[0])
 	}
 	var g errgroup.Group
-	g.SetLimit(j.e.parallel)
+	g.SetLimit(j.e.cfg.Parallel)
 	for i := range p.groups {
 		g.Go(func() error { return p.readGroup(ctx, j, &p.groups[i]) })
 	}
@@ -314,29 +307,23 @@ func (p *standingsPass) install(j *job, out []delivery) []delivery {
 			s.mark(g, 0) // again next tick
 			continue
 		}
-		b.saw(r.page.Seq)
-		if j.stale(r.page.Period) {
-			s.mark(g, 0) // the store has not rolled over yet: read again
-		} else {
-			g.read = max(g.read, r.page.Seq)
+		if j.stale(&g.stamp, r.page.Seq, r.page.Period) {
+			s.mark(g, 0)
 		}
+		// Each key's frame becomes current when it is newer and different
+		// (subscribers.settle).
 		for _, kr := range r.keys {
-			if g.keys[kr.key.k] == kr.key {
-				out = s.installKey(j, kr, r.ts, out)
+			key, f := kr.key, kr.next
+			if g.keys[key.k] != key {
+				continue
+			}
+			var ok bool
+			out, ok = key.subs.settle(out, slotKey{b.id, topSlot}, j.at, held(key.cur), &f.frame,
+				key.cur != nil && sameTop(key.cur, f), func() { f.bytes = j.e.encodeTop(b.id, f, r.ts) })
+			if ok {
+				key.cur = f
 			}
 		}
-	}
-	return out
-}
-
-// installKey makes kr's frame the key's current one when it is newer and
-// different, delivering it to the key's subscribers (subscribers.settle).
-func (s *standings) installKey(j *job, kr keyRead, ts int64, out []delivery) []delivery {
-	key, f := kr.key, kr.next
-	out, ok := key.subs.settle(out, slotKey{j.b.id, topSlot}, j.at, key.frame(), &f.frame,
-		key.cur != nil && sameTop(key.cur, f), func() { f.bytes = j.e.encodeTop(j.b.id, f, ts) })
-	if ok {
-		key.cur = f
 	}
 	return out
 }

@@ -20,8 +20,10 @@ package live
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
@@ -52,14 +54,6 @@ type streamState struct {
 	nextAt time.Time
 }
 
-// latest is the last transition recorded, zero when none.
-func (s *streamState) latest() time.Time {
-	if !s.ok || len(s.st.Marks) == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(s.st.Marks[len(s.st.Marks)-1].At)
-}
-
 // phaseNow is the moment b's phase is told at, by the store's time sn
 // (an estimate): a transition is told once it is recorded (rank.Streams),
 // so that every frame after it on any node is newer than its mark. That
@@ -69,13 +63,12 @@ func (s *streamState) latest() time.Time {
 // answer), the last one recorded. Without a stream (no store streams, a
 // board not read yet): sn. Lock held.
 func (b *board) phaseNow(sn time.Time) time.Time {
-	l := b.stream.latest()
-	switch {
-	case l.IsZero():
+	s := &b.stream
+	if !s.ok || len(s.st.Marks) == 0 {
 		return sn
-	case l.After(sn):
-		return l
-	case !b.stream.nextAt.IsZero() && !sn.Before(b.stream.nextAt):
+	}
+	l := time.UnixMilli(s.st.Marks[len(s.st.Marks)-1].At) // the last transition recorded
+	if l.After(sn) || (!s.nextAt.IsZero() && !sn.Before(s.nextAt)) {
 		return l
 	}
 	return sn
@@ -126,7 +119,7 @@ func (b *board) install(st rank.Stream, sn time.Time) {
 // its stream; concurrent calls for one board share one store call.
 func (e *Engine) mark(ctx context.Context, board string) (rank.Stream, error) {
 	v, err := e.flights.do(ctx, "m\x00"+board, func(ctx context.Context) (any, error) {
-		rctx, cancel := context.WithTimeout(ctx, e.readTimeout)
+		rctx, cancel := context.WithTimeout(ctx, e.cfg.ReadTimeout)
 		defer cancel()
 		e.reads.Add(1)
 		return e.streams.MarkStream(rctx, board)
@@ -156,27 +149,24 @@ func (e *Engine) markDue(ctx context.Context, sn time.Time) {
 }
 
 func (e *Engine) markAll(ctx context.Context, ids []string, sn time.Time) {
-	sem := make(chan struct{}, e.parallel)
-	done := make(chan struct{})
+	var g errgroup.Group
+	g.SetLimit(e.cfg.Parallel)
 	for _, id := range ids {
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; done <- struct{}{} }()
+		g.Go(func() error {
 			st, err := e.mark(ctx, id)
 			if err != nil {
 				e.readFailed(ctx, "mark stream", id, err)
-				return
+				return nil
 			}
 			e.mu.Lock()
 			if b := e.boards[id]; b != nil {
 				b.install(st, sn)
 			}
 			e.mu.Unlock()
-		}()
+			return nil
+		})
 	}
-	for range ids {
-		<-done
-	}
+	g.Wait()
 }
 
 // settleTransitions runs before a job of b delivers what it read: when the
@@ -300,7 +290,15 @@ func (e *Engine) resumable(ctx context.Context, board string, sn time.Time, st r
 		}
 		st = fresh
 	}
-	if since.Seq <= e.knownSeq(board, st) {
+	// The greatest seq this node knows of: its stream's, its change
+	// stream's, its reads'.
+	e.mu.Lock()
+	known := st.Seq
+	if b := e.boards[board]; b != nil {
+		known = max(known, b.maxSeq, b.seenSeq)
+	}
+	e.mu.Unlock()
+	if since.Seq <= known {
 		return st, true
 	}
 	// Ahead of what this node knows: the store may just be ahead of it,
@@ -312,14 +310,14 @@ func (e *Engine) resumable(ctx context.Context, board string, sn time.Time, st r
 	if since.Seq <= fresh.Seq {
 		return fresh, fresh.Epoch == since.Epoch
 	}
-	rctx, cancel := context.WithTimeout(ctx, e.readTimeout)
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.ReadTimeout)
 	epoch, err := e.streams.RenewEpoch(rctx, board, fresh.Epoch)
 	cancel()
 	if err != nil {
 		e.readFailed(ctx, "renew epoch", board, err)
 		return fresh, false
 	}
-	e.log.Warn("live: a client held a later seq than the store: the store lost writes; the board's stream gets a new epoch",
+	e.cfg.Logger.Warn("live: a client held a later seq than the store: the store lost writes; the board's stream gets a new epoch",
 		"board", board, "seq", fresh.Seq, "client_seq", since.Seq, "epoch", epoch)
 	fresh.Epoch = epoch
 	e.mu.Lock()
@@ -328,18 +326,6 @@ func (e *Engine) resumable(ctx context.Context, board string, sn time.Time, st r
 	}
 	e.mu.Unlock()
 	return fresh, false
-}
-
-// knownSeq is the greatest seq of board this node knows of: its stream's,
-// its change stream's, its reads'.
-func (e *Engine) knownSeq(board string, st rank.Stream) int64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n := st.Seq
-	if b := e.boards[board]; b != nil {
-		n = max(n, b.maxSeq, b.seenSeq)
-	}
-	return n
 }
 
 // latestOf is the moment a board's phase is told at for stream st at
@@ -462,40 +448,15 @@ func (e *Engine) keepFinal(key finalKey, b []byte) {
 }
 
 // flights lets concurrent callers of one key share one call.
-type flights struct {
-	mu sync.Mutex // guards m
-	m  map[string]*flight
-}
-
-type flight struct {
-	done chan struct{}
-	v    any
-	err  error
-}
+type flights struct{ g singleflight.Group }
 
 // do runs fn once for every caller of key that arrives while it runs; a
 // caller whose ctx ends stops waiting (the call goes on for the others).
 func (fs *flights) do(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
-	fs.mu.Lock()
-	if fs.m == nil {
-		fs.m = make(map[string]*flight)
-	}
-	f := fs.m[key]
-	if f == nil {
-		f = &flight{done: make(chan struct{})}
-		fs.m[key] = f
-		go func() {
-			f.v, f.err = fn(context.WithoutCancel(ctx))
-			fs.mu.Lock()
-			delete(fs.m, key)
-			fs.mu.Unlock()
-			close(f.done)
-		}()
-	}
-	fs.mu.Unlock()
+	ch := fs.g.DoChan(key, func() (any, error) { return fn(context.WithoutCancel(ctx)) })
 	select {
-	case <-f.done:
-		return f.v, f.err
+	case r := <-ch:
+		return r.Val, r.Err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

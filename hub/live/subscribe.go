@@ -104,7 +104,7 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 			return fmt.Errorf("live: subscribe %s: %w", sp.Board, err)
 		}
 	}
-	if sp.RegionView && (!cfg.Regions || !e.regionViews()) {
+	if _, ok := e.cfg.Store.(regionRanker); sp.RegionView && (!cfg.Regions || !ok) {
 		return fmt.Errorf("live: subscribe %s: %w", sp.Board, rank.NoRegions(sp.Board))
 	}
 	sn, _ := e.storeNow(ctx)
@@ -123,13 +123,20 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 	}
 	e.unregister(o, b)
 	e.addBoard(b) // new, or unregister dropped it as left empty
-	s := e.register(o, b)
+	subs := e.conns[o]
+	if subs == nil {
+		subs = make(map[string]*sub)
+		e.conns[o] = subs
+	}
+	s := &sub{parts: make([]part, len(b.kinds))}
+	subs[b.id] = s
+	b.nsubs++
 	if sp.stream != nil && b.cfgOK && (!b.stream.ok || b.stream.st.Seq < sp.stream.Seq) {
 		b.install(*sp.stream, sn)
 	}
 	o.eventsUncapped(sp.finals)
 	if sp.quiet {
-		b.knowPhase(sn)
+		b.knowPhase(b.phaseNow(sn))
 	} else {
 		b.tell(o, sn)
 	}
@@ -202,19 +209,6 @@ func (e *Engine) config(ctx context.Context, board string) (rank.Board, error) {
 // the board's kinds (nil: it asked nothing of it).
 type sub struct{ parts []part }
 
-// register records o's new subscription to b. Lock held.
-func (e *Engine) register(o *Outbox, b *board) *sub {
-	subs := e.conns[o]
-	if subs == nil {
-		subs = make(map[string]*sub)
-		e.conns[o] = subs
-	}
-	s := &sub{parts: make([]part, len(b.kinds))}
-	subs[b.id] = s
-	b.nsubs++
-	return s
-}
-
 // Unsubscribe ends o's subscription to board, pending frames included.
 func (e *Engine) Unsubscribe(o *Outbox, board string) {
 	e.mu.Lock()
@@ -272,8 +266,8 @@ func (e *Engine) addBoard(b *board) {
 	}
 	_, had := e.boards[b.id]
 	e.boards[b.id] = b
-	if !had && e.onWatch != nil {
-		e.onWatch(b.id, true)
+	if !had && e.cfg.OnWatch != nil {
+		e.cfg.OnWatch(b.id, true)
 	}
 }
 
@@ -284,7 +278,7 @@ func (e *Engine) dropBoard(id string) {
 		return
 	}
 	delete(e.boards, id)
-	if e.onWatch != nil {
-		e.onWatch(id, false)
+	if e.cfg.OnWatch != nil {
+		e.cfg.OnWatch(id, false)
 	}
 }

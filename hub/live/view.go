@@ -1,6 +1,7 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"math"
@@ -93,7 +94,7 @@ func (vs *views) join(sp *Spec, st *start) part {
 		vs.byKey[k] = v
 		vs.byMember[k.member] = append(vs.byMember[k.member], v)
 	}
-	if v.watchers.join(st, viewSlot, v.frame(), v.stamp, v.dirty) {
+	if v.watchers.join(st, viewSlot, held(v.res), v.stamp, v.dirty) {
 		vs.mark(v, 0)
 	}
 	return &viewPart{vs, v}
@@ -254,12 +255,9 @@ func (vs *views) snapshot(j *job) pass {
 	return p
 }
 
-func (p *viewPass) read(ctx context.Context, j *job) error {
-	var first error
+func (p *viewPass) read(ctx context.Context, j *job) (first error) {
 	for i := range p.groups {
-		if err := p.readAround(ctx, j, &p.groups[i]); err != nil && first == nil {
-			first = err
-		}
+		first = cmp.Or(first, p.readAround(ctx, j, &p.groups[i]))
 	}
 	return first
 }
@@ -303,23 +301,26 @@ func (p *viewPass) install(j *job, out []delivery) []delivery {
 			}
 			continue
 		}
-		b.saw(g.seq)
 		if minSeq < 0 || g.seq < minSeq {
 			minSeq = g.seq
 		}
-		stale := j.stale(g.period)
 		for _, vj := range g.vjs {
 			v := vj.v
-			if stale {
-				vs.mark(v, 0) // the store has not rolled over yet: read again
-			} else {
-				v.read = max(v.read, g.seq)
+			if j.stale(&v.stamp, g.seq, g.period) {
+				vs.mark(v, 0)
 			}
 			if v.removed {
 				continue
 			}
+			// next becomes current when it is newer and different, and the
+			// view's window is indexed again (subscribers.settle).
+			next := vj.next
 			var ok bool
-			if out, ok = vs.install(j, v, vj.next, out); ok {
+			out, ok = v.watchers.settle(out, slotKey{b.id, viewSlot}, j.at, held(v.res), &next.frame,
+				v.res != nil && sameView(v.res.mr, next.mr), func() { next.bytes = j.e.encodeView(b.id, v.key, next, j.e.now().UnixMilli()) })
+			if ok {
+				v.res = next
+				vs.setRange(v)
 				installed = append(installed, v)
 			}
 		}
@@ -328,26 +329,6 @@ func (p *viewPass) install(j *job, out []delivery) []delivery {
 		vs.replay(minSeq, installed)
 	}
 	return out
-}
-
-// install makes next v's current result if it is newer and different,
-// re-indexing the view's window and delivering it to v's watchers
-// (subscribers.settle).
-func (vs *views) install(j *job, v *view, next *viewResult, out []delivery) ([]delivery, bool) {
-	out, ok := v.watchers.settle(out, slotKey{vs.b.id, viewSlot}, j.at, v.frame(), &next.frame,
-		v.res != nil && sameView(v.res.mr, next.mr), func() { next.bytes = j.e.encodeView(vs.b.id, v.key, next, j.e.now().UnixMilli()) })
-	if ok {
-		v.res = next
-		vs.setRange(v)
-	}
-	return out, ok
-}
-
-func (v *view) frame() *frame {
-	if v.res == nil {
-		return nil
-	}
-	return &v.res.frame
 }
 
 // replay re-tests the changes logged since the job began whose seq is

@@ -47,7 +47,7 @@ func (v viewersTold) count() *int {
 // the lifecycle they were last told. st is the store's time, now this
 // node's. Lock held, after lifecycleTick.
 func (e *Engine) viewersTick(b *board, st, now time.Time) {
-	if e.others == nil || !b.lc.known {
+	if e.cfg.OtherViewers == nil || !b.lc.known {
 		return
 	}
 	if b.told.checked.IsZero() {
@@ -61,7 +61,7 @@ func (e *Engine) viewersTick(b *board, st, now time.Time) {
 	}
 	b.told.checked = now
 	os := b.outboxes()
-	n := len(os) + e.others(b.id)
+	n := len(os) + e.cfg.OtherViewers(b.id)
 	if b.told.known && n == b.told.n {
 		return
 	}
