@@ -413,10 +413,7 @@ func (o *Outbox) eventsUncapped(frames [][]byte) {
 	o.mu.Lock()
 	o.events = append(o.events, frames...)
 	o.mu.Unlock()
-	select {
-	case o.ready <- struct{}{}:
-	default:
-	}
+	o.signal() // a hub Outbox (NewOutboxWake) has no ready channel
 }
 
 // target is one subscriber slot a frame goes to.
