@@ -11,6 +11,7 @@ import (
 
 	"github.com/wsgateway/wsgateway/auth"
 	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // TestDrainHints (§15, R14): on Shutdown every connection is told at once
@@ -73,7 +74,7 @@ func TestDrainHints(t *testing.T) {
 	go func() {
 		for i := 0; time.Since(start) < drain; i++ {
 			g.Store.Apply(t.Context(), rank.Event{Board: "dh", ID: fmt.Sprintf("e%d", i), Member: "m",
-				Op: rank.OpIncr, Amount: 1}, func(rank.Result, error) {})
+				Op: rank.OpDelta, Amount: 1}, func(rank.Result, error) {})
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
