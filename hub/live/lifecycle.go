@@ -141,7 +141,7 @@ func (e *Engine) lifecycleTick(b *board, now time.Time) *finalJob {
 		lc.state, lc.period, lc.cfg = st, period, sc
 		frame := encodeBoard(b.cfg, st, period, now, b.told.count())
 		for _, o := range b.outboxes() {
-			o.event(frame, nil)
+			o.event(frame)
 		}
 	}
 	if !hasFinal || (lc.hasFin && final == lc.final) {
@@ -167,7 +167,7 @@ func (b *board) tell(o *Outbox, sn time.Time) {
 	sn = b.phaseNow(sn)
 	b.knowPhase(sn)
 	st, period, _, _ := phase(b.cfg, sn)
-	o.event(encodeBoard(b.cfg, st, period, sn, b.told.count()), nil)
+	o.event(encodeBoard(b.cfg, st, period, sn, b.told.count()))
 }
 
 // knowPhase records b's phase at at (a moment of phaseNow) as told, when
@@ -185,7 +185,6 @@ func (b *board) knowPhase(at time.Time) {
 // the period that ended. A cohort's id names another group in the next
 // period, so this is the last frame of the group the subscriber watched.
 func (e *Engine) runFinal(ctx context.Context, j *finalJob, ts time.Time) {
-	key := slotKey{j.board, topSlot}
 	for _, fg := range j.groups {
 		page, err := e.readTop(ctx, fg.src, j.board, j.read.sel, fg.id, fg.n)
 		if err != nil {
@@ -198,7 +197,7 @@ func (e *Engine) runFinal(ctx context.Context, j *finalJob, ts time.Time) {
 				e.keepFinal(finalKey{j.board, j.read.period, fg.src.name(), fg.id, k}, frame)
 			}
 			for _, t := range to {
-				t.o.event(frame, &key)
+				t.o.final(j.board, j.read.period, frame)
 			}
 		}
 	}
@@ -239,6 +238,6 @@ func (e *Engine) BoardDeleted(board string) {
 	frame, _ := json.Marshal(proto.Board{Type: proto.TypeBoard, Board: board, State: "deleted", TS: e.now().UnixMilli()})
 	for _, o := range os {
 		o.closeBoard(board)
-		o.event(frame, nil)
+		o.event(frame)
 	}
 }

@@ -1,9 +1,16 @@
 package live
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
+
+	"github.com/wsgateway/wsgateway/proto"
+	"github.com/wsgateway/wsgateway/rank"
 )
 
 // resume subscribes r as a resume of a client whose greatest seq of the
@@ -140,6 +147,86 @@ func TestSubscribeStorm(t *testing.T) {
 		h.check(late, "g", 10, member(7), 2)
 		if top, ranks := h.reads(); top != top0+1 || ranks != ranks0+1 {
 			t.Errorf("a change and a subscribe: top +%d ranks +%d reads, want the scheduled 1 and 1", top-top0, ranks-ranks0)
+		}
+	})
+}
+
+// TestResumeFinalOnce (§15, R34): a resume that joins just as a period
+// becomes final, its missed finals taken from a stream that recorded the
+// period's end before this node's tick told it, gets that period's final
+// frame once and first, not again from the transition the tick then tells;
+// a subscriber that stayed gets it live, once.
+func TestResumeFinalOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		// The store's clock is moved without moving the bubble's: the
+		// engine does not tick between the move and the resume.
+		var skew atomic.Int64
+		clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+		h := newHarness(t, Config{Refresh: -1}, clock)
+		time.Sleep(10 * time.Second) // past the grace of the period before the bubble's start
+		b := rank.DefaultBoard("rf")
+		b.Reset = "1m"
+		h.board(b)
+		join := func(r *reader, since *proto.Since) Joined {
+			t.Helper()
+			j, err := h.e.SubscribeStream(context.Background(), r.o, Spec{Board: "rf", Top: 3}, since)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return j
+		}
+		stay := newReader(t) // keeps the board watched: its phase is told here
+		join(stay, nil)
+		h.apply("rf", member(1), 5, true)
+		h.apply("rf", member(2), 7, true)
+		away := newReader(t)
+		j := join(away, nil)
+		h.settle()
+		away.drain()
+		since := &proto.Since{Epoch: j.Epoch, Seq: latest(away, "rf")}
+		h.e.Drop(away.o)
+
+		p0 := rank.PeriodAt(b, clock())
+		skew.Add(int64(p0.End.Sub(clock()) + time.Second))
+		back := newReader(t)
+		back.boards["rf"] = away.boards["rf"] // the client's, for drain's order check
+		if j := join(back, since); !j.Resumed {
+			t.Fatalf("resume across the period's end: %+v, want resumed", j)
+		}
+		// The missed final goes first, before the board frame.
+		fs, _ := back.o.Take(time.Now())
+		var first proto.Top
+		if len(fs) == 0 || json.Unmarshal(fs[0], &first) != nil || !first.Final || first.Period != p0.Index || len(first.Entries) != 2 {
+			t.Fatalf("first frames of the resume: %q, want period %d's final", fs, p0.Index)
+		}
+		for _, f := range fs[1:] {
+			if bytes.Contains(f, []byte(`"final":true`)) {
+				t.Errorf("the missed final came twice at once: %s", f)
+			}
+		}
+		for range 3 {
+			h.settle()
+			back.drain()
+			stay.drain()
+		}
+		if fs := back.finals["rf"]; len(fs) != 0 {
+			t.Errorf("resumed: %d more final frames %+v after the missed one", len(fs), fs)
+		}
+		if fs := stay.finals["rf"]; len(fs) != 1 || fs[0].Period != p0.Index || len(fs[0].Entries) != 2 {
+			t.Errorf("stayed: final frames %+v, want period %d's once", fs, p0.Index)
+		}
+
+		// The next period's final comes live to the resumed subscription.
+		p1 := rank.PeriodAt(b, clock())
+		time.Sleep(p1.End.Sub(clock()) + time.Second)
+		h.settle()
+		back.drain()
+		if fs := back.finals["rf"]; len(fs) != 1 || fs[0].Period != p1.Index {
+			t.Errorf("resumed: final frames %+v after period %d ended, want its final", fs, p1.Index)
+		}
+		if back.o.missed != nil {
+			t.Errorf("resumed: the Outbox still holds %v once a later final came", back.o.missed)
 		}
 	})
 }

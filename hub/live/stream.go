@@ -250,7 +250,7 @@ func (e *Engine) SubscribeStream(ctx context.Context, o *Outbox, sp Spec, since 
 		sp.Resume, sp.Since = true, since.Seq
 		sp.quiet = !boardChanged(cfg, st, since.Seq, now)
 		if sp.Top > 0 {
-			sp.finals = e.missedFinals(ctx, cfg, st, since.Seq, now, &sp)
+			sp.finals, sp.lastFinal = e.missedFinals(ctx, cfg, st, since.Seq, now, &sp)
 		}
 	}
 	return Joined{Epoch: st.Epoch, Resumed: resumed}, e.SubscribeSpec(ctx, o, sp)
@@ -355,13 +355,13 @@ func boardChanged(cfg rank.Board, st rank.Stream, since int64, now time.Time) bo
 }
 
 // missedFinals is the final top frames (sp's N, meta and group) of the
-// periods whose finality st recorded after seq since, oldest first: those
-// still readable at now, but the board's own final when the board is
-// final, which its current frame shows. Each comes from the engine's
-// cache, else from one read shared by every resume that wants it.
-func (e *Engine) missedFinals(ctx context.Context, cfg rank.Board, st rank.Stream, since int64, now time.Time, sp *Spec) [][]byte {
+// periods whose finality st recorded after seq since, oldest first, and
+// the newest one's period: those still readable at now, but the board's
+// own final when the board is final, which its current frame shows. Each
+// comes from the engine's cache, else from one read shared by every
+// resume that wants it.
+func (e *Engine) missedFinals(ctx context.Context, cfg rank.Board, st rank.Stream, since int64, now time.Time, sp *Spec) (out [][]byte, last int64) {
 	src := e.source(sp.Group.Kind)
-	var out [][]byte
 	for _, tr := range cfg.Transitions(now, rank.MarkDepth(cfg)) {
 		if !tr.Final {
 			continue
@@ -377,9 +377,9 @@ func (e *Engine) missedFinals(ctx context.Context, cfg rank.Board, st rank.Strea
 		if err != nil {
 			continue // logged; the live frames go on
 		}
-		out = append(out, f)
+		out, last = append(out, f), tr.FinalPeriod
 	}
-	return out
+	return out, last
 }
 
 // finalKey names one final frame: a board's period, a group, a top key.

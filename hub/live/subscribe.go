@@ -42,11 +42,13 @@ type Spec struct {
 	Since  int64
 
 	// Set by SubscribeStream (stream.go): the board's stream as read for
-	// this subscribe, the final frames a resume missed (sent first), and
-	// quiet: a resume that holds the board frame already.
-	stream *rank.Stream
-	finals [][]byte
-	quiet  bool
+	// this subscribe, the final frames a resume missed (sent first) and
+	// the newest one's period, and quiet: a resume that holds the board
+	// frame already.
+	stream    *rank.Stream
+	finals    [][]byte
+	lastFinal int64
+	quiet     bool
 }
 
 // Group names one group of a board's members: a Kind of grouping (Cohort)
@@ -134,7 +136,7 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 	if sp.stream != nil && b.cfgOK && (!b.stream.ok || b.stream.st.Seq < sp.stream.Seq) {
 		b.install(*sp.stream, sn)
 	}
-	o.eventsUncapped(sp.finals)
+	o.resumeFinals(b.id, sp.lastFinal, sp.finals)
 	if sp.quiet {
 		b.knowPhase(b.phaseNow(sn))
 	} else {
