@@ -33,6 +33,7 @@ type countingStore struct {
 type gate struct {
 	held    chan struct{} // closed when a read is held
 	release chan struct{}
+	before  bool // held before it reads (topGate)
 }
 
 func (g *gate) hold() {
@@ -45,8 +46,12 @@ func (c *countingStore) Top(ctx context.Context, board string, p rank.PeriodSel,
 	if c.fail.Load() {
 		return rank.Page{}, rank.ErrUnavailable
 	}
+	g := c.topGate.Swap(nil)
+	if g != nil && g.before {
+		g.hold()
+	}
 	pg, err := c.Store.Top(ctx, board, p, offset, limit)
-	if g := c.topGate.Swap(nil); g != nil {
+	if g != nil && !g.before {
 		g.hold()
 	}
 	return pg, err

@@ -391,3 +391,52 @@ func noStaleTop(t *testing.T, inFlight bool) {
 		t.Errorf("resumed: last top frame %+v, want the next period's (empty)", m)
 	}
 }
+
+// TestJoinToldFirst (§15, R19): a subscribe whose read of the board's
+// stream records a transition this node has not told yet does not let a
+// read in flight hand the board's subscribers a frame from after it first:
+// they are told the transition (the next period's board frame, the ended
+// period's final) before the next period's top frame, so a client never
+// holds a seq newer than a transition it was not told.
+func TestJoinToldFirst(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFinalRace(t)
+		w := newEagerReader(t) // no frame coalesced away before it is written
+		f.join(t.Context(), w, nil)
+		f.settle()
+		g := &gate{held: make(chan struct{}), release: make(chan struct{}), before: true}
+		f.h.st.topGate.Store(g) // the read of the change below, before it reads
+		f.h.apply("rf", member(3), 9, true)
+		<-g.held
+		f.endP0()
+		f.join(t.Context(), newReader(t), nil) // records p0's end
+		close(g.release)
+		f.settle()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var told, final bool
+		for _, fr := range w.all {
+			var m struct {
+				Type, State string
+				Period      int64
+				Final       bool
+				Entries     []proto.Entry
+			}
+			if err := json.Unmarshal(fr, &m); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case m.Type == proto.TypeBoard && m.Period == f.p0.Index+1:
+				told = true
+			case m.Type == proto.TypeTop && m.Final:
+				final = true
+			case m.Type == proto.TypeTop && len(m.Entries) == 0 && (!told || !final):
+				t.Errorf("watcher: the next period's top frame before its board frame (%v) and the final (%v): %s", told, final, fr)
+			}
+		}
+		if !told || !final {
+			t.Errorf("watcher: board frame of the next period %v, final %v; want both", told, final)
+		}
+	})
+}

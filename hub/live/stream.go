@@ -191,7 +191,17 @@ func (e *Engine) settleTransitions(ctx context.Context, b *board) {
 	}
 	e.mu.Lock()
 	next := b.stream.nextAt
-	e.mu.Unlock()
+	// A subscribe's read of the stream may have recorded a transition
+	// that the tick did not tell yet: told first, at its mark.
+	var f *finalJob
+	l, ok := b.lastMark()
+	if ok && b.cfgOK && b.lc.known && l.After(b.lc.at) {
+		f = e.lifecycleTick(b, l)
+	}
+	e.unlock()
+	if f != nil {
+		e.runFinal(ctx, f, l)
+	}
 	if next.IsZero() {
 		return
 	}
@@ -206,7 +216,7 @@ func (e *Engine) settleTransitions(ctx context.Context, b *board) {
 	}
 	e.mu.Lock()
 	b.install(st, sn)
-	var f *finalJob
+	f = nil
 	if b.cfgOK {
 		f = e.lifecycleTick(b, b.phaseNow(sn))
 	}
