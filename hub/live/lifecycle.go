@@ -167,7 +167,7 @@ func (e *Engine) lifecycleTick(b *board, now time.Time) *finalJob {
 	}
 	defer b.pruneAhead(now)
 	if now.After(lc.at) {
-		lc.at = now // the phase found at now is told from here on
+		lc.at = now // a moment of the phase told from here on
 	}
 	st, period, final, hasFinal := phase(b.cfg, now)
 	if sc := scheduleOf(b.cfg); st != lc.state || period != lc.period || sc != lc.cfg {
