@@ -97,9 +97,9 @@ if opt.hold then
     if ARGV[12 + 8 * (i - 1) + 6] ~= '' or (hdv and hdv[i]) then needHeld = true end
   end
 
-  -- wouldRank is the rank sorted-set member zm of stored score sc would
-  -- have in z (it is in q): placed in z for one ZREVRANK and taken out.
-  local function wouldRank(z, sc, zm)
+  -- The core's wouldRank (a held entry is in q, not in z): placed in z for
+  -- one ZREVRANK and taken out.
+  wouldRank = function(z, sc, zm)
     if tie == 'shared' then return call('ZCOUNT', z, '(' .. sc, '+inf') + 1 end
     call('ZADD', z, sc, zm)
     local r = call('ZREVRANK', z, zm)

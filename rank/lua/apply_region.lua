@@ -60,11 +60,7 @@ if opt.region then
         if s == cur then batchExpire(B, gk, ttl) else call('PEXPIRE', gk, ttl) end
       end
     end
-    if tie == 'shared' then return call('ZCOUNT', rk, '(' .. sc, '+inf') + 1 end
-    call('ZADD', rk, sc, newz)
-    local r = call('ZREVRANK', rk, newz)
-    call('ZREM', rk, newz)
-    return r + 1
+    return wouldRank(rk, sc, newz) -- apply_hold.lua's
   end
 
   -- ev's fields are read once each into locals: a table access costs
