@@ -90,6 +90,9 @@ func (c *conn) read() (stop bool, err error) {
 			}
 			return true, err
 		}
+		if !scorer && c.s.SkipPongs() {
+			continue // a pong to the node's ping: wait on, on this stack
+		}
 		// The replies queued while the reader handles what the client sent
 		// (all of a pipelined stream) wake no writer (quiet): the reader
 		// writes them after, in one write in the writer's place that never

@@ -201,7 +201,7 @@ func (c *conn) pingDue(now time.Time) {
 	if c.draining.Load() || c.closeAsked.Load() || c.aborted.Load() {
 		return
 	}
-	c.h.wheel.add(c, timerPing, now.Add(jitter(c.h.cfg.PingInterval)))
+	c.h.wheel.add(c, timerPing, now.Add(c.h.cfg.PingInterval)) // the first was jittered (start)
 	// The pong check counts from the oldest ping not checked yet: a ping
 	// interval shorter than the write timeout does not keep moving it.
 	if c.due[timerPong].Load() == 0 {
