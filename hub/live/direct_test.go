@@ -126,7 +126,7 @@ func directBehind(t *testing.T, o *Outbox, d *fakeDirect, gen uint64) {
 	const iv = directIV
 	top, view := slotKey{"b", topSlot}, slotKey{"b", viewSlot}
 	// An event waiting: the frame must follow it, through Take.
-	o.event([]byte("event"), nil)
+	o.event([]byte("event"))
 	ready(o)
 	o.offer(top, gen, 4, frameOf(4))
 	if len(d.frames) != 1 {

@@ -384,29 +384,39 @@ func (o *Outbox) alone(s *slot) bool {
 	return true
 }
 
-// event queues frame to go before any slot's frame. When stale is set, the
-// pending frame of that slot is dropped: it is older than the event (a
-// final top frame supersedes the ended period's last frame).
-func (o *Outbox) event(frame []byte, stale *slotKey) {
+// event queues frame to go before any slot's frame.
+func (o *Outbox) event(frame []byte) {
 	o.mu.Lock()
-	if stale != nil {
-		if s := o.slot(*stale); s != nil && s.frame != nil {
-			s.frame = nil
-			o.coalesced++
-		}
-	}
+	o.push(frame)
+	o.mu.Unlock()
+	o.signal()
+}
+
+// push queues an event, dropping the oldest past maxEvents. Lock held.
+func (o *Outbox) push(frame []byte) {
 	if len(o.events) >= maxEvents {
 		o.events = o.events[1:]
 		o.coalesced++
 	}
 	o.events = append(o.events, frame)
+}
+
+// final queues the final top frame of a period or board (R19), dropping
+// the top slot's pending frame: the ended period's, older than its final.
+func (o *Outbox) final(board string, frame []byte) {
+	o.mu.Lock()
+	if s := o.slot(slotKey{board, topSlot}); s != nil && s.frame != nil {
+		s.frame = nil
+		o.coalesced++
+	}
+	o.push(frame)
 	o.mu.Unlock()
 	o.signal()
 }
 
-// eventsUncapped queues frames as events, oldest first, however many: a
-// resume's missed final frames (§15), at most a board's retain.
-func (o *Outbox) eventsUncapped(frames [][]byte) {
+// resumeFinals queues a resume's missed final frames (§15), oldest first,
+// however many (at most the board's retain).
+func (o *Outbox) resumeFinals(frames [][]byte) {
 	if len(frames) == 0 {
 		return
 	}

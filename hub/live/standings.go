@@ -105,6 +105,8 @@ type topFrame struct {
 	decimals int
 	// final: the frame shows a final board's standings (R19).
 	final finalRead
+	// period is the period the read answered for (b.past).
+	period int64
 	// meta: the entries carry their meta (a "meta": true subscription).
 	meta  bool
 	src   source
@@ -306,6 +308,9 @@ func (p *standingsPass) install(j *job, out []delivery) []delivery {
 		case !r.ok:
 			s.mark(g, 0) // again next tick
 			continue
+		case b.past(r.page.Period) && !j.final.is:
+			s.mark(g, 0) // read before its period's final went out: the next read is of the current one
+			continue
 		}
 		if j.stale(&g.stamp, r.page.Seq, r.page.Period) {
 			s.mark(g, 0)
@@ -350,11 +355,25 @@ func (s *standings) finals() []finalGroup {
 	return out
 }
 
+// ended forgets the held frames of period p or older (not a final
+// board's), and has the groups read: a later subscriber gets the current
+// period's (b.ended), as do the others (a key held nothing).
+func (s *standings) ended(p int64) {
+	for _, g := range s.groups {
+		for _, key := range g.keys {
+			if key.cur != nil && key.cur.period <= p && !key.cur.final.is {
+				key.cur = nil
+				s.mark(g, 0)
+			}
+		}
+	}
+}
+
 func newTopFrame(page rank.Page, k int, final finalRead, src source, group string) *topFrame {
 	return &topFrame{
 		frame:   frame{seq: page.Seq},
 		entries: page.Entries[:min(topCount(k), len(page.Entries))], total: page.Total,
-		decimals: page.Decimals, final: final, meta: topMeta(k), src: src, group: group,
+		decimals: page.Decimals, final: final, period: page.Period, meta: topMeta(k), src: src, group: group,
 	}
 }
 

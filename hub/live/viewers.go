@@ -66,6 +66,6 @@ func (e *Engine) viewersTick(b *board, st, now time.Time) {
 	b.told.known, b.told.n = true, n
 	frame := encodeBoard(b.cfg, b.lc.state, b.lc.period, st, &n)
 	for _, o := range b.outboxes() {
-		o.event(frame, nil)
+		o.event(frame)
 	}
 }
