@@ -30,7 +30,7 @@
 #      ack latency at one offered load.
 #
 # Knobs (env): BENCH_DURATION (10s), BENCH_SPECTATORS (10000),
-# BENCH_PING_INTERVAL (45s, the default: the idle part's --ping-interval),
+# BENCH_PING_INTERVAL (25s, the default: the idle part's --ping-interval, in s),
 # BENCH_IDLE_SECS (the ping interval's seconds: the idle CPU's window),
 # BENCH_PLAYERS (32), BENCH_INFLIGHT (16), BENCH_CEIL_N (300000),
 # BENCH_FANOUT_SIZES ("1000 $BENCH_SPECTATORS"), BENCH_OUT (bench/out),
@@ -358,7 +358,7 @@ fi
 # opens once every connection had its first ping (jittered: some time in
 # the first interval) and lasts one interval, so it holds one ping per
 # connection, as every interval does from then on.
-PING=${BENCH_PING_INTERVAL:-45s}
+PING=${BENCH_PING_INTERVAL:-25s}
 PING_SECS=${PING%s}
 IDLE_SECS=${BENCH_IDLE_SECS:-$PING_SECS}
 # metric NAME: a sample of the gateway's /metrics (its --metrics-addr).

@@ -155,9 +155,8 @@ type Config struct {
 	StoreTimeout time.Duration
 	// PingInterval is how often the writer pings the peer, busy or not,
 	// while it is not draining; a peer that does not pong within
-	// WriteTimeout is closed. Default 45s: under the 60 s idle timeout of
-	// most proxies, and each ping costs a write and a pong read per
-	// connection (docs/performance.md, "Memory and CPU per connection").
+	// WriteTimeout is closed. Default 25s: under the idle timeout of
+	// the proxies in front (30 to 60 s on most).
 	PingInterval time.Duration
 	Logger       *slog.Logger // default: discard
 }
@@ -226,7 +225,7 @@ func New(d Deps, cfg Config) (*Hub, error) {
 	cfg.TopInterval = cmp.Or(cfg.TopInterval, 100*time.Millisecond)
 	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, 5*time.Second)
 	cfg.StoreTimeout = cmp.Or(cfg.StoreTimeout, 2*time.Second)
-	cfg.PingInterval = cmp.Or(cfg.PingInterval, 45*time.Second)
+	cfg.PingInterval = cmp.Or(cfg.PingInterval, 25*time.Second)
 	switch {
 	case cfg.MaxMessage < 64:
 		return nil, fmt.Errorf("hub: MaxMessage %d is below 64 bytes", cfg.MaxMessage)

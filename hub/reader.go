@@ -40,7 +40,7 @@ func (c *conn) start() {
 		c.writeAcks()
 	}
 	c.armExpiry()
-	c.h.wheel.add(c, timerPing, time.Now().Add(jitter(c.h.cfg.PingInterval)))
+	c.h.wheel.add(c, timerPing, pingAt(time.Now().Add(jitter(c.h.cfg.PingInterval)), c.h.cfg.PingInterval))
 	go c.reader()
 }
 

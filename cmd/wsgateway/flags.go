@@ -200,7 +200,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.String(&o.Boards, "boards", "", "JSON or YAML file of board configs applied at start")
 	f.Duration(&o.TopInterval, "top-interval", 100*time.Millisecond, "minimum gap between two top/view frames of one board on one connection")
 	f.Int(&o.MaxMessage, "max-message", 4096, "largest client frame in bytes")
-	f.Duration(&o.PingInterval, "ping-interval", 45*time.Second, "how often each connection is pinged (its pong proves the client alive; the traffic keeps proxies from closing an idle connection): below the proxies' idle timeout")
+	f.Duration(&o.PingInterval, "ping-interval", 25*time.Second, "how often each connection is pinged (its pong proves the client alive; the traffic keeps proxies from closing an idle connection): below the proxies' idle timeout")
 	f.Int(&o.Rate, "rate", 50, "messages per second per player or spectator connection (burst 2x)")
 	f.String(&o.AllowedOrigins, "allowed-origins", "", "comma-separated origin host patterns for browser upgrades; empty = same host")
 	f.Bool(&o.PublicRead, "public-read", false, "allow token-less spectators on boards marked public")
