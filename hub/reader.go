@@ -35,12 +35,24 @@ import (
 // verification, the handshake, encoding the welcome) stays with the
 // upgrade's goroutine, which ends here.
 func (c *conn) start() {
+	defer func() {
+		// The connection is registered: a panic here asks for the 1011
+		// close, and the reader reads it through and ends the connection,
+		// as for a panic anywhere else.
+		if v := recover(); v != nil {
+			c.crashed(v)
+			go c.reader()
+		}
+	}()
+	if hook := c.h.testPanic; hook != nil {
+		hook("start", c.sub)
+	}
 	c.ws.SetReadLimit(int64(c.h.cfg.MaxMessage))
 	if b := c.encode(c.welcome()); b != nil && c.pushQuiet(b) {
 		c.writeAcks()
 	}
 	c.armExpiry()
-	c.h.wheel.add(c, timerPing, time.Now().Add(jitter(c.h.cfg.PingInterval)))
+	c.h.wheel.add(c, timerPing, pingAt(time.Now().Add(jitter(c.h.cfg.PingInterval)), c.h.cfg.PingInterval))
 	go c.reader()
 }
 
@@ -89,6 +101,9 @@ func (c *conn) read() (stop bool, err error) {
 				return true, nil // ended on purpose: the reader has nothing to add
 			}
 			return true, err
+		}
+		if !scorer && c.s.SkipPongs() {
+			continue // a pong to the node's ping: wait on, on this stack
 		}
 		// The replies queued while the reader handles what the client sent
 		// (all of a pipelined stream) wake no writer (quiet): the reader

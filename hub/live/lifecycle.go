@@ -141,15 +141,19 @@ func finalPeriod(cfg rank.Board, final int64) finalRead {
 // finalJob is the final top frames of a period or board that became
 // final, to read and send after the lock is released.
 type finalJob struct {
-	board  string
-	read   finalRead
-	groups []finalGroup // standings.go
+	board string
+	read  finalRead
+	// current: the board itself became final, so its final frame is
+	// each key's current frame from now on (§15).
+	current bool
+	groups  []finalGroup // standings.go
 }
 
 // finaler is a kind that sends final frames (standings).
 type finaler interface {
-	// finals lists each group's subscribers by key.
-	finals() []finalGroup
+	// finals lists each group's subscribers by key; board: the board
+	// itself became final (standings.finals).
+	finals(board bool) []finalGroup
 	// ended forgets the held frames of period p or older, which must not
 	// reach a subscriber after the period's final (b.ended).
 	ended(p int64)
@@ -186,10 +190,10 @@ func (e *Engine) lifecycleTick(b *board, now time.Time) *finalJob {
 	if st != rank.Final {
 		b.endPeriod(final) // the board's own final is its current frame
 	}
-	j := &finalJob{board: b.id, read: finalPeriod(b.cfg, final)}
+	j := &finalJob{board: b.id, read: finalPeriod(b.cfg, final), current: st == rank.Final}
 	for _, k := range b.kinds {
 		if f, ok := k.(finaler); ok {
-			j.groups = append(j.groups, f.finals()...)
+			j.groups = append(j.groups, f.finals(j.current)...)
 		}
 	}
 	if b.toldAhead != nil {
@@ -285,20 +289,39 @@ func (b *board) past(p int64) bool { return b.ended != 0 && p <= b.ended }
 // top subscriber its final frame, an event superseding a pending frame of
 // the period that ended. A cohort's id names another group in the next
 // period, so this is the last frame of the group the subscriber watched.
+// When the board itself is final, each frame becomes its key's current
+// frame before it is sent: a later subscriber's top frame is the final one.
 func (e *Engine) runFinal(ctx context.Context, j *finalJob, ts time.Time) {
 	for _, fg := range j.groups {
 		page, err := e.readTop(ctx, fg.src, j.board, j.read.sel, fg.id, fg.n)
 		if err != nil {
+			if j.current {
+				e.mu.Lock()
+				fg.retry()
+				e.unlock()
+			}
 			continue // logged; the live frames go on
 		}
 		e.decorate(ctx, page.Entries)
-		for k, to := range fg.keys {
-			frame := e.encodeTop(j.board, newTopFrame(page, k, j.read, fg.src, fg.id), ts.UnixMilli())
+		frames := make(map[int]*topFrame, len(fg.keys))
+		for k := range fg.keys {
+			f := newTopFrame(page, k, j.read, fg.src, fg.id)
+			f.bytes = e.encodeTop(j.board, f, ts.UnixMilli())
 			if j.read.period != 0 {
-				e.keepFinal(finalKey{j.board, j.read.period, fg.src.name(), fg.id, k}, frame)
+				e.keepFinal(finalKey{j.board, j.read.period, fg.src.name(), fg.id, k}, f.bytes)
 			}
+			frames[k] = f
+		}
+		if j.current {
+			e.mu.Lock()
+			for k, f := range frames {
+				fg.hold(k, f)
+			}
+			e.unlock()
+		}
+		for k, to := range fg.keys {
 			for _, t := range to {
-				t.o.final(j.board, frame)
+				t.o.final(j.board, frames[k].bytes)
 			}
 		}
 	}

@@ -308,8 +308,10 @@ func (p *standingsPass) install(j *job, out []delivery) []delivery {
 		case !r.ok:
 			s.mark(g, 0) // again next tick
 			continue
-		case b.past(r.page.Period) && !j.final.is:
-			s.mark(g, 0) // read before its period's final went out: the next read is of the current one
+		case !j.final.is && (b.past(r.page.Period) || finalOf(b).is):
+			// Read before its period's final, or the board's, went out:
+			// the next read is of the current period, or the final one.
+			s.mark(g, 0)
 			continue
 		}
 		if j.stale(&g.stamp, r.page.Seq, r.page.Period) {
@@ -335,6 +337,7 @@ func (p *standingsPass) install(j *job, out []delivery) []delivery {
 
 // finalGroup is one group's part of a finalJob: its subscribers by key.
 type finalGroup struct {
+	s    *standings
 	src  source
 	id   string
 	n    int
@@ -342,17 +345,46 @@ type finalGroup struct {
 }
 
 // finals lists each group's subscribers for a period or board that became
-// final (R19). Lock held.
-func (s *standings) finals() []finalGroup {
+// final (R19). When the board did (board), its final frame is to be each
+// key's current frame (finalGroup.hold): until then a key holds none, so a
+// subscriber joining meanwhile waits for the next read, which is final;
+// those owed a read now are sent the final frame, and owed nothing more.
+// Lock held.
+func (s *standings) finals(board bool) []finalGroup {
 	var out []finalGroup
 	for id, g := range s.groups {
-		fg := finalGroup{src: s.src, id: id, n: g.maxN, keys: make(map[int][]target, len(g.keys))}
+		fg := finalGroup{s: s, src: s.src, id: id, n: g.maxN, keys: make(map[int][]target, len(g.keys))}
 		for k, key := range g.keys {
 			fg.keys[k] = key.subs.targets()
+			if board {
+				key.cur, key.subs.owed = nil, nil
+			}
 		}
 		out = append(out, fg)
 	}
 	return out
+}
+
+// hold makes f, the final frame of a final board read at seq f.seq, the
+// current frame of the group's key k, unless a later read's is: later
+// subscribers get it, a resume from before it too. Lock held.
+func (fg *finalGroup) hold(k int, f *topFrame) {
+	g := fg.s.groups[fg.id]
+	if g == nil || g.keys[k] == nil {
+		return
+	}
+	if key := g.keys[k]; key.cur == nil || key.cur.seq <= f.seq {
+		key.cur = f
+		g.read = max(g.read, f.seq)
+	}
+}
+
+// retry has the group read again: its final frame's read failed, and the
+// next read, of the final board, brings it to every subscriber. Lock held.
+func (fg *finalGroup) retry() {
+	if g := fg.s.groups[fg.id]; g != nil {
+		fg.s.mark(g, 0)
+	}
 }
 
 // ended forgets the held frames of period p or older (not a final
