@@ -155,7 +155,7 @@
 -- prelude's batch functions, R) and replace nextSeq (the event's seq and
 -- tie key), ranked (false: rank and prev are not read, and stay 0) and
 -- scoreMin (below it, on.score is not run for an event of the clock's
--- slot, cur). A
+-- slot, cur), and set wouldRank for the blocks after it. A
 -- hook's own writes go in its event's step; writes of hash fields may
 -- wait in B (prelude's batches), which is written after the events, before
 -- the records.
@@ -293,6 +293,9 @@ local ranked = true
 -- score, negated on asc boards) is below it gives on.score nothing to do,
 -- and the hooks are not run for it (a block sets it; nil: always run).
 local scoreMin
+-- wouldRank(z, sc, zm): the rank sorted-set member zm of stored score sc
+-- would have in sorted set z, where it is not (apply_hold.lua sets it).
+local wouldRank
 
 -- The hooks blocks join the step with, and the event they see.
 local on = {admit = {}, score = {}, write = {}, finish = {}}
