@@ -1,6 +1,11 @@
 package redisstore
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/wsgateway/wsgateway/rank"
+)
 
 // boardLoad is one read of a board's config that every caller missing the
 // cache meanwhile waits for: when an entry ages out under load (every
@@ -18,6 +23,15 @@ type boardLoad struct {
 func (s *Store) sharedLoad(ctx context.Context, id string) (*cachedBoard, error) {
 	s.mu.Lock()
 	l := s.loads[id]
+	if c := s.boards[id]; l == nil && c != nil && time.Since(c.at) < c.ttl() {
+		// A load finished between this caller's cache miss and now: its
+		// entry answers, where a second read would only repeat it.
+		s.mu.Unlock()
+		if c.unknown {
+			return nil, rank.ErrUnknownBoard
+		}
+		return c, nil
+	}
 	if l == nil {
 		l = &boardLoad{done: make(chan struct{})}
 		if s.loads == nil {
@@ -39,11 +53,15 @@ func (s *Store) sharedLoad(ctx context.Context, id string) (*cachedBoard, error)
 	}
 	select {
 	case <-l.done:
-		if l.err != nil {
-			return nil, l.err
-		}
-		return &l.c, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
+	// A caller that has left gets no answer even when the load finished
+	// first: select picks at random among ready cases.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if l.err != nil {
+		return nil, l.err
+	}
+	return &l.c, nil
 }
