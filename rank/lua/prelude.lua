@@ -1,6 +1,8 @@
--- prelude.lua: the checks and helpers every script shares; lua.Source puts
--- this text before each script. Every script's header gives these KEYS and
--- ARGV the same meaning:
+-- prelude.lua: the checks and helpers scripts share; lua.Source puts this
+-- header and the helpers a script calls (and those they call) before it.
+-- A helper is the comment lines above a "local function" line and its
+-- code, down to the next helper's comment; it calls only helpers above it.
+-- Every script's header gives these KEYS and ARGV the same meaning:
 --
 -- KEYS[1] <p>:{b}:cfg  hash: v = config version
 -- KEYS[3] <p>:{b}:n    hash: member id -> display name
