@@ -16,7 +16,8 @@ if opt.shard then
   if opt.norank then ranked = false end
   local clockUs -- read once per call: later events of the call go above it
   nextSeq = function()
-    if not seqLast then seqLast = tonumber(call('GET', KEYS[2]) or '0') end
+    local last = S.seq
+    if not last then last = tonumber(call('GET', KEYS[2]) or '0') end
     if not clockUs then
       if ARGV[2] ~= '' then
         clockUs = tonumber(ARGV[2]) * 1000
@@ -26,8 +27,8 @@ if opt.shard then
       end
     end
     local us = clockUs
-    if us <= seqLast then us = seqLast + 1 end
-    seqLast, seqDirty = us, true
+    if us <= last then us = last + 1 end
+    S.seq, S.dirty = us, true
     return us
   end
   on.write[#on.write + 1] = function(ev)
