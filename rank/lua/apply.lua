@@ -128,7 +128,7 @@
 --                               .. code, nothing written), or the hook may
 --                               change e.amount, which the step then uses,
 --                               and e.sl, the slot table whose keys it
---                               writes (the same idx, exp, from and to);
+--                               writes (the same idx and exp);
 --   on.score[k](e) -> code|nil  once the new score is known and the
 --                               previous rank read (e.had, e.old, e.new,
 --                               e.olds, e.oldz, e.prev), before any write:
@@ -144,12 +144,12 @@
 --                               under its own pcall, before the records.
 -- e is one table per call, filled for each event only when a hook exists:
 -- i, member, name, op, amount, t (its time), id, meta, s (its slot: 0 = P,
--- 1 = A, 2 = B) and sl (slots[s]: z, m, idx, exp, from, to); for on.write
+-- 1 = A, 2 = B) and sl (slots[s]: z, m, idx, exp; newSlot); for on.write
 -- also had, old, new, ns (new as a decimal string), changed (the entry
 -- moved), oldz, olds (the old stored score, a string), newz, rank, prev,
 -- seq. A block may also use the core's locals declared before "-- @blocks"
--- (call, fmt, n, now, cur, P, slots, cf, opt, mode, order, desc, tie, B and
--- the prelude's batch functions, R, Rw, Rf) and set nextSeq (the event's
+-- (call, fmt, n, now, cur, P, slots and newSlot, cf, opt, mode, order,
+-- desc, tie, B and the prelude's batch functions, R, Rw, Rf) and set nextSeq (the event's
 -- seq and tie key, in place of the board's next change sequence; S.seq is
 -- the last one taken, and S.dirty = true has it written at the end) and
 -- ranked (false: rank and prev are not read, and stay 0). A block is code
@@ -165,6 +165,15 @@
 -- last one taken) and dirty (seq must still be written).
 local S = {R = false, B = false, finish = false, seq = false, dirty = false}
 
+-- newSlot is period slot k's table (0 = P, 1 = A, 2 = B; see the header):
+-- its sorted set z, member hash m, period index idx and the expiry time of
+-- its keys exp.
+local function newSlot(k)
+  if k == 1 then return {z = KEYS[4], m = KEYS[5], idx = ARGV[6], exp = ARGV[8] + 0} end
+  if k == 2 then return {z = KEYS[6], m = KEYS[7], idx = ARGV[7], exp = ARGV[9] + 0} end
+  return {z = KEYS[8], m = KEYS[9], idx = ARGV[11], exp = ARGV[12] + 0}
+end
+
 -- run is the call but those deferred writes: its checks, the blocks'
 -- setup and the events, one after the other in one loop; it returns their
 -- replies joined by "\n", or before the events start an error reply that
@@ -172,7 +181,7 @@ local S = {R = false, B = false, finish = false, seq = false, dirty = false}
 -- per event step, and the prelude's helpers arrive as arguments: a closure
 -- makes an upvalue of each outer local it uses, allocated and freed on
 -- every call, where run's own locals and arguments cost nothing.
-local function run(S, banDue, recordsOpen, recordGet, batchNew, batchSet, batchGet, batchExpire)
+local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGet, batchExpire)
   local MAX = 9007199254740991
   -- The per-event path below runs tens of thousands of times a second on
   -- Redis's one core, where the script's own Lua work (string.format above
@@ -189,15 +198,20 @@ local function run(S, banDue, recordsOpen, recordGet, batchNew, batchSet, batchG
   if not cf[1] then return redis.error_reply('LB unknown_board') end
   if cf[1] ~= ARGV[1] then return redis.error_reply('LB stale') end
   if not cf[6] then return redis.error_reply('LB nospec') end
-  local mode, order, tie, window, more = string.match(cf[6], '^(%l+) (%l+) (%l+) (%d+)(.*)$')
+  local mode, order, tie, ws, more = string.match(cf[6], '^(%l+) (%l+) (%l+) (%d+)(.*)$')
   local opt = {}
   local startsAt, endsAt, grace = nil, nil, 0
   if more and more ~= '' then
     for k, v in string.gmatch(more, ' (%l+)=?([^ ]*)') do opt[k] = v end
     startsAt, endsAt, grace = tonumber(opt.starts), tonumber(opt.ends), tonumber(opt.grace or '0')
   end
-  window = tonumber(window)
-  local dk, da = tonumber(ARGV[#ARGV]), tonumber(ARGV[#ARGV - 1])
+  -- Numbers known to be decimal (ws, by the pattern; the caller's, by the
+  -- header) are read with arithmetic, one strtod, rather than tonumber, two;
+  -- DA and DK, checked, are "0" on nearly every call.
+  local window = ws and ws + 0
+  local dk, da = ARGV[#ARGV], ARGV[#ARGV - 1]
+  if dk == '0' then dk = 0 else dk = tonumber(dk) end
+  if da == '0' then da = 0 else da = tonumber(da) end
   if not dk or not da then return redis.error_reply('LB bad_request') end
   local n = (#ARGV - 14 - da) / 8
   if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
@@ -231,50 +245,52 @@ local function run(S, banDue, recordsOpen, recordGet, batchNew, batchSet, batchG
     P = string.sub(KEYS[1], 1, -4) -- KEYS[1] ends in "cfg"
   end
 
-  -- The period slots: 0 = P, 1 = A, 2 = B (see the header). A board without
-  -- periods, schedule or blocks gets slot A alone (and slot P when an event
-  -- is an import into it: the event makes it).
-  local boundary = tonumber(ARGV[4])
+  -- The period slots P, A and B (see the header): P = [fromP, fromA),
+  -- A = [fromA, boundary), B = [boundary, toB) on a board with periods.
+  local boundary = ARGV[4] + 0
+  local fromP, fromA, toB
+  if boundary > 0 then fromP, fromA, toB = ARGV[10] + 0, ARGV[3] + 0, ARGV[5] + 0 end
   -- gated: an event's time needs more than the at_ahead check (R17).
   local gated = boundary > 0 or startsAt ~= nil or endsAt ~= nil
-  local slots = {[0] = false,
-    {z = KEYS[4], m = KEYS[5], from = tonumber(ARGV[3]), to = boundary, idx = ARGV[6], exp = tonumber(ARGV[8])}, false}
-  if gated or on then
-    slots[0] = {z = KEYS[8], m = KEYS[9], from = tonumber(ARGV[10]), to = tonumber(ARGV[3]), idx = ARGV[11], exp = tonumber(ARGV[12])}
-    slots[2] = {z = KEYS[6], m = KEYS[7], from = boundary, to = tonumber(ARGV[5]), idx = ARGV[7], exp = tonumber(ARGV[9])}
-  end
 
   -- The clock is read once per call (the records' bucket depends on it).
   local bkey = KEYS[10]
   local bans = call('EXISTS', bkey) == 1
   local now, cur = nil, 1
   if ARGV[2] ~= '' then
-    now = tonumber(ARGV[2])
+    now = ARGV[2] + 0
   else
     local t = call('TIME')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    now = t[1] * 1000 + math.floor(t[2] / 1000)
   end
   if boundary > 0 then
-    if now < slots[1].from or now >= slots[2].to then return redis.error_reply('LB clock') end
+    if now < fromA or now >= toB then return redis.error_reply('LB clock') end
     if now >= boundary then cur = 2 end
   end
   if bans and banDue(bkey, now) then return redis.error_reply('LB expired') end
+  -- slots[s] is slot s's table (0 = P, 1 = A, 2 = B; newSlot), made for
+  -- the clock's slot here and for another when an event first lands in it
+  -- (false until then).
+  local slots = {[0] = false, false, false}
+  slots[cur] = newSlot(cur)
 
-  local R = recordsOpen(cf, window, now, 12, 8, n)
+  local R = recordsOpen(cf, window, now, 12, 8, n, ws)
   local Rw, Rf, Rg, Rp = R.written, R.fields, R.got, R.gotp
 
-  -- The call's writes of hash fields (prelude's batch B): the names, and
-  -- the member hash of the clock's slot (where nearly every event lands).
-  -- That member hash is read for every event of the call with one HMGET;
-  -- what this call sets in it after is in pmw (false: deleted), so each
-  -- event still reads it as it is after the events before it. Another slot's
-  -- member hash is read and written per event.
-  local B = batchNew()
+  -- The call's writes of hash fields (prelude's batch B, made here with
+  -- its first hash): the names, and the member hash of the clock's slot
+  -- (where nearly every event lands). That member hash is read for every
+  -- event of the call with one HMGET; what this call sets in it after is in
+  -- pmw (false: deleted), so each event still reads it as it is after the
+  -- events before it. Another slot's member hash is read and written per
+  -- event.
   local pm = slots[cur].m
   local pmw = {}
-  B.vals[pm], B.keys[1] = pmw, pm
+  local B = {keys = {pm}, vals = {[pm] = pmw}, exp = false}
   local pmv
-  do
+  if n == 1 then
+    pmv = call('HMGET', pm, ARGV[12 + 1]) -- (the header's j + 1)
+  else
     local ms = {}
     for i = 1, n do ms[i] = ARGV[12 + 8 * (i - 1) + 1] end
     pmv = call('HMGET', pm, unpack(ms))
@@ -315,7 +331,7 @@ local function run(S, banDue, recordsOpen, recordGet, batchNew, batchSet, batchG
   -- The events, each as if alone (the header); an event's early reply
   -- ends its step (break) with reply set.
   S.R, S.B = R, B
-  local out = {}
+  local out = n > 1 and {}
   for i = 1, n do
     local reply
     repeat
@@ -378,17 +394,21 @@ local function run(S, banDue, recordsOpen, recordGet, batchNew, batchSet, batchG
           code = 'board_closed:ended'
         elseif boundary > 0 then
           s = nil
-          for k = 0, 2 do
-            if t >= slots[k].from and t < slots[k].to then s = k end
+          if t >= fromA then
+            if t < boundary then s = 1 elseif t < toB then s = 2 end
+          elseif t >= fromP then
+            s = 0
           end
           if s and s > cur then
             code = 'board_closed:not_started'
-          elseif t >= slots[2].to then
+          elseif t >= toB then
             code = 'board_closed:not_started'
           elseif not s or s ~= cur and s ~= cur - 1 then
             code = 'board_closed:period_over'
+          elseif s == 0 then
+            ends = fromA
           else
-            ends = slots[s].to
+            ends = s == 1 and boundary or toB
           end
         end
         if not code then
@@ -408,8 +428,8 @@ local function run(S, banDue, recordsOpen, recordGet, batchNew, batchSet, batchG
       end
       local sl = slots[s]
       if not sl then
-        sl = {z = KEYS[8], m = KEYS[9], from = tonumber(ARGV[10]), to = tonumber(ARGV[3]), idx = ARGV[11], exp = tonumber(ARGV[12])}
-        slots[0] = sl
+        sl = newSlot(s)
+        slots[s] = sl
       end
       if hooked then
         e.i, e.member, e.name, e.op, e.amount, e.t, e.id, e.meta, e.s, e.sl =
@@ -445,7 +465,7 @@ local function run(S, banDue, recordsOpen, recordGet, batchNew, batchSet, batchG
       local had = olds ~= false
       local old = 0
       if had then
-        old = tonumber(olds)
+        old = olds + 0 -- a score Redis wrote: decimal
         if not desc then old = -old end
       end
 
@@ -572,9 +592,9 @@ local function run(S, banDue, recordsOpen, recordGet, batchNew, batchSet, batchG
       end
       reply = '0' .. rec
     until true
+    if n == 1 then return reply end
     out[i] = reply
   end
-  if n == 1 then return out[1] end
   return table.concat(out, '\n')
 end
 
@@ -586,7 +606,7 @@ end
 -- that failed part way gets no record (a retry applies it again), and the
 -- call answers the first error. A refusal, or a failure, before the events
 -- start writes nothing more.
-local ok, res = pcall(run, S, banDue, recordsOpen, recordGet, batchNew, batchSet, batchGet, batchExpire)
+local ok, res = pcall(run, S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGet, batchExpire)
 if not S.R then
   if ok then return res end
   error(res, 0)
@@ -602,8 +622,8 @@ if S.finish then
     if ok and not fok then ok, res = false, ferr end
   end
 end
-fok, ferr = pcall(batchFlush, S.B)
-if ok and not fok then ok, res = false, ferr end
+ferr = batchFlush(S.B)
+if ok and ferr then ok, res = false, ferr end
 fok, ferr = pcall(recordsFlush, S.R)
 if ok and not fok then ok, res = false, ferr end
 if not ok then return redis.error_reply(tostring(res)) end

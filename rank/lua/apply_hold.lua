@@ -50,7 +50,10 @@ if opt.hold then
   -- one HMGET per call; what this call holds or lists, by slot and member
   -- (heldNow[s][member]).
   local hdKey = {}
-  for k = 0, 2 do hdKey[k] = P .. 'hd:' .. slots[k].idx end
+  for k = 0, 2 do
+    if not slots[k] then slots[k] = newSlot(k) end
+    hdKey[k] = P .. 'hd:' .. slots[k].idx
+  end
   local hdv
   local heldNow = {[0] = {}, {}, {}}
   local function heldRec(ev)
@@ -118,7 +121,7 @@ if opt.hold then
       local q = heldSlot[ev.s]
       if not q then
         local sl = ev.sl
-        q = {z = P .. 'q:' .. sl.idx, m = sl.m, idx = sl.idx, exp = sl.exp, from = sl.from, to = sl.to}
+        q = {z = P .. 'q:' .. sl.idx, m = sl.m, idx = sl.idx, exp = sl.exp}
         heldSlot[ev.s] = q
       end
       ev.sl = q
