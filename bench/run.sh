@@ -30,7 +30,8 @@
 #      ack latency at one offered load.
 #
 # Knobs (env): BENCH_DURATION (10s), BENCH_SPECTATORS (10000),
-# BENCH_IDLE_SECS (30: the idle CPU's window),
+# BENCH_PING_INTERVAL (25s, the default: the idle part's --ping-interval, in s),
+# BENCH_IDLE_SECS (the ping interval's seconds: the idle CPU's window),
 # BENCH_PLAYERS (32), BENCH_INFLIGHT (16), BENCH_CEIL_N (300000),
 # BENCH_FANOUT_SIZES ("1000 $BENCH_SPECTATORS"), BENCH_OUT (bench/out),
 # BENCH_PLAIN_SPECTATORS (4000), BENCH_PLAIN_TOP (36: the gateway's top-N) and
@@ -352,9 +353,14 @@ fi
 # from the gateway's own /metrics, the live heap (at the last GC, read
 # through the GC's goal), the goroutine stacks and the goroutines; the
 # kernel's socket memory of the gateway's side (ss skmem: not in RSS). Then
-# the gateway's CPU over IDLE_SECS with all of them held (its pings every
-# 25 s, the pongs, the timer wheel): µs of CPU per second per connection.
-IDLE_SECS=${BENCH_IDLE_SECS:-30}
+# the gateway's CPU over IDLE_SECS with all of them held (its pings, the
+# pongs, the timer wheel): µs of CPU per second per connection. The window
+# opens once every connection had its first ping (jittered: some time in
+# the first interval) and lasts one interval, so it holds one ping per
+# connection, as every interval does from then on.
+PING=${BENCH_PING_INTERVAL:-25s}
+PING_SECS=${PING%s}
+IDLE_SECS=${BENCH_IDLE_SECS:-$PING_SECS}
 # metric NAME: a sample of the gateway's /metrics (its --metrics-addr).
 metric() { curl -fsS "http://127.0.0.1:$MP/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
 # skmem PORT: the kernel memory of the sockets on local port PORT (bytes).
@@ -364,13 +370,13 @@ skmem() {
 }
 if part idle; then
 	say "memory per idle connection ($SPECTATORS), gateway"
-	start_gateway --dev
+	start_gateway --dev --ping-interval "$PING"
 	put_board idle
 	base=$(rss_kb "$GW_PID")
 	stacks0=$(metric go_memstats_stack_inuse_bytes)
 	g0=$(metric go_goroutines)
 	half=$((SPECTATORS / 2))
-	hold="$((IDLE_SECS + 20))s"
+	hold="$((PING_SECS + IDLE_SECS + 20))s"
 	"${LOAD[@]}" --url "$URL" --board idle --players 0 --watchers 0 --spectators "$half" --duration "$hold" >"$OUT/idle-gateway.txt" &
 	La=$!
 	wait_conns "$GP" "$half"
@@ -389,7 +395,8 @@ if part idle; then
 	measure mem_gateway_stack_kb_per_conn "$(awk -v a="$stacks0" -v b="$(metric go_memstats_stack_inuse_bytes)" -v n="$SPECTATORS" 'BEGIN {printf "%.2f", (b - a) / n / 1024}')"
 	measure goroutines_per_conn "$(awk -v a="$g0" -v b="$(metric go_goroutines)" -v n="$SPECTATORS" 'BEGIN {printf "%.2f", (b - a) / n}')"
 	measure kernel_kb_per_conn "$(awk -v b="$(skmem "$GP")" -v n="$SPECTATORS" 'BEGIN {printf "%.2f", b / n / 1024}')"
-	say "idle CPU: $SPECTATORS connections held for ${IDLE_SECS}s"
+	say "idle CPU: $SPECTATORS connections held for ${IDLE_SECS}s, after ${PING_SECS}s"
+	sleep "$PING_SECS"
 	t0=$(cpu_ticks "$GW_PID")
 	sleep "$IDLE_SECS"
 	t1=$(cpu_ticks "$GW_PID")

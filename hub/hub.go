@@ -155,7 +155,8 @@ type Config struct {
 	StoreTimeout time.Duration
 	// PingInterval is how often the writer pings the peer, busy or not,
 	// while it is not draining; a peer that does not pong within
-	// WriteTimeout is closed. Default 25s.
+	// WriteTimeout is closed. Default 25s: under the idle timeout of
+	// the proxies in front (30 to 60 s on most).
 	PingInterval time.Duration
 	Logger       *slog.Logger // default: discard
 }

@@ -40,7 +40,7 @@ func (c *conn) start() {
 		c.writeAcks()
 	}
 	c.armExpiry()
-	c.h.wheel.add(c, timerPing, time.Now().Add(jitter(c.h.cfg.PingInterval)))
+	c.h.wheel.add(c, timerPing, pingAt(time.Now().Add(jitter(c.h.cfg.PingInterval)), c.h.cfg.PingInterval))
 	go c.reader()
 }
 
@@ -89,6 +89,9 @@ func (c *conn) read() (stop bool, err error) {
 				return true, nil // ended on purpose: the reader has nothing to add
 			}
 			return true, err
+		}
+		if !scorer && c.s.SkipPongs() {
+			continue // a pong to the node's ping: wait on, on this stack
 		}
 		// The replies queued while the reader handles what the client sent
 		// (all of a pipelined stream) wake no writer (quiet): the reader

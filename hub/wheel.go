@@ -201,7 +201,7 @@ func (c *conn) pingDue(now time.Time) {
 	if c.draining.Load() || c.closeAsked.Load() || c.aborted.Load() {
 		return
 	}
-	c.h.wheel.add(c, timerPing, now.Add(jitter(c.h.cfg.PingInterval)))
+	c.h.wheel.add(c, timerPing, pingAt(now.Add(c.h.cfg.PingInterval), c.h.cfg.PingInterval)) // the first was jittered (start)
 	// The pong check counts from the oldest ping not checked yet: a ping
 	// interval shorter than the write timeout does not keep moving it.
 	if c.due[timerPong].Load() == 0 {
@@ -215,6 +215,18 @@ func (c *conn) pingDue(now time.Time) {
 	}
 	c.pingWanted.Store(true)
 	c.poke()
+}
+
+// pingAt is t rounded up to the ping grid of pings every interval: a
+// second, or a sixteenth of a shorter interval. The node's pings go out in
+// batches, one wheel tick a grid step, rather than a few every tick: the
+// wheel's goroutine then wakes once a step instead of every tick, and the
+// pongs come back together, so the runtime wakes fewer threads for them.
+// Only the first ping is jittered (start), so the batches stay even.
+func pingAt(t time.Time, interval time.Duration) time.Time {
+	grid := int64(max(min(time.Second, interval/16), time.Millisecond))
+	ns := t.UnixNano()
+	return time.Unix(0, (ns+grid-1)/grid*grid)
 }
 
 // pongDue ends a connection whose peer did not answer the last ping.

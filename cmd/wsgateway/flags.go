@@ -153,6 +153,7 @@ type serveOptions struct {
 	Boards          string
 	TopInterval     time.Duration
 	MaxMessage      int
+	PingInterval    time.Duration
 	Rate            int
 	AllowedOrigins  string
 	PublicRead      bool
@@ -199,6 +200,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.String(&o.Boards, "boards", "", "JSON or YAML file of board configs applied at start")
 	f.Duration(&o.TopInterval, "top-interval", 100*time.Millisecond, "minimum gap between two top/view frames of one board on one connection")
 	f.Int(&o.MaxMessage, "max-message", 4096, "largest client frame in bytes")
+	f.Duration(&o.PingInterval, "ping-interval", 25*time.Second, "how often each connection is pinged (its pong proves the client alive; the traffic keeps proxies from closing an idle connection): below the proxies' idle timeout")
 	f.Int(&o.Rate, "rate", 50, "messages per second per player or spectator connection (burst 2x)")
 	f.String(&o.AllowedOrigins, "allowed-origins", "", "comma-separated origin host patterns for browser upgrades; empty = same host")
 	f.Bool(&o.PublicRead, "public-read", false, "allow token-less spectators on boards marked public")
@@ -263,6 +265,9 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	}
 	if o.TopInterval <= 0 {
 		return o, fmt.Errorf("--top-interval must be positive")
+	}
+	if o.PingInterval < time.Second {
+		return o, fmt.Errorf("--ping-interval must be at least 1s")
 	}
 	if o.MaxMessage < 256 {
 		return o, fmt.Errorf("--max-message must be at least 256 bytes")

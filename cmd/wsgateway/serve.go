@@ -66,6 +66,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		RedisReplicaTimeout: o.RedisReplicaTO,
 		Hub: node.HubConfig{
 			MaxMessage:        o.MaxMessage,
+			PingInterval:      o.PingInterval,
 			Rate:              o.Rate,
 			MemberScoreRate:   o.MemberScoreRate,
 			AllowedOrigins:    splitList(o.AllowedOrigins),

@@ -26,6 +26,14 @@ type board struct {
 	periodStart, periodEnd time.Time
 	// lc is what subscribers were told of the board's lifecycle (R19).
 	lc lifecycle
+	// toldAhead is what subscribers that joined since the last tick were
+	// told beyond lc, their phase and the newest final their resume handed
+	// them: the tick does not tell it again (lifecycle.go). nil: none.
+	toldAhead map[*Outbox]lifecycle
+	// ended is the newest period (boards with reset) whose final frame a
+	// subscriber here was sent or handed: no frame of it or an older one
+	// goes out after (R19). 0: none.
+	ended int64
 	// changePeriod is the period of the latest change event; a change in
 	// another period means the store rolled over.
 	changePeriod int64

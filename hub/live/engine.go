@@ -440,7 +440,7 @@ func (e *Engine) BoardStats() []BoardStat {
 	defer e.mu.Unlock()
 	out := make([]BoardStat, 0, len(e.boards))
 	for id, b := range e.boards {
-		out = append(out, BoardStat{Board: id, Subscribers: len(b.outboxes()), Frames: b.framesOut})
+		out = append(out, BoardStat{Board: id, Subscribers: b.nsubs, Frames: b.framesOut})
 	}
 	return out
 }

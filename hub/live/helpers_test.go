@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -25,13 +26,19 @@ type countingStore struct {
 	rankIDs     atomic.Int64 // members asked of Ranks, in all
 	fail        atomic.Bool
 	// gate, when set, holds a Ranks call after it read the store, until the
-	// gate's release channel is closed.
-	gate atomic.Pointer[gate]
+	// gate's release channel is closed; topGate a Top call.
+	gate, topGate atomic.Pointer[gate]
 }
 
 type gate struct {
 	held    chan struct{} // closed when a read is held
 	release chan struct{}
+	before  bool // held before it reads (topGate)
+}
+
+func (g *gate) hold() {
+	close(g.held)
+	<-g.release
 }
 
 func (c *countingStore) Top(ctx context.Context, board string, p rank.PeriodSel, offset, limit int) (rank.Page, error) {
@@ -39,7 +46,15 @@ func (c *countingStore) Top(ctx context.Context, board string, p rank.PeriodSel,
 	if c.fail.Load() {
 		return rank.Page{}, rank.ErrUnavailable
 	}
-	return c.Store.Top(ctx, board, p, offset, limit)
+	g := c.topGate.Swap(nil)
+	if g != nil && g.before {
+		g.hold()
+	}
+	pg, err := c.Store.Top(ctx, board, p, offset, limit)
+	if g != nil && !g.before {
+		g.hold()
+	}
+	return pg, err
 }
 
 func (c *countingStore) Ranks(ctx context.Context, board string, p rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
@@ -50,10 +65,33 @@ func (c *countingStore) Ranks(ctx context.Context, board string, p rank.PeriodSe
 	}
 	r, err := c.Store.Ranks(ctx, board, p, members, around)
 	if g := c.gate.Swap(nil); g != nil {
-		close(g.held)
-		<-g.release
+		g.hold()
 	}
 	return r, err
+}
+
+// clockGate holds the nth read of the store's clock made with a context
+// that carries it (holdClock), before it reads, until release is closed.
+type clockGate struct {
+	gate
+	n atomic.Int32
+}
+
+type clockGateKey struct{}
+
+// holdClock is ctx carrying a gate for its nth read of the store's clock:
+// an engine call made with it stops there.
+func holdClock(ctx context.Context, n int32) (context.Context, *clockGate) {
+	g := &clockGate{gate: gate{held: make(chan struct{}), release: make(chan struct{})}}
+	g.n.Store(n)
+	return context.WithValue(ctx, clockGateKey{}, g), g
+}
+
+func (c *countingStore) Now(ctx context.Context) (time.Time, error) {
+	if g, ok := ctx.Value(clockGateKey{}).(*clockGate); ok && g.n.Add(-1) == 0 {
+		g.hold()
+	}
+	return c.Store.Now(ctx)
 }
 
 const testInterval = 100 * time.Millisecond
@@ -161,6 +199,9 @@ type reader struct {
 	// order, per board (R19).
 	boards map[string][]proto.Board
 	finals map[string][]proto.Top
+	// all is every frame taken, in order.
+	all [][]byte
+	mu  sync.Mutex // drain's, for an eager reader's writer
 }
 
 func newReader(t *testing.T) *reader {
@@ -168,10 +209,22 @@ func newReader(t *testing.T) *reader {
 		boards: map[string][]proto.Board{}, finals: map[string][]proto.Top{}}
 }
 
+// newEagerReader is a reader whose writer takes each frame as soon as it
+// is due, on the goroutine that offers it (a wake Outbox): no frame it
+// would write is replaced in its slot before. Read its fields under mu.
+func newEagerReader(t *testing.T) *reader {
+	r := newReader(t)
+	r.o = NewOutboxWake(testInterval, nil, func() { r.drain() })
+	return r
+}
+
 // drain takes the frames due now; it may run on a goroutine of its own.
 func (r *reader) drain() (retryIn time.Duration) {
 	r.t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	fs, retryIn := r.o.Take(time.Now())
+	r.all = append(r.all, fs...)
 	for _, f := range fs {
 		r.n++
 		var head struct{ Type, Board string }

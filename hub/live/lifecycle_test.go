@@ -1,10 +1,14 @@
 package live
 
 import (
+	"encoding/json"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/wsgateway/wsgateway/proto"
 	"github.com/wsgateway/wsgateway/rank"
 )
 
@@ -178,4 +182,216 @@ func TestR19FinalIsLast(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestBoardFinalIsCurrent (R19, §15): once a board without reset is final,
+// its final frame is its current top frame, for the board's standings and
+// for a group's (a cohort's, a region's). A subscriber that watched it
+// through the end gets the final frame once, live, and nothing after, as
+// does one that joins as the board goes final, owed its first frame; a
+// later subscriber's top frame, fresh or resumed from before the end, is
+// that final frame, never the last live one.
+func TestBoardFinalIsCurrent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		group Group
+		mut   func(b *rank.Board)
+	}{
+		{"board", Group{}, func(*rank.Board) {}},
+		{"cohort", Group{Cohort, "1"}, func(b *rank.Board) { b.Cohort = rank.Cohort{Size: 3} }},
+		{"region", Group{Region, "FR"}, func(b *rank.Board) { b.Regions = true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) { finalIsCurrent(t, tc.group, tc.mut) })
+		})
+	}
+}
+
+func finalIsCurrent(t *testing.T, group Group, mut func(b *rank.Board)) {
+	// The store's clock moves with skew, the bubble's does not: the engine
+	// does not tick between a move and what the test does next.
+	var skew atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	h := newHarness(t, Config{Refresh: -1}, clock)
+	b := rank.DefaultBoard("cup")
+	b.EndsAt = rank.At(time.Now().Add(2 * time.Second))
+	b.Grace = rank.Duration(time.Second)
+	mut(&b)
+	h.board(b)
+	for i, m := range []string{"ann", "bob", "cid"} {
+		e := rank.Event{Board: "cup", ID: m, Member: m, Op: rank.OpDelta, Amount: int64(5 + i), Region: "FR"}
+		if !b.Regions {
+			e.Region = ""
+		}
+		res, err := rank.ApplyWait(t.Context(), h.st, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := rank.ChangeOf(e, res); ok {
+			h.e.Changed([]rank.Change{c})
+		}
+	}
+	subscribe := func(r *reader, top int, since *proto.Since) Joined {
+		t.Helper()
+		j, err := h.e.SubscribeStream(t.Context(), r.o, Spec{Board: "cup", Top: top, Group: group}, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	join := func(r *reader, since *proto.Since) Joined {
+		t.Helper()
+		j := subscribe(r, 3, since)
+		h.settle()
+		r.drain()
+		return j
+	}
+	watch, away := newReader(t), newReader(t)
+	join(watch, nil)
+	j := join(away, nil)
+	if m := away.top["cup"]; len(m.Entries) != 3 || m.Final {
+		t.Fatalf("top frame before the end: %+v", m)
+	}
+	since := &proto.Since{Epoch: j.Epoch, Seq: latest(away, "cup")}
+	h.e.Drop(away.o)
+
+	// The board goes final; a subscriber of a top key this node holds no
+	// frame of joins before the tick tells it, owed the key's next read.
+	synctest.Wait()
+	skew.Add(int64(b.FinalAt().Sub(clock())))
+	edge := newReader(t)
+	subscribe(edge, 2, nil)
+	h.settle()
+	h.settle()
+	watch.drain()
+	edge.drain()
+	fs := watch.finals["cup"]
+	if len(fs) != 1 || len(fs[0].Entries) != 3 {
+		t.Fatalf("watcher: final frames %+v, want one with the three entries", fs)
+	}
+	final := fs[0]
+
+	fresh := newReader(t)
+	join(fresh, nil)
+	back := newReader(t)
+	back.boards["cup"] = slices.Clone(away.boards["cup"]) // the client's, for drain's order check
+	if j := join(back, since); !j.Resumed {
+		t.Fatalf("resume from seq %d: %+v, want resumed", since.Seq, j)
+	}
+	for who, r := range map[string]*reader{"fresh": fresh, "resumed": back, "joined at the end": edge} {
+		m, ok := r.top["cup"]
+		want := final.Entries[:min(len(m.Entries), 3)]
+		switch {
+		case !ok:
+			t.Errorf("%s: no top frame after the board went final", who)
+		case !m.Final || m.Cohort != final.Cohort || m.Region != final.Region || m.Total != final.Total || len(m.Entries) < 2 || !slices.Equal(m.Entries, want):
+			t.Errorf("%s: top frame %+v, want the final one %+v", who, m, final)
+		case len(r.finals["cup"]) != 1:
+			t.Errorf("%s: final frames %+v, want one", who, r.finals["cup"])
+		}
+	}
+
+	h.settle()
+	h.settle()
+	for who, r := range map[string]*reader{"watcher": watch, "joined at the end": edge} {
+		r.drain()
+		if len(r.finals["cup"]) != 1 || !r.top["cup"].Final {
+			t.Errorf("%s: final frames %+v, last top frame %+v; want the one final, last", who, r.finals["cup"], r.top["cup"])
+		}
+	}
+}
+
+// TestBoardFinalJoinWhileTold (R19, §15): a subscriber that joins while
+// this node tells the board's final, its final frame being read, gets that
+// frame as its first top frame: not the last live one held until then,
+// nor the frame of a read that began before the board was final and
+// showed the same standings.
+func TestBoardFinalJoinWhileTold(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var skew atomic.Int64
+		clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+		h, b, watch := endingBoard(t, clock)
+
+		// A change's read waits before it reads; meanwhile the board goes
+		// final and the store records it, so the read follows the mark.
+		read := &gate{held: make(chan struct{}), release: make(chan struct{}), before: true}
+		h.st.topGate.Store(read)
+		h.apply("cup", "bob", 7, true)
+		<-read.held
+		skew.Add(int64(b.FinalAt().Sub(clock())))
+		if _, err := h.st.Store.(rank.Streams).MarkStream(t.Context(), "cup"); err != nil {
+			t.Fatal(err)
+		}
+		// The job tells the final before it delivers; its final frame's
+		// read waits, and a subscriber joins.
+		final := &gate{held: make(chan struct{}), release: make(chan struct{}), before: true}
+		h.st.topGate.Store(final)
+		close(read.release)
+		<-final.held
+		late := newReader(t)
+		if _, err := h.e.SubscribeStream(t.Context(), late.o, Spec{Board: "cup", Top: 3}, nil); err != nil {
+			t.Fatal(err)
+		}
+		late.drain()
+		close(final.release)
+		h.settle()
+		h.settle()
+		for who, r := range map[string]*reader{"watcher": watch, "joined": late} {
+			r.drain()
+			if m := r.top["cup"]; !m.Final || len(m.Entries) != 2 || m.Entries[0].Member != "bob" {
+				t.Errorf("%s: last top frame %+v, want the final one", who, m)
+			}
+			n := 0
+			for _, f := range r.all {
+				var m proto.Top
+				if json.Unmarshal(f, &m) == nil && m.Type == proto.TypeTop && m.Final {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%s: %d final top frames, want 1", who, n)
+			}
+		}
+	})
+}
+
+// TestBoardFinalReadFails (R19): when the read of a board's final frame
+// fails as the board goes final, the board's next read, once the store
+// answers, brings it to every top subscriber.
+func TestBoardFinalReadFails(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		h, b, watch := endingBoard(t, nil)
+		h.st.fail.Store(true)
+		time.Sleep(time.Until(b.FinalAt()))
+		h.settle()
+		watch.drain()
+		if fs := watch.finals["cup"]; len(fs) != 0 {
+			t.Fatalf("final frames %+v with the store failing", fs)
+		}
+		h.st.fail.Store(false)
+		h.settle()
+		watch.drain()
+		if fs, m := watch.finals["cup"], watch.top["cup"]; len(fs) != 1 || !m.Final || len(m.Entries) != 1 || m.Entries[0].Member != "ann" {
+			t.Errorf("final frames %+v, last top frame %+v; want the final one", fs, m)
+		}
+	})
+}
+
+// endingBoard is a harness on clock with the board "cup" (no reset) ending
+// in 2 s, grace 1 s, ann scored 5, and a subscriber of its top 3.
+func endingBoard(t *testing.T, clock func() time.Time) (*harness, rank.Board, *reader) {
+	h := newHarness(t, Config{Refresh: -1}, clock)
+	b := rank.DefaultBoard("cup")
+	b.EndsAt = rank.At(time.Now().Add(2 * time.Second))
+	b.Grace = rank.Duration(time.Second)
+	h.board(b)
+	h.apply("cup", "ann", 5, true)
+	watch := newReader(t)
+	h.subscribe(watch, "cup", 3, "", 0)
+	h.settle()
+	return h, b, watch
 }

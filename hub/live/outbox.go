@@ -89,11 +89,6 @@ type Outbox struct {
 	// oldest dropped past that (a reader that slow is about to be closed
 	// as a slow consumer anyway, R12).
 	events [][]byte
-	// missed is the newest period of each board whose final frame a
-	// resume was handed (§15), until a later final comes live: a resume
-	// may join after the store recorded a period's end but before this
-	// node's tick told it, which then sends it live as well. nil: none.
-	missed map[string]int64
 }
 
 // maxEvents bounds an Outbox's waiting events.
@@ -291,15 +286,11 @@ func (o *Outbox) close(k slotKey) {
 	o.order = slices.DeleteFunc(o.order, func(x *slot) bool { return x == s })
 }
 
-// closeBoard forgets every slot of board, and the finals a resume of it
-// was handed: a later subscription is another.
+// closeBoard forgets every slot of board.
 func (o *Outbox) closeBoard(board string) {
 	for k := range slotKinds {
 		o.close(slotKey{board, slotKind(k)})
 	}
-	o.mu.Lock()
-	o.forgetMissed(board)
-	o.mu.Unlock()
 }
 
 // floor is the seq of the last frame taken for k (0 when none), so a
@@ -410,50 +401,29 @@ func (o *Outbox) push(frame []byte) {
 	o.events = append(o.events, frame)
 }
 
-// final queues the final top frame of board's period (R19), dropping the
-// top slot's pending frame: the ended period's, older than its final. A
-// period a resume was handed the final of, or an older one, is not queued
-// again.
-func (o *Outbox) final(board string, period int64, frame []byte) {
+// final queues the final top frame of a period or board (R19), dropping
+// the top slot's pending frame: the ended period's, older than its final.
+func (o *Outbox) final(board string, frame []byte) {
 	o.mu.Lock()
 	if s := o.slot(slotKey{board, topSlot}); s != nil && s.frame != nil {
 		s.frame = nil
 		o.coalesced++
 	}
-	if last, ok := o.missed[board]; ok && period <= last {
-		o.mu.Unlock()
-		return
-	}
-	o.forgetMissed(board)
 	o.push(frame)
 	o.mu.Unlock()
 	o.signal()
 }
 
-// resumeFinals queues a resume's missed final frames of board (§15),
-// oldest first, however many (at most the board's retain); last is the
-// newest one's period.
-func (o *Outbox) resumeFinals(board string, last int64, frames [][]byte) {
+// resumeFinals queues a resume's missed final frames (§15), oldest first,
+// however many (at most the board's retain).
+func (o *Outbox) resumeFinals(frames [][]byte) {
 	if len(frames) == 0 {
 		return
 	}
 	o.mu.Lock()
 	o.events = append(o.events, frames...)
-	if o.missed == nil {
-		o.missed = make(map[string]int64, 1)
-	}
-	o.missed[board] = max(o.missed[board], last)
 	o.mu.Unlock()
 	o.signal() // a hub Outbox (NewOutboxWake) has no ready channel
-}
-
-// forgetMissed drops board's entry of missed, and the map once empty (a
-// map never shrinks). Lock held.
-func (o *Outbox) forgetMissed(board string) {
-	delete(o.missed, board)
-	if len(o.missed) == 0 {
-		o.missed = nil
-	}
 }
 
 // target is one subscriber slot a frame goes to.

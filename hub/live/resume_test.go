@@ -1,9 +1,9 @@
 package live
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -151,6 +151,101 @@ func TestSubscribeStorm(t *testing.T) {
 	})
 }
 
+// finalRace is a board with one-minute periods, "rf", watched on the node
+// by stay (top 3), and a client that left it in period p0 holding since.
+// The store's clock moves with skew, the bubble's does not: the engine
+// does not tick between a move and what the test does next.
+type finalRace struct {
+	t     *testing.T
+	h     *harness
+	skew  atomic.Int64
+	b     rank.Board
+	p0    rank.Period
+	stay  *reader
+	since *proto.Since
+	told  []proto.Board // the client's board frames
+}
+
+func newFinalRace(t *testing.T) *finalRace {
+	f := &finalRace{t: t}
+	f.h = newHarness(t, Config{Refresh: -1}, f.clock)
+	time.Sleep(10 * time.Second) // past the grace of the period before the bubble's start
+	f.b = rank.DefaultBoard("rf")
+	f.b.Reset = "1m"
+	f.h.board(f.b)
+	f.stay = newReader(t) // keeps the board watched: its phase is told here
+	f.join(t.Context(), f.stay, nil)
+	f.h.apply("rf", member(1), 5, true)
+	f.h.apply("rf", member(2), 7, true)
+	away := newReader(t)
+	j := f.join(t.Context(), away, nil)
+	f.h.settle()
+	away.drain()
+	f.since = &proto.Since{Epoch: j.Epoch, Seq: latest(away, "rf")}
+	f.told = away.boards["rf"]
+	f.h.e.Drop(away.o)
+	f.p0 = rank.PeriodAt(f.b, f.clock())
+	return f
+}
+
+func (f *finalRace) clock() time.Time { return time.Now().Add(time.Duration(f.skew.Load())) }
+
+// endP0 moves the store's clock past p0's end, when p0 becomes final (no
+// grace).
+func (f *finalRace) endP0() { f.skew.Add(int64(f.p0.End.Sub(f.clock()) + time.Second)) }
+
+func (f *finalRace) join(ctx context.Context, r *reader, since *proto.Since) Joined {
+	f.t.Helper()
+	j, err := f.h.e.SubscribeStream(ctx, r.o, Spec{Board: "rf", Top: 3}, since)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return j
+}
+
+// back is r (nil: a new reader) as the client's reader coming back.
+func (f *finalRace) back(r *reader) *reader {
+	if r == nil {
+		r = newReader(f.t)
+	}
+	r.boards["rf"] = slices.Clone(f.told) // for drain's order check
+	return r
+}
+
+// resume resumes the client on r: resumed, as the epoch is the board's.
+func (f *finalRace) resume(ctx context.Context, r *reader) {
+	f.t.Helper()
+	if j := f.join(ctx, r, f.since); !j.Resumed {
+		f.t.Fatalf("resume across p0's end: %+v, want resumed", j)
+	}
+}
+
+// settle lets the engine tick a few times, draining the readers.
+func (f *finalRace) settle(rs ...*reader) {
+	for range 3 {
+		f.h.settle()
+		f.stay.drain()
+		for _, r := range rs {
+			r.drain()
+		}
+	}
+}
+
+// finalOnce reports unless r got p0's final frame exactly once, and no
+// other (p0's standings: its two members).
+func (f *finalRace) finalOnce(who string, r *reader) {
+	f.t.Helper()
+	n := 0
+	for _, fr := range r.finals["rf"] {
+		if fr.Period == f.p0.Index && len(fr.Entries) == 2 {
+			n++
+		}
+	}
+	if n != 1 || len(r.finals["rf"]) != 1 {
+		f.t.Errorf("%s: final frames %+v, want period %d's once", who, r.finals["rf"], f.p0.Index)
+	}
+}
+
 // TestResumeFinalOnce (§15, R34): a resume that joins just as a period
 // becomes final, its missed finals taken from a stream that recorded the
 // period's end before this node's tick told it, gets that period's final
@@ -159,74 +254,189 @@ func TestSubscribeStorm(t *testing.T) {
 func TestResumeFinalOnce(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		// The store's clock is moved without moving the bubble's: the
-		// engine does not tick between the move and the resume.
-		var skew atomic.Int64
-		clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-		h := newHarness(t, Config{Refresh: -1}, clock)
-		time.Sleep(10 * time.Second) // past the grace of the period before the bubble's start
-		b := rank.DefaultBoard("rf")
-		b.Reset = "1m"
-		h.board(b)
-		join := func(r *reader, since *proto.Since) Joined {
-			t.Helper()
-			j, err := h.e.SubscribeStream(context.Background(), r.o, Spec{Board: "rf", Top: 3}, since)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return j
-		}
-		stay := newReader(t) // keeps the board watched: its phase is told here
-		join(stay, nil)
-		h.apply("rf", member(1), 5, true)
-		h.apply("rf", member(2), 7, true)
-		away := newReader(t)
-		j := join(away, nil)
-		h.settle()
-		away.drain()
-		since := &proto.Since{Epoch: j.Epoch, Seq: latest(away, "rf")}
-		h.e.Drop(away.o)
-
-		p0 := rank.PeriodAt(b, clock())
-		skew.Add(int64(p0.End.Sub(clock()) + time.Second))
-		back := newReader(t)
-		back.boards["rf"] = away.boards["rf"] // the client's, for drain's order check
-		if j := join(back, since); !j.Resumed {
-			t.Fatalf("resume across the period's end: %+v, want resumed", j)
-		}
-		// The missed final goes first, before the board frame.
-		fs, _ := back.o.Take(time.Now())
+		f := newFinalRace(t)
+		f.endP0()
+		back := f.back(nil)
+		f.resume(t.Context(), back)
+		back.drain()
 		var first proto.Top
-		if len(fs) == 0 || json.Unmarshal(fs[0], &first) != nil || !first.Final || first.Period != p0.Index || len(first.Entries) != 2 {
-			t.Fatalf("first frames of the resume: %q, want period %d's final", fs, p0.Index)
+		if fs := back.all; len(fs) == 0 || json.Unmarshal(fs[0], &first) != nil || !first.Final || first.Period != f.p0.Index {
+			t.Fatalf("first frames of the resume: %q, want period %d's final", fs, f.p0.Index)
 		}
-		for _, f := range fs[1:] {
-			if bytes.Contains(f, []byte(`"final":true`)) {
-				t.Errorf("the missed final came twice at once: %s", f)
-			}
-		}
-		for range 3 {
-			h.settle()
-			back.drain()
-			stay.drain()
-		}
-		if fs := back.finals["rf"]; len(fs) != 0 {
-			t.Errorf("resumed: %d more final frames %+v after the missed one", len(fs), fs)
-		}
-		if fs := stay.finals["rf"]; len(fs) != 1 || fs[0].Period != p0.Index || len(fs[0].Entries) != 2 {
-			t.Errorf("stayed: final frames %+v, want period %d's once", fs, p0.Index)
-		}
+		f.settle(back)
+		f.finalOnce("resumed", back)
+		f.finalOnce("stayed", f.stay)
 
 		// The next period's final comes live to the resumed subscription.
-		p1 := rank.PeriodAt(b, clock())
-		time.Sleep(p1.End.Sub(clock()) + time.Second)
-		h.settle()
-		back.drain()
-		if fs := back.finals["rf"]; len(fs) != 1 || fs[0].Period != p1.Index {
+		p1 := rank.PeriodAt(f.b, f.clock())
+		time.Sleep(p1.End.Sub(f.clock()) + time.Second)
+		f.settle(back)
+		if fs := back.finals["rf"]; len(fs) != 2 || fs[1].Period != p1.Index {
 			t.Errorf("resumed: final frames %+v after period %d ended, want its final", fs, p1.Index)
 		}
-		if back.o.missed != nil {
-			t.Errorf("resumed: the Outbox still holds %v once a later final came", back.o.missed)
+	})
+}
+
+// TestResumeBoardOnce (§15, R19): a subscriber that joins as a period
+// ends, before this node's tick told it, is told the next period's board
+// frame once, whether it resumes or subscribes afresh: not again when the
+// tick tells the others.
+func TestResumeBoardOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFinalRace(t)
+		f.endP0()
+		back, fresh := f.back(nil), newReader(t)
+		f.resume(t.Context(), back)
+		f.join(t.Context(), fresh, nil)
+		f.settle(back, fresh)
+		p1 := f.p0.Index + 1
+		for who, r := range map[string]*reader{"resumed": back, "fresh": fresh, "stayed": f.stay} {
+			n := 0
+			for _, b := range r.boards["rf"] {
+				if b.Period == p1 {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%s: %d board frames of period %d, want 1: %+v", who, n, p1, r.boards["rf"])
+			}
+		}
+	})
+}
+
+// TestResumeOvertaken (§15): a resume whose read of the board's stream
+// came before the period's end, and whose subscription registers only
+// after this node's tick told that period final to the board's
+// subscribers, still gets the period's final frame, once.
+func TestResumeOvertaken(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFinalRace(t)
+		back := f.back(nil)
+		// The resume's second clock read is SubscribeSpec's, after the
+		// stream was read and before the subscription registers.
+		ctx, g := holdClock(t.Context(), 2)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f.resume(ctx, back)
+		}()
+		<-g.held
+		f.endP0()
+		f.settle()
+		f.finalOnce("stayed", f.stay) // the tick told it
+		close(g.release)
+		<-done
+		f.settle(back)
+		f.finalOnce("resumed", back)
+		if bs := back.boards["rf"]; len(bs) == 0 || bs[len(bs)-1].Period != f.p0.Index+1 {
+			t.Errorf("resumed: board frames %+v, want period %d's last", bs, f.p0.Index+1)
+		}
+	})
+}
+
+// TestResumeNoStaleTop (§15, R19): the final frame of a period is the last
+// top frame of it a subscriber gets. A resume handed a period's missed
+// final is not sent the period's last live frame after it: neither the one
+// this node holds until its next read, nor one a read in flight brings. Its
+// first top frame is the next period's.
+func TestResumeNoStaleTop(t *testing.T) {
+	t.Parallel()
+	for _, inFlight := range []bool{false, true} {
+		t.Run(map[bool]string{false: "held", true: "read"}[inFlight], func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) { noStaleTop(t, inFlight) })
+		})
+	}
+}
+
+func noStaleTop(t *testing.T, inFlight bool) {
+	f := newFinalRace(t)
+	g := &gate{held: make(chan struct{}), release: make(chan struct{})}
+	if inFlight {
+		f.h.st.topGate.Store(g) // the read of the change below, once it read p0
+	}
+	f.h.apply("rf", member(3), 9, true) // after since: the top changed
+	if inFlight {
+		<-g.held
+	} else {
+		f.settle()
+	}
+	f.endP0()
+	back := f.back(newEagerReader(t)) // takes what the resume queues at once
+	f.resume(t.Context(), back)
+	if inFlight {
+		close(g.release)
+	}
+	f.settle(back)
+	back.mu.Lock()
+	defer back.mu.Unlock()
+	var final bool
+	for _, fr := range back.all {
+		var m proto.Top
+		if json.Unmarshal(fr, &m) != nil || m.Type != proto.TypeTop {
+			continue
+		}
+		switch {
+		case m.Final:
+			final = true
+		case !final:
+			t.Errorf("resumed: a top frame before the missed final: %s", fr)
+		case len(m.Entries) != 0:
+			t.Errorf("resumed: a top frame of the ended period after its final: %s", fr)
+		}
+	}
+	if m, ok := back.top["rf"]; !ok || m.Final || len(m.Entries) != 0 {
+		t.Errorf("resumed: last top frame %+v, want the next period's (empty)", m)
+	}
+}
+
+// TestJoinToldFirst (§15, R19): a subscribe whose read of the board's
+// stream records a transition this node has not told yet does not let a
+// read in flight hand the board's subscribers a frame from after it first:
+// they are told the transition (the next period's board frame, the ended
+// period's final) before the next period's top frame, so a client never
+// holds a seq newer than a transition it was not told.
+func TestJoinToldFirst(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFinalRace(t)
+		w := newEagerReader(t) // no frame coalesced away before it is written
+		f.join(t.Context(), w, nil)
+		f.settle()
+		g := &gate{held: make(chan struct{}), release: make(chan struct{}), before: true}
+		f.h.st.topGate.Store(g) // the read of the change below, before it reads
+		f.h.apply("rf", member(3), 9, true)
+		<-g.held
+		f.endP0()
+		f.join(t.Context(), newReader(t), nil) // records p0's end
+		close(g.release)
+		f.settle()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var told, final bool
+		for _, fr := range w.all {
+			var m struct {
+				Type, State string
+				Period      int64
+				Final       bool
+				Entries     []proto.Entry
+			}
+			if err := json.Unmarshal(fr, &m); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case m.Type == proto.TypeBoard && m.Period == f.p0.Index+1:
+				told = true
+			case m.Type == proto.TypeTop && m.Final:
+				final = true
+			case m.Type == proto.TypeTop && len(m.Entries) == 0 && (!told || !final):
+				t.Errorf("watcher: the next period's top frame before its board frame (%v) and the final (%v): %s", told, final, fr)
+			}
+		}
+		if !told || !final {
+			t.Errorf("watcher: board frame of the next period %v, final %v; want both", told, final)
 		}
 	})
 }

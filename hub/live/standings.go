@@ -105,6 +105,8 @@ type topFrame struct {
 	decimals int
 	// final: the frame shows a final board's standings (R19).
 	final finalRead
+	// period is the period the read answered for (b.past).
+	period int64
 	// meta: the entries carry their meta (a "meta": true subscription).
 	meta  bool
 	src   source
@@ -306,6 +308,11 @@ func (p *standingsPass) install(j *job, out []delivery) []delivery {
 		case !r.ok:
 			s.mark(g, 0) // again next tick
 			continue
+		case !j.final.is && (b.past(r.page.Period) || finalOf(b).is):
+			// Read before its period's final, or the board's, went out:
+			// the next read is of the current period, or the final one.
+			s.mark(g, 0)
+			continue
 		}
 		if j.stale(&g.stamp, r.page.Seq, r.page.Period) {
 			s.mark(g, 0)
@@ -330,6 +337,7 @@ func (p *standingsPass) install(j *job, out []delivery) []delivery {
 
 // finalGroup is one group's part of a finalJob: its subscribers by key.
 type finalGroup struct {
+	s    *standings
 	src  source
 	id   string
 	n    int
@@ -337,24 +345,67 @@ type finalGroup struct {
 }
 
 // finals lists each group's subscribers for a period or board that became
-// final (R19). Lock held.
-func (s *standings) finals() []finalGroup {
+// final (R19). When the board did (board), its final frame is to be each
+// key's current frame (finalGroup.hold): until then a key holds none, so a
+// subscriber joining meanwhile waits for the next read, which is final;
+// those owed a read now are sent the final frame, and owed nothing more.
+// Lock held.
+func (s *standings) finals(board bool) []finalGroup {
 	var out []finalGroup
 	for id, g := range s.groups {
-		fg := finalGroup{src: s.src, id: id, n: g.maxN, keys: make(map[int][]target, len(g.keys))}
+		fg := finalGroup{s: s, src: s.src, id: id, n: g.maxN, keys: make(map[int][]target, len(g.keys))}
 		for k, key := range g.keys {
 			fg.keys[k] = key.subs.targets()
+			if board {
+				key.cur, key.subs.owed = nil, nil
+			}
 		}
 		out = append(out, fg)
 	}
 	return out
 }
 
+// hold makes f, the final frame of a final board read at seq f.seq, the
+// current frame of the group's key k, unless a later read's is: later
+// subscribers get it, a resume from before it too. Lock held.
+func (fg *finalGroup) hold(k int, f *topFrame) {
+	g := fg.s.groups[fg.id]
+	if g == nil || g.keys[k] == nil {
+		return
+	}
+	if key := g.keys[k]; key.cur == nil || key.cur.seq <= f.seq {
+		key.cur = f
+		g.read = max(g.read, f.seq)
+	}
+}
+
+// retry has the group read again: its final frame's read failed, and the
+// next read, of the final board, brings it to every subscriber. Lock held.
+func (fg *finalGroup) retry() {
+	if g := fg.s.groups[fg.id]; g != nil {
+		fg.s.mark(g, 0)
+	}
+}
+
+// ended forgets the held frames of period p or older (not a final
+// board's), and has the groups read: a later subscriber gets the current
+// period's (b.ended), as do the others (a key held nothing).
+func (s *standings) ended(p int64) {
+	for _, g := range s.groups {
+		for _, key := range g.keys {
+			if key.cur != nil && key.cur.period <= p && !key.cur.final.is {
+				key.cur = nil
+				s.mark(g, 0)
+			}
+		}
+	}
+}
+
 func newTopFrame(page rank.Page, k int, final finalRead, src source, group string) *topFrame {
 	return &topFrame{
 		frame:   frame{seq: page.Seq},
 		entries: page.Entries[:min(topCount(k), len(page.Entries))], total: page.Total,
-		decimals: page.Decimals, final: final, meta: topMeta(k), src: src, group: group,
+		decimals: page.Decimals, final: final, period: page.Period, meta: topMeta(k), src: src, group: group,
 	}
 }
 

@@ -19,6 +19,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -64,14 +65,24 @@ type streamState struct {
 // board not read yet): sn. Lock held.
 func (b *board) phaseNow(sn time.Time) time.Time {
 	s := &b.stream
-	if !s.ok || len(s.st.Marks) == 0 {
+	l, ok := b.lastMark()
+	if !ok {
 		return sn
 	}
-	l := time.UnixMilli(s.st.Marks[len(s.st.Marks)-1].At) // the last transition recorded
 	if l.After(sn) || (!s.nextAt.IsZero() && !sn.Before(s.nextAt)) {
 		return l
 	}
 	return sn
+}
+
+// lastMark is the moment of the last transition b's stream records, if
+// any. Lock held.
+func (b *board) lastMark() (time.Time, bool) {
+	s := &b.stream
+	if !s.ok || len(s.st.Marks) == 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(s.st.Marks[len(s.st.Marks)-1].At), true
 }
 
 // recorded reports whether b's stream holds every transition up to sn and
@@ -180,7 +191,17 @@ func (e *Engine) settleTransitions(ctx context.Context, b *board) {
 	}
 	e.mu.Lock()
 	next := b.stream.nextAt
-	e.mu.Unlock()
+	// A subscribe's read of the stream may have recorded a transition
+	// that the tick did not tell yet: told first, at its mark.
+	var f *finalJob
+	l, ok := b.lastMark()
+	if ok && b.cfgOK && b.lc.known && l.After(b.lc.at) {
+		f = e.lifecycleTick(b, l)
+	}
+	e.unlock()
+	if f != nil {
+		e.runFinal(ctx, f, l)
+	}
 	if next.IsZero() {
 		return
 	}
@@ -195,7 +216,7 @@ func (e *Engine) settleTransitions(ctx context.Context, b *board) {
 	}
 	e.mu.Lock()
 	b.install(st, sn)
-	var f *finalJob
+	f = nil
 	if b.cfgOK {
 		f = e.lifecycleTick(b, b.phaseNow(sn))
 	}
@@ -231,6 +252,30 @@ func (e *Engine) SubscribeStream(ctx context.Context, o *Outbox, sp Spec, since 
 	if err != nil {
 		return Joined{}, fmt.Errorf("live: subscribe: %w", err)
 	}
+	for try := 1; ; try++ {
+		if try == maxOvertaken {
+			since = nil // fresh: nothing to overtake
+		}
+		j, err := e.subscribeStream(ctx, o, sp, cfg, since)
+		if !errors.Is(err, errOvertaken) {
+			return j, err
+		}
+	}
+}
+
+// errOvertaken is SubscribeSpec's answer to a resume that this node's
+// tick overtook between its read of the stream and its subscription
+// (board.joinPhase): the resume reads the stream again, which holds what
+// the tick told (recorded first).
+var errOvertaken = errors.New("live: resume overtaken by a transition")
+
+// maxOvertaken bounds a resume's reads of the stream: transitions are far
+// apart, so the second read is the last one overtaken; the last try is a
+// fresh subscription.
+const maxOvertaken = 3
+
+// subscribeStream is one try of SubscribeStream, cfg the board's config.
+func (e *Engine) subscribeStream(ctx context.Context, o *Outbox, sp Spec, cfg rank.Board, since *proto.Since) (Joined, error) {
 	sn, _ := e.storeNow(ctx)
 	st, err := e.streamOf(ctx, sp.Board, sn, false)
 	if err != nil {
@@ -246,11 +291,11 @@ func (e *Engine) SubscribeStream(ctx context.Context, o *Outbox, sp Spec, since 
 	}
 	sp.stream = &st
 	if resumed {
-		now := latestOf(st, sn)
+		sp.shown = latestOf(st, sn)
 		sp.Resume, sp.Since = true, since.Seq
-		sp.quiet = !boardChanged(cfg, st, since.Seq, now)
+		sp.quiet = !boardChanged(cfg, st, since.Seq, sp.shown)
 		if sp.Top > 0 {
-			sp.finals, sp.lastFinal = e.missedFinals(ctx, cfg, st, since.Seq, now, &sp)
+			sp.finals, sp.lastFinal = e.missedFinals(ctx, cfg, st, since.Seq, sp.shown, &sp)
 		}
 	}
 	return Joined{Epoch: st.Epoch, Resumed: resumed}, e.SubscribeSpec(ctx, o, sp)

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/wsgateway/wsgateway/rank"
 )
@@ -42,10 +43,11 @@ type Spec struct {
 	Since  int64
 
 	// Set by SubscribeStream (stream.go): the board's stream as read for
-	// this subscribe, the final frames a resume missed (sent first) and
-	// the newest one's period, and quiet: a resume that holds the board
-	// frame already.
+	// this subscribe; for a resume, the moment that stream shows the board
+	// at, the final frames it missed (sent first) and the newest one's
+	// period, and quiet: the client holds the board frame already.
 	stream    *rank.Stream
+	shown     time.Time
 	finals    [][]byte
 	lastFinal int64
 	quiet     bool
@@ -123,6 +125,14 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 	if !b.cfgOK {
 		b.setCfg(cfg, now)
 	}
+	if sp.stream != nil && b.cfgOK && (!b.stream.ok || b.stream.st.Seq < sp.stream.Seq) {
+		b.install(*sp.stream, sn)
+	}
+	v, ok := b.joinPhase(&sp, sn)
+	if !ok {
+		e.mu.Unlock()
+		return errOvertaken
+	}
 	e.unregister(o, b)
 	e.addBoard(b) // new, or unregister dropped it as left empty
 	subs := e.conns[o]
@@ -133,15 +143,8 @@ func (e *Engine) SubscribeSpec(ctx context.Context, o *Outbox, sp Spec) error {
 	s := &sub{parts: make([]part, len(b.kinds))}
 	subs[b.id] = s
 	b.nsubs++
-	if sp.stream != nil && b.cfgOK && (!b.stream.ok || b.stream.st.Seq < sp.stream.Seq) {
-		b.install(*sp.stream, sn)
-	}
-	o.resumeFinals(b.id, sp.lastFinal, sp.finals)
-	if sp.quiet {
-		b.knowPhase(b.phaseNow(sn))
-	} else {
-		b.tell(o, sn)
-	}
+	o.resumeFinals(sp.finals)
+	b.joined(o, v, &sp)
 	st := &start{o: o, board: b.id, last: b.lastSeq, resume: sp.Resume, since: sp.Since, reading: b.reading}
 	for i, k := range b.kinds {
 		s.parts[i] = k.join(&sp, st)
@@ -250,6 +253,7 @@ func (e *Engine) unregister(o *Outbox, b *board) {
 	if len(subs) == 0 {
 		delete(e.conns, o)
 	}
+	delete(b.toldAhead, o)
 	for _, p := range s.parts {
 		if p != nil {
 			p.leave(o)

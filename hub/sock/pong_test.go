@@ -90,3 +90,73 @@ func TestConnDropsPongsOverBudget(t *testing.T) {
 		t.Fatalf("%d pongs then %x; want about %d, then the message", pongs, got, pongBurst)
 	}
 }
+
+// TestSkipPongs: pongs at the front of what the client sent are taken and
+// recorded without the library; anything else, or a pong not yet whole,
+// is left for it; a flood of pongs spends the frame budget as read frames
+// do.
+func TestSkipPongs(t *testing.T) {
+	t.Parallel()
+	join := func(fs ...[]byte) []byte {
+		var b []byte
+		for _, f := range fs {
+			b = append(b, f...)
+		}
+		return b
+	}
+	pong, text := frame(0xA, true, 0), frame(0x1, true, 3)
+	for _, tc := range []struct {
+		name     string
+		in       []byte
+		skipped  bool // SkipPongs' answer
+		ponged   bool // a pong recorded
+		buffered bool // bytes left for the library
+	}{
+		{"one pong", pong, true, true, false},
+		{"two pongs", join(pong, frame(0xA, true, 4)), true, true, false},
+		{"pong then text", join(pong, text), false, true, true},
+		{"text then pong", join(text, pong), false, false, true},
+		{"half a pong", pong[:4], false, false, true},
+		{"ping", frame(0x9, true, 0), false, false, true},
+		{"unmasked pong", []byte{0x8A, 0}, false, false, true},
+		{"pong not final", frame(0xA, false, 0), false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server, client := net.Pipe()
+			defer client.Close()
+			cc := New(server, tc.in, 5*time.Second, testPool())
+			defer cc.Close()
+			start := time.Now()
+			if got := cc.SkipPongs(); got != tc.skipped {
+				t.Errorf("SkipPongs = %v, want %v", got, tc.skipped)
+			}
+			if got := cc.PongSince(start); got != tc.ponged {
+				t.Errorf("pong recorded = %v, want %v", got, tc.ponged)
+			}
+			if got := cc.Buffered(); got != tc.buffered {
+				t.Errorf("buffered = %v, want %v", got, tc.buffered)
+			}
+		})
+	}
+	t.Run("flood", func(t *testing.T) {
+		var in []byte
+		for range floodBurst + 10 {
+			in = append(in, pong...)
+		}
+		server, client := net.Pipe()
+		defer client.Close()
+		cc := New(server, in, 5*time.Second, testPool())
+		flooded := false
+		cc.SetOnFlood(func() { flooded = true })
+		if cc.SkipPongs() {
+			t.Error("a flood of pongs taken whole")
+		}
+		if !flooded || !cc.Flooded() {
+			t.Error("a flood of pongs did not spend the frame budget")
+		}
+		go cc.Close() // the stalled read below waits for it
+		if _, err := cc.Read(make([]byte, 16)); err == nil {
+			t.Error("a read after the flood succeeded")
+		}
+	})
+}

@@ -373,6 +373,42 @@ func (c *Conn) setIdle(idle bool) {
 // errIdle is ErrIdle as the library's read gets it.
 var errIdle = errors.New("sock: no frame yet")
 
+// SkipPongs takes the pongs at the front of what the client sent and
+// records them as OnPongReceived does, so the pong to each of the node's
+// pings costs no library read (its context, locks and deep stack). Call it
+// only between messages. It reports whether it took some and nothing else
+// is buffered: the caller then waits again.
+func (c *Conn) SkipPongs() bool {
+	r := &c.in
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	took := false
+	for r.usable() == nil && !r.closeSent.Load() && r.scan.atBoundary() {
+		p := r.pending()
+		// A client's pong: FIN and opcode 0xA, masked, a payload under 126.
+		if len(p) < 6 || p[0] != 0x8A || p[1]&0x80 == 0 || p[1]&0x7F > 125 {
+			break
+		}
+		n := 6 + int(p[1]&0x7F)
+		if len(p) < n {
+			break
+		}
+		if !r.count(1, time.Now) {
+			// As handOn: nothing more is read until the close.
+			r.stalled = true
+			if r.buf != nil {
+				c.bufs.putRead(r.buf)
+				r.buf, r.off, r.end = nil, 0, 0
+			}
+			return false
+		}
+		r.consume(n, c.bufs)
+		c.pongAt.Store(time.Now().UnixNano())
+		took = true
+	}
+	return took && len(r.pending()) == 0
+}
+
 // Buffered reports whether client bytes are buffered, unread by the
 // library.
 func (c *Conn) Buffered() bool {

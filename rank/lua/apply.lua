@@ -122,6 +122,8 @@
 --                               duplicate check: rec is event i's record
 --                               (false: none); a reply answers the event
 --                               (a duplicate's is "1" .. rec), nil goes on;
+--                               a block with other hooks may set it during
+--                               the call, for the events after;
 --   on.admit[k](e) -> code|nil  after the core admitted the event (R17, and
 --                               its duplicate and ban checks), before the
 --                               score is computed: a code refuses it ("!"
@@ -131,7 +133,8 @@
 --                               writes (the same idx and exp);
 --   on.score[k](e) -> code|nil  once the new score is known and the
 --                               previous rank read (e.had, e.old, e.new,
---                               e.olds, e.oldz, e.prev), before any write:
+--                               e.olds, e.oldz, e.prev), before any write,
+--                               unless the score is below scoreMin:
 --                               a code refuses it (nothing written by the
 --                               core; the hook's own writes stay);
 --   on.write[k](e)              after the event's entry is written and its
@@ -142,21 +145,22 @@
 --                               set e.tail (the reply's, after the record);
 --   on.finish[k]()              once after every event of the call, each
 --                               under its own pcall, before the records.
--- e is one table per call, filled for each event only when a hook exists:
+-- e is one table per call, filled for an event when a hook sees it:
 -- i, member, name, op, amount, t (its time), id, meta, s (its slot: 0 = P,
 -- 1 = A, 2 = B) and sl (slots[s]: z, m, idx, exp; newSlot); for on.write
 -- also had, old, new, ns (new as a decimal string), changed (the entry
 -- moved), oldz, olds (the old stored score, a string), newz, rank, prev,
 -- seq. A block may also use the core's locals declared before "-- @blocks"
 -- (call, fmt, n, now, cur, P, slots and newSlot, cf, opt, mode, order,
--- desc, tie, B and the prelude's batch functions, R, Rw, Rf) and set nextSeq (the event's
--- seq and tie key, in place of the board's next change sequence; S.seq is
--- the last one taken, and S.dirty = true has it written at the end) and
--- ranked (false: rank and prev are not read, and stay 0). A block is code
--- of the function run: a refusal of the whole call is a return of its
--- error reply. A hook's own writes go in its event's step; writes of hash
--- fields may wait in B (prelude's batches), which is written after the
--- events, before the records.
+-- desc, tie, B and the prelude's batch functions, R, Rw, Rf) and set
+-- nextSeq (the event's seq and tie key, in place of the board's next
+-- change sequence; S.seq is the last one taken, and S.dirty = true has it
+-- written at the end), ranked (false: rank and prev are not read, and stay
+-- 0) and scoreMin (below it, on.score is not run for an event of the
+-- clock's slot, cur). A block is code of the function run: a refusal of
+-- the whole call is a return of its error reply. A hook's own writes go in
+-- its event's step; writes of hash fields may wait in B (prelude's
+-- batches), which is written after the events, before the records.
 
 -- What the events leave to the end of the call, kept outside run so it is
 -- written even when an event fails part way (which ends run, and its
@@ -311,16 +315,28 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
   -- ranked: the step reads the event's rank and previous rank (a block may
   -- turn it off: apply_shard.lua).
   local ranked = true
+  -- scoreMin: an event of the clock's slot whose new score's goodness (the
+  -- score, negated on asc boards) is below it gives on.score nothing to do,
+  -- and the hooks are not run for it (a block sets it; nil: always run).
+  local scoreMin
 
   -- @blocks
 
-  local onAdmit, onScore, onWrite, onRecord
-  local nAdmit, nScore, nWrite, hooked = 0, 0, 0, false
+  local onAdmit, onScore, onWrite
+  local nAdmit, nScore, nWrite = 0, 0, 0
+  -- see fills e with event i's fields for the hooks, once per event (the
+  -- first hook that sees it), and returns true.
+  local see
   if on then
-    onAdmit, onScore, onWrite, onRecord = on.admit, on.score, on.write, on.record
+    onAdmit, onScore, onWrite = on.admit, on.score, on.write
     nAdmit, nScore, nWrite = #onAdmit, #onScore, #onWrite
-    hooked = nAdmit + nScore + nWrite > 0 or onRecord ~= nil
     S.finish = on.finish
+    see = function(i, j, member, amount, t, s, sl)
+      e.i, e.member, e.name, e.op, e.amount, e.t, e.id, e.meta, e.s, e.sl =
+        i, member, ARGV[j + 2], ARGV[j + 3], amount, t, ARGV[j + 7], ARGV[j + 8], s, sl
+      e.extra, e.tail = nil, nil
+      return true
+    end
   end
 
   -- The first 8 digits of tiebreak first's pad, and the seq / 1e8 they are of.
@@ -339,6 +355,7 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
       local member = ARGV[j + 1]
       local rec = Rw[Rf[i]] or Rg[i] or Rp[i]
       if not rec and R.oldCur then rec = recordGet(R, i) end
+      local onRecord = on and on.record
       if onRecord then
         reply = onRecord(i, rec)
         if reply then break end
@@ -431,10 +448,10 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
         sl = newSlot(s)
         slots[s] = sl
       end
-      if hooked then
-        e.i, e.member, e.name, e.op, e.amount, e.t, e.id, e.meta, e.s, e.sl =
-          i, member, ARGV[j + 2], ARGV[j + 3], amount, t, ARGV[j + 7], ARGV[j + 8], s, sl
-        e.extra, e.tail = nil, nil
+      -- e is filled only for an event a hook sees (seen).
+      local seen = false
+      if nAdmit > 0 then
+        seen = see(i, j, member, amount, t, s, sl)
         for k = 1, nAdmit do
           local code = onAdmit[k](e)
           if code then
@@ -493,7 +510,8 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
         end
       end
 
-      if nScore > 0 then
+      if nScore > 0 and (s ~= cur or not scoreMin or (desc and new or -new) >= scoreMin) then
+        if not seen then seen = see(i, j, member, amount, t, s, sl) end
         e.had, e.old, e.new, e.olds, e.oldz, e.prev = had, old, new, olds, oldz, prev
         for k = 1, nScore do
           local code = onScore[k](e)
@@ -568,6 +586,7 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
       end
 
       if nWrite > 0 then
+        if not seen then seen = see(i, j, member, amount, t, s, sl) end
         e.had, e.old, e.new, e.ns, e.changed, e.oldz, e.olds, e.newz, e.rank, e.prev, e.seq =
           had, old, new, ns, changed, oldz, olds, newz, rank, prev, seq
         for k = 1, nWrite do onWrite[k](e) end
@@ -580,7 +599,7 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
       -- Redis does not roll a script back, and a record written before a
       -- failing write would turn every retry into a false duplicate.
       rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d', rank, prev, had and old or 0, seq) .. ',' .. sl.idx
-      if hooked then
+      if seen then
         if e.extra then rec = rec .. e.extra end
         Rw[Rf[i]] = rec
         if e.tail then

@@ -47,26 +47,51 @@ if opt.hold then
   local vOf, whyOf = {}, {} -- event i's verdict ('a', 'f' or false) and reason
 
   -- Each slot's hd key; the events' held records in the clock's slot,
-  -- one HMGET per call; what this call holds or lists, by slot and member
-  -- (heldNow[s][member]).
+  -- one HMGET per call when it holds any; what this call holds or lists,
+  -- by slot and member (heldNow[s][member]).
   local hdKey = {}
   for k = 0, 2 do
     if not slots[k] then slots[k] = newSlot(k) end
     hdKey[k] = P .. 'hd:' .. slots[k].idx
   end
-  local hdv
+  local hdv = false
   local heldNow = {[0] = {}, {}, {}}
+  if call('EXISTS', hdKey[cur]) == 1 then
+    local ms = {}
+    for i = 1, n do ms[i] = ARGV[12 + 8 * (i - 1) + 1] end
+    hdv = call('HMGET', hdKey[cur], unpack(ms))
+  end
   local function heldRec(ev)
     local s = ev.s
     local h = heldNow[s][ev.member]
     if h ~= nil then return h end
     if s ~= cur then return call('HGET', hdKey[s], ev.member) end
-    if not hdv then
-      local ms = {}
-      for i = 1, n do ms[i] = ARGV[12 + 8 * (i - 1) + 1] end
-      hdv = call('HMGET', hdKey[cur], unpack(ms))
+    return hdv and hdv[ev.i]
+  end
+
+  -- What this call's events need of the block. Most calls of a hooked
+  -- board hold events that are new (no record), unjudged (no verdict),
+  -- of members not held, in the clock's period, on a board without flags:
+  -- only the contender check (on.score) applies to them, and the step's
+  -- other hooks are not installed, so they cost those events nothing. A
+  -- record may be one of the block's; a member may be held before (hdv),
+  -- in another period (an event with its own time) or by this call (a
+  -- flag); a claim this call writes installs on.record for the events
+  -- after it (an id the call carries twice).
+  local needRecord = R.oldCur ~= false
+  local needHeld = needRecord or jump ~= nil or gainP ~= nil
+  for i = 1, n do
+    local rec = Rg[i] or Rp[i]
+    if rec then
+      needRecord = true
+      if string.byte(rec) == 61 then needHeld = true end -- "=": a kept verdict, maybe a flag
     end
-    return hdv[ev.i]
+    local varg = ARGV[va + i]
+    if varg ~= '' then
+      needRecord = true
+      if string.byte(varg) == 102 then needHeld = true end -- "f": a flag
+    end
+    if ARGV[12 + 8 * (i - 1) + 6] ~= '' or (hdv and hdv[i]) then needHeld = true end
   end
 
   -- wouldRank is the rank sorted-set member zm of stored score sc would
@@ -79,7 +104,7 @@ if opt.hold then
     return r + 1
   end
 
-  on.record = function(i, rec)
+  local function record(i, rec)
     local varg = ARGV[va + i]
     if not rec and varg == '' then -- the common case: a new event, no verdict
       vOf[i] = false
@@ -113,8 +138,10 @@ if opt.hold then
     return nil
   end
 
+  if needRecord then on.record = record end
+
   local heldSlot = {}
-  on.admit[#on.admit + 1] = function(ev)
+  local function admit(ev)
     local h = heldRec(ev)
     ev.held = h or false
     if h then
@@ -127,9 +154,17 @@ if opt.hold then
       ev.sl = q
     end
   end
+  if needHeld then on.admit[#on.admit + 1] = admit end
 
   if hookTop then
     local kth = {} -- per slot: the K-th shown stored score, false when fewer
+    if hookTop > 0 then
+      -- The clock's slot's events below it are no contenders: the step
+      -- does not run on.score for them.
+      local r = call('ZREVRANGE', slots[cur].z, hookTop - 1, hookTop - 1, 'WITHSCORES')
+      kth[cur] = r[2] and tonumber(r[2]) or false
+      scoreMin = kth[cur] or nil
+    end
     on.score[#on.score + 1] = function(ev)
       local i = ev.i
       if vOf[i] or (ev.had and ev.new == ev.old) then return nil end
@@ -146,6 +181,7 @@ if opt.hold then
       local j = 12 + 8 * (i - 1)
       local hash, tok = string.match(ARGV[j + 5], '^([^.]*)%.(.*)$')
       Rw[Rf[i]] = '?' .. hash .. '.' .. tok .. ':' .. fmt('%d', now + claimFor)
+      on.record = record
       local rk = 0
       if ev.had then
         rk = ev.prev
@@ -197,7 +233,7 @@ if opt.hold then
     return total
   end
 
-  on.write[#on.write + 1] = function(ev)
+  local function write(ev)
     local i, member = ev.i, ev.member
     if not ev.held and vOf[i] ~= 'f' and not jump and not gainP then return end
     local z, sc = slots[ev.s].z, ev.ns
@@ -244,4 +280,5 @@ if opt.hold then
     ev.extra = (ev.extra or '') .. ',h'
     ev.tail = '\t' .. reason
   end
+  if needHeld then on.write[#on.write + 1] = write end
 end

@@ -280,3 +280,62 @@ func TestApplyPadAcrossSeqBlock(t *testing.T) {
 		}
 	}
 }
+
+// A hooked board's call runs the hold block's hooks only for the events
+// that need them (apply_hold.lua): the contenders are claimed, an id the
+// call carries twice after its claim waits for the hook like any re-send,
+// the others apply at full speed, and a member held before is still moved
+// in the held set by an event of a call that holds nothing else.
+func TestApplyCallHookedNeeds(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{Prefix: "chook"})
+	b := rank.DefaultBoard("chook")
+	b.Hook = rank.Hook{URL: "https://hook.example/validate", Secret: "0123456789abcdef-secret",
+		Timeout: rank.Duration(rank.DefaultValidateTimeout), OnError: rank.OnErrorReject, Top: 1}
+	mustPut(t, s, b)
+	ev := func(id, member string, amount int64) rank.Event {
+		return rank.Event{Board: b.ID, ID: id, Member: member, Op: rank.OpDelta, Amount: amount}
+	}
+	// The first shown: claimed (fewer than one shown), then accepted and flagged.
+	first := runCall(t, s, ev("h1", "held", 50))
+	var ve *rank.ValidateError
+	if !errors.As(first[0].err, &ve) {
+		t.Fatalf("the first event: %+v, %v; want a claim", first[0].r, first[0].err)
+	}
+	flagged := ev("h1", "held", 50)
+	flagged.Verdict, flagged.Claim, flagged.Reason = rank.VerdictFlag, ve.Token, "odd"
+	if c := runCall(t, s, flagged); c[0].err != nil || !c[0].r.Held {
+		t.Fatalf("the flagged event: %+v, %v; want it applied and held", c[0].r, c[0].err)
+	}
+	// Nothing shown now (the only entry is held): every event is a contender.
+	c := runCall(t, s, ev("k1", "kim", 10))
+	if !errors.As(c[0].err, &ve) {
+		t.Fatalf("a contender on an empty board: %+v, %v; want a claim", c[0].r, c[0].err)
+	}
+	accept := ev("k1", "kim", 10)
+	accept.Verdict, accept.Claim = rank.VerdictAccept, ve.Token
+	if c := runCall(t, s, accept); c[0].err != nil {
+		t.Fatalf("kim accepted: %v", c[0].err)
+	}
+	// kim shows 10: a call of a contender, its id again, a non-contender
+	// and the held member's next event.
+	c = runCall(t, s, ev("x1", "xan", 20), ev("x1", "xan", 20), ev("y1", "yul", 5), ev("h2", "held", -45))
+	if !errors.As(c[0].err, &ve) {
+		t.Errorf("the contender: %+v, %v; want a claim", c[0].r, c[0].err)
+	}
+	var pe *rank.PendingError
+	if !errors.As(c[1].err, &pe) {
+		t.Errorf("the contender's id again in the same call: %+v, %v; want pending", c[1].r, c[1].err)
+	}
+	if c[2].err != nil || c[2].r.Rank != 2 || c[2].r.Score != 5 {
+		t.Errorf("the non-contender: %+v, %v; want applied at rank 2", c[2].r, c[2].err)
+	}
+	if c[3].err != nil || !c[3].r.Held || c[3].r.Score != 5 {
+		t.Errorf("the held member's event: %+v, %v; want applied below the first (no claim), still held, 5", c[3].r, c[3].err)
+	}
+	n, err := s.client.ZCard(t.Context(), s.idKey(b.ID, "z:0")).Result()
+	if err != nil || n != 2 {
+		t.Errorf("shown entries: %d, %v; want kim and yul, not the held member", n, err)
+	}
+}
