@@ -116,8 +116,9 @@
 -- which lua.Source puts in where the line "-- @blocks" stands below, in
 -- file name order. A block is one `if <condition> then ... end` (its token
 -- in the apply config, usually), so a board without the feature runs none
--- of it, not even its closures; it joins the event step by appending
--- functions to the lists of `on`:
+-- of it, not even its closures; it joins the event step with hooks, each
+-- appended to the list on[kind] by hook(kind, f) (the list made with its
+-- first hook), or set as on.record:
 --   on.record(i, rec) -> reply|nil  (one block at most) in place of the
 --                               duplicate check: rec is event i's record
 --                               (false: none); a reply answers the event
@@ -151,23 +152,27 @@
 -- also had, old, new, ns (new as a decimal string), changed (the entry
 -- moved), oldz, olds (the old stored score, a string), newz, rank, prev,
 -- seq. A block may also use the core's locals declared before "-- @blocks"
--- (call, fmt, n, now, cur, P, slots and newSlot, cf, opt, mode, order,
--- desc, tie, B and the prelude's batch functions, R, Rw, Rf) and set
+-- (call, fmt, n, now, tm, cur, P, hook, slots and newSlot, cf, opt, mode,
+-- order, desc, tie, B and the prelude's batch functions, R, Rw, Rf) and set
 -- nextSeq (the event's seq and tie key, in place of the board's next
 -- change sequence; S.seq is the last one taken, and S.dirty = true has it
 -- written at the end), ranked (false: rank and prev are not read, and stay
--- 0) and scoreMin (below it, on.score is not run for an event of the
--- clock's slot, cur). A block is code of the function run: a refusal of
--- the whole call is a return of its error reply. A hook's own writes go in
--- its event's step; writes of hash fields may wait in B (prelude's
--- batches), which is written after the events, before the records.
+-- 0), scoreMin (below it, on.score is not run for an event of the clock's
+-- slot, cur) and entryTail (each applied event's reply ends with its
+-- sorted-set members and record's hash). A block is code of the function
+-- run: a refusal of the whole call is a return of its error reply. A
+-- hook's own writes go in its event's step; writes of hash fields may wait
+-- in B (prelude's batches), which is written after the events, before the
+-- records.
 
 -- What the events leave to the end of the call, kept outside run so it is
 -- written even when an event fails part way (which ends run, and its
--- locals with it): false until the events start, then R (the records), B
--- (the batches), finish (the blocks' on.finish), seq (the board's seq, the
--- last one taken) and dirty (seq must still be written).
-local S = {R = false, B = false, finish = false, seq = false, dirty = false}
+-- locals with it): the call's batch of hash fields (prelude's batch: keys,
+-- vals, exp; run's B), R (the records: false until the events start),
+-- finish (the blocks' on.finish), seq (the board's seq, the last one
+-- taken) and dirty (seq must still be written). One table made whole: a
+-- table grown a field at a time is rehashed as it grows.
+local S = {keys = {false}, vals = false, exp = false, R = false, finish = false, seq = false, dirty = false}
 
 -- newSlot is period slot k's table (0 = P, 1 = A, 2 = B; see the header):
 -- its sorted set z, member hash m, period index idx and the expiry time of
@@ -207,7 +212,9 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
   local startsAt, endsAt, grace = nil, nil, 0
   if more and more ~= '' then
     for k, v in string.gmatch(more, ' (%l+)=?([^ ]*)') do opt[k] = v end
-    startsAt, endsAt, grace = tonumber(opt.starts), tonumber(opt.ends), tonumber(opt.grace or '0')
+    if opt.starts then startsAt = tonumber(opt.starts) end
+    if opt.ends then endsAt = tonumber(opt.ends) end
+    if opt.grace then grace = tonumber(opt.grace) end
   end
   -- Numbers known to be decimal (ws, by the pattern; the caller's, by the
   -- header) are read with arithmetic, one strtod, rather than tonumber, two;
@@ -231,9 +238,9 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
 
   -- meta: an event of the call carries meta, or the board ever stored some
   -- (apply_meta.lua). on: the hook lists the blocks join the event step
-  -- with (the header), false when no block can be on (no token past the
-  -- core's four, no dependants, no meta): such a call makes none of the
-  -- blocks' tables.
+  -- with (the header; hook adds one), false when no block can be on (no
+  -- token past the core's four, no dependants, no meta): such a call makes
+  -- none of the blocks' tables.
   local meta = cf[7] ~= false
   if not meta then
     for i = 1, n do
@@ -243,9 +250,13 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
       end
     end
   end
-  local on, e, P = false, nil, nil
+  local on, e, P, hook = false, nil, nil, nil
   if more ~= '' or dk > 0 or meta then
-    on, e = {admit = {}, score = {}, write = {}, finish = {}}, {}
+    on = {}
+    hook = function(kind, f)
+      local l = on[kind]
+      if l then l[#l + 1] = f else on[kind] = {f} end
+    end
     P = string.sub(KEYS[1], 1, -4) -- KEYS[1] ends in "cfg"
   end
 
@@ -260,12 +271,14 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
   -- The clock is read once per call (the records' bucket depends on it).
   local bkey = KEYS[10]
   local bans = call('EXISTS', bkey) == 1
-  local now, cur = nil, 1
+  -- tm: the server's TIME reply, when the clock is the server's (a block
+  -- may read it: apply_shard.lua).
+  local now, cur, tm = nil, 1, false
   if ARGV[2] ~= '' then
     now = ARGV[2] + 0
   else
-    local t = call('TIME')
-    now = t[1] * 1000 + math.floor(t[2] / 1000)
+    tm = call('TIME')
+    now = tm[1] * 1000 + math.floor(tm[2] / 1000)
   end
   if boundary > 0 then
     if now < fromA or now >= toB then return redis.error_reply('LB clock') end
@@ -281,8 +294,8 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
   local R = recordsOpen(cf, window, now, 12, 8, n, ws)
   local Rw, Rf, Rg, Rp = R.written, R.fields, R.got, R.gotp
 
-  -- The call's writes of hash fields (prelude's batch B, made here with
-  -- its first hash): the names, and the member hash of the clock's slot
+  -- The call's writes of hash fields (prelude's batch B, the table S,
+  -- given its first hash here): the names, and the member hash of the clock's slot
   -- (where nearly every event lands). That member hash is read for every
   -- event of the call with one HMGET; what this call sets in it after is in
   -- pmw (false: deleted), so each event still reads it as it is after the
@@ -290,7 +303,8 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
   -- event.
   local pm = slots[cur].m
   local pmw = {}
-  local B = {keys = {pm}, vals = {[pm] = pmw}, exp = false}
+  local B = S
+  B.keys[1], B.vals = pm, {[pm] = pmw}
   local pmv
   if n == 1 then
     pmv = call('HMGET', pm, ARGV[12 + 1]) -- (the header's j + 1)
@@ -319,6 +333,10 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
   -- score, negated on asc boards) is below it gives on.score nothing to do,
   -- and the hooks are not run for it (a block sets it; nil: always run).
   local scoreMin
+  -- entryTail: an applied event's reply goes on with ";<new sorted-set
+  -- member>;<old one>;<its record's bucket hash>" after its record, in
+  -- place of a hook's tail (a block sets it: apply_shard.lua).
+  local entryTail = false
 
   -- @blocks
 
@@ -329,8 +347,15 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
   local see
   if on then
     onAdmit, onScore, onWrite = on.admit, on.score, on.write
-    nAdmit, nScore, nWrite = #onAdmit, #onScore, #onWrite
-    S.finish = on.finish
+    nAdmit, nScore, nWrite = onAdmit and #onAdmit or 0, onScore and #onScore or 0, onWrite and #onWrite or 0
+    S.finish = on.finish or false
+    -- Made with the fields the core sets (a table grown a field at a time
+    -- is rehashed as it grows), when a hook will see it.
+    if nAdmit + nScore + nWrite > 0 then
+      e = {i = false, member = false, name = false, op = false, amount = false, t = false, id = false, meta = false,
+        s = false, sl = false, extra = false, tail = false, had = false, old = false, new = false, ns = false,
+        changed = false, oldz = false, olds = false, newz = false, rank = false, prev = false, seq = false}
+    end
     see = function(i, j, member, amount, t, s, sl)
       e.i, e.member, e.name, e.op, e.amount, e.t, e.id, e.meta, e.s, e.sl =
         i, member, ARGV[j + 2], ARGV[j + 3], amount, t, ARGV[j + 7], ARGV[j + 8], s, sl
@@ -346,7 +371,7 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
 
   -- The events, each as if alone (the header); an event's early reply
   -- ends its step (break) with reply set.
-  S.R, S.B = R, B
+  S.R = R
   local out = n > 1 and {}
   for i = 1, n do
     local reply
@@ -599,17 +624,18 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
       -- Redis does not roll a script back, and a record written before a
       -- failing write would turn every retry into a false duplicate.
       rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d', rank, prev, had and old or 0, seq) .. ',' .. sl.idx
+      local tail = false
       if seen then
         if e.extra then rec = rec .. e.extra end
-        Rw[Rf[i]] = rec
-        if e.tail then
-          reply = '0' .. rec .. e.tail
-          break
-        end
-      else
-        Rw[Rf[i]] = rec
+        tail = e.tail
       end
-      reply = '0' .. rec
+      Rw[Rf[i]] = rec
+      if entryTail then tail = ';' .. newz .. ';' .. oldz .. ';' .. R.cur end
+      if tail then
+        reply = '0' .. rec .. tail
+      else
+        reply = '0' .. rec
+      end
     until true
     if n == 1 then return reply end
     out[i] = reply
@@ -641,7 +667,7 @@ if S.finish then
     if ok and not fok then ok, res = false, ferr end
   end
 end
-ferr = batchFlush(S.B)
+ferr = batchFlush(S)
 if ok and ferr then ok, res = false, ferr end
 fok, ferr = pcall(recordsFlush, S.R)
 if ok and not fok then ok, res = false, ferr end

@@ -154,7 +154,7 @@ if opt.hold then
       ev.sl = q
     end
   end
-  if needHeld then on.admit[#on.admit + 1] = admit end
+  if needHeld then hook('admit', admit) end
 
   if hookTop then
     local kth = {} -- per slot: the K-th shown stored score, false when fewer
@@ -165,7 +165,7 @@ if opt.hold then
       kth[cur] = r[2] and tonumber(r[2]) or false
       scoreMin = kth[cur] or nil
     end
-    on.score[#on.score + 1] = function(ev)
+    hook('score', function(ev)
       local i = ev.i
       if vOf[i] or (ev.had and ev.new == ev.old) then return nil end
       local z = slots[ev.s].z
@@ -189,7 +189,7 @@ if opt.hold then
       end
       return 'validate:' .. tok .. ':' .. ev.sl.idx .. ':' .. (ev.had and '1' or '0') .. ':' ..
         fmt('%d', ev.old) .. ':' .. fmt('%d', rk)
-    end
+    end)
   end
 
   -- gain adds rise (when positive) to member's recent gains and returns
@@ -280,5 +280,5 @@ if opt.hold then
     ev.extra = (ev.extra or '') .. ',h'
     ev.tail = '\t' .. reason
   end
-  if needHeld then on.write[#on.write + 1] = write end
+  if needHeld then hook('write', write) end
 end

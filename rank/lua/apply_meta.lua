@@ -12,7 +12,7 @@ if meta then
   if not cf[7] then call('HSET', KEYS[1], 'me', '1') end
   -- Whether a slot's meta hash exists is asked once per call.
   local has = {}
-  on.write[#on.write + 1] = function(ev)
+  hook('write', function(ev)
     if mode == 'best' and ev.had and ev.new == ev.old then return end
     local sl, mt = ev.sl, ev.meta
     local key = P .. 'meta:' .. sl.idx
@@ -26,5 +26,5 @@ if meta then
     elseif has[sl] then
       call('HDEL', key, ev.member)
     end
-  end
+  end)
 end

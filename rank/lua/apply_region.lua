@@ -33,7 +33,7 @@ if opt.region then
 
   -- ev's fields are read once each into locals: a table access costs
   -- more than a local's.
-  on.write[#on.write + 1] = function(ev)
+  hook('write', function(ev)
     local s, sl, i, had, oldz, newz = ev.s, ev.sl, ev.i, ev.had, ev.oldz, ev.newz
     local region = string.sub(rgs, 2 * i - 1, 2 * i)
     local t = keys[s]
@@ -93,5 +93,5 @@ if opt.region then
     local before = ev.extra
     if before then extra = before .. extra end
     ev.extra = extra
-  end
+  end)
 end
