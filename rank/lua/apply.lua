@@ -114,11 +114,12 @@
 -- Blocks. This file is the step every event takes on a plain board; each
 -- optional feature is a block in a file of its own, apply_<feature>.lua,
 -- which lua.Source puts in where the line "-- @blocks" stands below, in
--- file name order. A block is one `if <condition> then ... end` (its token
--- in the apply config, usually), so a board without the feature runs none
--- of it, not even its closures; it joins the event step with hooks, each
--- appended to the list on[kind] by hook(kind, f) (the list made with its
--- first hook), or set as on.record:
+-- file name order, within `if on then ... end` (on: some block may be on).
+-- A block is one `if <condition> then ... end` (its token in the apply
+-- config, usually), so a board without the feature runs none of it, not
+-- even its closures; it joins the event step with hooks, each appended to
+-- the list on[kind] by hook(kind, f) (the list made with its first hook),
+-- or set as on.record:
 --   on.record(i, rec) -> reply|nil  (one block at most) in place of the
 --                               duplicate check: rec is event i's record
 --                               (false: none); a reply answers the event
@@ -208,9 +209,10 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
   if cf[1] ~= ARGV[1] then return redis.error_reply('LB stale') end
   if not cf[6] then return redis.error_reply('LB nospec') end
   local mode, order, tie, ws, more = string.match(cf[6], '^(%l+) (%l+) (%l+) (%d+)(.*)$')
-  local opt = {}
-  local startsAt, endsAt, grace = nil, nil, 0
+  -- opt: the optional features' tokens (name -> value), false when none.
+  local opt, startsAt, endsAt, grace = false, nil, nil, 0
   if more and more ~= '' then
+    opt = {}
     for k, v in string.gmatch(more, ' (%l+)=?([^ ]*)') do opt[k] = v end
     if opt.starts then startsAt = tonumber(opt.starts) end
     if opt.ends then endsAt = tonumber(opt.ends) end
@@ -229,7 +231,7 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
     or (order ~= 'desc' and order ~= 'asc')
     or (tie ~= 'first' and tie ~= 'last' and tie ~= 'shared')
     or not window or window < 1 or not grace or grace < 0
-    or (opt.starts and not startsAt) or (opt.ends and not endsAt)
+    or (opt and ((opt.starts and not startsAt) or (opt.ends and not endsAt)))
     or n < 1 or n % 1 ~= 0 or #KEYS ~= 11 + dk then
     return redis.error_reply('LB bad_request')
   end
@@ -252,7 +254,7 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
   end
   local on, e, P, hook = false, nil, nil, nil
   if more ~= '' or dk > 0 or meta then
-    on = {}
+    on, opt = {}, opt or {}
     hook = function(kind, f)
       local l = on[kind]
       if l then l[#l + 1] = f else on[kind] = {f} end
@@ -338,7 +340,9 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
   -- place of a hook's tail (a block sets it: apply_shard.lua).
   local entryTail = false
 
+  if on then
   -- @blocks
+  end
 
   local onAdmit, onScore, onWrite
   local nAdmit, nScore, nWrite = 0, 0, 0

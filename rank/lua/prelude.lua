@@ -205,14 +205,13 @@ local function recordsOpen(meta, window, now, a0, k, n, w)
       redis.call('HSET', KEYS[1], 'rw', w, 'rs', string.format('%d', rs), 'ro', ro)
     end
   end
+  -- The key names are each made with one concatenation (a string each).
   local b = math.floor(now / window)
-  local bs = string.format('%d', b)
-  local pre = base .. w .. '.'
-  local tag = w .. '.' .. bs
-  local cur = pre .. bs
+  local tag = w .. '.' .. string.format('%d', b)
+  local cur = base .. tag
   -- fresh: what recordsFlush needs to give the bucket's hash its expiry,
   -- false once it has one (nearly every call).
-  local fresh = meta[5] ~= tag and {pre = pre, bucket = b, window = window, now = now, tag = tag}
+  local fresh = meta[5] ~= tag and {pre = base .. w .. '.', bucket = b, window = window, now = now, tag = tag}
   local oldCur, oldPrev = false, false
   if ro ~= 'n' then
     local ow = tonumber(ro)
@@ -222,13 +221,13 @@ local function recordsOpen(meta, window, now, a0, k, n, w)
       oldCur, oldPrev = base .. ro .. '.' .. string.format('%d', ob), base .. ro .. '.' .. string.format('%d', ob - 1)
     end
   end
-  local fields = {}
-  for i = 1, n do
+  local fields = {ARGV[a0 + 1] .. '|' .. ARGV[a0 + 7]}
+  for i = 2, n do
     local j = a0 + k * (i - 1)
     fields[i] = ARGV[j + 1] .. '|' .. ARGV[j + 7]
   end
   local got = redis.call('HMGET', cur, unpack(fields))
-  local gotp = redis.call('HMGET', pre .. string.format('%d', b - 1), unpack(fields))
+  local gotp = redis.call('HMGET', base .. w .. '.' .. string.format('%d', b - 1), unpack(fields))
   -- Made with all its fields at once: a table grown a field at a time is
   -- rehashed as it grows.
   return {cur = cur, fresh = fresh, oldCur = oldCur, oldPrev = oldPrev, fields = fields, got = got, gotp = gotp,
@@ -299,22 +298,18 @@ end
 local function batchNew() return {keys = {}, vals = {}, exp = false} end
 local function batchSet(B, key, f, v)
   local t = B.vals[key]
-  if not t then
-    t = {}
-    B.vals[key] = t
+  if t then
+    t[f] = v
+  else
+    B.vals[key] = {[f] = v}
     B.keys[#B.keys + 1] = key
   end
-  t[f] = v
 end
 -- batchExpire gives key an expiry of ms (relative), set when the batch
 -- is written: after its HSET, which may be what creates the key.
 local function batchExpire(B, key, ms)
   local x = B.exp
-  if not x then
-    x = {}
-    B.exp = x
-  end
-  x[key] = ms
+  if x then x[key] = ms else B.exp = {[key] = ms} end
 end
 local function batchGet(B, key, f)
   local t = B.vals[key]
