@@ -191,7 +191,7 @@ end
 -- per event step, and the prelude's helpers arrive as arguments: a closure
 -- makes an upvalue of each outer local it uses, allocated and freed on
 -- every call, where run's own locals and arguments cost nothing.
-local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGet, batchExpire)
+local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchExpire)
   local MAX = 9007199254740991
   -- The per-event path below runs tens of thousands of times a second on
   -- Redis's one core, where the script's own Lua work (string.format above
@@ -297,19 +297,20 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
   local Rw, Rf, Rg, Rp = R.written, R.fields, R.got, R.gotp
 
   -- The call's writes of hash fields (prelude's batch B, the table S,
-  -- given its first hash here): the names, and the member hash of the clock's slot
-  -- (where nearly every event lands). That member hash is read for every
-  -- event of the call with one HMGET; what this call sets in it after is in
-  -- pmw (false: deleted), so each event still reads it as it is after the
-  -- events before it. Another slot's member hash is read and written per
-  -- event.
+  -- given its first hash here): the names, and the member hash of the
+  -- clock's slot (where nearly every event lands). That member hash is read
+  -- for every event of the call with one HMGET (pmv; pm1, a string rather
+  -- than a reply table, for a call of one event); what this call sets in it
+  -- after is in pmw (false: deleted), so each event still reads it as it is
+  -- after the events before it. Another slot's member hash is read and
+  -- written per event.
   local pm = slots[cur].m
   local pmw = {}
   local B = S
   B.keys[1], B.vals = pm, {[pm] = pmw}
-  local pmv
+  local pmv, pm1 = false, false
   if n == 1 then
-    pmv = call('HMGET', pm, ARGV[12 + 1]) -- (the header's j + 1)
+    pm1 = call('HGET', pm, ARGV[12 + 1]) -- (the header's j + 1)
   else
     local ms = {}
     for i = 1, n do ms[i] = ARGV[12 + 8 * (i - 1) + 1] end
@@ -359,12 +360,12 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
       e = {i = false, member = false, name = false, op = false, amount = false, t = false, id = false, meta = false,
         s = false, sl = false, extra = false, tail = false, had = false, old = false, new = false, ns = false,
         changed = false, oldz = false, olds = false, newz = false, rank = false, prev = false, seq = false}
-    end
-    see = function(i, j, member, amount, t, s, sl)
-      e.i, e.member, e.name, e.op, e.amount, e.t, e.id, e.meta, e.s, e.sl =
-        i, member, ARGV[j + 2], ARGV[j + 3], amount, t, ARGV[j + 7], ARGV[j + 8], s, sl
-      e.extra, e.tail = nil, nil
-      return true
+      see = function(i, j, member, amount, t, s, sl)
+        e.i, e.member, e.name, e.op, e.amount, e.t, e.id, e.meta, e.s, e.sl =
+          i, member, ARGV[j + 2], ARGV[j + 3], amount, t, ARGV[j + 7], ARGV[j + 8], s, sl
+        e.extra, e.tail = nil, nil
+        return true
+      end
     end
   end
 
@@ -497,7 +498,9 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGe
       local oldz
       if mkey == pm then
         oldz = pmw[member]
-        if oldz == nil then oldz = pmv[i] end
+        if oldz == nil then
+          if pmv then oldz = pmv[i] else oldz = pm1 end
+        end
       else
         oldz = call('HGET', mkey, member)
       end
@@ -655,7 +658,7 @@ end
 -- that failed part way gets no record (a retry applies it again), and the
 -- call answers the first error. A refusal, or a failure, before the events
 -- start writes nothing more.
-local ok, res = pcall(run, S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchGet, batchExpire)
+local ok, res = pcall(run, S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchExpire)
 if not S.R then
   if ok then return res end
   error(res, 0)

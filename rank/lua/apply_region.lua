@@ -64,7 +64,8 @@ if opt.region then
       -- a member without an entry has none.
       local member, from = ev.member, false
       if had then
-        from = batchGet(B, gk, member)
+        local set = B.vals[gk] -- (prelude's batch; nil: not set by this call)
+        from = set and set[member]
         if from == nil then from = call('HGET', gk, member) end
       end
       if from then

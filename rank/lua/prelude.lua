@@ -292,8 +292,8 @@ end
 -- A hash field an event sets (a member's name, its sorted-set member) is
 -- noted in a batch and the batch written with one HSET per hash at the end
 -- of the call: a redis.call costs the script about as much as the command
--- itself, and most of an event's writes are such fields. batchGet reads a
--- field as the call left it (nil: not set by this call).
+-- itself, and most of an event's writes are such fields. B.vals[key][f]
+-- is a field as the call left it (false: deleted; nil: not set by it).
 -- B.exp (key -> ms, see batchExpire) is made when first needed.
 local function batchNew() return {keys = {}, vals = {}, exp = false} end
 local function batchSet(B, key, f, v)
@@ -310,11 +310,6 @@ end
 local function batchExpire(B, key, ms)
   local x = B.exp
   if x then x[key] = ms else B.exp = {[key] = ms} end
-end
-local function batchGet(B, key, f)
-  local t = B.vals[key]
-  if t then return t[f] end
-  return nil
 end
 local function batchWrite(key, t, ms)
   hsetMap(key, t)
