@@ -100,3 +100,29 @@ func TestPanicInUpgrade(t *testing.T) {
 		t.Errorf("panics counted %v, want 1", n)
 	}
 }
+
+// TestPanicInStart: a panic after the upgrade, before the connection's
+// reader runs, closes that connection with 1011 and ends it (it is not
+// left registered), and the node serves on.
+func TestPanicInStart(t *testing.T) {
+	t.Parallel()
+	in := newInfra(t, memoryKind)
+	g := in.gateway(t, gwOptions{})
+	g.Hub.InjectPanic(func(w, member string) {
+		if w == "start" && member == "boom" {
+			panic("injected for the test")
+		}
+	})
+	c, _, err := g.dialErr(in.token(t, "boom", auth.Spectator), dialOptions{noWelcome: true})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	if code := c.closeStatus(10 * time.Second); code != websocket.StatusInternalError {
+		t.Fatalf("closed with %d, want 1011", code)
+	}
+	testenv.Until(t, 10*time.Second, "the connection ended", func() bool { return g.Hub.Conns() == 0 })
+	g.dial(in.token(t, "fine", auth.Spectator))
+	if n := g.metric("wsgateway_ws_panics_total"); n != 1 {
+		t.Errorf("panics counted %v, want 1", n)
+	}
+}

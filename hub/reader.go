@@ -35,6 +35,18 @@ import (
 // verification, the handshake, encoding the welcome) stays with the
 // upgrade's goroutine, which ends here.
 func (c *conn) start() {
+	defer func() {
+		// The connection is registered: a panic here asks for the 1011
+		// close, and the reader reads it through and ends the connection,
+		// as for a panic anywhere else.
+		if v := recover(); v != nil {
+			c.crashed(v)
+			go c.reader()
+		}
+	}()
+	if hook := c.h.testPanic; hook != nil {
+		hook("start", c.sub)
+	}
 	c.ws.SetReadLimit(int64(c.h.cfg.MaxMessage))
 	if b := c.encode(c.welcome()); b != nil && c.pushQuiet(b) {
 		c.writeAcks()

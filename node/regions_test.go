@@ -112,3 +112,94 @@ func TestRegionFramesTwoNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldRegionFramesTwoNodes (§16 and §17, R35): on a region board a
+// member held by a jump on node a leaves node b's frames of its region
+// from the frame of its holding event on, and a region view's ranks close
+// up over it; after the queue's clear (on node a) both show it again.
+func TestHeldRegionFramesTwoNodes(t *testing.T) {
+	testenv.Long(t)
+	t.Parallel()
+	a, b := twoNodes(t, 100*time.Millisecond)
+	adm := token(t, "root", auth.Admin)
+	a.mustREST(t, "PUT", "/api/v1/boards/hcup", adm, `{"regions":true,"flags":{"jump":50}}`, 200)
+	for _, m := range []string{"ann", "bob", "cheat"} {
+		a.mustREST(t, "PUT", "/api/v1/members/"+m+"/profile", adm, `{"country":"DE"}`, 200)
+	}
+	a.mustREST(t, "POST", "/api/v1/boards/hcup/scores", adm, `[{"id":"1","member":"ann","delta":10},{"id":"2","member":"bob","delta":20}]`, 200)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	de, err := dial(t, b, token(t, "watcher", auth.Spectator)).Subscribe(ctx, "hcup", client.SubOpts{Top: 5, Region: "DE"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := dial(t, b, token(t, "ann", auth.Player)).Subscribe(ctx, "hcup", client.SubOpts{Top: -1, Around: 2, Scope: "region"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var heldSeq int64 // from the holding event on, no frame shows cheat
+	standings := func(es []proto.Entry) string {
+		var out []string
+		for _, e := range es {
+			out = append(out, fmt.Sprintf("%d %s %d", e.Rank, e.Member, e.Score))
+		}
+		return strings.Join(out, ", ")
+	}
+	wantTop := func(want string) {
+		t.Helper()
+		last := ""
+		for {
+			select {
+			case f := <-de.Top():
+				last = standings(f.Entries)
+				if heldSeq > 0 && f.Seq >= heldSeq && strings.Contains(last, "cheat") {
+					t.Fatalf("a DE frame from the holding event on (seq %d ≥ %d) shows the held member: %s", f.Seq, heldSeq, last)
+				}
+				if last == want {
+					return
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("no DE frame on node b with %s within 5s; last %s", want, last)
+			}
+		}
+	}
+	wantView := func(rank int64, want string) {
+		t.Helper()
+		last := ""
+		for {
+			select {
+			case v := <-view.View():
+				last = fmt.Sprintf("rank %v: %s", v.Rank, standings(v.Around))
+				if heldSeq > 0 && v.Seq >= heldSeq && strings.Contains(last, "cheat") {
+					t.Fatalf("ann's region view from the holding event on shows the held member: %s", last)
+				}
+				if v.Rank != nil && *v.Rank == rank && standings(v.Around) == want {
+					return
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("no region view of ann on node b at rank %d with %s within 5s; last %s", rank, want, last)
+			}
+		}
+	}
+	wantTop("1 bob 20, 2 ann 10")
+	wantView(2, "1 bob 20, 2 ann 10")
+
+	srv := dial(t, a, token(t, "srv", auth.Server))
+	ack, err := srv.Score(ctx, client.ScoreReq{ID: "c1", Board: "hcup", Member: "cheat", Delta: client.Int(100)})
+	if err != nil || !ack.Held || ack.Region != "DE" || ack.RegionRank != 1 {
+		t.Fatalf("cheat's jump: %+v, %v; want held, first in DE", ack, err)
+	}
+	heldSeq = ack.Seq
+	// The standings did not change: ann's next event brings the next frames.
+	if _, err := srv.Score(ctx, client.ScoreReq{ID: "a2", Board: "hcup", Member: "ann", Delta: client.Int(1)}); err != nil {
+		t.Fatal(err)
+	}
+	wantTop("1 bob 20, 2 ann 11")
+	wantView(2, "1 bob 20, 2 ann 11")
+
+	a.mustREST(t, "POST", "/api/v1/boards/hcup/held/cheat", adm, `{"action":"clear"}`, 200)
+	heldSeq = 0
+	wantTop("1 cheat 100, 2 bob 20, 3 ann 11")
+	wantView(3, "1 cheat 100, 2 bob 20, 3 ann 11")
+}

@@ -200,8 +200,9 @@ func (b Board) WithoutSecrets() Board {
 
 // validateIntegrity checks validate and flags and the kinds of board they
 // apply to: a held member's entry is hidden from the board's own standings,
-// which sharded, cohort, region, hot and derived boards keep in other
-// shapes (a held entry would stay in its cohort's or region's standings).
+// which sharded, cohort, hot and derived boards keep in other shapes (a
+// held entry would stay in its cohort's standings). A region board's
+// engines take a held entry out of its region's standings with it.
 func (b Board) validateIntegrity() error {
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("%w: field %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
@@ -228,8 +229,6 @@ func (b Board) validateIntegrity() error {
 		return bad(field, "not with shards")
 	case b.Cohorted():
 		return bad(field, "not with cohort")
-	case b.Regions:
-		return bad(field, "not with regions")
 	}
 	return nil
 }

@@ -97,13 +97,6 @@ func TestConnDropsPongsOverBudget(t *testing.T) {
 // do.
 func TestSkipPongs(t *testing.T) {
 	t.Parallel()
-	join := func(fs ...[]byte) []byte {
-		var b []byte
-		for _, f := range fs {
-			b = append(b, f...)
-		}
-		return b
-	}
 	pong, text := frame(0xA, true, 0), frame(0x1, true, 3)
 	for _, tc := range []struct {
 		name     string

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,15 +56,11 @@ func frame(op byte, fin bool, n int) []byte {
 	return append(b, make([]byte, n)...)
 }
 
+// join is the frames fs one after the other, as a client sends them.
+func join(fs ...[]byte) []byte { return slices.Concat(fs...) }
+
 func TestFrameScanner(t *testing.T) {
 	t.Parallel()
-	join := func(fs ...[]byte) []byte {
-		var b []byte
-		for _, f := range fs {
-			b = append(b, f...)
-		}
-		return b
-	}
 	for _, tc := range []struct {
 		name   string
 		stream []byte

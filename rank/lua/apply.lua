@@ -160,7 +160,8 @@
 -- written at the end), ranked (false: rank and prev are not read, and stay
 -- 0), scoreMin (below it, on.score is not run for an event of the clock's
 -- slot, cur) and entryTail (each applied event's reply ends with its
--- sorted-set members and record's hash). A block is code of the function
+-- sorted-set members and record's hash), and set wouldRank for the blocks
+-- after it. A block is code of the function
 -- run: a refusal of the whole call is a return of its error reply. A
 -- hook's own writes go in its event's step; writes of hash fields may wait
 -- in B (prelude's batches), which is written after the events, before the
@@ -340,6 +341,9 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchEx
   -- member>;<old one>;<its record's bucket hash>" after its record, in
   -- place of a hook's tail (a block sets it: apply_shard.lua).
   local entryTail = false
+  -- wouldRank(z, sc, zm): the rank sorted-set member zm of stored score sc
+  -- would have in sorted set z, where it is not (apply_hold.lua sets it).
+  local wouldRank
 
   if on then
   -- @blocks

@@ -8,7 +8,10 @@
 -- "gain=<P>/<per ms>": rises within per adding up to more than P do). A
 -- held member's entry of a period leaves the period's sorted set for q:<i>
 -- (score and sorted-set member kept); its later events in that period
--- move it there, and their ranks are those it would have in z:<i>.
+-- move it there, and their ranks are those it would have in z:<i>. A
+-- later block's on.write sees ev.held (held before the event) and
+-- ev.holding (this event held it): a region board's entry leaves its
+-- region's set with it (apply_region.lua).
 --
 -- Keys built from P (KEYS[1]'s prefix):
 --   P .. 'q:' .. <period index>   sorted set: the period's held entries
@@ -18,9 +21,11 @@
 --   P .. 'g'                      hash: member -> "<bucket>:<sum> ...", its
 --                                 rises of the last per in buckets of per/16
 --                                 (gain flag), ascending
--- ARGV, one per event i, the last n before DA: ARGV[#ARGV - 2 - n + i] is
---   event i's verdict: "" none, "a <token>" accept or "f <token> <reason>"
---   flag, the hook's answer under the claim named token.
+-- ARGV, one per event i, the last n before DA (on a region board, before
+-- apply_region.lua's RG, the last): ARGV[#ARGV - 2 - n + i] (- 1 with RG)
+--   is event i's verdict: "" none, "a <token>" accept or
+--   "f <token> <reason>" flag, the hook's answer under the claim named
+--   token.
 --
 -- An event's record (prelude's, by its key) may be, instead of an applied
 -- one:
@@ -44,6 +49,7 @@ if opt.hold then
     gainP, gainPer = tonumber(p), tonumber(w)
   end
   local va = #ARGV - 2 - n -- ARGV[va + i]: event i's verdict
+  if opt.region then va = va - 1 end
   local vOf, whyOf = {}, {} -- event i's verdict ('a', 'f' or false) and reason
 
   -- Each slot's hd key; the events' held records in the clock's slot,
@@ -94,9 +100,9 @@ if opt.hold then
     if ARGV[12 + 8 * (i - 1) + 6] ~= '' or (hdv and hdv[i]) then needHeld = true end
   end
 
-  -- wouldRank is the rank sorted-set member zm of stored score sc would
-  -- have in z (it is in q): placed in z for one ZREVRANK and taken out.
-  local function wouldRank(z, sc, zm)
+  -- The core's wouldRank (a held entry is in q, not in z): placed in z for
+  -- one ZREVRANK and taken out.
+  wouldRank = function(z, sc, zm)
     if tie == 'shared' then return call('ZCOUNT', z, '(' .. sc, '+inf') + 1 end
     call('ZADD', z, sc, zm)
     local r = call('ZREVRANK', z, zm)
@@ -235,6 +241,7 @@ if opt.hold then
 
   local function write(ev)
     local i, member = ev.i, ev.member
+    ev.holding = false
     if not ev.held and vOf[i] ~= 'f' and not jump and not gainP then return end
     local z, sc = slots[ev.s].z, ev.ns
     if not desc then sc = fmt('%d', -ev.new) end
@@ -277,6 +284,7 @@ if opt.hold then
       call('PEXPIRE', hd, sl.exp - now)
     end
     heldNow[ev.s][member] = h
+    ev.holding = true
     ev.extra = (ev.extra or '') .. ',h'
     ev.tail = '\t' .. reason
   end

@@ -21,6 +21,15 @@
 -- so it reads no hash. Only a placement (a new member, a move) reads and
 -- writes the member's field, the region list and their expiries.
 --
+-- On a board that holds members (apply_hold.lua, whose on.write runs
+-- before this block's: file order), a held member's entry is in no
+-- region's set, as it is in no period's: the event that holds it places
+-- it, reads its region rank and takes it out again; a held member's later
+-- events move only its placement (the hash field and the region list),
+-- and their region rank is the one it would have in its region's set.
+-- Its placement is where hold.lua's clear (and ban.lua's lift, after a
+-- ban) puts it back.
+--
 -- ARGV[#ARGV-2] RG, the last of the DA block arguments
 if opt.region then
   local rgs = ARGV[#ARGV - 2]
@@ -30,6 +39,37 @@ if opt.region then
   -- The keys of the call's (slot, region) pairs, made once per call rather
   -- than once per event.
   local keys = {}
+  -- holds: the board holds members (ev.held: held before the event;
+  -- ev.holding: this event holds it).
+  local holds = opt.hold ~= nil
+
+  -- placedIn is member's region in the groups' hash gk as this call left
+  -- it (B, the prelude's batch), else as stored (false: none).
+  local function placedIn(gk, member)
+    local set = B.vals[gk]
+    local from = set and set[member]
+    if from == nil then from = call('HGET', gk, member) end
+    return from
+  end
+
+  -- heldPlace places a held member's entry of stored score sc in region
+  -- without putting it in the region's set rk (in slot s of table sl, the
+  -- groups' hash gk) and returns the rank it would have there.
+  local function heldPlace(ev, s, sl, gk, rk, region, sc, newz)
+    local member = ev.member
+    local from = placedIn(gk, member)
+    if from ~= region then
+      if from then ev.tail = ';' .. from .. (ev.tail or '') end
+      if s == cur then batchSet(B, gk, member, region) else call('HSET', gk, member, region) end
+      local added = call('SADD', gk .. '/r', region)
+      if sl.exp > now then
+        local ttl = sl.exp - now
+        if added == 1 then call('PEXPIRE', gk .. '/r', ttl) end
+        if s == cur then batchExpire(B, gk, ttl) else call('PEXPIRE', gk, ttl) end
+      end
+    end
+    return wouldRank(rk, sc, newz) -- apply_hold.lua's
+  end
 
   -- ev's fields are read once each into locals: a table access costs
   -- more than a local's.
@@ -48,6 +88,13 @@ if opt.region then
     end
     local sc = ev.ns -- the stored score (negated on asc boards)
     if not desc then sc = fmt('%d', -ev.new) end
+    if holds and ev.held then
+      local extra = ',g' .. region .. '.' .. heldPlace(ev, s, sl, t.gk, rk, region, sc, newz)
+      local before = ev.extra
+      if before then extra = before .. extra end
+      ev.extra = extra
+      return
+    end
     local here = false
     if had then
       if not ev.changed then
@@ -63,14 +110,10 @@ if opt.region then
       -- A placement. The field as this call left it (B), else as stored;
       -- a member without an entry has none.
       local member, from = ev.member, false
-      if had then
-        local set = B.vals[gk] -- (prelude's batch; nil: not set by this call)
-        from = set and set[member]
-        if from == nil then from = call('HGET', gk, member) end
-      end
+      if had then from = placedIn(gk, member) end
       if from then
         call('ZREM', gk .. '/' .. from, oldz)
-        ev.tail = ';' .. from
+        ev.tail = ';' .. from .. (ev.tail or '') -- before a hold's reason
       end
       call('ZADD', rk, sc, newz)
       if s == cur then batchSet(B, gk, member, region) else call('HSET', gk, member, region) end
@@ -88,6 +131,9 @@ if opt.region then
     else
       rank = call('ZREVRANK', rk, newz) + 1
     end
+    -- Held from this event on: out of its region's set too, its rank the
+    -- one read there.
+    if holds and ev.holding then call('ZREM', rk, newz) end
     -- A rank counts entries, far below the 1e14 up to which a concatenation
     -- writes a number as an integer.
     local extra = ',g' .. region .. '.' .. rank

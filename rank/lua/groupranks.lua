@@ -21,6 +21,13 @@
 --          <p>:{b}:g:<A> (the region); the group's sorted set is this name
 --          .. "/<group>", holding the board's own entries (apply.lua)
 -- KEYS[12] the same for B
+-- KEYS[13] <p>:{b}:q:<A> sorted set of slot A's held entries
+--          (apply_hold.lua), passed by a self read in scope board only
+--          (docs/protocol.md §16, as ranks.lua's KEYS[11]): a listed member
+--          held there is read as it sees itself, its entry put in the
+--          period's sorted set and its group's for the read and taken out
+--          again (the total counts the shown entries only)
+-- KEYS[14] <p>:{b}:q:<B> the same for B (a self read only)
 --
 -- ARGV[1]  config version the caller resolved the keys with
 -- ARGV[2]  now in unix ms, or "" to read the server's TIME
@@ -61,6 +68,21 @@ for a = 9, #ARGV do ids[a - 8] = ARGV[a] end
 local zs = hmgetList(mkey, ids)
 for i = 1, #ids do zs[i] = zs[i] or ids[i] end
 local gs = hmgetList(gkey, ids)
+local shown = {} -- a self read's held entries put in for it: key, member, ...
+if #KEYS == 14 and not inGroup then
+  local q = KEYS[13]
+  if slot == 2 then q = KEYS[14] end
+  for i = 1, #ids do
+    local sc = redis.call('ZSCORE', q, zs[i])
+    if sc and redis.call('ZADD', zkey, 'NX', sc, zs[i]) == 1 then
+      shown[#shown + 1], shown[#shown + 2] = zkey, zs[i]
+      local g = gs[i]
+      if g and redis.call('ZADD', gkey .. '/' .. g, 'NX', sc, zs[i]) == 1 then
+        shown[#shown + 1], shown[#shown + 2] = gkey .. '/' .. g, zs[i]
+      end
+    end
+  end
+end
 local keys, scores, sets, grs = {}, {}, {}, {}
 for i = 1, #ids, 500 do
   local part = redis.call('ZMSCORE', zkey, unpack(zs, i, math.min(i + 499, #zs)))
@@ -89,4 +111,6 @@ for i = 1, #ids, 500 do
   end
 end
 for k = 1, #grs do out[#out + 1] = grs[k] end
-return listRanks(out, keys, zs, ids, scores, tonumber(ARGV[7]), shared, ekey)
+out = listRanks(out, keys, zs, ids, scores, tonumber(ARGV[7]), shared, ekey)
+for k = 1, #shown, 2 do redis.call('ZREM', shown[k], shown[k + 1]) end
+return out

@@ -15,7 +15,9 @@
 -- KEYS[8]  <p>:{b}:hd:<i> hash: held member -> "<at ms>\t<reason>\t<ids>"
 -- KEYS[9]  <p>:{b}:g      hash: member -> its recent gains
 --          The idempotency records' bucket hashes are prelude's, built from
---          KEYS[1]'s prefix.
+--          KEYS[1]'s prefix, as are a region board's keys of period i
+--          (apply_region.lua): <p>:{b}:g:<i> (member -> its region) and
+--          the region's sorted set <p>:{b}:g:<i>/<region>.
 --
 -- ARGV[1]  config version the caller resolved the keys with
 -- ARGV[2]  now in unix ms, or "" to read the server's TIME
@@ -34,8 +36,9 @@
 -- returns 1 when the reject stands (written now or before), else 0.
 -- list: {member, record, stored score, ...} of every held member.
 -- clear: shows a held member's entry again (in z, or in x while a live ban
--- hides it), forgets its recent gains and moves the board's seq; 0 when
--- it is not held.
+-- hides it), on a region board in its region's set too (the region its
+-- last event placed it in; a ban's lift puts it there), forgets its
+-- recent gains and moves the board's seq; 0 when it is not held.
 -- Errors "LB <code>": unknown_board, stale, nospec, bad_request.
 
 local err = refused()
@@ -97,6 +100,17 @@ if sc then
   local fresh = redis.call('EXISTS', to) == 0
   redis.call('ZADD', to, sc, zm)
   if fresh and ttl > 0 then redis.call('PEXPIRE', to, ttl) end
+  if to == z then
+    local base = string.sub(KEYS[1], 1, -4) -- KEYS[1] ends in "cfg"
+    local gh = base .. 'g:' .. string.sub(z, #base + 3)
+    local region = redis.call('HGET', gh, member)
+    if region then
+      local rk = gh .. '/' .. region
+      local rfresh = redis.call('EXISTS', rk) == 0
+      redis.call('ZADD', rk, sc, zm)
+      if rfresh and ttl > 0 then redis.call('PEXPIRE', rk, ttl) end
+    end
+  end
 end
 redis.call('INCR', KEYS[2])
 return 1

@@ -396,7 +396,11 @@ func (b *board) apply(e rank.Event, now time.Time) (rank.Result, error) {
 		}
 	}
 	if rt != nil {
-		r.RegionRank = b.rankInTree(rt, n, rt.insert(n))
+		if hn != nil {
+			r.RegionRank = b.wouldRankIn(rt, n) // held: out of its region's tree too
+		} else {
+			r.RegionRank = b.rankInTree(rt, n, rt.insert(n))
+		}
 		ck = regionRecord(r.Region, r.RegionRank)
 	}
 	if e.Name != "" {

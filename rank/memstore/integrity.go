@@ -158,6 +158,20 @@ func (b *board) wouldRank(z *zset, n *node) int64 {
 	return 1 + int64(z.tr.before(&n.key, nil))
 }
 
+// wouldRankIn is the rank of n, out of group tree t (nil: a group nobody
+// is in), were it in it. b.mu is held.
+func (b *board) wouldRankIn(t *tree, n *node) int64 {
+	switch {
+	case t == nil:
+		return 1
+	case b.cfg.Tiebreak == rank.Shared:
+		return 1 + int64(t.countLess(n.s))
+	}
+	var path [maxDepth]step
+	_, pos, base := t.find(&n.key, &path)
+	return 1 + int64(base+pos)
+}
+
 // heldNode is member's held entry in z, nil when it is not held.
 func (z *zset) heldNode(member string) *node {
 	if h := z.held[member]; h != nil {
@@ -198,6 +212,7 @@ func (b *board) afterApply(z *zset, n *node, e rank.Event, r *rank.Result, old, 
 		return
 	}
 	z.tr.remove(n)
+	z.leaveGroups(n) // its region's standings hide it too; its placement stays
 	delete(z.members, e.Member)
 	if z.held == nil {
 		z.held = map[string]*hold{}
@@ -335,6 +350,7 @@ func (s *Store) ClearHold(ctx context.Context, id, member string, sel rank.Perio
 			z.hidden[member] = n
 		} else {
 			z.tr.insert(n)
+			z.enterGroups(n) // in the region its last event placed it in
 			z.members[member] = n
 		}
 		b.seq++
@@ -364,10 +380,16 @@ func (s *Store) SelfRanks(ctx context.Context, id string, sel rank.PeriodSel, me
 	for i, m := range members {
 		if n := z.members[m]; n != nil {
 			rs.Members[i] = b.memberRank(z, n, max(around, 0))
+			b.regionRank(z, n, &rs.Members[i])
 			continue
 		}
 		if n := z.heldNode(m); n != nil {
 			rs.Members[i] = b.selfRank(z, n, max(around, 0))
+			if z.rg != nil {
+				if g, ok := z.rg.of[m]; ok {
+					rs.Members[i].Region, rs.Members[i].RegionRank = g, b.wouldRankIn(z.rg.sets[g], n)
+				}
+			}
 		}
 	}
 	return rs, nil

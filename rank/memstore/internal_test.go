@@ -344,3 +344,38 @@ func TestExpiryQueue(t *testing.T) {
 		t.Fatalf("pushed %d, popped %d", next, front)
 	}
 }
+
+// TestOutboxMarkersSwept: markers that lapsed are dropped as new ones come,
+// so the map holds about the live ones; markers kept for good stay.
+func TestOutboxMarkersSwept(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	o := NewOutbox(func() time.Time { return now })
+	ctx := t.Context()
+	for i := range 10 {
+		if ok, err := o.AppendOutbox(ctx, fmt.Sprintf("forever-%d", i), 0, rank.OutboxEvent{Event: "x"}); !ok || err != nil {
+			t.Fatalf("append forever-%d: %v, %v", i, ok, err)
+		}
+	}
+	for i := range 100_000 {
+		now = now.Add(time.Millisecond)
+		if _, err := o.AppendOutbox(ctx, fmt.Sprintf("m-%d", i), time.Second, rank.OutboxEvent{Event: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.mu.Lock()
+	n := len(o.markers)
+	_, kept := o.markers[rank.MarkerKey("forever-3")]
+	o.mu.Unlock()
+	// About a second's worth (1,000) are live; a sweep runs before the map
+	// doubles past the last sweep plus 1,024.
+	if n > 2*1000+1024+10 {
+		t.Errorf("%d markers held after 100,000 with a 1 s life", n)
+	}
+	if !kept {
+		t.Error("a marker kept for good was swept")
+	}
+	if ok, _ := o.AppendOutbox(ctx, "m-99999", time.Second, rank.OutboxEvent{Event: "x"}); ok {
+		t.Error("a live marker was swept: its event appended twice")
+	}
+}

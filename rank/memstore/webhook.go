@@ -22,6 +22,7 @@ type Outbox struct {
 	mu      sync.Mutex // guards everything below
 	hooks   map[string]rank.Webhook
 	markers map[string]time.Time // rank.MarkerKey of a marker -> when it lapses (zero: never)
+	swept   int                  // len(markers) after the last sweep of lapsed ones
 	dels    map[string]*memDelivery
 	logs    map[string][]string // webhook -> delivery ids, oldest first, at most rank.DeliveryLog
 }
@@ -42,6 +43,22 @@ func NewOutbox(now func() time.Time) *Outbox {
 }
 
 var _ rank.Outbox = (*Outbox)(nil)
+
+// sweepMarkers drops the lapsed markers once the map has doubled since the
+// last sweep (as Redis expires its marker keys): a walk of n markers every
+// n appends or so, so a node that runs for months keeps only live ones.
+// o.mu held.
+func (o *Outbox) sweepMarkers(now time.Time) {
+	if len(o.markers) < 2*o.swept+1024 {
+		return
+	}
+	for k, until := range o.markers {
+		if !until.IsZero() && !now.Before(until) {
+			delete(o.markers, k)
+		}
+	}
+	o.swept = len(o.markers)
+}
 
 func (o *Outbox) PutWebhook(_ context.Context, w rank.Webhook) (rank.Webhook, error) {
 	if err := w.Validate(); err != nil {
@@ -103,6 +120,7 @@ func (o *Outbox) AppendOutbox(_ context.Context, marker string, keep time.Durati
 		until = now.Add(keep)
 	}
 	o.markers[marker] = until
+	o.sweepMarkers(now)
 	for _, w := range o.hooks {
 		if !w.Wants(ev.Event, ev.Board) {
 			continue

@@ -29,6 +29,7 @@ var integrityTests = []struct {
 	{"HoldActions", testHoldActions},
 	{"HoldPeriods", testHoldPeriods},
 	{"HoldErase", testHoldErase},
+	{"HoldRegions", testHoldRegions},
 }
 
 const hookSecret = "0123456789abcdef-secret"
@@ -129,8 +130,6 @@ func testHookConfig(t *testing.T, f Factory) {
 		{`{"flags":{"jump":-1}}`, "jump"},
 		{`{"flags":{"jump":1},"shards":2}`, "flags"},
 		{`{"flags":{"jump":1},"cohort":{"size":10}}`, "flags"},
-		{`{"validate":{"url":"https://h.example","secret":"` + hookSecret + `"},"regions":true}`, "validate"},
-		{`{"flags":{"jump":1},"regions":true}`, "flags"},
 		{`{"validate":{"url":"https://h.example","secret":"` + hookSecret + `"},"decay":{"bucket":"1h","buckets":24,"factor":0.9}}`, "validate"},
 	} {
 		_, err := rank.ParseBoard("rt-hbad", []byte(tc.body))
@@ -140,6 +139,18 @@ func testHookConfig(t *testing.T, f Factory) {
 	}
 	if _, err := s.PutBoard(t.Context(), hooked("rt-hsh", 0, func(b *rank.Board) { b.Shards = 2 })); Kind(err) != "invalid_config" {
 		t.Fatalf("PutBoard of a sharded board with a hook: %v", err)
+	}
+	// A region board takes both: its engines hide a held entry in its
+	// region's standings too (testHoldRegions).
+	for _, body := range []string{
+		`{"validate":{"url":"https://h.example","secret":"` + hookSecret + `"},"regions":true}`,
+		`{"flags":{"jump":1,"gain":{"points":5,"per":"1m"}},"regions":true}`,
+	} {
+		rb, err := rank.ParseBoard("rt-hreg", []byte(body))
+		if err != nil {
+			t.Fatalf("ParseBoard(%s): %v", body, err)
+		}
+		put(t, s, rb)
 	}
 }
 
@@ -501,4 +512,175 @@ func testHoldErase(t *testing.T, f Factory) {
 	if r := apply(t, s, delta(b.ID, "a", "gone", 5)); r.Duplicate || r.Held {
 		t.Fatalf("the erased member's old id: %+v", r)
 	}
+}
+
+// wantSelfRegion reads member as itself (SelfRanks) and wants it found at
+// board rank rk with score, in region at regionRank, and around.
+func wantSelfRegion(t *testing.T, s rank.Store, boardID, member string, rk, score int64, region string, regionRank int64, around int, want ...rank.Entry) {
+	t.Helper()
+	wantSelf(t, s, boardID, "", member, rk, score, around, want...)
+	rs, _ := s.SelfRanks(t.Context(), boardID, "", []string{member}, around)
+	if m := rs.Members[0]; m.Region != region || m.RegionRank != regionRank {
+		t.Fatalf("SelfRanks(%s) = %+v; want region %s rank %d", member, m, region, regionRank)
+	}
+}
+
+// testHoldRegions: on a region board a held member leaves its region's
+// standings in its holding event's step as it leaves the board's (the
+// others close up in both); its own reads and acks show it where it would
+// be, in the board and in its region, and its events while held move its
+// placement (a country change) without showing it; clear puts it back in
+// the region its last event placed it in, remove drops it there with its
+// placement, and a ban then a clear keeps it hidden until the ban is
+// lifted; a hook's flag holds it alike; a late event of a member held in
+// the previous period moves it in that period's regions.
+func testHoldRegions(t *testing.T, f Factory) {
+	clk := NewClock(skewedAnchor())
+	s := f(t, clk.Now)
+	ctx := t.Context()
+	b := put(t, s, regionBoard("rt-hrg", func(b *rank.Board) { b.Flags.Jump = 100 }))
+	var g ids
+	for _, x := range []struct {
+		m, region string
+		score     int64
+	}{{"a", "DE", 50}, {"x", "FR", 40}, {"b", "DE", 30}, {"c", "DE", 10}} {
+		apply(t, s, in(delta(b.ID, g.next(), x.m, x.score), x.region))
+	}
+	r := apply(t, s, in(delta(b.ID, g.next(), "cheat", 200), "DE"))
+	if !r.Held || r.Hold != rank.HoldJump || r.Rank != 1 {
+		t.Fatalf("a jump of 200: %+v", r)
+	}
+	wantRegionAck(t, "the holding event", r, "DE", 1, "")
+	hidden(t, s, b.ID, "", "cheat", []string{"a", "b", "c", "x"}, []rank.Entry{ent(1, "a", 50), ent(2, "x", 40), ent(3, "b", 30), ent(4, "c", 10)})
+	wantRegionTop(t, s, b.ID, "", "DE", ent(1, "a", 50), ent(2, "b", 30), ent(3, "c", 10))
+	wantRegions(t, "cheat held", regionList(t, s, b.ID, ""), "DE:3 FR:1")
+	if v := regionRanks(t, s, b.ID, "", 1, "cheat", "c"); v[0].Found || v[1].Rank != 3 || len(v[1].Around) != 2 {
+		t.Fatalf("RegionRanks with cheat held: %+v", v)
+	}
+	if mr := one(t, s, b.ID, "c", 0); mr.Rank != 4 || mr.Region != "DE" || mr.RegionRank != 3 {
+		t.Fatalf("Ranks(c) with cheat held: %+v, want rank 4, DE rank 3", mr)
+	}
+	wantSelfRegion(t, s, b.ID, "cheat", 1, 200, "DE", 1, 1, ent(1, "cheat", 200), ent(2, "a", 50))
+	wantSelfRegion(t, s, b.ID, "b", 3, 30, "DE", 2, 0, ent(3, "b", 30)) // a shown member: as Ranks
+
+	// Its events while held: ranked where it would be, still hidden.
+	r = apply(t, s, in(delta(b.ID, g.next(), "cheat", -195), "DE"))
+	if !r.Held || r.Hold != "" || r.Score != 5 || r.Rank != 5 || r.PrevRank != 1 {
+		t.Fatalf("the held member's fall to 5: %+v", r)
+	}
+	wantRegionAck(t, "the held member's fall", r, "DE", 4, "")
+	wantRegionTop(t, s, b.ID, "", "DE", ent(1, "a", 50), ent(2, "b", 30), ent(3, "c", 10))
+	if err := s.ClearHold(ctx, b.ID, "cheat", ""); err != nil {
+		t.Fatalf("ClearHold(cheat): %v", err)
+	}
+	wantRegionTop(t, s, b.ID, "", "DE", ent(1, "a", 50), ent(2, "b", 30), ent(3, "c", 10), ent(4, "cheat", 5))
+	wantRegions(t, "cheat cleared", regionList(t, s, b.ID, ""), "DE:4 FR:1")
+	if mr := one(t, s, b.ID, "cheat", 0); mr.Rank != 5 || mr.Region != "DE" || mr.RegionRank != 4 {
+		t.Fatalf("Ranks(cheat) after the clear: %+v", mr)
+	}
+
+	// Held, then its country changes: its next event moves its placement
+	// (not its standing); the clear puts it in its new region.
+	apply(t, s, in(delta(b.ID, g.next(), "mover", 20), "DE"))
+	if r := apply(t, s, in(delta(b.ID, g.next(), "mover", 150), "DE")); !r.Held || r.RegionRank != 1 {
+		t.Fatalf("mover's jump: %+v", r)
+	}
+	r = apply(t, s, in(delta(b.ID, g.next(), "mover", 1), "FR"))
+	if !r.Held || r.Score != 171 || r.Rank != 1 {
+		t.Fatalf("mover's event in FR while held: %+v", r)
+	}
+	wantRegionAck(t, "mover's move while held", r, "FR", 1, "DE")
+	wantRegionTop(t, s, b.ID, "", "DE", ent(1, "a", 50), ent(2, "b", 30), ent(3, "c", 10), ent(4, "cheat", 5))
+	wantRegionTop(t, s, b.ID, "", "FR", ent(1, "x", 40))
+	wantSelfRegion(t, s, b.ID, "mover", 1, 171, "FR", 1, 0, ent(1, "mover", 171))
+	if err := s.ClearHold(ctx, b.ID, "mover", ""); err != nil {
+		t.Fatalf("ClearHold(mover): %v", err)
+	}
+	wantRegionTop(t, s, b.ID, "", "FR", ent(1, "mover", 171), ent(2, "x", 40))
+	wantRegionTop(t, s, b.ID, "", "DE", ent(1, "a", 50), ent(2, "b", 30), ent(3, "c", 10), ent(4, "cheat", 5))
+	wantRegions(t, "mover cleared in FR", regionList(t, s, b.ID, ""), "DE:4 FR:2")
+
+	// One event both moves a member and holds it: it leaves the region it
+	// was in and does not show in the new one; the ack says both.
+	apply(t, s, in(delta(b.ID, g.next(), "hop", 5), "DE"))
+	r = apply(t, s, in(delta(b.ID, g.next(), "hop", 300), "FR"))
+	if !r.Held || r.Hold != rank.HoldJump || r.Rank != 1 {
+		t.Fatalf("hop's jump while moving: %+v", r)
+	}
+	wantRegionAck(t, "hop's move and hold", r, "FR", 1, "DE")
+	wantRegionTop(t, s, b.ID, "", "FR", ent(1, "mover", 171), ent(2, "x", 40))
+	wantRegions(t, "hop held", regionList(t, s, b.ID, ""), "DE:4 FR:2")
+	// remove: its entry and placement go; its next event places it anew.
+	if err := s.RemoveMember(ctx, b.ID, "hop", ""); err != nil {
+		t.Fatalf("RemoveMember(hop): %v", err)
+	}
+	r = apply(t, s, in(delta(b.ID, g.next(), "hop", 1), "JP"))
+	if r.Held || r.PrevRank != 0 || r.Score != 1 {
+		t.Fatalf("hop after its removal: %+v", r)
+	}
+	wantRegionAck(t, "hop after its removal", r, "JP", 1, "")
+	wantRegions(t, "hop anew", regionList(t, s, b.ID, ""), "DE:4 FR:2 JP:1")
+
+	// ban (R21): banned then cleared, it stays out of its region until
+	// the ban is lifted, then comes back to it.
+	if r := apply(t, s, in(delta(b.ID, g.next(), "bn", 500), "JP")); !r.Held || r.RegionRank != 1 {
+		t.Fatalf("bn's jump: %+v", r)
+	}
+	if _, err := s.BanMember(ctx, b.ID, rank.Ban{Member: "bn", Reason: "cheat"}); err != nil {
+		t.Fatalf("BanMember(bn): %v", err)
+	}
+	if err := s.ClearHold(ctx, b.ID, "bn", ""); err != nil {
+		t.Fatalf("ClearHold(bn): %v", err)
+	}
+	wantRegionTop(t, s, b.ID, "", "JP", ent(1, "hop", 1))
+	if err := s.LiftBan(ctx, b.ID, "bn"); err != nil {
+		t.Fatalf("LiftBan(bn): %v", err)
+	}
+	wantRegionTop(t, s, b.ID, "", "JP", ent(1, "bn", 500), ent(2, "hop", 1))
+	wantRegions(t, "bn back", regionList(t, s, b.ID, ""), "DE:4 FR:2 JP:2")
+	if held, err := s.Held(ctx, b.ID, ""); err != nil || len(held) != 0 {
+		t.Fatalf("Held at the end: %+v, %v", held, err)
+	}
+
+	// A hook's flag holds a region board's member alike.
+	hb := put(t, s, hooked("rt-hrgk", 0, func(b *rank.Board) { b.Regions = true }))
+	applyHooked(t, s, in(delta(hb.ID, "1", "ann", 10), "DE"))
+	e := in(delta(hb.ID, "2", "sneak", 20), "DE")
+	r = apply(t, s, verdict(e, rank.VerdictFlag, claimOf(t, s, e).Token, "odd"))
+	if !r.Held || r.Hold != "odd" {
+		t.Fatalf("the flagged event: %+v", r)
+	}
+	wantRegionAck(t, "the flagged event", r, "DE", 1, "")
+	wantRegionTop(t, s, hb.ID, "", "DE", ent(1, "ann", 10))
+	if err := s.ClearHold(ctx, hb.ID, "sneak", ""); err != nil {
+		t.Fatalf("ClearHold(sneak): %v", err)
+	}
+	wantRegionTop(t, s, hb.ID, "", "DE", ent(1, "sneak", 20), ent(2, "ann", 10))
+
+	pb := put(t, s, regionBoard("rt-hrgp", func(b *rank.Board) {
+		b.Reset, b.Retain, b.Grace, b.Flags.Jump = "1m", 1, rank.Duration(30*time.Second), 100
+	}))
+	p := rank.PeriodAt(pb, clk.Now())
+	clk.Set(p.Start.Add(time.Second))
+	apply(t, s, in(delta(pb.ID, "1", "a", 50), "DE"))
+	if r := apply(t, s, in(delta(pb.ID, "2", "late", 200), "DE")); !r.Held {
+		t.Fatalf("late's jump: %+v", r)
+	}
+	clk.Set(p.End.Add(10 * time.Second))
+	apply(t, s, in(delta(pb.ID, "3", "now", 1), "DE"))
+	e = in(delta(pb.ID, "4", "late", 1), "FR")
+	e.At = p.End.Add(-time.Second)
+	r = apply(t, s, e)
+	if !r.Held || r.Period != p.Index || r.Score != 201 || r.Rank != 1 {
+		t.Fatalf("late's late event: %+v, want held in period %d at 201", r, p.Index)
+	}
+	wantRegionAck(t, "late's late move", r, "FR", 1, "DE")
+	wantRegionTop(t, s, pb.ID, "previous", "DE", ent(1, "a", 50))
+	wantRegions(t, "late held, previous", regionList(t, s, pb.ID, "previous"), "DE:1")
+	if err := s.ClearHold(ctx, pb.ID, "late", "previous"); err != nil {
+		t.Fatalf("ClearHold(late, previous): %v", err)
+	}
+	wantRegionTop(t, s, pb.ID, "previous", "FR", ent(1, "late", 201))
+	wantRegions(t, "late cleared, previous", regionList(t, s, pb.ID, "previous"), "DE:1 FR:1")
+	wantRegions(t, "late cleared, current", regionList(t, s, pb.ID, ""), "DE:1")
 }

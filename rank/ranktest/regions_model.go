@@ -13,9 +13,10 @@ import (
 	"github.com/wsgateway/wsgateway/rank"
 )
 
-// regionModel is a region board written from §17 alone: each period's
-// entries with their score, the seq at which they reached it and their
-// region, ranked by sorting on every read.
+// regionModel is a region board written from §17 (and §16's holds by
+// flags.jump) alone: each period's entries with their score, the seq at
+// which they reached it, their region and whether they are held, ranked
+// by sorting on every read.
 type regionModel struct {
 	cfg     rank.Board
 	seq     int64
@@ -28,6 +29,7 @@ type rmEntry struct {
 	score   int64
 	reached int64
 	region  string
+	held    bool // hidden from every read but its own (§16)
 }
 
 func newRegionModel(b rank.Board) *regionModel {
@@ -35,7 +37,8 @@ func newRegionModel(b rank.Board) *regionModel {
 }
 
 // apply is an event of e.Member to period idx; it returns the ack's region
-// fields and the board rank, or ErrBanned.
+// fields, the board rank and whether it is held, or ErrBanned. A held
+// member's ranks are those it would have shown (its own reads').
 func (m *regionModel) apply(e rank.Event, idx int64) (rank.Result, error) {
 	if m.banned[e.Member] {
 		return rank.Result{}, rank.ErrBanned
@@ -48,10 +51,12 @@ func (m *regionModel) apply(e rank.Event, idx int64) (rank.Result, error) {
 	m.seq++
 	x := p[e.Member]
 	r := rank.Result{Board: e.Board, Member: e.Member, Seq: m.seq, Period: idx, Region: rank.RegionOf(e.Region)}
+	var old int64 // 0 without an entry, as the flags count a rise
 	if x == nil {
 		x = &rmEntry{member: e.Member, score: e.Amount, reached: m.seq, region: r.Region}
 		p[e.Member] = x
 	} else {
+		old = x.score
 		r.PrevRank, r.PrevScore, r.Had = m.rank(idx, x, ""), x.score, true
 		next, _ := rank.Combine(m.cfg, true, x.score, e)
 		if next != x.score {
@@ -65,14 +70,23 @@ func (m *regionModel) apply(e rank.Event, idx int64) (rank.Result, error) {
 	r.Score = x.score
 	r.Rank = m.rank(idx, x, "")
 	r.RegionRank = m.rank(idx, x, x.region)
+	rise := x.score - old
+	if m.cfg.Order == rank.Asc {
+		rise = -rise
+	}
+	if j := m.cfg.Flags.Jump; j > 0 && !x.held && rise > j {
+		x.held, r.Hold = true, rank.HoldJump
+	}
+	r.Held = x.held
 	return r, nil
 }
 
-// sorted is period idx's shown entries of region ("" = all) in rank order.
-func (m *regionModel) sorted(idx int64, region string) []*rmEntry {
+// sorted is period idx's shown entries of region ("" = all) in rank order,
+// with held member self among them when it is not banned.
+func (m *regionModel) sorted(idx int64, region, self string) []*rmEntry {
 	var out []*rmEntry
 	for _, x := range m.periods[idx] {
-		if !m.banned[x.member] && (region == "" || x.region == region) {
+		if !m.banned[x.member] && (!x.held || x.member == self) && (region == "" || x.region == region) {
 			out = append(out, x)
 		}
 	}
@@ -97,8 +111,8 @@ func (m *regionModel) sorted(idx int64, region string) []*rmEntry {
 }
 
 // ranked is sorted's entries with their ranks.
-func (m *regionModel) ranked(idx int64, region string) []rank.Entry {
-	xs := m.sorted(idx, region)
+func (m *regionModel) ranked(idx int64, region, self string) []rank.Entry {
+	xs := m.sorted(idx, region, self)
 	out := make([]rank.Entry, len(xs))
 	for i, x := range xs {
 		out[i] = rank.Entry{Rank: int64(i + 1), Member: x.member, Score: x.score}
@@ -109,9 +123,10 @@ func (m *regionModel) ranked(idx int64, region string) []rank.Entry {
 	return out
 }
 
-// rank is x's rank in period idx among region's entries ("" = all).
+// rank is x's rank in period idx among region's entries ("" = all), as
+// x itself sees it.
 func (m *regionModel) rank(idx int64, x *rmEntry, region string) int64 {
-	for _, e := range m.ranked(idx, region) {
+	for _, e := range m.ranked(idx, region, x.member) {
 		if e.Member == x.member {
 			return e.Rank
 		}
@@ -121,17 +136,18 @@ func (m *regionModel) rank(idx int64, x *rmEntry, region string) int64 {
 
 func (m *regionModel) regions(idx int64) []rank.RegionCount {
 	counts := map[string]int64{}
-	for _, x := range m.sorted(idx, "") {
+	for _, x := range m.sorted(idx, "", "") {
 		counts[x.region]++
 	}
 	return sortedRegions(counts)
 }
 
 // RegionDifferential plays seed's random steps on region boards of s
-// (one per tiebreak, with 1-minute periods on clk) and holds every ack and
-// read equal to a model's: events whose members change country (also
-// within a burst of events submitted together), bans and lifts, removals
-// and period boundaries.
+// (one per tiebreak, and two that hold members by flags.jump, with
+// 1-minute periods on clk) and holds every ack and read equal to a
+// model's: events whose members change country (also within a burst of
+// events submitted together), holds and their clears, bans and lifts,
+// removals and period boundaries.
 func RegionDifferential(t *testing.T, s rank.Store, clk *Clock, seed uint64, steps int) {
 	t.Helper()
 	ctx := t.Context()
@@ -140,6 +156,8 @@ func RegionDifferential(t *testing.T, s rank.Store, clk *Clock, seed uint64, ste
 		func(b *rank.Board) {},
 		func(b *rank.Board) { b.Mode, b.Order, b.Tiebreak = rank.Set, rank.Asc, rank.Last },
 		func(b *rank.Board) { b.Mode, b.Tiebreak = rank.Best, rank.Shared },
+		func(b *rank.Board) { b.Flags.Jump = 3 },
+		func(b *rank.Board) { b.Mode, b.Order, b.Tiebreak, b.Flags.Jump = rank.Set, rank.Asc, rank.Shared, 4 },
 	}
 	countries := []string{"DE", "FR", "", "JP", "BR"}
 	for ci, mut := range configs {
@@ -182,6 +200,26 @@ func RegionDifferential(t *testing.T, s rank.Store, clk *Clock, seed uint64, ste
 					t.Fatalf("step %d: RemoveMember(%s) = %v; the model had an entry: %t", step, member, err, had)
 				}
 				delete(m.periods[idx], member)
+			case k < 19 && b.Holds(): // a held member's clear (another's: not held)
+				idx := rank.PeriodAt(b, clk.Now()).Index
+				var held []string
+				for _, x := range m.periods[idx] {
+					if x.held {
+						held = append(held, x.member)
+					}
+				}
+				slices.Sort(held)
+				if len(held) > 0 && rng.IntN(4) > 0 {
+					member = held[rng.IntN(len(held))]
+				}
+				err := s.ClearHold(ctx, b.ID, member, "")
+				x := m.periods[idx][member]
+				if isHeld := x != nil && x.held; isHeld != (err == nil) || (!isHeld && !errors.Is(err, rank.ErrNotHeld)) {
+					t.Fatalf("step %d: ClearHold(%s) = %v; the model's held: %t", step, member, err, isHeld)
+				}
+				if x != nil {
+					x.held = false
+				}
 			default:
 				// A burst: several events submitted at once by one
 				// submitter, so a store may apply them in one call (the
@@ -262,7 +300,7 @@ func compareRegions(t *testing.T, ctx context.Context, s rank.Store, m *regionMo
 		}
 		for _, rc := range want {
 			pg := regionTop(t, s, b.ID, sel, rc.Region, 0, 100)
-			wantEntries(t, at+" region "+rc.Region, pg.Entries, m.ranked(idx, rc.Region)...)
+			wantEntries(t, at+" region "+rc.Region, pg.Entries, m.ranked(idx, rc.Region, "")...)
 			if pg.Total != rc.Members {
 				t.Fatalf("%s: region %s total %d, want %d", at, rc.Region, pg.Total, rc.Members)
 			}
@@ -270,9 +308,47 @@ func compareRegions(t *testing.T, ctx context.Context, s rank.Store, m *regionMo
 		const around = 2
 		views := regionRanks(t, s, b.ID, sel, around, members...)
 		board := ranks(t, s, b.ID, sel, 0, members...).Members
+		// As each member sees itself (§16): a held one alone (the gateway
+		// reads one member at a time), the others together.
+		var selfs []rank.MemberRank
+		if b.Holds() {
+			selfRead := func(ms []string) []rank.MemberRank {
+				rs, err := s.SelfRanks(ctx, b.ID, sel, ms, around)
+				if err != nil || len(rs.Members) != len(ms) {
+					t.Fatalf("%s: SelfRanks(%v): %+v, %v", at, ms, rs, err)
+				}
+				return rs.Members
+			}
+			selfs = make([]rank.MemberRank, len(members))
+			var shown []int
+			var names []string
+			for i, member := range members {
+				if x := m.periods[idx][member]; x != nil && x.held {
+					selfs[i] = selfRead([]string{member})[0]
+				} else {
+					shown, names = append(shown, i), append(names, member)
+				}
+			}
+			for k, mr := range selfRead(names) {
+				selfs[shown[k]] = mr
+			}
+		}
 		for i, member := range members {
 			x := m.periods[idx][member]
-			if x == nil || m.banned[member] {
+			if selfs != nil && x == nil && selfs[i].Found {
+				t.Fatalf("%s: SelfRanks(%s) = %+v, the model has no entry", at, member, selfs[i])
+			}
+			if selfs != nil && x != nil && !m.banned[member] {
+				rk, rr := m.rank(idx, x, ""), m.rank(idx, x, x.region)
+				if v := selfs[i]; !v.Found || v.Rank != rk || v.Score != x.score || v.Region != x.region || v.RegionRank != rr {
+					t.Fatalf("%s: SelfRanks(%s) = %+v, model rank %d, region %s rank %d (held %t)", at, member, v, rk, x.region, rr, x.held)
+				}
+				list := m.ranked(idx, "", member)
+				pos := slices.IndexFunc(list, func(e rank.Entry) bool { return e.Member == member })
+				lo, hi := max(0, pos-around), min(len(list), pos+around+1)
+				wantEntries(t, at+" "+member+"'s own neighbours", selfs[i].Around, list[lo:hi]...)
+			}
+			if x == nil || m.banned[member] || x.held {
 				if views[i].Found || board[i].Found {
 					t.Fatalf("%s: %s found (%+v, %+v), the model has no shown entry", at, member, views[i], board[i])
 				}
@@ -282,7 +358,7 @@ func compareRegions(t *testing.T, ctx context.Context, s rank.Store, m *regionMo
 			if v := views[i]; !v.Found || v.Rank != rr || v.RegionRank != rr || v.Region != x.region || v.Score != x.score {
 				t.Fatalf("%s: RegionRanks(%s) = %+v, model rank %d in %s", at, member, v, rr, x.region)
 			}
-			list := m.ranked(idx, x.region)
+			list := m.ranked(idx, x.region, "")
 			pos := slices.IndexFunc(list, func(e rank.Entry) bool { return e.Member == member })
 			lo, hi := max(0, pos-around), min(len(list), pos+around+1)
 			wantEntries(t, at+" "+member+"'s region neighbours", views[i].Around, list[lo:hi]...)

@@ -8,6 +8,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/wsgateway/wsgateway/rank"
 	"github.com/wsgateway/wsgateway/rank/lua"
@@ -19,6 +20,10 @@ var groupRanksScript = newScript(lua.GroupRanks)
 const (
 	inGroup = "group" // ranks and neighbours within each member's group
 	onBoard = "board" // on the whole board, plus the rank in the group
+	// selfOnBoard is onBoard as each member sees itself (SelfRanks): a
+	// held member is found where it would be, on the board and in its
+	// group (§16).
+	selfOnBoard = "self"
 )
 
 // groupRead is what groupRanks read: the ranks and each member's group
@@ -39,8 +44,13 @@ func (s *Store) groupRanks(ctx context.Context, op, board string, period rank.Pe
 		keys := []string{c.keys.cfg, c.keys.seq, c.keys.n,
 			s.zkey(&c.b, sl.a), s.mkey(&c.b, sl.a), s.zkey(&c.b, sl.b), s.mkey(&c.b, sl.b), c.keys.ban,
 			s.metaKey(&c.b, sl.a), s.metaKey(&c.b, sl.b), hkey(&c.b, sl.a), hkey(&c.b, sl.b)}
+		arg := scope
+		if scope == selfOnBoard {
+			arg = onBoard
+			keys = append(keys, s.key(&c.b, "q:"+strconv.FormatInt(sl.a, 10)), s.key(&c.b, "q:"+strconv.FormatInt(sl.b, 10)))
+		}
 		args := make([]any, 0, 8+len(members))
-		args = append(args, c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak), around, scope)
+		args = append(args, c.ver, nowArg, sl.start, sl.bound, sl.end, string(c.b.Tiebreak), around, arg)
 		for _, m := range members {
 			args = append(args, m)
 		}
@@ -51,7 +61,7 @@ func (s *Store) groupRanks(ctx context.Context, op, board string, period rank.Pe
 	}
 	n := len(members)
 	head := 3 + n
-	if scope == onBoard {
+	if scope != inGroup {
 		head += n
 	}
 	a, _ := v.([]any)
@@ -62,7 +72,7 @@ func (s *Store) groupRanks(ctx context.Context, op, board string, period rank.Pe
 	for i := range n {
 		out.groups[i], _ = a[3+i].(string)
 	}
-	if scope == onBoard {
+	if scope != inGroup {
 		out.groupRanks = make([]int64, n)
 		for i := range n {
 			out.groupRanks[i] = num(a[3+n+i])

@@ -188,13 +188,15 @@ func (s *Store) ClearHold(ctx context.Context, board, member string, period rank
 	return nil
 }
 
-// SelfRanks implements rank.Integrity: ranks.lua, told the period's held
-// entries, reads each held member listed as it sees itself.
+// SelfRanks implements rank.Integrity: ranks.lua (groupranks.lua on a
+// region board), told the period's held entries, reads each held member
+// listed as it sees itself.
 func (s *Store) SelfRanks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
 	if !rank.ValidBoardID(board) {
 		return rank.Ranks{}, fmt.Errorf("redisstore: self ranks %q: %w", board, rank.ErrInvalidBoard)
 	}
-	if c, err := s.board(ctx, board); err != nil || !c.b.Holds() || around == rank.BoardRanks {
+	c, err := s.board(ctx, board)
+	if err != nil || !c.b.Holds() || around == rank.BoardRanks {
 		return s.Ranks(ctx, board, period, members, around)
 	}
 	if around < 0 {
@@ -207,6 +209,9 @@ func (s *Store) SelfRanks(ctx context.Context, board string, period rank.PeriodS
 			return rank.Ranks{}, fmt.Errorf("redisstore: self ranks %s: %w", board, rank.ErrInvalidMember)
 		}
 		extra = append(extra, m)
+	}
+	if c.b.Regions { // fixed at creation
+		return s.regionBoardRanks(ctx, board, period, members, around, selfOnBoard) // with its region rank (region.go)
 	}
 	c, sl, v, err := s.readWith(ctx, "self ranks", board, period, s.ranks, func(c cachedBoard, sl slots, nowArg string) ([]string, []any, error) {
 		b := &c.b

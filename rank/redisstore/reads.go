@@ -75,7 +75,7 @@ func (s *Store) Ranks(ctx context.Context, board string, period rank.PeriodSel, 
 		return s.cohortRanks(ctx, board, period, members, around) // within cohorts (cohort.go)
 	}
 	if !whole && s.regioned(ctx, board) {
-		return s.regionBoardRanks(ctx, board, period, members, around) // region.go
+		return s.regionBoardRanks(ctx, board, period, members, around, onBoard) // region.go
 	}
 	extra := make([]any, 0, 1+len(members))
 	extra = append(extra, around)

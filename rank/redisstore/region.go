@@ -112,9 +112,10 @@ func (s *Store) RegionRanks(ctx context.Context, board string, period rank.Perio
 
 // regionBoardRanks is Ranks on a region board: ranks and neighbours on the
 // board, and each member's region and rank there (groupranks.lua in scope
-// board). Arguments are checked by Ranks.
-func (s *Store) regionBoardRanks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int) (rank.Ranks, error) {
-	g, err := s.groupRanks(ctx, "ranks", board, period, members, around, onBoard, s.gkey)
+// board, or selfOnBoard for SelfRanks). Arguments are checked by the
+// caller.
+func (s *Store) regionBoardRanks(ctx context.Context, board string, period rank.PeriodSel, members []string, around int, scope string) (rank.Ranks, error) {
+	g, err := s.groupRanks(ctx, "ranks", board, period, members, around, scope, s.gkey)
 	if err != nil {
 		return rank.Ranks{}, err
 	}
