@@ -352,8 +352,10 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchEx
   local onAdmit, onScore, onWrite
   local nAdmit, nScore, nWrite = 0, 0, 0
   -- see fills e with event i's fields for the hooks, once per event (the
-  -- first hook that sees it), and returns true.
-  local see
+  -- first hook that sees it), and returns true; refusal runs hooks
+  -- list[1..count] on e and returns the first one's refusal ("!" .. code),
+  -- or nil.
+  local see, refusal
   if on then
     onAdmit, onScore, onWrite = on.admit, on.score, on.write
     nAdmit, nScore, nWrite = onAdmit and #onAdmit or 0, onScore and #onScore or 0, onWrite and #onWrite or 0
@@ -369,6 +371,13 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchEx
           i, member, ARGV[j + 2], ARGV[j + 3], amount, t, ARGV[j + 7], ARGV[j + 8], s, sl
         e.extra, e.tail = nil, nil
         return true
+      end
+      refusal = function(list, count)
+        for k = 1, count do
+          local code = list[k](e)
+          if code then return '!' .. code end
+        end
+        return nil
       end
     end
   end
@@ -486,13 +495,7 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchEx
       local seen = false
       if nAdmit > 0 then
         seen = see(i, j, member, amount, t, s, sl)
-        for k = 1, nAdmit do
-          local code = onAdmit[k](e)
-          if code then
-            reply = '!' .. code
-            break
-          end
-        end
+        reply = refusal(onAdmit, nAdmit)
         if reply then break end
         amount, sl = e.amount, e.sl
       end
@@ -549,13 +552,7 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchEx
       if nScore > 0 and (s ~= cur or not scoreMin or (desc and new or -new) >= scoreMin) then
         if not seen then seen = see(i, j, member, amount, t, s, sl) end
         e.had, e.old, e.new, e.olds, e.oldz, e.prev = had, old, new, olds, oldz, prev
-        for k = 1, nScore do
-          local code = onScore[k](e)
-          if code then
-            reply = '!' .. code
-            break
-          end
-        end
+        reply = refusal(onScore, nScore)
         if reply then break end
       end
 
