@@ -189,9 +189,10 @@ end
 -- setup and the events, one after the other in one loop; it returns their
 -- replies joined by "\n", or before the events start an error reply that
 -- refuses the whole call. The events run in run itself, not in a function
--- per event step, and the prelude's helpers arrive as arguments: a closure
--- makes an upvalue of each outer local it uses, allocated and freed on
--- every call, where run's own locals and arguments cost nothing.
+-- per event step, and the helpers it calls (newSlot, the prelude's) arrive
+-- as arguments: a closure makes an upvalue of each outer local it uses,
+-- allocated and freed on every call, where run's own locals and arguments
+-- cost nothing.
 local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchExpire)
   local MAX = 9007199254740991
   -- The per-event path below runs tens of thousands of times a second on
