@@ -81,24 +81,28 @@ start_gateway() {
 	URL="ws://127.0.0.1:$GP/ws"
 }
 stop_gateway() { kill "$GW_PID"; wait "$GW_PID" 2>/dev/null || true; }
-# put_board NAME: creates board NAME with the default config on the gateway
-# started last (`wsgateway load` refuses a board that does not exist).
+# put_board NAME [CONFIG]: creates board NAME with CONFIG (JSON, default
+# {}: the default config) on the gateway started last (`wsgateway load`
+# refuses a board that does not exist).
 put_board() {
 	local admin
 	admin=$("$WORK/wsgateway" token --secret "$SECRET" --sub bench --role admin --ttl 1h)
-	curl -fsS -o /dev/null -X PUT -H "Authorization: Bearer $admin" -d '{}' "http://127.0.0.1:$GP/api/v1/boards/$1"
+	curl -fsS -o /dev/null -X PUT -H "Authorization: Bearer $admin" -d "${2:-{\}}" "http://127.0.0.1:$GP/api/v1/boards/$1"
 }
 
-# capture_call: one real apply.lua call of board "ceil" (created here), as
-# the gateway at URL sends it to the redis-server on RP, captured with
-# MONITOR into $WORK/monitor.txt; bench/ceiling turns it into
-# redis-benchmark arguments. LOAD is the load generator's command.
+# capture_call [existing]: one real apply.lua call of board "ceil" (created
+# here, unless existing: put_board made it), as the gateway at URL sends it
+# to the redis-server on RP, captured with MONITOR into $WORK/monitor.txt;
+# bench/ceiling turns it into redis-benchmark arguments. LOAD is the load
+# generator's command.
 capture_call() {
+	local create=--create
+	[ "${1:-}" = existing ] && create=--create=false
 	redis-cli -p "$RP" monitor >"$WORK/monitor.txt" &
 	local mon=$!
 	PIDS+=("$mon")
 	sleep 0.3
-	"${LOAD[@]}" --url "$URL" --board ceil --create --players 1 --inflight 1 --spectators 0 --watchers 0 --rate 20 --duration 500ms --members 10 >/dev/null
+	"${LOAD[@]}" --url "$URL" --board ceil "$create" --players 1 --inflight 1 --spectators 0 --watchers 0 --rate 20 --duration 500ms --members 10 >/dev/null
 	sleep 0.3
 	kill "$mon"
 }

@@ -26,7 +26,9 @@
 # compare two or more; it does not see cache misses, so it ranks changes to
 # the script's own work, not to memory layout. Needs valgrind
 # (apt-get install -y valgrind). LUAAB_KEEP=DIR keeps each run's
-# callgrind.out there, for callgrind_annotate.
+# callgrind.out there, for callgrind_annotate. LUAAB_SHARDS=K makes the
+# board sharded (K shards, ack_rank none): the call is one shard's, whose
+# apply config adds "shard norank".
 #
 #   LUAAB_IR=1 bash bench/luaab.sh HEAD~1 HEAD 64 2
 set -euo pipefail
@@ -63,7 +65,12 @@ go build -o "$WORK/ceiling" ./bench/ceiling
 start_redis
 start_gateway --redis-url "redis://127.0.0.1:$RP/0"
 LOAD=("$WORK/wsgateway" load --secret "$SECRET" --quiet)
-capture_call
+if [ -n "${LUAAB_SHARDS:-}" ]; then
+	put_board ceil "{\"shards\":$LUAAB_SHARDS}"
+	capture_call existing
+else
+	capture_call
+fi
 stop_gateway
 "$WORK/ceiling" -events "$EV" <"$WORK/monitor.txt" >"$WORK/args.txt"
 mapfile -t ARGS <"$WORK/args.txt"

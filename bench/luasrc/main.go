@@ -1,6 +1,7 @@
 // Command luasrc prints the full text of one of the Redis engine's scripts
-// as the store loads it (rank/lua's Source: the prelude, then the script),
-// for bench/luaab.sh, which loads two commits' versions into one Redis.
+// as the store loads it (rank/lua's Source: the prelude's helpers it
+// calls, then the script), for bench/luaab.sh, which loads two commits'
+// versions into one Redis.
 //
 //	go run ./bench/luasrc apply.lua > apply.lua
 package main

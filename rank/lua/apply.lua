@@ -87,7 +87,7 @@
 -- arguments); it writes nothing. The clock is read once per call. A
 -- redis.call that fails part way (only a key of the wrong type can) makes
 -- the call answer its error after the events before it were written with
--- their records (prelude's runEvents).
+-- their records (run, below).
 --
 -- R21: a member with a record in the ban hash (the board's own or its copy
 -- of a global one) gets banned, checked after the duplicate check: a retry
@@ -114,10 +114,12 @@
 -- Blocks. This file is the step every event takes on a plain board; each
 -- optional feature is a block in a file of its own, apply_<feature>.lua,
 -- which lua.Source puts in where the line "-- @blocks" stands below, in
--- file name order. A block is one `if <condition> then ... end` (its token
--- in the apply config, usually), so a board without the feature runs none
--- of it, not even its closures; it joins the event step by appending
--- functions to the lists of `on`:
+-- file name order, within `if on then ... end` (on: some block may be on).
+-- A block is one `if <condition> then ... end` (its token in the apply
+-- config, usually), so a board without the feature runs none of it, not
+-- even its closures; it joins the event step with hooks, each appended to
+-- the list on[kind] by hook(kind, f) (the list made with its first hook),
+-- or set as on.record:
 --   on.record(i, rec) -> reply|nil  (one block at most) in place of the
 --                               duplicate check: rec is event i's record
 --                               (false: none); a reply answers the event
@@ -130,7 +132,7 @@
 --                               .. code, nothing written), or the hook may
 --                               change e.amount, which the step then uses,
 --                               and e.sl, the slot table whose keys it
---                               writes (the same idx, exp, from and to);
+--                               writes (the same idx and exp);
 --   on.score[k](e) -> code|nil  once the new score is known and the
 --                               previous rank read (e.had, e.old, e.new,
 --                               e.olds, e.oldz, e.prev), before any write,
@@ -147,370 +149,536 @@
 --                               under its own pcall, before the records.
 -- e is one table per call, filled for an event when a hook sees it:
 -- i, member, name, op, amount, t (its time), id, meta, s (its slot: 0 = P,
--- 1 = A, 2 = B) and sl (slots[s]: z, m, idx, exp, from, to); for on.write
+-- 1 = A, 2 = B) and sl (slots[s]: z, m, idx, exp; newSlot); for on.write
 -- also had, old, new, ns (new as a decimal string), changed (the entry
 -- moved), oldz, olds (the old stored score, a string), newz, rank, prev,
 -- seq. A block may also use the core's locals declared before "-- @blocks"
--- (call, fmt, now, P, slots, cf, opt, mode, order, desc, tie, B and the
--- prelude's batch functions, R) and replace nextSeq (the event's seq and
--- tie key), ranked (false: rank and prev are not read, and stay 0) and
--- scoreMin (below it, on.score is not run for an event of the clock's
--- slot, cur), and set wouldRank for the blocks after it. A
--- hook's own writes go in its event's step; writes of hash fields may
--- wait in B (prelude's batches), which is written after the events, before
--- the records.
+-- (call, fmt, n, now, tm, cur, P, hook, slots and newSlot, cf, opt, mode,
+-- order, desc, tie, B and the prelude's batch functions, R, Rw, Rf) and set
+-- nextSeq (the event's seq and tie key, in place of the board's next
+-- change sequence; S.seq is the last one taken, and S.dirty = true has it
+-- written at the end), ranked (false: rank and prev are not read, and stay
+-- 0), scoreMin (below it, on.score is not run for an event of the clock's
+-- slot, cur) and entryTail (each applied event's reply ends with its
+-- sorted-set members and record's hash), and set wouldRank for the blocks
+-- after it. A block is code of the function
+-- run: a refusal of the whole call is a return of its error reply. A
+-- hook's own writes go in its event's step; writes of hash fields may wait
+-- in B (prelude's batches), which is written after the events, before the
+-- records.
 
-local MAX = 9007199254740991
--- The per-event path below runs tens of thousands of times a second on
--- Redis's one core, where the script's own Lua work (string.format above
--- all) costs about as much as its commands (docs/performance.md, "Redis
--- instructions per event"): it keeps what it calls in locals, formats
--- numbers with few string.format calls, makes few strings, and leaves the
--- optional features to blocks a plain board never enters.
-local call, fmt, sfind = redis.call, string.format, string.find
+-- What the events leave to the end of the call, kept outside run so it is
+-- written even when an event fails part way (which ends run, and its
+-- locals with it): the call's batch of hash fields (prelude's batch: keys,
+-- vals, exp; run's B), R (the records: false until the events start),
+-- finish (the blocks' on.finish), seq (the board's seq, the last one
+-- taken) and dirty (seq must still be written). One table made whole: a
+-- table grown a field at a time is rehashed as it grows.
+local S = {keys = {false}, vals = false, exp = false, R = false, finish = false, seq = false, dirty = false}
 
--- ---- the call: config, clock, records ----
--- The config version check (prelude's refused), the apply config and the
--- records' fields (prelude's recordsOpen), in one call.
-local cf = call('HMGET', KEYS[1], 'v', 'rw', 'rs', 'ro', 'rb', 'a', 'me', 'sh')
-if not cf[1] then return redis.error_reply('LB unknown_board') end
-if cf[1] ~= ARGV[1] then return redis.error_reply('LB stale') end
-if not cf[6] then return redis.error_reply('LB nospec') end
-local mode, order, tie, window, more = string.match(cf[6], '^(%l+) (%l+) (%l+) (%d+)(.*)$')
-local opt = {}
-if more and more ~= '' then
-  for k, v in string.gmatch(more, ' (%l+)=?([^ ]*)') do opt[k] = v end
+-- newSlot is period slot k's table (0 = P, 1 = A, 2 = B; see the header):
+-- its sorted set z, member hash m, period index idx and the expiry time of
+-- its keys exp.
+local function newSlot(k)
+  if k == 1 then return {z = KEYS[4], m = KEYS[5], idx = ARGV[6], exp = ARGV[8] + 0} end
+  if k == 2 then return {z = KEYS[6], m = KEYS[7], idx = ARGV[7], exp = ARGV[9] + 0} end
+  return {z = KEYS[8], m = KEYS[9], idx = ARGV[11], exp = ARGV[12] + 0}
 end
-window = tonumber(window)
-local startsAt, endsAt, grace = tonumber(opt.starts), tonumber(opt.ends), tonumber(opt.grace or '0')
-local dk, da = tonumber(ARGV[#ARGV]), tonumber(ARGV[#ARGV - 1])
-if not dk or not da then return redis.error_reply('LB bad_request') end
-local n = (#ARGV - 14 - da) / 8
-if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
-  or (order ~= 'desc' and order ~= 'asc')
-  or (tie ~= 'first' and tie ~= 'last' and tie ~= 'shared')
-  or not window or window < 1 or not grace or grace < 0
-  or (opt.starts and not startsAt) or (opt.ends and not endsAt)
-  or n < 1 or n % 1 ~= 0 or #KEYS ~= 11 + dk then
-  return redis.error_reply('LB bad_request')
-end
-local desc = order == 'desc'
-local wantOp = mode == 'incr' and '1' or '2'
-local P = string.sub(KEYS[1], 1, -4) -- KEYS[1] ends in "cfg"
 
--- The period slots: 0 = P, 1 = A, 2 = B (see the header).
-local boundary = tonumber(ARGV[4])
-local slots = {
-  [0] = {z = KEYS[8], m = KEYS[9], from = tonumber(ARGV[10]), to = tonumber(ARGV[3]), idx = ARGV[11], exp = tonumber(ARGV[12])},
-  [1] = {z = KEYS[4], m = KEYS[5], from = tonumber(ARGV[3]), to = boundary, idx = ARGV[6], exp = tonumber(ARGV[8])},
-  [2] = {z = KEYS[6], m = KEYS[7], from = boundary, to = tonumber(ARGV[5]), idx = ARGV[7], exp = tonumber(ARGV[9])},
-}
--- gated: an event's time needs more than the at_ahead check (admit).
-local gated = boundary > 0 or startsAt ~= nil or endsAt ~= nil
+-- run is the call but those deferred writes: its checks, the blocks'
+-- setup and the events, one after the other in one loop; it returns their
+-- replies joined by "\n", or before the events start an error reply that
+-- refuses the whole call. The events run in run itself, not in a function
+-- per event step, and the helpers it calls (newSlot, the prelude's) arrive
+-- as arguments: a closure makes an upvalue of each outer local it uses,
+-- allocated and freed on every call, where run's own locals and arguments
+-- cost nothing.
+local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchExpire)
+  local MAX = 9007199254740991
+  -- The per-event path below runs tens of thousands of times a second on
+  -- Redis's one core, where the script's own Lua work (string.format above
+  -- all) costs about as much as its commands (docs/performance.md, "Redis
+  -- instructions per event"): it keeps what it calls in locals, formats
+  -- numbers with few string.format calls, makes few strings and tables, and
+  -- leaves the optional features to blocks a plain board never enters.
+  local call, fmt, sfind = redis.call, string.format, string.find
 
--- The clock is read once per call (the records' bucket depends on it).
-local bkey = KEYS[10]
-local bans = call('EXISTS', bkey) == 1
-local now, cur = clockMs(), 1
-if boundary > 0 then
-  if now < slots[1].from or now >= slots[2].to then return redis.error_reply('LB clock') end
-  if now >= boundary then cur = 2 end
-end
-if bans and banDue(bkey, now) then return redis.error_reply('LB expired') end
+  -- ---- the call: config, clock, records ----
+  -- The config version check (prelude's refused), the apply config and the
+  -- records' fields (prelude's recordsOpen), in one call.
+  local cf = call('HMGET', KEYS[1], 'v', 'rw', 'rs', 'ro', 'rb', 'a', 'me', 'sh')
+  if not cf[1] then return redis.error_reply('LB unknown_board') end
+  if cf[1] ~= ARGV[1] then return redis.error_reply('LB stale') end
+  if not cf[6] then return redis.error_reply('LB nospec') end
+  local mode, order, tie, ws, more = string.match(cf[6], '^(%l+) (%l+) (%l+) (%d+)(.*)$')
+  -- opt: the optional features' tokens (name -> value), false when none.
+  local opt, startsAt, endsAt, grace = false, nil, nil, 0
+  if more and more ~= '' then
+    opt = {}
+    for k, v in string.gmatch(more, ' (%l+)=?([^ ]*)') do opt[k] = v end
+    if opt.starts then startsAt = tonumber(opt.starts) end
+    if opt.ends then endsAt = tonumber(opt.ends) end
+    if opt.grace then grace = tonumber(opt.grace) end
+  end
+  -- Numbers known to be decimal (ws, by the pattern; the caller's, by the
+  -- header) are read with arithmetic, one strtod, rather than tonumber, two;
+  -- DA and DK, checked, are "0" on nearly every call.
+  local window = ws and ws + 0
+  local dk, da = ARGV[#ARGV], ARGV[#ARGV - 1]
+  if dk == '0' then dk = 0 else dk = tonumber(dk) end
+  if da == '0' then da = 0 else da = tonumber(da) end
+  if not dk or not da then return redis.error_reply('LB bad_request') end
+  local n = (#ARGV - 14 - da) / 8
+  if (mode ~= 'incr' and mode ~= 'best' and mode ~= 'set')
+    or (order ~= 'desc' and order ~= 'asc')
+    or (tie ~= 'first' and tie ~= 'last' and tie ~= 'shared')
+    or not window or window < 1 or not grace or grace < 0
+    or (opt and ((opt.starts and not startsAt) or (opt.ends and not endsAt)))
+    or n < 1 or n % 1 ~= 0 or #KEYS ~= 11 + dk then
+    return redis.error_reply('LB bad_request')
+  end
+  local desc = order == 'desc'
+  local wantOp = mode == 'incr' and '1' or '2'
 
-local R = recordsOpen(cf, window, now, 12, 8, n)
-local Rw, Rf, Rg, Rp = R.written, R.fields, R.got, R.gotp
+  -- meta: an event of the call carries meta, or the board ever stored some
+  -- (apply_meta.lua). on: the hook lists the blocks join the event step
+  -- with (the header; hook adds one), false when no block can be on (no
+  -- token past the core's four, no dependants, no meta): such a call makes
+  -- none of the blocks' tables.
+  local meta = cf[7] ~= false
+  if not meta then
+    for i = 1, n do
+      if ARGV[12 + 8 * i] ~= '' then
+        meta = true
+        break
+      end
+    end
+  end
+  local on, e, P, hook = false, nil, nil, nil
+  if more ~= '' or dk > 0 or meta then
+    on, opt = {}, opt or {}
+    hook = function(kind, f)
+      local l = on[kind]
+      if l then l[#l + 1] = f else on[kind] = {f} end
+    end
+    P = string.sub(KEYS[1], 1, -4) -- KEYS[1] ends in "cfg"
+  end
 
--- The call's writes of hash fields (prelude's batch B): the names, and
--- the member hash of the clock's slot (where nearly every event lands).
--- That member hash is read for every event of the call with one HMGET;
--- what this call sets in it after is in pmw (false: deleted), so each
--- event still reads it as it is after the events before it. Another slot's
--- member hash is read and written per event.
-local B = batchNew()
-local pm = slots[cur].m
-local pmw = {}
-B.vals[pm], B.keys[1] = pmw, pm
-local pmv
-do
-  local ms = {}
-  for i = 1, n do ms[i] = ARGV[12 + 8 * (i - 1) + 1] end
-  pmv = call('HMGET', pm, unpack(ms))
-end
--- A member absent from the member hash may still have a raw "<member>"
--- entry: tiebreak shared writes one, and a board that was ever shared
--- (cfg field sh) may hold some in this period.
-local rawToo = tie == 'shared' or cf[8] ~= false
+  -- The period slots P, A and B (see the header): P = [fromP, fromA),
+  -- A = [fromA, boundary), B = [boundary, toB) on a board with periods.
+  local boundary = ARGV[4] + 0
+  local fromP, fromA, toB
+  if boundary > 0 then fromP, fromA, toB = ARGV[10] + 0, ARGV[3] + 0, ARGV[5] + 0 end
+  -- gated: an event's time needs more than the at_ahead check (R17).
+  local gated = boundary > 0 or startsAt ~= nil or endsAt ~= nil
 
--- admit is R17 for an event of time t on a gated board: the slot it is
--- applied to, or nil and the refusal's code; board_closed carries its
--- reason (R30), whose times the caller reads from the config
--- (rank.Board.Closed).
-local function admit(t)
-  if t > now + 5000 then return nil, 'at_ahead' end
-  if startsAt and t < startsAt then return nil, 'board_closed:not_started' end
-  if endsAt and t >= endsAt then return nil, 'board_closed:ended' end
-  local s, ends = 1, nil
+  -- The clock is read once per call (the records' bucket depends on it).
+  local bkey = KEYS[10]
+  local bans = call('EXISTS', bkey) == 1
+  -- tm: the server's TIME reply, when the clock is the server's (a block
+  -- may read it: apply_shard.lua).
+  local now, cur, tm = nil, 1, false
+  if ARGV[2] ~= '' then
+    now = ARGV[2] + 0
+  else
+    tm = call('TIME')
+    now = tm[1] * 1000 + math.floor(tm[2] / 1000)
+  end
   if boundary > 0 then
-    s = nil
-    for k = 0, 2 do
-      if t >= slots[k].from and t < slots[k].to then s = k end
-    end
-    if s and s > cur then return nil, 'board_closed:not_started' end
-    if t >= slots[2].to then return nil, 'board_closed:not_started' end
-    if not s or s ~= cur and s ~= cur - 1 then return nil, 'board_closed:period_over' end
-    ends = slots[s].to
+    if now < fromA or now >= toB then return redis.error_reply('LB clock') end
+    if now >= boundary then cur = 2 end
   end
-  if endsAt and (not ends or endsAt <= ends) then
-    if now >= endsAt + grace then return nil, 'board_closed:ended' end
-  elseif ends and now >= ends + grace then
-    return nil, 'board_closed:period_over'
-  end
-  return s
-end
+  if bans and banDue(bkey, now) then return redis.error_reply('LB expired') end
+  -- slots[s] is slot s's table (0 = P, 1 = A, 2 = B; newSlot), made for
+  -- the clock's slot here and for another when an event first lands in it
+  -- (false until then).
+  local slots = {[0] = false, false, false}
+  slots[cur] = newSlot(cur)
 
--- The board's seq (KEYS[2]) is read once per call, counted here, and
--- written once at the end when more than one event took a value (an INCR
--- for the first event, a SET at the end for the others, instead of an INCR
--- per event). Nothing else runs between the events of a call, and the
--- SET runs (runEvents' finish) even when an event failed part way.
-local seqLast, seqDirty = nil, false
+  local R = recordsOpen(cf, window, now, 12, 8, n, ws)
+  local Rw, Rf, Rg, Rp = R.written, R.fields, R.got, R.gotp
 
--- nextSeq is the event's seq, and its tie key on first/last boards: the
--- board's next change sequence (a block may replace it: apply_shard.lua).
-local nextSeq = function()
-  if not seqLast then
-    seqLast = call('INCR', KEYS[2])
+  -- The call's writes of hash fields (prelude's batch B, the table S,
+  -- given its first hash here): the names, and the member hash of the
+  -- clock's slot (where nearly every event lands). That member hash is read
+  -- for every event of the call with one HMGET (pmv; pm1, a string rather
+  -- than a reply table, for a call of one event); what this call sets in it
+  -- after is in pmw (false: deleted), so each event still reads it as it is
+  -- after the events before it. Another slot's member hash is read and
+  -- written per event.
+  local pm = slots[cur].m
+  local pmw = {}
+  local B = S
+  B.keys[1], B.vals = pm, {[pm] = pmw}
+  local pmv, pm1 = false, false
+  if n == 1 then
+    pm1 = call('HGET', pm, ARGV[12 + 1]) -- (the header's j + 1)
   else
-    seqLast, seqDirty = seqLast + 1, true
+    local ms = {}
+    for i = 1, n do ms[i] = ARGV[12 + 8 * (i - 1) + 1] end
+    pmv = call('HMGET', pm, unpack(ms))
   end
-  return seqLast
-end
--- ranked: the step reads the event's rank and previous rank (a block may
--- turn it off: apply_shard.lua).
-local ranked = true
--- scoreMin: an event of the clock's slot whose new score's goodness (the
--- score, negated on asc boards) is below it gives on.score nothing to do,
--- and the hooks are not run for it (a block sets it; nil: always run).
-local scoreMin
--- wouldRank(z, sc, zm): the rank sorted-set member zm of stored score sc
--- would have in sorted set z, where it is not (apply_hold.lua sets it).
-local wouldRank
+  -- A member absent from the member hash may still have a raw "<member>"
+  -- entry: tiebreak shared writes one, and a board that was ever shared
+  -- (cfg field sh) may hold some in this period.
+  local rawToo = tie == 'shared' or cf[8] ~= false
 
--- The hooks blocks join the step with, and the event they see.
-local on = {admit = {}, score = {}, write = {}, finish = {}}
-local e = {}
+  -- The board's seq (KEYS[2]) is read once per call, counted in S.seq, and
+  -- written once at the end when more than one event took a value (an INCR
+  -- for the first event, a SET at the end for the others, instead of an
+  -- INCR per event). Nothing else runs between the events of a call, and
+  -- the SET runs even when an event failed part way.
+  -- nextSeq, when a block sets it (apply_shard.lua), is the event's seq and
+  -- tie key in place of the board's next change sequence.
+  local nextSeq = nil
+  -- ranked: the step reads the event's rank and previous rank (a block may
+  -- turn it off: apply_shard.lua).
+  local ranked = true
+  -- scoreMin: an event of the clock's slot whose new score's goodness (the
+  -- score, negated on asc boards) is below it gives on.score nothing to do,
+  -- and the hooks are not run for it (a block sets it; nil: always run).
+  local scoreMin
+  -- entryTail: an applied event's reply goes on with ";<new sorted-set
+  -- member>;<old one>;<its record's bucket hash>" after its record, in
+  -- place of a hook's tail (a block sets it: apply_shard.lua).
+  local entryTail = false
+  -- wouldRank(z, sc, zm): the rank sorted-set member zm of stored score sc
+  -- would have in sorted set z, where it is not (apply_hold.lua sets it).
+  local wouldRank
 
--- @blocks
-
-local onAdmit, onScore, onWrite = on.admit, on.score, on.write
-local nAdmit, nScore, nWrite = #onAdmit, #onScore, #onWrite
-
--- The first 8 digits of tiebreak first's pad, and the seq / 1e8 they are of.
-local padHi, padHiOf
--- Slots whose keys this call already gave their expiry.
-local expired = {}
-
--- see fills e with event i's fields for the hooks, once per event (the
--- first hook that sees it), and returns true.
-local function see(i, j, member, amount, t, s, sl)
-  e.i, e.member, e.name, e.op, e.amount, e.t, e.id, e.meta, e.s, e.sl =
-    i, member, ARGV[j + 2], ARGV[j + 3], amount, t, ARGV[j + 7], ARGV[j + 8], s, sl
-  e.extra, e.tail = nil, nil
-  return true
-end
-
--- one applies event i and returns its reply string.
-local function one(i)
-  local j = 12 + 8 * (i - 1)
-  local member = ARGV[j + 1]
-  local rec = Rw[Rf[i]] or Rg[i] or Rp[i]
-  if not rec and R.oldCur then rec = recordGet(R, i) end
-  local onRecord = on.record
-  if onRecord then
-    local reply = onRecord(i, rec)
-    if reply then return reply end
-  elseif rec then
-    return '1' .. rec
-  end
-  if bans then
-    local r = call('HMGET', bkey, member, 'g|' .. member)
-    if r[1] or r[2] then return '!banned' end
+  if on then
+  -- @blocks
   end
 
-  local amount = tonumber(ARGV[j + 4])
-  if not amount or amount % 1 ~= 0 or amount > MAX or amount < -MAX then
-    return '!invalid_score'
-  end
-  if ARGV[j + 3] ~= wantOp or member == '' or sfind(member, '|', 1, true) then
-    return '!bad_request'
-  end
-  local t, s = now, 1
-  local into = false
-  if ARGV[j + 6] ~= '' then
-    t = tonumber(ARGV[j + 6])
-    if not t then
-      -- "r<ms>": an admin's import into the past period the caller put
-      -- in slot P (§18), written at that time, outside R17.
-      t = tonumber(string.match(ARGV[j + 6], '^r(%d+)$') or '')
-      if not t then return '!bad_request' end
-      into, s = true, 0
-    end
-  end
-  if into then
-    -- (rank.Board.Restore checked the period and the schedule.)
-  elseif gated then
-    local code
-    s, code = admit(t)
-    if not s then return '!' .. code end
-  elseif t > now + 5000 then
-    return '!at_ahead'
-  end
-  local sl = slots[s]
-  -- e is filled only for an event a hook sees (seen).
-  local seen = false
-  if nAdmit > 0 then
-    seen = see(i, j, member, amount, t, s, sl)
-    for k = 1, nAdmit do
-      local code = onAdmit[k](e)
-      if code then return '!' .. code end
-    end
-    amount, sl = e.amount, e.sl
-  end
-  local zkey, mkey = sl.z, sl.m
-
-  -- The member's entry: its sorted-set member oldz and stored score olds.
-  local oldz
-  if mkey == pm then
-    oldz = pmw[member]
-    if oldz == nil then oldz = pmv[i] end
-  else
-    oldz = call('HGET', mkey, member)
-  end
-  local olds = false
-  if oldz then
-    olds = call('ZSCORE', zkey, oldz)
-  else
-    oldz = member
-    if rawToo then olds = call('ZSCORE', zkey, member) end
-  end
-  local had = olds ~= false
-  local old = 0
-  if had then
-    old = tonumber(olds)
-    if not desc then old = -old end
-  end
-
-  local new = amount
-  if mode == 'incr' then
-    if had then new = old + amount end
-  elseif mode == 'best' and had then
-    if (desc and amount <= old) or (not desc and amount >= old) then new = old end
-  end
-  -- Exact: |old|, |amount| <= 2^53-1, so a true sum beyond the range rounds
-  -- to a double that is still beyond it.
-  if new > MAX or new < -MAX then return '!out_of_range' end
-
-  local prev = 0
-  if had then
-    if not ranked then
-      prev = -1 -- not read (the header's record)
-    elseif tie == 'shared' then
-      prev = call('ZCOUNT', zkey, '(' .. olds, '+inf') + 1
-    else
-      prev = call('ZREVRANK', zkey, oldz) + 1
-    end
-  end
-
-  if nScore > 0 and (s ~= cur or not scoreMin or (desc and new or -new) >= scoreMin) then
-    if not seen then seen = see(i, j, member, amount, t, s, sl) end
-    e.had, e.old, e.new, e.olds, e.oldz, e.prev = had, old, new, olds, oldz, prev
-    for k = 1, nScore do
-      local code = onScore[k](e)
-      if code then return '!' .. code end
-    end
-  end
-
-  local seq = nextSeq()
-  local rank, newz = ranked and prev or 0, oldz
-  local ns = fmt('%d', new)
-  local changed = not (had and new == old)
-  if changed then
-    -- The score changed (or the member is new): it reaches the score now.
-    local z = member
-    if tie == 'first' then
-      -- Each digit's 9-complement, by halves: 9999999999999999 itself is
-      -- not exact in a double, 99999999 is. The first half changes every
-      -- 1e8 seqs, so it is formatted once per call.
-      local hi = (seq - seq % 1e8) / 1e8
-      if hi ~= padHiOf then padHi, padHiOf = fmt('%08d', 99999999 - hi), hi end
-      z = padHi .. fmt('%08d', 99999999 - seq % 1e8) .. '|' .. member
-    elseif tie == 'last' then
-      z = fmt('%016d', seq) .. '|' .. member
-    end
-    if had and z ~= oldz then call('ZREM', zkey, oldz) end
-    local sc = ns -- the stored score (see the header: negated on asc boards)
-    if not desc then sc = fmt('%d', -new) end
-    call('ZADD', zkey, sc, z)
-    if z ~= member then
-      if mkey == pm then pmw[member] = z else call('HSET', mkey, member, z) end
-    elseif had and oldz ~= member then
-      call('HDEL', mkey, member)
-      if mkey == pm then pmw[member] = false end
-    end
-    if ranked then
-      if tie == 'shared' then
-        rank = call('ZCOUNT', zkey, '(' .. sc, '+inf') + 1
-      else
-        rank = call('ZREVRANK', zkey, z) + 1
+  local onAdmit, onScore, onWrite
+  local nAdmit, nScore, nWrite = 0, 0, 0
+  -- see fills e with event i's fields for the hooks, once per event (the
+  -- first hook that sees it), and returns true; refusal runs hooks
+  -- list[1..count] on e and returns the first one's refusal ("!" .. code),
+  -- or nil.
+  local see, refusal
+  if on then
+    onAdmit, onScore, onWrite = on.admit, on.score, on.write
+    nAdmit, nScore, nWrite = onAdmit and #onAdmit or 0, onScore and #onScore or 0, onWrite and #onWrite or 0
+    S.finish = on.finish or false
+    -- Made with the fields the core sets (a table grown a field at a time
+    -- is rehashed as it grows), when a hook will see it.
+    if nAdmit + nScore + nWrite > 0 then
+      e = {i = false, member = false, name = false, op = false, amount = false, t = false, id = false, meta = false,
+        s = false, sl = false, extra = false, tail = false, had = false, old = false, new = false, ns = false,
+        changed = false, oldz = false, olds = false, newz = false, rank = false, prev = false, seq = false}
+      see = function(i, j, member, amount, t, s, sl)
+        e.i, e.member, e.name, e.op, e.amount, e.t, e.id, e.meta, e.s, e.sl =
+          i, member, ARGV[j + 2], ARGV[j + 3], amount, t, ARGV[j + 7], ARGV[j + 8], s, sl
+        e.extra, e.tail = nil, nil
+        return true
+      end
+      refusal = function(list, count)
+        for k = 1, count do
+          local code = list[k](e)
+          if code then return '!' .. code end
+        end
+        return nil
       end
     end
-    newz = z
-    if not had and sl.exp > now and not expired[s] then
-      -- Relative to the script's clock, so an injected (test) clock that is
-      -- far from the server's still yields the intended lifetime; once per
-      -- call and slot (every later event's would set the same).
-      expired[s] = true
-      call('PEXPIRE', zkey, sl.exp - now)
+  end
+
+  -- The first 8 digits of tiebreak first's pad, and the seq / 1e8 they are of.
+  local padHi, padHiOf
+  -- Slots whose keys this call already gave their expiry (made with the first).
+  local expired = false
+
+  -- The events, each as if alone (the header); an event's early reply
+  -- ends its step (break) with reply set.
+  S.R = R
+  local out = n > 1 and {}
+  for i = 1, n do
+    local reply
+    repeat
+      local j = 12 + 8 * (i - 1)
+      local member = ARGV[j + 1]
+      local rec = Rw[Rf[i]] or Rg[i] or Rp[i]
+      if not rec and R.oldCur then rec = recordGet(R, i) end
+      local onRecord = on and on.record
+      if onRecord then
+        reply = onRecord(i, rec)
+        if reply then break end
+      elseif rec then
+        reply = '1' .. rec
+        break
+      end
+      if bans then
+        local r = call('HMGET', bkey, member, 'g|' .. member)
+        if r[1] or r[2] then
+          reply = '!banned'
+          break
+        end
+      end
+
+      local amount = tonumber(ARGV[j + 4])
+      if not amount or amount % 1 ~= 0 or amount > MAX or amount < -MAX then
+        reply = '!invalid_score'
+        break
+      end
+      if ARGV[j + 3] ~= wantOp or member == '' or sfind(member, '|', 1, true) then
+        reply = '!bad_request'
+        break
+      end
+      local t, s = now, 1
+      local into = false
+      if ARGV[j + 6] ~= '' then
+        t = tonumber(ARGV[j + 6])
+        if not t then
+          -- "r<ms>": an admin's import into the past period the caller put
+          -- in slot P (§18), written at that time, outside R17.
+          t = tonumber(string.match(ARGV[j + 6], '^r(%d+)$') or '')
+          if not t then
+            reply = '!bad_request'
+            break
+          end
+          into, s = true, 0
+        end
+      end
+      if into then
+        -- (rank.Board.Restore checked the period and the schedule.)
+      elseif gated then
+        -- R17 for an event of time t (rank.Board.Admit): the slot it is
+        -- applied to, or the refusal's code; board_closed carries its
+        -- reason (R30), whose times the caller reads from the config
+        -- (rank.Board.Closed).
+        local code, ends
+        if t > now + 5000 then
+          code = 'at_ahead'
+        elseif startsAt and t < startsAt then
+          code = 'board_closed:not_started'
+        elseif endsAt and t >= endsAt then
+          code = 'board_closed:ended'
+        elseif boundary > 0 then
+          s = nil
+          if t >= fromA then
+            if t < boundary then s = 1 elseif t < toB then s = 2 end
+          elseif t >= fromP then
+            s = 0
+          end
+          if s and s > cur then
+            code = 'board_closed:not_started'
+          elseif t >= toB then
+            code = 'board_closed:not_started'
+          elseif not s or s ~= cur and s ~= cur - 1 then
+            code = 'board_closed:period_over'
+          elseif s == 0 then
+            ends = fromA
+          else
+            ends = s == 1 and boundary or toB
+          end
+        end
+        if not code then
+          if endsAt and (not ends or endsAt <= ends) then
+            if now >= endsAt + grace then code = 'board_closed:ended' end
+          elseif ends and now >= ends + grace then
+            code = 'board_closed:period_over'
+          end
+        end
+        if code then
+          reply = '!' .. code
+          break
+        end
+      elseif t > now + 5000 then
+        reply = '!at_ahead'
+        break
+      end
+      local sl = slots[s]
+      if not sl then
+        sl = newSlot(s)
+        slots[s] = sl
+      end
+      -- e is filled only for an event a hook sees (seen).
+      local seen = false
+      if nAdmit > 0 then
+        seen = see(i, j, member, amount, t, s, sl)
+        reply = refusal(onAdmit, nAdmit)
+        if reply then break end
+        amount, sl = e.amount, e.sl
+      end
+      local zkey, mkey = sl.z, sl.m
+
+      -- The member's entry: its sorted-set member oldz and stored score olds.
+      local oldz
       if mkey == pm then
-        batchExpire(B, pm, sl.exp - now) -- after the batch's HSET made it
+        oldz = pmw[member]
+        if oldz == nil then
+          if pmv then oldz = pmv[i] else oldz = pm1 end
+        end
       else
-        call('PEXPIRE', mkey, sl.exp - now)
+        oldz = call('HGET', mkey, member)
       end
-    end
-  end
+      local olds = false
+      if oldz then
+        olds = call('ZSCORE', zkey, oldz)
+      else
+        oldz = member
+        if rawToo then olds = call('ZSCORE', zkey, member) end
+      end
+      local had = olds ~= false
+      local old = 0
+      if had then
+        old = olds + 0 -- a score Redis wrote: decimal
+        if not desc then old = -old end
+      end
 
-  if nWrite > 0 then
-    if not seen then seen = see(i, j, member, amount, t, s, sl) end
-    e.had, e.old, e.new, e.ns, e.changed, e.oldz, e.olds, e.newz, e.rank, e.prev, e.seq =
-      had, old, new, ns, changed, oldz, olds, newz, rank, prev, seq
-    for k = 1, nWrite do onWrite[k](e) end
-    rank, prev = e.rank, e.prev
-  end
-  local name = ARGV[j + 2]
-  if name ~= '' then batchSet(B, KEYS[3], member, name) end
+      local new = amount
+      if mode == 'incr' then
+        if had then new = old + amount end
+      elseif mode == 'best' and had then
+        if (desc and amount <= old) or (not desc and amount >= old) then new = old end
+      end
+      -- Exact: |old|, |amount| <= 2^53-1, so a true sum beyond the range
+      -- rounds to a double that is still beyond it.
+      if new > MAX or new < -MAX then
+        reply = '!out_of_range'
+        break
+      end
 
-  -- Noted last, written after every other write of the call (runEvents):
-  -- Redis does not roll a script back, and a record written before a
-  -- failing write would turn every retry into a false duplicate.
-  rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d', rank, prev, had and old or 0, seq) .. ',' .. sl.idx
-  if seen then
-    if e.extra then rec = rec .. e.extra end
-    Rw[Rf[i]] = rec
-    if e.tail then return '0' .. rec .. e.tail end
-    return '0' .. rec
+      local prev = 0
+      if had then
+        if not ranked then
+          prev = -1 -- not read (the header's record)
+        elseif tie == 'shared' then
+          prev = call('ZCOUNT', zkey, '(' .. olds, '+inf') + 1
+        else
+          prev = call('ZREVRANK', zkey, oldz) + 1
+        end
+      end
+
+      if nScore > 0 and (s ~= cur or not scoreMin or (desc and new or -new) >= scoreMin) then
+        if not seen then seen = see(i, j, member, amount, t, s, sl) end
+        e.had, e.old, e.new, e.olds, e.oldz, e.prev = had, old, new, olds, oldz, prev
+        reply = refusal(onScore, nScore)
+        if reply then break end
+      end
+
+      local seq
+      if nextSeq then
+        seq = nextSeq()
+      else
+        seq = S.seq
+        if not seq then
+          seq = call('INCR', KEYS[2])
+        else
+          seq = seq + 1
+          S.dirty = true
+        end
+        S.seq = seq
+      end
+      local rank, newz = ranked and prev or 0, oldz
+      local ns = fmt('%d', new)
+      local changed = not (had and new == old)
+      if changed then
+        -- The score changed (or the member is new): it reaches the score now.
+        local z = member
+        if tie == 'first' then
+          -- Each digit's 9-complement, by halves: 9999999999999999 itself is
+          -- not exact in a double, 99999999 is. The first half changes every
+          -- 1e8 seqs, so it is formatted once per call.
+          local hi = (seq - seq % 1e8) / 1e8
+          if hi ~= padHiOf then padHi, padHiOf = fmt('%08d', 99999999 - hi), hi end
+          z = padHi .. fmt('%08d', 99999999 - seq % 1e8) .. '|' .. member
+        elseif tie == 'last' then
+          z = fmt('%016d', seq) .. '|' .. member
+        end
+        if had and z ~= oldz then call('ZREM', zkey, oldz) end
+        local sc = ns -- the stored score (see the header: negated on asc boards)
+        if not desc then sc = fmt('%d', -new) end
+        call('ZADD', zkey, sc, z)
+        if z ~= member then
+          if mkey == pm then pmw[member] = z else call('HSET', mkey, member, z) end
+        elseif had and oldz ~= member then
+          call('HDEL', mkey, member)
+          if mkey == pm then pmw[member] = false end
+        end
+        if ranked then
+          if tie == 'shared' then
+            rank = call('ZCOUNT', zkey, '(' .. sc, '+inf') + 1
+          else
+            rank = call('ZREVRANK', zkey, z) + 1
+          end
+        end
+        newz = z
+        if not had and sl.exp > now and not (expired and expired[s]) then
+          -- Relative to the script's clock, so an injected (test) clock that
+          -- is far from the server's still yields the intended lifetime;
+          -- once per call and slot (every later event's would set the same).
+          expired = expired or {}
+          expired[s] = true
+          call('PEXPIRE', zkey, sl.exp - now)
+          if mkey == pm then
+            batchExpire(B, pm, sl.exp - now) -- after the batch's HSET made it
+          else
+            call('PEXPIRE', mkey, sl.exp - now)
+          end
+        end
+      end
+
+      if nWrite > 0 then
+        if not seen then seen = see(i, j, member, amount, t, s, sl) end
+        e.had, e.old, e.new, e.ns, e.changed, e.oldz, e.olds, e.newz, e.rank, e.prev, e.seq =
+          had, old, new, ns, changed, oldz, olds, newz, rank, prev, seq
+        for k = 1, nWrite do onWrite[k](e) end
+        rank, prev = e.rank, e.prev
+      end
+      local name = ARGV[j + 2]
+      if name ~= '' then batchSet(B, KEYS[3], member, name) end
+
+      -- Noted last, written after every other write of the call (below):
+      -- Redis does not roll a script back, and a record written before a
+      -- failing write would turn every retry into a false duplicate.
+      rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d', rank, prev, had and old or 0, seq) .. ',' .. sl.idx
+      local tail = false
+      if seen then
+        if e.extra then rec = rec .. e.extra end
+        tail = e.tail
+      end
+      Rw[Rf[i]] = rec
+      if entryTail then tail = ';' .. newz .. ';' .. oldz .. ';' .. R.cur end
+      if tail then
+        reply = '0' .. rec .. tail
+      else
+        reply = '0' .. rec
+      end
+    until true
+    if n == 1 then return reply end
+    out[i] = reply
   end
-  Rw[Rf[i]] = rec
-  return '0' .. rec
+  return table.concat(out, '\n')
 end
 
--- What the events deferred, each written even when another could not be,
--- and before their records.
-local finish = {
-  function()
-    if seqDirty then call('SET', KEYS[2], fmt('%d', seqLast)) end
-  end,
-}
-for _, f in ipairs(on.finish) do finish[#finish + 1] = f end
-finish[#finish + 1] = function() batchFlush(B) end
-return runEvents(n, one, finish, R)
+-- The call: run under pcall, then what its events deferred, each written
+-- even when another could not be (only a key of the wrong type can make
+-- a redis.call fail): the seq, the blocks' finish, the batches, and last
+-- the records (prelude's recordsFlush). Every event that completed keeps
+-- its writes and its record, as when each event wrote its own; the event
+-- that failed part way gets no record (a retry applies it again), and the
+-- call answers the first error. A refusal, or a failure, before the events
+-- start writes nothing more.
+local ok, res = pcall(run, S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchExpire)
+if not S.R then
+  if ok then return res end
+  error(res, 0)
+end
+local fok, ferr
+if S.dirty then
+  fok, ferr = pcall(redis.call, 'SET', KEYS[2], string.format('%d', S.seq))
+  if ok and not fok then ok, res = false, ferr end
+end
+if S.finish then
+  for _, f in ipairs(S.finish) do
+    fok, ferr = pcall(f)
+    if ok and not fok then ok, res = false, ferr end
+  end
+end
+ferr = batchFlush(S)
+if ok and ferr then ok, res = false, ferr end
+fok, ferr = pcall(recordsFlush, S.R)
+if ok and not fok then ok, res = false, ferr end
+if not ok then return redis.error_reply(tostring(res)) end
+return res

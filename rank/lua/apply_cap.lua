@@ -27,15 +27,15 @@ if opt.cap then
     if dayKey then return dayKey, dayExp end
     return P .. 'cap:' .. ev.sl.idx, ev.sl.exp
   end
-  on.admit[#on.admit + 1] = function(ev)
+  hook('admit', function(ev)
     ev.capped = false
     if ev.amount <= 0 then return nil end
     local left = points - tonumber(call('HGET', (counter(ev)), ev.member) or '0')
     if left <= 0 then return 'limit_reached' end
     if ev.amount > left then ev.amount, ev.capped = left, true end
-  end
+  end)
   local timed = {} -- the counters this call gave their expiry
-  on.write[#on.write + 1] = function(ev)
+  hook('write', function(ev)
     if ev.amount > 0 then
       local key, exp = counter(ev)
       call('HINCRBY', key, ev.member, ev.amount)
@@ -45,5 +45,5 @@ if opt.cap then
       end
     end
     if ev.capped then ev.extra = (ev.extra or '') .. ',a' .. fmt('%d', ev.amount) end
-  end
+  end)
 end

@@ -95,7 +95,7 @@ if opt.cohort then
 
   -- The cohort's set follows the board's; prev_rank is read before its
   -- own write.
-  on.write[#on.write + 1] = function(ev)
+  hook('write', function(ev)
     local sl = ev.sl
     local cid, pk, fresh = cohortJoin(sl, ev.member)
     local ck = pk .. '/' .. cid
@@ -112,5 +112,5 @@ if opt.cohort then
     end
     ev.rank, ev.prev = rank, prev
     ev.extra = (ev.extra or '') .. ',' .. cid
-  end
+  end)
 end

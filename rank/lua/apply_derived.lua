@@ -36,7 +36,7 @@ if dk > 0 then
     end
   end
   local moved = 0
-  on.write[#on.write + 1] = function(ev)
+  hook('write', function(ev)
     moved = moved + 1
     local member, s, had = ev.member, ev.s, ev.had
     for _, dp in ipairs(deps) do
@@ -62,10 +62,10 @@ if dk > 0 then
       end
       if ev.name ~= '' then batchSet(B, dp.n, member, ev.name) end
     end
-  end
-  on.finish[#on.finish + 1] = function()
+  end)
+  hook('finish', function()
     if moved > 0 then
       for _, dp in ipairs(deps) do call('INCRBY', dp.seq, moved) end
     end
-  end
+  end)
 end

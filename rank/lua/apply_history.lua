@@ -8,7 +8,7 @@
 -- ':' .. <member id>, the member's list in that period, newest first.
 if opt.history and tonumber(opt.history) > 0 then
   local hist = tonumber(opt.history)
-  on.write[#on.write + 1] = function(ev)
+  hook('write', function(ev)
     -- Request ids need no escaping ([A-Za-z0-9_.:-]) and meta is a JSON
     -- object.
     local sl = ev.sl
@@ -19,5 +19,5 @@ if opt.history and tonumber(opt.history) > 0 then
     local len = call('LPUSH', h, item .. '}')
     if len > hist then call('LTRIM', h, 0, hist - 1) end
     if len == 1 and sl.exp > now then call('PEXPIRE', h, sl.exp - now) end
-  end
+  end)
 end

@@ -56,7 +56,10 @@ if opt.hold then
   -- one HMGET per call when it holds any; what this call holds or lists,
   -- by slot and member (heldNow[s][member]).
   local hdKey = {}
-  for k = 0, 2 do hdKey[k] = P .. 'hd:' .. slots[k].idx end
+  for k = 0, 2 do
+    if not slots[k] then slots[k] = newSlot(k) end
+    hdKey[k] = P .. 'hd:' .. slots[k].idx
+  end
   local hdv = false
   local heldNow = {[0] = {}, {}, {}}
   if call('EXISTS', hdKey[cur]) == 1 then
@@ -81,7 +84,7 @@ if opt.hold then
   -- in another period (an event with its own time) or by this call (a
   -- flag); a claim this call writes installs on.record for the events
   -- after it (an id the call carries twice).
-  local needRecord = R.oldCur ~= nil
+  local needRecord = R.oldCur ~= false
   local needHeld = needRecord or jump ~= nil or gainP ~= nil
   for i = 1, n do
     local rec = Rg[i] or Rp[i]
@@ -151,13 +154,13 @@ if opt.hold then
       local q = heldSlot[ev.s]
       if not q then
         local sl = ev.sl
-        q = {z = P .. 'q:' .. sl.idx, m = sl.m, idx = sl.idx, exp = sl.exp, from = sl.from, to = sl.to}
+        q = {z = P .. 'q:' .. sl.idx, m = sl.m, idx = sl.idx, exp = sl.exp}
         heldSlot[ev.s] = q
       end
       ev.sl = q
     end
   end
-  if needHeld then on.admit[#on.admit + 1] = admit end
+  if needHeld then hook('admit', admit) end
 
   if hookTop then
     local kth = {} -- per slot: the K-th shown stored score, false when fewer
@@ -168,7 +171,7 @@ if opt.hold then
       kth[cur] = r[2] and tonumber(r[2]) or false
       scoreMin = kth[cur] or nil
     end
-    on.score[#on.score + 1] = function(ev)
+    hook('score', function(ev)
       local i = ev.i
       if vOf[i] or (ev.had and ev.new == ev.old) then return nil end
       local z = slots[ev.s].z
@@ -192,7 +195,7 @@ if opt.hold then
       end
       return 'validate:' .. tok .. ':' .. ev.sl.idx .. ':' .. (ev.had and '1' or '0') .. ':' ..
         fmt('%d', ev.old) .. ':' .. fmt('%d', rk)
-    end
+    end)
   end
 
   -- gain adds rise (when positive) to member's recent gains and returns
@@ -285,5 +288,5 @@ if opt.hold then
     ev.extra = (ev.extra or '') .. ',h'
     ev.tail = '\t' .. reason
   end
-  if needHeld then on.write[#on.write + 1] = write end
+  if needHeld then hook('write', write) end
 end

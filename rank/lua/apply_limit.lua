@@ -8,16 +8,16 @@
 -- hash member id -> events applied in that period.
 if opt.limit and tonumber(opt.limit) > 0 then
   local max = tonumber(opt.limit)
-  on.admit[#on.admit + 1] = function(ev)
+  hook('admit', function(ev)
     if tonumber(call('HGET', P .. 'c:' .. ev.sl.idx, ev.member) or '0') >= max then
       return 'limit_reached'
     end
-  end
-  on.write[#on.write + 1] = function(ev)
+  end)
+  hook('write', function(ev)
     local sl = ev.sl
     local c = P .. 'c:' .. sl.idx
     if call('HINCRBY', c, ev.member, 1) == 1 and sl.exp > now then
       call('PEXPIRE', c, sl.exp - now)
     end
-  end
+  end)
 end

@@ -1,23 +1,18 @@
 -- apply_meta.lua: apply.lua's block for the meta of the event that set a
 -- member's score (R26, §11), on when an event of the call carries meta or
--- the board ever stored some (cfg field me, set here with the first): an
--- event that sets the score writes its meta, or drops the one stored when
--- it carries none; a best board's event that did not improve the score
--- leaves the one that did. A board whose events never carry meta runs
--- none of it.
+-- the board ever stored some (cfg field me, set here with the first; the
+-- core's local meta says whether either holds): an event that sets the
+-- score writes its meta, or drops the one stored when it carries none; a
+-- best board's event that did not improve the score leaves the one that
+-- did. A board whose events never carry meta runs none of it.
 --
 -- Keys built from P (KEYS[1]'s prefix): P .. 'meta:' .. <period index>,
 -- the hash member id -> meta (a JSON object).
-if cf[7] or (function()
-  for i = 1, n do
-    if ARGV[12 + 8 * i] ~= '' then return true end
-  end
-  return false
-end)() then
+if meta then
   if not cf[7] then call('HSET', KEYS[1], 'me', '1') end
   -- Whether a slot's meta hash exists is asked once per call.
   local has = {}
-  on.write[#on.write + 1] = function(ev)
+  hook('write', function(ev)
     if mode == 'best' and ev.had and ev.new == ev.old then return end
     local sl, mt = ev.sl, ev.meta
     local key = P .. 'meta:' .. sl.idx
@@ -31,5 +26,5 @@ end)() then
     elseif has[sl] then
       call('HDEL', key, ev.member)
     end
-  end
+  end)
 end

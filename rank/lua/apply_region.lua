@@ -43,13 +43,21 @@ if opt.region then
   -- ev.holding: this event holds it).
   local holds = opt.hold ~= nil
 
+  -- placedIn is member's region in the groups' hash gk as this call left
+  -- it (B, the prelude's batch), else as stored (false: none).
+  local function placedIn(gk, member)
+    local set = B.vals[gk]
+    local from = set and set[member]
+    if from == nil then from = call('HGET', gk, member) end
+    return from
+  end
+
   -- heldPlace places a held member's entry of stored score sc in region
   -- without putting it in the region's set rk (in slot s of table sl, the
   -- groups' hash gk) and returns the rank it would have there.
   local function heldPlace(ev, s, sl, gk, rk, region, sc, newz)
     local member = ev.member
-    local from = batchGet(B, gk, member)
-    if from == nil then from = call('HGET', gk, member) end
+    local from = placedIn(gk, member)
     if from ~= region then
       if from then ev.tail = ';' .. from .. (ev.tail or '') end
       if s == cur then batchSet(B, gk, member, region) else call('HSET', gk, member, region) end
@@ -65,7 +73,7 @@ if opt.region then
 
   -- ev's fields are read once each into locals: a table access costs
   -- more than a local's.
-  on.write[#on.write + 1] = function(ev)
+  hook('write', function(ev)
     local s, sl, i, had, oldz, newz = ev.s, ev.sl, ev.i, ev.had, ev.oldz, ev.newz
     local region = string.sub(rgs, 2 * i - 1, 2 * i)
     local t = keys[s]
@@ -102,10 +110,7 @@ if opt.region then
       -- A placement. The field as this call left it (B), else as stored;
       -- a member without an entry has none.
       local member, from = ev.member, false
-      if had then
-        from = batchGet(B, gk, member)
-        if from == nil then from = call('HGET', gk, member) end
-      end
+      if had then from = placedIn(gk, member) end
       if from then
         call('ZREM', gk .. '/' .. from, oldz)
         ev.tail = ';' .. from .. (ev.tail or '') -- before a hold's reason
@@ -135,5 +140,5 @@ if opt.region then
     local before = ev.extra
     if before then extra = before .. extra end
     ev.extra = extra
-  end
+  end)
 end

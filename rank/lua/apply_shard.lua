@@ -14,23 +14,23 @@
 -- ARGV[2] now in unix ms, or "" to read the server's TIME
 if opt.shard then
   if opt.norank then ranked = false end
-  local clockUs -- read once per call: later events of the call go above it
+  -- The clock in µs, read once per call (the core's TIME): later events of
+  -- the call go above it.
+  local clockUs
   nextSeq = function()
-    if not seqLast then seqLast = tonumber(call('GET', KEYS[2]) or '0') end
+    local last = S.seq
+    if not last then last = tonumber(call('GET', KEYS[2]) or '0') end
     if not clockUs then
       if ARGV[2] ~= '' then
         clockUs = tonumber(ARGV[2]) * 1000
       else
-        local t = call('TIME')
-        clockUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+        clockUs = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
       end
     end
     local us = clockUs
-    if us <= seqLast then us = seqLast + 1 end
-    seqLast, seqDirty = us, true
+    if us <= last then us = last + 1 end
+    S.seq, S.dirty = us, true
     return us
   end
-  on.write[#on.write + 1] = function(ev)
-    ev.tail = ';' .. ev.newz .. ';' .. ev.oldz .. ';' .. R.cur
-  end
+  entryTail = true
 end

@@ -367,4 +367,7 @@ local function one(i)
   return '0' .. rec
 end
 
-return runEvents(n, one, {function() batchFlush(B) end}, R)
+return runEvents(n, one, {function()
+  local bad = batchFlush(B)
+  if bad then error(bad, 0) end
+end}, R)

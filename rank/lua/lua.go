@@ -6,10 +6,11 @@
 // and the keys of apply.lua's blocks (a cohort board's, whose names depend
 // on where the script places a member; a period's counts, meta and
 // history): they are built from KEYS[1]'s prefix, so they share its slot,
-// and each file's header lists them. prelude.lua holds what every script
-// shares (the config version check, the period clock, member ids and
-// names); Source puts it before each script, so the text sent to Redis,
-// and its SHA1, is one self-contained script. apply.lua's optional
+// and each file's header lists them. prelude.lua holds the helpers scripts
+// share (the config version check, the period clock, member ids and
+// names, the idempotency records); Source puts before each script the
+// helpers it uses, so the text sent to Redis, and its SHA1, is one
+// self-contained script. apply.lua's optional
 // features are blocks, one file each (apply_<feature>.lua), which Source
 // puts in where apply.lua says "-- @blocks" (apply.lua's header says how
 // a block joins the event step).
@@ -19,6 +20,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"strings"
 )
 
@@ -77,15 +79,103 @@ const prelude = "prelude.lua"
 // blocksMark is the line of apply.lua where its blocks go.
 const blocksMark = "-- @blocks\n"
 
-// Source returns the named script as sent to Redis: the prelude, then the
-// script, with apply.lua's blocks in place. It panics on an unknown name:
-// names are the constants above, so a miss is a programming error.
+// Source returns the named script as sent to Redis: the prelude's header
+// and the helpers of the prelude the script uses, then the script, with
+// apply.lua's blocks in place. It panics on an unknown name: names are the
+// constants above, so a miss is a programming error.
 func Source(name string) string {
 	src := file(name)
 	if name == Apply {
 		src = strings.Replace(src, blocksMark, Blocks(), 1)
 	}
-	return file(prelude) + src
+	return preludeFor(src) + src
+}
+
+// preludeFor is the prelude's header followed by the helpers that code src
+// calls, and those they call, in the prelude's order. Each helper is a
+// closure the script makes on every call, whether it calls it or not, so
+// a script gets only its own.
+func preludeFor(src string) string {
+	header, helpers := preludeHelpers()
+	var b strings.Builder
+	b.WriteString(header)
+	want := map[string]bool{}
+	note := func(code string) {
+		for _, w := range identifier.FindAllString(stripComments(code), -1) {
+			want[w] = true
+		}
+	}
+	note(src)
+	// Helpers come before their callers, so one pass from the last notes
+	// every helper an included one calls before it is reached.
+	use := make([]bool, len(helpers))
+	for i := len(helpers) - 1; i >= 0; i-- {
+		if want[helpers[i].name] {
+			use[i] = true
+			note(helpers[i].text)
+		}
+	}
+	for i, h := range helpers {
+		if use[i] {
+			b.WriteString(h.text)
+		}
+	}
+	return b.String()
+}
+
+// helper is one function of the prelude: its name and its text, the
+// comment above it included.
+type helper struct{ name, text string }
+
+var (
+	identifier = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	defines    = regexp.MustCompile(`^local function ([A-Za-z_][A-Za-z0-9_]*)`)
+)
+
+// preludeHelpers cuts the prelude into its header (the comment lines
+// before its first blank line) and its helpers. A helper starts at the
+// comment lines right above its "local function" line and ends where the
+// next starts.
+func preludeHelpers() (header string, helpers []helper) {
+	src := file(prelude)
+	header, body, _ := strings.Cut(src, "\n\n")
+	header += "\n\n"
+	lines := strings.SplitAfter(body, "\n")
+	start := 0 // first line of the current piece
+	for i, line := range lines {
+		m := defines.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		from := i
+		for from > start && strings.HasPrefix(lines[from-1], "--") {
+			from--
+		}
+		if len(helpers) > 0 {
+			helpers[len(helpers)-1].text = strings.Join(lines[start:from], "")
+		} else if from != start && strings.TrimSpace(strings.Join(lines[start:from], "")) != "" {
+			panic("lua: prelude code before its first helper")
+		}
+		helpers = append(helpers, helper{name: m[1]})
+		start = from
+	}
+	if len(helpers) > 0 {
+		helpers[len(helpers)-1].text = strings.Join(lines[start:], "")
+	}
+	return header, helpers
+}
+
+// stripComments drops each line's "--" comment (no script has "--" in a
+// string).
+func stripComments(src string) string {
+	var b strings.Builder
+	for line := range strings.Lines(src) {
+		if i := strings.Index(line, "--"); i >= 0 {
+			line = line[:i] + "\n"
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // Blocks is the text of apply.lua's blocks, the files apply_*.lua in name

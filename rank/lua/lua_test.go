@@ -54,8 +54,8 @@ func TestHeaders(t *testing.T) {
 			if !strings.Contains(Source(Apply), src) {
 				t.Errorf("Source(%s) does not hold block %s", Apply, name)
 			}
-		} else if !strings.HasPrefix(Source(name), file(prelude)) || (name != Apply && !strings.HasSuffix(Source(name), src)) {
-			t.Errorf("Source(%s) is not the prelude followed by the script", name)
+		} else if pre, _ := preludeHelpers(); !strings.HasPrefix(Source(name), pre) || (name != Apply && !strings.HasSuffix(Source(name), src)) {
+			t.Errorf("Source(%s) is not the prelude's header and helpers followed by the script", name)
 		}
 		for _, m := range use.FindAllStringSubmatch(body+preludeBody, -1) {
 			if !strings.Contains(header, "-- "+m[0]+" ") {
@@ -89,8 +89,63 @@ func TestBlocks(t *testing.T) {
 			t.Errorf("block %s is not one if ... end", name)
 		}
 	}
-	if head, _, ok := strings.Cut(file(Apply), blocksMark); !ok || !strings.HasPrefix(src, file(prelude)+head) {
+	head, _, ok := strings.Cut(file(Apply), blocksMark)
+	if i := strings.Index(src, head); !ok || i < 0 || !strings.HasPrefix(src[i+len(head):], Blocks()) {
 		t.Errorf("Source(%s) does not put the blocks at the mark", Apply)
+	}
+}
+
+// TestPrelude: Source gives each script the prelude's helpers its code
+// calls, and those they call, and leaves out the others (each is a
+// closure the script would make on every call).
+func TestPrelude(t *testing.T) {
+	t.Parallel()
+	header, helpers := preludeHelpers()
+	var all strings.Builder
+	all.WriteString(header)
+	for _, h := range helpers {
+		all.WriteString(h.text)
+	}
+	if all.String() != file(prelude) || len(helpers) < 10 {
+		t.Fatalf("the prelude's header and %d helpers do not make the prelude", len(helpers))
+	}
+	scripts, _ := fs.Glob(files, "*.lua")
+	for _, name := range scripts {
+		if name == prelude || strings.HasPrefix(name, "apply_") {
+			continue
+		}
+		src := file(name)
+		if name == Apply {
+			src = strings.Replace(src, blocksMark, Blocks(), 1)
+		}
+		pre, ok := strings.CutSuffix(Source(name), src)
+		if !ok || !strings.HasPrefix(pre, header) {
+			t.Errorf("Source(%s) is not the prelude's header, helpers and the script", name)
+			continue
+		}
+		// The helpers the script needs: those its code names, then those
+		// they name, until none is added.
+		need := map[string]bool{}
+		code := stripComments(src)
+		for grew := true; grew; {
+			grew = false
+			for _, h := range helpers {
+				if !need[h.name] && regexp.MustCompile(`\b`+h.name+`\b`).MatchString(code) {
+					need[h.name], grew = true, true
+					code += stripComments(h.text)
+				}
+			}
+		}
+		for _, h := range helpers {
+			if has := strings.Contains(pre, h.text); has != need[h.name] {
+				t.Errorf("Source(%s) holds helper %s: %v, want %v", name, h.name, has, need[h.name])
+			}
+		}
+	}
+	// Spot checks of the rule above: apply.lua calls recordsFlush, which
+	// calls hsetMap; top.lua keeps no records.
+	if !strings.Contains(Source(Apply), "local function hsetMap(") || strings.Contains(Source(Top), "local function recordsOpen(") {
+		t.Errorf("Source(%s) lacks hsetMap or Source(%s) holds recordsOpen", Apply, Top)
 	}
 }
 

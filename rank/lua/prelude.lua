@@ -1,6 +1,8 @@
--- prelude.lua: the checks and helpers every script shares; lua.Source puts
--- this text before each script. Every script's header gives these KEYS and
--- ARGV the same meaning:
+-- prelude.lua: the checks and helpers scripts share; lua.Source puts this
+-- header and the helpers a script calls (and those they call) before it.
+-- A helper is the comment lines above a "local function" line and its
+-- code, down to the next helper's comment; it calls only helpers above it.
+-- Every script's header gives these KEYS and ARGV the same meaning:
 --
 -- KEYS[1] <p>:{b}:cfg  hash: v = config version
 -- KEYS[3] <p>:{b}:n    hash: member id -> display name
@@ -186,34 +188,50 @@ end
 -- recordsOpen starts a call's records: meta is the cfg hash's HMGET of
 -- 'v', 'rw', 'rs', 'ro', 'rb'; event i's member id and request id are
 -- ARGV[a0 + k(i-1) + 1] and ARGV[a0 + k(i-1) + 7] (apply.lua's eight and
--- hot.lua's seven arguments per event).
-local function recordsOpen(meta, window, now, a0, k, n)
+-- hot.lua's seven arguments per event); w, when the caller has it, is the
+-- window in decimal.
+local function recordsOpen(meta, window, now, a0, k, n, w)
   local base = string.sub(KEYS[1], 1, -4) .. 'r:' -- KEYS[1] ends in "cfg"
-  local rw, rs, ro = tonumber(meta[2]), tonumber(meta[3]) or 0, meta[4] or 'n'
-  if rw ~= window then
-    if rw then ro, rs = string.format('%d', rw), now end
-    redis.call('HSET', KEYS[1], 'rw', string.format('%d', window), 'rs', string.format('%d', rs), 'ro', ro)
-  end
-  local b = math.floor(now / window)
-  local pre = base .. string.format('%d', window) .. '.'
-  local R = {pre = pre, bucket = b, window = window, now = now, written = {}, fields = {}}
-  R.cur, R.prev = pre .. string.format('%d', b), pre .. string.format('%d', b - 1)
-  R.tag = string.format('%d.%d', window, b)
-  R.fresh = meta[5] ~= R.tag
-  if ro ~= 'n' then
-    local w = tonumber(ro)
-    if w and w > 0 and now < rs + w then
-      local ob = math.floor(now / w)
-      R.oldCur, R.oldPrev = base .. ro .. '.' .. string.format('%d', ob), base .. ro .. '.' .. string.format('%d', ob - 1)
+  local ro, rs = meta[4] or 'n', nil
+  -- rw is written in decimal as formatted here: when the caller's decimal
+  -- w is the same, the window did not change (and w is that form), and rs
+  -- is read only if ro needs it.
+  if not w or meta[2] ~= w then
+    w = string.format('%d', window)
+    local rw = tonumber(meta[2])
+    rs = tonumber(meta[3]) or 0
+    if rw ~= window then
+      if rw then ro, rs = string.format('%d', rw), now end
+      redis.call('HSET', KEYS[1], 'rw', w, 'rs', string.format('%d', rs), 'ro', ro)
     end
   end
-  for i = 1, n do
-    local j = a0 + k * (i - 1)
-    R.fields[i] = ARGV[j + 1] .. '|' .. ARGV[j + 7]
+  -- The key names are each made with one concatenation (a string each).
+  local b = math.floor(now / window)
+  local tag = w .. '.' .. string.format('%d', b)
+  local cur = base .. tag
+  -- fresh: what recordsFlush needs to give the bucket's hash its expiry,
+  -- false once it has one (nearly every call).
+  local fresh = meta[5] ~= tag and {pre = base .. w .. '.', bucket = b, window = window, now = now, tag = tag}
+  local oldCur, oldPrev = false, false
+  if ro ~= 'n' then
+    local ow = tonumber(ro)
+    rs = rs or tonumber(meta[3]) or 0
+    if ow and ow > 0 and now < rs + ow then
+      local ob = math.floor(now / ow)
+      oldCur, oldPrev = base .. ro .. '.' .. string.format('%d', ob), base .. ro .. '.' .. string.format('%d', ob - 1)
+    end
   end
-  R.got = redis.call('HMGET', R.cur, unpack(R.fields))
-  R.gotp = redis.call('HMGET', R.prev, unpack(R.fields))
-  return R
+  local fields = {ARGV[a0 + 1] .. '|' .. ARGV[a0 + 7]}
+  for i = 2, n do
+    local j = a0 + k * (i - 1)
+    fields[i] = ARGV[j + 1] .. '|' .. ARGV[j + 7]
+  end
+  local got = redis.call('HMGET', cur, unpack(fields))
+  local gotp = redis.call('HMGET', base .. w .. '.' .. string.format('%d', b - 1), unpack(fields))
+  -- Made with all its fields at once: a table grown a field at a time is
+  -- rehashed as it grows.
+  return {cur = cur, fresh = fresh, oldCur = oldCur, oldPrev = oldPrev, fields = fields, got = got, gotp = gotp,
+    written = {}}
 end
 
 -- recordGet is event i's record, or false.
@@ -236,6 +254,14 @@ end
 -- key with one HSET, in chunks so no unpack grows past Lua's stack limit,
 -- and reports whether there were any.
 local function hsetMap(key, t)
+  local f1, v1 = next(t)
+  if f1 == nil then return false end
+  if next(t, f1) == nil then
+    -- One field (a call of one event): no list to build.
+    if not v1 then return false end
+    redis.call('HSET', key, f1, v1)
+    return true
+  end
   local fv = {}
   for f, v in pairs(t) do
     if v then
@@ -252,12 +278,13 @@ end
 -- recordsFlush writes the records recordPut noted.
 local function recordsFlush(R)
   if not hsetMap(R.cur, R.written) then return end
-  if R.fresh then
+  local F = R.fresh
+  if F then
     R.fresh = false
     -- Relative to the script's clock, as every expiry here.
-    redis.call('PEXPIRE', R.cur, (R.bucket + 2) * R.window + math.floor(R.window / 4) - R.now)
-    redis.call('UNLINK', R.pre .. string.format('%d', R.bucket - 2))
-    redis.call('HSET', KEYS[1], 'rb', R.tag)
+    redis.call('PEXPIRE', R.cur, (F.bucket + 2) * F.window + math.floor(F.window / 4) - F.now)
+    redis.call('UNLINK', F.pre .. string.format('%d', F.bucket - 2))
+    redis.call('HSET', KEYS[1], 'rb', F.tag)
   end
 end
 
@@ -265,38 +292,41 @@ end
 -- A hash field an event sets (a member's name, its sorted-set member) is
 -- noted in a batch and the batch written with one HSET per hash at the end
 -- of the call: a redis.call costs the script about as much as the command
--- itself, and most of an event's writes are such fields. batchGet reads a
--- field as the call left it (nil: not set by this call).
-local function batchNew() return {keys = {}, vals = {}, exp = {}} end
+-- itself, and most of an event's writes are such fields. B.vals[key][f]
+-- is a field as the call left it (false: deleted; nil: not set by it).
+-- B.exp (key -> ms, see batchExpire) is made when first needed.
+local function batchNew() return {keys = {}, vals = {}, exp = false} end
 local function batchSet(B, key, f, v)
   local t = B.vals[key]
-  if not t then
-    t = {}
-    B.vals[key] = t
+  if t then
+    t[f] = v
+  else
+    B.vals[key] = {[f] = v}
     B.keys[#B.keys + 1] = key
   end
-  t[f] = v
 end
 -- batchExpire gives key an expiry of ms (relative), set when the batch
 -- is written: after its HSET, which may be what creates the key.
-local function batchExpire(B, key, ms) B.exp[key] = ms end
-local function batchGet(B, key, f)
-  local t = B.vals[key]
-  if t then return t[f] end
-  return nil
+local function batchExpire(B, key, ms)
+  local x = B.exp
+  if x then x[key] = ms else B.exp = {[key] = ms} end
 end
 local function batchWrite(key, t, ms)
   hsetMap(key, t)
   if ms then redis.call('PEXPIRE', key, ms) end
 end
+-- batchFlush writes the batch, each hash under its own pcall, so each is
+-- written even when another could not be, and returns the first error
+-- (nil: none).
 local function batchFlush(B)
-  -- Each hash is written even when another could not be.
   local bad
-  for _, key in ipairs(B.keys) do
-    local ok, err = pcall(batchWrite, key, B.vals[key], B.exp[key])
+  local keys, vals, exp = B.keys, B.vals, B.exp
+  for k = 1, #keys do
+    local key = keys[k]
+    local ok, err = pcall(batchWrite, key, vals[key], exp and exp[key])
     if not ok and not bad then bad = err end
   end
-  if bad then error(bad, 0) end
+  return bad
 end
 
 -- runEvents runs one(i) for the call's events i = 1..n and returns their

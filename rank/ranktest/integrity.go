@@ -331,7 +331,8 @@ func wantSelf(t *testing.T, s rank.Store, boardID string, p rank.PeriodSel, memb
 // (SelfRanks), its later events apply and say held, the queue lists it
 // with the events since; a duplicate says held again.
 func testHoldFlag(t *testing.T, f Factory) {
-	clk := NewClock(skewedAnchor())
+	start := skewedAnchor() // the flag's time: read once, the test may cross a second
+	clk := NewClock(start)
 	s := f(t, clk.Now)
 	b := put(t, s, hooked("rt-hflag", 0, nil))
 	accept := func(e rank.Event, v rank.Verdict, reason string) rank.Result {
@@ -369,7 +370,7 @@ func testHoldFlag(t *testing.T, f Factory) {
 		t.Fatalf("Held: %+v, %v", held, err)
 	}
 	h := held[0]
-	if h.Member != "cheat" || h.Reason != "too fast" || !h.At.Equal(skewedAnchor()) || h.Score != 60 || !slices.Equal(h.Events, []string{"x1", "x2"}) {
+	if h.Member != "cheat" || h.Reason != "too fast" || !h.At.Equal(start) || h.Score != 60 || !slices.Equal(h.Events, []string{"x1", "x2"}) {
 		t.Fatalf("Held entry: %+v", h)
 	}
 	if err := s.ClearHold(t.Context(), b.ID, "ann", ""); !errors.Is(err, rank.ErrNotHeld) {

@@ -9,7 +9,7 @@ import (
 )
 
 // apply.lua defers an event's hash writes (names, the member hash) and its
-// record to the end of the call, under pcall (prelude's runEvents). These
+// record to the end of the call, under pcall (its function run). These
 // tests break a key's type so that a redis.call fails part way through a
 // call, and check that no applied event is left without its record: a
 // retry of any event the call applied is a duplicate with the first
