@@ -109,3 +109,34 @@ func TestParkWakesOnCloseAndHangUp(t *testing.T) {
 	client.Close()
 	awaitWake(t, woke2, "the client's hang-up")
 }
+
+// TestPollerEndsWhenIdle: with nothing parked the poller's set and loop
+// end (no goroutine stays for a hub without spectators), and the next
+// Park starts them again.
+func TestPollerEndsWhenIdle(t *testing.T) {
+	t.Parallel()
+	bufs := NewBuffers()
+	c, _, woke := parkedConn(t, bufs)
+	c.Close()
+	awaitWake(t, woke, "Close")
+	running := func() bool {
+		bufs.poll.mu.Lock()
+		defer bufs.poll.mu.Unlock()
+		return bufs.poll.epfd >= 0
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for running() {
+		if time.Now().After(deadline) {
+			t.Fatal("the poller still runs with nothing parked")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, client, woke2 := parkedConn(t, bufs)
+	if !running() {
+		t.Fatal("Park did not start the poller again")
+	}
+	if _, err := client.Write([]byte{0x8A, 0x80, 1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	awaitWake(t, woke2, "bytes, on the second poller")
+}
