@@ -345,6 +345,13 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchEx
   -- wouldRank(z, sc, zm): the rank sorted-set member zm of stored score sc
   -- would have in sorted set z, where it is not (apply_hold.lua sets it).
   local wouldRank
+  -- place(i, s, sl, member, had, changed, oldz, newz, ns, new), when a
+  -- block sets it (apply_region.lua, on a board no other block writes
+  -- for), runs after each applied event's write in place of a write hook,
+  -- given the event's fields as arguments rather than in e, and returns
+  -- the record's block field as a string and a number (the record's
+  -- numbers are formatted together) and the reply's tail (or nil).
+  local place
 
   if on then
   -- @blocks
@@ -626,17 +633,24 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchEx
         for k = 1, nWrite do onWrite[k](e) end
         rank, prev = e.rank, e.prev
       end
+      local px, pn, pt
+      if place then px, pn, pt = place(i, s, sl, member, had, changed, oldz, newz, ns, new) end
       local name = ARGV[j + 2]
       if name ~= '' then batchSet(B, KEYS[3], member, name) end
 
       -- Noted last, written after every other write of the call (below):
       -- Redis does not roll a script back, and a record written before a
       -- failing write would turn every retry into a false duplicate.
-      rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d', rank, prev, had and old or 0, seq) .. ',' .. sl.idx
       local tail = false
+      if px then
+        rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d,%s%s%d', rank, prev, had and old or 0, seq, sl.idx, px, pn)
+        tail = pt
+      else
+        rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d', rank, prev, had and old or 0, seq) .. ',' .. sl.idx
+      end
       if seen then
         if e.extra then rec = rec .. e.extra end
-        tail = e.tail
+        tail = e.tail or tail
       end
       Rw[Rf[i]] = rec
       if entryTail then tail = ';' .. newz .. ';' .. oldz .. ';' .. R.cur end
