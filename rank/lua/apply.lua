@@ -349,8 +349,10 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchEx
   -- block sets it (apply_region.lua, on a board no other block writes
   -- for), runs after each applied event's write in place of a write hook,
   -- given the event's fields as arguments rather than in e, and returns
-  -- the record's block field as a string and a number (the record's
-  -- numbers are formatted together) and the reply's tail (or nil).
+  -- the format of the record's part after its score, "%d,%d,%d,%d,<period
+  -- index>" and the block's field with one more %d, that number, and the
+  -- reply's tail (or nil): the record's numbers are formatted by one
+  -- string.format, whose every %s would be one more sprintf.
   local place
 
   if on then
@@ -643,7 +645,7 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchEx
       -- failing write would turn every retry into a false duplicate.
       local tail = false
       if px then
-        rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d,%s%s%d', rank, prev, had and old or 0, seq, sl.idx, px, pn)
+        rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt(px, rank, prev, had and old or 0, seq, pn)
         tail = pt
       else
         rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d', rank, prev, had and old or 0, seq) .. ',' .. sl.idx

@@ -40,9 +40,10 @@ if opt.region then
   if da < 1 or #rgs ~= 2 * n or sfind(rgs, '[^A-Z]') then return redis.error_reply('LB bad_request') end
   local G, sub = P .. 'g:', string.sub
 
-  -- The keys of the call's (slot, region) pairs, and each region's record
-  -- field before its rank, made once per call rather than once per event.
-  local keys, pres = {}, {}
+  -- The call's (slot, region) pairs' keys and record formats (the core's
+  -- place), made once per call rather than once per event: keys[s] is
+  -- slot s's {gk = its groups' hash, [region] = {region's set, format}}.
+  local keys = {}
   -- holds: the board holds members (held: held before the event; holding:
   -- this event holds it).
   local holds = opt.hold ~= nil
@@ -57,9 +58,8 @@ if opt.region then
   end
 
   -- step places event i's member (of slot s, table sl) in its region after
-  -- the event's write, and returns the record's field before the rank
-  -- (",g<region>."), the region rank and the reply's tail (";<region
-  -- left>", or nil).
+  -- the event's write, and returns the record's format (the core's place),
+  -- the region rank and the reply's tail (";<region left>", or nil).
   local function step(i, s, sl, member, had, changed, oldz, newz, ns, new, held, holding)
     local region = sub(rgs, 2 * i - 1, 2 * i)
     local t = keys[s]
@@ -67,16 +67,12 @@ if opt.region then
       t = {gk = G .. sl.idx}
       keys[s] = t
     end
-    local gk, rk = t.gk, t[region]
-    if not rk then
-      rk = gk .. '/' .. region
-      t[region] = rk
+    local gk, k = t.gk, t[region]
+    if not k then
+      k = {gk .. '/' .. region, '%d,%d,%d,%d,' .. sl.idx .. ',g' .. region .. '.%d'}
+      t[region] = k
     end
-    local pre = pres[region]
-    if not pre then
-      pre = ',g' .. region .. '.'
-      pres[region] = pre
-    end
+    local rk, pre = k[1], k[2]
     local sc = ns -- the stored score (negated on asc boards)
     if not desc then sc = fmt('%d', -new) end
     local tail = nil
@@ -140,11 +136,9 @@ if opt.region then
 
   if holds or on.write then
     hook('write', function(ev)
-      local pre, rank, tail = step(ev.i, ev.s, ev.sl, ev.member, ev.had, ev.changed, ev.oldz, ev.newz, ev.ns, ev.new,
+      local _, rank, tail = step(ev.i, ev.s, ev.sl, ev.member, ev.had, ev.changed, ev.oldz, ev.newz, ev.ns, ev.new,
         holds and ev.held, holds and ev.holding)
-      -- A rank counts entries, far below the 1e14 up to which a
-      -- concatenation writes a number as an integer.
-      local extra = pre .. rank
+      local extra = ',g' .. sub(rgs, 2 * ev.i - 1, 2 * ev.i) .. '.' .. fmt('%d', rank)
       local before = ev.extra
       if before then extra = before .. extra end
       ev.extra = extra
