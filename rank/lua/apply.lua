@@ -635,8 +635,6 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchEx
         for k = 1, nWrite do onWrite[k](e) end
         rank, prev = e.rank, e.prev
       end
-      local px, pn, pt
-      if place then px, pn, pt = place(i, s, sl, member, had, changed, oldz, newz, ns, new) end
       local name = ARGV[j + 2]
       if name ~= '' then batchSet(B, KEYS[3], member, name) end
 
@@ -644,8 +642,9 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchEx
       -- Redis does not roll a script back, and a record written before a
       -- failing write would turn every retry into a false duplicate.
       local tail = false
-      if px then
-        rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt(px, rank, prev, had and old or 0, seq, pn)
+      if place then
+        local f, pn, pt = place(i, s, sl, member, had, changed, oldz, newz, ns, new)
+        rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt(f, rank, prev, had and old or 0, seq, pn)
         tail = pt
       else
         rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d', rank, prev, had and old or 0, seq) .. ',' .. sl.idx
