@@ -42,7 +42,8 @@ if opt.region then
 
   -- The call's (slot, region) pairs' keys and record formats (the core's
   -- place), made once per call rather than once per event: keys[s] is
-  -- slot s's {gk = its groups' hash, [region] = {region's set, format}}.
+  -- slot s's {gk = its groups' hash, r = {[region] = its set}, f =
+  -- {[region] = its format}} (and the prefixes they are made of).
   local keys = {}
   -- holds: the board holds members (held: held before the event; holding:
   -- this event holds it).
@@ -64,15 +65,16 @@ if opt.region then
     local region = sub(rgs, 2 * i - 1, 2 * i)
     local t = keys[s]
     if not t then
-      t = {gk = G .. sl.idx}
+      local gk = G .. sl.idx
+      t = {gk = gk, rp = gk .. '/', fp = '%d,%d,%d,%d,' .. sl.idx .. ',g', r = {}, f = {}}
       keys[s] = t
     end
-    local gk, k = t.gk, t[region]
-    if not k then
-      k = {gk .. '/' .. region, '%d,%d,%d,%d,' .. sl.idx .. ',g' .. region .. '.%d'}
-      t[region] = k
+    local gk, r, f = t.gk, t.r, t.f
+    local rk, pre = r[region], f[region]
+    if not rk then
+      rk, pre = t.rp .. region, t.fp .. region .. '.%d'
+      r[region], f[region] = rk, pre
     end
-    local rk, pre = k[1], k[2]
     local sc = ns -- the stored score (negated on asc boards)
     if not desc then sc = fmt('%d', -new) end
     local tail = nil
