@@ -69,23 +69,13 @@ for a = 9, #ARGV do ids[a - 8] = ARGV[a] end
 local zs = hmgetList(mkey, ids)
 for i = 1, #ids do zs[i] = zs[i] or ids[i] end
 local gs = hmgetList(gkey, ids)
--- A self read's held members (its own entry in q, not in the period's
--- sorted set), each with its stored score; a banned one is in no read,
--- its own included (R21).
+-- A self read's held members (their entries in q, not in the period's
+-- sorted set), each with its stored score.
 local held = false
 if #KEYS == 14 and not inGroup then
   local q = KEYS[13]
   if slot == 2 then q = KEYS[14] end
-  for i = 1, #ids do
-    local sc = redis.call('ZSCORE', q, zs[i])
-    if sc then
-      local b = redis.call('HMGET', KEYS[8], ids[i], 'g|' .. ids[i])
-      if not (b[1] or b[2]) then
-        held = held or {}
-        held[i] = sc
-      end
-    end
-  end
+  held = heldFor(q, KEYS[8], ids, zs)
 end
 local keys, scores, sets, grs = {}, {}, {}, {}
 -- puts[k]: listed member k is held and read as it sees itself (its entry

@@ -66,23 +66,13 @@ for i = 1, #ids do
   keys[i] = zkey
   scores[i] = true
 end
--- A self read's held members (its own entry in q, not in the period's
--- sorted set), each with its stored score; a banned one is in no read,
--- its own included (R21).
+-- A self read's held members (their entries in q, not in the period's
+-- sorted set), each with its stored score.
 local held = false
 if #KEYS == 12 then
   local q = KEYS[11]
   if slot == 2 then q = KEYS[12] end
-  for i = 1, #ids do
-    local sc = redis.call('ZSCORE', q, zs[i])
-    if sc then
-      local b = redis.call('HMGET', KEYS[8], ids[i], 'g|' .. ids[i])
-      if not (b[1] or b[2]) then
-        held = held or {}
-        held[i] = sc
-      end
-    end
-  end
+  held = heldFor(q, KEYS[8], ids, zs)
 end
 if around == 0 or shared then
   for i = 1, #ids, 500 do
