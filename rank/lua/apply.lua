@@ -160,8 +160,9 @@
 -- written at the end), ranked (false: rank and prev are not read, and stay
 -- 0), scoreMin (below it, on.score is not run for an event of the clock's
 -- slot, cur) and entryTail (each applied event's reply ends with its
--- sorted-set members and record's hash), and set wouldRank for the blocks
--- after it. A block is code of the function
+-- sorted-set members and record's hash), set wouldRank for the blocks
+-- after it, and set place (a write hook's work with its fields as
+-- arguments, below). A block is code of the function
 -- run: a refusal of the whole call is a return of its error reply. A
 -- hook's own writes go in its event's step; writes of hash fields may wait
 -- in B (prelude's batches), which is written after the events, before the
