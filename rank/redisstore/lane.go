@@ -18,16 +18,17 @@ import (
 // One pipeline at a time keeps the lane's events in order although it does
 // not wait between them (pipelines on different pooled connections could
 // overtake each other), and while one is out the next batch queues up, so
-// batches grow with load and nothing waits on a timer.
+// batches grow with load; only a round holding a sharded board's events
+// waits on a timer, briefly, to fill its shard calls (lingerFor).
 //
 // A store runs Config.Lanes of them. Every event of one submitter to one
 // board goes to the same lane (Store.laneOf), which is all the order
 // rank.Store promises; events of different lanes may be applied in either
-// order, as events sent to two nodes are. Several lanes keep Redis busy: a lane's round trip
-// has stretches in which Redis has nothing of it to do (the replies read
-// and parsed, the batch handed on, the next pipeline built and written, on
-// a machine whose cores the gateway shares), and another lane's pipeline
-// fills them.
+// order, as events sent to two nodes are. Several lanes keep Redis busy:
+// a lane's round trip has stretches in which Redis has nothing of it to
+// do (the replies read and parsed, the batch handed on, the next pipeline
+// built and written, on a machine whose cores the gateway shares), and
+// another lane's pipeline fills them.
 //
 // The lane does Redis work only: it builds the pipeline, sends it, parses
 // the replies, re-sends what the scripts refused (one pipeline per retry
@@ -88,8 +89,9 @@ const DefaultLanes = 2
 // board's calls (docs/scaling.md).
 const DefaultShardLinger = time.Millisecond
 
-// laneOf is the lane of an event of board by submitter. Submitters are counters (a connection's,
-// a request's), so consecutive ones take the lanes in turn. A sharded
+// laneOf is the lane of an event of board by submitter. Submitters are
+// counters (a connection's, a request's), so consecutive ones take the
+// lanes in turn. A sharded
 // board's events all go to the board's own lane instead, whoever submits
 // them: a lane round splits a board's events over its shards, one call
 // per shard, and a call's fixed cost dwarfs an event's, so the board's
