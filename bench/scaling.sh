@@ -7,7 +7,8 @@
 #   SCALE_SHARDS=3 bash bench/scaling.sh     # the same board with "shards": 3 (sharded boards)
 #
 # It prints, and writes to $SCALE_OUT/scaling-shards<S>.env:
-#   - acked events/s (sum over the load generators, one per gateway);
+#   - acked events/s (sum over the load generators, one per gateway), and
+#     the ack latency's p50 and p99 (the larger of the generators');
 #   - per master: EVALSHA calls, redis-server CPU seconds, its share of
 #     the masters' CPU, and µs of Redis CPU per acked event (the master's
 #     events/s ceiling is 1e6 / that, on one core), and µs spent in
@@ -173,12 +174,18 @@ done
 for p in "${LOADS[@]}"; do wait "$p"; done
 ACKED=0
 SECS=0
+P50=0
+P99=0
 for i in "${!GPORTS[@]}"; do
 	cat "$WORK/load$i.txt" >&2
 	a=$(grep -o '"acked": *[0-9]*' "$WORK/load$i.json" | head -1 | grep -o '[0-9]*$')
 	s=$(grep -o '"send_seconds": *[0-9.]*' "$WORK/load$i.json" | head -1 | grep -o '[0-9.]*$')
 	ACKED=$((ACKED + a))
 	SECS=$(awk -v a="$SECS" -v b="$s" 'BEGIN {print (b > a) ? b : a}')
+	p=$(grep -m1 '^ack (ms)' "$WORK/load$i.txt" | grep -o 'p50 [0-9.]*' | grep -o '[0-9.]*$')
+	P50=$(awk -v a="$P50" -v b="${p:-0}" 'BEGIN {print (b > a) ? b : a}')
+	p=$(grep -m1 '^ack (ms)' "$WORK/load$i.txt" | grep -o 'p99 [0-9.]*' | grep -o '[0-9.]*$')
+	P99=$(awk -v a="$P99" -v b="${p:-0}" 'BEGIN {print (b > a) ? b : a}')
 done
 measure shards "$SHARDS"
 measure tiebreak "${TIEBREAK:-first}"
@@ -187,6 +194,8 @@ measure masters "$MASTERS"
 measure gateways "$GATEWAYS"
 measure acked "$ACKED"
 measure acked_per_second "$(awk -v a="$ACKED" -v s="$SECS" 'BEGIN {printf "%.0f", a / s}')"
+measure ack_p50_ms "$P50"
+measure ack_p99_ms "$P99"
 TOTAL=0
 UTOTAL=0
 declare -A RS RU

@@ -111,7 +111,10 @@ func (s *spectator) renewed(board string) {
 	}
 }
 
-// commandRate samples Redis's commands processed once a second.
+// commandRate samples Redis's commands processed once a second. Samples
+// are a second apart at least: a ticker behind a slow INFO would fire
+// again at once, and a step of a few milliseconds that holds one
+// pipeline's burst reads as a rate of a million.
 type commandRate struct {
 	mu      sync.Mutex
 	samples []rateSample
@@ -124,18 +127,19 @@ type rateSample struct {
 }
 
 func (c *commandRate) run(ctx context.Context, rdb *redis.Client) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
 	for {
+		next := time.Now().Add(time.Second)
 		if calls, evals, err := redisCalls(ctx, rdb); err == nil {
+			now := time.Now()
 			c.mu.Lock()
-			c.samples = append(c.samples, rateSample{time.Now(), calls, evals})
+			c.samples = append(c.samples, rateSample{now, calls, evals})
 			c.mu.Unlock()
+			next = now.Add(time.Second)
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-time.After(time.Until(next)):
 		}
 	}
 }

@@ -19,8 +19,8 @@ import (
 // filled. Every other request (page, rank, subscribe, unsubscribe, auth)
 // first waits until the window is empty, so it sees the connection's own
 // earlier scores and `subscribed` still precedes its first frame. The
-// store applies one connection's events in submission order (they carry
-// its submitter).
+// store applies one connection's events to a board in submission order
+// (they carry its submitter).
 //
 // A full window makes the reader wait (backpressure: the client's frames
 // stay in the socket). The memory engine completes inline, so there a slot

@@ -71,6 +71,7 @@ const (
 	DefaultMaxListIDs        = live.DefaultMaxListIDs
 	DefaultDevBoards         = rank.DefaultAutoCreateCap
 	DefaultRedisLanes        = redisstore.DefaultLanes
+	DefaultRedisShardLinger  = redisstore.DefaultShardLinger
 	DefaultReadHeaderTimeout = api.DefaultReadHeaderTimeout
 	DefaultDrainTimeout      = 10 * time.Second
 )
@@ -105,6 +106,10 @@ type Config struct {
 	// RedisLanes is the Redis engine's apply lanes (redisstore.Config.Lanes);
 	// zero = DefaultRedisLanes.
 	RedisLanes int
+	// RedisShardLinger is how long a Redis lane round holding a sharded
+	// board's events waits for more (redisstore.Config.ShardLinger); zero
+	// = DefaultRedisShardLinger, negative = never.
+	RedisShardLinger time.Duration
 	// RedisReplicas and RedisReplicaTimeout are the Redis engine's durable
 	// acknowledgements (redisstore.Config.Replicas, .ReplicaTimeout).
 	RedisReplicas       int
@@ -388,7 +393,7 @@ func (n *Node) openStore(ctx context.Context) error {
 	hooks := rank.Hooks{Sink: n.applied, Complete: n.completing}
 	if cfg.Redis != nil {
 		rs, err := redisstore.New(ctx, cfg.Redis, hooks, redisstore.Config{
-			Timeout: cfg.StoreTimeout, Lanes: cfg.RedisLanes, Now: cfg.Now, Logger: cfg.Logger,
+			Timeout: cfg.StoreTimeout, Lanes: cfg.RedisLanes, ShardLinger: cfg.RedisShardLinger, Now: cfg.Now, Logger: cfg.Logger,
 			Replicas: cfg.RedisReplicas, ReplicaTimeout: cfg.RedisReplicaTimeout,
 		})
 		if err != nil {

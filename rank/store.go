@@ -35,9 +35,10 @@ type Event struct {
 	// refuses one more than MaxAhead ahead of its clock.
 	At time.Time
 	// Submitter names who submitted the event (a connection, a REST
-	// request), for order only: a store applies one submitter's events in
-	// the order submitted, and may apply different submitters' events in
-	// either order, as it would events sent to two nodes. Not part of the
+	// request), for order only: a store applies one submitter's events to
+	// one board in the order submitted, and may apply different submitters'
+	// events (or one submitter's to different boards) in either order, as
+	// it would events sent to two nodes. Not part of the
 	// payload. Callers that leave it zero share one submitter; two that
 	// happen to share a number are only kept in order together.
 	Submitter uint64
@@ -274,8 +275,8 @@ type Store interface {
 	// completes inline), else from a goroutine of the store (the Redis
 	// engine completes a pipeline's events together); it must not block and
 	// must not call the store. The engine's Hooks.Sink hears of the change
-	// before done runs, and done runs inside Hooks.Complete. Events of one Submitter are applied in the order Apply was
-	// called for them.
+	// before done runs, and done runs inside Hooks.Complete. Events of one Submitter to one board are applied in the order
+	// Apply was called for them.
 	// Apply blocks only while the store's queue is full
 	// (backpressure) or until ctx ends; an event whose ctx ended before it
 	// was sent is not applied. There is no other apply path.

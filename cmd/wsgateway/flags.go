@@ -142,6 +142,7 @@ type serveOptions struct {
 	Addr            string
 	RedisURL        string
 	RedisLanes      int
+	RedisLinger     time.Duration
 	RedisReplicas   int
 	RedisReplicaTO  time.Duration
 	NATSURL         string
@@ -188,7 +189,8 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Int(&o.DevBoards, "dev-boards", node.DefaultDevBoards, "with --dev: the most boards created on first use (a first write past it gets limit_reached)")
 	f.String(&o.Addr, "addr", ":8080", "listen address (HTTP, WebSocket, REST, pages); with --dev and no --addr: 127.0.0.1:8080")
 	f.Secret(&o.RedisURL, "redis-url", "redis://[:pass@]host:port/db, rediss://…, h1:p1,h2:p2, redis-cluster://h1:p1,h2:p2 or redis-sentinel://h1:p1,h2:p2/<master-name>[/db]; empty = in-memory engine")
-	f.Int(&o.RedisLanes, "redis-lanes", node.DefaultRedisLanes, "pipelines in flight to Redis, each one lane of score events; a connection's events keep one lane")
+	f.Int(&o.RedisLanes, "redis-lanes", node.DefaultRedisLanes, "pipelines in flight to Redis, each one lane of score events; a connection's events to a board keep one lane")
+	f.Duration(&o.RedisLinger, "redis-shard-linger", node.DefaultRedisShardLinger, "how long a lane's pipeline holding a sharded board's events waits for more, to fill the board's per-shard calls; 0 = never (unsharded boards' never wait)")
 	f.Int(&o.RedisReplicas, "redis-replicas", 0, "acknowledge an event only after its write reached this many replicas (Redis WAIT, once per pipeline)")
 	f.Duration(&o.RedisReplicaTO, "redis-replica-timeout", time.Second, "past it, the events of a pipeline whose write did not reach --redis-replicas replicas get unavailable")
 	f.Secret(&o.NATSURL, "nats-url", "NATS servers, comma-separated; empty = in-process server")
@@ -240,6 +242,9 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	}
 	if o.RedisLanes < 1 {
 		return o, fmt.Errorf("--redis-lanes must be at least 1")
+	}
+	if o.RedisLinger < 0 {
+		return o, fmt.Errorf("--redis-shard-linger must not be negative")
 	}
 	if o.RedisReplicas < 0 || o.RedisReplicaTO <= 0 {
 		return o, fmt.Errorf("--redis-replicas must not be negative and --redis-replica-timeout must be positive")

@@ -20,6 +20,7 @@ import (
 
 // `wsgateway load --churn` churns every kind of connection and reports it
 // in the summary, the JSON and the HTML; a bad --churn is a usage error.
+// Three seconds of 100 ms lifetimes leave room for a loaded machine.
 func TestLoadCommandChurn(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t)
@@ -28,7 +29,7 @@ func TestLoadCommandChurn(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(t.Context(), []string{"load", "--url", "ws://" + g.addr + "/ws", "--secret", testSecret, "--create",
 		"--players", "1", "--spectators", "2", "--watchers", "1", "--members", "20", "--rate", "100",
-		"--duration", "1s", "--churn", "100ms", "--quiet", "--json", jsonOut, "--html", htmlOut}, envMap(nil), &stdout, &stderr)
+		"--duration", "3s", "--churn", "100ms", "--quiet", "--json", jsonOut, "--html", htmlOut}, envMap(nil), &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("load: %v\n%s", err, stderr.String())
 	}

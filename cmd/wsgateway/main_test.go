@@ -30,21 +30,23 @@ func TestNoKeyExitsWithStatus2(t *testing.T) {
 func TestFlagsAndEnvTwins(t *testing.T) {
 	t.Parallel()
 	env := envMap(map[string]string{
-		"LB_ADDR":         "127.0.0.1:9999",
-		"LB_REDIS_URL":    "redis://127.0.0.1:1/0",
-		"LB_JWT_SECRET":   strings.Repeat("k", 32),
-		"LB_TOP_INTERVAL": "250ms",
-		"LB_RATE":         "7",
-		"LB_PUBLIC_READ":  "true",
-		"LB_NODE_ID":      "n1",
-		"LB_REDIS_LANES":  "3",
+		"LB_ADDR":               "127.0.0.1:9999",
+		"LB_REDIS_URL":          "redis://127.0.0.1:1/0",
+		"LB_JWT_SECRET":         strings.Repeat("k", 32),
+		"LB_TOP_INTERVAL":       "250ms",
+		"LB_RATE":               "7",
+		"LB_PUBLIC_READ":        "true",
+		"LB_NODE_ID":            "n1",
+		"LB_REDIS_LANES":        "3",
+		"LB_REDIS_SHARD_LINGER": "3ms",
 	})
 	o, err := parseServe([]string{"--rate", "9"}, env, new(bytes.Buffer))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.Addr != "127.0.0.1:9999" || o.RedisURL != "redis://127.0.0.1:1/0" || o.TopInterval != 250*time.Millisecond ||
-		!o.PublicRead || o.NodeID != "n1" || o.MaxMessage != 4096 || o.RedisLanes != 3 {
+		!o.PublicRead || o.NodeID != "n1" || o.MaxMessage != 4096 || o.RedisLanes != 3 ||
+		o.RedisLinger != 3*time.Millisecond {
 		t.Fatalf("env twins not applied: %+v", o)
 	}
 	if o.Rate != 9 {
@@ -61,6 +63,7 @@ func TestFlagsAndEnvTwins(t *testing.T) {
 		{"stray argument", []string{"--dev", "extra"}, nil},
 		{"zero rate", []string{"--dev", "--rate", "0"}, nil},
 		{"no lanes", []string{"--dev", "--redis-lanes", "0"}, nil},
+		{"negative shard linger", []string{"--dev", "--redis-shard-linger", "-1ms"}, nil},
 	} {
 		if _, err := parseServe(tc.args, envMap(tc.env), new(bytes.Buffer)); err == nil {
 			t.Errorf("%s: parseServe accepted %v", tc.name, tc.args)

@@ -55,6 +55,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 		DevBoards:           o.DevBoards,
 		Redis:               redis,
 		RedisLanes:          o.RedisLanes,
+		RedisShardLinger:    shardLinger(o.RedisLinger),
 		Boards:              boards,
 		NATSURL:             o.NATSURL,
 		Verifier:            verifier,
@@ -129,6 +130,15 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error 
 	}
 	announce(stdout, o, ln.Addr(), devSecret, log)
 	return g.Wait()
+}
+
+// shardLinger is --redis-shard-linger as node.Config.RedisShardLinger,
+// whose zero is the default: the flag's 0 (never) is negative there.
+func shardLinger(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 func metricsServer(addr string, reg *prometheus.Registry) (*http.Server, error) {

@@ -160,8 +160,9 @@
 -- written at the end), ranked (false: rank and prev are not read, and stay
 -- 0), scoreMin (below it, on.score is not run for an event of the clock's
 -- slot, cur) and entryTail (each applied event's reply ends with its
--- sorted-set members and record's hash), and set wouldRank for the blocks
--- after it. A block is code of the function
+-- sorted-set members and record's hash), set wouldRank for the blocks
+-- after it, and set place (a write hook's work with its fields as
+-- arguments, below). A block is code of the function
 -- run: a refusal of the whole call is a return of its error reply. A
 -- hook's own writes go in its event's step; writes of hash fields may wait
 -- in B (prelude's batches), which is written after the events, before the
@@ -345,6 +346,15 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchEx
   -- wouldRank(z, sc, zm): the rank sorted-set member zm of stored score sc
   -- would have in sorted set z, where it is not (apply_hold.lua sets it).
   local wouldRank
+  -- place(i, s, sl, member, had, changed, oldz, newz, ns, new), when a
+  -- block sets it (apply_region.lua, on a board no other block writes
+  -- for), runs after each applied event's write in place of a write hook,
+  -- given the event's fields as arguments rather than in e, and returns
+  -- the format of the record's part after its score, "%d,%d,%d,%d,<period
+  -- index>" and the block's field with one more %d, that number, and the
+  -- reply's tail (or nil): the record's numbers are formatted by one
+  -- string.format, whose every %s would be one more sprintf.
+  local place
 
   if on then
   -- @blocks
@@ -632,11 +642,17 @@ local function run(S, newSlot, banDue, recordsOpen, recordGet, batchSet, batchEx
       -- Noted last, written after every other write of the call (below):
       -- Redis does not roll a script back, and a record written before a
       -- failing write would turn every retry into a false duplicate.
-      rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d', rank, prev, had and old or 0, seq) .. ',' .. sl.idx
       local tail = false
+      if place then
+        local f, pn, pt = place(i, s, sl, member, had, changed, oldz, newz, ns, new)
+        rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt(f, rank, prev, had and old or 0, seq, pn)
+        tail = pt
+      else
+        rec = ARGV[j + 5] .. ',' .. ns .. ',' .. fmt('%d,%d,%d,%d', rank, prev, had and old or 0, seq) .. ',' .. sl.idx
+      end
       if seen then
         if e.extra then rec = rec .. e.extra end
-        tail = e.tail
+        tail = e.tail or tail
       end
       Rw[Rf[i]] = rec
       if entryTail then tail = ';' .. newz .. ';' .. oldz .. ';' .. R.cur end

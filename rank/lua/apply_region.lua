@@ -30,17 +30,23 @@
 -- Its placement is where hold.lua's clear (and ban.lua's lift, after a
 -- ban) puts it back.
 --
+-- On a board no other block writes for (no holds: nearly every region
+-- board), the block is the core's place, given the event's fields as
+-- arguments; else a write hook.
+--
 -- ARGV[#ARGV-2] RG, the last of the DA block arguments
 if opt.region then
   local rgs = ARGV[#ARGV - 2]
   if da < 1 or #rgs ~= 2 * n or sfind(rgs, '[^A-Z]') then return redis.error_reply('LB bad_request') end
-  local G = P .. 'g:'
+  local G, sub = P .. 'g:', string.sub
 
-  -- The keys of the call's (slot, region) pairs, made once per call rather
-  -- than once per event.
+  -- The call's (slot, region) pairs' keys and record formats (the core's
+  -- place), made once per call rather than once per event: keys[s] is
+  -- slot s's {gk = its groups' hash, r = {[region] = its set}, f =
+  -- {[region] = its format}} (and the prefixes they are made of).
   local keys = {}
-  -- holds: the board holds members (ev.held: held before the event;
-  -- ev.holding: this event holds it).
+  -- holds: the board holds members (held: held before the event; holding:
+  -- this event holds it).
   local holds = opt.hold ~= nil
 
   -- placedIn is member's region in the groups' hash gk as this call left
@@ -52,52 +58,45 @@ if opt.region then
     return from
   end
 
-  -- heldPlace places a held member's entry of stored score sc in region
-  -- without putting it in the region's set rk (in slot s of table sl, the
-  -- groups' hash gk) and returns the rank it would have there.
-  local function heldPlace(ev, s, sl, gk, rk, region, sc, newz)
-    local member = ev.member
-    local from = placedIn(gk, member)
-    if from ~= region then
-      if from then ev.tail = ';' .. from .. (ev.tail or '') end
-      if s == cur then batchSet(B, gk, member, region) else call('HSET', gk, member, region) end
-      local added = call('SADD', gk .. '/r', region)
-      if sl.exp > now then
-        local ttl = sl.exp - now
-        if added == 1 then call('PEXPIRE', gk .. '/r', ttl) end
-        if s == cur then batchExpire(B, gk, ttl) else call('PEXPIRE', gk, ttl) end
-      end
-    end
-    return wouldRank(rk, sc, newz) -- apply_hold.lua's
-  end
-
-  -- ev's fields are read once each into locals: a table access costs
-  -- more than a local's.
-  hook('write', function(ev)
-    local s, sl, i, had, oldz, newz = ev.s, ev.sl, ev.i, ev.had, ev.oldz, ev.newz
-    local region = string.sub(rgs, 2 * i - 1, 2 * i)
+  -- step places event i's member (of slot s, table sl) in its region after
+  -- the event's write, and returns the record's format (the core's place),
+  -- the region rank and the reply's tail (";<region left>", or nil).
+  local function step(i, s, sl, member, had, changed, oldz, newz, ns, new, held, holding)
+    local region = sub(rgs, 2 * i - 1, 2 * i)
     local t = keys[s]
     if not t then
-      t = {gk = G .. sl.idx}
+      local gk = G .. sl.idx
+      t = {gk = gk, rp = gk .. '/', fp = '%d,%d,%d,%d,' .. sl.idx .. ',g', r = {}, f = {}}
       keys[s] = t
     end
-    local gk, rk = t.gk, t[region]
+    local gk, r, f = t.gk, t.r, t.f
+    local rk, pre = r[region], f[region]
     if not rk then
-      rk = gk .. '/' .. region
-      t[region] = rk
+      rk, pre = t.rp .. region, t.fp .. region .. '.%d'
+      r[region], f[region] = rk, pre
     end
-    local sc = ev.ns -- the stored score (negated on asc boards)
-    if not desc then sc = fmt('%d', -ev.new) end
-    if holds and ev.held then
-      local extra = ',g' .. region .. '.' .. heldPlace(ev, s, sl, t.gk, rk, region, sc, newz)
-      local before = ev.extra
-      if before then extra = before .. extra end
-      ev.extra = extra
-      return
+    local sc = ns -- the stored score (negated on asc boards)
+    if not desc then sc = fmt('%d', -new) end
+    local tail = nil
+    if held then
+      -- Placed (its field and the region list) without entering the
+      -- region's set, ranked where it would be there.
+      local from = placedIn(gk, member)
+      if from ~= region then
+        if from then tail = ';' .. from end
+        if s == cur then batchSet(B, gk, member, region) else call('HSET', gk, member, region) end
+        local added = call('SADD', gk .. '/r', region)
+        if sl.exp > now then
+          local ttl = sl.exp - now
+          if added == 1 then call('PEXPIRE', gk .. '/r', ttl) end
+          if s == cur then batchExpire(B, gk, ttl) else call('PEXPIRE', gk, ttl) end
+        end
+      end
+      return pre, wouldRank(rk, sc, newz), tail -- apply_hold.lua's
     end
     local here = false
     if had then
-      if not ev.changed then
+      if not changed then
         here = call('ZSCORE', rk, oldz) ~= false
       elseif newz ~= oldz then
         here = call('ZREM', rk, oldz) == 1
@@ -109,11 +108,11 @@ if opt.region then
     if not here then
       -- A placement. The field as this call left it (B), else as stored;
       -- a member without an entry has none.
-      local member, from = ev.member, false
+      local from = false
       if had then from = placedIn(gk, member) end
       if from then
         call('ZREM', gk .. '/' .. from, oldz)
-        ev.tail = ';' .. from .. (ev.tail or '') -- before a hold's reason
+        tail = ';' .. from
       end
       call('ZADD', rk, sc, newz)
       if s == cur then batchSet(B, gk, member, region) else call('HSET', gk, member, region) end
@@ -133,12 +132,21 @@ if opt.region then
     end
     -- Held from this event on: out of its region's set too, its rank the
     -- one read there.
-    if holds and ev.holding then call('ZREM', rk, newz) end
-    -- A rank counts entries, far below the 1e14 up to which a concatenation
-    -- writes a number as an integer.
-    local extra = ',g' .. region .. '.' .. rank
-    local before = ev.extra
-    if before then extra = before .. extra end
-    ev.extra = extra
-  end)
+    if holding then call('ZREM', rk, newz) end
+    return pre, rank, tail
+  end
+
+  if holds or on.write then
+    hook('write', function(ev)
+      local _, rank, tail = step(ev.i, ev.s, ev.sl, ev.member, ev.had, ev.changed, ev.oldz, ev.newz, ev.ns, ev.new,
+        holds and ev.held, holds and ev.holding)
+      local extra = ',g' .. sub(rgs, 2 * ev.i - 1, 2 * ev.i) .. '.' .. fmt('%d', rank)
+      local before = ev.extra
+      if before then extra = before .. extra end
+      ev.extra = extra
+      if tail then ev.tail = tail .. (ev.tail or '') end -- before a hold's reason
+    end)
+  else
+    place = step
+  end
 end

@@ -7,8 +7,9 @@
 -- hash>" after its record, for the rank across shards and the record's
 -- rewrite (rank/redisstore/shard_write.go, rerecord.lua). With the token
 -- "norank" too (ack_rank none), the event's ranks are not read: the
--- record's rank is 0 (apply.lua's header) and its seq is the tie key,
--- which the round's follow-up turns into the board's seq (shardseq.lua).
+-- record's rank is 0 (apply.lua's header), its seq is the tie key, which
+-- the round's follow-up turns into the board's seq (shardseq.lua), and its
+-- reply has no such tail, which only that rank's follow-up reads.
 --
 -- KEYS[2] <p>:{b#i}:seq  string: the shard's last tie key (µs)
 -- ARGV[2] now in unix ms, or "" to read the server's TIME
@@ -32,5 +33,6 @@ if opt.shard then
     S.seq, S.dirty = us, true
     return us
   end
-  entryTail = true
+  -- The tail serves the follow-up of ranked acks only (shard_write.go).
+  entryTail = not opt.norank
 end

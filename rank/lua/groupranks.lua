@@ -24,9 +24,10 @@
 -- KEYS[13] <p>:{b}:q:<A> sorted set of slot A's held entries
 --          (apply_hold.lua), passed by a self read in scope board only
 --          (docs/protocol.md §16, as ranks.lua's KEYS[11]): a listed member
---          held there is read as it sees itself, its entry put in the
---          period's sorted set and its group's for the read and taken out
---          again (the total counts the shown entries only)
+--          held there (and not banned) is read as it sees itself, its
+--          entry put in the period's sorted set and its group's for its
+--          own read only and taken out again (the total counts the shown
+--          entries only; the other listed members do not see it)
 -- KEYS[14] <p>:{b}:q:<B> the same for B (a self read only)
 --
 -- ARGV[1]  config version the caller resolved the keys with
@@ -68,29 +69,30 @@ for a = 9, #ARGV do ids[a - 8] = ARGV[a] end
 local zs = hmgetList(mkey, ids)
 for i = 1, #ids do zs[i] = zs[i] or ids[i] end
 local gs = hmgetList(gkey, ids)
-local shown = {} -- a self read's held entries put in for it: key, member, ...
+-- A self read's held members (their entries in q, not in the period's
+-- sorted set), each with its stored score.
+local held = false
 if #KEYS == 14 and not inGroup then
   local q = KEYS[13]
   if slot == 2 then q = KEYS[14] end
-  for i = 1, #ids do
-    local sc = redis.call('ZSCORE', q, zs[i])
-    if sc and redis.call('ZADD', zkey, 'NX', sc, zs[i]) == 1 then
-      shown[#shown + 1], shown[#shown + 2] = zkey, zs[i]
-      local g = gs[i]
-      if g and redis.call('ZADD', gkey .. '/' .. g, 'NX', sc, zs[i]) == 1 then
-        shown[#shown + 1], shown[#shown + 2] = gkey .. '/' .. g, zs[i]
-      end
-    end
-  end
+  held = heldFor(q, KEYS[8], ids, zs)
 end
 local keys, scores, sets, grs = {}, {}, {}, {}
+-- puts[k]: listed member k is held and read as it sees itself (its entry
+-- put in for its own read only, below).
+local puts = {}
 for i = 1, #ids, 500 do
   local part = redis.call('ZMSCORE', zkey, unpack(zs, i, math.min(i + 499, #zs)))
   for j = 1, #part do
     local k = i + j - 1
-    local g = part[j] and gs[k]
+    local sc = part[j]
+    if not sc and held and held[k] then
+      sc = held[k]
+      puts[k] = true
+    end
+    local g = sc and gs[k]
     out[#out + 1] = g or ''
-    scores[k], keys[k] = part[j], zkey
+    scores[k], keys[k] = sc, zkey
     if g then
       sets[g] = sets[g] or gkey .. '/' .. g
       if inGroup then keys[k] = sets[g] end
@@ -101,9 +103,11 @@ for i = 1, #ids, 500 do
       local r = 0
       if g then
         if shared then
-          r = redis.call('ZCOUNT', sets[g], '(' .. part[j], '+inf') + 1
+          r = redis.call('ZCOUNT', sets[g], '(' .. sc, '+inf') + 1
         else
+          local put = puts[k] and redis.call('ZADD', sets[g], 'NX', sc, zs[k]) == 1
           r = (redis.call('ZREVRANK', sets[g], zs[k]) or -1) + 1
+          if put then redis.call('ZREM', sets[g], zs[k]) end
         end
       end
       grs[k] = r
@@ -111,6 +115,13 @@ for i = 1, #ids, 500 do
   end
 end
 for k = 1, #grs do out[#out + 1] = grs[k] end
-out = listRanks(out, keys, zs, ids, scores, tonumber(ARGV[7]), shared, ekey)
-for k = 1, #shown, 2 do redis.call('ZREM', shown[k], shown[k + 1]) end
+if not held then return listRanks(out, keys, zs, ids, scores, tonumber(ARGV[7]), shared, ekey) end
+-- Each member read alone, a held one with its entry put in the period's
+-- sorted set for its own read only and taken out again: a held member is
+-- in no one else's read (§16), a listed one's included.
+for i = 1, #ids do
+  local put = puts[i] and redis.call('ZADD', zkey, 'NX', scores[i], zs[i]) == 1
+  out = listRanks(out, {keys[i]}, {zs[i]}, {ids[i]}, {scores[i]}, tonumber(ARGV[7]), shared, ekey)
+  if put then redis.call('ZREM', zkey, zs[i]) end
+end
 return out

@@ -145,6 +145,26 @@ local function listRanks(out, keys, zs, ids, scores, around, shared, ekey)
   return out
 end
 
+-- heldFor is a self read's held members among ids (sorted-set members
+-- zs): i -> its stored score in q, the period's held entries
+-- (apply_hold.lua), for each held there and not banned (bkey, the board's
+-- ban hash: a banned member is in no read, its own included, R21); false
+-- when none is.
+local function heldFor(q, bkey, ids, zs)
+  local held = false
+  for i = 1, #ids do
+    local sc = redis.call('ZSCORE', q, zs[i])
+    if sc then
+      local b = redis.call('HMGET', bkey, ids[i], 'g|' .. ids[i])
+      if not (b[1] or b[2]) then
+        held = held or {}
+        held[i] = sc
+      end
+    end
+  end
+  return held
+end
+
 -- clockMs is the clock in unix ms: ARGV[2], else the server's TIME.
 local function clockMs()
   if ARGV[2] ~= '' then return tonumber(ARGV[2]) end

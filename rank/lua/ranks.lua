@@ -14,10 +14,11 @@
 -- KEYS[10] <p>:{b}:meta:<B> the same for B
 -- KEYS[11] <p>:{b}:q:<A> sorted set of slot A's held entries
 --          (apply_hold.lua), passed by a self read only (docs/protocol.md
---          §16): a listed member held there is read as it sees itself,
---          its entry put in the period's sorted set for the read, so it
---          and its neighbours rank as if it were shown, and taken out
---          again (the total counts the shown entries only)
+--          §16): a listed member held there (and not banned) is read as it
+--          sees itself, its entry put in the period's sorted set for its
+--          own read only, so it and its neighbours rank as if it were
+--          shown, and taken out again (the total counts the shown entries
+--          only; the other listed members do not see it)
 -- KEYS[12] <p>:{b}:q:<B> the same for B (a self read only)
 --
 -- ARGV[1]  config version the caller resolved the keys with
@@ -65,14 +66,13 @@ for i = 1, #ids do
   keys[i] = zkey
   scores[i] = true
 end
-local shownFor = {}
+-- A self read's held members (their entries in q, not in the period's
+-- sorted set), each with its stored score.
+local held = false
 if #KEYS == 12 then
   local q = KEYS[11]
   if slot == 2 then q = KEYS[12] end
-  for i = 1, #ids do
-    local sc = redis.call('ZSCORE', q, zs[i])
-    if sc and redis.call('ZADD', zkey, 'NX', sc, zs[i]) == 1 then shownFor[#shownFor + 1] = zs[i] end
-  end
+  held = heldFor(q, KEYS[8], ids, zs)
 end
 if around == 0 or shared then
   for i = 1, #ids, 500 do
@@ -80,6 +80,17 @@ if around == 0 or shared then
     for j = 1, #part do scores[i + j - 1] = part[j] end
   end
 end
-out = listRanks(out, keys, zs, ids, scores, around, shared, ekey)
-if #shownFor > 0 then redis.call('ZREM', zkey, unpack(shownFor)) end
+if not held then return listRanks(out, keys, zs, ids, scores, around, shared, ekey) end
+-- Each member read alone, a held one with its entry put in the period's
+-- sorted set for its own read only and taken out again: a held member is
+-- in no one else's read (§16), a listed one's included.
+for i = 1, #ids do
+  local sc, put = held[i], false
+  if sc then
+    put = redis.call('ZADD', zkey, 'NX', sc, zs[i]) == 1
+    if put and scores[i] == false then scores[i] = sc end
+  end
+  out = listRanks(out, {zkey}, {zs[i]}, {ids[i]}, {scores[i]}, around, shared, ekey)
+  if put then redis.call('ZREM', zkey, zs[i]) end
+end
 return out

@@ -383,7 +383,8 @@ func (s *Store) SelfRanks(ctx context.Context, id string, sel rank.PeriodSel, me
 			b.regionRank(z, n, &rs.Members[i])
 			continue
 		}
-		if n := z.heldNode(m); n != nil {
+		// A banned member is in no read, its own included (R21).
+		if n := z.heldNode(m); n != nil && !b.banned(m, now) {
 			rs.Members[i] = b.selfRank(z, n, max(around, 0))
 			if z.rg != nil {
 				if g, ok := z.rg.of[m]; ok {

@@ -811,9 +811,13 @@ func LeagueRealPeriods(t *testing.T, s rank.Store) {
 		}
 		return n
 	}
-	// waitFor polls the store's clock until it reaches at.
+	// waitFor polls the store's clock until it is a second past at: the
+	// clock is an estimate (off by up to half a loaded round trip) while the
+	// script reads the server's own, and an event sent at the estimate's
+	// boundary could still land in the period before.
 	waitFor := func(at time.Time) {
 		t.Helper()
+		at = at.Add(time.Second)
 		deadline := time.Now().Add(at.Sub(now()) + 10*time.Second)
 		for now().Before(at) {
 			if time.Now().After(deadline) {

@@ -3,6 +3,7 @@ package ranktest
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,8 @@ var integrityTests = []struct {
 	{"HoldPeriods", testHoldPeriods},
 	{"HoldErase", testHoldErase},
 	{"HoldRegions", testHoldRegions},
+	{"HoldSelfMany", testHoldSelfMany},
+	{"HoldBanned", testHoldBanned},
 }
 
 const hookSecret = "0123456789abcdef-secret"
@@ -683,4 +686,97 @@ func testHoldRegions(t *testing.T, f Factory) {
 	wantRegionTop(t, s, pb.ID, "previous", "FR", ent(1, "late", 201))
 	wantRegions(t, "late cleared, previous", regionList(t, s, pb.ID, "previous"), "DE:1 FR:1")
 	wantRegions(t, "late cleared, current", regionList(t, s, pb.ID, ""), "DE:1")
+}
+
+// testHoldSelfMany: a self read of several held members at once shows each
+// only itself among the shown entries (§16: a held member is in no one
+// else's read), on a plain board and on a region board, where each one's
+// region rank is also the one it would have alone.
+func testHoldSelfMany(t *testing.T, f Factory) {
+	s := f(t, nil)
+	for _, regions := range []bool{false, true} {
+		b := put(t, s, board("rt-hmany-"+strconv.FormatBool(regions), func(b *rank.Board) { b.Flags.Jump = 100; b.Regions = regions }))
+		var g ids
+		for _, x := range []struct {
+			m     string
+			score int64
+		}{{"a", 50}, {"b", 30}, {"c", 10}, {"h1", 200}, {"h2", 150}} {
+			r := apply(t, s, in(delta(b.ID, g.next(), x.m, x.score), "DE"))
+			if r.Held != (x.score > 100) {
+				t.Fatalf("%s: %+v", x.m, r)
+			}
+		}
+		rs, err := s.SelfRanks(t.Context(), b.ID, "", []string{"h1", "h2", "b"}, 1)
+		if err != nil || len(rs.Members) != 3 {
+			t.Fatalf("SelfRanks(h1, h2, b) on %s: %+v, %v", b.ID, rs, err)
+		}
+		for i, w := range []struct {
+			rk, score int64
+			around    []rank.Entry
+		}{
+			{1, 200, []rank.Entry{ent(1, "h1", 200), ent(2, "a", 50)}},
+			{1, 150, []rank.Entry{ent(1, "h2", 150), ent(2, "a", 50)}},
+			{2, 30, []rank.Entry{ent(1, "a", 50), ent(2, "b", 30), ent(3, "c", 10)}},
+		} {
+			m := rs.Members[i]
+			if !m.Found || m.Rank != w.rk || m.Score != w.score {
+				t.Fatalf("SelfRanks on %s: %s = %+v; want rank %d score %d", b.ID, m.Member, m, w.rk, w.score)
+			}
+			wantEntries(t, "self around of "+m.Member+" on "+b.ID, m.Around, w.around...)
+			if regions && (m.Region != "DE" || m.RegionRank != w.rk) {
+				t.Fatalf("SelfRanks on %s: %s in %s at %d; want DE %d", b.ID, m.Member, m.Region, m.RegionRank, w.rk)
+			}
+		}
+		hidden(t, s, b.ID, "", "h1", []string{"h2", "a", "b"}, []rank.Entry{ent(1, "a", 50), ent(2, "b", 30), ent(3, "c", 10)})
+	}
+}
+
+// testHoldBanned: a member the hook's flag held and an admin then banned
+// is in no read, its own included (R21), and still in the queue; when the
+// ban is lifted it is still held: hidden from the others, seeing itself
+// where it would be (in its region too), until the clear shows it. On a
+// plain board and on a region board.
+func testHoldBanned(t *testing.T, f Factory) {
+	s := f(t, nil)
+	ctx := t.Context()
+	for _, regions := range []bool{false, true} {
+		b := put(t, s, hooked("rt-hban-"+strconv.FormatBool(regions), 0, func(b *rank.Board) { b.Regions = regions }))
+		applyHooked(t, s, in(delta(b.ID, "1", "ann", 50), "DE"))
+		applyHooked(t, s, in(delta(b.ID, "2", "bob", 30), "DE"))
+		e := in(delta(b.ID, "3", "cheat", 40), "DE")
+		if r := apply(t, s, verdict(e, rank.VerdictFlag, claimOf(t, s, e).Token, "odd")); !r.Held {
+			t.Fatalf("the flagged event on %s: %+v", b.ID, r)
+		}
+		shown := []rank.Entry{ent(1, "ann", 50), ent(2, "bob", 30)}
+		if _, err := s.BanMember(ctx, b.ID, rank.Ban{Member: "cheat", Reason: "cheat"}); err != nil {
+			t.Fatalf("BanMember: %v", err)
+		}
+		hidden(t, s, b.ID, "", "cheat", []string{"ann", "bob"}, shown)
+		if rs, err := s.SelfRanks(ctx, b.ID, "", []string{"cheat", "bob"}, 1); err != nil || rs.Members[0].Found || rs.Members[1].Rank != 2 {
+			t.Fatalf("SelfRanks of a held member banned on %s: %+v, %v; want it absent", b.ID, rs, err)
+		}
+		if held, err := s.Held(ctx, b.ID, ""); err != nil || len(held) != 1 || held[0].Member != "cheat" {
+			t.Fatalf("Held with the member banned on %s: %+v, %v", b.ID, held, err)
+		}
+		if err := s.LiftBan(ctx, b.ID, "cheat"); err != nil {
+			t.Fatalf("LiftBan: %v", err)
+		}
+		hidden(t, s, b.ID, "", "cheat", []string{"ann", "bob"}, shown)
+		if held, err := s.Held(ctx, b.ID, ""); err != nil || len(held) != 1 || held[0].Member != "cheat" || held[0].Score != 40 {
+			t.Fatalf("Held after the lift on %s: %+v, %v", b.ID, held, err)
+		}
+		wantSelf(t, s, b.ID, "", "cheat", 2, 40, 1, ent(1, "ann", 50), ent(2, "cheat", 40), ent(3, "bob", 30))
+		if regions {
+			wantSelfRegion(t, s, b.ID, "cheat", 2, 40, "DE", 2, 0, ent(2, "cheat", 40))
+			wantRegionTop(t, s, b.ID, "", "DE", shown...)
+			wantRegions(t, "cheat held after the lift", regionList(t, s, b.ID, ""), "DE:2")
+		}
+		if err := s.ClearHold(ctx, b.ID, "cheat", ""); err != nil {
+			t.Fatalf("ClearHold: %v", err)
+		}
+		wantTop(t, s, b.ID, ent(1, "ann", 50), ent(2, "cheat", 40), ent(3, "bob", 30))
+		if regions {
+			wantRegionTop(t, s, b.ID, "", "DE", ent(1, "ann", 50), ent(2, "cheat", 40), ent(3, "bob", 30))
+		}
+	}
 }

@@ -158,6 +158,8 @@ func RegionDifferential(t *testing.T, s rank.Store, clk *Clock, seed uint64, ste
 		func(b *rank.Board) { b.Mode, b.Tiebreak = rank.Best, rank.Shared },
 		func(b *rank.Board) { b.Flags.Jump = 3 },
 		func(b *rank.Board) { b.Mode, b.Order, b.Tiebreak, b.Flags.Jump = rank.Set, rank.Asc, rank.Shared, 4 },
+		// Another block writing for each event (history), without holds.
+		func(b *rank.Board) { b.Tiebreak, b.History = rank.Last, 2 },
 	}
 	countries := []string{"DE", "FR", "", "JP", "BR"}
 	for ci, mut := range configs {

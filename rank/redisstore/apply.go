@@ -30,8 +30,13 @@ func (s *Store) Apply(ctx context.Context, e rank.Event, done rank.Done) {
 		done(rank.Result{}, failClosed(e.Board))
 		return
 	}
-	b := s.laneOf(e.Submitter)
+	b, shards, err := s.laneOf(ctx, e.Board, e.Submitter)
+	if err != nil {
+		done(rank.Result{}, err)
+		return
+	}
 	c := b.get()
+	c.shards = shards
 	c.ctx, c.deadline = ctx, s.monoNow().Add(s.cfg.Timeout)
 	c.e, c.fin = e, done
 	c.setRecord(e, s.attemptPrefix, s.attempts.Add(1))

@@ -30,6 +30,7 @@ type call struct {
 	at          int64  // the event's at in unix ms, when it has one
 	restoreAt   string // "r<ms>": an import into a past period (build), else ""
 	fin         rank.Done
+	shards      int // its board's shards, when sharded (lane.linger)
 
 	// The outcome, set by the lane.
 	r   rank.Result

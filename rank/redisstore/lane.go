@@ -18,16 +18,17 @@ import (
 // One pipeline at a time keeps the lane's events in order although it does
 // not wait between them (pipelines on different pooled connections could
 // overtake each other), and while one is out the next batch queues up, so
-// batches grow with load and nothing waits on a timer.
+// batches grow with load; only a round holding a sharded board's events
+// waits on a timer, briefly, to fill its shard calls (lingerFor).
 //
-// A store runs Config.Lanes of them. Every event of one submitter goes to
-// the same lane (Store.laneOf), which is all the order rank.Store promises;
-// events of different lanes may be applied in either order, as events sent
-// to two nodes are. Several lanes keep Redis busy: a lane's round trip
-// has stretches in which Redis has nothing of it to do (the replies read
-// and parsed, the batch handed on, the next pipeline built and written, on
-// a machine whose cores the gateway shares), and another lane's pipeline
-// fills them.
+// A store runs Config.Lanes of them. Every event of one submitter to one
+// board goes to the same lane (Store.laneOf), which is all the order
+// rank.Store promises; events of different lanes may be applied in either
+// order, as events sent to two nodes are. Several lanes keep Redis busy:
+// a lane's round trip has stretches in which Redis has nothing of it to
+// do (the replies read and parsed, the batch handed on, the next pipeline
+// built and written, on a machine whose cores the gateway shares), and
+// another lane's pipeline fills them.
 //
 // The lane does Redis work only: it builds the pipeline, sends it, parses
 // the replies, re-sends what the scripts refused (one pipeline per retry
@@ -50,6 +51,11 @@ type lane struct {
 	// nil off a cluster.
 	down *downSlots
 
+	// linger is Config.ShardLinger (off when not positive); timer is
+	// the lane's for it, made at its first use.
+	linger time.Duration
+	timer  *time.Timer
+
 	quit chan struct{} // closed by close
 	wg   sync.WaitGroup
 
@@ -57,6 +63,7 @@ type lane struct {
 	calls     atomic.Int64 // events sent in them
 	scripts   atomic.Int64 // EVALSHA commands sent in them
 	busy      atomic.Int64 // ns the lane spent in work (LaneStats.Busy)
+	lingered  atomic.Int64 // rounds that waited for more (lingerFor), for tests
 
 	// free recycles finished calls: nothing refers to them again.
 	free sync.Pool
@@ -77,10 +84,42 @@ type lane struct {
 // in bench/run.sh's Redis ingest (docs/performance.md).
 const DefaultLanes = 2
 
-// laneOf is the lane of a submitter's events. Submitters are counters (a
-// connection's, a request's), so consecutive ones take the lanes in turn.
-func (s *Store) laneOf(submitter uint64) *lane {
-	return s.lanes[submitter%uint64(len(s.lanes))]
+// DefaultShardLinger is Config.ShardLinger's default: short against an
+// ack's round trip through a loaded gateway, long enough to fill a sharded
+// board's calls (docs/scaling.md).
+const DefaultShardLinger = time.Millisecond
+
+// laneOf is the lane of an event of board by submitter. Submitters are
+// counters (a connection's, a request's), so consecutive ones take the
+// lanes in turn. A sharded
+// board's events all go to the board's own lane instead, whoever submits
+// them: a lane round splits a board's events over its shards, one call
+// per shard, and a call's fixed cost dwarfs an event's, so the board's
+// calls are filled only when one lane gathers all its events. One
+// submitter's events to one board still share a lane, in order (whether a
+// board is sharded is fixed for its life); its events to different boards
+// may then be applied in either order (rank.Store.Apply). The board's
+// config is read here, from the cache as the lane would; a board that
+// cannot be read fails now, as it would in the lane.
+func (s *Store) laneOf(ctx context.Context, board string, submitter uint64) (*lane, int, error) {
+	n := uint64(len(s.lanes))
+	cb, err := s.boardRef(ctx, board)
+	if err != nil {
+		return nil, 0, s.fail("apply", board, err)
+	}
+	if cb.b.Sharded() {
+		return s.lanes[boardHash(board)%n], cb.b.Shards, nil
+	}
+	return s.lanes[submitter%n], 0, nil
+}
+
+// boardHash spreads boards over the lanes (FNV-1a).
+func boardHash(id string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint64(id[i])) * 1099511628211
+	}
+	return h
 }
 
 // script is the script cmd runs.
@@ -97,6 +136,7 @@ func newLane(client redis.UniversalClient, sc *script, cfg Config, hooks rank.Ho
 		sc:     sc,
 		max:    cfg.MaxBatch,
 		log:    log,
+		linger: cfg.ShardLinger,
 		work:   work,
 		wait:   newReplicaWait(cfg, client, log),
 		quit:   make(chan struct{}),
@@ -187,6 +227,7 @@ func (b *lane) run() {
 		bt := <-b.idle // the completer returns one soon: done never blocks
 		bt.calls = append(bt.calls, first)
 		bt.calls = fill(bt.calls, b.async, b.max)
+		bt.calls = b.lingerFor(bt.calls)
 		start := time.Now()
 		b.work(b, bt)
 		b.busy.Add(int64(time.Since(start)))
@@ -238,6 +279,48 @@ func settleFirst(bt *batch) chan struct{} {
 	}
 	return nil
 }
+
+// lingerFor returns calls, a round's calls, with those queued while it
+// waits for more: a round holding a sharded board's events waits, at most
+// the lane's linger, until it holds shardFill events per shard of the
+// board (or the lane's MaxBatch). Such a round makes one call per shard,
+// whose fixed cost is several events', so a fuller call costs Redis less
+// per event (docs/scaling.md). A round of unsharded boards' events never
+// waits.
+func (b *lane) lingerFor(calls []*call) []*call {
+	want := 0
+	for _, c := range calls {
+		want = max(want, c.shards*shardFill)
+	}
+	want = min(want, b.max)
+	if b.linger <= 0 || len(calls) >= want {
+		return calls
+	}
+	if b.timer == nil {
+		b.timer = time.NewTimer(b.linger)
+	} else {
+		b.timer.Reset(b.linger)
+	}
+	defer b.timer.Stop()
+	b.lingered.Add(1)
+	for len(calls) < want {
+		select {
+		case c := <-b.async:
+			calls = fill(append(calls, c), b.async, want)
+			if c.shards*shardFill > want {
+				want = min(c.shards*shardFill, b.max)
+			}
+		case <-b.timer.C:
+			return calls
+		case <-b.quit:
+			return calls
+		}
+	}
+	return calls
+}
+
+// shardFill is the events per shard a lingering round waits for (lane.lingerFor).
+const shardFill = 8
 
 // fill appends the calls already queued on q, without waiting, up to max.
 func fill(batch []*call, q <-chan *call, max int) []*call {

@@ -206,3 +206,114 @@ func TestShardSeqGivenOnce(t *testing.T) {
 		t.Fatalf("the next event's seq = %d, want 2", r.Seq)
 	}
 }
+
+// A sharded board's events all take one lane, whoever submits them, so a
+// round holds all of them and its shard calls are as full as they can be;
+// an unsharded board's spread over the lanes by submitter. Each
+// submitter's events on the sharded board stay in its order.
+func TestShardedBoardOneLane(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{Prefix: "onelane", Lanes: 2, ShardLinger: -1})
+	sharded, plain := rank.DefaultBoard("onelane-s"), rank.DefaultBoard("onelane-p")
+	sharded.Shards = 4
+	mustPut(t, s, sharded)
+	mustPut(t, s, plain)
+	perLane := func() [2]int64 { return [2]int64{s.lanes[0].calls.Load(), s.lanes[1].calls.Load()} }
+	submit := func(board string) [2]int64 {
+		before := perLane()
+		const submitters, each = 6, 40
+		var events []rank.Event
+		for i := range each {
+			for w := range submitters {
+				e := incr(board, fmt.Sprintf("%d-%d", w, i), fmt.Sprintf("m%d", w), 1)
+				e.Submitter = uint64(w + 1)
+				events = append(events, e)
+			}
+		}
+		for i, r := range submitAll(s, events) {
+			if r.err != nil {
+				t.Fatalf("%s event %d: %v", board, i, r.err)
+			}
+			// Submitter w's member reaches i+1 with its i-th event.
+			if want := int64(i/submitters + 1); r.r.Score != want {
+				t.Fatalf("%s event %d (%s): score %d, want %d: out of its submitter's order", board, i, events[i].ID, r.r.Score, want)
+			}
+		}
+		after := perLane()
+		return [2]int64{after[0] - before[0], after[1] - before[1]}
+	}
+	if got := submit(sharded.ID); got[0] > 0 && got[1] > 0 {
+		t.Errorf("a sharded board's events went to both lanes (%v events): its rounds split", got)
+	}
+	if got := submit(plain.ID); got[0] == 0 || got[1] == 0 {
+		t.Errorf("an unsharded board's events of six submitters took one lane only (%v events)", got)
+	}
+}
+
+// A round holding a sharded board's events waits, up to ShardLinger, for
+// enough events to fill the board's shard calls: the events queued while
+// the lane waits go in the same pipeline as the first. A round of an
+// unsharded board's events does not wait.
+func TestShardLingerFillsRound(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{Prefix: "linger", Lanes: 1, ShardLinger: time.Hour})
+	const shards = 4
+	b := rank.DefaultBoard("linger")
+	b.Shards = shards
+	mustPut(t, s, b)
+	mustPut(t, s, rank.DefaultBoard("linger-plain"))
+	ln := s.lanes[0]
+
+	// An unsharded board's event is sent at once (the hour would end the test).
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := rank.ApplyWait(ctx, s, incr("linger-plain", "p", "p", 1)); err != nil {
+		t.Fatalf("unsharded event with a lingering lane: %v", err)
+	}
+
+	p0 := ln.pipelines.Load()
+	want := shards * shardFill
+	results := make(chan error, want)
+	submit := func(i int) {
+		s.Apply(t.Context(), incr(b.ID, fmt.Sprintf("e%d", i), fmt.Sprintf("m%d", i), 1), func(_ rank.Result, err error) { results <- err })
+	}
+	submit(0)
+	// The lane took the first event and waits for more.
+	for deadline := time.Now().Add(20 * time.Second); ln.lingered.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the lane's round of one sharded event did not wait for more")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := 1; i < want; i++ {
+		submit(i)
+	}
+	for range want {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ln.pipelines.Load() - p0; got != 1 {
+		t.Errorf("%d events of a %d-shard board in %d pipelines, want 1 (the round waits for %d)", want, shards, got, want)
+	}
+}
+
+// A lingering round is sent when ShardLinger ends, however few its events.
+func TestShardLingerEnds(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{Prefix: "lingerend", Lanes: 1, ShardLinger: 20 * time.Millisecond})
+	b := rank.DefaultBoard("lingerend")
+	b.Shards = 4
+	mustPut(t, s, b)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for i := range 3 {
+		r, err := rank.ApplyWait(ctx, s, incr(b.ID, fmt.Sprintf("e%d", i), "m", 1))
+		if err != nil || r.Score != int64(i+1) {
+			t.Fatalf("event %d alone on a lingering lane: %+v, %v", i, r, err)
+		}
+	}
+}

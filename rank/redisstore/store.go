@@ -77,10 +77,17 @@ type Config struct {
 	MaxBatch int
 	// Lanes is how many apply lanes (lane.go) the store runs, each with
 	// one pipeline in flight; default DefaultLanes. A submitter's events
-	// (rank.Event.Submitter) all go to one lane, so they keep their order;
+	// (rank.Event.Submitter) to a board all go to one lane, so they keep
+	// their order (a sharded board's go to the board's lane, lane.go);
 	// submitters spread over the lanes, so while one lane reads its replies
 	// and builds its next pipeline, Redis works on another's.
 	Lanes int
+	// ShardLinger is how long a lane round holding a sharded board's
+	// events waits for more before it is sent, until it holds enough to
+	// fill the board's per-shard calls (lane.go); default
+	// DefaultShardLinger, negative = never. Rounds of unsharded boards'
+	// events never wait.
+	ShardLinger time.Duration
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
 	// Replicas makes an event's acknowledgement wait until its write
@@ -305,6 +312,9 @@ func New(ctx context.Context, client redis.UniversalClient, hooks rank.Hooks, cf
 	}
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = 256
+	}
+	if cfg.ShardLinger == 0 {
+		cfg.ShardLinger = DefaultShardLinger
 	}
 	if cfg.Lanes == 0 {
 		cfg.Lanes = DefaultLanes
