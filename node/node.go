@@ -329,7 +329,7 @@ func New(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.m.bus = n.bus
-	n.watch.start(n.bus, n.live.Resync)
+	n.watch.start(n.bus, n.live.Missed)
 	if err := viewers.Start(n.bus, n.live.Viewers); err != nil {
 		return nil, fmt.Errorf("node: viewers: %w", err)
 	}
@@ -493,14 +493,17 @@ func (n *Node) remoteProfiles(e bus.ProfileEvent) {
 }
 
 // resync is the bus's OnResync: changes of a board, or of everything, may
-// have been missed. Everything includes profile events, so the profile
-// cache starts over too.
+// have been missed. A board's are its change events, each with a seq;
+// everything includes profile and board events, so the profile cache
+// starts over too.
 func (n *Node) resync(board string) {
-	if board == "" {
-		n.profs.Clear()
-		n.outbox.BoardChanged("") // board events may be lost too
+	if board != "" {
+		n.live.Missed(board)
+		return
 	}
-	n.live.Resync(board)
+	n.profs.Clear()
+	n.outbox.BoardChanged("") // board events may be lost too
+	n.live.Resync("")
 }
 
 // Store is the node's store as the hub and the API use it (for ledger

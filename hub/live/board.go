@@ -235,8 +235,23 @@ func (e *Engine) Changed(changes []rank.Change) {
 	e.unlock()
 }
 
+// Missed marks a board's frames for a re-read: changes of it may not have
+// reached this node (its bus subscription was not confirmed yet, or a
+// sender dropped some), and each of those has a seq. So the marks name no
+// change (seq 0, not unseq): a frame the re-read finds changed comes with
+// that read's newer seq, and a resume of a board in which nothing changed
+// still gets nothing (stamp.unchanged).
+func (e *Engine) Missed(board string) {
+	e.mu.Lock()
+	if b := e.boards[board]; b != nil {
+		b.markAll(0)
+	}
+	e.unlock()
+}
+
 // Resync marks a board ("" = every board) dirty and its config stale: the
-// next tick re-reads it whole.
+// next tick re-reads it whole. The marks count as a change after every
+// seq (unseq): what was missed may have had none (a profile, a config).
 func (e *Engine) Resync(board string) {
 	e.mu.Lock()
 	for id, b := range e.boards {

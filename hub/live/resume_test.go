@@ -96,6 +96,51 @@ func TestResume(t *testing.T) {
 	})
 }
 
+// TestResumeAfterMissed: a board whose changes may not have reached this
+// node (Missed: its bus subscription was just confirmed, or a sender
+// dropped some) is re-read, and a resume of it compares as before: nothing
+// when the re-read shows what the client holds, the re-read's frames when
+// a change was missed. A Resync (what was missed may have had no seq)
+// counts as a change after every seq.
+func TestResumeAfterMissed(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		h, r := watched(t, Config{Refresh: -1})
+		r.drain()
+		n := latest(r, "g")
+
+		h.e.Missed("g")
+		h.settle()
+		same := newReader(t)
+		h.resume(same, "g", 3, member(50), 2, n)
+		if _, ok := same.top["g"]; ok || same.n != 1 {
+			t.Errorf("resume after a re-read that found nothing new: %d frames, top %v; want the board frame alone", same.n, same.top["g"])
+		}
+
+		// A change this node never heard of, in the top and in m050's
+		// window: the re-read brings it, live and on a resume.
+		missed := h.apply("g", member(51), 10000, false).Seq
+		h.e.Missed("g")
+		h.settle()
+		r.drain()
+		if f := r.top["g"]; f.Seq < missed {
+			t.Errorf("subscriber's top frame after the re-read: seq %d, want ≥ %d", f.Seq, missed)
+		}
+		behind := newReader(t)
+		h.resume(behind, "g", 3, member(50), 2, n)
+		h.check(behind, "g", 3, member(50), 2)
+
+		n = latest(r, "g")
+		h.e.Resync("g")
+		h.settle()
+		loose := newReader(t)
+		h.resume(loose, "g", 3, "", 0, n)
+		if _, ok := loose.top["g"]; !ok {
+			t.Error("resume after a Resync got no top frame")
+		}
+	})
+}
+
 // TestSubscribeStorm (R33): subscribers arriving at a board this node
 // does not hold share the board's next read, however many; once it holds
 // the frames, more cost no read at all, and a busy board's stale frames
