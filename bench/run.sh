@@ -374,6 +374,7 @@ if part idle; then
 	put_board idle
 	base=$(rss_kb "$GW_PID")
 	stacks0=$(metric go_memstats_stack_inuse_bytes)
+	curl -fsS "http://127.0.0.1:$MP/metrics" | grep '^go_memstats_' >"$OUT/idle-gateway-memstats-0.txt"
 	g0=$(metric go_goroutines)
 	half=$((SPECTATORS / 2))
 	hold="$((PING_SECS + IDLE_SECS + 20))s"
@@ -395,6 +396,10 @@ if part idle; then
 	measure mem_gateway_stack_kb_per_conn "$(awk -v a="$stacks0" -v b="$(metric go_memstats_stack_inuse_bytes)" -v n="$SPECTATORS" 'BEGIN {printf "%.2f", (b - a) / n / 1024}')"
 	measure goroutines_per_conn "$(awk -v a="$g0" -v b="$(metric go_goroutines)" -v n="$SPECTATORS" 'BEGIN {printf "%.2f", (b - a) / n}')"
 	measure kernel_kb_per_conn "$(awk -v b="$(skmem "$GP")" -v n="$SPECTATORS" 'BEGIN {printf "%.2f", b / n / 1024}')"
+	# The runtime's whole account (heap in use and idle, released, stacks,
+	# span and GC metadata) before and with the connections, for the
+	# breakdown of what RSS holds.
+	curl -fsS "http://127.0.0.1:$MP/metrics" | grep '^go_memstats_' >"$OUT/idle-gateway-memstats.txt"
 	say "idle CPU: $SPECTATORS connections held for ${IDLE_SECS}s, after ${PING_SECS}s"
 	sleep "$PING_SECS"
 	t0=$(cpu_ticks "$GW_PID")

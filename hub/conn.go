@@ -29,14 +29,16 @@ type closeRequest struct {
 	flush  bool   // write the queued replies first (the error that explains the close)
 }
 
-// conn is one WebSocket connection: one goroutine, its reader, for its
-// whole life, and a writer started only when there is work a write in its
+// conn is one WebSocket connection: its reader (a player's for the
+// connection's whole life, a spectator's only while it has bytes to read:
+// reader.go), and a writer started only when there is work a write in its
 // place cannot do (writer.go). The reader owns the fields marked "reader";
 // the writer (or a write in its place: direct.go) owns the socket.
 //
-// What an idle spectator holds is kept small: the outbox, the window and
-// the rate limiter are made by the first request that needs them, and its
-// timers are entries of the hub's wheel (wheel.go), not timers of its own.
+// What an idle spectator holds is kept small: no goroutine (its socket is
+// parked on the hub's poller), the outbox, the window and the rate limiter
+// made by the first request that needs them, and its timers entries of the
+// hub's wheel (wheel.go), not timers of its own.
 type conn struct {
 	h   *Hub
 	ws  *websocket.Conn
@@ -132,6 +134,7 @@ func newConn(h *Hub, ws *websocket.Conn, s *sock.Conn, p auth.Principal, anon bo
 	c.timers.c.Store(c)
 	c.setPrincipal(p)
 	s.SetOnFlood(c.flooded) // before the first read (start), so the reader sees it
+	s.SetWake(c.woken)
 	return c
 }
 

@@ -70,3 +70,15 @@ func (h *Hub) ClientIP(r *http.Request) netip.Addr {
 	a, _ := clientaddr.Proxies(h.cfg.TrustedProxies).Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
 	return a
 }
+
+// Parked is how many open connections wait on the hub's poller, with no
+// reader goroutine (sock.Conn.Park).
+func (h *Hub) Parked() int {
+	n := 0
+	for _, c := range h.reg.all() {
+		if c.s.Parked() {
+			n++
+		}
+	}
+	return n
+}

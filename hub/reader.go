@@ -15,18 +15,19 @@ import (
 	"github.com/wsgateway/wsgateway/proto"
 )
 
-// A connection's one lasting goroutine is its reader. It waits for the
-// client's bytes in sock.Conn.Wait, with little on its stack, and only
-// then asks the library for a message and handles it. A goroutine's stack
-// keeps the size its deepest call needed (the runtime halves a parked
-// stack only when a quarter of it is enough), and reading a message
-// through the library, decoding it, the live engine, the store and JSON
-// encoding go deep: on the reader they would make every spectator's stack
-// two to four times what its wait needs. So a connection that cannot
-// score (a spectator) hands the wait for its next message to a fresh
-// goroutine after each one (reader); one that can reads and handles its
-// scores, the hot path, on its one reader, and anything else apart
-// (apart). A panic in either is confined to the connection (crash.go).
+// A connection's reader waits for the client's bytes, and only then asks
+// the library for a message and handles it. A connection that cannot
+// score (a spectator) waits with no goroutine at all: its reader parks the
+// socket on the hub's poller (sock.Conn.Park) and ends, and the poller
+// starts a fresh reader (woken) once bytes come, which handles them and
+// parks again. So an idle spectator pays no stack, and the deep stack of
+// a message's handling (the library's read, decoding, the live engine,
+// the store, JSON encoding) dies with the goroutine that handled it. Where
+// a socket cannot be parked (no descriptor: TLS, a pipe) the reader waits
+// in sock.Conn.Wait, with little on its stack, on a fresh goroutine after
+// each message. One that can score reads and handles its scores, the hot
+// path, on its one reader, and anything else apart (apart). A panic in
+// either is confined to the connection (crash.go).
 
 // start sets an accepted connection going, on the upgrade's goroutine:
 // the welcome (written in the writer's place when it can be, as the
@@ -57,14 +58,21 @@ func (c *conn) start() {
 }
 
 // reader is the connection's reading goroutine: it reads until the
-// connection is ending, then ends it (end), or until a spectator's
-// message is handled: a goroutine of its own, fresh, then waits for the
-// next one, and this one (its stack grown by the handling) ends. So a
-// spectator has one goroutine at a time (the one handling a message
-// writes its replies too), and the one that waits has a small stack. Its
-// frame holds nothing.
-func (c *conn) reader() {
-	if stop, err := c.read(); stop {
+// connection is ending, then ends it (end), or until a spectator waits:
+// it parks the socket on the poller, or, where it cannot, starts a fresh
+// reader to wait after a message, and this one (its stack grown by the
+// handling) ends. So a spectator has at most one goroutine at a time (the
+// one handling a message writes its replies too), none while it waits.
+// Its frame holds nothing.
+func (c *conn) reader() { c.run(false) }
+
+// woken is the reader the poller starts for a parked connection: the
+// client's bytes (or the end) are in its socket, so it waits for them
+// before it may park again.
+func (c *conn) woken() { c.run(true) }
+
+func (c *conn) run(woke bool) {
+	if stop, err := c.read(woke); stop {
 		c.end(err)
 	}
 }
@@ -74,8 +82,9 @@ func (c *conn) reader() {
 // flight (window.go), before the next is read. stop reports the
 // connection ending: err when it failed, nil when it stopped reading for
 // a close under way (a panic stops it so, the writer closing with 1011:
-// crash.go); else a new reader goes on.
-func (c *conn) read() (stop bool, err error) {
+// crash.go); else the poller or a new reader goes on. woke: the poller
+// saw bytes, so the first wait must not park.
+func (c *conn) read(woke bool) (stop bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			c.quiet.Store(false)
@@ -89,13 +98,18 @@ func (c *conn) read() (stop bool, err error) {
 	ctx := c.h.ctx
 	for {
 		// A scorer reads at once (its stack is deep anyway); a spectator
-		// waits without a buffer or a read on its stack (sock.Conn.Wait).
+		// parks, or else waits without a buffer or a read on its stack
+		// (sock.Conn.Wait).
 		scorer := c.scorer()
-		if scorer {
+		switch {
+		case scorer:
 			err = c.s.Fill()
-		} else {
+		case !woke && c.s.Park():
+			return false, nil
+		default:
 			err = c.s.Wait()
 		}
+		woke = false
 		if err != nil {
 			if c.aborted.Load() {
 				return true, nil // ended on purpose: the reader has nothing to add
@@ -123,7 +137,9 @@ func (c *conn) read() (stop bool, err error) {
 			return true, err
 		}
 		if !scorer && !c.scorer() {
-			go c.reader()
+			if !c.s.Park() {
+				go c.reader()
+			}
 			return false, nil
 		}
 	}

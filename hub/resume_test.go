@@ -147,8 +147,15 @@ func (r *resumer) drain() {
 	r.t.Fatal("frames kept coming for 10s")
 }
 
-// leave closes the connection: the client is away.
-func (r *resumer) leave() { r.c.ws.CloseNow() }
+// leave closes the connection: the client is away, and the node has seen
+// it go (its subscriptions are dropped), so a resume that follows meets
+// the node without them.
+func (r *resumer) leave() {
+	r.t.Helper()
+	n := r.g.Hub.Conns()
+	r.c.ws.CloseNow()
+	testenv.Until(r.t, 10*time.Second, "the node to see the client leave", func() bool { return r.g.Hub.Conns() < n })
+}
 
 // quiet checks that nothing comes within d.
 func (r *resumer) quiet(d time.Duration, what string) {

@@ -47,6 +47,8 @@ type Conn struct {
 	rc      syscall.RawConn // nil: no descriptor (TLS, a pipe): writes block with a deadline, TryTake fails
 	timeout time.Duration   // bound of each blocking write
 	bufs    *Buffers
+	fd      int32  // rc's descriptor, for the hub's poller (Park); -1: none
+	wake    func() // what Park's waker runs, on a goroutine of its own (SetWake)
 
 	hold  sync.Mutex // the socket's holder: the writer or a taker
 	batch *[]byte    // the holder's frames not yet written; nil: none (guarded by hold)
@@ -85,6 +87,7 @@ type Buffers struct {
 	batches sync.Pool // *[]byte, cap batchBuf
 	reads   sync.Pool // *[]byte, len readBuf
 	lent    atomic.Int64
+	poll    *poller // the parked Conns' sockets (Park); nil: none parks
 }
 
 // getRead borrows a read buffer; putRead gives it back.
@@ -120,7 +123,7 @@ func (b *Buffers) ReadsLent() int64 { return b.lent.Load() }
 
 // NewBuffers returns the pools of one hub's Conns.
 func NewBuffers() *Buffers {
-	b := &Buffers{}
+	b := &Buffers{poll: newPoller()}
 	b.batches.New = func() any { s := make([]byte, 0, batchBuf); return &s }
 	return b
 }
@@ -144,13 +147,16 @@ const maxHeader = 10
 // New wraps nc, which already read pre past the HTTP request. Blocking
 // writes are bounded by timeout; bufs are the hub's pools.
 func New(nc net.Conn, pre []byte, timeout time.Duration, bufs *Buffers) *Conn {
-	c := &Conn{nc: nc, timeout: timeout, bufs: bufs}
+	c := &Conn{nc: nc, timeout: timeout, bufs: bufs, fd: -1}
 	if len(pre) > 0 {
 		c.in.buf, c.in.end = &pre, len(pre)
 		bufs.lent.Add(1) // given back as a read buffer once read
 	}
 	if sc, ok := nc.(syscall.Conn); ok && nonBlocking {
 		c.rc, _ = sc.SyscallConn()
+	}
+	if c.rc != nil {
+		c.rc.Control(func(fd uintptr) { c.fd = int32(fd) })
 	}
 	return c
 }

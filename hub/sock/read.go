@@ -214,6 +214,9 @@ type reader struct {
 	// paid for one in a thousand).
 	closed    atomic.Bool
 	closeWake atomic.Pointer[chan struct{}]
+	// parked: the hub's poller watches the socket in place of a reader
+	// (Park), until bytes come or Close (unpark).
+	parked bool
 }
 
 // waitClosed returns once Close has been called.
@@ -368,6 +371,59 @@ func (c *Conn) setIdle(idle bool) {
 	c.in.mu.Lock()
 	c.in.idle = idle
 	c.in.mu.Unlock()
+}
+
+// SetWake sets what a parked Conn runs, on a fresh goroutine, once the
+// client's bytes (or the end) are in its socket or it is closed: the
+// hub's reader, which then waits with Wait before it parks again. Call it
+// before the first Park.
+func (c *Conn) SetWake(f func()) { c.wake = f }
+
+// Park hands the wait for the client's next bytes to the hub's poller, so
+// that no goroutine, and no stack, waits for an idle connection. It
+// reports false, parking nothing, when bytes are buffered, the Conn is
+// closed or closing, or its socket cannot be watched (no descriptor, not
+// Linux, no wake); the caller then waits itself (Wait). After true the
+// caller must not read: the wake reads.
+func (c *Conn) Park() bool {
+	if c.fd < 0 || c.wake == nil || c.bufs.poll == nil {
+		return false
+	}
+	r := &c.in
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.parked || r.usable() != nil || len(r.pending()) > 0 || r.closeSent.Load() || !r.scan.atBoundary() {
+		return false
+	}
+	if !c.bufs.poll.add(c) {
+		return false
+	}
+	r.parked = true
+	return true
+}
+
+// unpark takes a parked Conn off the poller and runs its wake; it does
+// nothing to a Conn not parked.
+func (c *Conn) unpark() {
+	r := &c.in
+	r.mu.Lock()
+	woke := r.parked
+	if woke {
+		r.parked = false
+		c.bufs.poll.remove(c)
+	}
+	r.mu.Unlock()
+	if woke {
+		go c.wake()
+	}
+}
+
+// Parked reports whether the poller waits for the client in place of a
+// reader (Park).
+func (c *Conn) Parked() bool {
+	c.in.mu.Lock()
+	defer c.in.mu.Unlock()
+	return c.in.parked
 }
 
 // errIdle is ErrIdle as the library's read gets it.
@@ -672,6 +728,7 @@ func (c *Conn) Close() error {
 	if c.in.closed.Swap(true) {
 		return net.ErrClosed
 	}
+	c.unpark() // a parked reader wakes to meet the close
 	if p := c.in.closeWake.Swap(new(chan struct{})); p != nil && *p != nil {
 		close(*p) // a stalled Read waits on it
 	}
