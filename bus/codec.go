@@ -150,6 +150,11 @@ func decodeChanges(data []byte) ([]rank.Change, error) {
 		if flags&flagRegion != 0 {
 			c.Region = d.str()
 			c.RegionRank = int64(d.uvarint())
+			if c.Region == "" && d.err == nil {
+				// The encoder sets the flag only for a region: a rank
+				// without one would route nowhere.
+				return nil, errors.New("region flag with no region")
+			}
 		}
 		if flags&flagMoved != 0 {
 			c.RegionFrom = d.str()
