@@ -83,9 +83,10 @@ func (p *poller) remove(c *Conn) {
 // makes another).
 func (p *poller) loop(f *os.File, rc syscall.RawConn) {
 	var (
-		evs  [64]syscall.EpollEvent
-		n    int
-		werr error
+		evs   [64]syscall.EpollEvent
+		ready = make([]*Conn, 0, len(evs))
+		n     int
+		werr  error
 	)
 	wait := func(fd uintptr) bool {
 		n, werr = syscall.EpollWait(int(fd), evs[:], 0)
@@ -109,13 +110,17 @@ func (p *poller) loop(f *os.File, rc syscall.RawConn) {
 			p.fail(f)
 			return
 		}
+		// One lock per wait, not per event: a ping round wakes many at once.
+		ready = ready[:0]
+		p.mu.Lock()
 		for _, ev := range evs[:n] {
-			p.mu.Lock()
-			c := p.parked[ev.Fd]
-			p.mu.Unlock()
-			if c != nil {
-				c.unpark()
+			if c := p.parked[ev.Fd]; c != nil {
+				ready = append(ready, c)
 			}
+		}
+		p.mu.Unlock()
+		for _, c := range ready {
+			c.unpark()
 		}
 	}
 }
