@@ -74,9 +74,15 @@ func testLastRuns(t *testing.T, b *browser, gw *gateway, out string) {
 	)
 	tab.waitFor(t, 10*time.Second, "connected", `attr("#conn", "data-status") === "open"`)
 	tab.waitFor(t, 5*time.Second, "an empty list of runs", `!q("#runs").hidden && text("#runs-h") === "Your last runs" && !q("#runs-empty").hidden`)
-	for _, d := range []string{"10", "100", "1", "10"} {
-		tab.run(t, chromedp.Click(chromedp.CSS(`.pad button[data-delta="`+d+`"]`)))
-		tab.waitFor(t, 5*time.Second, "the ack of +"+d, `text("#pending") === "all acknowledged"`)
+	// Each press waits for its ack and its view frame: the first view
+	// shows the percentile above the pad, and a press aimed before that
+	// shift lands beside the button.
+	total := 0
+	for _, d := range []int{10, 100, 1, 10} {
+		total += d
+		tab.run(t, chromedp.Click(chromedp.CSS(fmt.Sprintf(`.pad button[data-delta="%d"]`, d))))
+		tab.waitFor(t, 5*time.Second, fmt.Sprintf("the ack and the view of +%d", d),
+			fmt.Sprintf(`text("#pending") === "all acknowledged" && text("#ack-score") === "%d" && text("#my-score") === "%d"`, total, total))
 	}
 	// history: 3 keeps the last three, newest first.
 	want := []string{"+10 → 121", "+1 → 111", "+100 → 110"}
