@@ -13,6 +13,7 @@
 #     the masters' CPU, and µs of Redis CPU per acked event (the master's
 #     events/s ceiling is 1e6 / that, on one core), and µs spent in
 #     scripts per acked event (INFO commandstats usec of EVALSHA and EVAL);
+#     and the kernel's share of the masters' CPU (redis_sys_share);
 #   - gateway CPU µs per acked event;
 #   - NATS messages in and out, and bytes in, per acked event (nats-server
 #     /varz; out counts one delivery per subscribed gateway).
@@ -156,8 +157,9 @@ if [ "$SHARDS" -gt 1 ] && ! grep -q "\"shards\": *$SHARDS" "$WORK/board.json"; t
 fi
 
 say "load: $GATEWAYS × $PLAYERS players × $INFLIGHT in flight, $MEMBERS members, $DUR, shards $SHARDS"
-declare -A RB
-for i in "${!RPIDS[@]}"; do RB[$i]=$(cpu_ticks "${RPIDS[$i]}"); redis-cli -p "${RPORTS[$i]}" config resetstat >/dev/null; done
+declare -A RB RK
+sys_ticks() { awk '{print $15}' "/proc/$1/stat"; }
+for i in "${!RPIDS[@]}"; do RB[$i]=$(cpu_ticks "${RPIDS[$i]}"); RK[$i]=$(sys_ticks "${RPIDS[$i]}"); redis-cli -p "${RPORTS[$i]}" config resetstat >/dev/null; done
 declare -A GB
 for i in "${!GPIDS[@]}"; do GB[$i]=$(cpu_ticks "${GPIDS[$i]}"); done
 varz() { curl -fsS "http://127.0.0.1:$NMP/varz" | grep -o "\"$1\": *[0-9]*" | grep -o '[0-9]*$'; }
@@ -198,11 +200,16 @@ measure ack_p50_ms "$P50"
 measure ack_p99_ms "$P99"
 TOTAL=0
 UTOTAL=0
+KTOTAL=0
 declare -A RS RU
 for i in "${!RPIDS[@]}"; do
 	RS[$i]=$(cpu_seconds "${RB[$i]}" "$(cpu_ticks "${RPIDS[$i]}")")
 	TOTAL=$(awk -v a="$TOTAL" -v b="${RS[$i]}" 'BEGIN {print a + b}')
+	KTOTAL=$(awk -v a="$KTOTAL" -v b="$(cpu_seconds "${RK[$i]}" "$(sys_ticks "${RPIDS[$i]}")")" 'BEGIN {print a + b}')
 done
+# The kernel's part of the masters' CPU (system time: the sockets' reads
+# and writes), which a count of Redis's own instructions leaves out.
+measure redis_sys_share "$(awk -v k="$KTOTAL" -v t="$TOTAL" 'BEGIN {printf "%.2f", (t > 0) ? k / t : 0}')"
 for i in "${!RPIDS[@]}"; do
 	stats=$(redis-cli -p "${RPORTS[$i]}" info commandstats | tr -d '\r')
 	calls=$(awk -F'[=,:]' '/^cmdstat_evalsha:/ {print $3}' <<<"$stats")

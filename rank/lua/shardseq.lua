@@ -13,78 +13,70 @@
 -- reads it. A minute's hash expires ARGV[3] ms after the minute ends, past
 -- the life of any record in it.
 --
+-- The caller groups the fields by minute and sends each once, so the
+-- script does no string work per event: this call runs once per round
+-- for every event of a sharded board, and its per-event Lua was once as
+-- much as a whole step's commands.
+--
 -- KEYS[1] <p>:{b}:seq  string: the board's change sequence
 -- KEYS[3] unused (the prelude names it; not passed)
 -- ARGV[1] unused
 -- ARGV[2] now in unix ms, or "" to read the server's TIME (the one clock)
 -- ARGV[3] how long a minute's hash outlives the minute, in ms
--- ARGV[4] the first event's field "<shard>.<tie µs>"
--- ARGV[5] the second's, and so on, in the order their seqs are given (the
---         prelude's meanings of ARGV[3..5] do not apply: none of its
---         helpers but clockMs runs)
+-- ARGV[4] the first minute (minutes since the epoch) whose fields follow
+-- ARGV[5] its count c, then its c distinct fields "<shard>.<tie µs>", in
+--         the order their seqs are given; then the next minute the same
+--         way, minutes ascending (the prelude's meanings of ARGV[3..5] do
+--         not apply: none of its helpers but clockMs runs)
 --
--- Returns the events' seqs, in order.
+-- Returns the fields' seqs, in order.
 
 local base = string.sub(KEYS[1], 1, -4) .. 'q:' -- KEYS[1] ends in "seq"
-local keep = tonumber(ARGV[3])
-local now = clockMs()
--- The events' distinct fields by minute, each minute's read with one
--- HMGET (the same event may come twice: applied, and met as a duplicate
--- by a later event of the round).
-local minutes, order, seen = {}, {}, {}
-for i = 4, #ARGV do
-  local f = ARGV[i]
-  if not seen[f] then
-    local us = tonumber(string.match(f, '^%d+%.(%d+)$'))
-    if not us then return redis.error_reply('LB bad_request') end
-    local m = (us - us % 60000000) / 60000000
-    local g = minutes[m]
-    if not g then
-      g = {}
-      minutes[m] = g
-      order[#order + 1] = m
+local call, argc = redis.call, #ARGV
+-- The given seqs (false: none yet), and where each minute's list starts.
+local out, starts, o, missing = {}, {}, 0, 0
+local i = 4
+while i <= argc do
+  local c = tonumber(ARGV[i + 1])
+  if not c or c < 1 or i + 1 + c > argc then return redis.error_reply('LB bad_request') end
+  local got = call('HMGET', base .. ARGV[i], unpack(ARGV, i + 2, i + 1 + c))
+  for k = 1, c do
+    local v = got[k]
+    o = o + 1
+    if v then
+      out[o] = tonumber(v)
+    else
+      out[o] = false
+      missing = missing + 1
     end
-    g[#g + 1] = f
-    seen[f] = false
   end
-end
-local missing = 0
-for _, m in ipairs(order) do
-  local g = minutes[m]
-  local got = redis.call('HMGET', base .. string.format('%d', m), unpack(g))
-  for k = 1, #g do
-    if got[k] then seen[g[k]] = tonumber(got[k]) else missing = missing + 1 end
-  end
+  starts[#starts + 1] = i
+  i = i + 2 + c
 end
 if missing > 0 then
-  -- In the order of the events: the first field met takes the first seq.
-  local next = redis.call('INCRBY', KEYS[1], missing) - missing
-  local fresh = {}
-  for i = 4, #ARGV do
-    local f = ARGV[i]
-    if not seen[f] then
-      next = next + 1
-      seen[f] = next
-      fresh[f] = true
-    end
-  end
-  for _, m in ipairs(order) do
-    local flat = {}
-    for _, f in ipairs(minutes[m]) do
-      if fresh[f] then
-        flat[#flat + 1] = f
-        flat[#flat + 1] = string.format('%d', seen[f])
+  -- In the order of the fields: the first one met takes the first seq.
+  local seq = call('INCRBY', KEYS[1], missing) - missing
+  local keep, now = tonumber(ARGV[3]), clockMs()
+  o = 0
+  for _, at in ipairs(starts) do
+    local c = ARGV[at + 1] + 0
+    local flat, f = {}, 0
+    for k = 1, c do
+      o = o + 1
+      if not out[o] then
+        seq = seq + 1
+        out[o] = seq
+        flat[f + 1], flat[f + 2] = ARGV[at + 1 + k], seq
+        f = f + 2
       end
     end
-    if #flat > 0 then
-      local key = base .. string.format('%d', m)
-      redis.call('HSET', key, unpack(flat))
-      if redis.call('PTTL', key) < 0 then
-        redis.call('PEXPIRE', key, math.max(1, (m + 1) * 60000 + keep - now))
+    if f > 0 then
+      local key = base .. ARGV[at]
+      call('HSET', key, unpack(flat))
+      if call('PTTL', key) < 0 then
+        call('PEXPIRE', key, math.max(1, (ARGV[at] + 1) * 60000 + keep - now))
       end
     end
   end
 end
-local out = {}
-for i = 4, #ARGV do out[i - 3] = seen[ARGV[i]] end
 return out

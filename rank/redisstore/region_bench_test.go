@@ -2,17 +2,12 @@ package redisstore
 
 import (
 	"context"
-	"log/slog"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/wsgateway/wsgateway/internal/testenv"
 	"github.com/wsgateway/wsgateway/rank"
@@ -124,43 +119,17 @@ func evalshaUsec(b *testing.B, s *Store) (usec, calls float64) {
 }
 
 // BenchmarkRegionIR counts what Redis runs per event, which the shared
-// machine's load cannot move: redis-server under valgrind's callgrind,
-// instrumented only while 10,000 events go to a 20k-member board, plain
-// and with regions (50 of them), alternately, the first pair discarded.
-// Reports Ir/event for each (and the ratio). Run it with -benchtime 1x;
-// needs valgrind (apt-get install -y valgrind). LB_CALLGRIND_KEEP=DIR keeps
-// the dumps (cg.out.<n>: plain phases odd, region phases even) there.
+// machine's load cannot move: redis-server under valgrind's callgrind
+// (callgrindRedis), instrumented only while 10,000 events go to a
+// 20k-member board, plain and with regions (50 of them), alternately, the
+// first pair discarded. Reports Ir/event for each (and the ratio). Run it
+// with -benchtime 1x; needs valgrind (apt-get install -y valgrind).
+// LB_CALLGRIND_KEEP=DIR keeps the dumps (cg.out.<n>: plain phases odd,
+// region phases even) there.
 func BenchmarkRegionIR(b *testing.B) {
-	for _, bin := range []string{"valgrind", "callgrind_control", "redis-server"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			testenv.Missing(b, bin, "apt-get install -y valgrind redis-server")
-		}
-	}
-	dir := os.Getenv("LB_CALLGRIND_KEEP") // keeps the dumps for callgrind_annotate
-	if dir == "" {
-		dir = b.TempDir()
-	}
-	port := testenv.FreePort(b)
-	cmd := exec.Command("valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file="+filepath.Join(dir, "cg.out"),
-		"redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--protected-mode", "no")
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	client, err := NewClient("redis://127.0.0.1:" + strconv.Itoa(port) + "/0")
-	if err != nil {
-		b.Fatal(err)
-	}
+	cg := callgrindRedis(b)
+	s := cg.store
 	ctx := context.Background()
-	testenv.Until(b, 60*time.Second, "redis under valgrind", func() bool { return client.Ping(ctx).Err() == nil })
-	// Redis under valgrind runs some fifty times slower: the default
-	// timeout would fail events queued behind a pipeline.
-	s, err := New(ctx, client, rank.Hooks{}, Config{Prefix: "ir", Timeout: time.Minute, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
 	const n, regions, events = 20_000, 50, 10_000
 	countries := strings.Fields("DE FR GB US BR JP KR CN IN ES IT NL BE SE NO DK FI PL CZ AT CH PT IE GR TR " +
 		"RU UA RO HU BG RS HR SI SK LT LV EE CA MX AR CL CO PE AU NZ ZA EG NG KE MA")[:regions]
@@ -191,46 +160,9 @@ func BenchmarkRegionIR(b *testing.B) {
 		}
 		run(cfg.ID, n, func(i int) int { return i })
 	}
-	control := func(args ...string) {
-		if out, err := exec.Command("callgrind_control", append(args, strconv.Itoa(cmd.Process.Pid))...).CombinedOutput(); err != nil {
-			b.Fatalf("callgrind_control %v: %v %s", args, err, out)
-		}
-	}
-	// measure is what redis-server ran per event of one phase: the
-	// counters are zeroed by a dump before and dumped after.
-	dumps := 0
 	measure := func(board string) float64 {
-		control("-z")
-		control("-i", "on")
-		run(board, events, func(int) int { return rand.IntN(n) })
-		control("-i", "off")
-		control("-d")
-		dumps++
-		files, _ := filepath.Glob(filepath.Join(dir, "cg.out.*"))
-		var total float64
-		for _, f := range files {
-			if !strings.HasSuffix(f, "."+strconv.Itoa(dumps)) {
-				continue
-			}
-			data, err := os.ReadFile(f)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, line := range strings.Split(string(data), "\n") {
-				if v, ok := strings.CutPrefix(line, "totals: "); ok {
-					total, _ = strconv.ParseFloat(strings.Fields(v)[0], 64)
-				}
-			}
-		}
-		if total == 0 {
-			all, _ := os.ReadDir(dir)
-			var names []string
-			for _, e := range all {
-				names = append(names, e.Name())
-			}
-			b.Fatalf("no callgrind dump %d in %s: %v", dumps, dir, names)
-		}
-		return total / events
+		ir, _ := cg.measure(func() { run(board, events, func(int) int { return rand.IntN(n) }) })
+		return ir / events
 	}
 	var plain, reg []float64
 	for round := range 3 {

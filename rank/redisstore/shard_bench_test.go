@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -195,4 +196,76 @@ func BenchmarkShardedApply(b *testing.B) {
 			b.ReportMetric((redisCPU(b, s)-cpu)*1e6/float64(b.N), "redis-cpu-µs/op")
 		})
 	}
+}
+
+// BenchmarkShardIR counts what Redis runs (callgrindRedis) per event on a
+// 20k-member board of 1 shard and of 16 (ack_rank none), alternately, from
+// 1 caller (a call per event) and from 256 (the lane's rounds batch them):
+// per configuration the instructions per event and per EVALSHA call at
+// each, and the fixed cost per call and the cost per event that explain
+// both (Ir = calls·c + events·e). Run it with -benchtime 1x; needs
+// valgrind. LB_CALLGRIND_KEEP=DIR keeps the dumps (cg.out.<n>, in the
+// order the log names the phases).
+func BenchmarkShardIR(b *testing.B) {
+	cg := callgrindRedis(b)
+	s := cg.store
+	ctx := context.Background()
+	const n, events = 20_000, 4_000
+	var ids atomic.Int64
+	run := func(board string, count, callers int) {
+		var wg sync.WaitGroup
+		for w := range callers {
+			wg.Go(func() {
+				for i := w; i < count; i += callers {
+					e := rank.Event{Board: board, ID: "i" + strconv.FormatInt(ids.Add(1), 36), Member: "m" + strconv.Itoa(rand.IntN(n)),
+						Op: rank.OpDelta, Amount: int64(rand.IntN(100)), Submitter: uint64(w%16 + 1)}
+					if _, err := rank.ApplyWait(ctx, s, e); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for _, shards := range []int{1, 16} {
+		id := "ir" + strconv.Itoa(shards)
+		populateSharded(b, s, id, shards, n)
+		cfg, err := s.Board(ctx, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if shards > 1 {
+			cfg.AckRank = rank.AckRankNone
+		}
+		// An hour's record buckets: a bucket's first 128 records are a
+		// listpack, searched entry by entry, which a board at full rate
+		// leaves within milliseconds but a measured phase under valgrind
+		// would not, with sixteen shards' buckets to fill.
+		cfg.IdempotencyWindow = rank.Duration(time.Hour)
+		if _, err := s.PutBoard(ctx, cfg); err != nil {
+			b.Fatal(err)
+		}
+		run(id, 400*shards, 64) // warm: past the buckets' listpacks, the scripts loaded
+	}
+	type point struct{ ir, calls float64 }
+	got := map[string]point{}
+	for _, callers := range []int{1, 256} {
+		for _, shards := range []int{1, 16} {
+			ir, calls := cg.measure(func() { run("ir"+strconv.Itoa(shards), events, callers) })
+			key := fmt.Sprintf("%d/%d", shards, callers)
+			got[key] = point{ir, calls}
+			b.Logf("shards %d, %d callers: %.0f Ir/event, %.2f events per call, %.0f Ir/call", shards, callers, ir/events, events/calls, ir/calls)
+		}
+	}
+	for _, shards := range []int{1, 16} {
+		p1, p2 := got[fmt.Sprintf("%d/1", shards)], got[fmt.Sprintf("%d/256", shards)]
+		// Two equations, Ir = calls·c + events·e, for c and e.
+		c := (p1.ir - p2.ir) / (p1.calls - p2.calls)
+		e := (p2.ir - p2.calls*c) / events
+		b.Logf("shards %d: %.0f Ir per call, %.0f Ir per event", shards, c, e)
+		b.ReportMetric(c, fmt.Sprintf("shards%d-Ir/call", shards))
+		b.ReportMetric(e, fmt.Sprintf("shards%d-Ir/event", shards))
+	}
+	b.ReportMetric(got["16/256"].ir/got["1/256"].ir, "ratio@256")
 }

@@ -4,8 +4,10 @@ package redisstore
 // and the follow-up that makes their results global (see shard.go).
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -113,41 +115,82 @@ func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
 // read and duplicates of such events, their boards' seqs: their records
 // hold the tie key their shard's step took, which shardseq.lua turns into
 // the seq the board gave the event, giving it one if none has yet, in one
-// call per board, all in one pipeline per lane round. Lane only.
+// call per board, all in one pipeline per lane round. The fields go
+// grouped by minute, each once (an event and a duplicate of it met in the
+// same round share one), so the script does no string work per event.
+// Lane only.
 func (s *Store) seqFollowUp(ctx context.Context, calls []*call) {
-	var seqs []scriptCall
-	var of [][]*call
-	byBoard := map[string]int{}
-	for _, c := range calls {
-		i, ok := byBoard[c.e.Board]
-		if !ok {
-			b := &c.board.b
+	// One per board: its fields by minute, then each field's place in the
+	// reply (the order the arguments list them).
+	type minute struct {
+		m      int64 // minutes since the epoch
+		fields []string
+	}
+	type board struct {
+		seq     string
+		keep    int64
+		minutes []minute
+		at      map[string]int
+		reply   []any
+	}
+	var boards []*board
+	byBoard := map[string]*board{}
+	of, field := make([]*board, len(calls)), make([]string, len(calls))
+	for k, c := range calls {
+		bd := byBoard[c.e.Board]
+		if bd == nil {
 			// A minute's fields outlive every record written in it: a
 			// record lives at most two windows and a quarter.
-			w := time.Duration(b.IdempotencyWindow)
-			keep := (2*w + w/4 + time.Minute).Milliseconds()
-			i = len(seqs)
-			byBoard[c.e.Board] = i
-			seqs = append(seqs, scriptCall{keys: []string{c.board.keys.seq}, args: []any{"", s.nowArg(), keep}})
-			of = append(of, nil)
+			w := time.Duration(c.board.b.IdempotencyWindow)
+			bd = &board{seq: c.board.keys.seq, keep: (2*w + w/4 + time.Minute).Milliseconds(), at: map[string]int{}}
+			byBoard[c.e.Board] = bd
+			boards = append(boards, bd)
 		}
-		shard := rank.ShardOf(c.e.Member, c.board.b.Shards)
-		seqs[i].args = append(seqs[i].args, strconv.Itoa(shard)+"."+strconv.FormatInt(c.r.Seq, 10))
-		of[i] = append(of[i], c)
+		f := strconv.Itoa(rank.ShardOf(c.e.Member, c.board.b.Shards)) + "." + strconv.FormatInt(c.r.Seq, 10)
+		of[k], field[k] = bd, f
+		if _, ok := bd.at[f]; ok {
+			continue
+		}
+		bd.at[f] = -1
+		m := c.r.Seq / 60_000_000 // the tie key is in µs
+		g := slices.IndexFunc(bd.minutes, func(x minute) bool { return x.m == m })
+		if g < 0 {
+			g = len(bd.minutes)
+			bd.minutes = append(bd.minutes, minute{m: m})
+		}
+		bd.minutes[g].fields = append(bd.minutes[g].fields, f)
+	}
+	seqs := make([]scriptCall, len(boards))
+	for i, bd := range boards {
+		// Minutes in order, so one member's events (one shard's, whose tie
+		// keys grow) take seqs in the order they were applied.
+		slices.SortFunc(bd.minutes, func(a, b minute) int { return cmp.Compare(a.m, b.m) })
+		args := make([]any, 0, 3+2*len(bd.minutes)+len(bd.at))
+		args = append(args, "", s.nowArg(), bd.keep)
+		pos := 0
+		for _, mn := range bd.minutes {
+			args = append(args, mn.m, len(mn.fields))
+			for _, f := range mn.fields {
+				args = append(args, f)
+				bd.at[f] = pos
+				pos++
+			}
+		}
+		seqs[i] = scriptCall{keys: []string{bd.seq}, args: args}
 	}
 	err := s.evalPipe(ctx, s.client.Pipeline(), s.shardSeq, seqs)
-	for i, sc := range seqs {
-		a, _ := sc.res.Val().([]any)
-		if err == nil && len(a) != len(of[i]) {
-			err = fmt.Errorf("unexpected seqs reply %v", sc.res.Val())
+	for i, bd := range boards {
+		bd.reply, _ = seqs[i].res.Val().([]any)
+		if err == nil && len(bd.reply) != len(bd.at) {
+			err = fmt.Errorf("unexpected seqs reply %v", seqs[i].res.Val())
 		}
-		for k, c := range of[i] {
-			if err != nil {
-				c.err = s.fail("apply", c.e.Board, err)
-				continue
-			}
-			c.r.Seq = num(a[k])
+	}
+	for k, c := range calls {
+		if err != nil {
+			c.err = s.fail("apply", c.e.Board, err)
+			continue
 		}
+		c.r.Seq = num(of[k].reply[of[k].at[field[k]]])
 	}
 }
 

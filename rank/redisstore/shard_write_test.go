@@ -207,6 +207,73 @@ func TestShardSeqGivenOnce(t *testing.T) {
 	}
 }
 
+// TestShardSeqFollowUpOrder: the seq follow-up of one round, its fields
+// grouped by minute for the script. A member's events (one shard's, in
+// the order of their tie keys) take seqs in that order even when another
+// shard's event of the later minute comes first in the round; an event
+// met twice in a round (applied, and a duplicate of it) takes one seq; a
+// second follow-up of the same events gives them the seqs they have.
+func TestShardSeqFollowUpOrder(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	s := newStore(t, srv, Config{Prefix: "sorder"})
+	ctx := t.Context()
+	const id = "sorder"
+	b := rank.DefaultBoard(id)
+	b.Shards = 4
+	mustPut(t, s, b)
+	cb, err := s.board(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two members on different shards.
+	a, m := "a0", ""
+	for i := 0; m == ""; i++ {
+		if x := fmt.Sprint("m", i); rank.ShardOf(x, 4) != rank.ShardOf(a, 4) {
+			m = x
+		}
+	}
+	boundary := (time.Now().UnixMicro()/60_000_000 + 1) * 60_000_000
+	at := func(member string, tie int64) *call {
+		c := &call{e: incr(id, fmt.Sprint("e", tie), member, 1), board: &cb}
+		c.r.Seq = tie
+		return c
+	}
+	round := []*call{
+		at(a, boundary+5),  // the later minute, first in the round
+		at(m, boundary-10), // m's first event, the earlier minute
+		at(a, boundary+5),  // a duplicate of a's event
+		at(m, boundary+20), // m's next event, the later minute
+	}
+	s.seqFollowUp(ctx, round)
+	seqs := make([]int64, len(round))
+	for i, c := range round {
+		if c.err != nil {
+			t.Fatalf("event %d: %v", i, c.err)
+		}
+		seqs[i] = c.r.Seq
+	}
+	if seqs[1] >= seqs[3] {
+		t.Errorf("m's events took seqs %d then %d: out of the order they were applied", seqs[1], seqs[3])
+	}
+	if seqs[0] != seqs[2] {
+		t.Errorf("an event and its duplicate took seqs %d and %d, want one", seqs[0], seqs[2])
+	}
+	if got := storedSeq(t, s, id); got != 3 {
+		t.Errorf("the board's seq = %d after three events, want 3", got)
+	}
+	again := []*call{at(m, boundary+20), at(a, boundary+5), at(m, boundary-10)}
+	s.seqFollowUp(ctx, again)
+	for i, want := range []int64{seqs[3], seqs[0], seqs[1]} {
+		if again[i].err != nil || again[i].r.Seq != want {
+			t.Errorf("met again, event %d: seq %d (%v), want %d", i, again[i].r.Seq, again[i].err, want)
+		}
+	}
+	if got := storedSeq(t, s, id); got != 3 {
+		t.Errorf("the board's seq = %d after the events were met again, want 3", got)
+	}
+}
+
 // A sharded board's events all take one lane, whoever submits them, so a
 // round holds all of them and its shard calls are as full as they can be;
 // an unsharded board's spread over the lanes by submitter. Each
