@@ -14,6 +14,9 @@
 #     events/s ceiling is 1e6 / that, on one core), and µs spent in
 #     scripts per acked event (INFO commandstats usec of EVALSHA and EVAL);
 #     and the kernel's share of the masters' CPU (redis_sys_share);
+#   - Redis memory the run's events left, bytes per acked event, summed and
+#     on the master that grew most (the idempotency records, a sharded
+#     board's seq map);
 #   - gateway CPU µs per acked event;
 #   - NATS messages in and out, and bytes in, per acked event (nats-server
 #     /varz; out counts one delivery per subscribed gateway).
@@ -159,7 +162,9 @@ fi
 say "load: $GATEWAYS × $PLAYERS players × $INFLIGHT in flight, $MEMBERS members, $DUR, shards $SHARDS"
 declare -A RB RK
 sys_ticks() { awk '{print $15}' "/proc/$1/stat"; }
-for i in "${!RPIDS[@]}"; do RB[$i]=$(cpu_ticks "${RPIDS[$i]}"); RK[$i]=$(sys_ticks "${RPIDS[$i]}"); redis-cli -p "${RPORTS[$i]}" config resetstat >/dev/null; done
+declare -A UM
+used_memory() { redis-cli -p "$1" info memory | tr -d '\r' | awk -F: '/^used_memory:/ {print $2}'; }
+for i in "${!RPIDS[@]}"; do RB[$i]=$(cpu_ticks "${RPIDS[$i]}"); RK[$i]=$(sys_ticks "${RPIDS[$i]}"); UM[$i]=$(used_memory "${RPORTS[$i]}"); redis-cli -p "${RPORTS[$i]}" config resetstat >/dev/null; done
 declare -A GB
 for i in "${!GPIDS[@]}"; do GB[$i]=$(cpu_ticks "${GPIDS[$i]}"); done
 varz() { curl -fsS "http://127.0.0.1:$NMP/varz" | grep -o "\"$1\": *[0-9]*" | grep -o '[0-9]*$'; }
@@ -226,6 +231,18 @@ for i in "${!RPIDS[@]}"; do
 	measure "master${i}_cpu_share" "$(awk -v a="${RS[$i]}" -v t="$TOTAL" 'BEGIN {printf "%.2f", (t > 0) ? a / t : 0}')"
 	measure "master${i}_cpu_us_per_event" "$(awk -v a="${RS[$i]}" -v n="$ACKED" 'BEGIN {printf "%.1f", (n > 0) ? a * 1e6 / n : 0}')"
 done
+# What the run's events left in Redis memory (the idempotency records for
+# their window, a sharded board's seq map, new members), per acked event:
+# all masters, and the master that grew most.
+MTOTAL=0
+MMAX=0
+for i in "${!RPIDS[@]}"; do
+	d=$(($(used_memory "${RPORTS[$i]}") - UM[$i]))
+	MTOTAL=$((MTOTAL + d))
+	[ "$d" -gt "$MMAX" ] && MMAX=$d
+done
+measure redis_bytes_per_event "$(awk -v a="$MTOTAL" -v n="$ACKED" 'BEGIN {printf "%.0f", (n > 0) ? a / n : 0}')"
+measure busiest_master_bytes_per_event "$(awk -v a="$MMAX" -v n="$ACKED" 'BEGIN {printf "%.0f", (n > 0) ? a / n : 0}')"
 BUSIEST=0
 for i in "${!RPIDS[@]}"; do BUSIEST=$(awk -v a="$BUSIEST" -v b="${RS[$i]}" 'BEGIN {print (b > a) ? b : a}'); done
 measure busiest_master_share "$(awk -v a="$BUSIEST" -v t="$TOTAL" 'BEGIN {printf "%.2f", (t > 0) ? a / t : 0}')"

@@ -162,6 +162,21 @@ func TestShardCountLeavesNoTrace(t *testing.T) {
 	}
 }
 
+// fourShards is a store on a Redis of its own holding board id of four
+// shards, and the board as the store caches it.
+func fourShards(t *testing.T, id string) (*Store, cachedBoard) {
+	t.Helper()
+	s := newStore(t, testenv.StartRedis(t), Config{Prefix: id})
+	b := rank.DefaultBoard(id)
+	b.Shards = 4
+	mustPut(t, s, b)
+	cb, err := s.board(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, cb
+}
+
 // TestShardSeqGivenOnce: on a sharded board whose acks carry no ranks, an
 // event's seq is given once, by whichever follow-up meets it first: here a
 // duplicate (a retry sent to another node) is answered before the round
@@ -169,19 +184,11 @@ func TestShardCountLeavesNoTrace(t *testing.T) {
 // same seq, and the board's seq moved by one.
 func TestShardSeqGivenOnce(t *testing.T) {
 	t.Parallel()
-	srv := testenv.StartRedis(t)
-	s := newStore(t, srv, Config{Prefix: "sonce"})
-	ctx := t.Context()
 	const id = "sonce"
-	b := rank.DefaultBoard(id)
-	b.Shards = 4
-	mustPut(t, s, b)
-	cb, err := s.board(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, cb := fourShards(t, id)
+	ctx := t.Context()
 	e := incr(id, "once", "m1", 5)
-	sh := cb.shards[rank.ShardOf(e.Member, b.Shards)]
+	sh := cb.shards[rank.ShardOf(e.Member, cb.b.Shards)]
 	c := &call{e: e}
 	c.setRecord(e, "first-", 1)
 	c.shard, c.board = sh.keys, &cb
@@ -215,17 +222,9 @@ func TestShardSeqGivenOnce(t *testing.T) {
 // second follow-up of the same events gives them the seqs they have.
 func TestShardSeqFollowUpOrder(t *testing.T) {
 	t.Parallel()
-	srv := testenv.StartRedis(t)
-	s := newStore(t, srv, Config{Prefix: "sorder"})
-	ctx := t.Context()
 	const id = "sorder"
-	b := rank.DefaultBoard(id)
-	b.Shards = 4
-	mustPut(t, s, b)
-	cb, err := s.board(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, cb := fourShards(t, id)
+	ctx := t.Context()
 	// Two members on different shards.
 	a, m := "a0", ""
 	for i := 0; m == ""; i++ {
