@@ -62,6 +62,7 @@ func (s *Store) work(b *lane, bt *batch) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
 	defer func() { clear(bt.memo); bt.memo = bt.memo[:0] }()
+	bt.round, bt.roundN = "", 0
 	now := time.Now()
 	bt.send = bt.send[:0]
 	for _, c := range bt.calls {
@@ -154,6 +155,9 @@ func (s *Store) build(ctx context.Context, bt *batch) {
 	for _, c := range bt.send {
 		// A sharded board's events group by shard (shard.go).
 		key := s.shardGroup(ctx, bt, c)
+		if c.shard != nil {
+			s.roundToken(ctx, bt, c)
+		}
 		if c.e.Into != 0 {
 			key += "\x00" + strconv.FormatInt(c.e.Into, 10)
 		}
@@ -303,6 +307,7 @@ func (s *Store) settle(ctx context.Context, m *cmd, attempt int, again []*call) 
 		rep, joined, _ = strings.Cut(joined, "\n")
 		if c.shard != nil {
 			rep = c.cutMembers(rep)
+			c.recTok = recordToken(rep)
 		}
 		c.r, c.err = applyResult(c.e, rep, c.hash, c.token, m.cfg)
 		c.r.Decimals = m.decimals
@@ -390,6 +395,17 @@ func applyResult(e rank.Event, rep string, hash, token string, cfg *rank.Board) 
 	}
 	r.Board, r.Member = e.Board, e.Member
 	return r, nil
+}
+
+// recordToken is the attempt token of the record in reply rep ("0" or "1"
+// and the record, "<hash>.<token>,…"), "" for a refusal.
+func recordToken(rep string) string {
+	if rep == "" || (rep[0] != '0' && rep[0] != '1') {
+		return ""
+	}
+	first, _, _ := strings.Cut(rep[1:], ",")
+	_, tok, _ := strings.Cut(first, ".")
+	return tok
 }
 
 // parseRecord decodes an idempotency record. Its first field is

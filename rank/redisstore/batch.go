@@ -7,6 +7,7 @@ package redisstore
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -52,6 +53,9 @@ type call struct {
 	shard            *applyKeys
 	board            *cachedBoard
 	newZ, oldZ, recH string
+	// recTok is the attempt token of the record a shard's reply carried:
+	// this call's own, or the first attempt's when it was a duplicate.
+	recTok string
 }
 
 // batch is one lane round: the calls taken from the queue, in submission
@@ -76,6 +80,11 @@ type batch struct {
 	order   []int          // the group of each call of send; -1 = not sent
 	next    []int          // per group, the next free place in grouped
 	grouped []*call        // send's calls arranged by board, each board's in order
+	// The round's id and minute, and the places given so far, when it
+	// holds events of sharded boards (roundToken).
+	round    string
+	roundMin int64
+	roundN   int
 }
 
 // newBatch is an empty batch for up to max calls.
@@ -127,6 +136,47 @@ func (c *call) setRecord(e rank.Event, prefix string, n uint64) {
 	b = strconv.AppendUint(b, n, 36)
 	c.rec = string(b)
 	c.hash, c.token = c.rec[:h], c.rec[h+1:]
+}
+
+// roundToken gives c, an event of a sharded board, the attempt token
+// "<minute>:<round>:<place>" (base 36): the lane round's id, made unique
+// per Store, and c's place among the round's sharded events. The record
+// keeps it, so the seq step gives a round's events their board seqs with
+// one hash field per round (shardseq.lua), and a duplicate met later, on
+// any node, finds its own there. A call sent again in the same round (its
+// first send was refused, so not applied) takes a new place. Lane only.
+func (s *Store) roundToken(ctx context.Context, bt *batch, c *call) {
+	if bt.round == "" {
+		// The store clock's minute, as the script's expiry reads it.
+		bt.roundMin = s.clock.now(ctx, s.client).Unix() / 60
+		bt.round = s.attemptPrefix + strconv.FormatUint(s.rounds.Add(1), 36)
+	}
+	b := make([]byte, 0, len(c.hash)+len(bt.round)+16)
+	b = append(b, c.hash...)
+	b = append(b, '.')
+	b = strconv.AppendInt(b, bt.roundMin, 36)
+	b = append(b, ':')
+	b = append(b, bt.round...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(bt.roundN), 36)
+	bt.roundN++
+	c.rec = string(b)
+	c.token = c.rec[len(c.hash)+1:]
+}
+
+// roundOf splits a token roundToken made into the round's minute, id and
+// the event's place; ok is false for another token (an Apply's own,
+// setRecord, as every record held before round tokens).
+func roundOf(token string) (minute int64, round string, place int64, ok bool) {
+	m, rest, ok1 := strings.Cut(token, ":")
+	round, p, ok2 := strings.Cut(rest, ":")
+	if !ok1 || !ok2 {
+		return 0, "", 0, false
+	}
+	var err1, err2 error
+	minute, err1 = strconv.ParseInt(m, 36, 64)
+	place, err2 = strconv.ParseInt(p, 36, 64)
+	return minute, round, place, err1 == nil && err2 == nil && round != ""
 }
 
 // appendArgs appends the call's seven apply.lua (and hot.lua) arguments:

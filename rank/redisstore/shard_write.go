@@ -4,7 +4,7 @@ package redisstore
 // and the follow-up that makes their results global (see shard.go).
 
 import (
-	"cmp"
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -112,76 +112,93 @@ func (s *Store) shardFollowUp(ctx context.Context, calls []*call) {
 }
 
 // seqFollowUp gives calls, events applied on shards without their ranks
-// read and duplicates of such events, their boards' seqs: their records
-// hold the tie key their shard's step took, which shardseq.lua turns into
-// the seq the board gave the event, giving it one if none has yet, in one
-// call per board, all in one pipeline per lane round. The fields go
-// grouped by minute, each once (an event and a duplicate of it met in the
-// same round share one), so the script does no string work per event.
-// Lane only.
+// read and duplicates of such events, their boards' seqs, in one
+// shardseq.lua call per board, all in one pipeline per lane round: the
+// events this round applied take consecutive seqs with one entry per
+// board and round (their records name the round: roundToken); a
+// duplicate finds its first attempt's round, or the field of its own a
+// record without a round (one made before round tokens) has. Lane only.
 func (s *Store) seqFollowUp(ctx context.Context, calls []*call) {
-	// One per board: its fields by minute, then each field's place in the
-	// reply (the order the arguments list them).
-	type minute struct {
-		m      int64 // minutes since the epoch
-		fields []string
+	// A round's events of one board: the places it applied, and each
+	// place's order among them.
+	type round struct {
+		id    string
+		min   int64
+		bits  []byte
+		entry int
 	}
 	type board struct {
-		seq     string
-		keep    int64
-		minutes []minute
-		at      map[string]int
-		reply   []any
+		seq    string
+		keep   int64
+		rounds []*round
+		others [][]any // the duplicates' and records-without-round entries, in order
+		reply  []any
+	}
+	// Where a call's seq comes from: its board's reply entry, and its
+	// place when that entry is a round's.
+	type from struct {
+		bd    *board
+		r     *round
+		entry int
+		place int64
 	}
 	var boards []*board
 	byBoard := map[string]*board{}
-	of, field := make([]*board, len(calls)), make([]string, len(calls))
+	at := make([]from, len(calls))
 	for k, c := range calls {
 		bd := byBoard[c.e.Board]
 		if bd == nil {
 			// A minute's fields outlive every record written in it: a
 			// record lives at most two windows and a quarter.
 			w := time.Duration(c.board.b.IdempotencyWindow)
-			bd = &board{seq: c.board.keys.seq, keep: (2*w + w/4 + time.Minute).Milliseconds(), at: map[string]int{}}
+			bd = &board{seq: c.board.keys.seq, keep: (2*w + w/4 + time.Minute).Milliseconds()}
 			byBoard[c.e.Board] = bd
 			boards = append(boards, bd)
 		}
-		f := strconv.Itoa(rank.ShardOf(c.e.Member, c.board.b.Shards)) + "." + strconv.FormatInt(c.r.Seq, 10)
-		of[k], field[k] = bd, f
-		if _, ok := bd.at[f]; ok {
-			continue
+		own := !c.found || c.recTok == c.token // applied by this call
+		tok := c.token
+		if !own {
+			tok = c.recTok
 		}
-		bd.at[f] = -1
-		m := c.r.Seq / 60_000_000 // the tie key is in µs
-		g := slices.IndexFunc(bd.minutes, func(x minute) bool { return x.m == m })
-		if g < 0 {
-			g = len(bd.minutes)
-			bd.minutes = append(bd.minutes, minute{m: m})
+		minute, id, place, ok := roundOf(tok)
+		switch {
+		case ok && own:
+			i := slices.IndexFunc(bd.rounds, func(r *round) bool { return r.id == id })
+			if i < 0 {
+				i = len(bd.rounds)
+				bd.rounds = append(bd.rounds, &round{id: id, min: minute})
+			}
+			r := bd.rounds[i]
+			for int64(len(r.bits)) <= place {
+				r.bits = append(r.bits, '0')
+			}
+			r.bits[place] = '1'
+			at[k] = from{bd: bd, r: r, place: place}
+		case ok:
+			at[k] = from{bd: bd, entry: len(bd.others)}
+			bd.others = append(bd.others, []any{"d", minute, id, place})
+		default:
+			at[k] = from{bd: bd, entry: len(bd.others)}
+			field := strconv.Itoa(rank.ShardOf(c.e.Member, c.board.b.Shards)) + "." + strconv.FormatInt(c.r.Seq, 10)
+			bd.others = append(bd.others, []any{"l", c.r.Seq / 60_000_000, field}) // the tie key is in µs
 		}
-		bd.minutes[g].fields = append(bd.minutes[g].fields, f)
 	}
 	seqs := make([]scriptCall, len(boards))
 	for i, bd := range boards {
-		// Minutes in order, so one member's events (one shard's, whose tie
-		// keys grow) take seqs in the order they were applied.
-		slices.SortFunc(bd.minutes, func(a, b minute) int { return cmp.Compare(a.m, b.m) })
-		args := make([]any, 0, 3+2*len(bd.minutes)+len(bd.at))
-		args = append(args, "", s.nowArg(), bd.keep)
-		pos := 0
-		for _, mn := range bd.minutes {
-			args = append(args, mn.m, len(mn.fields))
-			for _, f := range mn.fields {
-				args = append(args, f)
-				bd.at[f] = pos
-				pos++
-			}
+		args := []any{"", s.nowArg(), bd.keep}
+		for e, r := range bd.rounds {
+			r.entry = e
+			args = append(args, "r", r.min, r.id, string(r.bits))
+		}
+		for _, o := range bd.others {
+			args = append(args, o...)
 		}
 		seqs[i] = scriptCall{keys: []string{bd.seq}, args: args}
 	}
 	err := s.evalPipe(ctx, s.client.Pipeline(), s.shardSeq, seqs)
 	for i, bd := range boards {
 		bd.reply, _ = seqs[i].res.Val().([]any)
-		if err == nil && len(bd.reply) != len(bd.at) {
+		if err == nil && len(bd.reply) != len(bd.rounds)+len(bd.others) {
 			err = fmt.Errorf("unexpected seqs reply %v", seqs[i].res.Val())
 		}
 	}
@@ -190,7 +207,25 @@ func (s *Store) seqFollowUp(ctx context.Context, calls []*call) {
 			c.err = s.fail("apply", c.e.Board, err)
 			continue
 		}
-		c.r.Seq = num(of[k].reply[of[k].at[field[k]]])
+		f := at[k]
+		if f.r == nil {
+			c.r.Seq = num(f.bd.reply[len(f.bd.rounds)+f.entry])
+			continue
+		}
+		// The event's order among those its round applied.
+		ord := bytes.Count(f.r.bits[:f.place], []byte{'1'})
+		switch v := f.bd.reply[f.r.entry].(type) {
+		case int64: // the round's base
+			c.r.Seq = v + int64(ord) + 1
+		case []any: // the round's seqs, one per event (a duplicate came first)
+			if ord < len(v) {
+				c.r.Seq = num(v[ord])
+				continue
+			}
+			c.err = s.fail("apply", c.e.Board, fmt.Errorf("unexpected seqs reply %v", v))
+		default:
+			c.err = s.fail("apply", c.e.Board, fmt.Errorf("unexpected seqs reply %v", v))
+		}
 	}
 }
 

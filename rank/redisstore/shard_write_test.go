@@ -177,45 +177,102 @@ func fourShards(t *testing.T, id string) (*Store, cachedBoard) {
 	return s, cb
 }
 
+// shardStep applies e on its shard as a lane round does, without the
+// round's follow-up: with a round token from bt, or with the Apply's own
+// token when bt is nil (a record made before round tokens).
+func shardStep(t *testing.T, s *Store, cb cachedBoard, bt *batch, e rank.Event) *call {
+	t.Helper()
+	ctx := t.Context()
+	sh := cb.shards[rank.ShardOf(e.Member, cb.b.Shards)]
+	c := &call{e: e}
+	c.setRecord(e, s.attemptPrefix, s.attempts.Add(1))
+	c.shard, c.board = sh.keys, &cb
+	if bt != nil {
+		s.roundToken(ctx, bt, c)
+	}
+	now, nowArg := s.now(ctx, sh.b)
+	cmds := []cmd{applyCmd(sh, nowArg, s.periodKeys(sh, now), []*call{c})}
+	s.lanes[0].exec(ctx, cmds)
+	if again := s.settle(ctx, &cmds[0], staleRetries, nil); len(again) > 0 || c.err != nil || c.r.Rank != 0 {
+		t.Fatalf("the shard's step of %s: %+v, %v", e.ID, c.r, c.err)
+	}
+	return c
+}
+
 // TestShardSeqGivenOnce: on a sharded board whose acks carry no ranks, an
-// event's seq is given once, by whichever follow-up meets it first: here a
-// duplicate (a retry sent to another node) is answered before the round
-// that applied the event finished its follow-up; both answers carry the
-// same seq, and the board's seq moved by one.
+// event's seq is given once, by whichever call meets it first, and every
+// answer for it carries that seq; the board's seq moves by one per event
+// applied. A record without a round: a duplicate (a retry sent to another
+// node) answered before the applying round's follow-up. A round's events
+// take consecutive seqs from one field; when a duplicate of one of them
+// comes first, it takes a field of its own and the round's follow-up
+// gives each of its events one; a duplicate after the follow-up finds
+// the round's; the follow-up sent again gives the same seqs; an event
+// its round did not hear of (its reply lost) gets its seq from its
+// duplicate.
 func TestShardSeqGivenOnce(t *testing.T) {
 	t.Parallel()
 	const id = "sonce"
 	s, cb := fourShards(t, id)
 	ctx := t.Context()
-	e := incr(id, "once", "m1", 5)
-	sh := cb.shards[rank.ShardOf(e.Member, cb.b.Shards)]
-	c := &call{e: e}
-	c.setRecord(e, "first-", 1)
-	c.shard, c.board = sh.keys, &cb
-	now, nowArg := s.now(ctx, sh.b)
-	cmds := []cmd{applyCmd(sh, nowArg, s.periodKeys(sh, now), []*call{c})}
-	s.lanes[0].exec(ctx, cmds)
-	if again := s.settle(ctx, &cmds[0], staleRetries, nil); len(again) > 0 || c.err != nil || c.r.Rank != 0 {
-		t.Fatalf("the shard's step: %+v, %v", c.r, c.err)
+	seqs := func(what string, calls []*call, want ...int64) {
+		t.Helper()
+		for i, c := range calls {
+			if c.err != nil || c.r.Seq != want[i] {
+				t.Fatalf("%s, event %d: seq %d, %v; want %d", what, i, c.r.Seq, c.err, want[i])
+			}
+		}
 	}
-	dup := mustApply(t, s, e) // its round's follow-up has not run yet
-	if !dup.Duplicate || dup.Seq != 1 || dup.Score != 5 || dup.Rank != 0 {
-		t.Fatalf("the retry: %+v, want a duplicate at seq 1", dup)
+	dup := func(e rank.Event, want int64) {
+		t.Helper()
+		if r := mustApply(t, s, e); !r.Duplicate || r.Seq != want || r.Rank != 0 {
+			t.Fatalf("the retry of %s: %+v, want a duplicate at seq %d", e.ID, r, want)
+		}
 	}
+	ev := func(n int) rank.Event { return incr(id, fmt.Sprint("e", n), fmt.Sprint("m", n), int64(n+1)) }
+
+	// No round.
+	c := shardStep(t, s, cb, nil, ev(0))
+	dup(ev(0), 1) // its round's follow-up has not run yet
 	s.seqFollowUp(ctx, []*call{c})
-	if c.err != nil || c.r.Seq != 1 {
-		t.Fatalf("the round's own follow-up: seq %d, %v; want 1", c.r.Seq, c.err)
+	seqs("the follow-up of a record without a round", []*call{c}, 1)
+
+	// A duplicate before its round's follow-up.
+	bt := newBatch(8)
+	round := []*call{shardStep(t, s, cb, bt, ev(1)), shardStep(t, s, cb, bt, ev(2)), shardStep(t, s, cb, bt, ev(3))}
+	dup(ev(2), 2)
+	s.seqFollowUp(ctx, round)
+	seqs("a round met by a duplicate first", round, 3, 2, 4)
+	dup(ev(3), 4)
+
+	// The follow-up first; then a duplicate, and the follow-up again.
+	bt = newBatch(8)
+	round = []*call{shardStep(t, s, cb, bt, ev(4)), shardStep(t, s, cb, bt, ev(5))}
+	s.seqFollowUp(ctx, round)
+	seqs("a round", round, 5, 6)
+	dup(ev(5), 6)
+	dup(ev(4), 5)
+	s.seqFollowUp(ctx, round)
+	seqs("the round's follow-up again", round, 5, 6)
+
+	// The round did not hear of its second event.
+	bt = newBatch(8)
+	round = []*call{shardStep(t, s, cb, bt, ev(6)), shardStep(t, s, cb, bt, ev(7))}
+	s.seqFollowUp(ctx, round[:1])
+	seqs("a round short of an event", round[:1], 7)
+	dup(ev(7), 8)
+	dup(ev(6), 7)
+
+	if got := storedSeq(t, s, id); got != 8 {
+		t.Fatalf("the board's seq = %d after 8 events, want 8", got)
 	}
-	if got := storedSeq(t, s, id); got != 1 {
-		t.Fatalf("the board's seq = %d, want 1", got)
-	}
-	if r := mustApply(t, s, incr(id, "next", "m2", 1)); r.Seq != 2 {
-		t.Fatalf("the next event's seq = %d, want 2", r.Seq)
+	if r := mustApply(t, s, incr(id, "next", "m9", 1)); r.Duplicate || r.Seq != 9 {
+		t.Fatalf("the next event: %+v, want seq 9", r)
 	}
 }
 
-// TestShardSeqFollowUpOrder: the seq follow-up of one round, its fields
-// grouped by minute for the script. A member's events (one shard's, in
+// TestShardSeqFollowUpOrder: the seq follow-up of events whose records
+// name no round (made before round tokens), whose fields keep a seq each. A member's events (one shard's, in
 // the order of their tie keys) take seqs in that order even when another
 // shard's event of the later minute comes first in the round; an event
 // met twice in a round (applied, and a duplicate of it) takes one seq; a

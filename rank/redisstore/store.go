@@ -139,6 +139,7 @@ type Store struct {
 	// timeout), so it is the first result, not a duplicate (R4).
 	attemptPrefix string        // random per Store, so nodes never share tokens
 	attempts      atomic.Uint64 // counter of Apply calls
+	rounds        atomic.Uint64 // counter of lane rounds holding sharded events (roundToken)
 
 	mu sync.Mutex // guards boards, groups and forgets
 	// boards: board id -> config as last read, or unknown. An entry is
