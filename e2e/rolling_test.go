@@ -91,13 +91,21 @@ func (s *spectator) options() *client.Options {
 			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.hinted && time.Now().Before(s.drainAt) {
+			// The client starts its delay when it reads the hint, a moment
+			// before OnDraining runs and stamps drainAt: so much early is
+			// the stamp's lateness, not the client's.
+			if s.hinted && time.Now().Before(s.drainAt.Add(-hintStampSlack)) {
 				s.early = append(s.early, time.Until(s.drainAt))
 			}
 			s.hinted = false
 		},
 	}
 }
+
+// hintStampSlack bounds how much later than the client's own clock
+// OnDraining stamps a hint's time on a loaded machine; a client that did
+// not wait would be early by up to the whole hint (seconds).
+const hintStampSlack = 10 * time.Millisecond
 
 // renewed records a renewal's answer for board: the client's Subscription
 // says whether it resumed, and a fresh one starts the seqs again.
