@@ -43,3 +43,45 @@ func TestDrainPlan(t *testing.T) {
 		t.Fatalf("last of %d at %s, want just inside %s", n, p[n-1], w)
 	}
 }
+
+// A writer goroutine that gives up the writer's role wakes finish,
+// waiting to take it; finish giving it up wakes nobody (it would wake
+// itself and spin while a drain waits for its scores' replies), and a
+// poke after that wakes it. A poke while the role is held keeps it.
+func TestStopRunningWakes(t *testing.T) {
+	t.Parallel()
+	woken := func(c *conn) bool {
+		select {
+		case <-c.endWake:
+			return true
+		default:
+			return false
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		ender bool
+		wake  bool
+	}{
+		{"a writer goroutine", false, true},
+		{"finish", true, false},
+	} {
+		c := &conn{endWake: make(chan struct{}, 1)}
+		c.wstate.Store(wRunning | wEnding)
+		if !c.stopRunning(tc.ender) || c.wstate.Load()&wRunning != 0 {
+			t.Fatalf("%s: the role not given up: state %b", tc.name, c.wstate.Load())
+		}
+		if got := woken(c); got != tc.wake {
+			t.Fatalf("%s giving up the role: finish woken %v, want %v", tc.name, got, tc.wake)
+		}
+		c.poke() // ending, not running: it wakes finish, and starts no writer
+		if !woken(c) || c.wstate.Load()&wRunning != 0 {
+			t.Fatalf("%s: a poke after the role was given up: no wake, or a writer started (state %b)", tc.name, c.wstate.Load())
+		}
+	}
+	c := &conn{endWake: make(chan struct{}, 1)}
+	c.wstate.Store(wRunning | wEnding | wAgain)
+	if c.stopRunning(true) || c.wstate.Load()&wRunning == 0 {
+		t.Fatalf("poked while running: the role was given up (state %b)", c.wstate.Load())
+	}
+}

@@ -55,14 +55,14 @@ func (c *conn) poke() {
 // writer is a writer goroutine: it writes until nothing is left.
 func (c *conn) writer() {
 	defer c.guardWriter()
-	c.write()
+	c.write(false)
 }
 
 // write does the writer's work, holding the socket, until nothing is left
 // (false: the role is given up) or the connection ended (true: the socket
 // is kept, so nothing is written after the close). The caller holds the
-// role.
-func (c *conn) write() (ended bool) {
+// role; ender: the caller is finish (stopRunning).
+func (c *conn) write(ender bool) (ended bool) {
 	c.s.Hold()
 	for {
 		c.wstate.And(^wAgain)
@@ -71,7 +71,7 @@ func (c *conn) write() (ended bool) {
 			return true
 		}
 		c.s.Unhold()
-		if c.stopRunning() {
+		if c.stopRunning(ender) {
 			return false
 		}
 		c.s.Hold()
@@ -79,15 +79,18 @@ func (c *conn) write() (ended bool) {
 }
 
 // stopRunning gives up the writer's role, unless a poke came meanwhile
-// (false: the caller looks again).
-func (c *conn) stopRunning() bool {
+// (false: the caller looks again). A writer goroutine that gives it up
+// wakes finish, waiting to take it; finish itself (ender) wakes nobody: it
+// would wake itself, and spin while a drain waits for the replies of the
+// scores in flight. Any poke after the role is given up wakes it.
+func (c *conn) stopRunning(ender bool) bool {
 	for {
 		s := c.wstate.Load()
 		if s&wAgain != 0 {
 			return false
 		}
 		if c.wstate.CompareAndSwap(s, s&^wRunning) {
-			if s&wEnding != 0 {
+			if s&wEnding != 0 && !ender {
 				c.wakeEnder()
 			}
 			return true
@@ -133,7 +136,7 @@ func (c *conn) finish() {
 			if !c.wstate.CompareAndSwap(s, s|wRunning) {
 				continue
 			}
-			if c.write() {
+			if c.write(true) {
 				return
 			}
 		}
